@@ -1,0 +1,141 @@
+//! [`McpServerConfig`]: identity, limits and timeouts of a server.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// A token-bucket rate limit: `per_second` tokens refill continuously, up to `burst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Sustained calls per second.
+    pub per_second: f64,
+    /// The most calls allowed at once after an idle period.
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// The Python reference's default: 50 calls per second with a burst of 100.
+    pub const PYTHON_REFERENCE: RateLimit = RateLimit {
+        per_second: 50.0,
+        burst: 100,
+    };
+}
+
+/// Whether shared caches may keep list results (`cacheScope`, 2026-07-28).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Any cache may keep and share the result.
+    Public,
+    /// Only caches within the same authorization context.
+    Private,
+}
+
+impl CacheScope {
+    /// The wire value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Private => "private",
+        }
+    }
+}
+
+/// Configuration of an [`McpServer`](crate::McpServer).
+///
+/// | field | default |
+/// |---|---|
+/// | `name`, `version` | `codomyrmex-mcp`, this crate's version |
+/// | `instructions` | none |
+/// | `tool_timeout` | 60 s (the Python reference's) |
+/// | `tool_timeouts` | none; a tool's own `timeout` setting wins over `tool_timeout` |
+/// | `rate_limit` | 50 calls/s, burst 100 (the Python reference's), over all tool calls |
+/// | `tool_rate_limits` | none |
+/// | `max_message_size` | 4 MiB per incoming message |
+/// | `max_concurrent_requests` | 256 requests running at once per session |
+/// | `page_size` | 100 items per list page |
+/// | `list_ttl` | 60 s (`ttlMs` on 2026-07-28 list results) |
+/// | `cache_scope` | `public` |
+/// | `shutdown_grace` | 5 s for in-flight calls after the input closes |
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    /// The server's name, reported as `serverInfo.name`.
+    pub name: String,
+    /// The server's version, reported as `serverInfo.version`.
+    pub version: String,
+    /// Guidance for the model, reported as `instructions`.
+    pub instructions: Option<String>,
+    /// The default time a tool call may take before it is cancelled with a `TIMEOUT` failure.
+    pub tool_timeout: Duration,
+    /// Per-tool timeouts, by invocation name.
+    pub tool_timeouts: HashMap<String, Duration>,
+    /// A limit over all tool calls; `None` disables it.
+    pub rate_limit: Option<RateLimit>,
+    /// Per-tool limits, by invocation name, applied in addition to `rate_limit`.
+    pub tool_rate_limits: HashMap<String, RateLimit>,
+    /// The largest incoming message, in bytes.
+    pub max_message_size: usize,
+    /// The most requests that run at once; more wait their turn.
+    pub max_concurrent_requests: usize,
+    /// Items per page of `tools/list` (and the other lists).
+    pub page_size: usize,
+    /// `ttlMs` of cacheable results in the modern era.
+    pub list_ttl: Duration,
+    /// `cacheScope` of cacheable results in the modern era.
+    pub cache_scope: CacheScope,
+    /// How long in-flight calls may run on after the input closes.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for McpServerConfig {
+    fn default() -> Self {
+        Self {
+            name: "codomyrmex-mcp".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+            tool_timeout: Duration::from_secs(60),
+            tool_timeouts: HashMap::new(),
+            rate_limit: Some(RateLimit::PYTHON_REFERENCE),
+            tool_rate_limits: HashMap::new(),
+            max_message_size: 4 * 1024 * 1024,
+            max_concurrent_requests: 256,
+            page_size: 100,
+            list_ttl: Duration::from_secs(60),
+            cache_scope: CacheScope::Public,
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl McpServerConfig {
+    /// The defaults with a name and version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the instructions.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Sets the default tool timeout.
+    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = timeout;
+        self
+    }
+
+    /// Sets (or with `None`, removes) the global rate limit.
+    pub fn with_rate_limit(mut self, limit: Option<RateLimit>) -> Self {
+        self.rate_limit = limit;
+        self
+    }
+
+    /// Sets the page size (at least 1).
+    pub fn with_page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+}

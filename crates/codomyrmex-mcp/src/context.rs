@@ -1,0 +1,301 @@
+//! [`ToolContext`]: what a running tool can see of its request and do towards its client.
+//!
+//! A context is cheap to clone. Outside a server (for example, through
+//! [`McpToolRegistry::execute`](crate::McpToolRegistry::execute)), tools get a *detached* context:
+//! progress and logs go nowhere, it is never cancelled, and asking the client for input fails
+//! with [`ClientRequestError::Unavailable`].
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::wire::{Era, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
+
+/// Where a request's notifications and server-to-client requests go.
+///
+/// Transports implement this: the stdio transport writes to stdout, the HTTP transport to the
+/// request's SSE stream. `send` must not block; a full or closed sink returns `false` and the
+/// message is dropped (progress and log messages are advisory).
+pub trait MessageSink: Send + Sync + 'static {
+    /// Queues `message` for the peer.
+    fn send(&self, message: OutgoingMessage) -> bool;
+}
+
+/// A sink that drops everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NullSink;
+
+impl MessageSink for NullSink {
+    fn send(&self, _message: OutgoingMessage) -> bool {
+        false
+    }
+}
+
+/// The authenticated caller, when the transport authenticated one (HTTP only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The subject: a token's `sub` claim, or a static token's configured name.
+    pub subject: String,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+}
+
+/// Why a server-to-client request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClientRequestError {
+    /// There is no client to ask (a detached context, or a transport without a back channel).
+    #[error("no client is connected that can answer this request")]
+    Unavailable,
+    /// The client did not declare the capability the request needs.
+    #[error("the client did not declare the `{0}` capability")]
+    MissingCapability(&'static str),
+    /// The client answered with a JSON-RPC error.
+    #[error("the client answered with error {code}: {message}")]
+    Client {
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+    },
+    /// The request was cancelled before the client answered.
+    #[error("cancelled before the client answered")]
+    Cancelled,
+}
+
+/// Sends server-to-client requests and awaits their answers. The engine implements it per
+/// session.
+pub(crate) trait ClientRequester: Send + Sync + 'static {
+    fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+        sink: Arc<dyn MessageSink>,
+        cancel: CancellationToken,
+    ) -> crate::registry::BoxFuture<'static, Result<Value, ClientRequestError>>;
+}
+
+/// What a tool sees of the request that invoked it.
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<ContextInner>,
+}
+
+pub(crate) struct ContextInner {
+    pub(crate) request_id: Option<RequestId>,
+    pub(crate) tool_name: String,
+    pub(crate) meta: Map<String, Value>,
+    pub(crate) progress_token: Option<Value>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) sink: Arc<dyn MessageSink>,
+    pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) era: Era,
+    pub(crate) protocol_version: ProtocolVersion,
+    pub(crate) client_capabilities: Value,
+    pub(crate) principal: Option<Principal>,
+    pub(crate) requester: Option<Arc<dyn ClientRequester>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("request_id", &self.inner.request_id)
+            .field("tool_name", &self.inner.tool_name)
+            .field("era", &self.inner.era)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// A context that is connected to nothing, for calling tools outside a server.
+    pub fn detached() -> Self {
+        Self::from_inner(ContextInner {
+            request_id: None,
+            tool_name: String::new(),
+            meta: Map::new(),
+            progress_token: None,
+            cancel: CancellationToken::new(),
+            sink: Arc::new(NullSink),
+            log_level: None,
+            era: Era::Modern,
+            protocol_version: ProtocolVersion::LATEST_MODERN,
+            client_capabilities: json!({}),
+            principal: None,
+            requester: None,
+        })
+    }
+
+    pub(crate) fn from_inner(inner: ContextInner) -> Self {
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    pub(crate) fn with_tool_name(self, name: &str) -> Self {
+        if self.inner.tool_name == name {
+            return self;
+        }
+        let inner = &self.inner;
+        Self::from_inner(ContextInner {
+            request_id: inner.request_id.clone(),
+            tool_name: name.to_owned(),
+            meta: inner.meta.clone(),
+            progress_token: inner.progress_token.clone(),
+            cancel: inner.cancel.clone(),
+            sink: inner.sink.clone(),
+            log_level: inner.log_level,
+            era: inner.era,
+            protocol_version: inner.protocol_version,
+            client_capabilities: inner.client_capabilities.clone(),
+            principal: inner.principal.clone(),
+            requester: inner.requester.clone(),
+        })
+    }
+
+    /// The JSON-RPC id of the request, when there is one.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        self.inner.request_id.as_ref()
+    }
+
+    /// The invocation name of the running tool.
+    pub fn tool_name(&self) -> &str {
+        &self.inner.tool_name
+    }
+
+    /// The request's `_meta` object (empty when absent).
+    pub fn meta(&self) -> &Map<String, Value> {
+        &self.inner.meta
+    }
+
+    /// The protocol era the request arrived in.
+    pub fn era(&self) -> Era {
+        self.inner.era
+    }
+
+    /// The protocol version the request is served under.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.inner.protocol_version
+    }
+
+    /// The capabilities the client declared (for this request in the modern era, at
+    /// `initialize` in the legacy era).
+    pub fn client_capabilities(&self) -> &Value {
+        &self.inner.client_capabilities
+    }
+
+    /// The authenticated caller, if the transport authenticated one.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.inner.principal.as_ref()
+    }
+
+    /// Whether the client cancelled the request, or it timed out.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Resolves when the request is cancelled. Tools doing long work should `select!` on it.
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await;
+    }
+
+    /// A token that is cancelled with the request, for handing to spawned work.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.inner.cancel.clone()
+    }
+
+    /// Reports progress, if the client asked for it with a `progressToken`. Returns whether a
+    /// notification was queued.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let Some(token) = &self.inner.progress_token else {
+            return false;
+        };
+        if self.is_cancelled() {
+            return false;
+        }
+        let mut params = Map::new();
+        params.insert("progressToken".into(), token.clone());
+        params.insert("progress".into(), json!(progress));
+        if let Some(total) = total {
+            params.insert("total".into(), json!(total));
+        }
+        if let Some(message) = message {
+            params.insert("message".into(), json!(message));
+        }
+        self.inner.sink.send(OutgoingMessage::Notification {
+            method: "notifications/progress",
+            params: Value::Object(params),
+        })
+    }
+
+    /// Sends a log message to the client, if the client asked for messages at `level` or
+    /// above. Returns whether a notification was queued.
+    pub fn log(&self, level: LoggingLevel, data: impl Into<Value>) -> bool {
+        match self.inner.log_level {
+            Some(min) if level >= min => {}
+            _ => return false,
+        }
+        let params = json!({
+            "level": level.as_str(),
+            "logger": self.inner.tool_name,
+            "data": data.into(),
+        });
+        self.inner.sink.send(OutgoingMessage::Notification {
+            method: "notifications/message",
+            params,
+        })
+    }
+
+    /// Sends a request to the client (`elicitation/create`, `sampling/createMessage`,
+    /// `roots/list`) and awaits its answer.
+    ///
+    /// `capability` is the client capability the request needs (`"elicitation"`,
+    /// `"sampling"`, `"roots"`); the request is refused without asking if the client did not
+    /// declare it.
+    pub async fn request_client(
+        &self,
+        method: &'static str,
+        capability: &'static str,
+        params: Value,
+    ) -> Result<Value, ClientRequestError> {
+        if self.inner.client_capabilities.get(capability).is_none() {
+            return Err(ClientRequestError::MissingCapability(capability));
+        }
+        let Some(requester) = &self.inner.requester else {
+            return Err(ClientRequestError::Unavailable);
+        };
+        requester
+            .request(
+                method,
+                params,
+                self.inner.sink.clone(),
+                self.inner.cancel.clone(),
+            )
+            .await
+    }
+
+    /// Asks the user for structured input through the client (`elicitation/create`, form
+    /// mode). `requested_schema` is a flat object schema of primitive properties.
+    pub async fn elicit(
+        &self,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<Value, ClientRequestError> {
+        self.request_client(
+            "elicitation/create",
+            "elicitation",
+            json!({"mode": "form", "message": message, "requestedSchema": requested_schema}),
+        )
+        .await
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub async fn create_message(&self, params: Value) -> Result<Value, ClientRequestError> {
+        self.request_client("sampling/createMessage", "sampling", params)
+            .await
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub async fn list_roots(&self) -> Result<Value, ClientRequestError> {
+        self.request_client("roots/list", "roots", json!({})).await
+    }
+}

@@ -1,0 +1,263 @@
+//! Per-connection state: the legacy handshake, in-flight requests and our own pending
+//! requests to the client.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{ClientRequestError, ClientRequester, MessageSink, Principal};
+use crate::registry::BoxFuture;
+use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
+
+/// The most server-to-client requests awaiting an answer at once, per session.
+const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
+
+/// The state of one connection (stdio) or one legacy session (HTTP).
+///
+/// Modern requests use a session only to track cancellation of in-flight requests; they never
+/// read or change its handshake state.
+pub struct Session {
+    state: Mutex<State>,
+    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    next_id: AtomicU64,
+    permits: Arc<Semaphore>,
+    principal: Option<Principal>,
+}
+
+#[derive(Default)]
+struct State {
+    negotiated: Option<ProtocolVersion>,
+    client_capabilities: Value,
+    client_info: Option<Value>,
+    log_level: Option<LoggingLevel>,
+    initialized_notified: bool,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("negotiated", &self.negotiated())
+            .field("in_flight", &lock(&self.in_flight).len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Removes a request from the in-flight table when dropped, however the request ends.
+pub(crate) struct InFlightGuard {
+    session: Arc<Session>,
+    id: RequestId,
+    token: CancellationToken,
+}
+
+impl InFlightGuard {
+    pub(crate) fn token(&self) -> CancellationToken {
+        self.token.clone()
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        // Cancelling on drop stops work the tool spawned with the context's token.
+        self.token.cancel();
+        lock(&self.session.in_flight).remove(&self.id);
+    }
+}
+
+impl Session {
+    pub(crate) fn new(permits: Arc<Semaphore>) -> Self {
+        Self {
+            state: Mutex::new(State {
+                client_capabilities: json!({}),
+                ..State::default()
+            }),
+            in_flight: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            permits,
+            principal: None,
+        }
+    }
+
+    /// Attaches the authenticated caller (HTTP).
+    pub fn with_principal(mut self: Arc<Self>, principal: Option<Principal>) -> Arc<Self> {
+        if let Some(s) = Arc::get_mut(&mut self) {
+            s.principal = principal;
+        }
+        self
+    }
+
+    /// The legacy protocol version negotiated by `initialize`, if any.
+    pub fn negotiated(&self) -> Option<ProtocolVersion> {
+        lock(&self.state).negotiated
+    }
+
+    /// Whether the client sent `notifications/initialized`.
+    pub fn initialized_notified(&self) -> bool {
+        lock(&self.state).initialized_notified
+    }
+
+    /// The client's `clientInfo` from `initialize`.
+    pub fn client_info(&self) -> Option<Value> {
+        lock(&self.state).client_info.clone()
+    }
+
+    /// The number of requests running now.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.in_flight).len()
+    }
+
+    pub(crate) fn principal(&self) -> Option<Principal> {
+        self.principal.clone()
+    }
+
+    pub(crate) fn permits(&self) -> Arc<Semaphore> {
+        self.permits.clone()
+    }
+
+    pub(crate) fn client_capabilities(&self) -> Value {
+        lock(&self.state).client_capabilities.clone()
+    }
+
+    pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
+        lock(&self.state).log_level
+    }
+
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        lock(&self.state).log_level = Some(level);
+    }
+
+    /// Records the handshake. `false` if the session was already initialised.
+    pub(crate) fn initialize(
+        &self,
+        version: ProtocolVersion,
+        capabilities: Value,
+        client_info: Option<Value>,
+    ) -> bool {
+        let mut s = lock(&self.state);
+        if s.negotiated.is_some() {
+            return false;
+        }
+        s.negotiated = Some(version);
+        s.client_capabilities = capabilities;
+        s.client_info = client_info;
+        true
+    }
+
+    pub(crate) fn mark_initialized(&self) {
+        lock(&self.state).initialized_notified = true;
+    }
+
+    /// Registers an in-flight request; `None` if the id is already in flight.
+    pub(crate) fn begin_request(self: &Arc<Self>, id: RequestId) -> Option<InFlightGuard> {
+        let token = CancellationToken::new();
+        let mut map = lock(&self.in_flight);
+        if map.contains_key(&id) {
+            return None;
+        }
+        map.insert(id.clone(), token.clone());
+        Some(InFlightGuard {
+            session: self.clone(),
+            id,
+            token,
+        })
+    }
+
+    /// Cancels an in-flight request. Returns whether it was found.
+    pub fn cancel(&self, id: &RequestId) -> bool {
+        match lock(&self.in_flight).get(id) {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancels everything in flight (the connection is closing).
+    pub fn cancel_all(&self) {
+        for t in lock(&self.in_flight).values() {
+            t.cancel();
+        }
+    }
+
+    pub(crate) fn resolve_client_request(
+        &self,
+        id: &RequestId,
+        outcome: Result<Value, ErrorObject>,
+    ) {
+        match lock(&self.pending).remove(id) {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            None => tracing::debug!(%id, "a response matched no pending request"),
+        }
+    }
+}
+
+/// Removes a pending client request when the waiting future is dropped.
+struct PendingGuard {
+    session: Arc<Session>,
+    id: RequestId,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        lock(&self.session.pending).remove(&self.id);
+    }
+}
+
+/// The requester the engine hands to tools: needs the `Arc` to outlive the call.
+pub(crate) struct SessionRequester(pub(crate) Arc<Session>);
+
+impl ClientRequester for SessionRequester {
+    fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+        sink: Arc<dyn MessageSink>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Value, ClientRequestError>> {
+        let session = self.0.clone();
+        Box::pin(async move {
+            let n = session.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = RequestId::String(format!("srv-{n}"));
+            let (tx, rx) = oneshot::channel();
+            {
+                let mut pending = lock(&session.pending);
+                if pending.len() >= MAX_PENDING_CLIENT_REQUESTS {
+                    return Err(ClientRequestError::Unavailable);
+                }
+                pending.insert(id.clone(), tx);
+            }
+            let _guard = PendingGuard {
+                session: session.clone(),
+                id: id.clone(),
+            };
+            if !sink.send(OutgoingMessage::Request {
+                id: id.clone(),
+                method,
+                params,
+            }) {
+                return Err(ClientRequestError::Unavailable);
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(ClientRequestError::Cancelled),
+                r = rx => match r {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(e)) => Err(ClientRequestError::Client { code: e.code, message: e.message }),
+                    Err(_) => Err(ClientRequestError::Unavailable),
+                },
+            }
+        })
+    }
+}

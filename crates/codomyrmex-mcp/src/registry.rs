@@ -1,0 +1,1048 @@
+//! [`McpToolRegistry`]: tools by invocation name, with schema validation and safe execution.
+//!
+//! The registry is shared by a running server, so every method takes `&self`. Listing is
+//! deterministic (sorted by name). Registering a name again with an identical schema is
+//! idempotent; with a different schema it fails closed and changes nothing.
+//!
+//! The registry knows nothing about JSON-RPC or transports. The engine maps its results onto
+//! the wire.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use crate::context::ToolContext;
+use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
+use crate::wire::{ContentBlock, ToolAnnotations};
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The longest tool name MCP allows.
+pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// Why a registration was refused. The registry is unchanged whenever this is returned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpRegistrationError {
+    /// The name breaks MCP's rule: 1 to 128 characters from `A-Z a-z 0-9 _ - .`.
+    #[error("tool name {name:?} is invalid: {reason}")]
+    InvalidName {
+        /// The offending name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The input or output schema is not acceptable.
+    #[error("tool {name:?}: {which} schema is invalid: {reason}")]
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// `"input"` or `"output"`.
+        which: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The name is taken by a tool with a different definition.
+    #[error("tool {name:?} is already registered with a different definition: {difference}")]
+    Conflict {
+        /// The tool.
+        name: String,
+        /// Where the two definitions differ, as a JSON pointer and both values.
+        difference: String,
+    },
+}
+
+/// A tool's description as MCP's `Tool` object (`name`, `title`, `description`,
+/// `inputSchema`, `outputSchema`, `annotations`, `icons`, `_meta`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDefinition {
+    /// The invocation name, e.g. `file_utility.read_file_content`.
+    pub name: String,
+    /// A display title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON Schema (2020-12) of the arguments object.
+    pub input_schema: Value,
+    /// The JSON Schema of `structuredContent`, if the tool declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    #[serde(skip_serializing_if = "ToolAnnotations::is_empty")]
+    pub annotations: ToolAnnotations,
+    /// Icons, as MCP `Icon` objects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Value>>,
+    /// Metadata MCP has no field for (category, tags, version, ...).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl ToolDefinition {
+    /// A definition with a name and an input schema.
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+            icons: None,
+            meta: None,
+        }
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the output schema.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Adds a `_meta` entry.
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
+        self
+    }
+}
+
+/// How the server runs a tool: settings that are not part of its MCP description.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolSettings {
+    /// Overrides the server's default timeout.
+    pub timeout: Option<Duration>,
+    /// The version in which the tool was deprecated; calling it logs a warning once.
+    pub deprecated_in: Option<String>,
+}
+
+/// What a tool produced: the seed's result plus, optionally, explicit MCP content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The outcome, in the seed's shape.
+    pub result: McpToolResult,
+    /// Content blocks to send instead of the default text rendering of `result`.
+    pub content: Option<Vec<ContentBlock>>,
+}
+
+impl ToolOutput {
+    /// Wraps a result with the default rendering.
+    pub fn from_result(result: McpToolResult) -> Self {
+        Self {
+            result,
+            content: None,
+        }
+    }
+
+    /// A successful output made only of content blocks (no structured data).
+    pub fn content(content: Vec<ContentBlock>) -> Self {
+        Self {
+            result: McpToolResult::success(None),
+            content: Some(content),
+        }
+    }
+
+    /// A failure.
+    pub fn failure(error: McpErrorDetail) -> Self {
+        Self::from_result(McpToolResult::failure(error))
+    }
+}
+
+/// Values a handler may return.
+pub trait IntoToolOutput {
+    /// Converts into a [`ToolOutput`].
+    fn into_tool_output(self) -> ToolOutput;
+}
+
+impl IntoToolOutput for ToolOutput {
+    fn into_tool_output(self) -> ToolOutput {
+        self
+    }
+}
+
+impl IntoToolOutput for McpToolResult {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::from_result(self)
+    }
+}
+
+impl IntoToolOutput for Vec<ContentBlock> {
+    fn into_tool_output(self) -> ToolOutput {
+        ToolOutput::content(self)
+    }
+}
+
+impl IntoToolOutput for Result<Value, McpErrorDetail> {
+    fn into_tool_output(self) -> ToolOutput {
+        match self {
+            Ok(v) => ToolOutput::from_result(McpToolResult::success_value(v)),
+            Err(e) => ToolOutput::failure(e),
+        }
+    }
+}
+
+impl IntoToolOutput for Result<McpToolResult, McpErrorDetail> {
+    fn into_tool_output(self) -> ToolOutput {
+        match self {
+            Ok(r) => ToolOutput::from_result(r),
+            Err(e) => ToolOutput::failure(e),
+        }
+    }
+}
+
+impl IntoToolOutput for Result<ToolOutput, McpErrorDetail> {
+    fn into_tool_output(self) -> ToolOutput {
+        self.unwrap_or_else(ToolOutput::failure)
+    }
+}
+
+/// A type-erased tool implementation. Most users never implement this: closures and
+/// functions become handlers through [`IntoToolHandler`].
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Runs the tool. Arguments have already been validated against the input schema.
+    fn call(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        context: ToolContext,
+    ) -> BoxFuture<'static, ToolOutput>;
+}
+
+/// Conversion into a handler. Implemented for:
+/// - `Fn(JsonObject) -> R` and `Fn(JsonObject, ToolContext) -> R`, where `R` is an
+///   [`IntoToolOutput`] (such as `Result<Value, McpErrorDetail>` or `McpToolResult`);
+/// - the same returning a future of such an `R`;
+/// - any [`ToolHandler`], through [`handler_fn`]'s wrappers.
+///
+/// The `Marker` parameter only tells the impls apart; inference fills it in.
+pub trait IntoToolHandler<Marker>: Send + Sync + 'static {
+    /// Converts `self`.
+    fn into_handler(self) -> Arc<dyn ToolHandler>;
+}
+
+/// Marker: a sync handler taking arguments.
+pub struct SyncArgs<R>(PhantomData<fn() -> R>);
+/// Marker: an async handler taking arguments.
+pub struct AsyncArgs<R>(PhantomData<fn() -> R>);
+/// Marker: a sync handler taking arguments and a context.
+pub struct SyncArgsContext<R>(PhantomData<fn() -> R>);
+/// Marker: an async handler taking arguments and a context.
+pub struct AsyncArgsContext<R>(PhantomData<fn() -> R>);
+/// Marker: an `Arc<dyn ToolHandler>` or a concrete `ToolHandler`.
+pub struct Direct;
+
+struct FnHandler<F, M> {
+    f: F,
+    _marker: PhantomData<fn() -> M>,
+}
+
+impl<F, R> ToolHandler for FnHandler<F, SyncArgs<R>>
+where
+    F: Fn(JsonObject) -> R + Send + Sync + 'static,
+    R: IntoToolOutput + 'static,
+{
+    fn call(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        _: ToolContext,
+    ) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async move { (self.f)(arguments).into_tool_output() })
+    }
+}
+
+impl<F, Fut> ToolHandler for FnHandler<F, AsyncArgs<Fut>>
+where
+    F: Fn(JsonObject) -> Fut + Send + Sync + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: IntoToolOutput,
+{
+    fn call(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        _: ToolContext,
+    ) -> BoxFuture<'static, ToolOutput> {
+        let fut = (self.f)(arguments);
+        Box::pin(async move { fut.await.into_tool_output() })
+    }
+}
+
+impl<F, R> ToolHandler for FnHandler<F, SyncArgsContext<R>>
+where
+    F: Fn(JsonObject, ToolContext) -> R + Send + Sync + 'static,
+    R: IntoToolOutput + 'static,
+{
+    fn call(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async move { (self.f)(arguments, cx).into_tool_output() })
+    }
+}
+
+impl<F, Fut> ToolHandler for FnHandler<F, AsyncArgsContext<Fut>>
+where
+    F: Fn(JsonObject, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: IntoToolOutput,
+{
+    fn call(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, ToolOutput> {
+        let fut = (self.f)(arguments, cx);
+        Box::pin(async move { fut.await.into_tool_output() })
+    }
+}
+
+macro_rules! impl_into_handler {
+    ($marker:ident, $out:ident, ($($arg:ty),*), $($bounds:tt)*) => {
+        impl<F, $out> IntoToolHandler<$marker<$out>> for F
+        where
+            F: Fn($($arg),*) -> $out + Send + Sync + 'static,
+            $($bounds)*
+        {
+            fn into_handler(self) -> Arc<dyn ToolHandler> {
+                Arc::new(FnHandler::<F, $marker<$out>> { f: self, _marker: PhantomData })
+            }
+        }
+    };
+}
+
+impl_into_handler!(SyncArgs, R, (JsonObject), R: IntoToolOutput + 'static);
+impl_into_handler!(AsyncArgs, Fut, (JsonObject), Fut: Future + Send + 'static, Fut::Output: IntoToolOutput);
+impl_into_handler!(SyncArgsContext, R, (JsonObject, ToolContext), R: IntoToolOutput + 'static);
+impl_into_handler!(AsyncArgsContext, Fut, (JsonObject, ToolContext), Fut: Future + Send + 'static, Fut::Output: IntoToolOutput);
+
+impl IntoToolHandler<Direct> for Arc<dyn ToolHandler> {
+    fn into_handler(self) -> Arc<dyn ToolHandler> {
+        self
+    }
+}
+
+/// A complete registration: the MCP description, the run settings and the handler. This is
+/// what `#[mcp_tool]` produces.
+#[derive(Clone)]
+pub struct ToolRegistration {
+    /// The MCP description.
+    pub definition: ToolDefinition,
+    /// How the server runs it.
+    pub settings: ToolSettings,
+    /// The implementation.
+    pub handler: Arc<dyn ToolHandler>,
+}
+
+impl std::fmt::Debug for ToolRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistration")
+            .field("definition", &self.definition)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRegistration {
+    /// A registration from a definition and a handler, with default settings.
+    pub fn new<M>(definition: ToolDefinition, handler: impl IntoToolHandler<M>) -> Self {
+        Self {
+            definition,
+            settings: ToolSettings::default(),
+            handler: handler.into_handler(),
+        }
+    }
+
+    /// Sets the run settings.
+    pub fn with_settings(mut self, settings: ToolSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+}
+
+/// A registered tool: its definition, compiled validators and handler.
+pub(crate) struct RegisteredTool {
+    pub(crate) definition: ToolDefinition,
+    /// The definition in wire form, computed once.
+    pub(crate) wire: Value,
+    pub(crate) settings: ToolSettings,
+    input_validator: jsonschema::Validator,
+    output_validator: Option<jsonschema::Validator>,
+    handler: Arc<dyn ToolHandler>,
+    deprecation_warned: std::sync::atomic::AtomicBool,
+}
+
+/// Tools by invocation name.
+pub struct McpToolRegistry {
+    tools: RwLock<BTreeMap<String, Arc<RegisteredTool>>>,
+    generation: watch::Sender<u64>,
+}
+
+impl Default for McpToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for McpToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpToolRegistry")
+            .field("tools", &self.list_tools())
+            .finish()
+    }
+}
+
+/// Checks a tool name against MCP's rule.
+pub fn validate_tool_name(name: &str) -> Result<(), McpRegistrationError> {
+    let fail = |reason: &str| {
+        Err(McpRegistrationError::InvalidName {
+            name: name.chars().take(MAX_TOOL_NAME_LEN + 8).collect(),
+            reason: reason.to_owned(),
+        })
+    };
+    if name.is_empty() {
+        return fail("it is empty");
+    }
+    if name.len() > MAX_TOOL_NAME_LEN {
+        return fail("it is longer than 128 characters");
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(McpRegistrationError::InvalidName {
+            name: name.to_owned(),
+            reason: format!("character {c:?} is not one of A-Z a-z 0-9 _ - ."),
+        });
+    }
+    Ok(())
+}
+
+fn compile_schema(
+    name: &str,
+    which: &'static str,
+    schema: &Value,
+    must_be_object: bool,
+) -> Result<jsonschema::Validator, McpRegistrationError> {
+    let invalid = |reason: String| McpRegistrationError::InvalidSchema {
+        name: name.to_owned(),
+        which,
+        reason,
+    };
+    let Value::Object(obj) = schema else {
+        return Err(invalid("a schema must be a JSON object".into()));
+    };
+    if must_be_object && obj.get("type") != Some(&json!("object")) {
+        return Err(invalid(r#"the root must declare "type": "object""#.into()));
+    }
+    // Builds against the declared dialect (2020-12 by default), validating the schema against
+    // its meta-schema first. Network and file `$ref`s are never fetched: the crate is built
+    // without resolvers, so they fail here instead.
+    jsonschema::validator_for(schema).map_err(|e| invalid(e.to_string()))
+}
+
+/// The first place where two JSON values differ, as `pointer: a != b`.
+fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                let p = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match y.get(k) {
+                    None => return Some(format!("{p} is only in the registered definition")),
+                    Some(vb) => {
+                        if let Some(d) = first_difference(&p, va, vb) {
+                            return Some(d);
+                        }
+                    }
+                }
+            }
+            y.keys().find(|k| !x.contains_key(*k)).map(|k| {
+                format!(
+                    "{path}/{} is only in the new definition",
+                    k.replace('~', "~0").replace('/', "~1")
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (va, vb))| first_difference(&format!("{path}/{i}"), va, vb)),
+        _ if a == b => None,
+        _ => Some(format!(
+            "{}: registered {a} but new {b}",
+            if path.is_empty() { "/" } else { path }
+        )),
+    }
+}
+
+impl McpToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self {
+            tools: RwLock::new(BTreeMap::new()),
+            generation: watch::Sender::new(0),
+        }
+    }
+
+    /// Registers `handler` under `name` with `input_schema`.
+    ///
+    /// Registering the same name with a JSON-equal schema again is a no-op that returns `Ok`.
+    /// A different schema under a taken name is refused, and nothing changes.
+    pub fn register<M>(
+        &self,
+        name: impl Into<String>,
+        input_schema: Value,
+        handler: impl IntoToolHandler<M>,
+    ) -> Result<(), McpRegistrationError> {
+        self.register_tool(ToolRegistration::new(
+            ToolDefinition::new(name, input_schema),
+            handler,
+        ))
+    }
+
+    /// Registers a complete [`ToolRegistration`]. The same idempotence and conflict rules
+    /// apply, comparing whole definitions.
+    pub fn register_tool(
+        &self,
+        registration: ToolRegistration,
+    ) -> Result<(), McpRegistrationError> {
+        let ToolRegistration {
+            definition,
+            settings,
+            handler,
+        } = registration;
+        validate_tool_name(&definition.name)?;
+        let wire =
+            serde_json::to_value(&definition).map_err(|e| McpRegistrationError::InvalidSchema {
+                name: definition.name.clone(),
+                which: "input",
+                reason: e.to_string(),
+            })?;
+        // Cheap check first: an identical re-registration needs no compilation.
+        if let Some(existing) = self.read().get(&definition.name) {
+            return match first_difference("", &existing.wire, &wire) {
+                None => Ok(()),
+                Some(difference) => Err(McpRegistrationError::Conflict {
+                    name: definition.name,
+                    difference,
+                }),
+            };
+        }
+        let input_validator =
+            compile_schema(&definition.name, "input", &definition.input_schema, true)?;
+        let output_validator = definition
+            .output_schema
+            .as_ref()
+            .map(|s| compile_schema(&definition.name, "output", s, false))
+            .transpose()?;
+        let tool = Arc::new(RegisteredTool {
+            definition,
+            wire,
+            settings,
+            input_validator,
+            output_validator,
+            handler,
+            deprecation_warned: std::sync::atomic::AtomicBool::new(false),
+        });
+        {
+            let mut tools = self.write();
+            // Re-check under the write lock: another thread may have won the race.
+            if let Some(existing) = tools.get(&tool.definition.name) {
+                return match first_difference("", &existing.wire, &tool.wire) {
+                    None => Ok(()),
+                    Some(difference) => Err(McpRegistrationError::Conflict {
+                        name: tool.definition.name.clone(),
+                        difference,
+                    }),
+                };
+            }
+            tools.insert(tool.definition.name.clone(), tool);
+        }
+        self.generation.send_modify(|g| *g += 1);
+        Ok(())
+    }
+
+    /// Removes a tool. Returns whether it was registered.
+    pub fn unregister(&self, name: &str) -> bool {
+        let removed = self.write().remove(name).is_some();
+        if removed {
+            self.generation.send_modify(|g| *g += 1);
+        }
+        removed
+    }
+
+    /// The registered names, sorted.
+    pub fn list_tools(&self) -> Vec<String> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// The number of registered tools.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// A tool's definition (a copy; no lock is held).
+    pub fn get(&self, name: &str) -> Option<ToolDefinition> {
+        self.read().get(name).map(|t| t.definition.clone())
+    }
+
+    /// Every definition, sorted by name.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.read().values().map(|t| t.definition.clone()).collect()
+    }
+
+    /// A receiver that changes whenever the set of tools changes.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    pub(crate) fn lookup(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.read().get(name).cloned()
+    }
+
+    /// A page of tools in wire form, starting after `after`; also says whether more follow.
+    pub(crate) fn page(&self, after: Option<&str>, size: usize) -> (Vec<Value>, Option<String>) {
+        use std::ops::Bound;
+        let tools = self.read();
+        let lower = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Unbounded,
+        };
+        let mut iter = tools.range::<str, _>((lower, Bound::Unbounded));
+        let page: Vec<(&String, &Arc<RegisteredTool>)> = iter.by_ref().take(size.max(1)).collect();
+        let next = if iter.next().is_some() {
+            page.last().map(|(k, _)| (*k).clone())
+        } else {
+            None
+        };
+        (
+            page.into_iter().map(|(_, t)| t.wire.clone()).collect(),
+            next,
+        )
+    }
+
+    /// Executes a call: looks the tool up, validates the arguments and runs the handler.
+    ///
+    /// Never panics and never returns an invalid result: an unknown tool, invalid arguments, a
+    /// handler error or a handler panic all become failures. Works on every tokio runtime
+    /// flavour.
+    pub async fn execute(&self, call: &McpToolCall) -> McpToolResult {
+        match self.lookup(&call.tool_name) {
+            None => McpToolResult::failure(tool_not_found(&call.tool_name)),
+            Some(tool) => {
+                tool.invoke(call.arguments.clone(), ToolContext::detached())
+                    .await
+                    .result
+            }
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<RegisteredTool>>> {
+        self.tools.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<RegisteredTool>>> {
+        self.tools.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The failure for an unknown tool.
+pub(crate) fn tool_not_found(name: &str) -> McpErrorDetail {
+    let shown: String = name.chars().take(MAX_TOOL_NAME_LEN).collect();
+    McpErrorDetail::new("ToolNotFound", format!("Unknown tool: {shown}"))
+}
+
+/// Every violation of `validator` by `instance`, as `{pointer, rule, message}` objects.
+pub(crate) fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Value> {
+    validator
+        .iter_errors(instance)
+        .take(64)
+        .map(|e| {
+            json!({
+                "pointer": e.instance_path().to_string(),
+                "rule": e.kind().keyword(),
+                "schema_path": e.schema_path().to_string(),
+                "message": e.to_string(),
+            })
+        })
+        .collect()
+}
+
+impl RegisteredTool {
+    /// Validates the arguments and runs the handler, catching panics.
+    pub(crate) async fn invoke(&self, arguments: JsonObject, context: ToolContext) -> ToolOutput {
+        let instance = Value::Object(arguments);
+        if !self.input_validator.is_valid(&instance) {
+            let list = violations(&self.input_validator, &instance);
+            let mut details = Map::new();
+            details.insert("tool".into(), json!(self.definition.name));
+            details.insert("violations".into(), Value::Array(list));
+            return ToolOutput::failure(
+                McpErrorDetail::new(
+                    "ValidationError",
+                    format!(
+                        "Arguments do not satisfy the input schema of tool {}",
+                        self.definition.name
+                    ),
+                )
+                .with_details(details),
+            );
+        }
+        let Value::Object(arguments) = instance else {
+            return ToolOutput::failure(McpErrorDetail::new("InternalError", "arguments lost"));
+        };
+        if let Some(version) = &self.settings.deprecated_in
+            && !self
+                .deprecation_warned
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(tool = %self.definition.name, deprecated_in = %version, "a deprecated tool was called");
+        }
+        let context = context.with_tool_name(&self.definition.name);
+        let fut = catch_unwind(self.handler.clone().call(arguments, context));
+        let output = match fut.await {
+            Ok(output) => output,
+            Err(()) => {
+                tracing::error!(tool = %self.definition.name, "tool handler panicked");
+                return ToolOutput::failure(McpErrorDetail::new(
+                    "InternalError",
+                    format!(
+                        "Tool {} failed with an internal error",
+                        self.definition.name
+                    ),
+                ));
+            }
+        };
+        self.check_output(output)
+    }
+
+    fn check_output(&self, output: ToolOutput) -> ToolOutput {
+        let Some(validator) = &self.output_validator else {
+            return output;
+        };
+        if output.result.is_failure() {
+            return output;
+        }
+        let structured = output
+            .result
+            .data()
+            .map(|d| Value::Object(d.clone()))
+            .unwrap_or(Value::Null);
+        if validator.is_valid(&structured) {
+            return output;
+        }
+        let mut details = Map::new();
+        details.insert(
+            "violations".into(),
+            Value::Array(violations(validator, &structured)),
+        );
+        ToolOutput::failure(
+            McpErrorDetail::new(
+                "OutputValidationError",
+                format!(
+                    "Tool {} produced output that does not satisfy its output schema",
+                    self.definition.name
+                ),
+            )
+            .with_details(details),
+        )
+    }
+}
+
+/// Catches a panic raised while polling `fut`.
+fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
+    CatchUnwind { fut: Box::pin(fut) }
+}
+
+struct CatchUnwind<F> {
+    fut: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let fut = self.fut.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(move || fut.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Value {
+        json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]})
+    }
+
+    fn add(args: JsonObject) -> Result<Value, McpErrorDetail> {
+        let a = args.get("a").and_then(Value::as_i64).unwrap_or(0);
+        let b = args.get("b").and_then(Value::as_i64).unwrap_or(0);
+        Ok(json!(a + b))
+    }
+
+    fn call(name: &str, args: Value) -> McpToolCall {
+        let Value::Object(m) = args else { panic!() };
+        McpToolCall::new(name, m)
+    }
+
+    #[test]
+    fn names_follow_the_mcp_rule() {
+        for ok in [
+            "a",
+            "file_utility.read_file_content",
+            "A-b_c.9",
+            &"x".repeat(128),
+        ] {
+            assert!(validate_tool_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "has space", "slash/x", "ü", &"x".repeat(129), "a,b"] {
+            assert!(validate_tool_name(bad).is_err(), "{bad}");
+        }
+        let r = McpToolRegistry::new();
+        assert!(matches!(
+            r.register("bad name", schema(), add),
+            Err(McpRegistrationError::InvalidName { .. })
+        ));
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn schemas_must_be_valid_object_schemas() {
+        let r = McpToolRegistry::new();
+        for bad in [
+            json!([]),
+            json!({"type":"string"}),
+            json!({"properties":{}}),
+            json!({"type":"object","properties":{"a":{"type":"nope"}}}),
+            json!({"type":"object","minProperties":-1}),
+        ] {
+            let e = r.register("t", bad.clone(), add).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    McpRegistrationError::InvalidSchema { which: "input", .. }
+                ),
+                "{bad}: {e}"
+            );
+        }
+        assert!(r.is_empty());
+        let e = r
+            .register(
+                "t",
+                json!({"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}),
+                add,
+            )
+            .unwrap_err();
+        assert!(
+            matches!(e, McpRegistrationError::InvalidSchema { .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn listing_is_sorted_and_idempotent_registration_changes_nothing() {
+        let r = McpToolRegistry::new();
+        let rx = r.subscribe();
+        for n in ["zeta", "alpha", "mid.tool"] {
+            r.register(n, schema(), add).unwrap();
+        }
+        assert_eq!(r.list_tools(), ["alpha", "mid.tool", "zeta"]);
+        let gen_before = *rx.borrow();
+        // Same schema with keys in another order.
+        let reordered = json!({"required":["a","b"],"properties":{"b":{"type":"integer"},"a":{"type":"integer"}},"type":"object"});
+        r.register("alpha", reordered, add).unwrap();
+        assert_eq!(*rx.borrow(), gen_before);
+        assert_eq!(r.len(), 3);
+    }
+
+    #[test]
+    fn conflicting_registration_fails_closed() {
+        let r = McpToolRegistry::new();
+        r.register("t", schema(), add).unwrap();
+        let other = json!({"type":"object","properties":{"a":{"type":"string"}}});
+        let e = r.register("t", other, add).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("\"t\""), "{text}");
+        assert!(text.contains("/inputSchema"), "{text}");
+        assert_eq!(r.get("t").unwrap().input_schema, schema());
+        let _: &dyn std::error::Error = &e;
+    }
+
+    #[test]
+    fn definitions_serialise_as_mcp_tools() {
+        let r = McpToolRegistry::new();
+        r.register_tool(ToolRegistration::new(
+            ToolDefinition::new("t", schema())
+                .with_description("adds")
+                .with_annotations(ToolAnnotations {
+                    read_only_hint: Some(true),
+                    ..Default::default()
+                })
+                .with_meta("category", json!("math")),
+            add,
+        ))
+        .unwrap();
+        let v = serde_json::to_value(r.get("t").unwrap()).unwrap();
+        assert_eq!(
+            v,
+            json!({"name":"t","description":"adds","inputSchema":schema(),"annotations":{"readOnlyHint":true},"_meta":{"category":"math"}})
+        );
+    }
+
+    #[test]
+    fn unregister_reports_presence() {
+        let r = McpToolRegistry::new();
+        r.register("t", schema(), add).unwrap();
+        assert!(r.unregister("t"));
+        assert!(!r.unregister("t"));
+        assert!(r.get("t").is_none());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn execute_success_failure_and_wrapping() {
+        let r = McpToolRegistry::new();
+        r.register("add", schema(), add).unwrap();
+        r.register(
+            "obj",
+            json!({"type":"object"}),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> { Ok(json!({"k": 1})) },
+        )
+        .unwrap();
+        r.register(
+            "err",
+            json!({"type":"object"}),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> {
+                Err(McpErrorDetail::new("Nope", "it failed"))
+            },
+        )
+        .unwrap();
+        r.register("direct", json!({"type":"object"}), |_: JsonObject| {
+            McpToolResult::no_change_needed("already fine")
+        })
+        .unwrap();
+        r.register("async", json!({"type":"object"}), |_: JsonObject| async {
+            Ok::<_, McpErrorDetail>(json!("later"))
+        })
+        .unwrap();
+        r.register(
+            "ctx",
+            json!({"type":"object"}),
+            |_: JsonObject, cx: ToolContext| async move {
+                Ok::<_, McpErrorDetail>(json!(cx.tool_name()))
+            },
+        )
+        .unwrap();
+
+        let ok = r.execute(&call("add", json!({"a": 2, "b": 3}))).await;
+        assert_eq!(ok.status(), "success");
+        assert_eq!(ok.data().unwrap().get("result"), Some(&json!(5)));
+
+        let obj = r.execute(&call("obj", json!({}))).await;
+        assert_eq!(obj.data().unwrap().get("k"), Some(&json!(1)));
+
+        let err = r.execute(&call("err", json!({}))).await;
+        assert!(err.is_failure());
+        assert_eq!(err.error().unwrap().error_type, "Nope");
+
+        let direct = r.execute(&call("direct", json!({}))).await;
+        assert_eq!(direct.status(), "no_change_needed");
+
+        let later = r.execute(&call("async", json!({}))).await;
+        assert_eq!(later.data().unwrap().get("result"), Some(&json!("later")));
+
+        let named = r.execute(&call("ctx", json!({}))).await;
+        assert_eq!(named.data().unwrap().get("result"), Some(&json!("ctx")));
+
+        let missing = r.execute(&call("nope", json!({}))).await;
+        assert_eq!(missing.error().unwrap().error_type, "ToolNotFound");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn invalid_arguments_list_every_violation() {
+        let r = McpToolRegistry::new();
+        r.register("add", schema(), add).unwrap();
+        let res = r.execute(&call("add", json!({"a": "x"}))).await;
+        let e = res.error().unwrap();
+        assert_eq!(e.error_type, "ValidationError");
+        let details = serde_json::to_value(e.error_details.as_ref().unwrap()).unwrap();
+        let v = details["violations"].as_array().unwrap();
+        assert_eq!(v.len(), 2, "{details}");
+        let rules: Vec<&str> = v.iter().map(|x| x["rule"].as_str().unwrap()).collect();
+        assert!(
+            rules.contains(&"type") && rules.contains(&"required"),
+            "{rules:?}"
+        );
+        assert!(v.iter().any(|x| x["pointer"] == "/a"));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn panics_become_internal_errors_and_the_registry_survives() {
+        let r = McpToolRegistry::new();
+        r.register(
+            "boom",
+            json!({"type":"object"}),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> { panic!("secret path /etc/shadow") },
+        )
+        .unwrap();
+        r.register("add", schema(), add).unwrap();
+        let res = r.execute(&call("boom", json!({}))).await;
+        let e = res.error().unwrap();
+        assert_eq!(e.error_type, "InternalError");
+        assert!(!e.error_message.contains("shadow"));
+        let ok = r.execute(&call("add", json!({"a": 1, "b": 1}))).await;
+        assert_eq!(ok.status(), "success");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn output_schema_is_enforced() {
+        let r = McpToolRegistry::new();
+        r.register_tool(ToolRegistration::new(
+            ToolDefinition::new("out", json!({"type":"object"}))
+                .with_output_schema(json!({"type":"object","properties":{"result":{"type":"string"}},"required":["result"]})),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> { Ok(json!(5)) },
+        ))
+        .unwrap();
+        let res = r.execute(&call("out", json!({}))).await;
+        assert_eq!(res.error().unwrap().error_type, "OutputValidationError");
+    }
+}

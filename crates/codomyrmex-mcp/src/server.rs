@@ -1,0 +1,60 @@
+//! [`McpServer`]: a registry, a configuration and the engine, ready to serve a transport.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::config::McpServerConfig;
+use crate::engine::Engine;
+use crate::registry::McpToolRegistry;
+use crate::transport::stdio::{self, StdioError};
+
+/// An MCP server.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use codomyrmex_mcp::{McpServer, McpServerConfig, McpToolRegistry};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Arc::new(McpToolRegistry::new());
+/// let server = McpServer::new(McpServerConfig::new("demo", "1.0.0"), registry);
+/// server.serve_stdio().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    engine: Engine,
+}
+
+impl McpServer {
+    /// A server for `registry`.
+    pub fn new(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> Self {
+        Self {
+            engine: Engine::new(config, registry),
+        }
+    }
+
+    /// The protocol engine, for transports and tests.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The registry being served. Changes to it are announced to connected clients.
+    pub fn registry(&self) -> &Arc<McpToolRegistry> {
+        self.engine.registry()
+    }
+
+    /// Serves this process's stdin and stdout until stdin closes.
+    pub async fn serve_stdio(&self) -> Result<(), StdioError> {
+        stdio::serve_stdio(self.engine.clone()).await
+    }
+
+    /// Serves newline-delimited JSON-RPC over any byte stream pair.
+    pub async fn serve_stream<R, W>(&self, reader: R, writer: W) -> Result<(), StdioError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        stdio::serve(self.engine.clone(), reader, writer).await
+    }
+}

@@ -1,0 +1,22 @@
+//! The MCP wire format: JSON-RPC 2.0 envelopes and the MCP types of both protocol eras.
+//!
+//! This module is data only. It decodes bytes into [`IncomingMessage`]s and encodes
+//! [`OutgoingMessage`]s, and it names the protocol revisions ([`version`]). It does not decide
+//! what a message means; that is the engine's job.
+//!
+//! Types here follow the specification's `schema.ts` for revisions `2026-07-28` (modern) and
+//! `2025-11-25` (legacy, with negotiation down to `2024-11-05`). Where the two revisions share a
+//! shape, one Rust type serves both.
+
+pub mod jsonrpc;
+pub mod types;
+pub mod version;
+
+pub use jsonrpc::{
+    DecodeError, ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, RequestId, decode,
+    decode_value,
+};
+pub use types::{
+    CallToolResult, ContentBlock, Implementation, LoggingLevel, ResourceContents, ToolAnnotations,
+};
+pub use version::{Era, ProtocolVersion};
