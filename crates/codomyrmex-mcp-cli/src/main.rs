@@ -33,6 +33,9 @@ enum Command {
         /// Disable the tool-call rate limit (50 calls/s, burst 100 by default).
         #[arg(long)]
         no_rate_limit: bool,
+        /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
     },
     /// List the built-in tools with their schemas, as JSON.
     Tools,
@@ -78,6 +81,7 @@ async fn main() -> ExitCode {
         Command::Serve {
             timeout,
             no_rate_limit,
+            http,
         } => {
             let mut config = McpServerConfig::new("codomyrmex-mcp", codomyrmex_mcp::VERSION)
                 .with_instructions("Codomyrmex MCP server. Call codomyrmex.list_registered_tools to see what is available.")
@@ -86,7 +90,17 @@ async fn main() -> ExitCode {
                 config = config.with_rate_limit(None);
             }
             let server = McpServer::new(config, registry);
-            match server.serve_stdio().await {
+            let outcome = match http {
+                None => server.serve_stdio().await.map_err(|e| e.to_string()),
+                Some(bind) => {
+                    let config = codomyrmex_mcp::transport::http::HttpConfig {
+                        bind,
+                        ..Default::default()
+                    };
+                    server.serve_http(config).await.map_err(|e| e.to_string())
+                }
+            };
+            match outcome {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("codomyrmex-mcp: {e}");

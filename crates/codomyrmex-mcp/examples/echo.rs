@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example echo -- --stdio
+//! cargo run --release --example echo -- --http 127.0.0.1:8080   # serves /mcp
 //! ```
 
 use std::sync::Arc;
@@ -18,11 +19,22 @@ fn echo(args: Map<String, Value>) -> ToolOutput {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let mode = std::env::args().nth(1).unwrap_or_else(|| "--stdio".into());
-    if mode != "--stdio" {
-        eprintln!("usage: echo --stdio");
-        return std::process::ExitCode::from(2);
-    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let http: Option<std::net::SocketAddr> = match args.as_slice() {
+        [] => None,
+        [flag] if flag == "--stdio" => None,
+        [flag, addr] if flag == "--http" => match addr.parse() {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("echo: invalid address {addr:?}: {e}");
+                return std::process::ExitCode::from(2);
+            }
+        },
+        _ => {
+            eprintln!("usage: echo [--stdio | --http ADDR]");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let registry = Arc::new(McpToolRegistry::new());
     let schema = json!({
         "type": "object",
@@ -35,7 +47,18 @@ async fn main() -> std::process::ExitCode {
     }
     // A benchmark subject must not be throttled.
     let config = McpServerConfig::new("echo", codomyrmex_mcp::VERSION).with_rate_limit(None);
-    match McpServer::new(config, registry).serve_stdio().await {
+    let server = McpServer::new(config, registry);
+    let outcome = match http {
+        None => server.serve_stdio().await.map_err(|e| e.to_string()),
+        Some(bind) => {
+            let config = codomyrmex_mcp::transport::http::HttpConfig {
+                bind,
+                ..Default::default()
+            };
+            server.serve_http(config).await.map_err(|e| e.to_string())
+        }
+    };
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("echo: {e}");

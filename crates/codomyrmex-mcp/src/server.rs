@@ -57,4 +57,18 @@ impl McpServer {
     {
         stdio::serve(self.engine.clone(), reader, writer).await
     }
+
+    /// Serves Streamable HTTP at `config.bind` and `config.path` until Ctrl-C or SIGTERM,
+    /// then lets in-flight requests finish within the grace period.
+    #[cfg(feature = "http")]
+    pub async fn serve_http(
+        &self,
+        config: crate::transport::http::HttpConfig,
+    ) -> Result<(), crate::transport::http::HttpError> {
+        let http = crate::transport::http::HttpServer::new(self.engine.clone(), config);
+        let listener = http.bind().await?;
+        tracing::info!(addr = %listener.local_addr()?, "serving MCP over Streamable HTTP");
+        http.serve(listener, crate::transport::http::shutdown_signal())
+            .await
+    }
 }

@@ -4,4 +4,6 @@
 //! sink, drives the futures the engine returns, and writes what comes back. It holds no
 //! protocol rules of its own.
 
+#[cfg(feature = "http")]
+pub mod http;
 pub mod stdio;

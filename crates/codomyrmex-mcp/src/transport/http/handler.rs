@@ -1,0 +1,504 @@
+//! The MCP endpoint: POST, GET and DELETE, for both eras.
+
+// Handlers return ready-made HTTP responses as their error type; they are cold paths.
+#![allow(clippy::result_large_err)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::context::{MessageSink, NullSink, Principal};
+use crate::engine::{Handled, META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use crate::wire::jsonrpc::{Decoded, decode};
+use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
+
+use super::sessions::HttpSession;
+use super::sse::{ChannelSink, LogSink, SseBody};
+use super::{AppState, rpc_error};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+fn json_response(status: StatusCode, message: &OutgoingMessage) -> Response<Body> {
+    let mut resp = Response::new(Body::from(message.to_bytes()));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn accepted() -> Response<Body> {
+    let mut resp = Response::new(Body::empty());
+    *resp.status_mut() = StatusCode::ACCEPTED;
+    resp
+}
+
+fn sse_response(body: SseBody) -> Response<Body> {
+    let mut resp = Response::new(Body::new(body));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+fn bad(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response<Body> {
+    rpc_error(status, None, ErrorObject::new(code, message))
+}
+
+/// The HTTP status a modern-era error deserves.
+fn modern_status(e: &ErrorObject) -> StatusCode {
+    match e.code {
+        -32601 => StatusCode::NOT_FOUND,
+        -32700 | -32600 | -32602 | -32020 | -32021 | -32022 => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+fn accepts(headers: &HeaderMap, what: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.split(';').next().unwrap_or("").trim())
+        .any(|v| v == what || v == "*/*")
+}
+
+fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
+    match headers.get(SESSION_HEADER) {
+        None => Ok(None),
+        Some(v) => v.to_str().map(|s| Some(s.trim())).map_err(|_| {
+            bad(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "Invalid Mcp-Session-Id header",
+            )
+        }),
+    }
+}
+
+async fn read_body(app: &AppState, body: Body) -> Result<axum::body::Bytes, Response<Body>> {
+    let limit = app.config.max_body_bytes;
+    match tokio::time::timeout(
+        app.config.request_timeout,
+        axum::body::to_bytes(body, limit),
+    )
+    .await
+    {
+        Err(_) => Err(bad(
+            StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::INVALID_REQUEST,
+            "Request body was not received in time",
+        )),
+        Ok(Err(_)) => Err(bad(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::INVALID_REQUEST,
+            format!("Request body exceeds the {limit}-byte limit"),
+        )),
+        Ok(Ok(b)) => Ok(b),
+    }
+}
+
+fn is_modern(params: &Option<Map<String, Value>>) -> bool {
+    params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .is_some()
+}
+
+/// Whether a request should be answered as an SSE stream: when the client accepts one and
+/// the request may produce messages before its response.
+fn wants_stream(
+    app: &AppState,
+    headers: &HeaderMap,
+    message: &IncomingMessage,
+    legacy: Option<&HttpSession>,
+) -> bool {
+    if !accepts(headers, "text/event-stream") {
+        return false;
+    }
+    if app.config.always_sse {
+        return true;
+    }
+    let IncomingMessage::Request { method, params, .. } = message else {
+        return false;
+    };
+    if method != "tools/call" {
+        return false;
+    }
+    let meta = params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object);
+    let progress = meta.is_some_and(|m| m.contains_key("progressToken"));
+    let modern_log = meta.is_some_and(|m| m.contains_key(META_LOG_LEVEL));
+    let legacy_input = legacy.is_some_and(|s| {
+        let caps = s.session.client_capabilities();
+        s.session.log_level().is_some()
+            || ["sampling", "elicitation", "roots"]
+                .iter()
+                .any(|c| caps.get(c).is_some())
+    });
+    progress || modern_log || legacy_input
+}
+
+/// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
+pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let headers = parts.headers;
+    let principal = parts.extensions.get::<Principal>().cloned();
+    let content_type_ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    if !content_type_ok {
+        return bad(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    if !accepts(&headers, "application/json") && !accepts(&headers, "text/event-stream") {
+        return bad(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must include application/json and text/event-stream",
+        );
+    }
+    let body = match read_body(&app, body).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    let sid = match session_id(&headers) {
+        Ok(s) => s.map(str::to_owned),
+        Err(resp) => return resp,
+    };
+    let decoded = decode(&body);
+    let route = match (&decoded, &sid) {
+        (Decoded::Single(Ok(IncomingMessage::Request { params, .. })), _) if is_modern(params) => {
+            Route::Modern
+        }
+        (Decoded::Single(Ok(IncomingMessage::Request { method, .. })), None)
+            if method == "initialize" =>
+        {
+            Route::Initialize
+        }
+        // No session and no modern `_meta`: the engine answers -32602 (missing `_meta`).
+        (Decoded::Single(Ok(IncomingMessage::Request { .. })), None) => Route::Modern,
+        (Decoded::Single(Err(e)), None) => {
+            return json_response(StatusCode::BAD_REQUEST, &e.to_response());
+        }
+        (_, Some(_)) => Route::Legacy,
+        // A notification or response with no session: modern clients send none over HTTP.
+        (Decoded::Single(Ok(IncomingMessage::Notification { .. })), None) => return accepted(),
+        (_, None) => {
+            return bad(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "Missing Mcp-Session-Id header",
+            );
+        }
+    };
+    match (route, decoded, sid) {
+        (Route::Modern, Decoded::Single(Ok(message)), _) => {
+            modern(&app, &headers, message, principal).await
+        }
+        (Route::Initialize, Decoded::Single(Ok(message)), _) => {
+            initialize(&app, message, principal)
+        }
+        (Route::Legacy, decoded, Some(sid)) => legacy(&app, &headers, &sid, decoded).await,
+        _ => bad(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "Internal error",
+        ),
+    }
+}
+
+enum Route {
+    Modern,
+    Initialize,
+    Legacy,
+}
+
+async fn modern(
+    app: &AppState,
+    headers: &HeaderMap,
+    message: IncomingMessage,
+    principal: Option<Principal>,
+) -> Response<Body> {
+    let IncomingMessage::Request { id, method, params } = &message else {
+        return accepted();
+    };
+    let empty = Map::new();
+    let p = params.as_ref().unwrap_or(&empty);
+    if is_modern(params)
+        && let Err(e) = super::headers::validate(headers, method, p, app.engine.registry())
+    {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &OutgoingMessage::Error {
+                id: Some(id.clone()),
+                error: e,
+            },
+        );
+    }
+    let session = app.engine.new_session().with_principal(principal);
+    let stream = wants_stream(app, headers, &message, None);
+    if stream {
+        let (tx, rx) = mpsc::channel(256);
+        let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx));
+        return match app.engine.handle(&session, message, &sink) {
+            Handled::Nothing => accepted(),
+            Handled::Reply(m) => reply(&m),
+            Handled::Pending(work) => {
+                sse_response(SseBody::drive(work, rx, Some(app.config.keep_alive)))
+            }
+        };
+    }
+    let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+    match app.engine.handle(&session, message, &sink) {
+        Handled::Nothing => accepted(),
+        Handled::Reply(m) => reply(&m),
+        // Awaited here: if the client disconnects, hyper drops this future, which cancels the
+        // tool.
+        Handled::Pending(work) => match work.await {
+            Some(m) => reply(&m),
+            None => accepted(),
+        },
+    }
+}
+
+fn reply(m: &OutgoingMessage) -> Response<Body> {
+    let status = match m {
+        OutgoingMessage::Error { error, .. } => modern_status(error),
+        _ => StatusCode::OK,
+    };
+    json_response(status, m)
+}
+
+fn initialize(
+    app: &AppState,
+    message: IncomingMessage,
+    principal: Option<Principal>,
+) -> Response<Body> {
+    let session = app.engine.new_session().with_principal(principal);
+    let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+    let handled = app.engine.handle(&session, message, &sink);
+    let Handled::Reply(m) = handled else {
+        return bad(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "Internal error",
+        );
+    };
+    if !matches!(m, OutgoingMessage::Response { .. }) {
+        return json_response(StatusCode::BAD_REQUEST, &m);
+    }
+    match app.sessions.insert(session) {
+        Err(_) => bad(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            "Too many sessions; try again later",
+        ),
+        Ok((sid, _)) => {
+            let mut resp = json_response(StatusCode::OK, &m);
+            if let Ok(v) = HeaderValue::from_str(&sid) {
+                resp.headers_mut().insert(SESSION_HEADER, v);
+            }
+            resp
+        }
+    }
+}
+
+fn check_legacy_version(headers: &HeaderMap, session: &HttpSession) -> Result<(), Response<Body>> {
+    let Some(v) = headers.get("mcp-protocol-version") else {
+        // Clients of 2025-03-26 and earlier do not send the header.
+        return Ok(());
+    };
+    let v = v.to_str().map(str::trim).unwrap_or("");
+    match ProtocolVersion::parse(v) {
+        Some(p) if Some(p) == session.session.negotiated() => Ok(()),
+        _ => Err(bad(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Unsupported or mismatched MCP-Protocol-Version header: {}",
+                v.chars().take(32).collect::<String>()
+            ),
+        )),
+    }
+}
+
+async fn legacy(
+    app: &AppState,
+    headers: &HeaderMap,
+    sid: &str,
+    decoded: Decoded,
+) -> Response<Body> {
+    let Some(session) = app.sessions.get(sid) else {
+        return bad(
+            StatusCode::NOT_FOUND,
+            ErrorCode::INVALID_REQUEST,
+            "Session not found",
+        );
+    };
+    if let Err(resp) = check_legacy_version(headers, &session) {
+        return resp;
+    }
+    let standalone: Arc<dyn MessageSink> = Arc::new(LogSink(session.standalone.clone()));
+    let message = match decoded {
+        Decoded::Single(Ok(m)) => m,
+        other => {
+            // Batches (2025-03-26 and earlier) and invalid messages: answered as JSON.
+            return match app
+                .engine
+                .handle_decoded(&session.session, other, &standalone)
+                .into_message()
+                .await
+            {
+                Some(m) => json_response(StatusCode::OK, &m),
+                None => accepted(),
+            };
+        }
+    };
+    if !matches!(message, IncomingMessage::Request { .. }) {
+        app.engine.handle(&session.session, message, &standalone);
+        return accepted();
+    }
+    if wants_stream(app, headers, &message, Some(&session)) {
+        // A resumable stream: the work runs on its own, so a dropped connection loses
+        // nothing; the client can resume with Last-Event-ID.
+        let log = session.open_stream();
+        let sink: Arc<dyn MessageSink> = Arc::new(LogSink(log.clone()));
+        let handled = app.engine.handle(&session.session, message, &sink);
+        let events = log.attach(0);
+        let prime = log.prime(Duration::from_millis(1000));
+        match handled {
+            Handled::Nothing => {
+                log.close();
+                return accepted();
+            }
+            Handled::Reply(m) => {
+                log.append(&m);
+                log.close();
+            }
+            Handled::Pending(work) => {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    if let Some(m) = work.await {
+                        log.append(&m);
+                    }
+                    log.close();
+                });
+            }
+        }
+        return sse_response(SseBody::follow(
+            Some(prime),
+            events,
+            Some(app.config.keep_alive),
+        ));
+    }
+    match app
+        .engine
+        .handle(&session.session, message, &standalone)
+        .into_message()
+        .await
+    {
+        Some(m) => json_response(StatusCode::OK, &m),
+        None => accepted(),
+    }
+}
+
+/// GET: the standalone SSE stream of a legacy session, or a resumption with `Last-Event-ID`.
+/// Modern clients have no GET: `405`.
+pub(crate) async fn get(State(app): State<AppState>, headers: HeaderMap) -> Response<Body> {
+    let sid = match session_id(&headers) {
+        Ok(Some(s)) => s.to_owned(),
+        Ok(None) => return method_not_allowed(),
+        Err(resp) => return resp,
+    };
+    let Some(session) = app.sessions.get(&sid) else {
+        return bad(
+            StatusCode::NOT_FOUND,
+            ErrorCode::INVALID_REQUEST,
+            "Session not found",
+        );
+    };
+    if !accepts(&headers, "text/event-stream") {
+        return bad(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must include text/event-stream",
+        );
+    }
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().split_once('-'))
+        .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    let (log, after) = match last {
+        Some((stream, seq)) => match session.stream(stream) {
+            Some(log) => (log, seq),
+            None => {
+                return bad(
+                    StatusCode::NOT_FOUND,
+                    ErrorCode::INVALID_REQUEST,
+                    "Unknown or expired event stream",
+                );
+            }
+        },
+        None => (session.standalone.clone(), u64::MAX),
+    };
+    let events = log.attach(after);
+    sse_response(SseBody::follow(None, events, Some(app.config.keep_alive)))
+}
+
+/// DELETE: ends a legacy session.
+pub(crate) async fn delete(State(app): State<AppState>, headers: HeaderMap) -> Response<Body> {
+    match session_id(&headers) {
+        Ok(Some(sid)) => {
+            if app.sessions.remove(sid) {
+                let mut resp = Response::new(Body::empty());
+                *resp.status_mut() = StatusCode::NO_CONTENT;
+                resp
+            } else {
+                bad(
+                    StatusCode::NOT_FOUND,
+                    ErrorCode::INVALID_REQUEST,
+                    "Session not found",
+                )
+            }
+        }
+        Ok(None) => method_not_allowed(),
+        Err(resp) => resp,
+    }
+}
+
+pub(crate) fn method_not_allowed() -> Response<Body> {
+    let mut resp = bad(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::INVALID_REQUEST,
+        "Method not allowed: this endpoint accepts POST (and GET/DELETE with an Mcp-Session-Id)",
+    );
+    resp.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+    resp
+}

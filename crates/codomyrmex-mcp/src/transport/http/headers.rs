@@ -1,0 +1,283 @@
+//! Modern-era (2026-07-28) request header validation: `MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name` and `Mcp-Param-*` must agree with the body, or the request gets `400` and
+//! `-32020` (`HeaderMismatch`).
+
+use axum::http::HeaderMap;
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use crate::registry::McpToolRegistry;
+use crate::wire::{ErrorCode, ErrorObject};
+
+const SENTINEL_START: &str = "=?base64?";
+const SENTINEL_END: &str = "?=";
+
+fn mismatch(message: String) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::HEADER_MISMATCH,
+        format!("Header mismatch: {message}"),
+    )
+}
+
+/// A header's value, trimmed of surrounding whitespace, if present and visible ASCII.
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ErrorObject> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|s| Some(s.trim()))
+            .map_err(|_| mismatch(format!("{name} header contains invalid characters"))),
+    }
+}
+
+/// Decodes the `=?base64?...?=` sentinel form; plain values are literal.
+pub(crate) fn decode_value(raw: &str) -> Result<String, String> {
+    if let Some(inner) = raw
+        .strip_prefix(SENTINEL_START)
+        .and_then(|r| r.strip_suffix(SENTINEL_END))
+    {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(inner)
+            .map_err(|_| "invalid Base64".to_owned())?;
+        return String::from_utf8(bytes).map_err(|_| "Base64 value is not UTF-8".to_owned());
+    }
+    Ok(raw.to_owned())
+}
+
+/// Validates the standard headers of a modern request.
+pub(crate) fn validate(
+    headers: &HeaderMap,
+    method: &str,
+    params: &Map<String, Value>,
+    registry: &McpToolRegistry,
+) -> Result<(), ErrorObject> {
+    let meta_version = params
+        .get("_meta")
+        .and_then(|m| m.get(crate::engine::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    match header(headers, "mcp-protocol-version")? {
+        None => return Err(mismatch("missing MCP-Protocol-Version header".into())),
+        Some(h) => {
+            if let Some(m) = meta_version
+                && h != m
+            {
+                return Err(mismatch(format!(
+                    "MCP-Protocol-Version header {h:?} does not match _meta protocol version {m:?}"
+                )));
+            }
+        }
+    }
+    match header(headers, "mcp-method")? {
+        None => return Err(mismatch("missing Mcp-Method header".into())),
+        Some(h) if h != method => {
+            return Err(mismatch(format!(
+                "Mcp-Method header value {h:?} does not match body method {method:?}"
+            )));
+        }
+        Some(_) => {}
+    }
+    let name_field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
+        let body = params.get(field).and_then(Value::as_str);
+        match header(headers, "mcp-name")? {
+            None => return Err(mismatch("missing Mcp-Name header".into())),
+            Some(raw) => {
+                let h = decode_value(raw).map_err(|e| mismatch(format!("Mcp-Name: {e}")))?;
+                if Some(h.as_str()) != body {
+                    return Err(mismatch(format!(
+                        "Mcp-Name header value {h:?} does not match body {field}"
+                    )));
+                }
+            }
+        }
+    }
+    if method == "tools/call"
+        && let Some(name) = params.get("name").and_then(Value::as_str)
+        && let Some(def) = registry.get(name)
+    {
+        let args = params.get("arguments").and_then(Value::as_object);
+        validate_params(headers, &def.input_schema, args)?;
+    }
+    Ok(())
+}
+
+/// Checks `Mcp-Param-{Name}` headers for every `x-mcp-header` property of `schema`.
+fn validate_params(
+    headers: &HeaderMap,
+    schema: &Value,
+    args: Option<&Map<String, Value>>,
+) -> Result<(), ErrorObject> {
+    let mut annotated = Vec::new();
+    collect(schema, &mut Vec::new(), &mut annotated);
+    for (path, name) in annotated {
+        let header_name = format!("mcp-param-{}", name.to_ascii_lowercase());
+        let mut value = args.map(|a| Value::Object(a.clone()));
+        for key in &path {
+            value = value.and_then(|v| v.get(key).cloned());
+        }
+        let value = value.filter(|v| !v.is_null());
+        let raw = header(headers, &header_name)?;
+        match (value, raw) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                return Err(mismatch(format!(
+                    "Mcp-Param-{name} header present but the argument is absent"
+                )));
+            }
+            (Some(_), None) => {
+                return Err(mismatch(format!("missing Mcp-Param-{name} header")));
+            }
+            (Some(v), Some(raw)) => {
+                let h =
+                    decode_value(raw).map_err(|e| mismatch(format!("Mcp-Param-{name}: {e}")))?;
+                let same = match &v {
+                    Value::String(s) => *s == h,
+                    Value::Bool(b) => h == if *b { "true" } else { "false" },
+                    Value::Number(n) => match (n.as_f64(), h.parse::<f64>()) {
+                        (Some(a), Ok(b)) => a == b,
+                        _ => false,
+                    },
+                    _ => false,
+                };
+                if !same {
+                    return Err(mismatch(format!(
+                        "Mcp-Param-{name} header value does not match the argument"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn collect(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (key, prop) in props {
+        path.push(key.clone());
+        if let Some(name) = prop.get("x-mcp-header").and_then(Value::as_str) {
+            out.push((path.clone(), name.to_owned()));
+        }
+        collect(prop, path, out);
+        path.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use serde_json::json;
+
+    #[test]
+    fn base64_sentinel() {
+        assert_eq!(decode_value("us-west1").unwrap(), "us-west1");
+        assert_eq!(
+            decode_value("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
+            "Hello, 世界"
+        );
+        assert!(decode_value("=?base64?!!!?=").is_err());
+        assert!(decode_value("=?base64?SGVsbG8?=").is_err());
+    }
+
+    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        for (k, v) in pairs {
+            m.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        m
+    }
+
+    #[test]
+    fn standard_headers_must_match() {
+        let r = McpToolRegistry::new();
+        let params = json!({"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+        let params = params.as_object().unwrap();
+        let ok = h(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", " tools/call "),
+            ("mcp-name", "echo"),
+        ]);
+        assert!(validate(&ok, "tools/call", params, &r).is_ok());
+        for bad in [
+            h(&[("mcp-method", "tools/call"), ("mcp-name", "echo")]),
+            h(&[
+                ("mcp-protocol-version", "2025-11-25"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "echo"),
+            ]),
+            h(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "TOOLS/CALL"),
+                ("mcp-name", "echo"),
+            ]),
+            h(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+            ]),
+            h(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "other"),
+            ]),
+        ] {
+            let e = validate(&bad, "tools/call", params, &r).unwrap_err();
+            assert_eq!(e.code, -32020);
+        }
+    }
+
+    #[test]
+    fn custom_param_headers() {
+        let r = McpToolRegistry::new();
+        r.register(
+            "sql",
+            json!({"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}),
+            |_: Map<String, Value>| -> Result<Value, crate::McpErrorDetail> { Ok(json!(1)) },
+        )
+        .unwrap();
+        let params = json!({"name": "sql", "arguments": {"region": "Hello, 世界", "n": 42}});
+        let params = params.as_object().unwrap();
+        let base = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "sql"),
+        ];
+        let mut ok = h(&base);
+        ok.insert(
+            "mcp-param-region",
+            HeaderValue::from_static("=?base64?SGVsbG8sIOS4lueVjA==?="),
+        );
+        ok.insert("mcp-param-n", HeaderValue::from_static("42"));
+        assert!(validate(&ok, "tools/call", params, &r).is_ok());
+        let mut missing = h(&base);
+        missing.insert("mcp-param-n", HeaderValue::from_static("42"));
+        assert_eq!(
+            validate(&missing, "tools/call", params, &r)
+                .unwrap_err()
+                .code,
+            -32020
+        );
+        let mut wrong = ok.clone();
+        wrong.insert("mcp-param-n", HeaderValue::from_static("43"));
+        assert_eq!(
+            validate(&wrong, "tools/call", params, &r).unwrap_err().code,
+            -32020
+        );
+        let mut literal = ok.clone();
+        literal.insert(
+            "mcp-param-region",
+            HeaderValue::from_static("SGVsbG8sIOS4lueVjA=="),
+        );
+        assert_eq!(
+            validate(&literal, "tools/call", params, &r)
+                .unwrap_err()
+                .code,
+            -32020
+        );
+    }
+}
