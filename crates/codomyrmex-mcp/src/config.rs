@@ -55,6 +55,8 @@ impl CacheScope {
 /// | `list_ttl` | 60 s (`ttlMs` on 2026-07-28 list results) |
 /// | `cache_scope` | `public` |
 /// | `shutdown_grace` | 5 s for in-flight calls after the input closes |
+/// | `request_state_key` | random per process |
+/// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
 pub struct McpServerConfig {
     /// The server's name, reported as `serverInfo.name`.
@@ -83,6 +85,11 @@ pub struct McpServerConfig {
     pub cache_scope: CacheScope,
     /// How long in-flight calls may run on after the input closes.
     pub shutdown_grace: Duration,
+    /// The key that seals `requestState` of multi round-trip requests. `None` draws a random
+    /// key at start-up; set it when several server instances must accept each other's states.
+    pub request_state_key: Option<[u8; 32]>,
+    /// How long a sealed `requestState` stays valid.
+    pub request_state_ttl: Duration,
 }
 
 impl Default for McpServerConfig {
@@ -101,6 +108,8 @@ impl Default for McpServerConfig {
             list_ttl: Duration::from_secs(60),
             cache_scope: CacheScope::Public,
             shutdown_grace: Duration::from_secs(5),
+            request_state_key: None,
+            request_state_ttl: Duration::from_secs(600),
         }
     }
 }

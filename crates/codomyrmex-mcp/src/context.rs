@@ -61,6 +61,69 @@ pub enum ClientRequestError {
     /// The request was cancelled before the client answered.
     #[error("cancelled before the client answered")]
     Cancelled,
+    /// (2026-07-28) The answer will come with the client's retry of the request: return
+    /// early (for example with `?`); the server answers `InputRequiredResult`.
+    #[error("input from the client is required; the request will be retried with it")]
+    InputRequired,
+}
+
+impl From<ClientRequestError> for crate::McpErrorDetail {
+    fn from(e: ClientRequestError) -> Self {
+        let kind = match &e {
+            ClientRequestError::Unavailable => "ClientUnavailable",
+            ClientRequestError::MissingCapability(_) => "MissingClientCapability",
+            ClientRequestError::Client { .. } => "ClientError",
+            ClientRequestError::Cancelled => "Cancelled",
+            ClientRequestError::InputRequired => "InputRequired",
+        };
+        crate::McpErrorDetail::new(kind, e.to_string())
+    }
+}
+
+/// A request for input from the client: one of the three kinds MCP defines.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputRequest {
+    /// `elicitation/create`: ask the user. `params` holds `mode`, `message`, `requestedSchema`
+    /// (form mode) or `url` (URL mode).
+    Elicit(Value),
+    /// `sampling/createMessage`: ask the client's model.
+    Sample(Value),
+    /// `roots/list`: ask for the client's roots.
+    ListRoots,
+}
+
+impl InputRequest {
+    /// A form-mode elicitation.
+    pub fn form(message: &str, requested_schema: Value) -> Self {
+        Self::Elicit(
+            json!({"mode": "form", "message": message, "requestedSchema": requested_schema}),
+        )
+    }
+
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Elicit(_) => "elicitation/create",
+            Self::Sample(_) => "sampling/createMessage",
+            Self::ListRoots => "roots/list",
+        }
+    }
+
+    /// The client capability it needs.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Self::Elicit(_) => "elicitation",
+            Self::Sample(_) => "sampling",
+            Self::ListRoots => "roots",
+        }
+    }
+
+    fn params(&self) -> Value {
+        match self {
+            Self::Elicit(p) | Self::Sample(p) => p.clone(),
+            Self::ListRoots => json!({}),
+        }
+    }
 }
 
 /// Sends server-to-client requests and awaits their answers. The engine implements it per
@@ -93,7 +156,19 @@ pub(crate) struct ContextInner {
     pub(crate) protocol_version: ProtocolVersion,
     pub(crate) client_capabilities: Value,
     pub(crate) principal: Option<Principal>,
-    pub(crate) requester: Option<Arc<dyn ClientRequester>>,
+    pub(crate) input: InputMode,
+}
+
+/// How a tool's requests for client input are carried.
+#[derive(Clone, Default)]
+pub(crate) enum InputMode {
+    /// Nobody to ask.
+    #[default]
+    Unavailable,
+    /// Legacy era: server-to-client JSON-RPC requests.
+    Requests(Arc<dyn ClientRequester>),
+    /// Modern era: multi round-trip requests.
+    RoundTrip(Arc<crate::engine::mrtr::RoundTrip>),
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -121,7 +196,7 @@ impl ToolContext {
             protocol_version: ProtocolVersion::LATEST_MODERN,
             client_capabilities: json!({}),
             principal: None,
-            requester: None,
+            input: InputMode::Unavailable,
         })
     }
 
@@ -148,7 +223,7 @@ impl ToolContext {
             protocol_version: inner.protocol_version,
             client_capabilities: inner.client_capabilities.clone(),
             principal: inner.principal.clone(),
-            requester: inner.requester.clone(),
+            input: inner.input.clone(),
         })
     }
 
@@ -245,57 +320,111 @@ impl ToolContext {
         })
     }
 
-    /// Sends a request to the client (`elicitation/create`, `sampling/createMessage`,
-    /// `roots/list`) and awaits its answer.
+    /// Asks the client for input and returns its answer (an `ElicitResult`,
+    /// `CreateMessageResult` or `ListRootsResult`). One API for both eras:
     ///
-    /// `capability` is the client capability the request needs (`"elicitation"`,
-    /// `"sampling"`, `"roots"`); the request is refused without asking if the client did not
-    /// declare it.
-    pub async fn request_client(
+    /// - **2025-11-25 and earlier**: a server-to-client request, awaited.
+    /// - **2026-07-28**: a multi round-trip request. If the client's retry already carries the
+    ///   answer under `key`, it is returned; otherwise this returns
+    ///   [`ClientRequestError::InputRequired`] and the tool should return early (with `?`):
+    ///   the server answers `InputRequiredResult`, and the tool runs again on the retry.
+    ///   Tools must therefore be deterministic up to their input requests.
+    ///
+    /// The request is refused without asking if the client did not declare the capability.
+    pub async fn input(
         &self,
-        method: &'static str,
-        capability: &'static str,
-        params: Value,
+        key: &str,
+        request: InputRequest,
     ) -> Result<Value, ClientRequestError> {
-        if self.inner.client_capabilities.get(capability).is_none() {
-            return Err(ClientRequestError::MissingCapability(capability));
+        let capability = request.capability();
+        let declared = self.inner.client_capabilities.get(capability).is_some();
+        match &self.inner.input {
+            InputMode::Unavailable => Err(ClientRequestError::Unavailable),
+            InputMode::RoundTrip(round) => {
+                if !declared {
+                    round.note_missing(capability);
+                    return Err(ClientRequestError::MissingCapability(capability));
+                }
+                if let Some(answer) = round.responses.get(key) {
+                    return Ok(answer.clone());
+                }
+                round.request(
+                    key,
+                    json!({"method": request.method(), "params": request.params()}),
+                );
+                Err(ClientRequestError::InputRequired)
+            }
+            InputMode::Requests(requester) => {
+                if !declared {
+                    return Err(ClientRequestError::MissingCapability(capability));
+                }
+                requester
+                    .request(
+                        request.method(),
+                        request.params(),
+                        self.inner.sink.clone(),
+                        self.inner.cancel.clone(),
+                    )
+                    .await
+            }
         }
-        let Some(requester) = &self.inner.requester else {
-            return Err(ClientRequestError::Unavailable);
-        };
-        requester
-            .request(
-                method,
-                params,
-                self.inner.sink.clone(),
-                self.inner.cancel.clone(),
-            )
-            .await
     }
 
-    /// Asks the user for structured input through the client (`elicitation/create`, form
-    /// mode). `requested_schema` is a flat object schema of primitive properties.
+    /// Asks for several inputs at once. In the 2026-07-28 era all missing ones go out in one
+    /// `InputRequiredResult`; in earlier eras they are asked in turn.
+    pub async fn input_all(
+        &self,
+        requests: Vec<(String, InputRequest)>,
+    ) -> Result<Vec<Value>, ClientRequestError> {
+        let mut answers = Vec::with_capacity(requests.len());
+        let mut pending = false;
+        for (key, request) in requests {
+            match self.input(&key, request).await {
+                Ok(v) => answers.push(v),
+                Err(ClientRequestError::InputRequired) => pending = true,
+                Err(e) => return Err(e),
+            }
+        }
+        if pending {
+            Err(ClientRequestError::InputRequired)
+        } else {
+            Ok(answers)
+        }
+    }
+
+    /// State saved by this tool in an earlier round of a multi round-trip request.
+    pub fn request_state(&self) -> Option<&Value> {
+        match &self.inner.input {
+            InputMode::RoundTrip(round) => round.state.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Saves state for the next round of a multi round-trip request. It travels sealed in
+    /// `requestState`: the client cannot read it usefully or change it undetected.
+    pub fn set_request_state(&self, state: Value) {
+        if let InputMode::RoundTrip(round) = &self.inner.input {
+            round.set_next_state(state);
+        }
+    }
+
+    /// Asks the user for structured input (`elicitation/create`, form mode).
     pub async fn elicit(
         &self,
         message: &str,
         requested_schema: Value,
     ) -> Result<Value, ClientRequestError> {
-        self.request_client(
-            "elicitation/create",
-            "elicitation",
-            json!({"mode": "form", "message": message, "requestedSchema": requested_schema}),
-        )
-        .await
+        self.input("elicitation", InputRequest::form(message, requested_schema))
+            .await
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
     pub async fn create_message(&self, params: Value) -> Result<Value, ClientRequestError> {
-        self.request_client("sampling/createMessage", "sampling", params)
-            .await
+        self.input("sampling", InputRequest::Sample(params)).await
     }
 
     /// Asks the client for its roots (`roots/list`).
     pub async fn list_roots(&self) -> Result<Value, ClientRequestError> {
-        self.request_client("roots/list", "roots", json!({})).await
+        self.input("roots", InputRequest::ListRoots).await
     }
 }

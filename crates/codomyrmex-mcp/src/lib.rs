@@ -50,19 +50,27 @@ pub mod client;
 pub mod config;
 pub mod context;
 pub mod engine;
+pub mod prompts;
 pub mod registry;
+pub mod resources;
 pub mod schema;
 pub mod server;
 pub mod transport;
+pub mod uri_template;
+mod util;
 pub mod wire;
 
 pub use client::{ClientError, McpClient};
 pub use config::{CacheScope, McpServerConfig, RateLimit};
-pub use context::{ClientRequestError, Principal, ToolContext};
+pub use context::{ClientRequestError, InputRequest, Principal, ToolContext};
+pub use prompts::{
+    McpPromptRegistry, PromptArgument, PromptDefinition, PromptMessage, PromptResult,
+};
 pub use registry::{
     McpRegistrationError, McpToolRegistry, ToolDefinition, ToolOutput, ToolRegistration,
     ToolSettings,
 };
+pub use resources::{McpResourceRegistry, ResourceDefinition, ResourceTemplateDefinition};
 pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
 pub use server::McpServer;
 pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};

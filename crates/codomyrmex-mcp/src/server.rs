@@ -34,6 +34,18 @@ impl McpServer {
         }
     }
 
+    /// This server, also serving `resources`.
+    pub fn with_resources(mut self, resources: Arc<crate::McpResourceRegistry>) -> Self {
+        self.engine = self.engine.with_resources(resources);
+        self
+    }
+
+    /// This server, also serving `prompts`.
+    pub fn with_prompts(mut self, prompts: Arc<crate::McpPromptRegistry>) -> Self {
+        self.engine = self.engine.with_prompts(prompts);
+        self
+    }
+
     /// The protocol engine, for transports and tests.
     pub fn engine(&self) -> &Engine {
         &self.engine

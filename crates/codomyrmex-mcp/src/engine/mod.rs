@@ -9,7 +9,9 @@
 //! protocol eras share it: a request carrying modern `_meta` is served statelessly under
 //! `2026-07-28`; an `initialize` request opens a legacy session on the [`Session`] it arrived on.
 
+mod events;
 mod limits;
+pub(crate) mod mrtr;
 mod session;
 
 use std::sync::Arc;
@@ -20,8 +22,10 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::McpServerConfig;
-use crate::context::{ContextInner, MessageSink, ToolContext};
+use crate::context::{ContextInner, InputMode, MessageSink, ToolContext};
+use crate::prompts::McpPromptRegistry;
 use crate::registry::{BoxFuture, McpToolRegistry, RegisteredTool, ToolOutput};
+use crate::resources::{McpResourceRegistry, ResourceError};
 use crate::schema::McpErrorDetail;
 use crate::wire::jsonrpc::Decoded;
 use crate::wire::{
@@ -29,7 +33,9 @@ use crate::wire::{
     OutgoingMessage, ProtocolVersion, RequestId,
 };
 
+pub use events::{EventStream, ServerEvent};
 use limits::RateLimiter;
+use mrtr::{Binding, RoundTrip, Sealer};
 pub use session::Session;
 
 /// `_meta` key: the request's protocol version (modern era).
@@ -42,6 +48,8 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key: the server's identity on results (modern era).
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key: the subscription a notification belongs to (modern era).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// What the engine made of a message.
 pub enum Handled {
@@ -92,8 +100,11 @@ pub struct Engine {
 struct Shared {
     config: McpServerConfig,
     registry: Arc<McpToolRegistry>,
+    resources: Option<Arc<McpResourceRegistry>>,
+    prompts: Option<Arc<McpPromptRegistry>>,
     server_info: Implementation,
     limiter: RateLimiter,
+    sealer: Sealer,
 }
 
 impl std::fmt::Debug for Engine {
@@ -114,16 +125,111 @@ fn error(id: &RequestId, e: ErrorObject) -> Handled {
 impl Engine {
     /// An engine serving `registry` under `config`.
     pub fn new(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> Self {
+        Self::assemble(config, registry, None, None)
+    }
+
+    fn assemble(
+        config: McpServerConfig,
+        registry: Arc<McpToolRegistry>,
+        resources: Option<Arc<McpResourceRegistry>>,
+        prompts: Option<Arc<McpPromptRegistry>>,
+    ) -> Self {
         let server_info = Implementation::new(config.name.clone(), config.version.clone());
         let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
+        let sealer = Sealer::new(config.request_state_key, config.request_state_ttl);
         Self {
             shared: Arc::new(Shared {
                 config,
                 registry,
+                resources,
+                prompts,
                 server_info,
                 limiter,
+                sealer,
             }),
         }
+    }
+
+    /// This engine, also serving `resources` (and advertising the `resources` capability).
+    /// Call it while setting up, before serving.
+    pub fn with_resources(&self, resources: Arc<McpResourceRegistry>) -> Self {
+        let s = &self.shared;
+        Self::assemble(
+            s.config.clone(),
+            s.registry.clone(),
+            Some(resources),
+            s.prompts.clone(),
+        )
+    }
+
+    /// This engine, also serving `prompts` (and advertising the `prompts` capability).
+    /// Call it while setting up, before serving.
+    pub fn with_prompts(&self, prompts: Arc<McpPromptRegistry>) -> Self {
+        let s = &self.shared;
+        Self::assemble(
+            s.config.clone(),
+            s.registry.clone(),
+            s.resources.clone(),
+            Some(prompts),
+        )
+    }
+
+    /// The resources being served, if any.
+    pub fn resources(&self) -> Option<&Arc<McpResourceRegistry>> {
+        self.shared.resources.as_ref()
+    }
+
+    /// The prompts being served, if any.
+    pub fn prompts(&self) -> Option<&Arc<McpPromptRegistry>> {
+        self.shared.prompts.as_ref()
+    }
+
+    /// A stream of list changes and resource updates, for transports to relay.
+    pub fn events(&self) -> EventStream {
+        let mut tools = self.shared.registry.subscribe();
+        tools.mark_unchanged();
+        EventStream {
+            tools,
+            prompts: self.shared.prompts.as_ref().map(|p| {
+                let mut r = p.subscribe();
+                r.mark_unchanged();
+                r
+            }),
+            resources: self.shared.resources.as_ref().map(|r| {
+                let mut w = r.subscribe_list();
+                w.mark_unchanged();
+                w
+            }),
+            updates: self
+                .shared
+                .resources
+                .as_ref()
+                .map(|r| r.subscribe_updates()),
+        }
+    }
+
+    /// The notification a legacy session should receive for `event`, if any. Modern clients
+    /// hear about changes only on `subscriptions/listen` streams.
+    pub fn legacy_notification(
+        &self,
+        session: &Session,
+        event: &ServerEvent,
+    ) -> Option<OutgoingMessage> {
+        session.negotiated()?;
+        let (method, params) = match event {
+            ServerEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
+            ServerEvent::PromptsListChanged => ("notifications/prompts/list_changed", json!({})),
+            ServerEvent::ResourcesListChanged => {
+                ("notifications/resources/list_changed", json!({}))
+            }
+            ServerEvent::ResourceUpdated(uri) => {
+                if !session.is_subscribed(uri) {
+                    return None;
+                }
+                ("notifications/resources/updated", json!({"uri": uri}))
+            }
+        };
+        Some(OutgoingMessage::Notification { method, params })
     }
 
     /// The configuration.
@@ -352,9 +458,32 @@ impl Engine {
             Ok(s) => s,
             Err(e) => return error(&id, e),
         };
+        let has_resources = self.shared.resources.is_some();
+        let has_prompts = self.shared.prompts.is_some();
         let result = match (scope.era, method) {
             (_, "tools/call") => return self.call_tool(session, id, params, scope, sink),
             (_, "tools/list") => self.list_tools(&params, &scope),
+            (_, "resources/read") if has_resources => {
+                return self.read_resource(session, id, params, scope, sink);
+            }
+            (_, "resources/list") if has_resources => self.list_resources(&params, &scope),
+            (_, "resources/templates/list") if has_resources => {
+                self.list_templates(&params, &scope)
+            }
+            (Era::Legacy, "resources/subscribe") if has_resources => {
+                self.subscribe(session, &params, true)
+            }
+            (Era::Legacy, "resources/unsubscribe") if has_resources => {
+                self.subscribe(session, &params, false)
+            }
+            (_, "prompts/get") if has_prompts => {
+                return self.get_prompt(session, id, params, scope, sink);
+            }
+            (_, "prompts/list") if has_prompts => self.list_prompts(&params, &scope),
+            (_, "completion/complete") if has_prompts || has_resources => self.complete(&params),
+            (Era::Modern, "subscriptions/listen") => {
+                return self.listen(session, id, params, scope, sink);
+            }
             (Era::Legacy, "ping") => Ok(json!({})),
             (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
             (Era::Modern, "server/discover") => Ok(self.discover()),
@@ -403,10 +532,22 @@ impl Engine {
 
     /// The server's capabilities, reflecting what is registered.
     pub fn capabilities(&self) -> Value {
-        json!({
-            "tools": {"listChanged": true},
-            "logging": {},
-        })
+        let mut caps = Map::new();
+        caps.insert("tools".into(), json!({"listChanged": true}));
+        caps.insert("logging".into(), json!({}));
+        if self.shared.resources.is_some() {
+            caps.insert(
+                "resources".into(),
+                json!({"subscribe": true, "listChanged": true}),
+            );
+        }
+        if self.shared.prompts.is_some() {
+            caps.insert("prompts".into(), json!({"listChanged": true}));
+        }
+        if self.shared.resources.is_some() || self.shared.prompts.is_some() {
+            caps.insert("completions".into(), json!({}));
+        }
+        Value::Object(caps)
     }
 
     fn discover(&self) -> Value {
@@ -518,6 +659,132 @@ impl Engine {
         Ok(self.cacheable(obj, scope))
     }
 
+    /// Sets up an MRTR-capable request (`tools/call`, `prompts/get`, `resources/read`): its
+    /// in-flight guard, round state and context.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        method: &'static str,
+        target: &str,
+        params: &mut Map<String, Value>,
+        scope: &RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Result<Prepared, ErrorObject> {
+        let round = if scope.era == Era::Modern {
+            let principal = session.principal().map(|p| p.subject);
+            let binding = Binding {
+                method,
+                target,
+                principal: principal.as_deref(),
+            };
+            let (mut responses, state) = match params.remove("requestState") {
+                None | Some(Value::Null) => (Map::new(), None),
+                Some(Value::String(sealed)) => self.shared.sealer.open(&sealed, &binding)?,
+                Some(_) => {
+                    return Err(ErrorObject::invalid_params("requestState must be a string"));
+                }
+            };
+            match params.remove("inputResponses") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(fresh)) => responses.extend(fresh),
+                Some(_) => {
+                    return Err(ErrorObject::invalid_params(
+                        "inputResponses must be an object",
+                    ));
+                }
+            }
+            Some(Arc::new(RoundTrip {
+                responses,
+                state,
+                ..RoundTrip::default()
+            }))
+        } else {
+            None
+        };
+        let guard = session.begin_request(id.clone()).ok_or_else(|| {
+            ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                "Invalid request: a request with this id is already in progress",
+            )
+        })?;
+        let meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let progress_token = meta
+            .get("progressToken")
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let input = match &round {
+            Some(r) => InputMode::RoundTrip(r.clone()),
+            None => InputMode::Requests(Arc::new(session::SessionRequester(session.clone()))),
+        };
+        let cancel = guard.token();
+        let context = ToolContext::from_inner(ContextInner {
+            request_id: Some(id.clone()),
+            tool_name: target.to_owned(),
+            meta,
+            progress_token,
+            cancel: cancel.clone(),
+            sink: sink.clone(),
+            log_level: scope.log_level,
+            era: scope.era,
+            protocol_version: scope.version,
+            client_capabilities: scope.client_capabilities.clone(),
+            principal: session.principal(),
+            input,
+        });
+        Ok(Prepared {
+            guard,
+            context,
+            round,
+            cancel,
+        })
+    }
+
+    /// After an MRTR-capable request ran: the `InputRequiredResult` (or missing-capability
+    /// error) its round calls for, if any.
+    fn round_outcome(
+        &self,
+        session: &Session,
+        method: &'static str,
+        target: &str,
+        round: Option<&RoundTrip>,
+    ) -> Option<Result<Value, ErrorObject>> {
+        let round = round?;
+        if let Some(capability) = round.missing() {
+            let mut required = Map::new();
+            required.insert(capability.to_owned(), json!({}));
+            return Some(Err(ErrorObject::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("This request needs the client capability `{capability}`"),
+            )
+            .with_data(json!({"requiredCapabilities": required}))));
+        }
+        let requested = round.take_requested();
+        if requested.is_empty() {
+            return None;
+        }
+        let state = round.take_next_state().or_else(|| round.state.clone());
+        let principal = session.principal().map(|p| p.subject);
+        let binding = Binding {
+            method,
+            target,
+            principal: principal.as_deref(),
+        };
+        let sealed = self
+            .shared
+            .sealer
+            .seal(&binding, &round.responses, state.as_ref());
+        Some(Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": requested,
+            "requestState": sealed,
+        })))
+    }
+
     fn call_tool(
         &self,
         session: &Arc<Session>,
@@ -550,44 +817,21 @@ impl Engine {
                 ErrorObject::invalid_params(format!("Unknown tool: {shown}")),
             );
         };
-        let Some(guard) = session.begin_request(id.clone()) else {
-            return error(
-                &id,
-                ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Invalid request: a request with this id is already in progress",
-                ),
-            );
-        };
-        let meta = match params.remove("_meta") {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        let progress_token = meta
-            .get("progressToken")
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
-        let cancel = guard.token();
-        let context = ToolContext::from_inner(ContextInner {
-            request_id: Some(id.clone()),
-            tool_name: name.clone(),
-            meta,
-            progress_token,
-            cancel: cancel.clone(),
-            sink: sink.clone(),
-            log_level: scope.log_level,
-            era: scope.era,
-            protocol_version: scope.version,
-            client_capabilities: scope.client_capabilities.clone(),
-            principal: session.principal(),
-            requester: (scope.era == Era::Legacy).then(|| {
-                Arc::new(session::SessionRequester(session.clone()))
-                    as Arc<dyn crate::context::ClientRequester>
-            }),
-        });
+        let prepared =
+            match self.prepare(session, &id, "tools/call", &name, &mut params, &scope, sink) {
+                Ok(p) => p,
+                Err(e) => return error(&id, e),
+            };
         let engine = self.clone();
+        let session = session.clone();
         let permits = session.permits();
         Handled::Pending(Box::pin(async move {
+            let Prepared {
+                guard,
+                context,
+                round,
+                cancel,
+            } = prepared;
             let _guard = guard;
             let permit = tokio::select! {
                 biased;
@@ -598,11 +842,483 @@ impl Engine {
                 .run_tool(&tool, &name, arguments, context, &cancel)
                 .await?;
             drop(permit);
-            let result = engine.call_tool_result(&tool, output, &scope);
+            let result = match engine.round_outcome(&session, "tools/call", &name, round.as_deref())
+            {
+                Some(Err(e)) => {
+                    return Some(OutgoingMessage::Error {
+                        id: Some(id),
+                        error: e,
+                    });
+                }
+                Some(Ok(input_required)) => input_required,
+                None => engine.call_tool_result(&tool, output, &scope),
+            };
             Some(OutgoingMessage::Response {
                 id,
                 result: engine.finish_result(result, &scope),
             })
+        }))
+    }
+
+    fn read_resource(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        mut params: Map<String, Value>,
+        scope: RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let Some(Value::String(uri)) = params.remove("uri") else {
+            return error(
+                &id,
+                ErrorObject::invalid_params("resources/read: uri must be a string"),
+            );
+        };
+        let Some(resources) = self.shared.resources.clone() else {
+            return error(&id, ErrorObject::method_not_found("resources/read"));
+        };
+        let prepared = match self.prepare(
+            session,
+            &id,
+            "resources/read",
+            &uri,
+            &mut params,
+            &scope,
+            sink,
+        ) {
+            Ok(p) => p,
+            Err(e) => return error(&id, e),
+        };
+        let engine = self.clone();
+        let session = session.clone();
+        Handled::Pending(Box::pin(async move {
+            let Prepared {
+                guard,
+                context,
+                round,
+                cancel,
+            } = prepared;
+            let _guard = guard;
+            let read = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                r = tokio::time::timeout(engine.shared.config.tool_timeout, resources.read(&uri, context)) => r,
+            };
+            let outcome = engine.round_outcome(&session, "resources/read", &uri, round.as_deref());
+            let result = match (outcome, read) {
+                (Some(Err(e)), _) => Err(e),
+                (Some(Ok(input_required)), _) => Ok(input_required),
+                (None, Err(_)) => Err(ErrorObject::internal(format!("Reading {uri} timed out"))),
+                (None, Ok(Ok(contents))) => {
+                    let mut obj = Map::new();
+                    obj.insert(
+                        "contents".into(),
+                        serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
+                    );
+                    Ok(engine.cacheable(obj, &scope))
+                }
+                (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
+            };
+            Some(match result {
+                Ok(result) => OutgoingMessage::Response {
+                    id,
+                    result: engine.finish_result(result, &scope),
+                },
+                Err(error) => OutgoingMessage::Error {
+                    id: Some(id),
+                    error,
+                },
+            })
+        }))
+    }
+
+    fn resource_error(&self, uri: &str, e: ResourceError, scope: &RequestScope) -> ErrorObject {
+        let shown: String = uri.chars().take(512).collect();
+        match e {
+            ResourceError::NotFound(_) => {
+                let code = if scope.era == Era::Modern {
+                    ErrorCode::INVALID_PARAMS
+                } else {
+                    ErrorCode::LEGACY_RESOURCE_NOT_FOUND
+                };
+                ErrorObject::new(code, "Resource not found").with_data(json!({"uri": shown}))
+            }
+            ResourceError::AccessDenied(reason) => {
+                ErrorObject::invalid_params(format!("Access denied: {reason}"))
+                    .with_data(json!({"uri": shown}))
+            }
+            ResourceError::Failed(reason) => ErrorObject::internal(reason),
+        }
+    }
+
+    fn list_resources(
+        &self,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Result<Value, ErrorObject> {
+        let Some(resources) = &self.shared.resources else {
+            return Err(ErrorObject::method_not_found("resources/list"));
+        };
+        let after = cursor(params)?;
+        let (items, next) = resources.page(after.as_deref(), self.shared.config.page_size);
+        Ok(self.page_result("resources", items, next, scope))
+    }
+
+    fn list_templates(
+        &self,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Result<Value, ErrorObject> {
+        let Some(resources) = &self.shared.resources else {
+            return Err(ErrorObject::method_not_found("resources/templates/list"));
+        };
+        let after = match cursor(params)? {
+            None => None,
+            Some(c) => Some(
+                c.parse::<usize>()
+                    .map_err(|_| ErrorObject::invalid_params("Invalid cursor"))?,
+            ),
+        };
+        let (items, next) = resources.template_page(after, self.shared.config.page_size);
+        Ok(self.page_result(
+            "resourceTemplates",
+            items,
+            next.map(|n| n.to_string()),
+            scope,
+        ))
+    }
+
+    fn page_result(
+        &self,
+        key: &str,
+        items: Vec<Value>,
+        next: Option<String>,
+        scope: &RequestScope,
+    ) -> Value {
+        let mut obj = Map::new();
+        obj.insert(key.into(), Value::Array(items));
+        if let Some(next) = next {
+            obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
+        }
+        self.cacheable(obj, scope)
+    }
+
+    fn subscribe(
+        &self,
+        session: &Session,
+        params: &Map<String, Value>,
+        on: bool,
+    ) -> Result<Value, ErrorObject> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(ErrorObject::invalid_params("uri must be a string"));
+        };
+        if on {
+            if !session.subscribe(uri) {
+                return Err(ErrorObject::invalid_params(
+                    "Too many resource subscriptions",
+                ));
+            }
+        } else {
+            session.unsubscribe(uri);
+        }
+        Ok(json!({}))
+    }
+
+    fn list_prompts(
+        &self,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Result<Value, ErrorObject> {
+        let Some(prompts) = &self.shared.prompts else {
+            return Err(ErrorObject::method_not_found("prompts/list"));
+        };
+        let after = cursor(params)?;
+        let (items, next) = prompts.page(after.as_deref(), self.shared.config.page_size);
+        Ok(self.page_result("prompts", items, next, scope))
+    }
+
+    fn get_prompt(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        mut params: Map<String, Value>,
+        scope: RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let Some(Value::String(name)) = params.remove("name") else {
+            return error(
+                &id,
+                ErrorObject::invalid_params("prompts/get: name must be a string"),
+            );
+        };
+        let Some(prompt) = self.shared.prompts.as_ref().and_then(|p| p.lookup(&name)) else {
+            let shown: String = name.chars().take(128).collect();
+            return error(
+                &id,
+                ErrorObject::invalid_params(format!("Unknown prompt: {shown}")),
+            );
+        };
+        let arguments = match params.remove("arguments") {
+            None | Some(Value::Null) => std::collections::BTreeMap::new(),
+            Some(Value::Object(a)) => {
+                let mut out = std::collections::BTreeMap::new();
+                for (k, v) in a {
+                    match v {
+                        Value::String(s) => {
+                            out.insert(k, s);
+                        }
+                        _ => {
+                            return error(
+                                &id,
+                                ErrorObject::invalid_params(format!(
+                                    "prompts/get: argument {k:?} must be a string"
+                                )),
+                            );
+                        }
+                    }
+                }
+                out
+            }
+            Some(_) => {
+                return error(
+                    &id,
+                    ErrorObject::invalid_params("prompts/get: arguments must be an object"),
+                );
+            }
+        };
+        if let Err(message) = prompt.check_arguments(&arguments) {
+            return error(&id, ErrorObject::invalid_params(message));
+        }
+        let prepared = match self.prepare(
+            session,
+            &id,
+            "prompts/get",
+            &name,
+            &mut params,
+            &scope,
+            sink,
+        ) {
+            Ok(p) => p,
+            Err(e) => return error(&id, e),
+        };
+        let engine = self.clone();
+        let session = session.clone();
+        Handled::Pending(Box::pin(async move {
+            let Prepared {
+                guard,
+                context,
+                round,
+                cancel,
+            } = prepared;
+            let _guard = guard;
+            let request = crate::prompts::PromptRequest { arguments, context };
+            let got = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                r = tokio::time::timeout(engine.shared.config.tool_timeout, prompt.handler.get(request)) => r,
+            };
+            let outcome = engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
+            let result = match (outcome, got) {
+                (Some(r), _) => r,
+                (None, Err(_)) => Err(ErrorObject::internal(format!("Prompt {name} timed out"))),
+                (None, Ok(Ok(rendered))) => serde_json::to_value(rendered)
+                    .map_err(|_| ErrorObject::internal("Prompt result could not be encoded")),
+                (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
+            };
+            Some(match result {
+                Ok(result) => OutgoingMessage::Response {
+                    id,
+                    result: engine.finish_result(result, &scope),
+                },
+                Err(error) => OutgoingMessage::Error {
+                    id: Some(id),
+                    error,
+                },
+            })
+        }))
+    }
+
+    fn complete(&self, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
+        let reference = params
+            .get("ref")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                ErrorObject::invalid_params("completion/complete: ref must be an object")
+            })?;
+        let argument = params
+            .get("argument")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                ErrorObject::invalid_params("completion/complete: argument must be an object")
+            })?;
+        let (Some(arg_name), Some(partial)) = (
+            argument.get("name").and_then(Value::as_str),
+            argument.get("value").and_then(Value::as_str),
+        ) else {
+            return Err(ErrorObject::invalid_params(
+                "completion/complete: argument needs name and value strings",
+            ));
+        };
+        let context: std::collections::BTreeMap<String, String> = params
+            .get("context")
+            .and_then(|c| c.get("arguments"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let values = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.shared
+                    .prompts
+                    .as_ref()
+                    .and_then(|p| p.complete(name, arg_name, partial, &context))
+                    .ok_or_else(|| {
+                        ErrorObject::invalid_params(format!(
+                            "Unknown prompt: {}",
+                            name.chars().take(128).collect::<String>()
+                        ))
+                    })?
+            }
+            Some("ref/resource") => {
+                let uri = reference
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                self.shared
+                    .resources
+                    .as_ref()
+                    .and_then(|r| r.complete(uri, arg_name, partial, &context))
+                    .ok_or_else(|| ErrorObject::invalid_params("Unknown resource template"))?
+            }
+            _ => {
+                return Err(ErrorObject::invalid_params(
+                    "completion/complete: ref.type must be ref/prompt or ref/resource",
+                ));
+            }
+        };
+        let total = values.len();
+        let shown: Vec<String> = values.into_iter().take(100).collect();
+        Ok(json!({"completion": {"values": shown, "total": total, "hasMore": total > 100}}))
+    }
+
+    /// `subscriptions/listen`: acknowledges the filter, then relays matching changes until
+    /// the client cancels (closes the stream, or sends `notifications/cancelled` on stdio).
+    fn listen(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: Map<String, Value>,
+        scope: RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let filter = params
+            .get("notifications")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let wants = |k: &str| filter.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let tools = wants("toolsListChanged");
+        let prompts = wants("promptsListChanged") && self.shared.prompts.is_some();
+        let resources = wants("resourcesListChanged") && self.shared.resources.is_some();
+        let uris: std::collections::HashSet<String> = if self.shared.resources.is_some() {
+            filter
+                .get("resourceSubscriptions")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .take(4096)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Default::default()
+        };
+        let mut ack = Map::new();
+        if tools {
+            ack.insert("toolsListChanged".into(), json!(true));
+        }
+        if prompts {
+            ack.insert("promptsListChanged".into(), json!(true));
+        }
+        if resources {
+            ack.insert("resourcesListChanged".into(), json!(true));
+        }
+        if !uris.is_empty() {
+            let mut list: Vec<&String> = uris.iter().collect();
+            list.sort();
+            ack.insert("resourceSubscriptions".into(), json!(list));
+        }
+        let Some(guard) = session.begin_request(id.clone()) else {
+            return error(
+                &id,
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid request: a request with this id is already in progress",
+                ),
+            );
+        };
+        let mut events = self.events();
+        let sink = sink.clone();
+        let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
+        let _ = scope;
+        Handled::Pending(Box::pin(async move {
+            let cancel = guard.token();
+            let _guard = guard;
+            let tag = |mut params: Map<String, Value>| {
+                params.insert(
+                    "_meta".into(),
+                    json!({ META_SUBSCRIPTION_ID: subscription }),
+                );
+                Value::Object(params)
+            };
+            let mut first = Map::new();
+            first.insert("notifications".into(), Value::Object(ack));
+            sink.send(OutgoingMessage::Notification {
+                method: "notifications/subscriptions/acknowledged",
+                params: tag(first),
+            });
+            loop {
+                let event = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return None,
+                    e = events.next() => e,
+                };
+                let Some(event) = event else {
+                    // The server is going away: end the subscription gracefully.
+                    let result = json!({"resultType": "complete", "_meta": { META_SUBSCRIPTION_ID: subscription }});
+                    return Some(OutgoingMessage::Response { id, result });
+                };
+                let (method, params) = match event {
+                    ServerEvent::ToolsListChanged if tools => {
+                        ("notifications/tools/list_changed", Map::new())
+                    }
+                    ServerEvent::PromptsListChanged if prompts => {
+                        ("notifications/prompts/list_changed", Map::new())
+                    }
+                    ServerEvent::ResourcesListChanged if resources => {
+                        ("notifications/resources/list_changed", Map::new())
+                    }
+                    ServerEvent::ResourceUpdated(uri) if uris.contains(&uri) => {
+                        let mut p = Map::new();
+                        p.insert("uri".into(), json!(uri));
+                        ("notifications/resources/updated", p)
+                    }
+                    _ => continue,
+                };
+                sink.send(OutgoingMessage::Notification {
+                    method,
+                    params: tag(params),
+                });
+            }
         }))
     }
 
@@ -706,6 +1422,24 @@ impl Engine {
             obj.insert("structuredContent".into(), Value::Object(data.clone()));
         }
         Value::Object(obj)
+    }
+}
+
+struct Prepared {
+    guard: session::InFlightGuard,
+    context: ToolContext,
+    round: Option<Arc<RoundTrip>>,
+    cancel: CancellationToken,
+}
+
+/// The decoded `cursor` parameter.
+fn cursor(params: &Map<String, Value>) -> Result<Option<String>, ErrorObject> {
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(c)) => decode_cursor(c)
+            .map(Some)
+            .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor")),
+        Some(_) => Err(ErrorObject::invalid_params("Invalid cursor")),
     }
 }
 

@@ -27,7 +27,11 @@ pub struct Session {
     next_id: AtomicU64,
     permits: Arc<Semaphore>,
     principal: Option<Principal>,
+    subscriptions: Mutex<std::collections::HashSet<String>>,
 }
+
+/// The most resource subscriptions one legacy session may hold.
+const MAX_SUBSCRIPTIONS: usize = 4096;
 
 #[derive(Default)]
 struct State {
@@ -84,7 +88,29 @@ impl Session {
             next_id: AtomicU64::new(1),
             permits,
             principal: None,
+            subscriptions: Mutex::new(std::collections::HashSet::new()),
         }
+    }
+
+    /// Subscribes to a resource's updates (legacy `resources/subscribe`). `false` when the
+    /// session holds too many subscriptions.
+    pub(crate) fn subscribe(&self, uri: &str) -> bool {
+        let mut subs = lock(&self.subscriptions);
+        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(uri) {
+            return false;
+        }
+        subs.insert(uri.to_owned());
+        true
+    }
+
+    /// Ends a subscription.
+    pub(crate) fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    /// Whether the session subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
     }
 
     /// Attaches the authenticated caller (HTTP).

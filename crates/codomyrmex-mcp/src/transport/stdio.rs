@@ -50,16 +50,15 @@ where
     let writer_task = tokio::spawn(write_loop(rx, writer));
     let writer_gone = writer_task.abort_handle();
 
-    // Tell legacy sessions when the tool list changes.
-    let mut changes = engine.registry().subscribe();
-    changes.mark_unchanged();
+    // Tell a legacy session about list changes and subscribed resource updates.
+    let mut events = engine.events();
     let watcher = {
         let engine = engine.clone();
         let session = session.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if let Some(n) = engine.tools_list_changed(&session)
+            while let Some(event) = events.next().await {
+                if let Some(n) = engine.legacy_notification(&session, &event)
                     && tx.send(n).await.is_err()
                 {
                     break;

@@ -1,0 +1,252 @@
+//! Multi round-trip requests (2026-07-28): the round state a tool sees, and sealing of
+//! `requestState` so a client cannot tamper with it.
+//!
+//! A request that needs input from the client returns `InputRequiredResult` with
+//! `inputRequests` and a sealed `requestState`. The client retries with `inputResponses` and
+//! the state; the server re-runs the handler with every response gathered so far. The state is
+//! `base64url(payload) "." base64url(HMAC-SHA256(key, payload))`; the payload binds the method,
+//! the target (tool, prompt or URI), the principal and an expiry.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use serde_json::{Map, Value, json};
+use sha2::Sha256;
+
+use crate::wire::ErrorObject;
+
+/// The input gathered for one round of a request, and what the handler asks for next.
+#[derive(Debug, Default)]
+pub(crate) struct RoundTrip {
+    /// Responses from every earlier round, by input key.
+    pub(crate) responses: Map<String, Value>,
+    /// State the handler saved in an earlier round.
+    pub(crate) state: Option<Value>,
+    /// Inputs requested this round.
+    pub(crate) requested: Mutex<Map<String, Value>>,
+    /// State the handler saves for the next round.
+    pub(crate) next_state: Mutex<Option<Value>>,
+    /// A capability the handler needed and the client lacked.
+    pub(crate) missing_capability: Mutex<Option<&'static str>>,
+}
+
+impl RoundTrip {
+    pub(crate) fn request(&self, key: &str, request: Value) {
+        self.requested
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.to_owned(), request);
+    }
+
+    pub(crate) fn take_requested(&self) -> Map<String, Value> {
+        std::mem::take(
+            &mut *self
+                .requested
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    pub(crate) fn take_next_state(&self) -> Option<Value> {
+        self.next_state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    pub(crate) fn set_next_state(&self, state: Value) {
+        *self
+            .next_state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(state);
+    }
+
+    pub(crate) fn note_missing(&self, capability: &'static str) {
+        let mut m = self
+            .missing_capability
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        m.get_or_insert(capability);
+    }
+
+    pub(crate) fn missing(&self) -> Option<&'static str> {
+        *self
+            .missing_capability
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Seals and opens `requestState`.
+pub(crate) struct Sealer {
+    key: [u8; 64],
+    ttl: Duration,
+}
+
+/// What a state is bound to.
+pub(crate) struct Binding<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) target: &'a str,
+    pub(crate) principal: Option<&'a str>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+fn invalid(reason: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!("Invalid requestState: {reason}"))
+}
+
+impl Sealer {
+    /// A sealer with `key`, or a random key when `None`.
+    pub(crate) fn new(key: Option<[u8; 32]>, ttl: Duration) -> Self {
+        let mut full = [0u8; 64];
+        match key {
+            Some(k) => full[..32].copy_from_slice(&k),
+            None => {
+                if getrandom::fill(&mut full).is_err() {
+                    // No OS randomness: derive a per-process key from the clock and address.
+                    let seed = format!("{:?}{:p}", SystemTime::now(), &full);
+                    let digest = <Sha256 as sha2::Digest>::digest(seed.as_bytes());
+                    full[..32].copy_from_slice(&digest);
+                }
+            }
+        }
+        Self { key: full, ttl }
+    }
+
+    fn mac(&self, payload: &[u8]) -> Hmac<Sha256> {
+        // A block-sized (64-byte) key makes HMAC's keyed constructor infallible.
+        let key = hmac::digest::generic_array::GenericArray::from_slice(&self.key);
+        let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(key);
+        mac.update(payload);
+        mac
+    }
+
+    pub(crate) fn seal(
+        &self,
+        binding: &Binding<'_>,
+        responses: &Map<String, Value>,
+        state: Option<&Value>,
+    ) -> String {
+        let payload = json!({
+            "v": 1,
+            "m": binding.method,
+            "t": binding.target,
+            "p": binding.principal,
+            "exp": now_secs() + self.ttl.as_secs(),
+            "r": responses,
+            "s": state,
+        });
+        let bytes = payload.to_string().into_bytes();
+        let tag = self.mac(&bytes).finalize().into_bytes();
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&bytes),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    /// Verifies and opens a state: returns the earlier responses and the handler's state.
+    pub(crate) fn open(
+        &self,
+        sealed: &str,
+        binding: &Binding<'_>,
+    ) -> Result<(Map<String, Value>, Option<Value>), ErrorObject> {
+        if sealed.len() > 1 << 20 {
+            return Err(invalid("too large"));
+        }
+        let (body, tag) = sealed.split_once('.').ok_or_else(|| invalid("malformed"))?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(body)
+            .map_err(|_| invalid("malformed"))?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag)
+            .map_err(|_| invalid("malformed"))?;
+        self.mac(&bytes)
+            .verify_slice(&tag)
+            .map_err(|_| invalid("integrity check failed"))?;
+        let payload: Value = serde_json::from_slice(&bytes).map_err(|_| invalid("malformed"))?;
+        if payload["v"] != 1 {
+            return Err(invalid("unknown version"));
+        }
+        if payload["exp"].as_u64().is_none_or(|e| e < now_secs()) {
+            return Err(invalid("expired"));
+        }
+        if payload["m"] != binding.method || payload["t"] != binding.target {
+            return Err(invalid("issued for a different request"));
+        }
+        if payload["p"].as_str() != binding.principal {
+            return Err(invalid("issued to a different principal"));
+        }
+        let responses = match payload.get("r") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        };
+        let state = payload.get("s").filter(|s| !s.is_null()).cloned();
+        Ok((responses, state))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b<'a>(m: &'a str, t: &'a str, p: Option<&'a str>) -> Binding<'a> {
+        Binding {
+            method: m,
+            target: t,
+            principal: p,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_rejects_tampering() {
+        let s = Sealer::new(None, Duration::from_secs(60));
+        let mut r = Map::new();
+        r.insert("k".into(), json!({"action": "accept"}));
+        let sealed = s.seal(&b("tools/call", "t", None), &r, Some(&json!({"step": 2})));
+        let (r2, st) = s.open(&sealed, &b("tools/call", "t", None)).unwrap();
+        assert_eq!(r2, r);
+        assert_eq!(st, Some(json!({"step": 2})));
+        // Flip one character of the payload.
+        let mut chars: Vec<char> = sealed.chars().collect();
+        chars[3] = if chars[3] == 'A' { 'B' } else { 'A' };
+        let tampered: String = chars.into_iter().collect();
+        assert_eq!(
+            s.open(&tampered, &b("tools/call", "t", None))
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        assert!(s.open("garbage", &b("tools/call", "t", None)).is_err());
+        assert!(s.open(&sealed, &b("tools/call", "other", None)).is_err());
+        assert!(s.open(&sealed, &b("prompts/get", "t", None)).is_err());
+        assert!(
+            s.open(&sealed, &b("tools/call", "t", Some("mallory")))
+                .is_err()
+        );
+        let other = Sealer::new(None, Duration::from_secs(60));
+        assert!(other.open(&sealed, &b("tools/call", "t", None)).is_err());
+    }
+
+    #[test]
+    fn expired_states_are_refused() {
+        let s = Sealer::new(Some([7; 32]), Duration::from_secs(0));
+        let sealed = s.seal(&b("tools/call", "t", None), &Map::new(), None);
+        std::thread::sleep(Duration::from_millis(1100));
+        assert!(
+            s.open(&sealed, &b("tools/call", "t", None))
+                .unwrap_err()
+                .message
+                .contains("expired")
+        );
+    }
+}
