@@ -53,6 +53,8 @@ async fn main() -> std::process::ExitCode {
         Some(bind) => {
             let config = codomyrmex_mcp::transport::http::HttpConfig {
                 bind,
+                // Nor its HTTP endpoint: every load generator shares one client address.
+                rate_limit: None,
                 ..Default::default()
             };
             server.serve_http(config).await.map_err(|e| e.to_string())

@@ -242,7 +242,7 @@ pub trait ToolHandler: Send + Sync + 'static {
 /// - `Fn(JsonObject) -> R` and `Fn(JsonObject, ToolContext) -> R`, where `R` is an
 ///   [`IntoToolOutput`] (such as `Result<Value, McpErrorDetail>` or `McpToolResult`);
 /// - the same returning a future of such an `R`;
-/// - any [`ToolHandler`], through [`handler_fn`]'s wrappers.
+/// - an `Arc<dyn ToolHandler>` (marker [`Direct`]).
 ///
 /// The `Marker` parameter only tells the impls apart; inference fills it in.
 pub trait IntoToolHandler<Marker>: Send + Sync + 'static {

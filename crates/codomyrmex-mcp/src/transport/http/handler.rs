@@ -89,6 +89,17 @@ fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
 
 async fn read_body(app: &AppState, body: Body) -> Result<axum::body::Bytes, Response<Body>> {
     let limit = app.config.max_body_bytes;
+    let too_large = || {
+        bad(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::INVALID_REQUEST,
+            format!("Request body exceeds the {limit}-byte limit"),
+        )
+    };
+    // A declared Content-Length over the limit is refused before any of it is read.
+    if http_body::Body::size_hint(&body).lower() > limit as u64 {
+        return Err(too_large());
+    }
     match tokio::time::timeout(
         app.config.request_timeout,
         axum::body::to_bytes(body, limit),
@@ -100,11 +111,7 @@ async fn read_body(app: &AppState, body: Body) -> Result<axum::body::Bytes, Resp
             ErrorCode::INVALID_REQUEST,
             "Request body was not received in time",
         )),
-        Ok(Err(_)) => Err(bad(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::INVALID_REQUEST,
-            format!("Request body exceeds the {limit}-byte limit"),
-        )),
+        Ok(Err(_)) => Err(too_large()),
         Ok(Ok(b)) => Ok(b),
     }
 }
@@ -134,6 +141,9 @@ fn wants_stream(
     let IncomingMessage::Request { method, params, .. } = message else {
         return false;
     };
+    if method == "subscriptions/listen" {
+        return true;
+    }
     if method != "tools/call" {
         return false;
     }
@@ -260,6 +270,15 @@ async fn modern(
             },
         );
     }
+    if method == "subscriptions/listen" && !accepts(headers, "text/event-stream") {
+        // A subscription is a stream; it has no JSON form.
+        return bad(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::INVALID_REQUEST,
+            "subscriptions/listen needs Accept: text/event-stream",
+        );
+    }
+    let listen = method == "subscriptions/listen";
     let session = app.engine.new_session().with_principal(principal);
     let stream = wants_stream(app, headers, &message, None);
     if stream {
@@ -269,7 +288,14 @@ async fn modern(
             Handled::Nothing => accepted(),
             Handled::Reply(m) => reply(&m),
             Handled::Pending(work) => {
-                sse_response(SseBody::drive(work, rx, Some(app.config.keep_alive)))
+                let body = SseBody::drive(work, rx, Some(app.config.keep_alive));
+                // A subscription never ends on its own: it ends with the server.
+                let body = if listen {
+                    body.until(&app.shutdown)
+                } else {
+                    body
+                };
+                sse_response(body)
             }
         };
     }
@@ -468,7 +494,7 @@ pub(crate) async fn get(State(app): State<AppState>, headers: HeaderMap) -> Resp
         None => (session.standalone.clone(), u64::MAX),
     };
     let events = log.attach(after);
-    sse_response(SseBody::follow(None, events, Some(app.config.keep_alive)))
+    sse_response(SseBody::follow(None, events, Some(app.config.keep_alive)).until(&app.shutdown))
 }
 
 /// DELETE: ends a legacy session.

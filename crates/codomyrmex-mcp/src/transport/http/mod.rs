@@ -12,18 +12,35 @@
 //! Each request's era follows the spec's backward-compatibility rules: modern `_meta` selects
 //! the stateless path, `initialize` or an `Mcp-Session-Id` the legacy one.
 //!
-//! Policies are tower layers ([`OriginLayer`], ...) applied by [`HttpServer::router`]; users can
-//! build their own stack from [`mcp_router`] and the layers.
+//! Policies are tower layers applied by [`HttpServer::router`], outermost first:
+//!
+//! 1. [`HeaderLimitLayer`]: oversized request heads get `431`;
+//! 2. [`OriginLayer`]: DNS-rebinding protection, a foreign `Host` or `Origin` gets `403`;
+//! 3. CORS ([`cors_layer`]), only when origins are configured;
+//! 4. [`ClientRateLimitLayer`]: a per-client token bucket, `429` with `Retry-After`;
+//! 5. [`InFlightLimitLayer`]: load shedding past the concurrent-request limit, `503`;
+//! 6. [`AuthLayer`]: bearer tokens and JWTs, `401`/`403` with `WWW-Authenticate`, only when
+//!    authentication is configured.
+//!
+//! Bodies larger than `max_body_bytes` get `413`, bodies slower than `request_timeout` `408`.
+//! Every refusal carries a JSON-RPC error body with no id. The connection loop adds the rest:
+//! `TCP_NODELAY`, the header-read timeout, the idle timeout, the connection cap and graceful
+//! shutdown. Users can build their own stack from [`mcp_router`],
+//! [`protected_resource_router`] and the layers.
 //!
 //! The transport is a thin adapter: every protocol rule lives in the engine.
 
+mod auth;
+mod conn;
+mod cors;
 mod guard;
 mod handler;
 mod headers;
+mod limits;
 mod sessions;
 mod sse;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,15 +48,26 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderValue, Response, StatusCode, header};
 use axum::routing::{get, post};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use serde_json::json;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
+use crate::config::RateLimit;
 use crate::engine::{Engine, supported_versions};
 use crate::wire::{ErrorObject, OutgoingMessage, RequestId};
 
+pub use auth::{
+    AuthConfig, AuthConfigError, AuthLayer, AuthService, Jwks, JwtConfig, PROTECTED_RESOURCE_PATH,
+    StaticToken, protected_resource_router,
+};
+pub use cors::{CorsOriginError, check_origin, cors_layer};
 pub use guard::{OriginLayer, OriginPolicy, OriginService};
+pub use limits::{
+    ClientRateLimit, ClientRateLimitLayer, HeaderLimit, HeaderLimitLayer, InFlightLimit,
+    InFlightLimitLayer, SERVER_BUSY,
+};
 use sessions::SessionStore;
 
 /// Who may read `GET /health`.
@@ -47,9 +75,10 @@ use sessions::SessionStore;
 pub enum HealthAccess {
     /// No health endpoint.
     Off,
-    /// Anyone who passes the Host/Origin check.
+    /// Anyone who passes the Host/Origin check, even when authentication is configured.
     Public,
-    /// Only authenticated callers (the same as the MCP endpoint).
+    /// The same callers as the MCP endpoint: anyone who passes the Host/Origin check when no
+    /// authentication is configured, only authenticated callers when it is.
     Authenticated,
 }
 
@@ -59,19 +88,25 @@ pub enum HealthAccess {
 /// |---|---|
 /// | `bind` | `127.0.0.1:8080` |
 /// | `path` | `/mcp` |
-/// | `origin_policy` | loopback hosts and origins on the bound port |
+/// | `origin_policy` | loopback hosts and origins on the bound port (plus the bound IP) |
+/// | `allowed_hosts`, `allowed_origins` | none added |
+/// | `auth` | `None`: no authentication (then only loopback binds are allowed) |
+/// | `cors_origins` | none: CORS off |
 /// | `max_sessions` | 10 000 legacy sessions |
 /// | `session_idle_timeout` | 10 minutes |
 /// | `replay_events` | 256 events per SSE stream for `Last-Event-ID` |
 /// | `always_sse` | `false`: SSE only when a call may stream (progress, logs, input requests) |
 /// | `keep_alive` | 15 s SSE comment keep-alives |
-/// | `max_body_bytes` | 4 MiB |
-/// | `max_header_bytes` | 16 KiB |
-/// | `header_read_timeout` | 10 s (slowloris) |
-/// | `request_timeout` | 30 s to receive a body |
-/// | `max_connections` | 1024 |
+/// | `max_body_bytes` | 4 MiB (`413`) |
+/// | `max_header_bytes` | 16 KiB (`431`) |
+/// | `header_read_timeout` | 10 s to receive a request head, counted from when the connection is ready for one, so also the keep-alive idle limit (slowloris) |
+/// | `request_timeout` | 30 s to receive a body (`408`) |
+/// | `idle_timeout` | 60 s with no byte moving and no handler running closes a connection (slow read) |
+/// | `max_connections` | 1024; more wait in the listen backlog |
+/// | `max_concurrent_requests` | 256; more are shed with `503` |
+/// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`) |
 /// | `shutdown_grace` | 10 s |
-/// | `health` | `Public` |
+/// | `health` | `Authenticated` (public when no authentication is configured) |
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     /// The address to listen on.
@@ -80,6 +115,15 @@ pub struct HttpConfig {
     pub path: String,
     /// Allowed `Host` and `Origin` values; `None` derives the loopback policy from `bind`.
     pub origin_policy: Option<OriginPolicy>,
+    /// `Host` values allowed on top of the policy, such as `mcp.example.com`.
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values allowed on top of the policy, such as `https://app.example.com`.
+    pub allowed_origins: Vec<String>,
+    /// Authentication; required to bind a non-loopback address.
+    pub auth: Option<AuthConfig>,
+    /// Origins allowed by CORS (and so by the Origin check); empty turns CORS off. Explicit
+    /// origins only: a wildcard is refused.
+    pub cors_origins: Vec<String>,
     /// The most legacy sessions alive at once.
     pub max_sessions: usize,
     /// How long an unused legacy session lives.
@@ -88,18 +132,25 @@ pub struct HttpConfig {
     pub replay_events: usize,
     /// Answer every tool call with an SSE stream.
     pub always_sse: bool,
-    /// Interval of SSE keep-alive comments.
+    /// Interval of SSE keep-alive comments; must be shorter than `idle_timeout`.
     pub keep_alive: Duration,
     /// The largest request body.
     pub max_body_bytes: usize,
     /// The largest request head (request line and headers).
     pub max_header_bytes: usize,
-    /// Time allowed to receive a request's headers.
+    /// Time allowed to receive a request's headers, from when the connection is ready for a
+    /// request.
     pub header_read_timeout: Duration,
     /// Time allowed to receive a request's body.
     pub request_timeout: Duration,
+    /// Time a connection may see no traffic while no request is being handled.
+    pub idle_timeout: Duration,
     /// The most open connections; more wait in the listen backlog.
     pub max_connections: usize,
+    /// The most requests handled at once; more get `503`.
+    pub max_concurrent_requests: usize,
+    /// Per-client (peer IP) request rate limit; `None` turns it off.
+    pub rate_limit: Option<RateLimit>,
     /// Time in-flight requests get to finish after shutdown begins.
     pub shutdown_grace: Duration,
     /// Who may read `GET /health`.
@@ -112,6 +163,10 @@ impl Default for HttpConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             path: "/mcp".into(),
             origin_policy: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            auth: None,
+            cors_origins: Vec::new(),
             max_sessions: 10_000,
             session_idle_timeout: Duration::from_secs(600),
             replay_events: 256,
@@ -121,9 +176,15 @@ impl Default for HttpConfig {
             max_header_bytes: 16 * 1024,
             header_read_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
+            max_concurrent_requests: 256,
+            rate_limit: Some(RateLimit {
+                per_second: 100.0,
+                burst: 200,
+            }),
             shutdown_grace: Duration::from_secs(10),
-            health: HealthAccess::Public,
+            health: HealthAccess::Authenticated,
         }
     }
 }
@@ -133,12 +194,21 @@ impl Default for HttpConfig {
 pub enum HttpError {
     /// Binding a non-loopback address without authentication is refused.
     #[error(
-        "refusing to listen on {0} without authentication: bind a loopback address (127.0.0.1) or configure authentication"
+        "refusing to listen on {0} without authentication: bind a loopback address (127.0.0.1) or configure authentication (a bearer token or JWT validation)"
     )]
     UnauthenticatedPublicBind(SocketAddr),
     /// The path is not an absolute path.
     #[error("the endpoint path must start with '/': {0:?}")]
     InvalidPath(String),
+    /// The authentication configuration is unusable.
+    #[error("{0}")]
+    Auth(#[from] AuthConfigError),
+    /// A CORS origin is a wildcard or not an origin.
+    #[error("{0}")]
+    Cors(#[from] CorsOriginError),
+    /// Another setting is out of range.
+    #[error("invalid HTTP configuration: {0}")]
+    Config(String),
     /// An I/O error (binding, accepting).
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -149,6 +219,8 @@ pub(crate) struct AppState {
     engine: Engine,
     sessions: Arc<SessionStore>,
     config: Arc<HttpConfig>,
+    /// Cancelled when the server shuts down: ends the streams that never end on their own.
+    shutdown: CancellationToken,
 }
 
 /// A JSON-RPC error response with an HTTP status.
@@ -169,7 +241,19 @@ pub(crate) fn rpc_error(
 /// The MCP endpoint and `/health`, with no policy layers. Use it to build your own stack;
 /// [`HttpServer`] applies the default one.
 pub fn mcp_router(engine: Engine, config: &HttpConfig) -> Router {
+    mcp_router_with_shutdown(engine, config, CancellationToken::new())
+}
+
+/// [`mcp_router`] whose never-ending SSE streams (legacy GET streams, modern
+/// `subscriptions/listen`) end when `shutdown` is cancelled, so a graceful shutdown need not
+/// wait for them.
+pub fn mcp_router_with_shutdown(
+    engine: Engine,
+    config: &HttpConfig,
+    shutdown: CancellationToken,
+) -> Router {
     let state = AppState {
+        shutdown,
         engine,
         sessions: Arc::new(SessionStore::new(
             config.max_sessions,
@@ -192,8 +276,8 @@ pub fn mcp_router(engine: Engine, config: &HttpConfig) -> Router {
     router.with_state(state)
 }
 
-/// Sweeps idle sessions and tells legacy sessions when the tool list changes. Stops when the
-/// router's state is dropped.
+/// Sweeps idle sessions and relays server events (list changes, resource updates) to legacy
+/// sessions' standalone streams. Stops when the router's state is dropped.
 fn spawn_housekeeping(state: &AppState) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
@@ -201,8 +285,7 @@ fn spawn_housekeeping(state: &AppState) {
     let sessions = Arc::downgrade(&state.sessions);
     let period = (state.config.session_idle_timeout / 4)
         .clamp(Duration::from_millis(50), Duration::from_secs(30));
-    let mut changes = state.engine.registry().subscribe();
-    changes.mark_unchanged();
+    let mut events = state.engine.events();
     let engine = state.engine.clone();
     handle.spawn(async move {
         let mut tick = tokio::time::interval(period);
@@ -212,11 +295,11 @@ fn spawn_housekeeping(state: &AppState) {
                     let Some(s) = sessions.upgrade() else { return };
                     s.sweep();
                 }
-                changed = changes.changed() => {
-                    if changed.is_err() { return; }
+                event = events.next() => {
+                    let Some(event) = event else { return };
                     let Some(s) = sessions.upgrade() else { return };
                     for http in s.all() {
-                        if let Some(n) = engine.tools_list_changed(&http.session) {
+                        if let Some(n) = engine.legacy_notification(&http.session, &event) {
                             http.standalone.append(&n);
                         }
                     }
@@ -251,31 +334,121 @@ pub struct HttpServer {
     config: HttpConfig,
 }
 
+fn has_wildcard(values: &[String]) -> bool {
+    values.iter().any(|v| v.contains('*'))
+}
+
 impl HttpServer {
     /// A server for `engine` under `config`.
     pub fn new(engine: Engine, config: HttpConfig) -> Self {
         Self { engine, config }
     }
 
-    /// Checks the configuration: the path, and no public bind without authentication.
+    /// The configuration.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// Checks the configuration: the path, the authentication and CORS settings, no wildcard
+    /// host or origin, sane limits, and no non-loopback bind without authentication.
     pub fn validate(&self) -> Result<(), HttpError> {
-        if !self.config.path.starts_with('/') {
-            return Err(HttpError::InvalidPath(self.config.path.clone()));
+        let c = &self.config;
+        if !c.path.starts_with('/') {
+            return Err(HttpError::InvalidPath(c.path.clone()));
         }
-        if !self.config.bind.ip().is_loopback() {
-            return Err(HttpError::UnauthenticatedPublicBind(self.config.bind));
+        if let Some(auth) = &c.auth {
+            auth.validate()?;
+        }
+        for o in &c.cors_origins {
+            check_origin(o)?;
+        }
+        let policy_wild = c
+            .origin_policy
+            .as_ref()
+            .is_some_and(|p| has_wildcard(&p.hosts) || has_wildcard(&p.origins));
+        if policy_wild || has_wildcard(&c.allowed_hosts) || has_wildcard(&c.allowed_origins) {
+            return Err(HttpError::Config(
+                "allowed hosts and origins must be explicit: a wildcard is refused".into(),
+            ));
+        }
+        if c.max_header_bytes == 0 || c.max_body_bytes == 0 {
+            return Err(HttpError::Config("size limits must be positive".into()));
+        }
+        if c.idle_timeout.is_zero() || c.header_read_timeout.is_zero() {
+            return Err(HttpError::Config("timeouts must be positive".into()));
+        }
+        if c.keep_alive >= c.idle_timeout {
+            return Err(HttpError::Config(format!(
+                "the SSE keep-alive interval ({:?}) must be shorter than the idle timeout ({:?})",
+                c.keep_alive, c.idle_timeout
+            )));
+        }
+        if let Some(r) = &c.rate_limit
+            && (r.per_second.is_nan() || r.per_second <= 0.0 || r.burst == 0)
+        {
+            return Err(HttpError::Config(
+                "the rate limit needs a positive rate and burst (or None to turn it off)".into(),
+            ));
+        }
+        if !c.bind.ip().is_loopback() && c.auth.is_none() {
+            return Err(HttpError::UnauthenticatedPublicBind(c.bind));
         }
         Ok(())
     }
 
-    /// The router with the default layers, for a server listening on `port`.
-    pub fn router(&self, port: u16) -> Router {
-        let policy = self
-            .config
-            .origin_policy
-            .clone()
-            .unwrap_or_else(|| OriginPolicy::loopback(port));
-        mcp_router(self.engine.clone(), &self.config).layer(OriginLayer::new(policy))
+    /// The effective Host/Origin policy for a server listening on `port`: the configured
+    /// policy or the loopback one (plus the bound IP address when it is a specific
+    /// non-loopback one), with the extra hosts, origins and CORS origins added.
+    pub fn origin_policy(&self, port: u16) -> OriginPolicy {
+        let c = &self.config;
+        let mut policy = c.origin_policy.clone().unwrap_or_else(|| {
+            let mut p = OriginPolicy::loopback(port);
+            let ip = c.bind.ip();
+            if !ip.is_loopback() && !ip.is_unspecified() {
+                let host = match ip {
+                    IpAddr::V4(v4) => v4.to_string(),
+                    IpAddr::V6(v6) => format!("[{v6}]"),
+                };
+                p.hosts.push(host.clone());
+                p.hosts.push(format!("{host}:{port}"));
+            }
+            p
+        });
+        policy.hosts.extend(c.allowed_hosts.iter().cloned());
+        policy.origins.extend(c.allowed_origins.iter().cloned());
+        policy.origins.extend(c.cors_origins.iter().cloned());
+        policy
+    }
+
+    /// The router with the default layers (see the [module docs](self)), for a server
+    /// listening on `port`.
+    pub fn router(&self, port: u16) -> Result<Router, HttpError> {
+        self.build(port, CancellationToken::new())
+    }
+
+    fn build(&self, port: u16, shutdown: CancellationToken) -> Result<Router, HttpError> {
+        self.validate()?;
+        let c = &self.config;
+        let mut app = mcp_router_with_shutdown(self.engine.clone(), c, shutdown);
+        if let Some(auth) = &c.auth {
+            app = app.merge(protected_resource_router(auth, &c.path));
+            let mut layer = AuthLayer::new(auth.clone())?;
+            if c.health == HealthAccess::Public {
+                layer = layer.allow_path("/health");
+            }
+            app = app.layer(layer);
+        }
+        app = app.layer(InFlightLimitLayer::new(c.max_concurrent_requests));
+        if let Some(limit) = c.rate_limit {
+            app = app.layer(ClientRateLimitLayer::new(limit));
+        }
+        if !c.cors_origins.is_empty() {
+            app = app.layer(cors_layer(&c.cors_origins)?);
+        }
+        app = app
+            .layer(OriginLayer::new(self.origin_policy(port)))
+            .layer(HeaderLimitLayer::new(c.max_header_bytes));
+        Ok(app)
     }
 
     /// Binds the configured address.
@@ -291,19 +464,23 @@ impl HttpServer {
         listener: TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), HttpError> {
-        self.validate()?;
         let port = listener.local_addr()?.port();
-        let app = self.router(port);
+        let streams_end = CancellationToken::new();
+        let app = self.build(port, streams_end.clone())?;
         let connections = Arc::new(tokio::sync::Semaphore::new(
             self.config.max_connections.max(1),
         ));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let mut builder = hyper::server::conn::http1::Builder::new();
+        // The header-limit layer answers oversized heads with a JSON-RPC body; the parser's
+        // hard cap, twice that, answers a bare 431 and closes the connection.
+        let hard_cap = self.config.max_header_bytes.saturating_mul(2).max(8192);
         builder
             .timer(TokioTimer::new())
             .header_read_timeout(self.config.header_read_timeout)
-            .max_buf_size(self.config.max_header_bytes.max(8192))
+            .max_header_size(hard_cap)
             .keep_alive(true);
+        let idle_timeout = self.config.idle_timeout;
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
@@ -323,27 +500,31 @@ impl HttpServer {
             };
             // Small request/response exchanges must not wait for Nagle + delayed ACK.
             let _ = stream.set_nodelay(true);
-            let svc = app
-                .clone()
-                .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
-            let conn =
-                builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
+            let activity = Arc::new(conn::Activity::default());
+            let io = TokioIo::new(conn::TrackedIo::new(stream, activity.clone()));
+            let svc = conn::Tracked::new(app.clone(), activity.clone(), peer);
+            let conn = builder.serve_connection(io, TowerToHyperService::new(svc));
             let conn = graceful.watch(conn);
             tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "connection ended with an error");
+                tokio::select! {
+                    r = conn => if let Err(e) = r {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    },
+                    () = activity.idle(idle_timeout) => {
+                        tracing::debug!(%peer, "closed an idle connection");
+                    }
                 }
                 drop(permit);
             });
         }
         drop(listener);
+        streams_end.cancel();
         if tokio::time::timeout(self.config.shutdown_grace, graceful.shutdown())
             .await
             .is_err()
         {
             tracing::warn!("shutdown grace period elapsed with requests still running");
         }
-        let _ = TokioExecutor::new();
         Ok(())
     }
 }

@@ -161,6 +161,8 @@ pub(crate) struct SseBody {
     work: Option<BoxFuture<'static, Option<OutgoingMessage>>>,
     final_message: Option<Option<OutgoingMessage>>,
     keep_alive: Option<tokio::time::Interval>,
+    /// Ends the stream when the server shuts down (streams that never end on their own).
+    stop: Option<Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
     done: bool,
 }
 
@@ -178,6 +180,7 @@ impl SseBody {
             work: None,
             final_message: None,
             keep_alive: keep_alive.map(interval),
+            stop: None,
             done: false,
         }
     }
@@ -196,8 +199,17 @@ impl SseBody {
             work: Some(work),
             final_message: None,
             keep_alive: keep_alive.map(interval),
+            stop: None,
             done: false,
         }
+    }
+}
+
+impl SseBody {
+    /// Ends the stream (dropping any work it drives) when `token` is cancelled.
+    pub(crate) fn until(mut self, token: &tokio_util::sync::CancellationToken) -> Self {
+        self.stop = Some(Box::pin(token.clone().cancelled_owned()));
+        self
     }
 }
 
@@ -217,6 +229,13 @@ impl Body for SseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = &mut *self;
         if this.done {
+            return Poll::Ready(None);
+        }
+        if let Some(stop) = &mut this.stop
+            && stop.as_mut().poll(cx).is_ready()
+        {
+            this.done = true;
+            this.work = None;
             return Poll::Ready(None);
         }
         if let Some(p) = this.prelude.take() {

