@@ -1,54 +1,46 @@
-//! `codomyrmex-mcp`: an MCP server with built-in tools.
+//! `codomyrmex-mcp`: an MCP server with sandboxed built-in tools, and a client for any MCP
+//! server.
 //!
-//! `codomyrmex-mcp serve` serves over stdio. Logs go to stderr; stdout carries only MCP
-//! messages.
+//! - `serve` serves over stdio (or Streamable HTTP with `--http ADDR`). Logs go to stderr;
+//!   stdout carries only MCP messages.
+//! - `tools` lists the built-in tools with their schemas.
+//! - `config --print` shows the effective configuration (flags > environment > file >
+//!   defaults), secrets redacted.
+//! - `client --stdio "CMD ..." | --http URL` lists and calls what a server offers.
 
-mod builtins;
+mod cli;
+mod client_cmd;
+mod config;
+mod http_client;
+mod serve;
+mod tools;
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use codomyrmex_mcp::{McpServer, McpServerConfig, McpToolRegistry};
+use clap::Parser;
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "codomyrmex-mcp",
-    version,
-    about = "An MCP server with built-in tools"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
+use cli::{Cli, Command};
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+pub(crate) fn emit(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Serve MCP over stdio (newline-delimited JSON-RPC on stdin and stdout).
-    Serve {
-        /// Default tool timeout, in seconds.
-        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-        timeout: u64,
-        /// Disable the tool-call rate limit (50 calls/s, burst 100 by default).
-        #[arg(long)]
-        no_rate_limit: bool,
-        /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-    },
-    /// List the built-in tools with their schemas, as JSON.
-    Tools,
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("codomyrmex-mcp: {message}");
+    ExitCode::FAILURE
 }
 
-fn registry() -> Result<Arc<McpToolRegistry>, codomyrmex_mcp::McpRegistrationError> {
-    let registry = Arc::new(McpToolRegistry::new());
-    builtins::register(&registry)?;
-    Ok(registry)
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // `json.query` evaluates filters in a child process running this program.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == tools::json::WORKER_ARG)
+    {
+        return tools::json::worker_main();
+    }
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -57,56 +49,58 @@ async fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let registry = match registry() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("codomyrmex-mcp: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fail(e),
     };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Tools => {
-            let defs = registry.definitions();
-            match serde_json::to_string_pretty(&defs) {
-                Ok(s) => {
-                    println!("{s}");
+        Command::Serve { server, stdio } => match config::resolve(&server) {
+            Err(e) => fail(e),
+            Ok(effective) => match serve::serve(effective, stdio).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(e),
+            },
+        },
+        Command::Tools { server, table } => {
+            match config::resolve(&server)
+                .map_err(|e| e.to_string())
+                .and_then(|c| serve::tools(&c, table))
+            {
+                Ok(text) => {
+                    emit(&format!("{}\n", text.trim_end()));
                     ExitCode::SUCCESS
                 }
-                Err(e) => {
-                    eprintln!("codomyrmex-mcp: {e}");
-                    ExitCode::FAILURE
-                }
+                Err(e) => fail(e),
             }
         }
-        Command::Serve {
-            timeout,
-            no_rate_limit,
-            http,
+        Command::Config {
+            server,
+            json,
+            example,
+            ..
         } => {
-            let mut config = McpServerConfig::new("codomyrmex-mcp", codomyrmex_mcp::VERSION)
-                .with_instructions("Codomyrmex MCP server. Call codomyrmex.list_registered_tools to see what is available.")
-                .with_tool_timeout(Duration::from_secs(timeout));
-            if no_rate_limit {
-                config = config.with_rate_limit(None);
+            if example {
+                emit(config::EXAMPLE);
+                return ExitCode::SUCCESS;
             }
-            let server = McpServer::new(config, registry);
-            let outcome = match http {
-                None => server.serve_stdio().await.map_err(|e| e.to_string()),
-                Some(bind) => {
-                    let config = codomyrmex_mcp::transport::http::HttpConfig {
-                        bind,
-                        ..Default::default()
-                    };
-                    server.serve_http(config).await.map_err(|e| e.to_string())
+            let printed = config::resolve(&server)
+                .map_err(|e| e.to_string())
+                .and_then(|c| if json { c.to_json() } else { c.to_toml() });
+            match printed {
+                Ok(text) => {
+                    emit(&format!("{}\n", text.trim_end()));
+                    ExitCode::SUCCESS
                 }
-            };
-            match outcome {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("codomyrmex-mcp: {e}");
-                    ExitCode::FAILURE
-                }
+                Err(e) => fail(e),
             }
         }
+        Command::Client(args) => client_cmd::run(args).await,
     }
 }

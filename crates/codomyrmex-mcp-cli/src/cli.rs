@@ -1,0 +1,271 @@
+//! The command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::Profile;
+
+/// `codomyrmex-mcp`: an MCP server with sandboxed built-in tools, and a client for any MCP
+/// server.
+#[derive(Debug, Parser)]
+#[command(
+    name = "codomyrmex-mcp",
+    version,
+    about = "An MCP server with built-in tools, and a client for any MCP server",
+    after_help = "Configuration precedence: flags > CODOMYRMEX_MCP_* environment variables > --config FILE > defaults."
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (newline-delimited JSON-RPC on stdin and stdout), or over
+    /// Streamable HTTP with --http.
+    Serve {
+        /// Server settings.
+        #[command(flatten)]
+        server: ServerOptions,
+        /// Serve stdio even if the configuration names an HTTP address.
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+    },
+    /// List the built-in tools of the effective profile with their schemas, as JSON.
+    Tools {
+        /// Server settings (the profile decides which tools exist).
+        #[command(flatten)]
+        server: ServerOptions,
+        /// Print a human-readable summary instead of JSON.
+        #[arg(long)]
+        table: bool,
+    },
+    /// Show the effective configuration.
+    Config {
+        /// Server settings.
+        #[command(flatten)]
+        server: ServerOptions,
+        /// Print the effective configuration (TOML; secrets redacted).
+        #[arg(long, required_unless_present = "example")]
+        print: bool,
+        /// With --print: JSON instead of TOML.
+        #[arg(long, requires = "print")]
+        json: bool,
+        /// Print an annotated example configuration file.
+        #[arg(long, conflicts_with = "print")]
+        example: bool,
+    },
+    /// Connect to any MCP server and list or call what it offers.
+    Client(ClientArgs),
+}
+
+/// Settings of a server; shared by `serve`, `tools` and `config`.
+#[derive(Debug, Clone, Args)]
+pub struct ServerOptions {
+    /// Read settings from this TOML file (see `config --example`).
+    #[arg(long, short = 'c', value_name = "FILE", env = "CODOMYRMEX_MCP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The sandbox root: every path the tools touch stays inside it [default: .].
+    #[arg(long, value_name = "DIR", env = "CODOMYRMEX_MCP_ROOT")]
+    pub root: Option<PathBuf>,
+    /// `readonly` (default) or `full` (adds writing tools and shell.run; over HTTP only with
+    /// authentication).
+    #[arg(long, value_enum, env = "CODOMYRMEX_MCP_PROFILE")]
+    pub profile: Option<Profile>,
+    /// Default tool timeout, in seconds [default: 60].
+    #[arg(long, value_name = "SECS", env = "CODOMYRMEX_MCP_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: Option<u64>,
+    /// Disable the tool-call rate limit (50 calls/s, burst 100 by default).
+    #[arg(long, env = "CODOMYRMEX_MCP_NO_RATE_LIMIT", value_parser = BoolishValueParser::new())]
+    pub no_rate_limit: bool,
+    /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio.
+    #[arg(long, value_name = "ADDR", env = "CODOMYRMEX_MCP_HTTP")]
+    pub http: Option<SocketAddr>,
+    /// HTTP options.
+    #[command(flatten)]
+    pub http_options: HttpOptions,
+}
+
+/// Streamable HTTP options (with --http). A non-loopback ADDR needs --auth-token or --jwks.
+#[derive(Debug, Clone, Args)]
+pub struct HttpOptions {
+    /// Require `Authorization: Bearer TOKEN` (compared in constant time). Prefer the
+    /// environment variable: arguments are visible to other local users.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CODOMYRMEX_MCP_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
+    /// Also allow this Host header value (repeatable), e.g. mcp.example.com or mcp.example.com:8443.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Also allow this Origin header value (repeatable), e.g. https://app.example.com.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Enable CORS for this explicit origin (repeatable; no wildcard).
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origins: Vec<String>,
+    /// Validate JWT access tokens against the JWKS in FILE (needs --issuer and --audience).
+    #[arg(long, value_name = "FILE", requires_all = ["issuer", "audience"])]
+    pub jwks: Option<PathBuf>,
+    /// The trusted token issuer (`iss`), also advertised as the authorization server.
+    #[arg(long, value_name = "URL", requires = "jwks")]
+    pub issuer: Option<String>,
+    /// This server's canonical URL, e.g. https://mcp.example.com/mcp: tokens must name it in
+    /// `aud` (RFC 8707), and it is the `resource` of the protected-resource metadata.
+    #[arg(long, value_name = "URL", requires = "jwks")]
+    pub audience: Option<String>,
+    /// A scope every JWT must carry (repeatable).
+    #[arg(long = "required-scope", value_name = "SCOPE", requires = "jwks")]
+    pub required_scopes: Vec<String>,
+}
+
+/// `client`: where the server is and what to ask it.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Launch CMD (split into words like a shell would, but run without a shell) and speak
+    /// MCP over its stdin and stdout.
+    #[arg(
+        long,
+        value_name = "CMD",
+        conflicts_with = "http",
+        required_unless_present = "http"
+    )]
+    pub stdio: Option<String>,
+    /// Connect to a Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp (plain http only).
+    #[arg(long, value_name = "URL")]
+    pub http: Option<String>,
+    /// With --http: send `Authorization: Bearer TOKEN`.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CODOMYRMEX_MCP_CLIENT_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// The protocol era to speak: `legacy` (initialize handshake, 2025-11-25; every MCP server
+    /// speaks it) or `modern` (stateless 2026-07-28).
+    #[arg(long, value_enum, default_value_t = EraArg::Legacy)]
+    pub era: EraArg,
+    /// Print raw JSON results (for scripts) instead of a human-readable rendering.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Seconds to wait for the whole exchange.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub timeout: u64,
+    /// What to ask.
+    #[command(subcommand)]
+    pub action: ClientAction,
+}
+
+/// Protocol eras.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EraArg {
+    /// `initialize` handshake (2025-11-25 and earlier).
+    Legacy,
+    /// Stateless requests (2026-07-28).
+    Modern,
+}
+
+/// Client subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ClientAction {
+    /// List the server's tools.
+    Tools,
+    /// Call a tool.
+    Call {
+        /// The tool's name.
+        name: String,
+        /// The arguments: a JSON object, or @FILE to read it from a file.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+    },
+    /// List the server's resources and resource templates.
+    Resources,
+    /// Read a resource.
+    Read {
+        /// The resource's URI.
+        uri: String,
+    },
+    /// List the server's prompts.
+    Prompts,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn http_auth_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "codomyrmex-mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token",
+            "t",
+            "--allowed-host",
+            "h",
+            "--cors-origin",
+            "https://a.example",
+        ])
+        .unwrap();
+        let Command::Serve { server, stdio } = cli.command else {
+            panic!("not serve")
+        };
+        assert!(!stdio);
+        assert_eq!(server.http_options.auth_token.as_deref(), Some("t"));
+        assert_eq!(server.http_options.allowed_hosts, ["h"]);
+        assert!(
+            Cli::try_parse_from(["codomyrmex-mcp", "serve", "--jwks", "k.json"]).is_err(),
+            "--jwks needs --issuer and --audience"
+        );
+    }
+
+    #[test]
+    fn client_needs_exactly_one_transport() {
+        assert!(Cli::try_parse_from(["codomyrmex-mcp", "client", "tools"]).is_err());
+        assert!(
+            Cli::try_parse_from([
+                "codomyrmex-mcp",
+                "client",
+                "--stdio",
+                "x",
+                "--http",
+                "http://h/mcp",
+                "tools"
+            ])
+            .is_err()
+        );
+        let cli = Cli::try_parse_from([
+            "codomyrmex-mcp",
+            "client",
+            "--stdio",
+            "codomyrmex-mcp serve",
+            "call",
+            "json.query",
+            "--args",
+            "{}",
+            "--json",
+        ])
+        .unwrap();
+        let Command::Client(c) = cli.command else {
+            panic!("not client")
+        };
+        assert!(c.json);
+        assert!(matches!(c.action, ClientAction::Call { ref name, .. } if name == "json.query"));
+    }
+}

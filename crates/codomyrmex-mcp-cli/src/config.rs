@@ -1,0 +1,531 @@
+//! The effective configuration, merged from four sources. For each setting, the first source
+//! that sets it wins:
+//!
+//! 1. command-line flags;
+//! 2. environment variables (`CODOMYRMEX_MCP_*`);
+//! 3. the TOML file named by `--config` (or `CODOMYRMEX_MCP_CONFIG`);
+//! 4. built-in defaults.
+//!
+//! Clap resolves 1 and 2 (each flag declares its variable); [`resolve`] layers the file and
+//! the defaults under them. Limits and `shell.run` settings come only from the file. There is
+//! no implicit configuration file: a file found in a working directory could otherwise widen
+//! the profile of whoever runs the server there.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::cli::ServerOptions;
+
+/// Which tools a server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Reading tools only (the default).
+    #[default]
+    Readonly,
+    /// Also `file_system.write`, `edit`, `make_directory`, `move` and `shell.run`. Over HTTP,
+    /// authentication is required.
+    Full,
+}
+
+impl Profile {
+    /// The name used in flags and files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Readonly => "readonly",
+            Self::Full => "full",
+        }
+    }
+}
+
+/// Size and count limits of the file tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// The most bytes `file_system.read` returns in one call.
+    pub max_read_bytes: u64,
+    /// The most entries `file_system.list_directory` returns.
+    pub max_list_entries: usize,
+    /// The most matches `file_system.search` returns.
+    pub max_search_matches: usize,
+    /// Files larger than this are skipped by `file_system.search`.
+    pub max_search_file_bytes: u64,
+    /// The largest file `file_system.edit` and `json.query` load.
+    pub max_edit_bytes: u64,
+    /// The most bytes of git output returned.
+    pub max_git_output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_read_bytes: 1024 * 1024,
+            max_list_entries: 2000,
+            max_search_matches: 500,
+            max_search_file_bytes: 10 * 1024 * 1024,
+            max_edit_bytes: 16 * 1024 * 1024,
+            max_git_output_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Settings of `shell.run` (full profile only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShellSettings {
+    /// The timeout of a command that names none, in seconds.
+    pub default_timeout_secs: u64,
+    /// The longest timeout a call may ask for, in seconds.
+    pub max_timeout_secs: u64,
+    /// The most bytes kept of each of stdout and stderr.
+    pub max_output_bytes: usize,
+    /// Program names (argv\[0\]) that may run; empty allows any.
+    pub allowed_commands: Vec<String>,
+}
+
+impl Default for ShellSettings {
+    fn default() -> Self {
+        Self {
+            default_timeout_secs: 30,
+            max_timeout_secs: 600,
+            max_output_bytes: 64 * 1024,
+            allowed_commands: Vec::new(),
+        }
+    }
+}
+
+/// The `[http]` table of the file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpFile {
+    listen: Option<SocketAddr>,
+    auth_token: Option<String>,
+    allowed_hosts: Option<Vec<String>>,
+    allowed_origins: Option<Vec<String>>,
+    cors_origins: Option<Vec<String>>,
+    jwks: Option<PathBuf>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    required_scopes: Option<Vec<String>>,
+}
+
+/// The TOML file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    root: Option<PathBuf>,
+    profile: Option<Profile>,
+    timeout_secs: Option<u64>,
+    rate_limit: Option<bool>,
+    limits: Option<Limits>,
+    shell: Option<ShellSettings>,
+    http: Option<HttpFile>,
+}
+
+impl FileConfig {
+    /// Parses a file's text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+/// A secret: never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    #[cfg(test)]
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret's value.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("<redacted>")
+    }
+}
+
+/// The effective HTTP settings.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HttpSettings {
+    /// Serve Streamable HTTP at this address instead of stdio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<SocketAddr>,
+    /// A static bearer token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_token: Option<Secret>,
+    /// Extra allowed `Host` values.
+    pub allowed_hosts: Vec<String>,
+    /// Extra allowed `Origin` values.
+    pub allowed_origins: Vec<String>,
+    /// CORS origins.
+    pub cors_origins: Vec<String>,
+    /// JWKS file for JWT validation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwks: Option<PathBuf>,
+    /// Trusted JWT issuer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// This server's canonical URL (JWT audience).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// Scopes every JWT must carry.
+    pub required_scopes: Vec<String>,
+}
+
+impl HttpSettings {
+    /// Whether any authentication is configured.
+    pub fn has_auth(&self) -> bool {
+        self.auth_token.is_some() || self.jwks.is_some()
+    }
+}
+
+/// The configuration in force.
+#[derive(Debug, Clone, Serialize)]
+pub struct Effective {
+    /// The file that was read, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<PathBuf>,
+    /// The sandbox root (absolute).
+    pub root: PathBuf,
+    /// The profile.
+    pub profile: Profile,
+    /// Default tool timeout, in seconds.
+    pub timeout_secs: u64,
+    /// Whether the tool-call rate limit is on.
+    pub rate_limit: bool,
+    /// File tool limits.
+    pub limits: Limits,
+    /// `shell.run` settings.
+    pub shell: ShellSettings,
+    /// HTTP settings.
+    pub http: HttpSettings,
+}
+
+/// Why the configuration is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read the configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid.
+    #[error("invalid configuration file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value is out of range or inconsistent.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// Resolves the effective configuration from the command line (flags and environment, already
+/// merged by clap), the file and the defaults.
+pub fn resolve(opts: &ServerOptions) -> Result<Effective, ConfigError> {
+    let (file, file_dir) = match &opts.config {
+        None => (FileConfig::default(), None),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let file = FileConfig::parse(&text).map_err(|message| ConfigError::Parse {
+                path: path.clone(),
+                message,
+            })?;
+            let dir = std::path::absolute(path)
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf));
+            (file, dir)
+        }
+    };
+    merge(opts, file, file_dir)
+}
+
+/// Merges `opts` over `file`; relative paths in the file are relative to `file_dir`.
+pub fn merge(
+    opts: &ServerOptions,
+    file: FileConfig,
+    file_dir: Option<PathBuf>,
+) -> Result<Effective, ConfigError> {
+    let from_file = |p: PathBuf| match &file_dir {
+        Some(dir) if p.is_relative() => dir.join(p),
+        _ => p,
+    };
+    let root = match (&opts.root, file.root) {
+        (Some(r), _) => r.clone(),
+        (None, Some(r)) => from_file(r),
+        (None, None) => PathBuf::from("."),
+    };
+    let root = std::path::absolute(&root)
+        .map_err(|e| ConfigError::Invalid(format!("root {}: {e}", root.display())))?;
+    let timeout_secs = opts.timeout.or(file.timeout_secs).unwrap_or(60);
+    if !(1..=86_400).contains(&timeout_secs) {
+        return Err(ConfigError::Invalid(format!(
+            "timeout_secs must be between 1 and 86400, not {timeout_secs}"
+        )));
+    }
+    let shell = file.shell.unwrap_or_default();
+    if shell.default_timeout_secs == 0 || shell.default_timeout_secs > shell.max_timeout_secs {
+        return Err(ConfigError::Invalid(
+            "shell.default_timeout_secs must be at least 1 and at most shell.max_timeout_secs"
+                .into(),
+        ));
+    }
+    let limits = file.limits.unwrap_or_default();
+    if limits.max_read_bytes == 0 || limits.max_list_entries == 0 || limits.max_search_matches == 0
+    {
+        return Err(ConfigError::Invalid("limits must be positive".into()));
+    }
+    let h = file.http.unwrap_or_default();
+    let o = &opts.http_options;
+    let or_file = |cli: &Vec<String>, file: Option<Vec<String>>| {
+        if cli.is_empty() {
+            file.unwrap_or_default()
+        } else {
+            cli.clone()
+        }
+    };
+    let http = HttpSettings {
+        listen: opts.http.or(h.listen),
+        auth_token: o
+            .auth_token
+            .clone()
+            .or(h.auth_token)
+            .filter(|t| !t.is_empty())
+            .map(Secret),
+        allowed_hosts: or_file(&o.allowed_hosts, h.allowed_hosts),
+        allowed_origins: or_file(&o.allowed_origins, h.allowed_origins),
+        cors_origins: or_file(&o.cors_origins, h.cors_origins),
+        jwks: o.jwks.clone().or(h.jwks.map(from_file)),
+        issuer: o.issuer.clone().or(h.issuer),
+        audience: o.audience.clone().or(h.audience),
+        required_scopes: or_file(&o.required_scopes, h.required_scopes),
+    };
+    if http.jwks.is_some() && (http.issuer.is_none() || http.audience.is_none()) {
+        return Err(ConfigError::Invalid(
+            "JWT validation (jwks) needs both issuer and audience".into(),
+        ));
+    }
+    Ok(Effective {
+        config_file: opts.config.clone(),
+        root,
+        profile: opts.profile.or(file.profile).unwrap_or_default(),
+        timeout_secs,
+        rate_limit: !opts.no_rate_limit && file.rate_limit.unwrap_or(true),
+        limits,
+        shell,
+        http,
+    })
+}
+
+impl Effective {
+    /// The configuration as TOML, secrets redacted.
+    pub fn to_toml(&self) -> Result<String, String> {
+        toml::to_string(self).map_err(|e| e.to_string())
+    }
+
+    /// The configuration as JSON, secrets redacted.
+    pub fn to_json(&self) -> Result<String, String> {
+        serde_json::to_string_pretty(self).map_err(|e| e.to_string())
+    }
+}
+
+/// An annotated example file, printed by `config --example`.
+pub const EXAMPLE: &str = r#"# codomyrmex-mcp configuration (pass with --config FILE or CODOMYRMEX_MCP_CONFIG=FILE).
+# Precedence: command-line flags > CODOMYRMEX_MCP_* environment variables > this file > defaults.
+# Relative paths here are relative to this file's directory.
+
+root = "."               # the sandbox root (--root, CODOMYRMEX_MCP_ROOT)
+profile = "readonly"     # or "full" (--profile, CODOMYRMEX_MCP_PROFILE)
+timeout_secs = 60        # default tool timeout (--timeout, CODOMYRMEX_MCP_TIMEOUT)
+rate_limit = true        # 50 calls/s, burst 100 (--no-rate-limit, CODOMYRMEX_MCP_NO_RATE_LIMIT)
+
+[limits]
+max_read_bytes = 1048576
+max_list_entries = 2000
+max_search_matches = 500
+max_search_file_bytes = 10485760
+max_edit_bytes = 16777216
+max_git_output_bytes = 1048576
+
+[shell]                  # shell.run, full profile only
+default_timeout_secs = 30
+max_timeout_secs = 600
+max_output_bytes = 65536
+allowed_commands = []    # e.g. ["cargo", "git", "ls"]; empty allows any program
+
+[http]
+# listen = "127.0.0.1:8080"   # serve Streamable HTTP (--http, CODOMYRMEX_MCP_HTTP)
+# auth_token = "..."          # prefer CODOMYRMEX_MCP_AUTH_TOKEN
+allowed_hosts = []
+allowed_origins = []
+cors_origins = []
+# jwks = "jwks.json"
+# issuer = "https://auth.example.com"
+# audience = "https://mcp.example.com/mcp"
+required_scopes = []
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn opts(args: &[&str]) -> ServerOptions {
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            o: ServerOptions,
+        }
+        let mut argv = vec!["t"];
+        argv.extend_from_slice(args);
+        T::try_parse_from(argv).unwrap().o
+    }
+
+    #[test]
+    fn defaults() {
+        let e = merge(&opts(&[]), FileConfig::default(), None).unwrap();
+        assert_eq!(e.profile, Profile::Readonly);
+        assert_eq!(e.timeout_secs, 60);
+        assert!(e.rate_limit);
+        assert_eq!(e.root, std::path::absolute(".").unwrap());
+        assert_eq!(e.limits, Limits::default());
+        assert!(e.http.listen.is_none());
+        assert!(!e.http.has_auth());
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_the_file_over_defaults() {
+        let file = FileConfig::parse(
+            r#"
+root = "proj"
+profile = "full"
+timeout_secs = 5
+rate_limit = false
+[limits]
+max_read_bytes = 10
+[http]
+listen = "127.0.0.1:9000"
+auth_token = "from-file"
+allowed_hosts = ["a.example"]
+"#,
+        )
+        .unwrap();
+        let dir = PathBuf::from("/etc/cmx");
+        let e = merge(&opts(&[]), file.clone(), Some(dir.clone())).unwrap();
+        assert_eq!(e.root, dir.join("proj"));
+        assert_eq!(e.profile, Profile::Full);
+        assert_eq!(e.timeout_secs, 5);
+        assert!(!e.rate_limit);
+        assert_eq!(e.limits.max_read_bytes, 10);
+        assert_eq!(
+            e.limits.max_list_entries,
+            Limits::default().max_list_entries
+        );
+        assert_eq!(e.http.listen, Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(e.http.auth_token.as_ref().unwrap().expose(), "from-file");
+        assert_eq!(e.http.allowed_hosts, ["a.example"]);
+
+        let e = merge(
+            &opts(&[
+                "--root",
+                "/srv",
+                "--profile",
+                "readonly",
+                "--timeout",
+                "7",
+                "--auth-token",
+                "from-flag",
+                "--allowed-host",
+                "b.example",
+                "--http",
+                "127.0.0.1:9001",
+            ]),
+            file,
+            Some(dir),
+        )
+        .unwrap();
+        assert_eq!(e.root, PathBuf::from("/srv"));
+        assert_eq!(e.profile, Profile::Readonly);
+        assert_eq!(e.timeout_secs, 7);
+        assert_eq!(e.http.auth_token.as_ref().unwrap().expose(), "from-flag");
+        assert_eq!(e.http.allowed_hosts, ["b.example"]);
+        assert_eq!(e.http.listen, Some("127.0.0.1:9001".parse().unwrap()));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        assert!(FileConfig::parse("rooot = \".\"").is_err());
+        assert!(FileConfig::parse("profile = \"admin\"").is_err());
+        assert!(FileConfig::parse("[limits]\nmax_reads = 1").is_err());
+        let file = FileConfig::parse("timeout_secs = 0").unwrap();
+        assert!(merge(&opts(&[]), file, None).is_err());
+        let file = FileConfig::parse("[http]\njwks = \"k.json\"").unwrap();
+        assert!(merge(&opts(&[]), file, None).is_err());
+        let file = FileConfig::parse("[shell]\ndefault_timeout_secs = 1000").unwrap();
+        assert!(merge(&opts(&[]), file, None).is_err());
+    }
+
+    #[test]
+    fn printing_redacts_secrets() {
+        let file = FileConfig::parse("[http]\nauth_token = \"hunter2\"").unwrap();
+        let e = merge(&opts(&[]), file, None).unwrap();
+        let toml = e.to_toml().unwrap();
+        assert!(!toml.contains("hunter2"), "{toml}");
+        assert!(toml.contains("auth_token = \"<redacted>\""), "{toml}");
+        let json = e.to_json().unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        assert!(!format!("{e:?}").contains("hunter2"));
+        // The printed form parses back (as a file, minus the derived fields).
+        let v: toml::Table = toml::from_str(&toml).unwrap();
+        assert_eq!(v["profile"].as_str(), Some("readonly"));
+    }
+
+    #[test]
+    fn the_example_file_is_valid() {
+        let file = FileConfig::parse(EXAMPLE).unwrap();
+        let e = merge(&opts(&[]), file, Some(PathBuf::from("/x"))).unwrap();
+        assert_eq!(e.root, PathBuf::from("/x/."));
+        assert_eq!(e.shell, ShellSettings::default());
+        assert_eq!(e.limits, Limits::default());
+    }
+
+    #[test]
+    fn resolve_reads_the_named_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "profile = \"full\"\n").unwrap();
+        let e = resolve(&opts(&["--config", path.to_str().unwrap()])).unwrap();
+        assert_eq!(e.profile, Profile::Full);
+        assert_eq!(e.config_file.as_deref(), Some(path.as_path()));
+        let missing = dir.path().join("missing.toml");
+        let err = resolve(&opts(&["--config", missing.to_str().unwrap()])).unwrap_err();
+        assert!(matches!(err, ConfigError::Read { .. }), "{err}");
+        std::fs::write(&path, "profile = [").unwrap();
+        let err = resolve(&opts(&["--config", path.to_str().unwrap()])).unwrap_err();
+        assert!(matches!(err, ConfigError::Parse { .. }), "{err}");
+    }
+}

@@ -1,0 +1,213 @@
+//! `serve`, `tools` and `config`: the server side of the command.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
+use codomyrmex_mcp::transport::http::{AuthConfig, HttpConfig, Jwks, JwtConfig, StaticToken};
+use codomyrmex_mcp::{
+    ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
+    McpServerConfig, McpToolRegistry, ToolDefinition,
+};
+use serde_json::Value;
+
+use crate::config::{Effective, HttpSettings, Profile};
+use crate::tools::{self, Sandbox, Workspace};
+
+/// The URI prefix under which the root's files are served as resources.
+pub const RESOURCE_PREFIX: &str = "codomyrmex://root/";
+
+/// Builds the workspace and the registry of built-in tools for `config`.
+pub fn registry(
+    config: &Effective,
+    json_worker: Option<PathBuf>,
+) -> Result<(Arc<McpToolRegistry>, Workspace), String> {
+    let sandbox = Sandbox::new(&config.root)
+        .map_err(|e| format!("the root {} is unusable: {e}", config.root.display()))?;
+    let mut workspace = Workspace::new(sandbox, config.limits.clone(), config.shell.clone());
+    if let Some(program) = json_worker {
+        workspace = workspace.with_json_worker(program);
+    }
+    let registry = Arc::new(McpToolRegistry::new());
+    tools::register_builtins(&registry, &workspace, config.profile).map_err(|e| e.to_string())?;
+    Ok((registry, workspace))
+}
+
+/// Builds the server for `config`: the tools, the root's files as resources and a prompt.
+pub fn server(config: &Effective) -> Result<McpServer, String> {
+    let worker = std::env::current_exe().ok();
+    let (registry, workspace) = registry(config, worker)?;
+    let mut server_config = McpServerConfig::new("codomyrmex-mcp", codomyrmex_mcp::VERSION)
+        .with_instructions(format!(
+            "Codomyrmex MCP server ({} profile). Tools are named module.tool; paths are relative \
+             to the server's root and cannot leave it. Call codomyrmex.list_registered_tools to \
+             see what is available. Files are also readable as resources {RESOURCE_PREFIX}PATH.",
+            config.profile.as_str()
+        ))
+        .with_tool_timeout(Duration::from_secs(config.timeout_secs));
+    if !config.rate_limit {
+        server_config = server_config.with_rate_limit(None);
+    }
+    let resources = Arc::new(McpResourceRegistry::new());
+    resources
+        .serve_directory(workspace.sandbox().root(), RESOURCE_PREFIX, "root")
+        .map_err(|e| e.to_string())?;
+    let prompts = Arc::new(McpPromptRegistry::new());
+    prompts.add(
+        PromptDefinition::new(
+            "codomyrmex.explore",
+            "Explore the project under the server's root with the built-in tools.",
+        )
+        .with_argument(PromptArgument::optional(
+            "goal",
+            "What you want to find out or change",
+        )),
+        |request: codomyrmex_mcp::prompts::PromptRequest| async move {
+            let goal = request
+                .arguments
+                .get("goal")
+                .map_or("get an overview of the project", String::as_str);
+            Ok::<_, McpErrorDetail>(PromptResult {
+                description: Some("Explore the project".into()),
+                messages: vec![PromptMessage::user(ContentBlock::text(format!(
+                    "Goal: {goal}.\nStart with file_system.list_directory (recursive, a small \
+                     max_depth), read the README with file_system.read, use \
+                     file_system.search to find symbols and git.log / git.status for recent \
+                     work. Paths are relative to the root."
+                )))],
+            })
+        },
+    );
+    Ok(McpServer::new(server_config, registry)
+        .with_resources(resources)
+        .with_prompts(prompts))
+}
+
+/// The HTTP transport's configuration.
+pub fn http_config(bind: std::net::SocketAddr, h: &HttpSettings) -> Result<HttpConfig, String> {
+    let mut auth = AuthConfig::default();
+    if let Some(token) = &h.auth_token {
+        auth.static_tokens
+            .push(StaticToken::new("static-token", token.expose()));
+    }
+    if let (Some(file), Some(issuer), Some(audience)) = (&h.jwks, &h.issuer, &h.audience) {
+        let jwks = Jwks::from_file(file).map_err(|e| e.to_string())?;
+        let mut jwt = JwtConfig::new(jwks, issuer.clone());
+        jwt.required_scopes = h.required_scopes.clone();
+        auth.jwt = Some(jwt);
+        auth.resource = Some(audience.clone());
+    }
+    let auth = (!auth.static_tokens.is_empty() || auth.jwt.is_some()).then_some(auth);
+    Ok(HttpConfig {
+        bind,
+        auth,
+        allowed_hosts: h.allowed_hosts.clone(),
+        allowed_origins: h.allowed_origins.clone(),
+        cors_origins: h.cors_origins.clone(),
+        ..HttpConfig::default()
+    })
+}
+
+/// `serve`: stdio, or HTTP when an address is configured (unless `force_stdio`).
+pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
+    let listen = config.http.listen.filter(|_| !force_stdio);
+    if let Some(bind) = listen
+        && config.profile == Profile::Full
+        && !config.http.has_auth()
+    {
+        return Err(format!(
+            "refusing to serve the full profile over HTTP ({bind}) without authentication: set \
+             --auth-token (better: CODOMYRMEX_MCP_AUTH_TOKEN) or --jwks, or use the readonly \
+             profile"
+        ));
+    }
+    let server = server(&config)?;
+    tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
+    match listen {
+        None => server.serve_stdio().await.map_err(|e| e.to_string()),
+        Some(bind) => {
+            let http = http_config(bind, &config.http)?;
+            server.serve_http(http).await.map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// `tools`: the built-ins of the effective profile, as JSON or a table.
+pub fn tools(config: &Effective, table: bool) -> Result<String, String> {
+    let (registry, _) = registry(config, None)?;
+    let defs = registry.definitions();
+    if table {
+        return Ok(render_tool_table(&defs));
+    }
+    serde_json::to_string_pretty(&defs).map_err(|e| e.to_string())
+}
+
+fn render_tool_table(defs: &[ToolDefinition]) -> String {
+    let values: Vec<Value> = defs
+        .iter()
+        .filter_map(|d| serde_json::to_value(d).ok())
+        .collect();
+    crate::client_cmd::render_tools(&values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Limits, Secret, ShellSettings};
+
+    fn effective(profile: Profile, listen: Option<&str>, token: Option<&str>) -> Effective {
+        let dir = std::env::temp_dir();
+        let mut http = HttpSettings {
+            listen: listen.map(|l| l.parse().unwrap()),
+            ..HttpSettings::default()
+        };
+        http.auth_token = token.map(Secret::new);
+        Effective {
+            config_file: None,
+            root: dir,
+            profile,
+            timeout_secs: 60,
+            rate_limit: true,
+            limits: Limits::default(),
+            shell: ShellSettings::default(),
+            http,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_full_profile_over_http_needs_authentication() {
+        let e = serve(effective(Profile::Full, Some("127.0.0.1:0"), None), false)
+            .await
+            .unwrap_err();
+        assert!(e.contains("without authentication"), "{e}");
+    }
+
+    #[test]
+    fn http_config_carries_the_token() {
+        let c = effective(Profile::Full, Some("127.0.0.1:0"), Some("tok"));
+        let h = http_config("127.0.0.1:0".parse().unwrap(), &c.http).unwrap();
+        let auth = h.auth.unwrap();
+        assert_eq!(auth.static_tokens.len(), 1);
+        let none = http_config("127.0.0.1:0".parse().unwrap(), &HttpSettings::default()).unwrap();
+        assert!(none.auth.is_none());
+    }
+
+    #[test]
+    fn tools_lists_the_profile() {
+        let ro = tools(&effective(Profile::Readonly, None, None), false).unwrap();
+        let v: Value = serde_json::from_str(&ro).unwrap();
+        let names: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"file_system.read"));
+        assert!(!names.contains(&"shell.run"));
+        let table = tools(&effective(Profile::Full, None, None), true).unwrap();
+        assert!(table.contains("shell.run"), "{table}");
+        assert!(table.contains("argv (array, required)"), "{table}");
+        assert!(server(&effective(Profile::Readonly, None, None)).is_ok());
+    }
+}

@@ -1,0 +1,766 @@
+//! `git.*`: status, diff, log and show through the git command-line program.
+//!
+//! git runs in the root, and every command is limited to the root's subtree with a literal
+//! pathspec, so a root inside a larger repository shows only its own files. Revisions that
+//! look like options are refused, and configured programs that git could run on its own
+//! (external diff drivers, text conversion filters, the fsmonitor hook) are disabled.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::process::{capture, scrub_env};
+use super::{ToolError, ToolSpec, Workspace, add, kinds};
+
+const STATUS: ToolSpec = ToolSpec::read_only(
+    "git.status",
+    "git status",
+    "Shows the branch and the changed, staged and untracked files of the git repository the \
+     root is in (limited to the root, or to path).",
+);
+const DIFF: ToolSpec = ToolSpec::read_only(
+    "git.diff",
+    "git diff",
+    "Shows changes as a unified diff: the working tree against the index (default), the \
+     index against HEAD (staged), or against a revision (base). Paths are relative to the \
+     root.",
+);
+const LOG: ToolSpec = ToolSpec::read_only(
+    "git.log",
+    "git log",
+    "Lists commits (hash, author, date, subject), newest first, optionally only those \
+     touching path.",
+);
+const SHOW: ToolSpec = ToolSpec::read_only(
+    "git.show",
+    "git show",
+    "Shows a commit (message and diff, or only stats), or with path the content of a file \
+     at that revision.",
+);
+
+/// Registers the `git` tools.
+pub fn register(registry: &McpToolRegistry, ws: &Workspace) -> Result<(), McpRegistrationError> {
+    let w = ws.clone();
+    add(registry, STATUS, move |a| status(w.clone(), a))?;
+    let w = ws.clone();
+    add(registry, DIFF, move |a| diff(w.clone(), a))?;
+    let w = ws.clone();
+    add(registry, LOG, move |a| log(w.clone(), a))?;
+    let w = ws.clone();
+    add(registry, SHOW, move |a| show(w.clone(), a))?;
+    Ok(())
+}
+
+/// The git program.
+const GIT: &str = "git";
+
+/// What a git run produced.
+#[derive(Debug)]
+struct GitRun {
+    stdout: String,
+    truncated: bool,
+}
+
+/// Runs `program` (git) in `cwd` with `args`, failing on a non-zero exit.
+async fn run_git_program(
+    program: &str,
+    cwd: &Path,
+    args: &[String],
+    max_output: usize,
+) -> Result<GitRun, ToolError> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args([
+        "--no-pager",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.quotePath=false",
+        "-c",
+        "color.ui=false",
+        "-c",
+        "diff.external=",
+    ])
+    .args(args)
+    .current_dir(cwd)
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_OPTIONAL_LOCKS", "0")
+    .env("GIT_PAGER", "cat")
+    .env("LC_ALL", "C")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .kill_on_drop(true);
+    scrub_env(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::new(
+            kinds::GIT_UNAVAILABLE,
+            "git is not installed (or not on PATH); the git tools need the git command-line program",
+        ),
+        _ => ToolError::new(kinds::GIT_UNAVAILABLE, format!("cannot run git: {e}")),
+    })?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(ToolError::new(kinds::INTERNAL, "git's pipes are missing"));
+    };
+    let (out, err, status) = tokio::join!(
+        capture(stdout, max_output),
+        capture(stderr, 16 * 1024),
+        child.wait()
+    );
+    let status = status.map_err(|e| ToolError::new(kinds::GIT_ERROR, e.to_string()))?;
+    let out = out.map_err(|e| ToolError::new(kinds::GIT_ERROR, e.to_string()))?;
+    if !status.success() {
+        let err = err.unwrap_or_default().text();
+        let message = err.trim();
+        return Err(ToolError::new(
+            kinds::GIT_ERROR,
+            if message.is_empty() {
+                format!("git failed ({status})")
+            } else {
+                message.chars().take(2000).collect()
+            },
+        ));
+    }
+    Ok(GitRun {
+        truncated: out.truncated(),
+        stdout: out.text(),
+    })
+}
+
+async fn run_git(ws: &Workspace, args: Vec<String>) -> Result<GitRun, ToolError> {
+    run_git_program(
+        GIT,
+        ws.sandbox().root(),
+        &args,
+        ws.limits().max_git_output_bytes,
+    )
+    .await
+}
+
+/// A literal pathspec for `raw` (a path inside the root), relative to the root.
+fn pathspec(ws: &Workspace, raw: Option<&str>) -> Result<String, ToolError> {
+    let rel = match raw {
+        None => ".".to_owned(),
+        // Deleted files are valid pathspecs, so the path need not exist.
+        Some(raw) => ws.sandbox().relative(&ws.sandbox().resolve_new(raw)?),
+    };
+    Ok(format!(":(literal){rel}"))
+}
+
+/// Refuses revisions that git would parse as options, or that are not plain text.
+fn revision(rev: &str) -> Result<String, ToolError> {
+    if rev.is_empty()
+        || rev.starts_with('-')
+        || rev.len() > 256
+        || rev.chars().any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err(ToolError::invalid_argument(format!(
+            "{:?} is not an acceptable revision (no leading '-', whitespace or control characters)",
+            rev.chars().take(64).collect::<String>()
+        )));
+    }
+    Ok(rev.to_owned())
+}
+
+// ---------------------------------------------------------------------------------------------
+// status
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `git.status`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {
+    /// Limit to this file or directory, relative to the root.
+    pub path: Option<String>,
+}
+
+/// One changed path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct StatusEntry {
+    /// The path, relative to the root.
+    pub path: String,
+    /// The index (staged) status letter: `M`, `A`, `D`, `R`, `C`, `U`, `?`, `!` or ` `.
+    pub index: String,
+    /// The working-tree status letter.
+    pub worktree: String,
+    /// For renames and copies: the old path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_path: Option<String>,
+}
+
+/// Result of `git.status`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusOutput {
+    /// The current branch, if on one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// git's branch line, e.g. `main...origin/main [ahead 1]`.
+    pub branch_line: String,
+    /// The changed paths.
+    pub entries: Vec<StatusEntry>,
+    /// Whether nothing changed.
+    pub clean: bool,
+}
+
+/// `git.status`.
+pub async fn status(ws: Workspace, args: StatusArgs) -> Result<StatusOutput, ToolError> {
+    let spec = pathspec(&ws, args.path.as_deref())?;
+    // Porcelain paths are relative to the repository's top; the prefix maps them to the root.
+    let prefix = run_git(&ws, vec!["rev-parse".into(), "--show-prefix".into()]).await?;
+    let prefix = prefix.stdout.trim_end_matches('\n').to_owned();
+    let run = run_git(
+        &ws,
+        vec![
+            "status".into(),
+            "--porcelain=v1".into(),
+            "--branch".into(),
+            "--untracked-files=all".into(),
+            "-z".into(),
+            "--".into(),
+            spec,
+        ],
+    )
+    .await?;
+    Ok(parse_status(&run.stdout, &prefix))
+}
+
+fn parse_status(out: &str, prefix: &str) -> StatusOutput {
+    let strip = |p: &str| p.strip_prefix(prefix).unwrap_or(p).to_owned();
+    let mut fields = out.split('\0').filter(|f| !f.is_empty());
+    let mut branch_line = String::new();
+    let mut entries = Vec::new();
+    while let Some(field) = fields.next() {
+        if let Some(line) = field.strip_prefix("## ") {
+            branch_line = line.to_owned();
+            continue;
+        }
+        let (Some(x), Some(y), Some(path)) = (field.get(0..1), field.get(1..2), field.get(3..))
+        else {
+            continue;
+        };
+        let original_path = if x == "R" || x == "C" {
+            fields.next().map(strip)
+        } else {
+            None
+        };
+        entries.push(StatusEntry {
+            path: strip(path),
+            index: x.to_owned(),
+            worktree: y.to_owned(),
+            original_path,
+        });
+    }
+    let branch = if branch_line.starts_with("HEAD (no branch)") {
+        None
+    } else if let Some(rest) = branch_line.strip_prefix("No commits yet on ") {
+        Some(rest.to_owned())
+    } else {
+        branch_line
+            .split("...")
+            .next()
+            .and_then(|b| b.split(' ').next())
+            .filter(|b| !b.is_empty())
+            .map(ToOwned::to_owned)
+    };
+    StatusOutput {
+        branch,
+        branch_line,
+        clean: entries.is_empty(),
+        entries,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// diff
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `git.diff`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffArgs {
+    /// Limit to this file or directory, relative to the root.
+    pub path: Option<String>,
+    /// Compare the index with HEAD (what would be committed). Default false.
+    pub staged: Option<bool>,
+    /// Compare with this revision instead (e.g. `HEAD~1`, `main`, `v1.0..v2.0`).
+    pub base: Option<String>,
+    /// Lines of context around each change (default 3).
+    #[schemars(range(max = 1000))]
+    pub context_lines: Option<u32>,
+    /// Only a summary of changed files (`--stat`). Default false.
+    pub stat_only: Option<bool>,
+}
+
+/// Output of `git.diff` and `git.show`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TextOutput {
+    /// git's output.
+    pub output: String,
+    /// Whether the output was cut at the server's limit.
+    pub truncated: bool,
+}
+
+/// `git.diff`.
+pub async fn diff(ws: Workspace, args: DiffArgs) -> Result<TextOutput, ToolError> {
+    let spec = pathspec(&ws, args.path.as_deref())?;
+    let mut git: Vec<String> = vec![
+        "diff".into(),
+        "--no-ext-diff".into(),
+        "--no-textconv".into(),
+        "--no-color".into(),
+        "--relative".into(),
+        format!("-U{}", args.context_lines.unwrap_or(3)),
+    ];
+    if args.stat_only.unwrap_or(false) {
+        git.push("--stat".into());
+    }
+    if args.staged.unwrap_or(false) {
+        git.push("--cached".into());
+    }
+    if let Some(base) = &args.base {
+        git.push(revision(base)?);
+    }
+    git.push("--".into());
+    git.push(spec);
+    let run = run_git(&ws, git).await?;
+    Ok(TextOutput {
+        output: run.stdout,
+        truncated: run.truncated,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// log
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `git.log`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogArgs {
+    /// Only commits touching this file or directory, relative to the root.
+    pub path: Option<String>,
+    /// How many commits (default 20, at most 500).
+    #[schemars(range(min = 1, max = 500))]
+    pub max_count: Option<u32>,
+    /// Start from this revision or range instead of HEAD.
+    pub revision: Option<String>,
+}
+
+/// One commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Commit {
+    /// The full hash.
+    pub hash: String,
+    /// The author's name.
+    pub author: String,
+    /// The author's email.
+    pub email: String,
+    /// The author date, ISO 8601.
+    pub date: String,
+    /// The first line of the message.
+    pub subject: String,
+}
+
+/// Result of `git.log`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LogOutput {
+    /// The commits, newest first.
+    pub commits: Vec<Commit>,
+}
+
+/// `git.log`.
+pub async fn log(ws: Workspace, args: LogArgs) -> Result<LogOutput, ToolError> {
+    let spec = pathspec(&ws, args.path.as_deref())?;
+    let count = args.max_count.unwrap_or(20).clamp(1, 500);
+    let mut git: Vec<String> = vec![
+        "log".into(),
+        "--no-color".into(),
+        format!("--max-count={count}"),
+        "--format=%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e".into(),
+    ];
+    if let Some(rev) = &args.revision {
+        git.push(revision(rev)?);
+    }
+    git.push("--".into());
+    git.push(spec);
+    let run = run_git(&ws, git).await?;
+    Ok(LogOutput {
+        commits: parse_log(&run.stdout),
+    })
+}
+
+fn parse_log(out: &str) -> Vec<Commit> {
+    out.split('\x1e')
+        .filter_map(|record| {
+            let mut f = record.trim_start_matches('\n').split('\x1f');
+            Some(Commit {
+                hash: f.next().filter(|h| !h.is_empty())?.to_owned(),
+                author: f.next()?.to_owned(),
+                email: f.next()?.to_owned(),
+                date: f.next()?.to_owned(),
+                subject: f.next()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// show
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `git.show`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowArgs {
+    /// The revision (default `HEAD`).
+    pub revision: Option<String>,
+    /// Show this file's content at the revision instead of the commit, relative to the root.
+    pub path: Option<String>,
+    /// Only the commit message and a summary of changed files. Default false.
+    pub stat_only: Option<bool>,
+}
+
+/// `git.show`.
+pub async fn show(ws: Workspace, args: ShowArgs) -> Result<TextOutput, ToolError> {
+    let rev = revision(args.revision.as_deref().unwrap_or("HEAD"))?;
+    let git: Vec<String> = match &args.path {
+        Some(raw) => {
+            let rel = ws.sandbox().relative(&ws.sandbox().resolve_new(raw)?);
+            // `./` makes the path relative to the root, not to the repository's top.
+            vec![
+                "show".into(),
+                "--no-textconv".into(),
+                format!("{rev}:./{rel}"),
+            ]
+        }
+        None => {
+            let mut g: Vec<String> = vec![
+                "show".into(),
+                "--no-ext-diff".into(),
+                "--no-textconv".into(),
+                "--no-color".into(),
+                "--relative".into(),
+            ];
+            if args.stat_only.unwrap_or(false) {
+                g.push("--stat".into());
+            }
+            g.extend([rev, "--".into(), ":(literal).".into()]);
+            g
+        }
+    };
+    let run = run_git(&ws, git).await?;
+    Ok(TextOutput {
+        output: run.stdout,
+        truncated: run.truncated,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::config::Profile;
+    use crate::tools::test_support::*;
+
+    /// Whether git is missing; if so, checks that the tools say so clearly.
+    async fn git_missing() -> bool {
+        let available = std::process::Command::new(GIT)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !available {
+            let fx = Fixture::new();
+            let r = registry(&fx, Profile::Readonly);
+            let e = call(&r, "git.status", json!({})).await;
+            assert_eq!(error_kind(&e), kinds::GIT_UNAVAILABLE);
+        }
+        !available
+    }
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new(GIT)
+            .args([
+                "-c",
+                "user.name=Test User",
+                "-c",
+                "user.email=test@example.com",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A repository with two commits, a staged and an unstaged change, and an untracked file.
+    fn repo() -> Fixture {
+        let fx = Fixture::new();
+        let d = fx.dir.path();
+        git(d, &["init", "-q"]);
+        fx.write("a.txt", "one\n");
+        fx.write("sub/b.txt", "bee\n");
+        git(d, &["add", "."]);
+        git(d, &["commit", "-q", "-m", "first commit"]);
+        fx.write("a.txt", "one\ntwo\n");
+        git(d, &["commit", "-q", "-am", "second commit"]);
+        fx.write("a.txt", "one\ntwo\nthree\n");
+        fx.write("sub/b.txt", "bee staged\n");
+        git(d, &["add", "sub/b.txt"]);
+        fx.write("new.txt", "untracked\n");
+        fx
+    }
+
+    async fn ok(registry: &McpToolRegistry, name: &str, args: Value) -> Value {
+        let r = call(registry, name, args.clone()).await;
+        assert_eq!(r.status(), "success", "{name} {args}: {:?}", r.error());
+        Value::Object(r.data().cloned().unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn status_lists_changes() {
+        if git_missing().await {
+            return;
+        }
+        let fx = repo();
+        let r = registry(&fx, Profile::Readonly);
+        let v = ok(&r, "git.status", json!({})).await;
+        assert_eq!(v["branch"], "main");
+        assert_eq!(v["clean"], false);
+        let entries: Vec<(String, String, String)> = v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["path"].as_str().unwrap().into(),
+                    e["index"].as_str().unwrap().into(),
+                    e["worktree"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        assert!(
+            entries.contains(&("a.txt".into(), " ".into(), "M".into())),
+            "{entries:?}"
+        );
+        assert!(
+            entries.contains(&("sub/b.txt".into(), "M".into(), " ".into())),
+            "{entries:?}"
+        );
+        assert!(
+            entries.contains(&("new.txt".into(), "?".into(), "?".into())),
+            "{entries:?}"
+        );
+        let v = ok(&r, "git.status", json!({"path": "sub"})).await;
+        assert_eq!(v["entries"].as_array().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_root_inside_a_repository_sees_only_itself() {
+        if git_missing().await {
+            return;
+        }
+        let outer = repo();
+        let sandbox = super::super::Sandbox::new(outer.path("sub")).unwrap();
+        let ws = Workspace::new(
+            sandbox,
+            crate::config::Limits::default(),
+            crate::config::ShellSettings::default(),
+        );
+        let r = std::sync::Arc::new(McpToolRegistry::new());
+        register(&r, &ws).unwrap();
+        let v = ok(&r, "git.status", json!({})).await;
+        let entries = v["entries"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{v}");
+        assert_eq!(entries[0]["path"], "b.txt");
+        let v = ok(&r, "git.diff", json!({"staged": true})).await;
+        let out = v["output"].as_str().unwrap();
+        assert!(out.contains("+bee staged"), "{out}");
+        assert!(out.contains("b/b.txt"), "{out}");
+        let v = ok(&r, "git.diff", json!({})).await;
+        assert_eq!(v["output"], "", "a.txt is outside the root");
+        let v = ok(
+            &r,
+            "git.show",
+            json!({"path": "b.txt", "revision": "HEAD~1"}),
+        )
+        .await;
+        assert_eq!(v["output"], "bee\n");
+        let v = ok(&r, "git.show", json!({})).await;
+        assert!(!v["output"].as_str().unwrap().contains("a.txt"), "{v}");
+    }
+
+    #[tokio::test]
+    async fn diff_working_tree_staged_and_against_a_revision() {
+        if git_missing().await {
+            return;
+        }
+        let fx = repo();
+        let r = registry(&fx, Profile::Readonly);
+        let v = ok(&r, "git.diff", json!({})).await;
+        let out = v["output"].as_str().unwrap();
+        assert!(out.contains("+three"), "{out}");
+        assert!(!out.contains("bee staged"), "{out}");
+        let v = ok(&r, "git.diff", json!({"staged": true})).await;
+        assert!(v["output"].as_str().unwrap().contains("+bee staged"));
+        let v = ok(
+            &r,
+            "git.diff",
+            json!({"base": "HEAD~1", "path": "a.txt", "context_lines": 0}),
+        )
+        .await;
+        let out = v["output"].as_str().unwrap();
+        assert!(out.contains("+two") && out.contains("+three"), "{out}");
+        let v = ok(&r, "git.diff", json!({"stat_only": true})).await;
+        assert!(
+            v["output"].as_str().unwrap().contains("1 file changed"),
+            "{v}"
+        );
+        assert_eq!(v["truncated"], false);
+        let e = call(&r, "git.diff", json!({"base": "--output=/tmp/pwned"})).await;
+        assert_eq!(error_kind(&e), kinds::INVALID_ARGUMENT);
+        let e = call(&r, "git.diff", json!({"base": "no-such-branch"})).await;
+        assert_eq!(error_kind(&e), kinds::GIT_ERROR);
+        let e = call(&r, "git.diff", json!({"path": "../x"})).await;
+        assert_eq!(error_kind(&e), kinds::ACCESS_DENIED);
+    }
+
+    #[tokio::test]
+    async fn log_and_show() {
+        if git_missing().await {
+            return;
+        }
+        let fx = repo();
+        let r = registry(&fx, Profile::Readonly);
+        let v = ok(&r, "git.log", json!({})).await;
+        let commits = v["commits"].as_array().unwrap();
+        assert_eq!(commits.len(), 2);
+        assert_eq!(commits[0]["subject"], "second commit");
+        assert_eq!(commits[1]["subject"], "first commit");
+        assert_eq!(commits[0]["author"], "Test User");
+        assert_eq!(commits[0]["email"], "test@example.com");
+        assert_eq!(commits[0]["hash"].as_str().unwrap().len(), 40);
+        let v = ok(&r, "git.log", json!({"max_count": 1})).await;
+        assert_eq!(v["commits"].as_array().unwrap().len(), 1);
+        let v = ok(&r, "git.log", json!({"path": "sub"})).await;
+        assert_eq!(v["commits"].as_array().unwrap().len(), 1);
+
+        let v = ok(&r, "git.show", json!({})).await;
+        let out = v["output"].as_str().unwrap();
+        assert!(
+            out.contains("second commit") && out.contains("+two"),
+            "{out}"
+        );
+        let v = ok(
+            &r,
+            "git.show",
+            json!({"revision": "HEAD~1", "stat_only": true}),
+        )
+        .await;
+        assert!(
+            v["output"].as_str().unwrap().contains("2 files changed"),
+            "{v}"
+        );
+        let v = ok(
+            &r,
+            "git.show",
+            json!({"revision": "HEAD~1", "path": "a.txt"}),
+        )
+        .await;
+        assert_eq!(v["output"], "one\n");
+        let e = call(&r, "git.show", json!({"revision": "-p"})).await;
+        assert_eq!(error_kind(&e), kinds::INVALID_ARGUMENT);
+    }
+
+    #[tokio::test]
+    async fn outside_a_repository_git_fails_clearly() {
+        if git_missing().await {
+            return;
+        }
+        let fx = Fixture::new();
+        let inside_a_repo = std::process::Command::new(GIT)
+            .args(["rev-parse", "--git-dir"])
+            .current_dir(fx.dir.path())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if inside_a_repo {
+            return; // the temporary directory is inside some repository
+        }
+        let r = registry(&fx, Profile::Readonly);
+        let e = call(&r, "git.log", json!({})).await;
+        assert_eq!(error_kind(&e), kinds::GIT_ERROR);
+        assert!(
+            e.error()
+                .unwrap()
+                .error_message
+                .contains("not a git repository"),
+            "{e:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_git_is_a_clear_error() {
+        let fx = Fixture::new();
+        let e = run_git_program(
+            "codomyrmex-no-such-git-program",
+            fx.dir.path(),
+            &["status".into()],
+            100,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.kind, kinds::GIT_UNAVAILABLE);
+        assert!(e.message.contains("not installed"), "{e}");
+    }
+
+    #[test]
+    fn parse_status_handles_renames_and_branches() {
+        let out =
+            "## main...origin/main [ahead 1]\0R  sub/new.txt\0sub/old.txt\0 M sub/x.rs\0?? sub/u\0";
+        let s = parse_status(out, "sub/");
+        assert_eq!(s.branch.as_deref(), Some("main"));
+        assert_eq!(s.branch_line, "main...origin/main [ahead 1]");
+        assert_eq!(
+            s.entries[0],
+            StatusEntry {
+                path: "new.txt".into(),
+                index: "R".into(),
+                worktree: " ".into(),
+                original_path: Some("old.txt".into())
+            }
+        );
+        assert_eq!(s.entries[1].path, "x.rs");
+        assert_eq!(s.entries[2].index, "?");
+        assert!(!s.clean);
+        assert_eq!(
+            parse_status("## No commits yet on trunk\0", "")
+                .branch
+                .as_deref(),
+            Some("trunk")
+        );
+        assert_eq!(parse_status("## HEAD (no branch)\0", "").branch, None);
+        assert!(parse_status("## main\0", "").clean);
+    }
+
+    #[test]
+    fn revisions_that_look_like_options_are_refused() {
+        for bad in ["-p", "--output=x", "", "a b", "a\nb", &"x".repeat(300)] {
+            assert!(revision(bad).is_err(), "{bad}");
+        }
+        for good in ["HEAD", "HEAD~1", "main..feature", "v1.0", "abc123"] {
+            assert_eq!(revision(good).unwrap(), good);
+        }
+    }
+}

@@ -1,0 +1,532 @@
+//! `json.query`: jq filters (jaq) over a JSON file under the root or a given value.
+//!
+//! jaq has no recursion or time limit of its own, so a filter such as `def f: 1 + f; f` would
+//! overflow the stack and abort the process. The server therefore evaluates filters in a
+//! child process (`codomyrmex-mcp __json-query-worker`): a crash or a runaway filter costs
+//! that call only, and dropping the call (timeout, cancellation) kills the child. Without a
+//! worker (unit tests) filters run in-process on a thread with a large stack.
+//!
+//! Module imports are not available, and neither is `env` (the server's environment may hold
+//! secrets).
+
+use std::io::{Read, Write};
+use std::process::Stdio;
+
+use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use super::process::capture;
+use super::{Cancel, ToolError, ToolSpec, Workspace, add, blocking, kinds};
+
+/// The hidden subcommand that runs one evaluation.
+pub const WORKER_ARG: &str = "__json-query-worker";
+/// The default number of results.
+const DEFAULT_RESULTS: u32 = 100;
+/// The most results a call may ask for.
+const MAX_RESULTS: u32 = 10_000;
+/// The most bytes of results a worker may send back.
+const MAX_WORKER_OUTPUT: usize = 64 * 1024 * 1024;
+/// The stack of the evaluating thread.
+const EVAL_STACK: usize = 256 * 1024 * 1024;
+
+const QUERY: ToolSpec = ToolSpec::read_only(
+    "json.query",
+    "Query JSON with jq",
+    "Runs a jq filter (jq syntax, e.g. `.items[] | select(.price > 10) | .name`) against a \
+     JSON file under the root (path) or a JSON value (input; null when neither is given) and \
+     returns every output value.",
+);
+
+/// Registers `json.query`.
+pub fn register(registry: &McpToolRegistry, ws: &Workspace) -> Result<(), McpRegistrationError> {
+    let w = ws.clone();
+    add(registry, QUERY, move |a| query(w.clone(), a))
+}
+
+/// Arguments of `json.query`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryArgs {
+    /// The jq filter.
+    #[schemars(length(min = 1))]
+    pub filter: String,
+    /// A JSON file to run it on, relative to the root.
+    pub path: Option<String>,
+    /// A JSON value to run it on (instead of path).
+    pub input: Option<Value>,
+    /// The most results to return (default 100, at most 10000).
+    #[schemars(range(min = 1, max = 10000))]
+    pub max_results: Option<u32>,
+}
+
+/// Result of `json.query`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueryOutput {
+    /// The filter's outputs, in order.
+    pub results: Vec<Value>,
+    /// Whether more outputs were left out.
+    pub truncated: bool,
+}
+
+/// What the parent sends a worker.
+#[derive(Debug, Serialize, Deserialize)]
+struct WorkerRequest {
+    filter: String,
+    input: String,
+    max_results: usize,
+}
+
+/// What a worker sends back.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum WorkerReply {
+    Ok(QueryOutput),
+    Err { kind: String, message: String },
+}
+
+/// `json.query`.
+pub async fn query(ws: Workspace, args: QueryArgs) -> Result<QueryOutput, ToolError> {
+    let max = args
+        .max_results
+        .unwrap_or(DEFAULT_RESULTS)
+        .clamp(1, MAX_RESULTS) as usize;
+    let input = match (&args.path, args.input) {
+        (Some(_), Some(_)) => {
+            return Err(ToolError::invalid_argument(
+                "give either path or input, not both",
+            ));
+        }
+        (Some(raw), None) => {
+            let raw = raw.clone();
+            let w = ws.clone();
+            blocking(move |_| read_json_file(&w, &raw)).await?
+        }
+        (None, Some(value)) => serde_json::to_string(&value)
+            .map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?,
+        (None, None) => "null".to_owned(),
+    };
+    let request = WorkerRequest {
+        filter: args.filter,
+        input,
+        max_results: max,
+    };
+    match ws.json_worker() {
+        Some(program) => run_worker(program, &request).await,
+        None => blocking(move |cancel| evaluate_on_big_stack(request, cancel.clone())).await,
+    }
+}
+
+fn read_json_file(ws: &Workspace, raw: &str) -> Result<String, ToolError> {
+    let path = ws.sandbox().resolve(raw)?;
+    let shown = ws.sandbox().relative(&path);
+    let meta = std::fs::metadata(&path).map_err(|e| ToolError::io(&e, &shown))?;
+    if !meta.is_file() {
+        return Err(ToolError::invalid_argument(format!(
+            "{shown} is not a regular file"
+        )));
+    }
+    let limit = ws.limits().max_edit_bytes;
+    if meta.len() > limit {
+        return Err(ToolError::new(
+            kinds::TOO_LARGE,
+            format!(
+                "{shown} is {} bytes; json.query reads files up to {limit} bytes",
+                meta.len()
+            ),
+        ));
+    }
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(limit).read_to_string(&mut text))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => {
+                ToolError::new(kinds::INVALID_JSON, format!("{shown} is not UTF-8 text"))
+            }
+            _ => ToolError::io(&e, &shown),
+        })?;
+    Ok(text)
+}
+
+async fn run_worker(
+    program: &std::path::Path,
+    request: &WorkerRequest,
+) -> Result<QueryOutput, ToolError> {
+    let body =
+        serde_json::to_vec(request).map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?;
+    let mut child = tokio::process::Command::new(program)
+        .arg(WORKER_ARG)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ToolError::new(kinds::INTERNAL, format!("cannot start the jq worker: {e}")))?;
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(ToolError::new(
+            kinds::INTERNAL,
+            "the jq worker's pipes are missing",
+        ));
+    };
+    let write = async move {
+        // The worker may die before reading everything; its exit status tells.
+        let _ = stdin.write_all(&body).await;
+        let _ = stdin.shutdown().await;
+    };
+    let (_, out, status) = tokio::join!(write, capture(stdout, MAX_WORKER_OUTPUT), child.wait());
+    let out = out.map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?;
+    let status = status.map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?;
+    if out.truncated() {
+        return Err(ToolError::new(
+            kinds::TOO_LARGE,
+            "the filter's results are larger than 64 MiB; lower max_results or select less",
+        ));
+    }
+    match serde_json::from_slice::<WorkerReply>(&out.bytes) {
+        Ok(WorkerReply::Ok(output)) if status.success() => Ok(output),
+        Ok(WorkerReply::Err { kind, message }) => Err(ToolError::new(
+            match kind.as_str() {
+                "INVALID_JSON" => kinds::INVALID_JSON,
+                _ => kinds::JQ_ERROR,
+            },
+            message,
+        )),
+        _ => Err(ToolError::new(
+            kinds::JQ_ERROR,
+            format!(
+                "the filter could not be evaluated: the evaluator stopped ({status}), for example because of unbounded recursion"
+            ),
+        )),
+    }
+}
+
+/// The worker's main: reads one request on stdin, writes one reply on stdout.
+pub fn worker_main() -> std::process::ExitCode {
+    let mut body = Vec::new();
+    let reply = match std::io::stdin().read_to_end(&mut body) {
+        Err(e) => WorkerReply::Err {
+            kind: kinds::INTERNAL.into(),
+            message: e.to_string(),
+        },
+        Ok(_) => match serde_json::from_slice::<WorkerRequest>(&body) {
+            Err(e) => WorkerReply::Err {
+                kind: kinds::INTERNAL.into(),
+                message: e.to_string(),
+            },
+            Ok(request) => match evaluate_on_big_stack(request, Cancel::default()) {
+                Ok(output) => WorkerReply::Ok(output),
+                Err(e) => WorkerReply::Err {
+                    kind: e.kind.into(),
+                    message: e.message,
+                },
+            },
+        },
+    };
+    let mut stdout = std::io::stdout().lock();
+    let written = serde_json::to_writer(&mut stdout, &reply).map_err(std::io::Error::from);
+    match written.and_then(|()| stdout.flush()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(_) => std::process::ExitCode::FAILURE,
+    }
+}
+
+fn evaluate_on_big_stack(request: WorkerRequest, cancel: Cancel) -> Result<QueryOutput, ToolError> {
+    std::thread::Builder::new()
+        .name("jq".into())
+        .stack_size(EVAL_STACK)
+        .spawn(move || {
+            evaluate(
+                &request.filter,
+                &request.input,
+                request.max_results,
+                &cancel,
+            )
+        })
+        .map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?
+        .join()
+        .map_err(|_| ToolError::new(kinds::JQ_ERROR, "the evaluator failed"))?
+}
+
+/// Filters left out of jaq's standard library.
+const WITHHELD: &[&str] = &["env", "input", "inputs"];
+
+/// Runs `filter` on the JSON text `input`, returning at most `max` outputs.
+pub fn evaluate(
+    filter: &str,
+    input: &str,
+    max: usize,
+    cancel: &Cancel,
+) -> Result<QueryOutput, ToolError> {
+    use jaq_core::load::{Arena, File, Loader};
+    use jaq_core::{Compiler, Ctx, Vars, data, unwrap_valr};
+    use jaq_json::Val;
+
+    // serde_json refuses nesting deeper than 128 levels, which jaq's recursive parser would
+    // otherwise have to survive.
+    serde_json::from_str::<serde::de::IgnoredAny>(input)
+        .map_err(|e| ToolError::new(kinds::INVALID_JSON, format!("the input is not JSON: {e}")))?;
+    let value = jaq_json::read::parse_single(input.as_bytes())
+        .map_err(|e| ToolError::new(kinds::INVALID_JSON, format!("the input is not JSON: {e}")))?;
+
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs());
+    let funs = jaq_core::funs()
+        .chain(jaq_std::funs().filter(|(name, _, _)| !WITHHELD.contains(name)))
+        .chain(jaq_json::funs());
+    let arena = Arena::default();
+    let program = File {
+        code: filter,
+        path: (),
+    };
+    let modules = Loader::new(defs)
+        .load(&arena, program)
+        .map_err(|errors| load_error(filter, errors))?;
+    let compiled = Compiler::default()
+        .with_funs(funs)
+        .compile(modules)
+        .map_err(compile_error)?;
+    let ctx = Ctx::<data::JustLut<Val>>::new(&compiled.lut, Vars::new([]));
+    let mut results = Vec::new();
+    let mut truncated = false;
+    for item in compiled.id.run((ctx, value)).map(unwrap_valr) {
+        if cancel.is_cancelled() {
+            return Err(ToolError::new(kinds::JQ_ERROR, "cancelled"));
+        }
+        if results.len() >= max {
+            truncated = true;
+            break;
+        }
+        let v =
+            item.map_err(|e| ToolError::new(kinds::JQ_ERROR, format!("the filter failed: {e}")))?;
+        let text = v.to_string();
+        // Non-finite numbers have no JSON form; jq prints them as null.
+        results.push(serde_json::from_str(&text).unwrap_or(Value::Null));
+    }
+    Ok(QueryOutput { results, truncated })
+}
+
+/// The byte offset of `part` (a slice of `whole`) in `whole`.
+fn offset_in(whole: &str, part: &str) -> usize {
+    (part.as_ptr() as usize)
+        .saturating_sub(whole.as_ptr() as usize)
+        .min(whole.len())
+}
+
+fn load_error(filter: &str, errors: jaq_core::load::Errors<&str, ()>) -> ToolError {
+    use jaq_core::load::Error;
+    let mut messages = Vec::new();
+    for (_, error) in errors {
+        match error {
+            Error::Io(list) => messages.extend(
+                list.into_iter()
+                    .map(|(path, e)| format!("cannot load module {path:?}: {e}")),
+            ),
+            Error::Lex(list) => messages.extend(list.into_iter().map(|(expected, at)| {
+                format!(
+                    "expected {} at byte {}",
+                    expected.as_str(),
+                    offset_in(filter, at)
+                )
+            })),
+            Error::Parse(list) => messages.extend(list.into_iter().map(|(expected, found)| {
+                if found.is_empty() {
+                    format!("expected {} at the end of the filter", expected.as_str())
+                } else {
+                    format!(
+                        "expected {} but found {found:?} at byte {}",
+                        expected.as_str(),
+                        offset_in(filter, found)
+                    )
+                }
+            })),
+        }
+    }
+    ToolError::new(
+        kinds::JQ_ERROR,
+        format!("the filter does not parse: {}", messages.join("; ")),
+    )
+}
+
+fn compile_error(errors: jaq_core::compile::Errors<&str, ()>) -> ToolError {
+    use jaq_core::compile::Undefined;
+    let messages: Vec<String> = errors
+        .into_iter()
+        .flat_map(|(_, list)| list)
+        .map(|(name, undefined)| match undefined {
+            Undefined::Filter(arity) => format!("undefined filter {name}/{arity}"),
+            other => format!("undefined {} {name}", other.as_str()),
+        })
+        .collect();
+    ToolError::new(
+        kinds::JQ_ERROR,
+        format!("the filter does not compile: {}", messages.join("; ")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::Profile;
+    use crate::tools::test_support::*;
+
+    fn eval(filter: &str, input: Value) -> Result<Vec<Value>, ToolError> {
+        evaluate(filter, &input.to_string(), 100, &Cancel::default()).map(|o| o.results)
+    }
+
+    #[test]
+    fn jq_syntax_works() {
+        let input = json!({"items": [{"name": "a", "price": 5}, {"name": "b", "price": 20}, {"name": "c", "price": 30}]});
+        assert_eq!(
+            eval(".items[] | select(.price > 10) | .name", input.clone()).unwrap(),
+            [json!("b"), json!("c")]
+        );
+        assert_eq!(
+            eval("[.items[].price] | add", input.clone()).unwrap(),
+            [json!(55)]
+        );
+        assert_eq!(
+            eval(".items | map(.name) | join(\",\")", input.clone()).unwrap(),
+            [json!("a,b,c")]
+        );
+        assert_eq!(eval(".items | length", input.clone()).unwrap(), [json!(3)]);
+        assert_eq!(eval("keys", input.clone()).unwrap(), [json!(["items"])]);
+        assert_eq!(
+            eval(".items[0] | to_entries | from_entries", input.clone()).unwrap(),
+            [json!({"name": "a", "price": 5})]
+        );
+        assert_eq!(eval(".missing", input).unwrap(), [Value::Null]);
+        assert_eq!(
+            eval("\"x\" | test(\"^x$\")", Value::Null).unwrap(),
+            [json!(true)]
+        );
+        assert_eq!(eval("1.5 * 2", Value::Null).unwrap(), [json!(3.0)]);
+        assert_eq!(eval("empty", Value::Null).unwrap(), Vec::<Value>::new());
+        assert_eq!(eval("nan", Value::Null).unwrap(), [Value::Null]);
+    }
+
+    #[test]
+    fn errors_are_clear() {
+        let e = eval(".a |", Value::Null).unwrap_err();
+        assert_eq!(e.kind, kinds::JQ_ERROR);
+        assert!(e.message.contains("does not parse"), "{e}");
+        let e = eval("nosuchfilter(1)", Value::Null).unwrap_err();
+        assert!(e.message.contains("undefined filter nosuchfilter/1"), "{e}");
+        let e = eval("error(\"boom\")", Value::Null).unwrap_err();
+        assert!(e.message.contains("boom"), "{e}");
+        let e = eval(".a", json!([1])).unwrap_err();
+        assert_eq!(e.kind, kinds::JQ_ERROR);
+        let e = evaluate(".", "{not json", 10, &Cancel::default()).unwrap_err();
+        assert_eq!(e.kind, kinds::INVALID_JSON);
+        let deep = "[".repeat(100_000);
+        let e = evaluate(".", &deep, 10, &Cancel::default()).unwrap_err();
+        assert_eq!(e.kind, kinds::INVALID_JSON);
+    }
+
+    #[test]
+    fn the_environment_and_modules_are_withheld() {
+        let e = eval("env", Value::Null).unwrap_err();
+        assert!(e.message.contains("undefined"), "{e}");
+        let e = eval("$ENV", Value::Null).unwrap_err();
+        assert!(e.message.contains("undefined"), "{e}");
+        let e = eval("import \"x\" as x; .", Value::Null).unwrap_err();
+        assert!(e.message.contains("cannot load module"), "{e}");
+    }
+
+    #[test]
+    fn outputs_are_capped() {
+        let out = evaluate("range(1000000000)", "null", 5, &Cancel::default()).unwrap();
+        assert_eq!(
+            out.results,
+            [json!(0), json!(1), json!(2), json!(3), json!(4)]
+        );
+        assert!(out.truncated);
+        let out = evaluate("range(5)", "null", 5, &Cancel::default()).unwrap();
+        assert!(!out.truncated);
+    }
+
+    #[tokio::test]
+    async fn the_tool_reads_files_and_values() {
+        let fx = Fixture::new();
+        fx.write(
+            "data.json",
+            r#"{"users": [{"name": "ada"}, {"name": "alan"}]}"#,
+        );
+        fx.write("bad.json", "{nope");
+        let r = registry(&fx, Profile::Readonly);
+        let v = call(
+            &r,
+            "json.query",
+            json!({"filter": ".users[].name", "path": "data.json"}),
+        )
+        .await;
+        assert_eq!(v.data().unwrap()["results"], json!(["ada", "alan"]));
+        let v = call(
+            &r,
+            "json.query",
+            json!({"filter": ".a + 1", "input": {"a": 41}}),
+        )
+        .await;
+        assert_eq!(v.data().unwrap()["results"], json!([42]));
+        let v = call(
+            &r,
+            "json.query",
+            json!({"filter": "range(10)", "max_results": 3}),
+        )
+        .await;
+        assert_eq!(v.data().unwrap()["results"], json!([0, 1, 2]));
+        assert_eq!(v.data().unwrap()["truncated"], json!(true));
+        let e = call(
+            &r,
+            "json.query",
+            json!({"filter": ".", "path": "data.json", "input": 1}),
+        )
+        .await;
+        assert_eq!(error_kind(&e), kinds::INVALID_ARGUMENT);
+        let e = call(&r, "json.query", json!({"filter": ".", "path": "bad.json"})).await;
+        assert_eq!(error_kind(&e), kinds::INVALID_JSON);
+        let e = call(
+            &r,
+            "json.query",
+            json!({"filter": ".", "path": "../etc/passwd"}),
+        )
+        .await;
+        assert_eq!(error_kind(&e), kinds::ACCESS_DENIED);
+        let e = call(
+            &r,
+            "json.query",
+            json!({"filter": ".", "path": "/etc/passwd"}),
+        )
+        .await;
+        assert_eq!(error_kind(&e), kinds::ACCESS_DENIED);
+    }
+
+    #[tokio::test]
+    async fn a_dead_worker_is_a_clear_error() {
+        // `false` exits at once without answering, like a worker killed by a stack overflow.
+        let request = WorkerRequest {
+            filter: ".".into(),
+            input: "null".into(),
+            max_results: 1,
+        };
+        let Ok(program) = which("false") else { return };
+        let e = run_worker(&program, &request).await.unwrap_err();
+        assert_eq!(e.kind, kinds::JQ_ERROR);
+        assert!(e.message.contains("recursion"), "{e}");
+    }
+
+    fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+        for dir in ["/bin", "/usr/bin"] {
+            let p = std::path::Path::new(dir).join(name);
+            if p.exists() {
+                return Ok(p);
+            }
+        }
+        Err(())
+    }
+}

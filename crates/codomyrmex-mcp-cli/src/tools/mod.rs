@@ -1,0 +1,562 @@
+//! The built-in tools, grouped by module, with invocation names `module.tool`.
+//!
+//! Every tool is a plain `async fn` that takes a typed argument struct (deriving `Deserialize`
+//! and `JsonSchema`) and returns `Result<Output, ToolError>` (`Output: Serialize + JsonSchema`).
+//! [`register`] turns each into a [`ToolRegistration`] with schemas derived by schemars. This
+//! is the shape `#[mcp_tool]` expects, so moving to the macro is mechanical: put the attribute
+//! on the function, spread the argument struct's fields into parameters (their doc comments
+//! become the parameter descriptions) and drop the `add(...)` line from the module's
+//! `register` function.
+
+pub mod codomyrmex;
+pub mod file_system;
+pub mod git;
+pub mod json;
+pub mod process;
+pub mod sandbox;
+pub mod shell;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use codomyrmex_mcp::wire::ToolAnnotations;
+use codomyrmex_mcp::{
+    McpErrorDetail, McpRegistrationError, McpToolRegistry, ToolDefinition, ToolRegistration,
+};
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::config::{Limits, Profile, ShellSettings};
+pub use sandbox::Sandbox;
+
+/// What every tool of a server shares: the sandbox and the limits.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    inner: Arc<WorkspaceInner>,
+}
+
+#[derive(Debug, Clone)]
+struct WorkspaceInner {
+    sandbox: Sandbox,
+    limits: Limits,
+    shell: ShellSettings,
+    json_worker: Option<std::path::PathBuf>,
+}
+
+impl Workspace {
+    /// A workspace over `sandbox`.
+    pub fn new(sandbox: Sandbox, limits: Limits, shell: ShellSettings) -> Self {
+        Self {
+            inner: Arc::new(WorkspaceInner {
+                sandbox,
+                limits,
+                shell,
+                json_worker: None,
+            }),
+        }
+    }
+
+    /// This workspace, evaluating `json.query` filters in `program` (this executable) run as
+    /// `program __json-query-worker`.
+    pub fn with_json_worker(self, program: std::path::PathBuf) -> Self {
+        let WorkspaceInner {
+            sandbox,
+            limits,
+            shell,
+            ..
+        } = Arc::unwrap_or_clone(self.inner);
+        Self {
+            inner: Arc::new(WorkspaceInner {
+                sandbox,
+                limits,
+                shell,
+                json_worker: Some(program),
+            }),
+        }
+    }
+
+    /// The `json.query` worker program, if any.
+    pub fn json_worker(&self) -> Option<&std::path::Path> {
+        self.inner.json_worker.as_deref()
+    }
+
+    /// The sandbox.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.inner.sandbox
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The `shell.run` settings.
+    pub fn shell(&self) -> &ShellSettings {
+        &self.inner.shell
+    }
+}
+
+/// Registers every built-in tool of `profile`.
+pub fn register_builtins(
+    registry: &Arc<McpToolRegistry>,
+    workspace: &Workspace,
+    profile: Profile,
+) -> Result<(), McpRegistrationError> {
+    codomyrmex::register(registry)?;
+    file_system::register(registry, workspace, profile)?;
+    git::register(registry, workspace)?;
+    json::register(registry, workspace)?;
+    if profile == Profile::Full {
+        shell::register(registry, workspace)?;
+    }
+    Ok(())
+}
+
+/// A tool failure: a stable machine-readable kind and a message for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    /// `ACCESS_DENIED`, `INVALID_PATH`, `NOT_FOUND`, ...
+    pub kind: &'static str,
+    /// What went wrong, without secrets or paths outside the root.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A failure of `kind`.
+    pub fn new(kind: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// `ACCESS_DENIED`: the path leaves the sandbox or the operation is not allowed.
+    pub fn access_denied(message: impl Into<String>) -> Self {
+        Self::new(kinds::ACCESS_DENIED, message)
+    }
+
+    /// `INVALID_PATH`: the path itself is unusable (too long, NUL, not UTF-8).
+    pub fn invalid_path(message: impl Into<String>) -> Self {
+        Self::new(kinds::INVALID_PATH, message)
+    }
+
+    /// `INVALID_ARGUMENT`.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(kinds::INVALID_ARGUMENT, message)
+    }
+
+    /// Maps an I/O error on `shown` (a root-relative path) to a failure.
+    pub fn io(error: &std::io::Error, shown: &str) -> Self {
+        use std::io::ErrorKind as K;
+        match error.kind() {
+            K::NotFound => Self::new(
+                kinds::NOT_FOUND,
+                format!("{shown}: no such file or directory"),
+            ),
+            K::PermissionDenied => Self::new(
+                kinds::ACCESS_DENIED,
+                format!("{shown}: permission denied by the operating system"),
+            ),
+            K::AlreadyExists => {
+                Self::new(kinds::ALREADY_EXISTS, format!("{shown}: already exists"))
+            }
+            K::NotADirectory => {
+                Self::new(kinds::NOT_A_DIRECTORY, format!("{shown}: not a directory"))
+            }
+            K::IsADirectory => Self::new(kinds::IS_A_DIRECTORY, format!("{shown}: is a directory")),
+            K::InvalidFilename => Self::invalid_path(format!("{shown}: invalid file name")),
+            K::DirectoryNotEmpty => {
+                Self::new(kinds::IO_ERROR, format!("{shown}: directory not empty"))
+            }
+            _ => Self::new(kinds::IO_ERROR, format!("{shown}: {error}")),
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<ToolError> for McpErrorDetail {
+    fn from(e: ToolError) -> Self {
+        McpErrorDetail::new(e.kind, e.message)
+    }
+}
+
+/// The error kinds tools report (`error_type`).
+pub mod kinds {
+    /// The path leaves the root, or the operation is not allowed.
+    pub const ACCESS_DENIED: &str = "ACCESS_DENIED";
+    /// The path is unusable: too long, a NUL byte, not UTF-8.
+    pub const INVALID_PATH: &str = "INVALID_PATH";
+    /// An argument is out of range or inconsistent.
+    pub const INVALID_ARGUMENT: &str = "INVALID_ARGUMENT";
+    /// The file or directory does not exist.
+    pub const NOT_FOUND: &str = "NOT_FOUND";
+    /// The destination exists.
+    pub const ALREADY_EXISTS: &str = "ALREADY_EXISTS";
+    /// A directory was expected.
+    pub const NOT_A_DIRECTORY: &str = "NOT_A_DIRECTORY";
+    /// A file was expected.
+    pub const IS_A_DIRECTORY: &str = "IS_A_DIRECTORY";
+    /// The file exceeds a configured size limit.
+    pub const TOO_LARGE: &str = "TOO_LARGE";
+    /// Any other I/O failure.
+    pub const IO_ERROR: &str = "IO_ERROR";
+    /// `file_system.edit`: the text to replace is not in the file.
+    pub const NO_MATCH: &str = "NO_MATCH";
+    /// `file_system.edit`: the text to replace occurs more than once.
+    pub const AMBIGUOUS_MATCH: &str = "AMBIGUOUS_MATCH";
+    /// git is not installed.
+    pub const GIT_UNAVAILABLE: &str = "GIT_UNAVAILABLE";
+    /// git failed (not a repository, unknown revision, ...).
+    pub const GIT_ERROR: &str = "GIT_ERROR";
+    /// `json.query`: the filter does not parse or compile, or failed at run time.
+    pub const JQ_ERROR: &str = "JQ_ERROR";
+    /// `json.query`: the input is not JSON.
+    pub const INVALID_JSON: &str = "INVALID_JSON";
+    /// `shell.run`: the command is not in the allow-list.
+    pub const COMMAND_NOT_ALLOWED: &str = "COMMAND_NOT_ALLOWED";
+    /// `shell.run`: the command could not be started.
+    pub const SPAWN_FAILED: &str = "SPAWN_FAILED";
+    /// An internal failure.
+    pub const INTERNAL: &str = "INTERNAL_ERROR";
+}
+
+/// A tool's MCP description, apart from its schemas.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    /// The invocation name, `module.tool`.
+    pub name: &'static str,
+    /// A display title.
+    pub title: &'static str,
+    /// What it does, for the model.
+    pub description: &'static str,
+    /// It changes nothing.
+    pub read_only: bool,
+    /// It may destroy data (only meaningful when not read-only).
+    pub destructive: bool,
+    /// Repeating a call has no further effect.
+    pub idempotent: bool,
+}
+
+impl ToolSpec {
+    /// A read-only, idempotent tool.
+    pub const fn read_only(
+        name: &'static str,
+        title: &'static str,
+        description: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            title,
+            description,
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+        }
+    }
+
+    /// A tool that writes.
+    pub const fn writes(
+        name: &'static str,
+        title: &'static str,
+        description: &'static str,
+        destructive: bool,
+        idempotent: bool,
+    ) -> Self {
+        Self {
+            name,
+            title,
+            description,
+            read_only: false,
+            destructive,
+            idempotent,
+        }
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            title: None,
+            read_only_hint: Some(self.read_only),
+            destructive_hint: (!self.read_only).then_some(self.destructive),
+            idempotent_hint: Some(self.idempotent),
+            open_world_hint: Some(false),
+        }
+    }
+}
+
+fn generator(serialize: bool) -> schemars::SchemaGenerator {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    let settings = if serialize {
+        settings.for_serialize()
+    } else {
+        settings.for_deserialize()
+    };
+    settings.into_generator()
+}
+
+fn root_schema<T: JsonSchema>(serialize: bool) -> Value {
+    let mut schema = generator(serialize).into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut schema {
+        // The Rust type's name and doc comment mean nothing to a model.
+        map.remove("title");
+        map.remove("description");
+    }
+    schema
+}
+
+/// The input schema of an argument struct: an object with one property per field.
+pub fn input_schema<A: JsonSchema>() -> Value {
+    root_schema::<A>(false)
+}
+
+/// The output schema of a result struct.
+pub fn output_schema<O: JsonSchema>() -> Value {
+    root_schema::<O>(true)
+}
+
+/// Registers `handler` as the tool `spec`, with schemas derived from `A` and `O`.
+pub fn add<A, O, F, Fut>(
+    registry: &McpToolRegistry,
+    spec: ToolSpec,
+    handler: F,
+) -> Result<(), McpRegistrationError>
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    O: Serialize + JsonSchema + 'static,
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    let definition = ToolDefinition::new(spec.name, input_schema::<A>())
+        .with_title(spec.title)
+        .with_description(spec.description)
+        .with_output_schema(output_schema::<O>())
+        .with_annotations(spec.annotations())
+        .with_meta(
+            "category",
+            json!(spec.name.split('.').next().unwrap_or(spec.name)),
+        );
+    registry.register_tool(ToolRegistration::new(
+        definition,
+        move |args: Map<String, Value>| {
+            let call = serde_json::from_value::<A>(Value::Object(args)).map(&handler);
+            async move {
+                let fut = call.map_err(|e| {
+                    McpErrorDetail::new(kinds::INVALID_ARGUMENT, format!("invalid arguments: {e}"))
+                })?;
+                let output = fut.await.map_err(McpErrorDetail::from)?;
+                serde_json::to_value(output)
+                    .map_err(|e| McpErrorDetail::new(kinds::INTERNAL, e.to_string()))
+            }
+        },
+    ))
+}
+
+/// Set when the caller stopped waiting (the call was cancelled or timed out), so that blocking
+/// work can stop early.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Whether the caller is gone.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Runs blocking file-system work off the async runtime. `work` gets a [`Cancel`] that is set
+/// when the awaiting future is dropped.
+pub async fn blocking<T, F>(work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Cancel) -> Result<T, ToolError> + Send + 'static,
+{
+    let cancel = Cancel::default();
+    let guard = CancelOnDrop(cancel.clone());
+    let result = tokio::task::spawn_blocking(move || work(&cancel)).await;
+    drop(guard);
+    result.map_err(|_| ToolError::new(kinds::INTERNAL, "the tool's worker thread failed"))?
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Helpers for the tools' tests.
+
+    use super::*;
+    use crate::config::{Limits, ShellSettings};
+
+    /// A temporary root and a workspace over it.
+    pub struct Fixture {
+        pub dir: tempfile::TempDir,
+        pub ws: Workspace,
+    }
+
+    impl Fixture {
+        pub fn new() -> Self {
+            Self::with_limits(Limits::default())
+        }
+
+        pub fn with_limits(limits: Limits) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let sandbox = Sandbox::new(dir.path()).unwrap();
+            let ws = Workspace::new(sandbox, limits, ShellSettings::default());
+            Self { dir, ws }
+        }
+
+        pub fn with_shell(shell: ShellSettings) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let sandbox = Sandbox::new(dir.path()).unwrap();
+            let ws = Workspace::new(sandbox, Limits::default(), shell);
+            Self { dir, ws }
+        }
+
+        pub fn path(&self, rel: &str) -> std::path::PathBuf {
+            self.dir.path().join(rel)
+        }
+
+        pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+            let p = self.path(rel);
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent).unwrap();
+            }
+            std::fs::write(p, content).unwrap();
+        }
+
+        pub fn read(&self, rel: &str) -> String {
+            std::fs::read_to_string(self.path(rel)).unwrap()
+        }
+    }
+
+    /// A registry holding every built-in of `profile` over the fixture's root.
+    pub fn registry(fx: &Fixture, profile: Profile) -> Arc<McpToolRegistry> {
+        let registry = Arc::new(McpToolRegistry::new());
+        register_builtins(&registry, &fx.ws, profile).unwrap();
+        registry
+    }
+
+    /// Calls a tool through the registry (schema validation included).
+    pub async fn call(
+        registry: &McpToolRegistry,
+        name: &str,
+        args: Value,
+    ) -> codomyrmex_mcp::McpToolResult {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        registry
+            .execute(&codomyrmex_mcp::McpToolCall::new(name, args))
+            .await
+    }
+
+    /// The error kind of a failed result.
+    pub fn error_kind(result: &codomyrmex_mcp::McpToolResult) -> String {
+        result
+            .error()
+            .map(|e| e.error_type.clone())
+            .unwrap_or_else(|| format!("not a failure: {:?}", result.data()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn every_builtin_has_object_schemas_with_properties_inline() {
+        let fx = Fixture::new();
+        let registry = registry(&fx, Profile::Full);
+        let defs = registry.definitions();
+        assert!(defs.len() >= 17, "{}", defs.len());
+        for def in defs {
+            assert_eq!(def.input_schema["type"], "object", "{}", def.name);
+            assert!(def.input_schema.get("$ref").is_none(), "{}", def.name);
+            assert!(def.input_schema.get("title").is_none(), "{}", def.name);
+            assert!(
+                def.input_schema.get("description").is_none(),
+                "{}",
+                def.name
+            );
+            let out = def.output_schema.as_ref().unwrap();
+            assert_eq!(out["type"], "object", "{}", def.name);
+            assert!(def.description.as_deref().is_some_and(|d| !d.is_empty()));
+            let module = def.name.split('.').next().unwrap();
+            assert!(
+                ["file_system", "git", "json", "shell", "codomyrmex"].contains(&module),
+                "{}",
+                def.name
+            );
+        }
+    }
+
+    #[test]
+    fn readonly_profile_has_no_writing_tools() {
+        let fx = Fixture::new();
+        let ro = registry(&fx, Profile::Readonly).list_tools();
+        for name in [
+            "file_system.write",
+            "file_system.edit",
+            "file_system.make_directory",
+            "file_system.move",
+            "shell.run",
+        ] {
+            assert!(!ro.iter().any(|t| t == name), "{name} in readonly");
+        }
+        for def in registry(&fx, Profile::Readonly).definitions() {
+            assert_eq!(def.annotations.read_only_hint, Some(true), "{}", def.name);
+        }
+        let full = registry(&fx, Profile::Full).list_tools();
+        assert_eq!(full.len(), ro.len() + 5);
+    }
+
+    #[tokio::test]
+    async fn unknown_arguments_are_refused() {
+        let fx = Fixture::new();
+        let registry = registry(&fx, Profile::Readonly);
+        let r = call(
+            &registry,
+            "file_system.stat",
+            json!({"path": ".", "bogus": 1}),
+        )
+        .await;
+        assert_eq!(error_kind(&r), "ValidationError");
+    }
+
+    #[tokio::test]
+    async fn blocking_sets_cancel_when_dropped() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let fut = blocking(move |cancel| {
+            let start = std::time::Instant::now();
+            while !cancel.is_cancelled() && start.elapsed() < std::time::Duration::from_secs(10) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            tx.send(cancel.is_cancelled()).unwrap();
+            Ok(())
+        });
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(50), fut).await;
+        let seen = tokio::task::spawn_blocking(move || rx.recv().unwrap())
+            .await
+            .unwrap();
+        assert!(seen);
+    }
+}

@@ -1,0 +1,627 @@
+//! End to end: `codomyrmex-mcp client --stdio "codomyrmex-mcp serve"` (and `--http`) against the
+//! real binary, plus `config --print` and `tools`.
+
+// Test helpers fail by panicking, outside `#[test]` functions too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// Every variable this program reads, so that the caller's environment cannot leak in.
+const OUR_VARS: &[&str] = &[
+    "CODOMYRMEX_MCP_CONFIG",
+    "CODOMYRMEX_MCP_ROOT",
+    "CODOMYRMEX_MCP_PROFILE",
+    "CODOMYRMEX_MCP_TIMEOUT",
+    "CODOMYRMEX_MCP_NO_RATE_LIMIT",
+    "CODOMYRMEX_MCP_HTTP",
+    "CODOMYRMEX_MCP_AUTH_TOKEN",
+    "CODOMYRMEX_MCP_CLIENT_TOKEN",
+    "CODOMYRMEX_MCP_LOG",
+];
+
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    for v in OUR_VARS {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// Runs to completion, killing the process if it hangs.
+fn finish(mut child: Child) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "hung; stdout: {} stderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run(mut cmd: Command) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish(child)
+}
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn ran(cmd: Command) -> Ran {
+    let out = run(cmd);
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A project directory for the server's root.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
+    std::fs::write(dir.path().join("data.json"), r#"{"items": [1, 2, 3]}"#).unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), "pub fn needle() {}\n").unwrap();
+    dir
+}
+
+/// The `--stdio` command that starts the server on `root` with `extra` flags.
+fn serve_cmd(root: &Path, extra: &str) -> String {
+    format!("'{BIN}' serve --root '{}' {extra}", root.display())
+}
+
+/// `client --stdio SERVE ARGS...`.
+fn client(root: &Path, serve_extra: &str, args: &[&str]) -> Ran {
+    let serve = serve_cmd(root, serve_extra);
+    let mut all = vec!["client", "--stdio", serve.as_str()];
+    all.extend_from_slice(args);
+    ran(command(&all))
+}
+
+fn json_of(r: &Ran) -> Value {
+    assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+#[test]
+fn client_over_stdio_lists_tools_both_ways() {
+    let dir = project();
+    let human = client(dir.path(), "", &["tools"]);
+    assert_eq!(human.code, Some(0), "{}", human.stderr);
+    assert!(
+        human.stdout.contains("file_system.read — Read a file\n"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human
+            .stdout
+            .contains("      path (string, required) — The file, relative to the root.\n"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        !human.stdout.contains("shell.run"),
+        "readonly is the default"
+    );
+
+    let tools = json_of(&client(dir.path(), "", &["--json", "tools"]));
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "codomyrmex.get_tool_schema",
+        "codomyrmex.list_registered_tools",
+        "file_system.checksum",
+        "file_system.list_directory",
+        "file_system.read",
+        "file_system.search",
+        "file_system.stat",
+        "git.diff",
+        "git.log",
+        "git.show",
+        "git.status",
+        "json.query",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert_eq!(names.len(), 12, "{names:?}");
+
+    let full = json_of(&client(dir.path(), "--profile full", &["tools", "--json"]));
+    assert_eq!(full.as_array().unwrap().len(), 17);
+}
+
+#[test]
+fn client_over_stdio_calls_tools() {
+    let dir = project();
+    let read = json_of(&client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "file_system.read",
+            "--args",
+            r#"{"path": "hello.txt", "start_line": 2}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(read["structuredContent"]["content"], "world\n");
+    assert_ne!(read["isError"], true);
+
+    // Human output: the structured result, pretty-printed.
+    let human = client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "file_system.search",
+            "--args",
+            r#"{"pattern": "needle"}"#,
+        ],
+    );
+    assert_eq!(human.code, Some(0), "{}", human.stderr);
+    assert!(
+        human.stdout.contains("\"path\": \"src/lib.rs\""),
+        "{}",
+        human.stdout
+    );
+
+    // json.query runs in a worker process.
+    let q = json_of(&client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "json.query",
+            "--args",
+            r#"{"filter": "[.items[] * 2]", "path": "data.json"}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(q["structuredContent"]["results"], json!([[2, 4, 6]]));
+
+    // The modern era works too.
+    let m = json_of(&client(
+        dir.path(),
+        "",
+        &[
+            "--era",
+            "modern",
+            "call",
+            "file_system.checksum",
+            "--args",
+            r#"{"path": "hello.txt"}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(m["structuredContent"]["size"], 12);
+
+    // A tool error: exit status 1, the error on stderr.
+    let denied = client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "file_system.read",
+            "--args",
+            r#"{"path": "../etc/passwd"}"#,
+        ],
+    );
+    assert_eq!(denied.code, Some(1));
+    assert!(denied.stderr.contains("ACCESS_DENIED"), "{}", denied.stderr);
+    assert!(denied.stdout.is_empty(), "{}", denied.stdout);
+
+    let bad = client(
+        dir.path(),
+        "",
+        &["call", "file_system.read", "--args", "[1]"],
+    );
+    assert_eq!(bad.code, Some(1));
+    assert!(bad.stderr.contains("JSON object"), "{}", bad.stderr);
+}
+
+#[test]
+fn a_crashing_filter_does_not_take_the_server_down() {
+    let dir = project();
+    // Unbounded recursion overflows the evaluator's stack: the worker dies, the server answers.
+    let r = client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "json.query",
+            "--args",
+            r#"{"filter": "def f: 1 + f; f"}"#,
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("JQ_ERROR"), "{}", r.stderr);
+}
+
+#[test]
+fn sandbox_escapes_are_refused_end_to_end() {
+    let dir = project();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+    let abs = outside.path().join("secret.txt");
+    let long = "a/".repeat(3000);
+    let mut cases: Vec<(String, &str)> = vec![
+        ("../secret.txt".into(), "ACCESS_DENIED"),
+        (abs.display().to_string(), "ACCESS_DENIED"),
+        (long, "INVALID_PATH"),
+        ("x".repeat(300), "INVALID_PATH"),
+    ];
+    if cfg!(unix) {
+        cases.push(("out/secret.txt".into(), "ACCESS_DENIED"));
+    }
+    for (path, kind) in cases {
+        let args = json!({"path": path}).to_string();
+        let r = client(
+            dir.path(),
+            "--profile full",
+            &["call", "file_system.read", "--args", &args],
+        );
+        assert_eq!(r.code, Some(1), "{path}: {}", r.stdout);
+        assert!(r.stderr.contains(kind), "{path}: {}", r.stderr);
+        let args = json!({"path": path, "content": "pwned"}).to_string();
+        let r = client(
+            dir.path(),
+            "--profile full",
+            &["call", "file_system.write", "--args", &args],
+        );
+        assert!(r.stderr.contains(kind), "{path}: {}", r.stderr);
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(),
+        "secret"
+    );
+}
+
+#[test]
+fn resources_read_and_prompts() {
+    let dir = project();
+    let r = client(dir.path(), "", &["resources"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("codomyrmex://root/{+path}"),
+        "{}",
+        r.stdout
+    );
+    let r = client(dir.path(), "", &["read", "codomyrmex://root/hello.txt"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout, "hello\nworld\n");
+    let r = client(dir.path(), "", &["read", "codomyrmex://root/../etc/passwd"]);
+    assert_eq!(r.code, Some(1));
+    let r = json_of(&client(dir.path(), "", &["prompts", "--json"]));
+    assert_eq!(r[0]["name"], "codomyrmex.explore");
+    let r = client(dir.path(), "", &["prompts"]);
+    assert!(
+        r.stdout.starts_with("codomyrmex.explore — "),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn full_profile_writes_and_runs_commands() {
+    let dir = project();
+    let w = json_of(&client(
+        dir.path(),
+        "--profile full",
+        &[
+            "call",
+            "file_system.write",
+            "--args",
+            r#"{"path": "new/file.txt", "content": "made", "create_parents": true}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(w["structuredContent"]["created"], true);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("new/file.txt")).unwrap(),
+        "made"
+    );
+    let readonly = client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "file_system.write",
+            "--args",
+            r#"{"path": "x", "content": "y"}"#,
+        ],
+    );
+    assert_eq!(readonly.code, Some(1));
+    assert!(!dir.path().join("x").exists());
+    #[cfg(unix)]
+    {
+        // shell.run does not pass the server's secrets on.
+        let serve = serve_cmd(dir.path(), "--profile full");
+        let mut cmd = command(&[
+            "client",
+            "--stdio",
+            &serve,
+            "call",
+            "shell.run",
+            "--args",
+            r#"{"argv": ["env"]}"#,
+            "--json",
+        ]);
+        cmd.env("CODOMYRMEX_MCP_AUTH_TOKEN", "hunter2-secret");
+        let r = json_of(&ran(cmd));
+        let stdout = r["structuredContent"]["stdout"].as_str().unwrap();
+        assert!(stdout.contains("PATH="), "{stdout}");
+        assert!(!stdout.contains("hunter2-secret"), "{stdout}");
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_http(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Server, String) {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let root = root.display().to_string();
+    let mut args = vec!["serve", "--root", root.as_str(), "--http", addr.as_str()];
+    args.extend_from_slice(extra);
+    let mut cmd = command(&args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let server = Server(child);
+    let sock: SocketAddr = addr.parse().unwrap();
+    let start = Instant::now();
+    while TcpStream::connect_timeout(&sock, Duration::from_millis(200)).is_err() {
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "the HTTP server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (server, format!("http://{addr}/mcp"))
+}
+
+#[test]
+fn client_over_http_in_both_eras() {
+    let dir = project();
+    let (_server, url) = start_http(dir.path(), &[], &[]);
+    for era in ["legacy", "modern"] {
+        let tools = json_of(&ran(command(&[
+            "client", "--http", &url, "--era", era, "tools", "--json",
+        ])));
+        assert_eq!(tools.as_array().unwrap().len(), 12, "{era}");
+        let r = json_of(&ran(command(&[
+            "client",
+            "--http",
+            &url,
+            "--era",
+            era,
+            "call",
+            "file_system.read",
+            "--args",
+            r#"{"path": "hello.txt"}"#,
+            "--json",
+        ])));
+        assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
+        let r = ran(command(&[
+            "client",
+            "--http",
+            &url,
+            "--era",
+            era,
+            "read",
+            "codomyrmex://root/hello.txt",
+        ]));
+        assert_eq!(r.stdout, "hello\nworld\n", "{era}: {}", r.stderr);
+        let r = ran(command(&[
+            "client",
+            "--http",
+            &url,
+            "--era",
+            era,
+            "call",
+            "file_system.stat",
+            "--args",
+            r#"{"path": "/etc"}"#,
+        ]));
+        assert_eq!(r.code, Some(1), "{era}");
+        assert!(r.stderr.contains("ACCESS_DENIED"), "{era}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn full_profile_over_http_requires_authentication() {
+    let dir = project();
+    let root = dir.path().display().to_string();
+    let port = free_port().to_string();
+    let addr = format!("127.0.0.1:{port}");
+    let r = ran(command(&[
+        "serve",
+        "--root",
+        &root,
+        "--http",
+        &addr,
+        "--profile",
+        "full",
+    ]));
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("without authentication"), "{}", r.stderr);
+
+    let (_server, url) = start_http(
+        dir.path(),
+        &["--profile", "full"],
+        &[("CODOMYRMEX_MCP_AUTH_TOKEN", "s3cret-token")],
+    );
+    let r = ran(command(&["client", "--http", &url, "tools"]));
+    assert_eq!(r.code, Some(1), "{}", r.stdout);
+    assert!(r.stderr.contains("Unauthorized"), "{}", r.stderr);
+    let r = json_of(&ran(command(&[
+        "client",
+        "--http",
+        &url,
+        "--token",
+        "s3cret-token",
+        "tools",
+        "--json",
+    ])));
+    assert_eq!(r.as_array().unwrap().len(), 17);
+    let mut cmd = command(&[
+        "client",
+        "--http",
+        &url,
+        "call",
+        "file_system.write",
+        "--args",
+        r#"{"path": "via-http.txt", "content": "ok"}"#,
+    ]);
+    cmd.env("CODOMYRMEX_MCP_CLIENT_TOKEN", "s3cret-token");
+    let r = ran(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("via-http.txt")).unwrap(),
+        "ok"
+    );
+}
+
+#[test]
+fn config_print_shows_the_precedence_and_redacts_secrets() {
+    let dir = project();
+    let file = dir.path().join("cmx.toml");
+    std::fs::write(&file, "root = \"src\"\nprofile = \"full\"\ntimeout_secs = 9\n[http]\nauth_token = \"file-secret\"\n").unwrap();
+    let file_s = file.display().to_string();
+
+    // The file alone.
+    let v = json_of(&ran(command(&[
+        "config", "--print", "--json", "--config", &file_s,
+    ])));
+    assert_eq!(v["profile"], "full");
+    assert_eq!(v["timeout_secs"], 9);
+    assert_eq!(
+        Path::new(v["root"].as_str().unwrap()),
+        dir.path().join("src")
+    );
+    assert_eq!(v["http"]["auth_token"], "<redacted>");
+
+    // The environment wins over the file, flags over both.
+    let mut cmd = command(&["config", "--print", "--json", "--timeout", "3"]);
+    cmd.env("CODOMYRMEX_MCP_CONFIG", &file_s)
+        .env("CODOMYRMEX_MCP_PROFILE", "readonly")
+        .env("CODOMYRMEX_MCP_TIMEOUT", "5")
+        .env("CODOMYRMEX_MCP_AUTH_TOKEN", "env-secret");
+    let r = ran(cmd);
+    let v = json_of(&r);
+    assert_eq!(v["profile"], "readonly");
+    assert_eq!(v["timeout_secs"], 3);
+    assert!(!r.stdout.contains("secret\""), "{}", r.stdout);
+
+    // TOML by default; no secret in any form.
+    let mut cmd = command(&["config", "--print", "--config", &file_s]);
+    cmd.env("CODOMYRMEX_MCP_AUTH_TOKEN", "env-secret");
+    let r = ran(cmd);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("profile = \"full\""), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("auth_token = \"<redacted>\""),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("env-secret") && !r.stdout.contains("file-secret"),
+        "{}",
+        r.stdout
+    );
+
+    let r = ran(command(&["config", "--example"]));
+    assert!(r.stdout.contains("[shell]"), "{}", r.stdout);
+    std::fs::write(&file, "profile = \"root\"\n").unwrap();
+    let r = ran(command(&["config", "--print", "--config", &file_s]));
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.stderr.contains("invalid configuration file"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn tools_lists_builtins_with_schemas() {
+    let dir = project();
+    let root = dir.path().display().to_string();
+    let v = json_of(&ran(command(&["tools", "--root", &root])));
+    let read = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "file_system.read")
+        .unwrap();
+    assert_eq!(read["inputSchema"]["type"], "object");
+    assert_eq!(read["outputSchema"]["type"], "object");
+    let r = ran(command(&[
+        "tools",
+        "--root",
+        &root,
+        "--profile",
+        "full",
+        "--table",
+    ]));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("shell.run — Run a command"),
+        "{}",
+        r.stdout
+    );
+}
