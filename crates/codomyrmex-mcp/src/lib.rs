@@ -55,6 +55,7 @@ pub mod registry;
 pub mod resources;
 pub mod schema;
 pub mod server;
+mod tool_support;
 pub mod transport;
 pub mod uri_template;
 mod util;
@@ -74,6 +75,11 @@ pub use resources::{McpResourceRegistry, ResourceDefinition, ResourceTemplateDef
 pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
 pub use server::McpServer;
 pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
+
+pub use codomyrmex_mcp_macros::{mcp_tool, mcp_tools};
+#[doc(hidden)]
+pub use tool_support::__private;
+pub use tool_support::McpTools;
 
 /// The crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,278 @@
+//! Parsing of `#[mcp_tool(...)]`, `#[mcp_tools(...)]` and `#[arg(...)]`.
+
+use proc_macro2::TokenStream;
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, Lit, LitBool, LitStr, Path, Token};
+
+/// The longest tool name MCP allows.
+const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// The arguments of `#[mcp_tool(...)]`.
+#[derive(Default)]
+pub(crate) struct ToolAttr {
+    pub krate: Option<Path>,
+    pub name: Option<LitStr>,
+    pub title: Option<LitStr>,
+    pub description: Option<LitStr>,
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+    pub category: Option<LitStr>,
+    pub tags: Vec<LitStr>,
+    pub version: Option<LitStr>,
+    pub deprecated_in: Option<LitStr>,
+    pub timeout_ms: Option<u64>,
+}
+
+const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, \
+                         open_world, category, tags, version, deprecated_in, timeout, crate";
+
+impl ToolAttr {
+    /// Parses the tokens inside `#[mcp_tool(...)]`.
+    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
+        let mut attr = Self::default();
+        let parser = syn::meta::parser(|meta| attr.apply(&meta));
+        parser.parse2(tokens)?;
+        Ok(attr)
+    }
+
+    /// Parses an `#[mcp_tool]` or `#[mcp_tool(...)]` attribute found on a method.
+    pub(crate) fn from_attribute(attribute: &syn::Attribute) -> syn::Result<Self> {
+        let mut attr = Self::default();
+        if let syn::Meta::List(_) = attribute.meta {
+            attribute.parse_nested_meta(|meta| attr.apply(&meta))?;
+        } else if let syn::Meta::NameValue(nv) = &attribute.meta {
+            return Err(syn::Error::new_spanned(
+                nv,
+                "write `#[mcp_tool]` or `#[mcp_tool(name = \"...\", ...)]`",
+            ));
+        }
+        Ok(attr)
+    }
+
+    fn apply(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        let Some(key) = meta.path.get_ident().map(ToString::to_string) else {
+            return Err(meta.error(format!("unknown argument; expected one of: {TOOL_KEYS}")));
+        };
+        match key.as_str() {
+            "crate" => set(meta, &mut self.krate, parse_crate_path(meta)?),
+            "name" => {
+                let name: LitStr = meta.value()?.parse()?;
+                check_tool_name(&name)?;
+                set(meta, &mut self.name, name)
+            }
+            "title" => set(meta, &mut self.title, non_empty(meta)?),
+            "description" => set(meta, &mut self.description, meta.value()?.parse()?),
+            "read_only" => set(meta, &mut self.read_only, flag(meta)?),
+            "destructive" => set(meta, &mut self.destructive, flag(meta)?),
+            "idempotent" => set(meta, &mut self.idempotent, flag(meta)?),
+            "open_world" => set(meta, &mut self.open_world, flag(meta)?),
+            "category" => set(meta, &mut self.category, non_empty(meta)?),
+            "version" => set(meta, &mut self.version, non_empty(meta)?),
+            "deprecated_in" => set(meta, &mut self.deprecated_in, non_empty(meta)?),
+            "timeout" => set(meta, &mut self.timeout_ms, parse_timeout(meta)?),
+            "tags" => {
+                if !self.tags.is_empty() {
+                    return Err(meta.error("duplicate argument `tags`"));
+                }
+                let content;
+                let input = meta.value()?;
+                syn::bracketed!(content in input);
+                let tags = Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
+                for tag in &tags {
+                    if tag.value().is_empty() {
+                        return Err(syn::Error::new(tag.span(), "a tag cannot be empty"));
+                    }
+                }
+                self.tags = tags.into_iter().collect();
+                Ok(())
+            }
+            _ => Err(meta.error(format!(
+                "unknown argument `{key}`; expected one of: {TOOL_KEYS}"
+            ))),
+        }
+    }
+}
+
+/// The arguments of `#[mcp_tools(...)]`.
+#[derive(Default)]
+pub(crate) struct ToolsAttr {
+    pub krate: Option<Path>,
+}
+
+impl ToolsAttr {
+    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
+        let mut attr = Self::default();
+        let parser = syn::meta::parser(|meta| {
+            if meta.path.is_ident("crate") {
+                set(&meta, &mut attr.krate, parse_crate_path(&meta)?)
+            } else {
+                Err(meta.error(
+                    "unknown argument; `#[mcp_tools]` takes only `crate = \"...\"`. \
+                     Put tool arguments on each method's `#[mcp_tool(...)]`",
+                ))
+            }
+        });
+        parser.parse2(tokens)?;
+        Ok(attr)
+    }
+}
+
+/// The arguments of `#[arg(...)]` on a parameter.
+#[derive(Default)]
+pub(crate) struct ArgAttr {
+    pub description: Option<LitStr>,
+    pub default: Option<Expr>,
+    pub rename: Option<LitStr>,
+}
+
+impl ArgAttr {
+    /// Merges the arguments of one `#[arg(...)]` attribute into `self`.
+    pub(crate) fn apply_attribute(&mut self, attribute: &syn::Attribute) -> syn::Result<()> {
+        if !matches!(attribute.meta, syn::Meta::List(_)) {
+            return Err(syn::Error::new_spanned(
+                attribute,
+                "write `#[arg(description = \"...\", default = ..., rename = \"...\")]`",
+            ));
+        }
+        attribute.parse_nested_meta(|meta| {
+            if meta.path.is_ident("description") {
+                set(&meta, &mut self.description, meta.value()?.parse()?)
+            } else if meta.path.is_ident("default") {
+                set(&meta, &mut self.default, meta.value()?.parse()?)
+            } else if meta.path.is_ident("rename") {
+                let name: LitStr = meta.value()?.parse()?;
+                if name.value().is_empty() {
+                    return Err(syn::Error::new(
+                        name.span(),
+                        "a parameter name cannot be empty",
+                    ));
+                }
+                set(&meta, &mut self.rename, name)
+            } else {
+                Err(meta.error("unknown argument; expected one of: description, default, rename"))
+            }
+        })
+    }
+}
+
+fn set<T>(meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) -> syn::Result<()> {
+    if slot.is_some() {
+        let key = meta
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        return Err(meta.error(format!("duplicate argument `{key}`")));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+/// `read_only` or `read_only = true|false`.
+fn flag(meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
+    if meta.input.peek(Token![=]) {
+        let value: LitBool = meta.value()?.parse()?;
+        Ok(value.value)
+    } else {
+        Ok(true)
+    }
+}
+
+fn non_empty(meta: &ParseNestedMeta<'_>) -> syn::Result<LitStr> {
+    let value: LitStr = meta.value()?.parse()?;
+    if value.value().trim().is_empty() {
+        return Err(syn::Error::new(value.span(), "this value cannot be empty"));
+    }
+    Ok(value)
+}
+
+/// `crate = "::path"` or `crate = ::path`.
+fn parse_crate_path(meta: &ParseNestedMeta<'_>) -> syn::Result<Path> {
+    let input = meta.value()?;
+    if input.peek(LitStr) {
+        let lit: LitStr = input.parse()?;
+        lit.parse()
+    } else {
+        input.call(Path::parse_mod_style)
+    }
+}
+
+/// Checks MCP's rule for tool names: 1 to 128 characters from `A-Z a-z 0-9 _ - .`.
+fn check_tool_name(name: &LitStr) -> syn::Result<()> {
+    let value = name.value();
+    let fail = |why: String| {
+        Err(syn::Error::new(
+            name.span(),
+            format!(
+                "invalid tool name: {why}; MCP tool names are 1 to 128 characters from A-Z a-z 0-9 _ - ."
+            ),
+        ))
+    };
+    if value.is_empty() {
+        return fail("it is empty".into());
+    }
+    if value.len() > MAX_TOOL_NAME_LEN {
+        return fail("it is longer than 128 characters".into());
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return fail(format!("{c:?} is not allowed"));
+    }
+    Ok(())
+}
+
+/// `timeout = "30s"`, `"500ms"`, `"2m"`, or a number of seconds (`timeout = 30`).
+fn parse_timeout(meta: &ParseNestedMeta<'_>) -> syn::Result<u64> {
+    let lit: Lit = meta.value()?.parse()?;
+    let (millis, span) = match &lit {
+        Lit::Int(i) => (
+            i.base10_parse::<u64>()
+                .ok()
+                .and_then(|s| s.checked_mul(1000)),
+            i.span(),
+        ),
+        Lit::Float(f) => (
+            f.base10_parse::<f64>().ok().and_then(seconds_to_millis),
+            f.span(),
+        ),
+        Lit::Str(s) => (duration_millis(&s.value()), s.span()),
+        other => (None, other.span()),
+    };
+    match millis {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(syn::Error::new(
+            span,
+            "invalid timeout: write a positive duration such as `timeout = \"30s\"`, \
+             `\"500ms\"`, `\"2m\"`, or a number of seconds (`timeout = 30`)",
+        )),
+    }
+}
+
+fn seconds_to_millis(seconds: f64) -> Option<u64> {
+    let millis = (seconds * 1000.0).round();
+    // Bounded well inside u64 and f64's exact integer range.
+    (0.0..=1.0e15).contains(&millis).then_some(millis as u64)
+}
+
+fn duration_millis(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let factor = match unit.trim() {
+        "ms" => 0.001,
+        "s" | "" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    seconds_to_millis(number * factor)
+}

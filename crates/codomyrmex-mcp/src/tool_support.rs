@@ -1,0 +1,722 @@
+//! What `#[mcp_tool]` and `#[mcp_tools]` build on: discovery, explicit registration, stateful
+//! methods, error conversions, and the hidden items the generated code calls.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use serde_json::{Map, json};
+
+use crate::registry::{McpRegistrationError, McpToolRegistry, ToolRegistration};
+use crate::schema::McpErrorDetail;
+
+/// A type whose methods are tools. `#[mcp_tools]` implements it; register the methods with
+/// [`McpToolRegistry::register_methods`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use codomyrmex_mcp::{McpToolRegistry, mcp_tool, mcp_tools};
+///
+/// struct Greeter {
+///     greeting: String,
+/// }
+///
+/// #[mcp_tools]
+/// impl Greeter {
+///     /// Greets someone.
+///     #[mcp_tool(read_only)]
+///     fn greet(&self, name: String) -> String {
+///         format!("{}, {name}!", self.greeting)
+///     }
+/// }
+///
+/// let registry = McpToolRegistry::new();
+/// registry.register_methods(Arc::new(Greeter { greeting: "Hello".into() }))?;
+/// assert_eq!(registry.list_tools(), ["greet"]);
+/// # Ok::<(), codomyrmex_mcp::McpRegistrationError>(())
+/// ```
+pub trait McpTools: Send + Sync + 'static {
+    /// The registrations of the type's tools, each holding a clone of `state`.
+    fn tool_registrations(state: &Arc<Self>) -> Vec<ToolRegistration>
+    where
+        Self: Sized;
+}
+
+impl McpToolRegistry {
+    /// A registry holding every `#[mcp_tool]` function linked into the program.
+    ///
+    /// This is the counterpart of the Python module's discovery: a tool defined anywhere in the
+    /// program, in any crate, is found without being named. Methods (`#[mcp_tools]`) are not
+    /// discovered, since they need a value; add them with [`register_methods`].
+    ///
+    /// Fails, returning no registry, if two tools share a name with different definitions.
+    ///
+    /// A complete server:
+    ///
+    /// ```standalone_crate,no_run
+    /// use codomyrmex_mcp::{McpServer, McpServerConfig, McpToolRegistry, mcp_tool};
+    ///
+    /// /// Says hello.
+    /// #[mcp_tool(read_only)]
+    /// fn hello(name: Option<String>) -> String {
+    ///     format!("Hello, {}!", name.as_deref().unwrap_or("world"))
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let registry = McpToolRegistry::discovered()?;
+    ///     let config = McpServerConfig::new("hello", "1.0.0");
+    ///     Ok(McpServer::new(config, registry.into()).serve_stdio().await?)
+    /// }
+    /// ```
+    ///
+    /// Discovery sees exactly the tools linked into the program:
+    ///
+    /// ```standalone_crate
+    /// use codomyrmex_mcp::{McpToolRegistry, mcp_tool};
+    ///
+    /// #[mcp_tool(name = "text.shout")]
+    /// fn shout(text: String) -> String {
+    ///     text.to_uppercase()
+    /// }
+    ///
+    /// let registry = McpToolRegistry::discovered()?;
+    /// assert_eq!(registry.list_tools(), ["text.shout"]);
+    /// # Ok::<(), codomyrmex_mcp::McpRegistrationError>(())
+    /// ```
+    ///
+    /// [`register_methods`]: McpToolRegistry::register_methods
+    pub fn discovered() -> Result<Self, McpRegistrationError> {
+        let registry = Self::new();
+        for entry in inventory::iter::<__private::ToolEntry> {
+            registry.register_tool((entry.build)())?;
+        }
+        Ok(registry)
+    }
+
+    /// Registers one `#[mcp_tool]` function, given by name: `registry.register_fn(add)`.
+    ///
+    /// Fails with [`McpRegistrationError::InvalidName`] if `tool` is not an `#[mcp_tool]`
+    /// function, and like [`register_tool`](Self::register_tool) otherwise.
+    pub fn register_fn<F: 'static>(&self, tool: F) -> Result<(), McpRegistrationError> {
+        match ToolRegistration::of(tool) {
+            Some(registration) => self.register_tool(registration),
+            None => Err(McpRegistrationError::InvalidName {
+                name: std::any::type_name::<F>().to_owned(),
+                reason: "it is not an #[mcp_tool] function, so it has no tool definition".into(),
+            }),
+        }
+    }
+
+    /// Registers every `#[mcp_tool]` method of an `#[mcp_tools]` impl block, calling them on
+    /// `state`.
+    ///
+    /// Stops at the first tool the registry refuses; the tools registered before it stay. As
+    /// with any registration, registering an identical definition again changes nothing: a
+    /// second value of the same type does not replace the first (unregister the tools first, or
+    /// use another registry).
+    pub fn register_methods<T: McpTools>(&self, state: Arc<T>) -> Result<(), McpRegistrationError> {
+        for registration in T::tool_registrations(&state) {
+            self.register_tool(registration)?;
+        }
+        Ok(())
+    }
+}
+
+impl ToolRegistration {
+    /// The registration of an `#[mcp_tool]` function, or `None` if `tool` is not one. Use it
+    /// to adjust a tool (its settings, say) before registering it.
+    pub fn of<F: 'static>(tool: F) -> Option<Self> {
+        let wanted = __private::type_id_of(&tool);
+        inventory::iter::<__private::ToolEntry>
+            .into_iter()
+            .find(|entry| (entry.type_id)() == wanted)
+            .map(|entry| (entry.build)())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error conversions: what a tool's `Err` may be.
+// ---------------------------------------------------------------------------------------------
+
+/// The `error_type` for errors that carry no better name.
+const GENERIC_ERROR: &str = "ToolError";
+
+impl From<std::io::Error> for McpErrorDetail {
+    /// Named after the Python exception the seed would raise: `FileNotFoundError`,
+    /// `PermissionError`, `FileExistsError`, `TimeoutError`, ..., else `OSError`. The OS error
+    /// number, when there is one, is in `error_details.errno`.
+    fn from(error: std::io::Error) -> Self {
+        io_error_detail(&error, error.to_string())
+    }
+}
+
+fn io_error_detail(error: &std::io::Error, message: String) -> McpErrorDetail {
+    use std::io::ErrorKind as K;
+    let error_type = match error.kind() {
+        K::NotFound => "FileNotFoundError",
+        K::PermissionDenied => "PermissionError",
+        K::AlreadyExists => "FileExistsError",
+        K::TimedOut => "TimeoutError",
+        K::Interrupted => "InterruptedError",
+        K::WouldBlock => "BlockingIOError",
+        K::BrokenPipe => "BrokenPipeError",
+        K::ConnectionRefused => "ConnectionRefusedError",
+        K::ConnectionReset => "ConnectionResetError",
+        K::ConnectionAborted => "ConnectionAbortedError",
+        K::IsADirectory => "IsADirectoryError",
+        K::NotADirectory => "NotADirectoryError",
+        _ => "OSError",
+    };
+    let detail = McpErrorDetail::new(error_type, message);
+    match error.raw_os_error() {
+        Some(errno) => {
+            let mut details = Map::new();
+            details.insert("errno".into(), json!(errno));
+            detail.with_details(details)
+        }
+        None => detail,
+    }
+}
+
+impl From<String> for McpErrorDetail {
+    /// A `ToolError` with the string as its message.
+    fn from(message: String) -> Self {
+        McpErrorDetail::new(GENERIC_ERROR, message)
+    }
+}
+
+impl From<&str> for McpErrorDetail {
+    /// A `ToolError` with the string as its message.
+    fn from(message: &str) -> Self {
+        McpErrorDetail::new(GENERIC_ERROR, message)
+    }
+}
+
+impl From<Box<dyn std::error::Error + Send + Sync>> for McpErrorDetail {
+    /// The detail itself if the box holds an [`McpErrorDetail`], the `std::io::Error`
+    /// conversion if it holds one, else a `ToolError` with the error's message.
+    fn from(error: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        match error.downcast::<McpErrorDetail>() {
+            Ok(detail) => *detail,
+            Err(error) => match error.downcast::<std::io::Error>() {
+                Ok(io) => McpErrorDetail::from(*io),
+                Err(error) => McpErrorDetail::new(GENERIC_ERROR, error.to_string()),
+            },
+        }
+    }
+}
+
+impl From<Box<dyn std::error::Error>> for McpErrorDetail {
+    /// As for `Box<dyn Error + Send + Sync>`.
+    fn from(error: Box<dyn std::error::Error>) -> Self {
+        match error.downcast::<McpErrorDetail>() {
+            Ok(detail) => *detail,
+            Err(error) => match error.downcast::<std::io::Error>() {
+                Ok(io) => McpErrorDetail::from(*io),
+                Err(error) => McpErrorDetail::new(GENERIC_ERROR, error.to_string()),
+            },
+        }
+    }
+}
+
+impl From<Infallible> for McpErrorDetail {
+    fn from(never: Infallible) -> Self {
+        match never {}
+    }
+}
+
+#[cfg(feature = "anyhow")]
+impl From<anyhow::Error> for McpErrorDetail {
+    /// The detail itself if the error is an [`McpErrorDetail`]; the `std::io::Error`
+    /// conversion if it is one; else a `ToolError`. The message is the whole context chain
+    /// (`"outer: inner"`).
+    fn from(error: anyhow::Error) -> Self {
+        if let Some(detail) = error.downcast_ref::<McpErrorDetail>() {
+            return detail.clone();
+        }
+        let message = format!("{error:#}");
+        match error.downcast_ref::<std::io::Error>() {
+            Some(io) => io_error_detail(io, message),
+            None => McpErrorDetail::new(GENERIC_ERROR, message),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generated code's support. Not public API: it may change in any release.
+// ---------------------------------------------------------------------------------------------
+
+#[doc(hidden)]
+pub mod __private {
+    use std::marker::PhantomData;
+    use std::time::Duration;
+
+    use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+    use serde_json::{Map, Value, json};
+
+    use crate::registry::{ToolDefinition, ToolHandler, ToolSettings};
+    use crate::schema::{McpErrorDetail, McpToolResult};
+    use crate::wire::ToolAnnotations;
+
+    pub use core::clone::Clone;
+    pub use core::convert::Into;
+    pub use core::option::Option::{self, None, Some};
+    pub use core::result::Result::{self, Err, Ok};
+    pub use std::any::TypeId;
+    pub use std::boxed::Box;
+    pub use std::vec::Vec;
+    pub use {inventory, schemars, serde_json};
+
+    pub use crate::context::ToolContext;
+    pub use crate::registry::{BoxFuture, ToolOutput, ToolRegistration};
+    pub use crate::schema::JsonObject;
+    pub use std::sync::Arc;
+
+    /// A type that can be a tool parameter.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter",
+        label = "not `Deserialize + JsonSchema`",
+        note = "a tool parameter must implement `serde::Deserialize` and `schemars::JsonSchema` \
+                (schemars 1.x): add `#[derive(Deserialize, JsonSchema)]` to the type"
+    )]
+    pub trait ToolParam: Sized {
+        /// The parameter's schema (a `$ref` for named types, whose schema goes in `$defs`).
+        fn schema(generator: &mut SchemaGenerator) -> Schema;
+        /// Reads the argument.
+        fn read(value: Value) -> Result<Self, serde_json::Error>;
+    }
+
+    impl<T: DeserializeOwned + JsonSchema> ToolParam for T {
+        fn schema(generator: &mut SchemaGenerator) -> Schema {
+            generator.subschema_for::<T>()
+        }
+
+        fn read(value: Value) -> Result<Self, serde_json::Error> {
+            serde_json::from_value(value)
+        }
+    }
+
+    /// Tells `Option<T>` from other types where the type is concrete (autoref
+    /// specialisation): `(&&Probe::<T>::new()).__mcp_is_option()`.
+    pub struct Probe<T>(PhantomData<fn() -> T>);
+
+    impl<T> Probe<T> {
+        /// A probe.
+        #[allow(clippy::new_without_default)]
+        pub const fn new() -> Self {
+            Self(PhantomData)
+        }
+    }
+
+    /// Chosen for `Option<T>`.
+    pub trait OptionProbe {
+        /// `true`.
+        fn __mcp_is_option(&self) -> bool {
+            true
+        }
+    }
+
+    impl<T> OptionProbe for &Probe<Option<T>> {}
+
+    /// Chosen for every other type.
+    pub trait NotOptionProbe {
+        /// `false`.
+        fn __mcp_is_option(&self) -> bool {
+            false
+        }
+    }
+
+    impl<T> NotOptionProbe for Probe<T> {}
+
+    fn generator() -> SchemaGenerator {
+        SchemaSettings::draft2020_12().into_generator()
+    }
+
+    fn with_keyword(schema: Value, key: &str, value: Value) -> Value {
+        let mut map = match schema {
+            Value::Object(map) => map,
+            Value::Bool(false) => {
+                let mut map = Map::new();
+                map.insert("not".into(), json!({}));
+                map
+            }
+            _ => Map::new(),
+        };
+        map.insert(key.into(), value);
+        Value::Object(map)
+    }
+
+    /// Builds a tool's input schema, one parameter at a time.
+    pub struct InputSchema {
+        generator: SchemaGenerator,
+        properties: Map<String, Value>,
+        required: Vec<Value>,
+    }
+
+    impl InputSchema {
+        /// An empty object schema.
+        #[allow(clippy::new_without_default)]
+        pub fn new() -> Self {
+            Self {
+                generator: generator(),
+                properties: Map::new(),
+                required: Vec::new(),
+            }
+        }
+
+        /// Adds a property.
+        pub fn param(
+            &mut self,
+            name: &str,
+            schema: fn(&mut SchemaGenerator) -> Schema,
+            description: Option<&str>,
+            default: Option<Value>,
+            required: bool,
+        ) {
+            let mut value = schema(&mut self.generator).to_value();
+            if let Some(description) = description {
+                value = with_keyword(value, "description", json!(description));
+            }
+            if let Some(default) = default {
+                value = with_keyword(value, "default", default);
+            }
+            self.properties.insert(name.to_owned(), value);
+            if required {
+                self.required.push(json!(name));
+            }
+        }
+
+        /// The schema: `{"type": "object", "properties": ..., "required": ..., "$defs": ...}`.
+        pub fn finish(mut self) -> Value {
+            let mut root = Map::new();
+            root.insert("type".into(), json!("object"));
+            root.insert("properties".into(), Value::Object(self.properties));
+            if !self.required.is_empty() {
+                root.insert("required".into(), Value::Array(self.required));
+            }
+            let definitions = self.generator.take_definitions(true);
+            if !definitions.is_empty() {
+                root.insert("$defs".into(), Value::Object(definitions));
+            }
+            Value::Object(root)
+        }
+    }
+
+    /// A parameter's default, as JSON for the schema.
+    pub fn default_json<T: Serialize>(default: impl FnOnce() -> T) -> Option<Value> {
+        serde_json::to_value(default()).ok()
+    }
+
+    fn invalid_argument(name: &str, error: &serde_json::Error) -> McpErrorDetail {
+        let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+        let mut details = Map::new();
+        details.insert("parameter".into(), json!(name));
+        details.insert(
+            "violations".into(),
+            json!([{"pointer": pointer, "rule": "deserialize", "message": error.to_string()}]),
+        );
+        McpErrorDetail::new(
+            "ValidationError",
+            format!("Argument {name:?} is invalid: {error}"),
+        )
+        .with_details(details)
+    }
+
+    /// Takes an argument out of the call's arguments. An absent argument reads as `null`
+    /// (which is `None` for an `Option`).
+    pub fn read_arg<T>(
+        arguments: &mut JsonObject,
+        name: &str,
+        read: fn(Value) -> Result<T, serde_json::Error>,
+    ) -> Result<T, McpErrorDetail> {
+        let value = arguments.remove(name).unwrap_or(Value::Null);
+        read(value).map_err(|e| invalid_argument(name, &e))
+    }
+
+    /// Takes an argument out of the call's arguments, or its default when it is absent.
+    pub fn read_arg_or<T>(
+        arguments: &mut JsonObject,
+        name: &str,
+        read: fn(Value) -> Result<T, serde_json::Error>,
+        default: impl FnOnce() -> T,
+    ) -> Result<T, McpErrorDetail> {
+        match arguments.remove(name) {
+            None => Ok(default()),
+            Some(value) => read(value).map_err(|e| invalid_argument(name, &e)),
+        }
+    }
+
+    /// How a tool's value becomes `structuredContent`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum OutputShape {
+        /// The tool returns a `ToolOutput` or an `McpToolResult`, passed through as is.
+        Raw,
+        /// The value is an object: it is `structuredContent`.
+        Object,
+        /// Any other value: `structuredContent` is `{"result": value}`.
+        Wrapped,
+    }
+
+    /// A tool's output schema and shape.
+    #[derive(Debug, Clone)]
+    pub struct OutputSpec {
+        schema: Option<Value>,
+        shape: OutputShape,
+    }
+
+    impl OutputSpec {
+        /// The shape.
+        pub fn shape(&self) -> OutputShape {
+            self.shape
+        }
+
+        /// The output schema, if the tool declares one.
+        pub fn schema(&self) -> Option<&Value> {
+            self.schema.as_ref()
+        }
+    }
+
+    /// A type a tool can return (on success).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's result",
+        label = "not `Serialize + JsonSchema`",
+        note = "a tool returns `T` or `Result<T, E>` where `T` implements `serde::Serialize` and \
+                `schemars::JsonSchema` (schemars 1.x), or is `ToolOutput` or `McpToolResult`"
+    )]
+    pub trait ToolReturn: Sized {
+        /// The output schema and shape.
+        fn output_spec() -> OutputSpec;
+        /// The value as the tool's output.
+        fn into_tool_output(self, shape: OutputShape) -> ToolOutput;
+    }
+
+    impl<T: Serialize + JsonSchema> ToolReturn for T {
+        fn output_spec() -> OutputSpec {
+            let mut root = generator().root_schema_for::<T>().to_value();
+            if let Value::Object(map) = &mut root
+                && map.get("type") == Some(&json!("object"))
+            {
+                map.remove("$schema");
+                return OutputSpec {
+                    schema: Some(root),
+                    shape: OutputShape::Object,
+                };
+            }
+            let mut generator = generator();
+            let result = generator.subschema_for::<T>().to_value();
+            let mut schema = Map::new();
+            schema.insert("type".into(), json!("object"));
+            schema.insert("properties".into(), json!({ "result": result }));
+            schema.insert("required".into(), json!(["result"]));
+            let definitions = generator.take_definitions(true);
+            if !definitions.is_empty() {
+                schema.insert("$defs".into(), Value::Object(definitions));
+            }
+            OutputSpec {
+                schema: Some(Value::Object(schema)),
+                shape: OutputShape::Wrapped,
+            }
+        }
+
+        fn into_tool_output(self, shape: OutputShape) -> ToolOutput {
+            let value = match serde_json::to_value(&self) {
+                Ok(value) => value,
+                Err(e) => {
+                    return ToolOutput::failure(McpErrorDetail::new(
+                        "SerializationError",
+                        format!("The tool's result could not be serialised: {e}"),
+                    ));
+                }
+            };
+            let value = match shape {
+                OutputShape::Wrapped => json!({ "result": value }),
+                OutputShape::Object | OutputShape::Raw => value,
+            };
+            ToolOutput::from_result(McpToolResult::success_value(value))
+        }
+    }
+
+    impl ToolReturn for ToolOutput {
+        fn output_spec() -> OutputSpec {
+            OutputSpec {
+                schema: None,
+                shape: OutputShape::Raw,
+            }
+        }
+
+        fn into_tool_output(self, _: OutputShape) -> ToolOutput {
+            self
+        }
+    }
+
+    impl ToolReturn for McpToolResult {
+        fn output_spec() -> OutputSpec {
+            OutputSpec {
+                schema: None,
+                shape: OutputShape::Raw,
+            }
+        }
+
+        fn into_tool_output(self, _: OutputShape) -> ToolOutput {
+            ToolOutput::from_result(self)
+        }
+    }
+
+    /// An error type a tool can return.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's error",
+        label = "no conversion into `McpErrorDetail`",
+        note = "a tool's error type must implement `Into<McpErrorDetail>`: implement \
+                `From<{Self}> for codomyrmex_mcp::McpErrorDetail`, or map the error first"
+    )]
+    pub trait ToolError {
+        /// The error as the failure's detail.
+        fn into_detail(self) -> McpErrorDetail;
+    }
+
+    impl<E: Into<McpErrorDetail>> ToolError for E {
+        fn into_detail(self) -> McpErrorDetail {
+            self.into()
+        }
+    }
+
+    /// A `Result` a tool can return.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's result",
+        label = "not `Result<T, E>` with `T: Serialize + JsonSchema` and `E: Into<McpErrorDetail>`",
+        note = "a tool returns `T` or `Result<T, E>` where `T` implements `serde::Serialize` and \
+                `schemars::JsonSchema` (schemars 1.x), and `E` implements `Into<McpErrorDetail>`"
+    )]
+    pub trait ToolResult: Sized {
+        /// The output schema and shape of the success type.
+        fn output_spec() -> OutputSpec;
+        /// The value as the tool's output: a success, or a failure carrying the error.
+        fn into_tool_output(self, shape: OutputShape) -> ToolOutput;
+    }
+
+    impl<T: ToolReturn, E: ToolError> ToolResult for Result<T, E> {
+        fn output_spec() -> OutputSpec {
+            T::output_spec()
+        }
+
+        fn into_tool_output(self, shape: OutputShape) -> ToolOutput {
+            match self {
+                Ok(value) => value.into_tool_output(shape),
+                Err(error) => ToolOutput::failure(error.into_detail()),
+            }
+        }
+    }
+
+    struct MacroHandler<F>(F);
+
+    impl<F> ToolHandler for MacroHandler<F>
+    where
+        F: Fn(JsonObject, ToolContext) -> BoxFuture<'static, ToolOutput> + Send + Sync + 'static,
+    {
+        fn call(
+            self: Arc<Self>,
+            arguments: JsonObject,
+            context: ToolContext,
+        ) -> BoxFuture<'static, ToolOutput> {
+            (self.0)(arguments, context)
+        }
+    }
+
+    /// The handler around a generated closure.
+    pub fn handler<F>(f: F) -> Arc<dyn ToolHandler>
+    where
+        F: Fn(JsonObject, ToolContext) -> BoxFuture<'static, ToolOutput> + Send + Sync + 'static,
+    {
+        Arc::new(MacroHandler(f))
+    }
+
+    /// What the attribute said.
+    pub struct ToolSpec {
+        /// The invocation name.
+        pub name: &'static str,
+        /// The display title.
+        pub title: Option<&'static str>,
+        /// The description (the attribute's, or the doc comment).
+        pub description: Option<&'static str>,
+        /// `readOnlyHint`.
+        pub read_only: Option<bool>,
+        /// `destructiveHint`.
+        pub destructive: Option<bool>,
+        /// `idempotentHint`.
+        pub idempotent: Option<bool>,
+        /// `openWorldHint`.
+        pub open_world: Option<bool>,
+        /// `_meta.category`.
+        pub category: Option<&'static str>,
+        /// `_meta.tags`.
+        pub tags: &'static [&'static str],
+        /// `_meta.version`.
+        pub version: Option<&'static str>,
+        /// `_meta.deprecated_in` and the settings' `deprecated_in`.
+        pub deprecated_in: Option<&'static str>,
+        /// The settings' timeout.
+        pub timeout_ms: Option<u64>,
+    }
+
+    /// The registration of a generated tool.
+    pub fn build(
+        spec: ToolSpec,
+        input_schema: Value,
+        output: OutputSpec,
+        handler: Arc<dyn ToolHandler>,
+    ) -> ToolRegistration {
+        let mut definition = ToolDefinition::new(spec.name, input_schema);
+        definition.title = spec.title.map(str::to_owned);
+        definition.description = spec.description.map(str::to_owned);
+        definition.output_schema = output.schema;
+        definition.annotations = ToolAnnotations {
+            title: None,
+            read_only_hint: spec.read_only,
+            destructive_hint: spec.destructive,
+            idempotent_hint: spec.idempotent,
+            open_world_hint: spec.open_world,
+        };
+        if let Some(category) = spec.category {
+            definition = definition.with_meta("category", json!(category));
+        }
+        if !spec.tags.is_empty() {
+            definition = definition.with_meta("tags", json!(spec.tags));
+        }
+        if let Some(version) = spec.version {
+            definition = definition.with_meta("version", json!(version));
+        }
+        if let Some(version) = spec.deprecated_in {
+            definition = definition.with_meta("deprecated_in", json!(version));
+        }
+        ToolRegistration {
+            definition,
+            settings: ToolSettings {
+                timeout: spec.timeout_ms.map(Duration::from_millis),
+                deprecated_in: spec.deprecated_in.map(str::to_owned),
+            },
+            handler,
+        }
+    }
+
+    /// An `#[mcp_tool]` function, as submitted to the program-wide list.
+    pub struct ToolEntry {
+        pub(crate) build: fn() -> ToolRegistration,
+        pub(crate) type_id: fn() -> TypeId,
+    }
+
+    impl ToolEntry {
+        /// An entry.
+        pub const fn new(build: fn() -> ToolRegistration, type_id: fn() -> TypeId) -> Self {
+            Self { build, type_id }
+        }
+    }
+
+    inventory::collect!(ToolEntry);
+
+    /// The `TypeId` of a function item's type, which identifies the function.
+    pub fn type_id_of<F: 'static>(_: &F) -> TypeId {
+        TypeId::of::<F>()
+    }
+}

@@ -1,0 +1,641 @@
+//! `#[mcp_tool]`: the definitions it derives, compared with the expected JSON.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use codomyrmex_mcp::{
+    McpErrorDetail, McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration,
+    mcp_tool,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+fn definition<F: 'static>(tool: F) -> ToolDefinition {
+    ToolRegistration::of(tool)
+        .expect("an #[mcp_tool] function")
+        .definition
+}
+
+fn input<F: 'static>(tool: F) -> Value {
+    definition(tool).input_schema
+}
+
+fn output<F: 'static>(tool: F) -> Option<Value> {
+    definition(tool).output_schema
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameters, one kind at a time.
+// ---------------------------------------------------------------------------------------------
+
+#[mcp_tool]
+fn integers(a: i32, b: u8, c: i64, d: u64) -> i64 {
+    i64::from(a) + i64::from(b) + c + d as i64
+}
+
+#[test]
+fn integer_parameters() {
+    assert_eq!(
+        input(integers),
+        json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer", "format": "int32"},
+                "b": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255},
+                "c": {"type": "integer", "format": "int64"},
+                "d": {"type": "integer", "format": "uint64", "minimum": 0},
+            },
+            "required": ["a", "b", "c", "d"],
+        })
+    );
+}
+
+#[mcp_tool]
+fn floats(x: f32, y: f64) -> f64 {
+    f64::from(x) * y
+}
+
+#[test]
+fn float_parameters() {
+    assert_eq!(
+        input(floats),
+        json!({
+            "type": "object",
+            "properties": {
+                "x": {"type": "number", "format": "float"},
+                "y": {"type": "number", "format": "double"},
+            },
+            "required": ["x", "y"],
+        })
+    );
+}
+
+#[mcp_tool]
+fn text_and_flags(text: String, loud: bool, mark: char) -> String {
+    let text = if loud { text.to_uppercase() } else { text };
+    format!("{text}{mark}")
+}
+
+#[test]
+fn string_bool_and_char_parameters() {
+    assert_eq!(
+        input(text_and_flags),
+        json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "loud": {"type": "boolean"},
+                "mark": {"type": "string", "minLength": 1, "maxLength": 1},
+            },
+            "required": ["text", "loud", "mark"],
+        })
+    );
+}
+
+#[mcp_tool]
+fn optionals(count: Option<u32>, label: Option<String>, always: bool) -> bool {
+    count.is_some() || label.is_some() || always
+}
+
+#[test]
+fn option_parameters_are_not_required() {
+    assert_eq!(
+        input(optionals),
+        json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": ["integer", "null"], "format": "uint32", "minimum": 0},
+                "label": {"type": ["string", "null"]},
+                "always": {"type": "boolean"},
+            },
+            "required": ["always"],
+        })
+    );
+}
+
+#[mcp_tool]
+fn sequences(words: Vec<String>, grid: Vec<Vec<i32>>, pair: (i32, String), rgb: [u8; 3]) -> usize {
+    words.len() + grid.len() + pair.1.len() + rgb.len()
+}
+
+#[test]
+fn sequence_and_tuple_parameters() {
+    let byte = json!({"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255});
+    assert_eq!(
+        input(sequences),
+        json!({
+            "type": "object",
+            "properties": {
+                "words": {"type": "array", "items": {"type": "string"}},
+                "grid": {
+                    "type": "array",
+                    "items": {"type": "array", "items": {"type": "integer", "format": "int32"}},
+                },
+                "pair": {
+                    "type": "array",
+                    "prefixItems": [{"type": "integer", "format": "int32"}, {"type": "string"}],
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+                "rgb": {"type": "array", "items": byte, "minItems": 3, "maxItems": 3},
+            },
+            "required": ["words", "grid", "pair", "rgb"],
+        })
+    );
+}
+
+#[mcp_tool]
+fn maps(weights: HashMap<String, f64>, flags: BTreeMap<String, bool>) -> usize {
+    weights.len() + flags.len()
+}
+
+#[test]
+fn map_parameters() {
+    assert_eq!(
+        input(maps),
+        json!({
+            "type": "object",
+            "properties": {
+                "weights": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number", "format": "double"},
+                },
+                "flags": {"type": "object", "additionalProperties": {"type": "boolean"}},
+            },
+            "required": ["weights", "flags"],
+        })
+    );
+}
+
+/// A primary colour.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Colour {
+    Red,
+    Green,
+    Blue,
+}
+
+/// A shape to draw.
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Shape {
+    Circle { radius: f64 },
+    Square { side: f64 },
+}
+
+#[mcp_tool]
+fn enums(colour: Colour, shape: Shape) -> String {
+    let area = match shape {
+        Shape::Circle { radius } => std::f64::consts::PI * radius * radius,
+        Shape::Square { side } => side * side,
+    };
+    format!("{colour:?} {area}")
+}
+
+#[test]
+fn enum_parameters_are_referenced_from_defs() {
+    assert_eq!(
+        input(enums),
+        json!({
+            "type": "object",
+            "properties": {
+                "colour": {"$ref": "#/$defs/Colour"},
+                "shape": {"$ref": "#/$defs/Shape"},
+            },
+            "required": ["colour", "shape"],
+            "$defs": {
+                "Colour": {
+                    "description": "A primary colour.",
+                    "type": "string",
+                    "enum": ["red", "green", "blue"],
+                },
+                "Shape": {
+                    "description": "A shape to draw.",
+                    "oneOf": [
+                        {
+                            "type": "object",
+                            "properties": {
+                                "kind": {"type": "string", "const": "circle"},
+                                "radius": {"type": "number", "format": "double"},
+                            },
+                            "required": ["kind", "radius"],
+                        },
+                        {
+                            "type": "object",
+                            "properties": {
+                                "kind": {"type": "string", "const": "square"},
+                                "side": {"type": "number", "format": "double"},
+                            },
+                            "required": ["kind", "side"],
+                        },
+                    ],
+                },
+            },
+        })
+    );
+}
+
+/// A point on the plane.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+struct Point {
+    /// Abscissa.
+    x: f64,
+    /// Ordinate.
+    y: f64,
+    /// An optional name.
+    label: Option<String>,
+}
+
+#[mcp_tool]
+fn structs(origin: Point, path: Vec<Point>, target: Option<Point>) -> usize {
+    let _ = (origin, target);
+    path.len()
+}
+
+#[test]
+fn struct_parameters_share_one_definition() {
+    assert_eq!(
+        input(structs),
+        json!({
+            "type": "object",
+            "properties": {
+                "origin": {"$ref": "#/$defs/Point"},
+                "path": {"type": "array", "items": {"$ref": "#/$defs/Point"}},
+                "target": {"anyOf": [{"$ref": "#/$defs/Point"}, {"type": "null"}]},
+            },
+            "required": ["origin", "path"],
+            "$defs": {
+                "Point": {
+                    "description": "A point on the plane.",
+                    "type": "object",
+                    "properties": {
+                        "x": {"description": "Abscissa.", "type": "number", "format": "double"},
+                        "y": {"description": "Ordinate.", "type": "number", "format": "double"},
+                        "label": {"description": "An optional name.", "type": ["string", "null"]},
+                    },
+                    "required": ["x", "y"],
+                },
+            },
+        })
+    );
+}
+
+#[mcp_tool]
+fn any_json(value: Value, #[arg(description = "Anything at all")] described: Value) -> bool {
+    value == described
+}
+
+#[test]
+fn json_value_parameters_accept_anything() {
+    assert_eq!(
+        input(any_json),
+        json!({
+            "type": "object",
+            "properties": {
+                "value": true,
+                "described": {"description": "Anything at all"},
+            },
+            "required": ["value", "described"],
+        })
+    );
+}
+
+#[mcp_tool]
+fn annotated(
+    /// The count, from a doc comment.
+    count: u16,
+    #[arg(description = "The text, from the attribute")] text: String,
+    #[arg(default = 5)] limit: i32,
+    #[arg(default = "en", description = "The language")] language: String,
+    #[arg(default = Colour::Green)] colour: Colour,
+    #[arg(rename = "type")] kind: String,
+    r#match: bool,
+) -> String {
+    format!("{count}{text}{limit}{language}{colour:?}{kind}{match}")
+}
+
+#[test]
+fn descriptions_defaults_and_renames() {
+    assert_eq!(
+        input(annotated),
+        json!({
+            "type": "object",
+            "properties": {
+                "count": {
+                    "description": "The count, from a doc comment.",
+                    "type": "integer",
+                    "format": "uint16",
+                    "minimum": 0,
+                    "maximum": 65535,
+                },
+                "text": {"description": "The text, from the attribute", "type": "string"},
+                "limit": {"type": "integer", "format": "int32", "default": 5},
+                "language": {"type": "string", "description": "The language", "default": "en"},
+                "colour": {"$ref": "#/$defs/Colour", "default": "green"},
+                "type": {"type": "string"},
+                "match": {"type": "boolean"},
+            },
+            "required": ["count", "text", "type", "match"],
+            "$defs": {
+                "Colour": {
+                    "description": "A primary colour.",
+                    "type": "string",
+                    "enum": ["red", "green", "blue"],
+                },
+            },
+        })
+    );
+}
+
+#[mcp_tool]
+async fn with_context(first: &ToolContext, n: i32) -> String {
+    format!("{}{n}", first.tool_name())
+}
+
+#[mcp_tool]
+fn with_owned_context(n: i32, cx: ToolContext) -> String {
+    format!("{}{n}", cx.tool_name())
+}
+
+#[mcp_tool]
+fn no_parameters() {}
+
+#[test]
+fn the_context_is_not_an_argument() {
+    let expected = json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer", "format": "int32"}},
+        "required": ["n"],
+    });
+    assert_eq!(input(with_context), expected);
+    assert_eq!(input(with_owned_context), expected);
+    assert_eq!(
+        input(no_parameters),
+        json!({"type": "object", "properties": {}})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output schemas.
+// ---------------------------------------------------------------------------------------------
+
+/// Summary statistics.
+#[derive(Serialize, JsonSchema)]
+struct Stats {
+    count: usize,
+    mean: Option<f64>,
+    extremes: Option<(f64, f64)>,
+}
+
+#[mcp_tool]
+fn stats(values: Vec<f64>) -> Stats {
+    let count = values.len();
+    let mean = (count > 0).then(|| values.iter().sum::<f64>() / count as f64);
+    Stats {
+        count,
+        mean,
+        extremes: None,
+    }
+}
+
+#[mcp_tool]
+fn fallible_stats(values: Vec<f64>) -> Result<Stats, std::io::Error> {
+    Ok(stats(values))
+}
+
+#[mcp_tool]
+fn points() -> std::io::Result<Vec<Point>> {
+    Ok(Vec::new())
+}
+
+#[mcp_tool]
+fn colour() -> Colour {
+    Colour::Red
+}
+
+#[mcp_tool]
+fn lookup() -> HashMap<String, i64> {
+    HashMap::new()
+}
+
+#[mcp_tool]
+fn raw() -> ToolOutput {
+    ToolOutput::from_result(McpToolResult::no_change_needed("nothing to do"))
+}
+
+#[mcp_tool]
+fn raw_result() -> Result<McpToolResult, McpErrorDetail> {
+    Ok(McpToolResult::no_change_needed("nothing to do"))
+}
+
+#[test]
+fn object_results_are_their_own_output_schema() {
+    let expected = json!({
+        "title": "Stats",
+        "description": "Summary statistics.",
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "format": "uint", "minimum": 0},
+            "mean": {"type": ["number", "null"], "format": "double"},
+            "extremes": {
+                "type": ["array", "null"],
+                "prefixItems": [
+                    {"type": "number", "format": "double"},
+                    {"type": "number", "format": "double"},
+                ],
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        },
+        "required": ["count"],
+    });
+    assert_eq!(output(stats), Some(expected.clone()));
+    assert_eq!(output(fallible_stats), Some(expected));
+    assert_eq!(
+        output(lookup),
+        Some(json!({
+            "title": "Map_of_int64",
+            "type": "object",
+            "additionalProperties": {"type": "integer", "format": "int64"},
+        }))
+    );
+}
+
+#[test]
+fn other_results_are_wrapped_in_a_result_property() {
+    assert_eq!(
+        output(integers),
+        Some(json!({
+            "type": "object",
+            "properties": {"result": {"type": "integer", "format": "int64"}},
+            "required": ["result"],
+        }))
+    );
+    assert_eq!(
+        output(points),
+        Some(json!({
+            "type": "object",
+            "properties": {"result": {"type": "array", "items": {"$ref": "#/$defs/Point"}}},
+            "required": ["result"],
+            "$defs": {
+                "Point": {
+                    "description": "A point on the plane.",
+                    "type": "object",
+                    "properties": {
+                        "x": {"description": "Abscissa.", "type": "number", "format": "double"},
+                        "y": {"description": "Ordinate.", "type": "number", "format": "double"},
+                        "label": {"description": "An optional name.", "type": ["string", "null"]},
+                    },
+                    "required": ["x", "y"],
+                },
+            },
+        }))
+    );
+    assert_eq!(
+        output(colour),
+        Some(json!({
+            "type": "object",
+            "properties": {"result": {"$ref": "#/$defs/Colour"}},
+            "required": ["result"],
+            "$defs": {
+                "Colour": {
+                    "description": "A primary colour.",
+                    "type": "string",
+                    "enum": ["red", "green", "blue"],
+                },
+            },
+        }))
+    );
+    assert_eq!(
+        output(no_parameters),
+        Some(json!({
+            "type": "object",
+            "properties": {"result": {"type": "null"}},
+            "required": ["result"],
+        }))
+    );
+}
+
+#[test]
+fn raw_results_declare_no_output_schema() {
+    assert_eq!(output(raw), None);
+    assert_eq!(output(raw_result), None);
+}
+
+#[test]
+fn no_schema_root_is_a_bare_ref() {
+    for tool in [
+        definition(enums),
+        definition(structs),
+        definition(colour),
+        definition(points),
+        definition(stats),
+    ] {
+        let schemas = std::iter::once(&tool.input_schema).chain(tool.output_schema.as_ref());
+        for schema in schemas {
+            assert_eq!(schema["type"], "object", "{}: {schema}", tool.name);
+            assert!(schema.get("$ref").is_none(), "{}: {schema}", tool.name);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names, descriptions, annotations, metadata and settings.
+// ---------------------------------------------------------------------------------------------
+
+/// Reads a file's content.
+///
+/// Paths are relative to the workspace root.
+#[mcp_tool(
+    name = "file_utility.read_file_content",
+    title = "Read a file",
+    read_only,
+    destructive = false,
+    idempotent,
+    open_world = false,
+    category = "files",
+    tags = ["io", "read"],
+    version = "1.2.0",
+    deprecated_in = "2.0",
+    timeout = "1500ms"
+)]
+fn read_file_content(path: String) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+}
+
+#[mcp_tool(description = "Given explicitly.", timeout = 2)]
+/// Not this doc comment.
+fn explicit_description() {}
+
+#[test]
+fn attribute_arguments_fill_the_definition() {
+    let registration = ToolRegistration::of(read_file_content).unwrap();
+    let wire = serde_json::to_value(&registration.definition).unwrap();
+    assert_eq!(
+        wire,
+        json!({
+            "name": "file_utility.read_file_content",
+            "title": "Read a file",
+            "description": "Reads a file's content.\n\nPaths are relative to the workspace root.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"result": {"type": "string"}},
+                "required": ["result"],
+            },
+            "annotations": {
+                "readOnlyHint": true,
+                "destructiveHint": false,
+                "idempotentHint": true,
+                "openWorldHint": false,
+            },
+            "_meta": {
+                "category": "files",
+                "tags": ["io", "read"],
+                "version": "1.2.0",
+                "deprecated_in": "2.0",
+            },
+        })
+    );
+    assert_eq!(
+        registration.settings.timeout,
+        Some(Duration::from_millis(1500))
+    );
+    assert_eq!(registration.settings.deprecated_in.as_deref(), Some("2.0"));
+}
+
+#[test]
+fn defaults_name_after_the_function_and_describe_from_the_doc_comment() {
+    let plain = ToolRegistration::of(integers).unwrap();
+    assert_eq!(plain.definition.name, "integers");
+    assert_eq!(plain.definition.title, None);
+    assert_eq!(plain.definition.description, None);
+    assert!(plain.definition.annotations.is_empty());
+    assert_eq!(plain.definition.meta, None);
+    assert_eq!(plain.settings, Default::default());
+
+    let explicit = ToolRegistration::of(explicit_description).unwrap();
+    assert_eq!(
+        explicit.definition.description.as_deref(),
+        Some("Given explicitly.")
+    );
+    assert_eq!(explicit.settings.timeout, Some(Duration::from_secs(2)));
+    assert_eq!(definition(r#annotated).name, "annotated");
+}
+
+#[test]
+fn functions_stay_callable_as_written() {
+    assert_eq!(integers(1, 2, 3, 4), 10);
+    assert_eq!(text_and_flags("hi".into(), true, '!'), "HI!");
+    assert!(optionals(None, None, true));
+    assert_eq!(colour() as u8, Colour::Red as u8);
+    no_parameters();
+}
