@@ -227,6 +227,28 @@ async fn legacy_requests_need_a_known_session() {
 }
 
 #[tokio::test]
+async fn legacy_protocol_version_header_accepts_any_legacy_revision() {
+    let s = start(config()).await;
+    let sid = s.legacy_session().await;
+    let with_version = |v: &str| {
+        Req::new("POST", "/mcp")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", v)
+            .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}))
+    };
+    // An older legacy revision than the negotiated one is still a supported version.
+    let r = s.send(&with_version("2025-03-26")).await;
+    assert_eq!(r.status, 200);
+    // Unknown versions, and the modern one without modern `_meta`, are refused.
+    for bad in ["1999-01-01", "2026-07-28", ""] {
+        let r = s.send(&with_version(bad)).await;
+        assert_eq!(r.status, 400, "{bad:?}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn standalone_stream_hears_tool_list_changes() {
     let s = start(config()).await;
     let sid = s.legacy_session().await;

@@ -354,19 +354,22 @@ fn initialize(
     }
 }
 
-fn check_legacy_version(headers: &HeaderMap, session: &HttpSession) -> Result<(), Response<Body>> {
+/// The legacy transport rejects an invalid or unsupported `MCP-Protocol-Version` (2025-11-25,
+/// "Protocol Version Header"). Any legacy revision this server speaks is accepted: some
+/// clients send an older one than they negotiated, and the spec does not forbid that.
+fn check_legacy_version(headers: &HeaderMap) -> Result<(), Response<Body>> {
     let Some(v) = headers.get("mcp-protocol-version") else {
         // Clients of 2025-03-26 and earlier do not send the header.
         return Ok(());
     };
     let v = v.to_str().map(str::trim).unwrap_or("");
     match ProtocolVersion::parse(v) {
-        Some(p) if Some(p) == session.session.negotiated() => Ok(()),
+        Some(p) if p.era() == crate::wire::Era::Legacy => Ok(()),
         _ => Err(bad(
             StatusCode::BAD_REQUEST,
             ErrorCode::INVALID_REQUEST,
             format!(
-                "Unsupported or mismatched MCP-Protocol-Version header: {}",
+                "Unsupported MCP-Protocol-Version header: {}",
                 v.chars().take(32).collect::<String>()
             ),
         )),
@@ -386,7 +389,7 @@ async fn legacy(
             "Session not found",
         );
     };
-    if let Err(resp) = check_legacy_version(headers, &session) {
+    if let Err(resp) = check_legacy_version(headers) {
         return resp;
     }
     let standalone: Arc<dyn MessageSink> = Arc::new(LogSink(session.standalone.clone()));

