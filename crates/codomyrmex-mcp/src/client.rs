@@ -3,7 +3,7 @@
 //! [`McpServer`](crate::McpServer) through an in-process duplex.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
@@ -35,6 +35,9 @@ pub struct McpClient {
     era: Era,
     outbox: mpsc::Sender<Vec<u8>>,
     pending: Pending,
+    /// Set (under the `pending` lock) once the connection's input has ended: no answer can
+    /// arrive any more, so new requests fail at once instead of waiting forever.
+    closed: Arc<AtomicBool>,
     next_id: AtomicI64,
     notifications: tokio::sync::Mutex<mpsc::Receiver<Value>>,
     capabilities: Value,
@@ -81,6 +84,8 @@ impl McpClient {
             }
         });
         let reader_pending = pending.clone();
+        let closed = Arc::new(AtomicBool::new(false));
+        let reader_closed = closed.clone();
         let reply = outbox.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(reader).lines();
@@ -128,15 +133,17 @@ impl McpClient {
                     }
                 }
             }
-            reader_pending
+            let mut pending = reader_pending
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clear();
+                .unwrap_or_else(PoisonError::into_inner);
+            reader_closed.store(true, Ordering::Release);
+            pending.clear();
         });
         Self {
             era,
             outbox,
             pending,
+            closed,
             next_id: AtomicI64::new(1),
             notifications: tokio::sync::Mutex::new(note_rx),
             capabilities: json!({}),
@@ -153,10 +160,13 @@ impl McpClient {
         let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let params = self.with_meta(params);
         let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), tx);
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.closed.load(Ordering::Acquire) {
+                return Err(ClientError::Closed);
+            }
+            pending.insert(id.clone(), tx);
+        }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let bytes = serde_json::to_vec(&msg).map_err(|e| ClientError::Protocol(e.to_string()))?;
         self.outbox

@@ -44,6 +44,34 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    // The connection runs as a task of its own. On a multi-thread runtime the caller is often
+    // `block_on`'s thread, which is not a worker: a read loop there would be woken across
+    // threads for every line and would hand every call to a worker across threads again.
+    // As a task, the loop, the calls it spawns and the writer they wake stay on the worker
+    // that the input woke. Dropping this future aborts the task, as dropping the loop would.
+    let mut task = AbortOnDrop(tokio::spawn(serve_connection(engine, reader, writer)));
+    match (&mut task.0).await {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Cancelled: the runtime is shutting down.
+        Err(_) => Ok(()),
+    }
+}
+
+/// Aborts the task when dropped (a no-op once it has finished).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn serve_connection<R, W>(engine: Engine, reader: R, writer: W) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let session = engine.new_session();
     let (tx, rx) = mpsc::channel::<OutgoingMessage>(OUTBOX);
     let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx.clone()));
@@ -76,7 +104,12 @@ where
             break Ok(());
         }
         line.clear();
+        // Input first: a line that is already buffered is taken without registering interest
+        // in the channel closing (a lock on each side), which matters at high rates. A closed
+        // output is still seen: here whenever the input would wait, and at the top of the
+        // loop through `writer_gone` (the writer drops the channel's receiver as it finishes).
         let read = tokio::select! {
+            biased;
             r = read_line(&mut reader, &mut line, max) => r,
             () = closed(&tx) => break Ok(()),
         };
@@ -142,8 +175,134 @@ async fn closed(tx: &mpsc::Sender<OutgoingMessage>) {
 }
 
 /// Serves on this process's stdin and stdout.
+///
+/// On Linux, when both are pipes (as under an MCP client), they are driven by the runtime's
+/// reactor as non-blocking pipes; otherwise (a file, a terminal, a socket, another platform)
+/// stdin is read on a thread of its own and tokio's `stdout()` is used, which cost a hand-off
+/// between threads per operation.
 pub async fn serve_stdio(engine: Engine) -> Result<(), StdioError> {
-    serve(engine, tokio::io::stdin(), tokio::io::stdout()).await
+    #[cfg(all(target_os = "linux", feature = "http"))]
+    if let Some((reader, writer)) = pipes::open() {
+        return serve(engine, reader, writer).await;
+    }
+    serve(engine, thread_stdin::open(), tokio::io::stdout()).await
+}
+
+/// stdin read by a detached thread.
+///
+/// tokio's `stdin()` reads on the runtime's blocking pool, and a blocking read cannot be
+/// cancelled: when serving ends because stdout closed while stdin stays open (a socket, a
+/// terminal), shutting the runtime down would wait for that read forever and the process
+/// would never exit. A plain thread does not hold the runtime up; it ends with the process.
+mod thread_stdin {
+    use std::io::Read;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::{AsyncRead, ReadBuf};
+    use tokio::sync::mpsc;
+
+    const CHUNK: usize = 64 * 1024;
+
+    pub(super) struct ThreadStdin {
+        chunks: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+        current: Vec<u8>,
+        used: usize,
+    }
+
+    pub(super) fn open() -> ThreadStdin {
+        let (tx, chunks) = mpsc::channel(4);
+        let spawned = std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
+                let mut stdin = std::io::stdin().lock();
+                loop {
+                    let mut buf = vec![0; CHUNK];
+                    let chunk = match stdin.read(&mut buf) {
+                        Ok(0) => return,
+                        Ok(n) => {
+                            buf.truncate(n);
+                            Ok(buf)
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => Err(e),
+                    };
+                    let failed = chunk.is_err();
+                    if tx.blocking_send(chunk).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            // Without a reader thread there is no input: report it as a read error.
+            let (tx, rx) = mpsc::channel(1);
+            let _ = tx.try_send(Err(e));
+            return ThreadStdin {
+                chunks: rx,
+                current: Vec::new(),
+                used: 0,
+            };
+        }
+        ThreadStdin {
+            chunks,
+            current: Vec::new(),
+            used: 0,
+        }
+    }
+
+    impl AsyncRead for ThreadStdin {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            while self.used == self.current.len() {
+                match self.chunks.poll_recv(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    // The thread ended: end of input.
+                    Poll::Ready(None) => return Poll::Ready(Ok(())),
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Some(Ok(chunk))) => {
+                        self.current = chunk;
+                        self.used = 0;
+                    }
+                }
+            }
+            let this = &mut *self;
+            let n = buf.remaining().min(this.current.len() - this.used);
+            buf.put_slice(&this.current[this.used..this.used + n]);
+            this.used += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+}
+
+/// stdin and stdout as non-blocking pipes. Needs tokio's `net`, which the `http` feature
+/// enables.
+#[cfg(all(target_os = "linux", feature = "http"))]
+mod pipes {
+    use tokio::net::unix::pipe;
+
+    /// Both standard streams, if both are pipes and the runtime has I/O enabled.
+    ///
+    /// They are reopened through `/proc/self/fd`, which gives this transport open file
+    /// descriptions of its own: `O_NONBLOCK` is set on those only, so descriptors 0 and 1 (and
+    /// any child process that inherits them) stay blocking. Opening with `O_NONBLOCK` also
+    /// never waits for the other end of the pipe.
+    pub(super) fn open() -> Option<(pipe::Receiver, pipe::Sender)> {
+        // Registering with the reactor panics on a runtime built without I/O; fall back then.
+        std::panic::catch_unwind(|| {
+            let reader = pipe::OpenOptions::new()
+                .open_receiver("/proc/self/fd/0")
+                .ok()?;
+            let writer = pipe::OpenOptions::new()
+                .open_sender("/proc/self/fd/1")
+                .ok()?;
+            Some((reader, writer))
+        })
+        .ok()
+        .flatten()
+    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<OutgoingMessage>, mut writer: W) {
