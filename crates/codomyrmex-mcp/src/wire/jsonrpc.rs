@@ -177,8 +177,10 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
-    /// The error response this failure deserves, if any. Invalid notifications get none: a
-    /// message with a method and no id is never answered.
+    /// The error response this failure deserves: `-32700` with a null id for unparsable
+    /// bytes, `-32600` (addressed to the id when one could be read) for an invalid message.
+    /// As in JSON-RPC 2.0's own examples, a malformed message is answered even when it looks
+    /// like a notification, because the receiver cannot trust that reading of it.
     pub fn to_response(&self) -> OutgoingMessage {
         match self {
             Self::Parse(msg) => OutgoingMessage::Error {
