@@ -1,6 +1,7 @@
 //! Limits over real sockets, each tried with an attacker's request: oversized bodies and
 //! headers, slow headers and bodies (slowloris), idle connections, request floods (rate limit),
 //! too many concurrent requests and too many connections.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod http_support;

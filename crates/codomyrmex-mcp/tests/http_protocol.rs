@@ -1,4 +1,5 @@
 //! Streamable HTTP over real sockets: both protocol eras on one endpoint.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod http_support;

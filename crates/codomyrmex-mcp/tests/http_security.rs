@@ -2,6 +2,7 @@
 //! (Host/Origin), static bearer tokens, JWT access tokens (missing, expired, badly signed,
 //! wrong audience or issuer, insufficient scope), protected-resource metadata, health access,
 //! the non-loopback bind rule and CORS.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod http_support;
