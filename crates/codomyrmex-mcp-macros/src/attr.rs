@@ -1,6 +1,6 @@
 //! Parsing of `#[mcp_tool(...)]`, `#[mcp_tools(...)]` and `#[arg(...)]`.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
@@ -25,10 +25,12 @@ pub(crate) struct ToolAttr {
     pub version: Option<LitStr>,
     pub deprecated_in: Option<LitStr>,
     pub timeout_ms: Option<u64>,
+    pub deny_unknown_arguments: Option<bool>,
 }
 
 const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, \
-                         open_world, category, tags, version, deprecated_in, timeout, crate";
+                         open_world, category, tags, version, deprecated_in, timeout, \
+                         deny_unknown_arguments, crate";
 
 impl ToolAttr {
     /// Parses the tokens inside `#[mcp_tool(...)]`.
@@ -74,6 +76,7 @@ impl ToolAttr {
             "version" => set(meta, &mut self.version, non_empty(meta)?),
             "deprecated_in" => set(meta, &mut self.deprecated_in, non_empty(meta)?),
             "timeout" => set(meta, &mut self.timeout_ms, parse_timeout(meta)?),
+            "deny_unknown_arguments" => set(meta, &mut self.deny_unknown_arguments, flag(meta)?),
             "tags" => {
                 if !self.tags.is_empty() {
                     return Err(meta.error("duplicate argument `tags`"));
@@ -127,7 +130,55 @@ pub(crate) struct ArgAttr {
     pub description: Option<LitStr>,
     pub default: Option<Expr>,
     pub rename: Option<LitStr>,
+    /// JSON Schema validation keywords added to the parameter's schema, in the order written.
+    pub keywords: Vec<Keyword>,
 }
+
+/// A JSON Schema validation keyword given on a parameter: `#[arg(minimum = 1)]`.
+pub(crate) struct Keyword {
+    /// The JSON Schema keyword, e.g. `minimum` or `minLength`.
+    pub name: &'static str,
+    pub value: Bound,
+    pub span: Span,
+}
+
+/// The value of a validation keyword: an integer from `i64::MIN` to `u64::MAX`, or a finite
+/// float.
+#[derive(Clone, Copy)]
+pub(crate) enum Bound {
+    Int(i128),
+    Float(f64),
+}
+
+impl Bound {
+    /// The value as a float, to compare bounds (exact enough for that).
+    fn as_f64(self) -> f64 {
+        match self {
+            Bound::Int(i) => i as f64,
+            Bound::Float(f) => f,
+        }
+    }
+}
+
+/// `#[arg(...)]` keys that become JSON Schema keywords: (key, keyword, whether it is a count).
+const KEYWORDS: [(&str, &str, bool); 6] = [
+    ("minimum", "minimum", false),
+    ("maximum", "maximum", false),
+    ("min_length", "minLength", true),
+    ("max_length", "maxLength", true),
+    ("min_items", "minItems", true),
+    ("max_items", "maxItems", true),
+];
+
+/// Pairs of keywords where the first must not exceed the second.
+const ORDERED: [(&str, &str); 3] = [
+    ("minimum", "maximum"),
+    ("minLength", "maxLength"),
+    ("minItems", "maxItems"),
+];
+
+const ARG_KEYS: &str = "description, default, rename, minimum, maximum, min_length, \
+                        max_length, min_items, max_items";
 
 impl ArgAttr {
     /// Merges the arguments of one `#[arg(...)]` attribute into `self`.
@@ -152,10 +203,81 @@ impl ArgAttr {
                     ));
                 }
                 set(&meta, &mut self.rename, name)
+            } else if let Some(&(key, name, count)) =
+                KEYWORDS.iter().find(|(key, ..)| meta.path.is_ident(key))
+            {
+                if self.keywords.iter().any(|k| k.name == name) {
+                    return Err(meta.error(format!("duplicate argument `{key}`")));
+                }
+                let (value, span) = parse_bound(&meta, key, count)?;
+                self.keywords.push(Keyword { name, value, span });
+                Ok(())
             } else {
-                Err(meta.error("unknown argument; expected one of: description, default, rename"))
+                Err(meta.error(format!("unknown argument; expected one of: {ARG_KEYS}")))
             }
-        })
+        })?;
+        self.check_bounds()
+    }
+
+    /// Refuses a lower bound above its upper bound, which no value could satisfy.
+    fn check_bounds(&self) -> syn::Result<()> {
+        let find = |name: &str| self.keywords.iter().find(|k| k.name == name);
+        for (low, high) in ORDERED {
+            if let (Some(l), Some(h)) = (find(low), find(high))
+                && l.value.as_f64() > h.value.as_f64()
+            {
+                return Err(syn::Error::new(
+                    h.span,
+                    format!("`{high}` is below `{low}`: no value could satisfy both"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A number, optionally negative: `1`, `-5`, `0.5`. Counts (`min_length`, ...) are
+/// non-negative integers.
+fn parse_bound(meta: &ParseNestedMeta<'_>, key: &str, count: bool) -> syn::Result<(Bound, Span)> {
+    let input = meta.value()?;
+    let negative = input.peek(Token![-]);
+    if negative {
+        input.parse::<Token![-]>()?;
+    }
+    let lit: Lit = input.parse()?;
+    let span = lit.span();
+    let value = match &lit {
+        // Integers from i64::MIN to u64::MAX, which JSON numbers hold exactly.
+        Lit::Int(i) if i.suffix().is_empty() => i
+            .base10_parse::<u64>()
+            .ok()
+            .map(|v| {
+                if negative {
+                    -i128::from(v)
+                } else {
+                    i128::from(v)
+                }
+            })
+            .filter(|v| i64::try_from(*v).is_ok() || u64::try_from(*v).is_ok())
+            .map(Bound::Int),
+        Lit::Float(f) if f.suffix().is_empty() => f
+            .base10_parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(|v| Bound::Float(if negative { -v } else { v })),
+        _ => None,
+    };
+    match value {
+        Some(Bound::Int(v)) if !count || v >= 0 => Ok((Bound::Int(v), span)),
+        Some(Bound::Float(v)) if !count => Ok((Bound::Float(v), span)),
+        _ if count => Err(syn::Error::new(
+            span,
+            format!("`{key}` is a count: write a non-negative integer, e.g. `{key} = 1`"),
+        )),
+        _ => Err(syn::Error::new(
+            span,
+            format!("`{key}` takes a number, e.g. `{key} = 1` or `{key} = -0.5`"),
+        )),
     }
 }
 

@@ -6,7 +6,8 @@
 //! re-exports, so a tool crate needs no direct dependency on them.
 
 use proc_macro::TokenStream;
-use quote::quote;
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
 use syn::{ImplItem, ItemFn, ItemImpl, parse_macro_input};
 
 mod attr;
@@ -107,12 +108,47 @@ use tool::{Errors, Site};
 /// | `category = "..."`, `tags = ["a", "b"]`, `version = "1.2"` | Go in the tool's `_meta`. |
 /// | `deprecated_in = "2.0"` | In `_meta` too; the first call logs a warning. |
 /// | `timeout = "30s"` | Overrides the server's timeout (`"500ms"`, `"2m"`, or seconds: `30`). |
+/// | `deny_unknown_arguments` | Refuses arguments the function does not take: the schema says `"additionalProperties": false`. |
 /// | `crate = "::path"` | Where `codomyrmex_mcp` is, if renamed. |
 ///
 /// On a parameter, `#[arg(description = "...", default = expr, rename = "key")]` sets the
 /// property's description, its default (used when the argument is absent; it must be of the
 /// parameter's type, and a string literal converts with `Into`), and its JSON key. A doc
 /// comment on the parameter also works as its description.
+///
+/// `#[arg(...)]` also adds JSON Schema validation keywords to the property, which the registry
+/// checks before the call: `minimum = 1` and `maximum = 500` (numbers), `min_length` and
+/// `max_length` (strings), `min_items` and `max_items` (arrays). On an `Option` they constrain
+/// the value when one is given.
+///
+/// ```standalone_crate
+/// use codomyrmex_mcp::{McpToolRegistry, mcp_tool};
+/// use serde_json::json;
+///
+/// /// Repeats a word.
+/// #[mcp_tool(name = "text.repeat", deny_unknown_arguments)]
+/// fn repeat(
+///     #[arg(min_length = 1)] word: String,
+///     #[arg(minimum = 1, maximum = 10)] times: Option<u32>,
+/// ) -> String {
+///     word.repeat(times.unwrap_or(2) as usize)
+/// }
+///
+/// let registry = McpToolRegistry::discovered()?;
+/// assert_eq!(
+///     registry.get("text.repeat").unwrap().input_schema,
+///     json!({
+///         "type": "object",
+///         "properties": {
+///             "word": {"type": "string", "minLength": 1},
+///             "times": {"type": ["integer", "null"], "format": "uint32", "minimum": 1, "maximum": 10},
+///         },
+///         "required": ["word"],
+///         "additionalProperties": false,
+///     })
+/// );
+/// # Ok::<(), codomyrmex_mcp::McpRegistrationError>(())
+/// ```
 ///
 /// # Registration
 ///
@@ -123,6 +159,10 @@ use tool::{Errors, Site};
 /// - Methods of a stateful type: see [`macro@mcp_tools`].
 #[proc_macro_attribute]
 pub fn mcp_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if is_method_marker(&attr) {
+        // A method `#[mcp_tools]` has already handled.
+        return item;
+    }
     let mut errors = Errors::default();
     let attr = match ToolAttr::parse(attr.into()) {
         Ok(attr) => attr,
@@ -203,6 +243,9 @@ pub fn mcp_tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// discovered (there is no value to call them on): register them with
 /// `registry.register_methods(Arc::new(value))`.
 ///
+/// The methods' `#[mcp_tool]` attributes resolve like any attribute: import `mcp_tool` with
+/// `mcp_tools` (as above), or write `#[codomyrmex_mcp::mcp_tool]`.
+///
 /// The type implements `codomyrmex_mcp::McpTools`; one `#[mcp_tools]` block per type.
 #[proc_macro_attribute]
 pub fn mcp_tools(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -241,7 +284,12 @@ pub fn mcp_tools(attr: TokenStream, item: TokenStream) -> TokenStream {
         }) else {
             continue;
         };
-        let attribute = method.attrs.remove(position);
+        // The attribute stays, as an inert marker (see `METHOD_MARKER`), so that its path is
+        // resolved like any attribute's: an imported `mcp_tool` counts as used.
+        let attribute = method.attrs[position].clone();
+        let path = attribute.path();
+        let marker = format_ident!("{}", METHOD_MARKER, span = path.span());
+        method.attrs[position] = syn::parse_quote_spanned!(attribute.span()=> #[#path(#marker)]);
         let attr = match ToolAttr::from_attribute(&attribute) {
             Ok(attr) => attr,
             Err(e) => {
@@ -292,4 +340,18 @@ pub fn mcp_tools(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let errors = errors.into_compile_errors();
     quote!(#block #generated #errors).into()
+}
+
+/// What `#[mcp_tools]` leaves in place of each method's `#[mcp_tool(...)]`:
+/// `#[mcp_tool(__mcp_tools_method)]`, which expands to the method unchanged. Removing the
+/// attribute instead would leave an imported `mcp_tool` unused (an `unused_imports` warning
+/// in a module whose tools are all methods).
+const METHOD_MARKER: &str = "__mcp_tools_method";
+
+fn is_method_marker(attr: &TokenStream) -> bool {
+    let mut tokens = attr.clone().into_iter();
+    matches!(
+        (tokens.next(), tokens.next()),
+        (Some(proc_macro::TokenTree::Ident(ident)), None) if ident.to_string() == METHOD_MARKER
+    )
 }

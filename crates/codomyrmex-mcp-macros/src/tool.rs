@@ -8,7 +8,7 @@ use syn::{
     PathArguments, ReturnType, Signature, Type,
 };
 
-use crate::attr::{ArgAttr, ToolAttr};
+use crate::attr::{ArgAttr, Bound, Keyword, ToolAttr};
 
 /// Collects errors so that one expansion reports every problem at once.
 #[derive(Default)]
@@ -59,6 +59,8 @@ pub(crate) struct Arg {
     pub ty: Type,
     pub description: Option<String>,
     pub default: Option<Expr>,
+    /// Validation keywords added to the argument's schema.
+    pub keywords: Vec<Keyword>,
 }
 
 /// The declared return type.
@@ -179,6 +181,7 @@ pub(crate) fn analyse(
                     ty: (*pt.ty).clone(),
                     description,
                     default: param_attrs.arg.default,
+                    keywords: param_attrs.arg.keywords,
                 })));
             }
         }
@@ -504,6 +507,7 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
                 // Spanned at the type, so that a missing `Deserialize` or `JsonSchema` is
                 // reported on the parameter.
                 let schema_fn = quote_spanned!(span=> <#ty as #p::ToolParam>::schema);
+                let schema_fn = with_keywords(schema_fn, &arg.keywords, &p);
                 let read_fn = quote_spanned!(span=> <#ty as #p::ToolParam>::read);
                 match &arg.default {
                     None => {
@@ -588,6 +592,37 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
     } else {
         quote!()
     };
+    // `deny_unknown_arguments`: the schema says `additionalProperties: false`, and the handler
+    // refuses what is left after reading the arguments (the registry validates first; this
+    // holds when the handler is called directly).
+    let deny_unknown = tool.attr.deny_unknown_arguments.unwrap_or(false);
+    let input_schema = if deny_unknown {
+        quote! {{
+            let mut __mcp_input = __mcp_schema.finish();
+            if let #p::Some(__mcp_object) = __mcp_input.as_object_mut() {
+                __mcp_object.insert(
+                    #p::Into::into("additionalProperties"),
+                    #p::serde_json::Value::Bool(false),
+                );
+            }
+            __mcp_input
+        }}
+    } else {
+        quote!(__mcp_schema.finish())
+    };
+    let refuse_unknown = if deny_unknown {
+        quote! {
+            if !__mcp_args.is_empty() {
+                let __mcp_unknown: #p::Vec<&str> = __mcp_args.keys().map(|k| k.as_str()).collect();
+                return #p::ToolOutput::failure(#krate::McpErrorDetail::new(
+                    "ValidationError",
+                    ::std::format!("Unknown arguments: {}", __mcp_unknown.join(", ")),
+                ));
+            }
+        }
+    } else {
+        quote!()
+    };
     let args_binding = if arg_index > 0 {
         quote!(mut __mcp_args)
     } else {
@@ -635,6 +670,7 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
                 #prelude
                 #p::Box::pin(async move {
                     #(#reads)*
+                    #refuse_unknown
                     let __mcp_ret = #callee(#(#call_args),*) #await_;
                     #convert
                 })
@@ -655,10 +691,44 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
                 deprecated_in: #deprecated_in,
                 timeout_ms: #timeout_ms,
             },
-            __mcp_schema.finish(),
+            #input_schema,
             __mcp_output,
             __mcp_handler,
         )
+    }}
+}
+
+/// `schema_fn` (a `fn(&mut SchemaGenerator) -> Schema`), adding `keywords` to the schema it
+/// returns.
+fn with_keywords(schema_fn: TokenStream, keywords: &[Keyword], p: &TokenStream) -> TokenStream {
+    if keywords.is_empty() {
+        return schema_fn;
+    }
+    let inserts = keywords.iter().map(|k| {
+        let name = k.name;
+        let value = match k.value {
+            Bound::Int(v) => match u64::try_from(v) {
+                Ok(v) => quote!(#v),
+                // The attribute parser keeps integers within i64::MIN..=u64::MAX.
+                Err(_) => {
+                    let v = i64::try_from(v).unwrap_or(i64::MIN);
+                    quote!(#v)
+                }
+            },
+            Bound::Float(v) => quote!(#v),
+        };
+        quote! {
+            __mcp_param.insert(#p::Into::into(#name), #p::serde_json::Value::from(#value));
+        }
+    });
+    quote! {{
+        let __mcp_schema_fn: fn(&mut #p::schemars::SchemaGenerator) -> #p::schemars::Schema =
+            |__mcp_generator| {
+                let mut __mcp_param = #schema_fn(__mcp_generator);
+                #(#inserts)*
+                __mcp_param
+            };
+        __mcp_schema_fn
     }}
 }
 

@@ -288,3 +288,40 @@ fn methods_and_functions_share_a_registry() {
         .unwrap();
     assert_eq!(registry.len(), EVERY_TOOL.len() + 4);
 }
+
+/// A module whose tools are all methods, importing `mcp_tool` as the documentation says: the
+/// import must count as used (`#[mcp_tools]` keeps each method's attribute as an inert marker
+/// instead of removing it, so rustc resolves the path).
+#[deny(unused_imports)]
+mod methods_only {
+    use codomyrmex_mcp::{mcp_tool, mcp_tools};
+
+    pub struct Only;
+
+    #[mcp_tools]
+    impl Only {
+        #[mcp_tool(name = "only.one")]
+        fn one(&self) -> u8 {
+            1
+        }
+
+        // The fully qualified path works too.
+        #[codomyrmex_mcp::mcp_tool(name = "only.two")]
+        fn two() -> u8 {
+            2
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_module_of_methods_uses_its_mcp_tool_import() {
+    let registry = McpToolRegistry::new();
+    registry
+        .register_methods(Arc::new(methods_only::Only))
+        .unwrap();
+    assert_eq!(registry.list_tools(), ["only.one", "only.two"]);
+    let one = registry.execute(&call("only.one", json!({}))).await;
+    assert_eq!(data(&one), json!({"result": 1}));
+    let two = registry.execute(&call("only.two", json!({}))).await;
+    assert_eq!(data(&two), json!({"result": 2}));
+}

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use codomyrmex_mcp::{
-    McpErrorDetail, McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration,
-    mcp_tool,
+    McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult, ToolContext, ToolDefinition,
+    ToolOutput, ToolRegistration, mcp_tool,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -349,6 +349,137 @@ fn descriptions_defaults_and_renames() {
             },
         })
     );
+}
+
+/// Validation keywords on parameters, and a tool that refuses unknown arguments.
+#[mcp_tool(name = "constrained", deny_unknown_arguments)]
+fn constrained(
+    #[arg(minimum = 1, maximum = 500)] count: Option<u32>,
+    /// An offset, from a doc comment.
+    #[arg(minimum = -2.5, maximum = 2.5)]
+    offset: f64,
+    #[arg(minimum = -10)] delta: i32,
+    #[arg(min_length = 1, max_length = 64)] name: String,
+    #[arg(min_items = 1, max_items = 3, default = vec![1])] items: Vec<i64>,
+) -> String {
+    format!("{count:?}{offset}{delta}{name}{items:?}")
+}
+
+#[mcp_tool(deny_unknown_arguments = false)]
+fn lenient(n: i32) -> i32 {
+    n
+}
+
+#[mcp_tool(deny_unknown_arguments)]
+fn strict_without_parameters() {}
+
+#[test]
+fn validation_keywords_and_denied_unknown_arguments() {
+    assert_eq!(
+        input(constrained),
+        json!({
+            "type": "object",
+            "properties": {
+                "count": {
+                    "type": ["integer", "null"],
+                    "format": "uint32",
+                    "minimum": 1,
+                    "maximum": 500,
+                },
+                "offset": {
+                    "description": "An offset, from a doc comment.",
+                    "type": "number",
+                    "format": "double",
+                    "minimum": -2.5,
+                    "maximum": 2.5,
+                },
+                "delta": {"type": "integer", "format": "int32", "minimum": -10},
+                "name": {"type": "string", "minLength": 1, "maxLength": 64},
+                "items": {
+                    "type": "array",
+                    "items": {"type": "integer", "format": "int64"},
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "default": [1],
+                },
+            },
+            "required": ["offset", "delta", "name"],
+            "additionalProperties": false,
+        })
+    );
+    assert_eq!(
+        input(lenient),
+        json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "format": "int32"}},
+            "required": ["n"],
+        })
+    );
+    assert_eq!(
+        input(strict_without_parameters),
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_registry_enforces_validation_keywords_and_unknown_arguments() {
+    let registry = McpToolRegistry::new();
+    for tool in [
+        ToolRegistration::of(constrained).unwrap(),
+        ToolRegistration::of(lenient).unwrap(),
+        ToolRegistration::of(strict_without_parameters).unwrap(),
+    ] {
+        registry.register_tool(tool).unwrap();
+    }
+    let run = |name: &'static str, arguments: Value| {
+        let registry = &registry;
+        async move {
+            let Value::Object(arguments) = arguments else {
+                unreachable!()
+            };
+            registry.execute(&McpToolCall::new(name, arguments)).await
+        }
+    };
+    let ok = run(
+        "constrained",
+        json!({"offset": 1.5, "delta": -10, "name": "x"}),
+    )
+    .await;
+    assert_eq!(ok.status(), "success", "{ok:?}");
+    assert_eq!(ok.data().unwrap()["result"], "None1.5-10x[1]");
+    for bad in [
+        json!({"offset": 0, "delta": 0, "name": "x", "count": 0}),
+        json!({"offset": 0, "delta": 0, "name": "x", "count": 501}),
+        json!({"offset": 3, "delta": 0, "name": "x"}),
+        json!({"offset": 0, "delta": -11, "name": "x"}),
+        json!({"offset": 0, "delta": 0, "name": ""}),
+        json!({"offset": 0, "delta": 0, "name": "x", "items": []}),
+        json!({"offset": 0, "delta": 0, "name": "x", "items": [1, 2, 3, 4]}),
+        json!({"offset": 0, "delta": 0, "name": "x", "bogus": true}),
+    ] {
+        let result = run("constrained", bad.clone()).await;
+        let error = result.error().unwrap_or_else(|| panic!("{bad} passed"));
+        assert_eq!(error.error_type, "ValidationError", "{bad}");
+    }
+    let refused = run("strict_without_parameters", json!({"bogus": 1})).await;
+    assert_eq!(refused.error().unwrap().error_type, "ValidationError");
+    // Without the flag, unknown arguments are ignored.
+    let ignored = run("lenient", json!({"n": 4, "bogus": 1})).await;
+    assert_eq!(ignored.data().unwrap()["result"], 4);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_handler_itself_refuses_unknown_arguments() {
+    let handler = ToolRegistration::of(constrained).unwrap().handler;
+    let Value::Object(arguments) =
+        json!({"offset": 0, "delta": 0, "name": "x", "bogus": 1, "other": 2})
+    else {
+        unreachable!()
+    };
+    let output = handler.call(arguments, ToolContext::detached()).await;
+    let error = output.result.error().unwrap();
+    assert_eq!(error.error_type, "ValidationError");
+    assert_eq!(error.error_message, "Unknown arguments: bogus, other");
 }
 
 #[mcp_tool]

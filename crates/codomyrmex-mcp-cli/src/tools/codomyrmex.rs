@@ -2,70 +2,101 @@
 
 use std::sync::{Arc, Weak};
 
-use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry};
+use codomyrmex_mcp::{McpToolRegistry, mcp_tool, mcp_tools};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{ToolError, ToolSpec, add};
+use super::ToolError;
 
-const LIST: ToolSpec = ToolSpec::read_only(
-    "codomyrmex.list_registered_tools",
-    "List registered tools",
-    "Lists the invocation names of every tool this server provides, sorted.",
-);
-const SCHEMA: ToolSpec = ToolSpec::read_only(
-    "codomyrmex.get_tool_schema",
-    "Get a tool's schema",
-    "Returns the MCP definition of one tool: its description, input and output schemas and \
-     annotations.",
-);
-
-/// Registers the `codomyrmex` tools. They hold the registry weakly.
-pub fn register(registry: &Arc<McpToolRegistry>) -> Result<(), McpRegistrationError> {
-    let weak = Arc::downgrade(registry);
-    add(registry, LIST, move |a| {
-        list_registered_tools(weak.clone(), a)
-    })?;
-    let weak = Arc::downgrade(registry);
-    add(registry, SCHEMA, move |a| get_tool_schema(weak.clone(), a))?;
-    Ok(())
+/// The `codomyrmex` tools. They hold the registry weakly (it holds them).
+pub struct CodomyrmexTools {
+    registry: Weak<McpToolRegistry>,
 }
 
-/// Arguments of `codomyrmex.list_registered_tools` (none).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListArgs {}
+impl CodomyrmexTools {
+    /// The tools about `registry`.
+    pub fn new(registry: &Arc<McpToolRegistry>) -> Self {
+        Self {
+            registry: Arc::downgrade(registry),
+        }
+    }
+
+    fn registry(&self) -> Result<Arc<McpToolRegistry>, ToolError> {
+        self.registry
+            .upgrade()
+            .ok_or_else(|| ToolError::new(super::kinds::INTERNAL, "the registry is gone"))
+    }
+}
+
+#[mcp_tools]
+impl CodomyrmexTools {
+    #[mcp_tool(
+        name = "codomyrmex.list_registered_tools",
+        title = "List registered tools",
+        description = "Lists the invocation names of every tool this server provides, sorted.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "codomyrmex",
+        deny_unknown_arguments
+    )]
+    async fn list_registered_tools(&self) -> Result<ListOutput, ToolError> {
+        Ok(ListOutput {
+            tools: self.registry()?.list_tools(),
+        })
+    }
+
+    #[mcp_tool(
+        name = "codomyrmex.get_tool_schema",
+        title = "Get a tool's schema",
+        description = "Returns the MCP definition of one tool: its description, input and \
+                       output schemas and annotations.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "codomyrmex",
+        deny_unknown_arguments
+    )]
+    async fn get_tool_schema(
+        &self,
+        /// The tool's invocation name, e.g. `file_system.read`.
+        tool_name: String,
+    ) -> Result<SchemaOutput, ToolError> {
+        let def = self.registry()?.get(&tool_name).ok_or_else(|| {
+            ToolError::new(
+                "ToolNotFound",
+                format!(
+                    "Unknown tool: {}",
+                    tool_name.chars().take(128).collect::<String>()
+                ),
+            )
+        })?;
+        let object = |v: Value| match v {
+            Value::Object(m) => Some(m),
+            _ => None,
+        };
+        let annotations = serde_json::to_value(&def.annotations)
+            .ok()
+            .and_then(object)
+            .filter(|m| !m.is_empty());
+        Ok(SchemaOutput {
+            name: def.name,
+            title: def.title,
+            description: def.description,
+            input_schema: object(def.input_schema).unwrap_or_default(),
+            output_schema: def.output_schema.and_then(object),
+            annotations,
+            meta: def.meta,
+        })
+    }
+}
 
 /// Result of `codomyrmex.list_registered_tools`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ListOutput {
     /// Invocation names, sorted.
     pub tools: Vec<String>,
-}
-
-fn upgrade(registry: &Weak<McpToolRegistry>) -> Result<Arc<McpToolRegistry>, ToolError> {
-    registry
-        .upgrade()
-        .ok_or_else(|| ToolError::new(super::kinds::INTERNAL, "the registry is gone"))
-}
-
-/// `codomyrmex.list_registered_tools`.
-pub async fn list_registered_tools(
-    registry: Weak<McpToolRegistry>,
-    _: ListArgs,
-) -> Result<ListOutput, ToolError> {
-    Ok(ListOutput {
-        tools: upgrade(&registry)?.list_tools(),
-    })
-}
-
-/// Arguments of `codomyrmex.get_tool_schema`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SchemaArgs {
-    /// The tool's invocation name, e.g. `file_system.read`.
-    pub tool_name: String,
 }
 
 /// Result of `codomyrmex.get_tool_schema`: an MCP `Tool` object.
@@ -91,39 +122,6 @@ pub struct SchemaOutput {
     /// Extra metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
-}
-
-/// `codomyrmex.get_tool_schema`.
-pub async fn get_tool_schema(
-    registry: Weak<McpToolRegistry>,
-    args: SchemaArgs,
-) -> Result<SchemaOutput, ToolError> {
-    let def = upgrade(&registry)?.get(&args.tool_name).ok_or_else(|| {
-        ToolError::new(
-            "ToolNotFound",
-            format!(
-                "Unknown tool: {}",
-                args.tool_name.chars().take(128).collect::<String>()
-            ),
-        )
-    })?;
-    let object = |v: Value| match v {
-        Value::Object(m) => Some(m),
-        _ => None,
-    };
-    let annotations = serde_json::to_value(&def.annotations)
-        .ok()
-        .and_then(object)
-        .filter(|m| !m.is_empty());
-    Ok(SchemaOutput {
-        name: def.name,
-        title: def.title,
-        description: def.description,
-        input_schema: object(def.input_schema).unwrap_or_default(),
-        output_schema: def.output_schema.and_then(object),
-        annotations,
-        meta: def.meta,
-    })
 }
 
 #[cfg(test)]

@@ -8,14 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
-use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry};
+use codomyrmex_mcp::{mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::sandbox::shorten;
-use super::{Cancel, ToolError, ToolSpec, Workspace, add, blocking, kinds};
-use crate::config::Profile;
+use super::{Cancel, ToolError, Workspace, blocking, kinds};
 
 /// How many bytes are examined to decide whether a file is binary.
 const SNIFF_BYTES: usize = 8192;
@@ -23,104 +22,543 @@ const SNIFF_BYTES: usize = 8192;
 const MAX_MATCH_LINE_CHARS: usize = 500;
 
 // ---------------------------------------------------------------------------------------------
-// Registration
+// The tools
 // ---------------------------------------------------------------------------------------------
 
-const READ: ToolSpec = ToolSpec::read_only(
-    "file_system.read",
-    "Read a file",
-    "Reads a file under the root: all of it, a line range (start_line/end_line, 1-based, \
-     inclusive) or a byte range (offset). Output is capped (max_bytes, at most the server's \
-     limit); `truncated` and `next_line`/`next_offset` say how to continue. Binary files are \
-     detected and returned only with encoding \"base64\".",
-);
-const LIST: ToolSpec = ToolSpec::read_only(
-    "file_system.list_directory",
-    "List a directory",
-    "Lists a directory under the root, optionally recursively (max_depth), up to max_entries \
-     entries. Respects .gitignore and skips hidden files unless told otherwise. Paths are \
-     relative to the root.",
-);
-const SEARCH: ToolSpec = ToolSpec::read_only(
-    "file_system.search",
-    "Search file contents",
-    "Searches file contents under the root for a regular expression (Rust regex syntax, or a \
-     fixed string), like ripgrep: respects .gitignore, skips hidden and binary files. Returns \
-     matching lines with their paths and line numbers.",
-);
-const CHECKSUM: ToolSpec = ToolSpec::read_only(
-    "file_system.checksum",
-    "Checksum a file",
-    "Computes the SHA-256 digest of a file under the root (lowercase hex).",
-);
-const STAT: ToolSpec = ToolSpec::read_only(
-    "file_system.stat",
-    "File metadata",
-    "Returns the metadata of a file or directory under the root: kind, size, modification \
-     time, permissions and whether the path is a symlink.",
-);
-const WRITE: ToolSpec = ToolSpec::writes(
-    "file_system.write",
-    "Write a file",
-    "Writes a file under the root: overwrite (default), create (fails if it exists) or \
-     append. Parent directories are created with create_parents.",
-    true,
-    false,
-);
-const EDIT: ToolSpec = ToolSpec::writes(
-    "file_system.edit",
-    "Edit a file",
-    "Replaces an exact string in a text file under the root. old_string must occur exactly \
-     once unless replace_all is true; include enough context to make it unique.",
-    true,
-    false,
-);
-const MAKE_DIRECTORY: ToolSpec = ToolSpec::writes(
-    "file_system.make_directory",
-    "Make a directory",
-    "Creates a directory under the root (with its parents unless parents is false). An \
-     existing directory is not an error.",
-    false,
-    true,
-);
-const MOVE: ToolSpec = ToolSpec::writes(
-    "file_system.move",
-    "Move or rename",
-    "Moves or renames a file or directory within the root. The destination must not exist \
-     unless overwrite is true (files only).",
-    true,
-    false,
-);
+/// The `file_system` tools of every profile: reading, listing, searching, checksums and
+/// metadata.
+pub struct FileSystemTools {
+    ws: Workspace,
+}
 
-/// Registers the `file_system` tools of `profile`.
-pub fn register(
-    registry: &McpToolRegistry,
-    ws: &Workspace,
-    profile: Profile,
-) -> Result<(), McpRegistrationError> {
-    let w = ws.clone();
-    add(registry, READ, move |a| read(w.clone(), a))?;
-    let w = ws.clone();
-    add(registry, LIST, move |a| list_directory(w.clone(), a))?;
-    let w = ws.clone();
-    add(registry, SEARCH, move |a| search(w.clone(), a))?;
-    let w = ws.clone();
-    add(registry, CHECKSUM, move |a| checksum(w.clone(), a))?;
-    let w = ws.clone();
-    add(registry, STAT, move |a| stat(w.clone(), a))?;
-    if profile == Profile::Full {
-        let w = ws.clone();
-        add(registry, WRITE, move |a| write(w.clone(), a))?;
-        let w = ws.clone();
-        add(registry, EDIT, move |a| edit(w.clone(), a))?;
-        let w = ws.clone();
-        add(registry, MAKE_DIRECTORY, move |a| {
-            make_directory(w.clone(), a)
-        })?;
-        let w = ws.clone();
-        add(registry, MOVE, move |a| move_entry(w.clone(), a))?;
+impl FileSystemTools {
+    /// The tools over `ws`.
+    pub fn new(ws: Workspace) -> Self {
+        Self { ws }
     }
-    Ok(())
+}
+
+#[mcp_tools]
+impl FileSystemTools {
+    #[mcp_tool(
+        name = "file_system.read",
+        title = "Read a file",
+        description = "Reads a file under the root: all of it, a line range (start_line/end_line, \
+                       1-based, inclusive) or a byte range (offset). Output is capped (max_bytes, \
+                       at most the server's limit); `truncated` and `next_line`/`next_offset` say \
+                       how to continue. Binary files are detected and returned only with \
+                       encoding \"base64\".",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn read(
+        &self,
+        /// The file, relative to the root.
+        path: String,
+        /// The first line to return (1-based). Selects a line range.
+        #[arg(minimum = 1)]
+        start_line: Option<u64>,
+        /// The last line to return (1-based, inclusive). Selects a line range.
+        #[arg(minimum = 1)]
+        end_line: Option<u64>,
+        /// The byte offset to start at (not with a line range).
+        offset: Option<u64>,
+        /// The most bytes to return; the server's limit applies too.
+        #[arg(minimum = 1)]
+        max_bytes: Option<u64>,
+        /// `text` (default) or `base64`.
+        encoding: Option<ReadEncoding>,
+    ) -> Result<ReadOutput, ToolError> {
+        let ws = self.ws.clone();
+        let args = ReadArgs {
+            path,
+            start_line,
+            end_line,
+            offset,
+            max_bytes,
+            encoding,
+        };
+        blocking(move |cancel| read_sync(&ws, &args, cancel)).await
+    }
+
+    #[mcp_tool(
+        name = "file_system.list_directory",
+        title = "List a directory",
+        description = "Lists a directory under the root, optionally recursively (max_depth), up \
+                       to max_entries entries. Respects .gitignore and skips hidden files unless \
+                       told otherwise. Paths are relative to the root.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn list_directory(
+        &self,
+        /// The directory, relative to the root; default the root.
+        path: Option<String>,
+        /// List the whole tree below the directory.
+        recursive: Option<bool>,
+        /// With recursive: how many levels to descend (1 lists the directory itself).
+        #[arg(minimum = 1)]
+        max_depth: Option<u32>,
+        /// The most entries to return; the server's limit applies too.
+        #[arg(minimum = 1)]
+        max_entries: Option<u32>,
+        /// Include hidden files (names starting with a dot). Default false.
+        include_hidden: Option<bool>,
+        /// Skip what .gitignore, .ignore and .git/info/exclude exclude, and .git itself. Default
+        /// true.
+        respect_gitignore: Option<bool>,
+    ) -> Result<ListOutput, ToolError> {
+        let ws = self.ws.clone();
+        let args = ListArgs {
+            path,
+            recursive,
+            max_depth,
+            max_entries,
+            include_hidden,
+            respect_gitignore,
+        };
+        blocking(move |cancel| list_sync(&ws, &args, cancel)).await
+    }
+
+    #[mcp_tool(
+        name = "file_system.search",
+        title = "Search file contents",
+        description = "Searches file contents under the root for a regular expression (Rust \
+                       regex syntax, or a fixed string), like ripgrep: respects .gitignore, skips \
+                       hidden and binary files. Returns matching lines with their paths and line \
+                       numbers.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    #[allow(clippy::too_many_arguments)]
+    async fn search(
+        &self,
+        /// The regular expression (Rust regex syntax), or a literal with fixed_strings.
+        #[arg(min_length = 1)]
+        pattern: String,
+        /// A directory or file to search, relative to the root; default the root.
+        path: Option<String>,
+        /// Only search files matching these globs, e.g. ["*.rs", "!target/**"].
+        globs: Option<Vec<String>>,
+        /// Match case-insensitively. Default false.
+        case_insensitive: Option<bool>,
+        /// Treat the pattern as a literal string. Default false.
+        fixed_strings: Option<bool>,
+        /// The most matching lines to return; the server's limit applies too.
+        #[arg(minimum = 1)]
+        max_matches: Option<u32>,
+        /// Search hidden files too. Default false.
+        include_hidden: Option<bool>,
+        /// Skip what .gitignore excludes. Default true.
+        respect_gitignore: Option<bool>,
+    ) -> Result<SearchOutput, ToolError> {
+        let ws = self.ws.clone();
+        let args = SearchArgs {
+            pattern,
+            path,
+            globs,
+            case_insensitive,
+            fixed_strings,
+            max_matches,
+            include_hidden,
+            respect_gitignore,
+        };
+        blocking(move |cancel| search_sync(&ws, &args, cancel)).await
+    }
+
+    #[mcp_tool(
+        name = "file_system.checksum",
+        title = "Checksum a file",
+        description = "Computes the SHA-256 digest of a file under the root (lowercase hex).",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn checksum(
+        &self,
+        /// The file, relative to the root.
+        path: String,
+        /// The algorithm; only `sha256`.
+        algorithm: Option<ChecksumAlgorithm>,
+    ) -> Result<ChecksumOutput, ToolError> {
+        let ws = self.ws.clone();
+        blocking(move |cancel| {
+            let (path, mut file, _) = open_regular(&ws, &path)?;
+            let shown = ws.sandbox().relative(&path);
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut size = 0u64;
+            loop {
+                if cancel.is_cancelled() {
+                    return Err(ToolError::new(kinds::IO_ERROR, "cancelled"));
+                }
+                let n = match file.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(ToolError::io(&e, &shown)),
+                };
+                hasher.update(&buf[..n]);
+                size += n as u64;
+            }
+            let digest = hasher
+                .finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Ok(ChecksumOutput {
+                path: shown,
+                algorithm: algorithm.unwrap_or_default(),
+                digest,
+                size,
+            })
+        })
+        .await
+    }
+
+    #[mcp_tool(
+        name = "file_system.stat",
+        title = "File metadata",
+        description = "Returns the metadata of a file or directory under the root: kind, size, \
+                       modification time, permissions and whether the path is a symlink.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn stat(
+        &self,
+        /// The file or directory, relative to the root.
+        path: String,
+    ) -> Result<StatOutput, ToolError> {
+        let ws = self.ws.clone();
+        blocking(move |_| {
+            let raw = path;
+            let path = ws.sandbox().resolve(&raw)?;
+            let shown = ws.sandbox().relative(&path);
+            let meta = fs::metadata(&path).map_err(io_err(&shown))?;
+            let unix = |t: io::Result<std::time::SystemTime>| {
+                t.ok()
+                    .map(|t| match t.duration_since(std::time::UNIX_EPOCH) {
+                        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+                        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+                    })
+            };
+            #[cfg(unix)]
+            let mode = {
+                use std::os::unix::fs::PermissionsExt;
+                Some(format!("{:o}", meta.permissions().mode() & 0o7777))
+            };
+            #[cfg(not(unix))]
+            let mode = None;
+            Ok(StatOutput {
+                path: shown,
+                kind: EntryKind::of(meta.file_type()),
+                size: meta.len(),
+                modified_unix: unix(meta.modified()),
+                created_unix: unix(meta.created()),
+                readonly: meta.permissions().readonly(),
+                mode,
+                is_symlink: ws.sandbox().is_symlink(&raw),
+            })
+        })
+        .await
+    }
+}
+
+/// The `file_system` tools of the full profile: writing, editing, making directories and
+/// moving.
+pub struct FileSystemWriteTools {
+    ws: Workspace,
+}
+
+impl FileSystemWriteTools {
+    /// The tools over `ws`.
+    pub fn new(ws: Workspace) -> Self {
+        Self { ws }
+    }
+}
+
+#[mcp_tools]
+impl FileSystemWriteTools {
+    #[mcp_tool(
+        name = "file_system.write",
+        title = "Write a file",
+        description = "Writes a file under the root: overwrite (default), create (fails if it \
+                       exists) or append. Parent directories are created with create_parents.",
+        read_only = false,
+        destructive,
+        idempotent = false,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn write(
+        &self,
+        /// The file, relative to the root.
+        path: String,
+        /// The content.
+        content: String,
+        /// `text` (default) or `base64` (content is base64-encoded bytes).
+        encoding: Option<ReadEncoding>,
+        /// `overwrite` (default), `create` or `append`.
+        mode: Option<WriteMode>,
+        /// Create missing parent directories. Default false.
+        create_parents: Option<bool>,
+    ) -> Result<WriteOutput, ToolError> {
+        let ws = self.ws.clone();
+        blocking(move |_| {
+            let bytes = match encoding.unwrap_or_default() {
+                ReadEncoding::Text => content.into_bytes(),
+                ReadEncoding::Base64 => base64::engine::general_purpose::STANDARD
+                    .decode(content.as_bytes())
+                    .map_err(|e| ToolError::invalid_argument(format!("invalid base64: {e}")))?,
+            };
+            let path = ws.sandbox().resolve_new(&path)?;
+            let shown = ws.sandbox().relative(&path);
+            let existing = fs::metadata(&path).ok();
+            if let Some(m) = &existing {
+                if m.is_dir() {
+                    return Err(ToolError::new(
+                        kinds::IS_A_DIRECTORY,
+                        format!("{shown} is a directory"),
+                    ));
+                }
+                if !m.is_file() {
+                    return Err(ToolError::invalid_argument(format!(
+                        "{shown} is not a regular file"
+                    )));
+                }
+            }
+            if create_parents.unwrap_or(false)
+                && let Some(parent) = path.parent()
+            {
+                fs::create_dir_all(parent).map_err(io_err(&shown))?;
+            }
+            let mut options = fs::OpenOptions::new();
+            match mode.unwrap_or_default() {
+                WriteMode::Overwrite => options.write(true).create(true).truncate(true),
+                WriteMode::Create => options.write(true).create_new(true),
+                WriteMode::Append => options.append(true).create(true),
+            };
+            let mut file = options.open(&path).map_err(io_err(&shown))?;
+            file.write_all(&bytes).map_err(io_err(&shown))?;
+            file.flush().map_err(io_err(&shown))?;
+            Ok(WriteOutput {
+                path: shown,
+                bytes_written: bytes.len() as u64,
+                created: existing.is_none(),
+            })
+        })
+        .await
+    }
+
+    #[mcp_tool(
+        name = "file_system.edit",
+        title = "Edit a file",
+        description = "Replaces an exact string in a text file under the root. old_string must \
+                       occur exactly once unless replace_all is true; include enough context to \
+                       make it unique.",
+        read_only = false,
+        destructive,
+        idempotent = false,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn edit(
+        &self,
+        /// The file, relative to the root.
+        path: String,
+        /// The exact text to replace (whitespace and newlines included).
+        #[arg(min_length = 1)]
+        old_string: String,
+        /// The replacement.
+        new_string: String,
+        /// Replace every occurrence instead of requiring exactly one. Default false.
+        replace_all: Option<bool>,
+    ) -> Result<EditOutput, ToolError> {
+        let ws = self.ws.clone();
+        blocking(move |_| {
+            if old_string.is_empty() {
+                return Err(ToolError::invalid_argument("old_string is empty"));
+            }
+            if old_string == new_string {
+                return Err(ToolError::invalid_argument(
+                    "old_string and new_string are the same",
+                ));
+            }
+            let (path, file, size) = open_regular(&ws, &path)?;
+            let shown = ws.sandbox().relative(&path);
+            if size > ws.limits().max_edit_bytes {
+                return Err(ToolError::new(
+                    kinds::TOO_LARGE,
+                    format!(
+                        "{shown} is {size} bytes; edit handles files up to {} bytes",
+                        ws.limits().max_edit_bytes
+                    ),
+                ));
+            }
+            let mut text = String::new();
+            BufReader::new(file)
+                .read_to_string(&mut text)
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::InvalidData => {
+                        ToolError::invalid_argument(format!("{shown} is not UTF-8 text"))
+                    }
+                    _ => ToolError::io(&e, &shown),
+                })?;
+            let count = text.matches(&old_string).count();
+            if count == 0 {
+                return Err(ToolError::new(
+                    kinds::NO_MATCH,
+                    format!("old_string was not found in {shown}; it must match exactly, whitespace included"),
+                ));
+            }
+            let replace_all = replace_all.unwrap_or(false);
+            if count > 1 && !replace_all {
+                return Err(ToolError::new(
+                    kinds::AMBIGUOUS_MATCH,
+                    format!(
+                        "old_string occurs {count} times in {shown}; add context to make it unique or set replace_all"
+                    ),
+                ));
+            }
+            let new_text = text.replace(&old_string, &new_string);
+            fs::write(&path, new_text.as_bytes()).map_err(io_err(&shown))?;
+            Ok(EditOutput {
+                path: shown,
+                replacements: count as u64,
+                size: new_text.len() as u64,
+            })
+        })
+        .await
+    }
+
+    #[mcp_tool(
+        name = "file_system.make_directory",
+        title = "Make a directory",
+        description = "Creates a directory under the root (with its parents unless parents is \
+                       false). An existing directory is not an error.",
+        read_only = false,
+        destructive = false,
+        idempotent,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn make_directory(
+        &self,
+        /// The directory, relative to the root.
+        path: String,
+        /// Create missing parents too. Default true.
+        parents: Option<bool>,
+    ) -> Result<MakeDirectoryOutput, ToolError> {
+        let ws = self.ws.clone();
+        blocking(move |_| {
+            let path = ws.sandbox().resolve_new(&path)?;
+            let shown = ws.sandbox().relative(&path);
+            match fs::metadata(&path) {
+                Ok(m) if m.is_dir() => {
+                    return Ok(MakeDirectoryOutput {
+                        path: shown,
+                        created: false,
+                    });
+                }
+                Ok(_) => {
+                    return Err(ToolError::new(
+                        kinds::ALREADY_EXISTS,
+                        format!("{shown} exists and is not a directory"),
+                    ));
+                }
+                Err(_) => {}
+            }
+            if parents.unwrap_or(true) {
+                fs::create_dir_all(&path)
+            } else {
+                fs::create_dir(&path)
+            }
+            .map_err(io_err(&shown))?;
+            Ok(MakeDirectoryOutput {
+                path: shown,
+                created: true,
+            })
+        })
+        .await
+    }
+
+    #[mcp_tool(
+        name = "file_system.move",
+        title = "Move or rename",
+        description = "Moves or renames a file or directory within the root. The destination \
+                       must not exist unless overwrite is true (files only).",
+        read_only = false,
+        destructive,
+        idempotent = false,
+        open_world = false,
+        category = "file_system",
+        deny_unknown_arguments
+    )]
+    async fn move_entry(
+        &self,
+        /// What to move, relative to the root. A symlink is moved itself, not its target.
+        source: String,
+        /// The new path, relative to the root (its parent must exist).
+        destination: String,
+        /// Replace an existing destination file. Default false.
+        overwrite: Option<bool>,
+    ) -> Result<MoveOutput, ToolError> {
+        let ws = self.ws.clone();
+        blocking(move |_| {
+            let sb = ws.sandbox();
+            let raw_source = source;
+            let source = sb.resolve_entry(&raw_source, true)?;
+            let destination = sb.resolve_entry(&destination, false)?;
+            if source == sb.root() || destination == sb.root() {
+                return Err(ToolError::access_denied(
+                    "the root itself cannot be moved or replaced",
+                ));
+            }
+            let (src_shown, dst_shown) = (sb.relative(&source), sb.relative(&destination));
+            if destination.starts_with(&source) {
+                return Err(ToolError::invalid_argument(format!(
+                    "cannot move {src_shown} into itself"
+                )));
+            }
+            if let Ok(existing) = fs::symlink_metadata(&destination) {
+                if !overwrite.unwrap_or(false) {
+                    return Err(ToolError::new(
+                        kinds::ALREADY_EXISTS,
+                        format!("{dst_shown} exists; set overwrite to replace it"),
+                    ));
+                }
+                if existing.is_dir() {
+                    return Err(ToolError::new(
+                        kinds::ALREADY_EXISTS,
+                        format!("{dst_shown} is a directory; it is never replaced"),
+                    ));
+                }
+            }
+            fs::rename(&source, &destination).map_err(io_err(&shorten(&raw_source)))?;
+            Ok(MoveOutput {
+                source: src_shown,
+                destination: dst_shown,
+            })
+        })
+        .await
+    }
 }
 
 fn io_err(shown: &str) -> impl Fn(io::Error) -> ToolError + '_ {
@@ -130,6 +568,7 @@ fn io_err(shown: &str) -> impl Fn(io::Error) -> ToolError + '_ {
 /// What a directory entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum EntryKind {
     /// A regular file.
     File,
@@ -162,6 +601,7 @@ impl EntryKind {
 /// How `file_system.read` returns content.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum ReadEncoding {
     /// UTF-8 text; binary files are detected and their bytes not returned.
     #[default]
@@ -170,25 +610,15 @@ pub enum ReadEncoding {
     Base64,
 }
 
-/// Arguments of `file_system.read`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReadArgs {
-    /// The file, relative to the root.
-    pub path: String,
-    /// The first line to return (1-based). Selects a line range.
-    #[schemars(range(min = 1))]
-    pub start_line: Option<u64>,
-    /// The last line to return (1-based, inclusive). Selects a line range.
-    #[schemars(range(min = 1))]
-    pub end_line: Option<u64>,
-    /// The byte offset to start at (not with a line range).
-    pub offset: Option<u64>,
-    /// The most bytes to return; the server's limit applies too.
-    #[schemars(range(min = 1))]
-    pub max_bytes: Option<u64>,
-    /// `text` (default) or `base64`.
-    pub encoding: Option<ReadEncoding>,
+/// The arguments of `file_system.read` (described on the tool's parameters).
+#[derive(Debug)]
+struct ReadArgs {
+    path: String,
+    start_line: Option<u64>,
+    end_line: Option<u64>,
+    offset: Option<u64>,
+    max_bytes: Option<u64>,
+    encoding: Option<ReadEncoding>,
 }
 
 /// Result of `file_system.read`.
@@ -227,11 +657,6 @@ pub struct ReadOutput {
     /// A remark for the caller (binary content withheld, range past the end, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-}
-
-/// `file_system.read`.
-pub async fn read(ws: Workspace, args: ReadArgs) -> Result<ReadOutput, ToolError> {
-    blocking(move |cancel| read_sync(&ws, &args, cancel)).await
 }
 
 /// Opens a regular file inside the root for reading.
@@ -456,29 +881,20 @@ fn read_line_capped(
 // list_directory
 // ---------------------------------------------------------------------------------------------
 
-/// Arguments of `file_system.list_directory`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListArgs {
-    /// The directory, relative to the root; default the root.
-    pub path: Option<String>,
-    /// List the whole tree below the directory.
-    pub recursive: Option<bool>,
-    /// With recursive: how many levels to descend (1 lists the directory itself).
-    #[schemars(range(min = 1))]
-    pub max_depth: Option<u32>,
-    /// The most entries to return; the server's limit applies too.
-    #[schemars(range(min = 1))]
-    pub max_entries: Option<u32>,
-    /// Include hidden files (names starting with a dot). Default false.
-    pub include_hidden: Option<bool>,
-    /// Skip what .gitignore, .ignore and .git/info/exclude exclude, and .git itself. Default
-    /// true.
-    pub respect_gitignore: Option<bool>,
+/// The arguments of `file_system.list_directory` (described on the tool's parameters).
+#[derive(Debug)]
+struct ListArgs {
+    path: Option<String>,
+    recursive: Option<bool>,
+    max_depth: Option<u32>,
+    max_entries: Option<u32>,
+    include_hidden: Option<bool>,
+    respect_gitignore: Option<bool>,
 }
 
 /// One entry of a listing.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct DirEntry {
     /// The entry, relative to the root.
     pub path: String,
@@ -500,11 +916,6 @@ pub struct ListOutput {
     pub truncated: bool,
     /// Entries left out because their names are not valid UTF-8.
     pub skipped_non_utf8: u64,
-}
-
-/// `file_system.list_directory`.
-pub async fn list_directory(ws: Workspace, args: ListArgs) -> Result<ListOutput, ToolError> {
-    blocking(move |cancel| list_sync(&ws, &args, cancel)).await
 }
 
 struct WalkOptions {
@@ -620,32 +1031,22 @@ fn list_sync(ws: &Workspace, args: &ListArgs, cancel: &Cancel) -> Result<ListOut
 // search
 // ---------------------------------------------------------------------------------------------
 
-/// Arguments of `file_system.search`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SearchArgs {
-    /// The regular expression (Rust regex syntax), or a literal with fixed_strings.
-    #[schemars(length(min = 1))]
-    pub pattern: String,
-    /// A directory or file to search, relative to the root; default the root.
-    pub path: Option<String>,
-    /// Only search files matching these globs, e.g. ["*.rs", "!target/**"].
-    pub globs: Option<Vec<String>>,
-    /// Match case-insensitively. Default false.
-    pub case_insensitive: Option<bool>,
-    /// Treat the pattern as a literal string. Default false.
-    pub fixed_strings: Option<bool>,
-    /// The most matching lines to return; the server's limit applies too.
-    #[schemars(range(min = 1))]
-    pub max_matches: Option<u32>,
-    /// Search hidden files too. Default false.
-    pub include_hidden: Option<bool>,
-    /// Skip what .gitignore excludes. Default true.
-    pub respect_gitignore: Option<bool>,
+/// The arguments of `file_system.search` (described on the tool's parameters).
+#[derive(Debug)]
+struct SearchArgs {
+    pattern: String,
+    path: Option<String>,
+    globs: Option<Vec<String>>,
+    case_insensitive: Option<bool>,
+    fixed_strings: Option<bool>,
+    max_matches: Option<u32>,
+    include_hidden: Option<bool>,
+    respect_gitignore: Option<bool>,
 }
 
 /// One matching line.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct SearchMatch {
     /// The file, relative to the root.
     pub path: String,
@@ -668,11 +1069,6 @@ pub struct SearchOutput {
     pub truncated: bool,
     /// Entries left out because their names are not valid UTF-8.
     pub skipped_non_utf8: u64,
-}
-
-/// `file_system.search`.
-pub async fn search(ws: Workspace, args: SearchArgs) -> Result<SearchOutput, ToolError> {
-    blocking(move |cancel| search_sync(&ws, &args, cancel)).await
 }
 
 fn search_sync(
@@ -824,20 +1220,11 @@ fn shorten_line(line: &str) -> String {
 /// Checksum algorithms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum ChecksumAlgorithm {
     /// SHA-256.
     #[default]
     Sha256,
-}
-
-/// Arguments of `file_system.checksum`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ChecksumArgs {
-    /// The file, relative to the root.
-    pub path: String,
-    /// The algorithm; only `sha256`.
-    pub algorithm: Option<ChecksumAlgorithm>,
 }
 
 /// Result of `file_system.checksum`.
@@ -853,53 +1240,9 @@ pub struct ChecksumOutput {
     pub size: u64,
 }
 
-/// `file_system.checksum`.
-pub async fn checksum(ws: Workspace, args: ChecksumArgs) -> Result<ChecksumOutput, ToolError> {
-    blocking(move |cancel| {
-        let (path, mut file, _) = open_regular(&ws, &args.path)?;
-        let shown = ws.sandbox().relative(&path);
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut size = 0u64;
-        loop {
-            if cancel.is_cancelled() {
-                return Err(ToolError::new(kinds::IO_ERROR, "cancelled"));
-            }
-            let n = match file.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(ToolError::io(&e, &shown)),
-            };
-            hasher.update(&buf[..n]);
-            size += n as u64;
-        }
-        let digest = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        Ok(ChecksumOutput {
-            path: shown,
-            algorithm: args.algorithm.unwrap_or_default(),
-            digest,
-            size,
-        })
-    })
-    .await
-}
-
 // ---------------------------------------------------------------------------------------------
 // stat
 // ---------------------------------------------------------------------------------------------
-
-/// Arguments of `file_system.stat`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StatArgs {
-    /// The file or directory, relative to the root.
-    pub path: String,
-}
 
 /// Result of `file_system.stat`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -925,40 +1268,6 @@ pub struct StatOutput {
     pub is_symlink: bool,
 }
 
-/// `file_system.stat`.
-pub async fn stat(ws: Workspace, args: StatArgs) -> Result<StatOutput, ToolError> {
-    blocking(move |_| {
-        let path = ws.sandbox().resolve(&args.path)?;
-        let shown = ws.sandbox().relative(&path);
-        let meta = fs::metadata(&path).map_err(io_err(&shown))?;
-        let unix = |t: io::Result<std::time::SystemTime>| {
-            t.ok()
-                .map(|t| match t.duration_since(std::time::UNIX_EPOCH) {
-                    Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-                    Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
-                })
-        };
-        #[cfg(unix)]
-        let mode = {
-            use std::os::unix::fs::PermissionsExt;
-            Some(format!("{:o}", meta.permissions().mode() & 0o7777))
-        };
-        #[cfg(not(unix))]
-        let mode = None;
-        Ok(StatOutput {
-            path: shown,
-            kind: EntryKind::of(meta.file_type()),
-            size: meta.len(),
-            modified_unix: unix(meta.modified()),
-            created_unix: unix(meta.created()),
-            readonly: meta.permissions().readonly(),
-            mode,
-            is_symlink: ws.sandbox().is_symlink(&args.path),
-        })
-    })
-    .await
-}
-
 // ---------------------------------------------------------------------------------------------
 // write (full profile)
 // ---------------------------------------------------------------------------------------------
@@ -966,6 +1275,7 @@ pub async fn stat(ws: Workspace, args: StatArgs) -> Result<StatOutput, ToolError
 /// How `file_system.write` treats an existing file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline)]
 pub enum WriteMode {
     /// Replace the file's content (default).
     #[default]
@@ -974,22 +1284,6 @@ pub enum WriteMode {
     Create,
     /// Add to the end of the file (created if missing).
     Append,
-}
-
-/// Arguments of `file_system.write`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WriteArgs {
-    /// The file, relative to the root.
-    pub path: String,
-    /// The content.
-    pub content: String,
-    /// `text` (default) or `base64` (content is base64-encoded bytes).
-    pub encoding: Option<ReadEncoding>,
-    /// `overwrite` (default), `create` or `append`.
-    pub mode: Option<WriteMode>,
-    /// Create missing parent directories. Default false.
-    pub create_parents: Option<bool>,
 }
 
 /// Result of `file_system.write`.
@@ -1003,72 +1297,9 @@ pub struct WriteOutput {
     pub created: bool,
 }
 
-/// `file_system.write`.
-pub async fn write(ws: Workspace, args: WriteArgs) -> Result<WriteOutput, ToolError> {
-    blocking(move |_| {
-        let bytes = match args.encoding.unwrap_or_default() {
-            ReadEncoding::Text => args.content.into_bytes(),
-            ReadEncoding::Base64 => base64::engine::general_purpose::STANDARD
-                .decode(args.content.as_bytes())
-                .map_err(|e| ToolError::invalid_argument(format!("invalid base64: {e}")))?,
-        };
-        let path = ws.sandbox().resolve_new(&args.path)?;
-        let shown = ws.sandbox().relative(&path);
-        let existing = fs::metadata(&path).ok();
-        if let Some(m) = &existing {
-            if m.is_dir() {
-                return Err(ToolError::new(
-                    kinds::IS_A_DIRECTORY,
-                    format!("{shown} is a directory"),
-                ));
-            }
-            if !m.is_file() {
-                return Err(ToolError::invalid_argument(format!(
-                    "{shown} is not a regular file"
-                )));
-            }
-        }
-        if args.create_parents.unwrap_or(false)
-            && let Some(parent) = path.parent()
-        {
-            fs::create_dir_all(parent).map_err(io_err(&shown))?;
-        }
-        let mut options = fs::OpenOptions::new();
-        match args.mode.unwrap_or_default() {
-            WriteMode::Overwrite => options.write(true).create(true).truncate(true),
-            WriteMode::Create => options.write(true).create_new(true),
-            WriteMode::Append => options.append(true).create(true),
-        };
-        let mut file = options.open(&path).map_err(io_err(&shown))?;
-        file.write_all(&bytes).map_err(io_err(&shown))?;
-        file.flush().map_err(io_err(&shown))?;
-        Ok(WriteOutput {
-            path: shown,
-            bytes_written: bytes.len() as u64,
-            created: existing.is_none(),
-        })
-    })
-    .await
-}
-
 // ---------------------------------------------------------------------------------------------
 // edit (full profile)
 // ---------------------------------------------------------------------------------------------
-
-/// Arguments of `file_system.edit`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EditArgs {
-    /// The file, relative to the root.
-    pub path: String,
-    /// The exact text to replace (whitespace and newlines included).
-    #[schemars(length(min = 1))]
-    pub old_string: String,
-    /// The replacement.
-    pub new_string: String,
-    /// Replace every occurrence instead of requiring exactly one. Default false.
-    pub replace_all: Option<bool>,
-}
 
 /// Result of `file_system.edit`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -1081,77 +1312,9 @@ pub struct EditOutput {
     pub size: u64,
 }
 
-/// `file_system.edit`.
-pub async fn edit(ws: Workspace, args: EditArgs) -> Result<EditOutput, ToolError> {
-    blocking(move |_| {
-        if args.old_string.is_empty() {
-            return Err(ToolError::invalid_argument("old_string is empty"));
-        }
-        if args.old_string == args.new_string {
-            return Err(ToolError::invalid_argument(
-                "old_string and new_string are the same",
-            ));
-        }
-        let (path, file, size) = open_regular(&ws, &args.path)?;
-        let shown = ws.sandbox().relative(&path);
-        if size > ws.limits().max_edit_bytes {
-            return Err(ToolError::new(
-                kinds::TOO_LARGE,
-                format!(
-                    "{shown} is {size} bytes; edit handles files up to {} bytes",
-                    ws.limits().max_edit_bytes
-                ),
-            ));
-        }
-        let mut text = String::new();
-        BufReader::new(file)
-            .read_to_string(&mut text)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::InvalidData => {
-                    ToolError::invalid_argument(format!("{shown} is not UTF-8 text"))
-                }
-                _ => ToolError::io(&e, &shown),
-            })?;
-        let count = text.matches(&args.old_string).count();
-        if count == 0 {
-            return Err(ToolError::new(
-                kinds::NO_MATCH,
-                format!("old_string was not found in {shown}; it must match exactly, whitespace included"),
-            ));
-        }
-        let replace_all = args.replace_all.unwrap_or(false);
-        if count > 1 && !replace_all {
-            return Err(ToolError::new(
-                kinds::AMBIGUOUS_MATCH,
-                format!(
-                    "old_string occurs {count} times in {shown}; add context to make it unique or set replace_all"
-                ),
-            ));
-        }
-        let new_text = text.replace(&args.old_string, &args.new_string);
-        fs::write(&path, new_text.as_bytes()).map_err(io_err(&shown))?;
-        Ok(EditOutput {
-            path: shown,
-            replacements: count as u64,
-            size: new_text.len() as u64,
-        })
-    })
-    .await
-}
-
 // ---------------------------------------------------------------------------------------------
 // make_directory (full profile)
 // ---------------------------------------------------------------------------------------------
-
-/// Arguments of `file_system.make_directory`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MakeDirectoryArgs {
-    /// The directory, relative to the root.
-    pub path: String,
-    /// Create missing parents too. Default true.
-    pub parents: Option<bool>,
-}
 
 /// Result of `file_system.make_directory`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -1162,58 +1325,9 @@ pub struct MakeDirectoryOutput {
     pub created: bool,
 }
 
-/// `file_system.make_directory`.
-pub async fn make_directory(
-    ws: Workspace,
-    args: MakeDirectoryArgs,
-) -> Result<MakeDirectoryOutput, ToolError> {
-    blocking(move |_| {
-        let path = ws.sandbox().resolve_new(&args.path)?;
-        let shown = ws.sandbox().relative(&path);
-        match fs::metadata(&path) {
-            Ok(m) if m.is_dir() => {
-                return Ok(MakeDirectoryOutput {
-                    path: shown,
-                    created: false,
-                });
-            }
-            Ok(_) => {
-                return Err(ToolError::new(
-                    kinds::ALREADY_EXISTS,
-                    format!("{shown} exists and is not a directory"),
-                ));
-            }
-            Err(_) => {}
-        }
-        if args.parents.unwrap_or(true) {
-            fs::create_dir_all(&path)
-        } else {
-            fs::create_dir(&path)
-        }
-        .map_err(io_err(&shown))?;
-        Ok(MakeDirectoryOutput {
-            path: shown,
-            created: true,
-        })
-    })
-    .await
-}
-
 // ---------------------------------------------------------------------------------------------
 // move (full profile)
 // ---------------------------------------------------------------------------------------------
-
-/// Arguments of `file_system.move`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MoveArgs {
-    /// What to move, relative to the root. A symlink is moved itself, not its target.
-    pub source: String,
-    /// The new path, relative to the root (its parent must exist).
-    pub destination: String,
-    /// Replace an existing destination file. Default false.
-    pub overwrite: Option<bool>,
-}
 
 /// Result of `file_system.move`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -1224,52 +1338,13 @@ pub struct MoveOutput {
     pub destination: String,
 }
 
-/// `file_system.move`.
-pub async fn move_entry(ws: Workspace, args: MoveArgs) -> Result<MoveOutput, ToolError> {
-    blocking(move |_| {
-        let sb = ws.sandbox();
-        let source = sb.resolve_entry(&args.source, true)?;
-        let destination = sb.resolve_entry(&args.destination, false)?;
-        if source == sb.root() || destination == sb.root() {
-            return Err(ToolError::access_denied(
-                "the root itself cannot be moved or replaced",
-            ));
-        }
-        let (src_shown, dst_shown) = (sb.relative(&source), sb.relative(&destination));
-        if destination.starts_with(&source) {
-            return Err(ToolError::invalid_argument(format!(
-                "cannot move {src_shown} into itself"
-            )));
-        }
-        if let Ok(existing) = fs::symlink_metadata(&destination) {
-            if !args.overwrite.unwrap_or(false) {
-                return Err(ToolError::new(
-                    kinds::ALREADY_EXISTS,
-                    format!("{dst_shown} exists; set overwrite to replace it"),
-                ));
-            }
-            if existing.is_dir() {
-                return Err(ToolError::new(
-                    kinds::ALREADY_EXISTS,
-                    format!("{dst_shown} is a directory; it is never replaced"),
-                ));
-            }
-        }
-        fs::rename(&source, &destination).map_err(io_err(&shorten(&args.source)))?;
-        Ok(MoveOutput {
-            source: src_shown,
-            destination: dst_shown,
-        })
-    })
-    .await
-}
-
 #[cfg(test)]
 mod tests {
+    use codomyrmex_mcp::McpToolRegistry;
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::config::Limits;
+    use crate::config::{Limits, Profile};
     use crate::tools::test_support::*;
 
     async fn ok(registry: &McpToolRegistry, name: &str, args: Value) -> Value {

@@ -8,50 +8,213 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry};
+use codomyrmex_mcp::{mcp_tool, mcp_tools};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::process::{capture, scrub_env};
-use super::{ToolError, ToolSpec, Workspace, add, kinds};
+use super::{ToolError, Workspace, kinds};
 
-const STATUS: ToolSpec = ToolSpec::read_only(
-    "git.status",
-    "git status",
-    "Shows the branch and the changed, staged and untracked files of the git repository the \
-     root is in (limited to the root, or to path).",
-);
-const DIFF: ToolSpec = ToolSpec::read_only(
-    "git.diff",
-    "git diff",
-    "Shows changes as a unified diff: the working tree against the index (default), the \
-     index against HEAD (staged), or against a revision (base). Paths are relative to the \
-     root.",
-);
-const LOG: ToolSpec = ToolSpec::read_only(
-    "git.log",
-    "git log",
-    "Lists commits (hash, author, date, subject), newest first, optionally only those \
-     touching path.",
-);
-const SHOW: ToolSpec = ToolSpec::read_only(
-    "git.show",
-    "git show",
-    "Shows a commit (message and diff, or only stats), or with path the content of a file \
-     at that revision.",
-);
+/// The `git` tools, over a workspace.
+pub struct GitTools {
+    ws: Workspace,
+}
 
-/// Registers the `git` tools.
-pub fn register(registry: &McpToolRegistry, ws: &Workspace) -> Result<(), McpRegistrationError> {
-    let w = ws.clone();
-    add(registry, STATUS, move |a| status(w.clone(), a))?;
-    let w = ws.clone();
-    add(registry, DIFF, move |a| diff(w.clone(), a))?;
-    let w = ws.clone();
-    add(registry, LOG, move |a| log(w.clone(), a))?;
-    let w = ws.clone();
-    add(registry, SHOW, move |a| show(w.clone(), a))?;
-    Ok(())
+impl GitTools {
+    /// The tools over `ws`.
+    pub fn new(ws: Workspace) -> Self {
+        Self { ws }
+    }
+}
+
+#[mcp_tools]
+impl GitTools {
+    #[mcp_tool(
+        name = "git.status",
+        title = "git status",
+        description = "Shows the branch and the changed, staged and untracked files of the git \
+                       repository the root is in (limited to the root, or to path).",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "git",
+        deny_unknown_arguments
+    )]
+    async fn status(
+        &self,
+        /// Limit to this file or directory, relative to the root.
+        path: Option<String>,
+    ) -> Result<StatusOutput, ToolError> {
+        let ws = &self.ws;
+        let spec = pathspec(ws, path.as_deref())?;
+        // Porcelain paths are relative to the repository's top; the prefix maps them to the
+        // root.
+        let prefix = run_git(ws, vec!["rev-parse".into(), "--show-prefix".into()]).await?;
+        let prefix = prefix.stdout.trim_end_matches('\n').to_owned();
+        let run = run_git(
+            ws,
+            vec![
+                "status".into(),
+                "--porcelain=v1".into(),
+                "--branch".into(),
+                "--untracked-files=all".into(),
+                "-z".into(),
+                "--".into(),
+                spec,
+            ],
+        )
+        .await?;
+        Ok(parse_status(&run.stdout, &prefix))
+    }
+
+    #[mcp_tool(
+        name = "git.diff",
+        title = "git diff",
+        description = "Shows changes as a unified diff: the working tree against the index \
+                       (default), the index against HEAD (staged), or against a revision \
+                       (base). Paths are relative to the root.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "git",
+        deny_unknown_arguments
+    )]
+    async fn diff(
+        &self,
+        /// Limit to this file or directory, relative to the root.
+        path: Option<String>,
+        /// Compare the index with HEAD (what would be committed). Default false.
+        staged: Option<bool>,
+        /// Compare with this revision instead (e.g. `HEAD~1`, `main`, `v1.0..v2.0`).
+        base: Option<String>,
+        /// Lines of context around each change (default 3).
+        #[arg(maximum = 1000)]
+        context_lines: Option<u32>,
+        /// Only a summary of changed files (`--stat`). Default false.
+        stat_only: Option<bool>,
+    ) -> Result<TextOutput, ToolError> {
+        let ws = &self.ws;
+        let spec = pathspec(ws, path.as_deref())?;
+        let mut git: Vec<String> = vec![
+            "diff".into(),
+            "--no-ext-diff".into(),
+            "--no-textconv".into(),
+            "--no-color".into(),
+            "--relative".into(),
+            format!("-U{}", context_lines.unwrap_or(3)),
+        ];
+        if stat_only.unwrap_or(false) {
+            git.push("--stat".into());
+        }
+        if staged.unwrap_or(false) {
+            git.push("--cached".into());
+        }
+        if let Some(base) = &base {
+            git.push(revision(base)?);
+        }
+        git.push("--".into());
+        git.push(spec);
+        let run = run_git(ws, git).await?;
+        Ok(TextOutput {
+            output: run.stdout,
+            truncated: run.truncated,
+        })
+    }
+
+    #[mcp_tool(
+        name = "git.log",
+        title = "git log",
+        description = "Lists commits (hash, author, date, subject), newest first, optionally \
+                       only those touching path.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "git",
+        deny_unknown_arguments
+    )]
+    async fn log(
+        &self,
+        /// Only commits touching this file or directory, relative to the root.
+        path: Option<String>,
+        /// How many commits (default 20, at most 500).
+        #[arg(minimum = 1, maximum = 500)]
+        max_count: Option<u32>,
+        /// Start from this revision or range instead of HEAD.
+        revision: Option<String>,
+    ) -> Result<LogOutput, ToolError> {
+        let ws = &self.ws;
+        let spec = pathspec(ws, path.as_deref())?;
+        let count = max_count.unwrap_or(20).clamp(1, 500);
+        let mut git: Vec<String> = vec![
+            "log".into(),
+            "--no-color".into(),
+            format!("--max-count={count}"),
+            "--format=%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e".into(),
+        ];
+        if let Some(rev) = &revision {
+            git.push(self::revision(rev)?);
+        }
+        git.push("--".into());
+        git.push(spec);
+        let run = run_git(ws, git).await?;
+        Ok(LogOutput {
+            commits: parse_log(&run.stdout),
+        })
+    }
+
+    #[mcp_tool(
+        name = "git.show",
+        title = "git show",
+        description = "Shows a commit (message and diff, or only stats), or with path the \
+                       content of a file at that revision.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "git",
+        deny_unknown_arguments
+    )]
+    async fn show(
+        &self,
+        /// The revision (default `HEAD`).
+        revision: Option<String>,
+        /// Show this file's content at the revision instead of the commit, relative to the root.
+        path: Option<String>,
+        /// Only the commit message and a summary of changed files. Default false.
+        stat_only: Option<bool>,
+    ) -> Result<TextOutput, ToolError> {
+        let ws = &self.ws;
+        let rev = self::revision(revision.as_deref().unwrap_or("HEAD"))?;
+        let git: Vec<String> = match &path {
+            Some(raw) => {
+                let rel = ws.sandbox().relative(&ws.sandbox().resolve_new(raw)?);
+                // `./` makes the path relative to the root, not to the repository's top.
+                vec![
+                    "show".into(),
+                    "--no-textconv".into(),
+                    format!("{rev}:./{rel}"),
+                ]
+            }
+            None => {
+                let mut g: Vec<String> = vec![
+                    "show".into(),
+                    "--no-ext-diff".into(),
+                    "--no-textconv".into(),
+                    "--no-color".into(),
+                    "--relative".into(),
+                ];
+                if stat_only.unwrap_or(false) {
+                    g.push("--stat".into());
+                }
+                g.extend([rev, "--".into(), ":(literal).".into()]);
+                g
+            }
+        };
+        let run = run_git(ws, git).await?;
+        Ok(TextOutput {
+            output: run.stdout,
+            truncated: run.truncated,
+        })
+    }
 }
 
 /// The git program.
@@ -168,16 +331,9 @@ fn revision(rev: &str) -> Result<String, ToolError> {
 // status
 // ---------------------------------------------------------------------------------------------
 
-/// Arguments of `git.status`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StatusArgs {
-    /// Limit to this file or directory, relative to the root.
-    pub path: Option<String>,
-}
-
 /// One changed path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct StatusEntry {
     /// The path, relative to the root.
     pub path: String,
@@ -202,28 +358,6 @@ pub struct StatusOutput {
     pub entries: Vec<StatusEntry>,
     /// Whether nothing changed.
     pub clean: bool,
-}
-
-/// `git.status`.
-pub async fn status(ws: Workspace, args: StatusArgs) -> Result<StatusOutput, ToolError> {
-    let spec = pathspec(&ws, args.path.as_deref())?;
-    // Porcelain paths are relative to the repository's top; the prefix maps them to the root.
-    let prefix = run_git(&ws, vec!["rev-parse".into(), "--show-prefix".into()]).await?;
-    let prefix = prefix.stdout.trim_end_matches('\n').to_owned();
-    let run = run_git(
-        &ws,
-        vec![
-            "status".into(),
-            "--porcelain=v1".into(),
-            "--branch".into(),
-            "--untracked-files=all".into(),
-            "-z".into(),
-            "--".into(),
-            spec,
-        ],
-    )
-    .await?;
-    Ok(parse_status(&run.stdout, &prefix))
 }
 
 fn parse_status(out: &str, prefix: &str) -> StatusOutput {
@@ -276,23 +410,6 @@ fn parse_status(out: &str, prefix: &str) -> StatusOutput {
 // diff
 // ---------------------------------------------------------------------------------------------
 
-/// Arguments of `git.diff`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DiffArgs {
-    /// Limit to this file or directory, relative to the root.
-    pub path: Option<String>,
-    /// Compare the index with HEAD (what would be committed). Default false.
-    pub staged: Option<bool>,
-    /// Compare with this revision instead (e.g. `HEAD~1`, `main`, `v1.0..v2.0`).
-    pub base: Option<String>,
-    /// Lines of context around each change (default 3).
-    #[schemars(range(max = 1000))]
-    pub context_lines: Option<u32>,
-    /// Only a summary of changed files (`--stat`). Default false.
-    pub stat_only: Option<bool>,
-}
-
 /// Output of `git.diff` and `git.show`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TextOutput {
@@ -302,54 +419,13 @@ pub struct TextOutput {
     pub truncated: bool,
 }
 
-/// `git.diff`.
-pub async fn diff(ws: Workspace, args: DiffArgs) -> Result<TextOutput, ToolError> {
-    let spec = pathspec(&ws, args.path.as_deref())?;
-    let mut git: Vec<String> = vec![
-        "diff".into(),
-        "--no-ext-diff".into(),
-        "--no-textconv".into(),
-        "--no-color".into(),
-        "--relative".into(),
-        format!("-U{}", args.context_lines.unwrap_or(3)),
-    ];
-    if args.stat_only.unwrap_or(false) {
-        git.push("--stat".into());
-    }
-    if args.staged.unwrap_or(false) {
-        git.push("--cached".into());
-    }
-    if let Some(base) = &args.base {
-        git.push(revision(base)?);
-    }
-    git.push("--".into());
-    git.push(spec);
-    let run = run_git(&ws, git).await?;
-    Ok(TextOutput {
-        output: run.stdout,
-        truncated: run.truncated,
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // log
 // ---------------------------------------------------------------------------------------------
 
-/// Arguments of `git.log`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LogArgs {
-    /// Only commits touching this file or directory, relative to the root.
-    pub path: Option<String>,
-    /// How many commits (default 20, at most 500).
-    #[schemars(range(min = 1, max = 500))]
-    pub max_count: Option<u32>,
-    /// Start from this revision or range instead of HEAD.
-    pub revision: Option<String>,
-}
-
 /// One commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(inline)]
 pub struct Commit {
     /// The full hash.
     pub hash: String,
@@ -370,27 +446,6 @@ pub struct LogOutput {
     pub commits: Vec<Commit>,
 }
 
-/// `git.log`.
-pub async fn log(ws: Workspace, args: LogArgs) -> Result<LogOutput, ToolError> {
-    let spec = pathspec(&ws, args.path.as_deref())?;
-    let count = args.max_count.unwrap_or(20).clamp(1, 500);
-    let mut git: Vec<String> = vec![
-        "log".into(),
-        "--no-color".into(),
-        format!("--max-count={count}"),
-        "--format=%H%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e".into(),
-    ];
-    if let Some(rev) = &args.revision {
-        git.push(revision(rev)?);
-    }
-    git.push("--".into());
-    git.push(spec);
-    let run = run_git(&ws, git).await?;
-    Ok(LogOutput {
-        commits: parse_log(&run.stdout),
-    })
-}
-
 fn parse_log(out: &str) -> Vec<Commit> {
     out.split('\x1e')
         .filter_map(|record| {
@@ -406,59 +461,9 @@ fn parse_log(out: &str) -> Vec<Commit> {
         .collect()
 }
 
-// ---------------------------------------------------------------------------------------------
-// show
-// ---------------------------------------------------------------------------------------------
-
-/// Arguments of `git.show`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShowArgs {
-    /// The revision (default `HEAD`).
-    pub revision: Option<String>,
-    /// Show this file's content at the revision instead of the commit, relative to the root.
-    pub path: Option<String>,
-    /// Only the commit message and a summary of changed files. Default false.
-    pub stat_only: Option<bool>,
-}
-
-/// `git.show`.
-pub async fn show(ws: Workspace, args: ShowArgs) -> Result<TextOutput, ToolError> {
-    let rev = revision(args.revision.as_deref().unwrap_or("HEAD"))?;
-    let git: Vec<String> = match &args.path {
-        Some(raw) => {
-            let rel = ws.sandbox().relative(&ws.sandbox().resolve_new(raw)?);
-            // `./` makes the path relative to the root, not to the repository's top.
-            vec![
-                "show".into(),
-                "--no-textconv".into(),
-                format!("{rev}:./{rel}"),
-            ]
-        }
-        None => {
-            let mut g: Vec<String> = vec![
-                "show".into(),
-                "--no-ext-diff".into(),
-                "--no-textconv".into(),
-                "--no-color".into(),
-                "--relative".into(),
-            ];
-            if args.stat_only.unwrap_or(false) {
-                g.push("--stat".into());
-            }
-            g.extend([rev, "--".into(), ":(literal).".into()]);
-            g
-        }
-    };
-    let run = run_git(&ws, git).await?;
-    Ok(TextOutput {
-        output: run.stdout,
-        truncated: run.truncated,
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use codomyrmex_mcp::McpToolRegistry;
     use serde_json::{Value, json};
 
     use super::*;
@@ -579,8 +584,9 @@ mod tests {
             crate::config::Limits::default(),
             crate::config::ShellSettings::default(),
         );
-        let r = std::sync::Arc::new(McpToolRegistry::new());
-        register(&r, &ws).unwrap();
+        let r = McpToolRegistry::new();
+        r.register_methods(std::sync::Arc::new(GitTools::new(ws)))
+            .unwrap();
         let v = ok(&r, "git.status", json!({})).await;
         let entries = v["entries"].as_array().unwrap();
         assert_eq!(entries.len(), 1, "{v}");

@@ -12,14 +12,14 @@
 use std::io::{Read, Write};
 use std::process::Stdio;
 
-use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry};
+use codomyrmex_mcp::{mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use super::process::capture;
-use super::{Cancel, ToolError, ToolSpec, Workspace, add, blocking, kinds};
+use super::{Cancel, ToolError, Workspace, blocking, kinds};
 
 /// The hidden subcommand that runs one evaluation.
 pub const WORKER_ARG: &str = "__json-query-worker";
@@ -32,34 +32,71 @@ const MAX_WORKER_OUTPUT: usize = 64 * 1024 * 1024;
 /// The stack of the evaluating thread.
 const EVAL_STACK: usize = 256 * 1024 * 1024;
 
-const QUERY: ToolSpec = ToolSpec::read_only(
-    "json.query",
-    "Query JSON with jq",
-    "Runs a jq filter (jq syntax, e.g. `.items[] | select(.price > 10) | .name`) against a \
-     JSON file under the root (path) or a JSON value (input; null when neither is given) and \
-     returns every output value.",
-);
-
-/// Registers `json.query`.
-pub fn register(registry: &McpToolRegistry, ws: &Workspace) -> Result<(), McpRegistrationError> {
-    let w = ws.clone();
-    add(registry, QUERY, move |a| query(w.clone(), a))
+/// `json.query`, over a workspace.
+pub struct JsonTools {
+    ws: Workspace,
 }
 
-/// Arguments of `json.query`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct QueryArgs {
-    /// The jq filter.
-    #[schemars(length(min = 1))]
-    pub filter: String,
-    /// A JSON file to run it on, relative to the root.
-    pub path: Option<String>,
-    /// A JSON value to run it on (instead of path).
-    pub input: Option<Value>,
-    /// The most results to return (default 100, at most 10000).
-    #[schemars(range(min = 1, max = 10000))]
-    pub max_results: Option<u32>,
+impl JsonTools {
+    /// The tool over `ws`.
+    pub fn new(ws: Workspace) -> Self {
+        Self { ws }
+    }
+}
+
+#[mcp_tools]
+impl JsonTools {
+    #[mcp_tool(
+        name = "json.query",
+        title = "Query JSON with jq",
+        description = "Runs a jq filter (jq syntax, e.g. `.items[] | select(.price > 10) | \
+                       .name`) against a JSON file under the root (path) or a JSON value \
+                       (input; null when neither is given) and returns every output value.",
+        read_only,
+        idempotent,
+        open_world = false,
+        category = "json",
+        deny_unknown_arguments
+    )]
+    async fn query(
+        &self,
+        /// The jq filter.
+        #[arg(min_length = 1)]
+        filter: String,
+        /// A JSON file to run it on, relative to the root.
+        path: Option<String>,
+        /// A JSON value to run it on (instead of path).
+        input: Option<Value>,
+        /// The most results to return (default 100, at most 10000).
+        #[arg(minimum = 1, maximum = 10000)]
+        max_results: Option<u32>,
+    ) -> Result<QueryOutput, ToolError> {
+        let ws = &self.ws;
+        let max = max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, MAX_RESULTS) as usize;
+        let input = match (path, input) {
+            (Some(_), Some(_)) => {
+                return Err(ToolError::invalid_argument(
+                    "give either path or input, not both",
+                ));
+            }
+            (Some(raw), None) => {
+                let w = ws.clone();
+                blocking(move |_| read_json_file(&w, &raw)).await?
+            }
+            (None, Some(value)) => serde_json::to_string(&value)
+                .map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?,
+            (None, None) => "null".to_owned(),
+        };
+        let request = WorkerRequest {
+            filter,
+            input,
+            max_results: max,
+        };
+        match ws.json_worker() {
+            Some(program) => run_worker(program, &request).await,
+            None => blocking(move |cancel| evaluate_on_big_stack(request, cancel.clone())).await,
+        }
+    }
 }
 
 /// Result of `json.query`.
@@ -85,38 +122,6 @@ struct WorkerRequest {
 enum WorkerReply {
     Ok(QueryOutput),
     Err { kind: String, message: String },
-}
-
-/// `json.query`.
-pub async fn query(ws: Workspace, args: QueryArgs) -> Result<QueryOutput, ToolError> {
-    let max = args
-        .max_results
-        .unwrap_or(DEFAULT_RESULTS)
-        .clamp(1, MAX_RESULTS) as usize;
-    let input = match (&args.path, args.input) {
-        (Some(_), Some(_)) => {
-            return Err(ToolError::invalid_argument(
-                "give either path or input, not both",
-            ));
-        }
-        (Some(raw), None) => {
-            let raw = raw.clone();
-            let w = ws.clone();
-            blocking(move |_| read_json_file(&w, &raw)).await?
-        }
-        (None, Some(value)) => serde_json::to_string(&value)
-            .map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?,
-        (None, None) => "null".to_owned(),
-    };
-    let request = WorkerRequest {
-        filter: args.filter,
-        input,
-        max_results: max,
-    };
-    match ws.json_worker() {
-        Some(program) => run_worker(program, &request).await,
-        None => blocking(move |cancel| evaluate_on_big_stack(request, cancel.clone())).await,
-    }
 }
 
 fn read_json_file(ws: &Workspace, raw: &str) -> Result<String, ToolError> {

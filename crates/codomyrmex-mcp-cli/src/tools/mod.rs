@@ -1,12 +1,22 @@
 //! The built-in tools, grouped by module, with invocation names `module.tool`.
 //!
-//! Every tool is a plain `async fn` that takes a typed argument struct (deriving `Deserialize`
-//! and `JsonSchema`) and returns `Result<Output, ToolError>` (`Output: Serialize + JsonSchema`).
-//! [`register`] turns each into a [`ToolRegistration`] with schemas derived by schemars. This
-//! is the shape `#[mcp_tool]` expects, so moving to the macro is mechanical: put the attribute
-//! on the function, spread the argument struct's fields into parameters (their doc comments
-//! become the parameter descriptions) and drop the `add(...)` line from the module's
-//! `register` function.
+//! Each module's tools are `#[mcp_tool]` methods of an `#[mcp_tools]` impl block on a small
+//! type holding what they need (the [`Workspace`], or the registry for `codomyrmex.*`), and
+//! [`register_builtins`] registers them with `register_methods`. A module whose tools differ
+//! by profile has one type per profile part: `file_system::FileSystemTools` (every profile)
+//! and `file_system::FileSystemWriteTools` (full only).
+//!
+//! The conventions every built-in follows:
+//! - `#[mcp_tool(name = "module.tool", title = ..., description = ..., category = "module",
+//!   deny_unknown_arguments, open_world = false, ...)]`: the category is the module, and
+//!   unknown arguments are refused;
+//! - reading tools say `read_only, idempotent`; writing tools `read_only = false` and their
+//!   `destructive` and `idempotent` hints;
+//! - parameters carry their descriptions as doc comments, and their bounds as
+//!   `#[arg(minimum = ..., min_length = ...)]`;
+//! - the result is `Result<Output, ToolError>`, where `Output` derives `Serialize` and
+//!   `JsonSchema`; types nested in arguments or results are `#[schemars(inline)]`, so that the
+//!   schemas have no `$ref`.
 
 pub mod codomyrmex;
 pub mod file_system;
@@ -16,19 +26,10 @@ pub mod process;
 pub mod sandbox;
 pub mod shell;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use codomyrmex_mcp::wire::ToolAnnotations;
-use codomyrmex_mcp::{
-    McpErrorDetail, McpRegistrationError, McpToolRegistry, ToolDefinition, ToolRegistration,
-};
-use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use codomyrmex_mcp::{McpErrorDetail, McpRegistrationError, McpToolRegistry};
 
 use crate::config::{Limits, Profile, ShellSettings};
 pub use sandbox::Sandbox;
@@ -106,12 +107,17 @@ pub fn register_builtins(
     workspace: &Workspace,
     profile: Profile,
 ) -> Result<(), McpRegistrationError> {
-    codomyrmex::register(registry)?;
-    file_system::register(registry, workspace, profile)?;
-    git::register(registry, workspace)?;
-    json::register(registry, workspace)?;
-    if profile == Profile::Full {
-        shell::register(registry, workspace)?;
+    let full = profile == Profile::Full;
+    let ws = || workspace.clone();
+    registry.register_methods(Arc::new(codomyrmex::CodomyrmexTools::new(registry)))?;
+    registry.register_methods(Arc::new(file_system::FileSystemTools::new(ws())))?;
+    if full {
+        registry.register_methods(Arc::new(file_system::FileSystemWriteTools::new(ws())))?;
+    }
+    registry.register_methods(Arc::new(git::GitTools::new(ws())))?;
+    registry.register_methods(Arc::new(json::JsonTools::new(ws())))?;
+    if full {
+        registry.register_methods(Arc::new(shell::ShellTools::new(ws())))?;
     }
     Ok(())
 }
@@ -231,139 +237,6 @@ pub mod kinds {
     pub const INTERNAL: &str = "INTERNAL_ERROR";
 }
 
-/// A tool's MCP description, apart from its schemas.
-#[derive(Debug, Clone, Copy)]
-pub struct ToolSpec {
-    /// The invocation name, `module.tool`.
-    pub name: &'static str,
-    /// A display title.
-    pub title: &'static str,
-    /// What it does, for the model.
-    pub description: &'static str,
-    /// It changes nothing.
-    pub read_only: bool,
-    /// It may destroy data (only meaningful when not read-only).
-    pub destructive: bool,
-    /// Repeating a call has no further effect.
-    pub idempotent: bool,
-}
-
-impl ToolSpec {
-    /// A read-only, idempotent tool.
-    pub const fn read_only(
-        name: &'static str,
-        title: &'static str,
-        description: &'static str,
-    ) -> Self {
-        Self {
-            name,
-            title,
-            description,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-        }
-    }
-
-    /// A tool that writes.
-    pub const fn writes(
-        name: &'static str,
-        title: &'static str,
-        description: &'static str,
-        destructive: bool,
-        idempotent: bool,
-    ) -> Self {
-        Self {
-            name,
-            title,
-            description,
-            read_only: false,
-            destructive,
-            idempotent,
-        }
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations {
-            title: None,
-            read_only_hint: Some(self.read_only),
-            destructive_hint: (!self.read_only).then_some(self.destructive),
-            idempotent_hint: Some(self.idempotent),
-            open_world_hint: Some(false),
-        }
-    }
-}
-
-fn generator(serialize: bool) -> schemars::SchemaGenerator {
-    let settings = SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.meta_schema = None;
-    });
-    let settings = if serialize {
-        settings.for_serialize()
-    } else {
-        settings.for_deserialize()
-    };
-    settings.into_generator()
-}
-
-fn root_schema<T: JsonSchema>(serialize: bool) -> Value {
-    let mut schema = generator(serialize).into_root_schema_for::<T>().to_value();
-    if let Value::Object(map) = &mut schema {
-        // The Rust type's name and doc comment mean nothing to a model.
-        map.remove("title");
-        map.remove("description");
-    }
-    schema
-}
-
-/// The input schema of an argument struct: an object with one property per field.
-pub fn input_schema<A: JsonSchema>() -> Value {
-    root_schema::<A>(false)
-}
-
-/// The output schema of a result struct.
-pub fn output_schema<O: JsonSchema>() -> Value {
-    root_schema::<O>(true)
-}
-
-/// Registers `handler` as the tool `spec`, with schemas derived from `A` and `O`.
-pub fn add<A, O, F, Fut>(
-    registry: &McpToolRegistry,
-    spec: ToolSpec,
-    handler: F,
-) -> Result<(), McpRegistrationError>
-where
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    O: Serialize + JsonSchema + 'static,
-    F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
-{
-    let definition = ToolDefinition::new(spec.name, input_schema::<A>())
-        .with_title(spec.title)
-        .with_description(spec.description)
-        .with_output_schema(output_schema::<O>())
-        .with_annotations(spec.annotations())
-        .with_meta(
-            "category",
-            json!(spec.name.split('.').next().unwrap_or(spec.name)),
-        );
-    registry.register_tool(ToolRegistration::new(
-        definition,
-        move |args: Map<String, Value>| {
-            let call = serde_json::from_value::<A>(Value::Object(args)).map(&handler);
-            async move {
-                let fut = call.map_err(|e| {
-                    McpErrorDetail::new(kinds::INVALID_ARGUMENT, format!("invalid arguments: {e}"))
-                })?;
-                let output = fut.await.map_err(McpErrorDetail::from)?;
-                serde_json::to_value(output)
-                    .map_err(|e| McpErrorDetail::new(kinds::INTERNAL, e.to_string()))
-            }
-        },
-    ))
-}
-
 /// Set when the caller stopped waiting (the call was cancelled or timed out), so that blocking
 /// work can stop early.
 #[derive(Debug, Clone, Default)]
@@ -401,6 +274,8 @@ where
 #[cfg(test)]
 pub(crate) mod test_support {
     //! Helpers for the tools' tests.
+
+    use serde_json::Value;
 
     use super::*;
     use crate::config::{Limits, ShellSettings};
@@ -479,6 +354,8 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::test_support::*;
     use super::*;
 
@@ -500,9 +377,33 @@ mod tests {
             let out = def.output_schema.as_ref().unwrap();
             assert_eq!(out["type"], "object", "{}", def.name);
             assert!(def.description.as_deref().is_some_and(|d| !d.is_empty()));
+            assert!(def.title.as_deref().is_some_and(|t| !t.is_empty()));
             let module = def.name.split('.').next().unwrap();
             assert!(
                 ["file_system", "git", "json", "shell", "codomyrmex"].contains(&module),
+                "{}",
+                def.name
+            );
+            // The conventions of the module documentation.
+            assert_eq!(
+                def.input_schema["additionalProperties"], false,
+                "{}",
+                def.name
+            );
+            let schemas = serde_json::to_string(&[&def.input_schema, out]).unwrap();
+            assert!(!schemas.contains("$ref"), "{}: {schemas}", def.name);
+            assert_eq!(
+                def.meta.as_ref().map(|m| &m["category"]),
+                Some(&json!(module)),
+                "{}",
+                def.name
+            );
+            let hints = &def.annotations;
+            assert_eq!(hints.open_world_hint, Some(false), "{}", def.name);
+            assert!(hints.idempotent_hint.is_some(), "{}", def.name);
+            assert_eq!(
+                hints.destructive_hint.is_some(),
+                hints.read_only_hint == Some(false),
                 "{}",
                 def.name
             );

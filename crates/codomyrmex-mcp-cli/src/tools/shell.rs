@@ -11,48 +11,169 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry};
+use codomyrmex_mcp::{mcp_tool, mcp_tools};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::process::{Captured, scrub_env};
-use super::{ToolError, ToolSpec, Workspace, add, kinds};
-
-const RUN: ToolSpec = ToolSpec::writes(
-    "shell.run",
-    "Run a command",
-    "Runs a program with arguments (argv, e.g. [\"cargo\", \"test\"]; not a shell string: no \
-     pipes, globs or variables) in a directory inside the root, with a timeout. Returns the \
-     exit code and the (capped) stdout and stderr.",
-    true,
-    false,
-);
+use super::{ToolError, Workspace, kinds};
 
 /// How long output pipes may stay open after the program ended.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
-/// Registers `shell.run`.
-pub fn register(registry: &McpToolRegistry, ws: &Workspace) -> Result<(), McpRegistrationError> {
-    let w = ws.clone();
-    add(registry, RUN, move |a| run(w.clone(), a))
+/// `shell.run`, over a workspace (full profile only).
+pub struct ShellTools {
+    ws: Workspace,
 }
 
-/// Arguments of `shell.run`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunArgs {
-    /// The program and its arguments, e.g. ["git", "status"]. The program is looked up on
-    /// PATH.
-    #[schemars(length(min = 1))]
-    pub argv: Vec<String>,
-    /// The working directory, relative to the root (default the root).
-    pub cwd: Option<String>,
-    /// Seconds before the program is killed (default and maximum set by the server).
-    #[schemars(range(min = 1))]
-    pub timeout_secs: Option<u64>,
-    /// Text to send on standard input (default: none, stdin is closed).
-    pub stdin: Option<String>,
+impl ShellTools {
+    /// The tool over `ws`.
+    pub fn new(ws: Workspace) -> Self {
+        Self { ws }
+    }
+}
+
+#[mcp_tools]
+impl ShellTools {
+    #[mcp_tool(
+        name = "shell.run",
+        title = "Run a command",
+        description = "Runs a program with arguments (argv, e.g. [\"cargo\", \"test\"]; not a \
+                       shell string: no pipes, globs or variables) in a directory inside the \
+                       root, with a timeout. Returns the exit code and the (capped) stdout and \
+                       stderr.",
+        read_only = false,
+        destructive,
+        idempotent = false,
+        open_world = false,
+        category = "shell",
+        deny_unknown_arguments
+    )]
+    async fn run(
+        &self,
+        /// The program and its arguments, e.g. ["git", "status"]. The program is looked up on
+        /// PATH.
+        #[arg(min_items = 1)]
+        argv: Vec<String>,
+        /// The working directory, relative to the root (default the root).
+        cwd: Option<String>,
+        /// Seconds before the program is killed (default and maximum set by the server).
+        #[arg(minimum = 1)]
+        timeout_secs: Option<u64>,
+        /// Text to send on standard input (default: none, stdin is closed).
+        stdin: Option<String>,
+    ) -> Result<RunOutput, ToolError> {
+        let ws = &self.ws;
+        let settings = ws.shell();
+        let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
+            return Err(ToolError::invalid_argument("argv must name a program"));
+        };
+        if argv.iter().any(|a| a.contains('\0')) {
+            return Err(ToolError::invalid_argument("argv contains a NUL byte"));
+        }
+        if !settings.allowed_commands.is_empty() && !settings.allowed_commands.contains(program) {
+            return Err(ToolError::new(
+                kinds::COMMAND_NOT_ALLOWED,
+                format!(
+                    "{program:?} is not an allowed command; allowed: {}",
+                    settings.allowed_commands.join(", ")
+                ),
+            ));
+        }
+        let cwd = ws.sandbox().resolve(cwd.as_deref().unwrap_or("."))?;
+        if !cwd.is_dir() {
+            return Err(ToolError::new(
+                kinds::NOT_A_DIRECTORY,
+                format!("{} is not a directory", ws.sandbox().relative(&cwd)),
+            ));
+        }
+        let timeout_secs = timeout_secs
+            .unwrap_or(settings.default_timeout_secs)
+            .clamp(1, settings.max_timeout_secs.max(1));
+        let max = settings.max_output_bytes;
+
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(&argv[1..])
+            .current_dir(&cwd)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        scrub_env(&mut cmd);
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(|e| {
+            ToolError::new(
+                kinds::SPAWN_FAILED,
+                match e.kind() {
+                    std::io::ErrorKind::NotFound => format!("{program:?}: program not found"),
+                    std::io::ErrorKind::PermissionDenied => {
+                        format!("{program:?}: permission denied")
+                    }
+                    _ => format!("{program:?}: cannot start: {e}"),
+                },
+            )
+        })?;
+        let group = GroupKiller(child.id());
+        if let (Some(mut pipe), Some(text)) = (child.stdin.take(), stdin) {
+            tokio::spawn(async move {
+                let _ = pipe.write_all(text.as_bytes()).await;
+                let _ = pipe.shutdown().await;
+            });
+        }
+        let (out, err): (Shared, Shared) = Default::default();
+        let mut readers = Vec::new();
+        if let Some(pipe) = child.stdout.take() {
+            readers.push(tokio::spawn(capture_into(pipe, max, out.clone())));
+        }
+        if let Some(pipe) = child.stderr.take() {
+            readers.push(tokio::spawn(capture_into(pipe, max, err.clone())));
+        }
+        let (status, timed_out) =
+            match tokio::time::timeout(Duration::from_secs(timeout_secs), child.wait()).await {
+                Ok(status) => (status, false),
+                Err(_) => {
+                    group.kill();
+                    let _ = child.start_kill();
+                    (child.wait().await, true)
+                }
+            };
+        // Background processes the program left behind would keep the pipes open.
+        group.kill();
+        for reader in &mut readers {
+            if tokio::time::timeout(DRAIN_GRACE, &mut *reader)
+                .await
+                .is_err()
+            {
+                reader.abort();
+            }
+        }
+        let status = status.map_err(|e| ToolError::new(kinds::IO_ERROR, e.to_string()))?;
+        let take =
+            |s: &Shared| std::mem::take(&mut *s.lock().unwrap_or_else(PoisonError::into_inner));
+        let (out, err) = (take(&out), take(&err));
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        let signal = None;
+        Ok(RunOutput {
+            exit_code: status.code(),
+            signal,
+            success: status.success(),
+            stdout_truncated: out.truncated(),
+            stderr_truncated: err.truncated(),
+            stdout: out.text(),
+            stderr: err.text(),
+            timed_out,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        })
+    }
 }
 
 /// Result of `shell.run`.
@@ -117,120 +238,9 @@ async fn capture_into<R: AsyncRead + Unpin>(mut reader: R, max: usize, into: Sha
     }
 }
 
-/// `shell.run`.
-pub async fn run(ws: Workspace, args: RunArgs) -> Result<RunOutput, ToolError> {
-    let settings = ws.shell();
-    let Some(program) = args.argv.first().filter(|p| !p.is_empty()) else {
-        return Err(ToolError::invalid_argument("argv must name a program"));
-    };
-    if args.argv.iter().any(|a| a.contains('\0')) {
-        return Err(ToolError::invalid_argument("argv contains a NUL byte"));
-    }
-    if !settings.allowed_commands.is_empty() && !settings.allowed_commands.contains(program) {
-        return Err(ToolError::new(
-            kinds::COMMAND_NOT_ALLOWED,
-            format!(
-                "{program:?} is not an allowed command; allowed: {}",
-                settings.allowed_commands.join(", ")
-            ),
-        ));
-    }
-    let cwd = ws.sandbox().resolve(args.cwd.as_deref().unwrap_or("."))?;
-    if !cwd.is_dir() {
-        return Err(ToolError::new(
-            kinds::NOT_A_DIRECTORY,
-            format!("{} is not a directory", ws.sandbox().relative(&cwd)),
-        ));
-    }
-    let timeout_secs = args
-        .timeout_secs
-        .unwrap_or(settings.default_timeout_secs)
-        .clamp(1, settings.max_timeout_secs.max(1));
-    let max = settings.max_output_bytes;
-
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(&args.argv[1..])
-        .current_dir(&cwd)
-        .stdin(if args.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
-    scrub_env(&mut cmd);
-    let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
-        ToolError::new(
-            kinds::SPAWN_FAILED,
-            match e.kind() {
-                std::io::ErrorKind::NotFound => format!("{program:?}: program not found"),
-                std::io::ErrorKind::PermissionDenied => {
-                    format!("{program:?}: permission denied")
-                }
-                _ => format!("{program:?}: cannot start: {e}"),
-            },
-        )
-    })?;
-    let group = GroupKiller(child.id());
-    if let (Some(mut pipe), Some(text)) = (child.stdin.take(), args.stdin) {
-        tokio::spawn(async move {
-            let _ = pipe.write_all(text.as_bytes()).await;
-            let _ = pipe.shutdown().await;
-        });
-    }
-    let (out, err): (Shared, Shared) = Default::default();
-    let mut readers = Vec::new();
-    if let Some(pipe) = child.stdout.take() {
-        readers.push(tokio::spawn(capture_into(pipe, max, out.clone())));
-    }
-    if let Some(pipe) = child.stderr.take() {
-        readers.push(tokio::spawn(capture_into(pipe, max, err.clone())));
-    }
-    let (status, timed_out) =
-        match tokio::time::timeout(Duration::from_secs(timeout_secs), child.wait()).await {
-            Ok(status) => (status, false),
-            Err(_) => {
-                group.kill();
-                let _ = child.start_kill();
-                (child.wait().await, true)
-            }
-        };
-    // Background processes the program left behind would keep the pipes open.
-    group.kill();
-    for reader in &mut readers {
-        if tokio::time::timeout(DRAIN_GRACE, &mut *reader)
-            .await
-            .is_err()
-        {
-            reader.abort();
-        }
-    }
-    let status = status.map_err(|e| ToolError::new(kinds::IO_ERROR, e.to_string()))?;
-    let take = |s: &Shared| std::mem::take(&mut *s.lock().unwrap_or_else(PoisonError::into_inner));
-    let (out, err) = (take(&out), take(&err));
-    #[cfg(unix)]
-    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
-    #[cfg(not(unix))]
-    let signal = None;
-    Ok(RunOutput {
-        exit_code: status.code(),
-        signal,
-        success: status.success(),
-        stdout_truncated: out.truncated(),
-        stderr_truncated: err.truncated(),
-        stdout: out.text(),
-        stderr: err.text(),
-        timed_out,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    })
-}
-
 #[cfg(all(test, unix))]
 mod tests {
+    use codomyrmex_mcp::McpToolRegistry;
     use serde_json::{Value, json};
 
     use super::*;
