@@ -334,6 +334,14 @@ pub mod __private {
         SchemaSettings::draft2020_12().into_generator()
     }
 
+    /// Output schemas describe what the tool *writes*: `skip_serializing_if` fields are
+    /// optional, and so on.
+    fn output_generator() -> SchemaGenerator {
+        SchemaSettings::draft2020_12()
+            .for_serialize()
+            .into_generator()
+    }
+
     fn with_keyword(schema: Value, key: &str, value: Value) -> Value {
         let mut map = match schema {
             Value::Object(map) => map,
@@ -494,7 +502,7 @@ pub mod __private {
 
     impl<T: Serialize + JsonSchema> ToolReturn for T {
         fn output_spec() -> OutputSpec {
-            let mut root = generator().root_schema_for::<T>().to_value();
+            let mut root = output_generator().root_schema_for::<T>().to_value();
             if let Value::Object(map) = &mut root
                 && map.get("type") == Some(&json!("object"))
             {
@@ -504,7 +512,7 @@ pub mod __private {
                     shape: OutputShape::Object,
                 };
             }
-            let mut generator = generator();
+            let mut generator = output_generator();
             let result = generator.subschema_for::<T>().to_value();
             let mut schema = Map::new();
             schema.insert("type".into(), json!("object"));
@@ -695,6 +703,7 @@ pub mod __private {
             settings: ToolSettings {
                 timeout: spec.timeout_ms.map(Duration::from_millis),
                 deprecated_in: spec.deprecated_in.map(str::to_owned),
+                ..ToolSettings::default()
             },
             handler,
         }

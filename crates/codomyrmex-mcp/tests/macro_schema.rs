@@ -582,7 +582,9 @@ fn object_results_are_their_own_output_schema() {
                 "maxItems": 2,
             },
         },
-        "required": ["count"],
+        // Output schemas follow what serde writes: `None` is written as `null`, so every
+        // field is always present.
+        "required": ["count", "mean", "extremes"],
     });
     assert_eq!(output(stats), Some(expected.clone()));
     assert_eq!(output(fallible_stats), Some(expected));
@@ -621,7 +623,7 @@ fn other_results_are_wrapped_in_a_result_property() {
                         "y": {"description": "Ordinate.", "type": "number", "format": "double"},
                         "label": {"description": "An optional name.", "type": ["string", "null"]},
                     },
-                    "required": ["x", "y"],
+                    "required": ["x", "y", "label"],
                 },
             },
         }))
@@ -769,4 +771,38 @@ fn functions_stay_callable_as_written() {
     assert!(optionals(None, None, true));
     assert_eq!(colour() as u8, Colour::Red as u8);
     no_parameters();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output schemas describe what the tool writes (serde's serialize side).
+// ---------------------------------------------------------------------------------------------
+
+/// A result whose empty list is left out when written.
+#[derive(Serialize, JsonSchema)]
+struct Sparse {
+    name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    items: Vec<String>,
+}
+
+#[mcp_tool]
+fn sparse(name: String) -> Sparse {
+    Sparse {
+        name,
+        items: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn output_schema_follows_serialization_so_skipped_fields_are_optional() {
+    let schema = output(sparse).expect("an output schema");
+    assert_eq!(schema["required"], json!(["name"]), "{schema}");
+    let registry = McpToolRegistry::new();
+    registry.register_fn(sparse).unwrap();
+    let Value::Object(args) = json!({"name": "n"}) else {
+        unreachable!()
+    };
+    let result = registry.execute(&McpToolCall::new("sparse", args)).await;
+    assert_eq!(result.status(), "success", "{result:?}");
+    assert_eq!(result.data().unwrap().get("items"), None);
 }
