@@ -17,14 +17,15 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::registry::{IntoToolHandler, ToolHandler, ToolOutput};
 use codomyrmex_mcp::resources::{Completer, ResourceRequest};
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
     ClientRequestError, ContentBlock, InputRequest, LoggingLevel, McpErrorDetail,
     McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
     PromptArgument, PromptDefinition, PromptMessage, PromptResult, ResourceDefinition,
-    ResourceTemplateDefinition, ToolContext, ToolDefinition, ToolRegistration,
+    ResourceTemplateDefinition, TaskSupport, ToolContext, ToolDefinition, ToolRegistration,
+    ToolSettings,
 };
 use serde_json::{Map, Value, json};
 
@@ -549,6 +550,180 @@ fn toggle_prompt(prompts: &McpPromptRegistry) {
     );
 }
 
+// ----- tasks (the io.modelcontextprotocol/tasks extension; experimental on 2025-11-25) -----
+
+fn greet(args: Map<String, Value>) -> ToolOutput {
+    let name = args.get("name").and_then(Value::as_str).unwrap_or("World");
+    text(format!("Hello, {name}!"))
+}
+
+/// Sleeps `seconds` (at most ten minutes), then reports. A task for clients that take one.
+async fn slow_compute(args: Map<String, Value>, _cx: ToolContext) -> ToolOutput {
+    let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(1.0);
+    let label = args.get("label").and_then(Value::as_str).unwrap_or("job");
+    tokio::time::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 600.0))).await;
+    text(format!("Computed {label} in {seconds} s"))
+}
+
+/// Fails with a tool error after about a second.
+async fn failing_job(_: Map<String, Value>, _cx: ToolContext) -> ToolOutput {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    ToolOutput::failure(McpErrorDetail::new(
+        "JobFailed",
+        "The job failed, as it always does",
+    ))
+}
+
+/// Panics shortly after starting: a protocol-level failure (the task ends `failed`).
+async fn protocol_error_job(_: Map<String, Value>, _cx: ToolContext) -> ToolOutput {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    panic!("protocol_error_job always panics");
+}
+
+/// Runs as a task at once and asks the user to confirm: the task waits in `input_required`.
+async fn confirm_delete(args: Map<String, Value>, cx: ToolContext) -> ToolOutput {
+    let file = args
+        .get("filename")
+        .and_then(Value::as_str)
+        .unwrap_or("file")
+        .to_owned();
+    cx.start_task();
+    finish(
+        async {
+            let request = elicit(
+                &format!("Delete {file}?"),
+                form_schema("confirm", "boolean"),
+            );
+            let answer = cx.input("confirm", request).await?;
+            let confirmed = answer.get("action").and_then(Value::as_str) == Some("accept")
+                && answer.get("content").and_then(|c| c.get("confirm")) == Some(&json!(true));
+            Ok(text(if confirmed {
+                format!("Deleted {file}")
+            } else {
+                format!("Kept {file}")
+            }))
+        }
+        .await,
+    )
+}
+
+/// Runs as a task at once and asks two questions together: both are pending at once.
+async fn multi_input(_: Map<String, Value>, cx: ToolContext) -> ToolOutput {
+    cx.start_task();
+    finish(
+        async {
+            let answers = cx
+                .input_all(vec![
+                    (
+                        "first".into(),
+                        elicit("First: your name?", form_schema("name", "string")),
+                    ),
+                    (
+                        "second".into(),
+                        elicit("Second: confirm?", form_schema("confirm", "boolean")),
+                    ),
+                ])
+                .await?;
+            let names: Vec<String> = answers.iter().map(|a| elicited(a, "name")).collect();
+            Ok(text(format!("Both answered: {}", names.join(", "))))
+        }
+        .await,
+    )
+}
+
+/// Asks for the user's name by multi round-trip first, then runs on as a task.
+async fn tool_with_task(_: Map<String, Value>, cx: ToolContext) -> ToolOutput {
+    finish(
+        async {
+            let request = elicit("What is your name?", form_schema("name", "string"));
+            let name = elicited(&cx.input("user_name", request).await?, "name");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok(text(format!("Hello, {name}! (from a task)")))
+        }
+        .await,
+    )
+}
+
+/// A task fixture: name, description, input schema, task support and handler.
+type TaskFixture = (
+    &'static str,
+    &'static str,
+    Value,
+    TaskSupport,
+    Arc<dyn ToolHandler>,
+);
+
+fn register_task_tools(tools: &McpToolRegistry) -> Result<(), String> {
+    let fixtures: [TaskFixture; 7] = [
+        (
+            "greet",
+            "Greets synchronously",
+            string_arg("name", "Who to greet"),
+            TaskSupport::Forbidden,
+            greet.into_handler(),
+        ),
+        (
+            "slow_compute",
+            "Sleeps for `seconds`, then reports; runs as a task when it can",
+            json!({
+                "type": "object",
+                "properties": {
+                    "seconds": {"type": "number", "minimum": 0},
+                    "label": {"type": "string"},
+                },
+            }),
+            TaskSupport::Optional,
+            slow_compute.into_handler(),
+        ),
+        (
+            "failing_job",
+            "Fails with a tool error after a second; runs only as a task",
+            no_args(),
+            TaskSupport::Required,
+            failing_job.into_handler(),
+        ),
+        (
+            "protocol_error_job",
+            "Fails with a protocol error (a panic)",
+            no_args(),
+            TaskSupport::Optional,
+            protocol_error_job.into_handler(),
+        ),
+        (
+            "confirm_delete",
+            "Asks the user to confirm a deletion, as a task",
+            string_arg("filename", "The file to delete"),
+            TaskSupport::Optional,
+            confirm_delete.into_handler(),
+        ),
+        (
+            "multi_input",
+            "Asks two questions at once, as a task",
+            no_args(),
+            TaskSupport::Optional,
+            multi_input.into_handler(),
+        ),
+        (
+            "test_tool_with_task",
+            "Asks for a name by multi round-trip, then runs on as a task",
+            no_args(),
+            TaskSupport::Required,
+            tool_with_task.into_handler(),
+        ),
+    ];
+    for (name, description, schema, task_support, handler) in fixtures {
+        let definition = ToolDefinition::new(name, schema).with_description(description);
+        let settings = ToolSettings {
+            task_support,
+            ..ToolSettings::default()
+        };
+        tools
+            .register_tool(ToolRegistration::new(definition, handler).with_settings(settings))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 // ----- assembly -----
 
 struct Fixtures {
@@ -776,7 +951,7 @@ fn register_tools(
             text("Mutation triggered")
         }
     );
-    Ok(())
+    register_task_tools(tools)
 }
 
 fn register_resources(resources: &McpResourceRegistry) -> Result<(), String> {

@@ -118,7 +118,7 @@ impl InputRequest {
         }
     }
 
-    fn params(&self) -> Value {
+    pub(crate) fn params(&self) -> Value {
         match self {
             Self::Elicit(p) | Self::Sample(p) => p.clone(),
             Self::ListRoots => json!({}),
@@ -169,6 +169,8 @@ pub(crate) enum InputMode {
     Requests(Arc<dyn ClientRequester>),
     /// Modern era: multi round-trip requests.
     RoundTrip(Arc<crate::engine::mrtr::RoundTrip>),
+    /// A call that is (or may become) a task: input parks the task until the client answers.
+    Task(Arc<crate::engine::tasks::TaskLink>),
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -225,6 +227,50 @@ impl ToolContext {
             principal: inner.principal.clone(),
             input: inner.input.clone(),
         })
+    }
+
+    /// The same context with the cancellation, input and (if given) sink of a task.
+    pub(crate) fn rebind(
+        &self,
+        cancel: CancellationToken,
+        sink: Option<Arc<dyn MessageSink>>,
+        input: InputMode,
+    ) -> Self {
+        let inner = &self.inner;
+        Self::from_inner(ContextInner {
+            request_id: inner.request_id.clone(),
+            tool_name: inner.tool_name.clone(),
+            meta: inner.meta.clone(),
+            progress_token: inner.progress_token.clone(),
+            cancel,
+            sink: sink.unwrap_or_else(|| inner.sink.clone()),
+            log_level: inner.log_level,
+            era: inner.era,
+            protocol_version: inner.protocol_version,
+            client_capabilities: inner.client_capabilities.clone(),
+            principal: inner.principal.clone(),
+            input,
+        })
+    }
+
+    /// Runs the rest of this call as a task, if the tool supports tasks and the client can
+    /// take one: from now on [`input`](Self::input) parks the task (`input_required`) until
+    /// the client answers, instead of ending a multi round-trip round. Without this, a call
+    /// that may become a task does so when the tool first waits. Returns whether the call is
+    /// (or will be) a task.
+    pub fn start_task(&self) -> bool {
+        match &self.inner.input {
+            InputMode::Task(link) => link.start(),
+            _ => false,
+        }
+    }
+
+    /// The id of the task this call runs as (or will run as), if any.
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.inner.input {
+            InputMode::Task(link) => Some(link.task_id()),
+            _ => None,
+        }
     }
 
     /// The JSON-RPC id of the request, when there is one.
@@ -329,6 +375,9 @@ impl ToolContext {
     ///   [`ClientRequestError::InputRequired`] and the tool should return early (with `?`):
     ///   the server answers `InputRequiredResult`, and the tool runs again on the retry.
     ///   Tools must therefore be deterministic up to their input requests.
+    /// - **a task** (a call that became a task, or called [`start_task`](Self::start_task)):
+    ///   the task waits in `input_required` until the client answers with `tasks/update`
+    ///   (2026-07-28), or sends a server-to-client request tagged with the task (2025-11-25).
     ///
     /// The request is refused without asking if the client did not declare the capability.
     pub async fn input(
@@ -367,6 +416,11 @@ impl ToolContext {
                     )
                     .await
             }
+            InputMode::Task(link) => {
+                let sink = &self.inner.sink;
+                link.input(key, &request, declared, sink, &self.inner.cancel)
+                    .await
+            }
         }
     }
 
@@ -376,6 +430,13 @@ impl ToolContext {
         &self,
         requests: Vec<(String, InputRequest)>,
     ) -> Result<Vec<Value>, ClientRequestError> {
+        if let InputMode::Task(link) = &self.inner.input
+            && link.parks()
+        {
+            // A task asks for everything at once and waits for every answer.
+            let caps = &self.inner.client_capabilities;
+            return link.input_all(requests, caps, &self.inner.cancel).await;
+        }
         let mut answers = Vec::with_capacity(requests.len());
         let mut pending = false;
         for (key, request) in requests {
@@ -396,6 +457,7 @@ impl ToolContext {
     pub fn request_state(&self) -> Option<&Value> {
         match &self.inner.input {
             InputMode::RoundTrip(round) => round.state.as_ref(),
+            InputMode::Task(link) => link.round().and_then(|r| r.state.as_ref()),
             _ => None,
         }
     }
@@ -403,8 +465,14 @@ impl ToolContext {
     /// Saves state for the next round of a multi round-trip request. It travels sealed in
     /// `requestState`: the client cannot read it usefully or change it undetected.
     pub fn set_request_state(&self, state: Value) {
-        if let InputMode::RoundTrip(round) = &self.inner.input {
-            round.set_next_state(state);
+        match &self.inner.input {
+            InputMode::RoundTrip(round) => round.set_next_state(state),
+            InputMode::Task(link) => {
+                if let Some(round) = link.round() {
+                    round.set_next_state(state);
+                }
+            }
+            _ => {}
         }
     }
 

@@ -50,6 +50,8 @@ pub mod client;
 pub mod config;
 pub mod context;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod prompts;
 pub mod registry;
 pub mod resources;
@@ -68,8 +70,8 @@ pub use prompts::{
     McpPromptRegistry, PromptArgument, PromptDefinition, PromptMessage, PromptResult,
 };
 pub use registry::{
-    McpRegistrationError, McpToolRegistry, ToolDefinition, ToolOutput, ToolRegistration,
-    ToolSettings,
+    McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
+    ToolRegistration, ToolSettings,
 };
 pub use resources::{McpResourceRegistry, ResourceDefinition, ResourceTemplateDefinition};
 pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};

@@ -145,6 +145,33 @@ pub struct ToolSettings {
     pub timeout: Option<Duration>,
     /// The version in which the tool was deprecated; calling it logs a warning once.
     pub deprecated_in: Option<String>,
+    /// Whether a call may run as a task (see [`TaskSupport`]).
+    pub task_support: TaskSupport,
+}
+
+/// Whether a tool's calls may run as tasks: the `io.modelcontextprotocol/tasks` extension
+/// (2026-07-28) and the experimental tasks of 2025-11-25 (`execution.taskSupport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TaskSupport {
+    /// Calls always run synchronously (the default).
+    #[default]
+    Forbidden,
+    /// A call becomes a task when the client supports tasks and the tool runs long.
+    Optional,
+    /// Calls must run as tasks: a client that cannot take a task is refused (`-32021` on
+    /// 2026-07-28, `-32601` on 2025-11-25 without the `task` parameter).
+    Required,
+}
+
+impl TaskSupport {
+    /// The wire value of `execution.taskSupport` (2025-11-25).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbidden => "forbidden",
+            Self::Optional => "optional",
+            Self::Required => "required",
+        }
+    }
 }
 
 /// What a tool produced: the seed's result plus, optionally, explicit MCP content.
@@ -635,6 +662,13 @@ impl McpToolRegistry {
         self.read().get(name).cloned()
     }
 
+    /// Whether any registered tool may run as a task.
+    pub(crate) fn supports_tasks(&self) -> bool {
+        self.read()
+            .values()
+            .any(|t| t.settings.task_support != TaskSupport::Forbidden)
+    }
+
     /// A page of tools in wire form, starting after `after`; also says whether more follow.
     pub(crate) fn page(&self, after: Option<&str>, size: usize) -> (Vec<Value>, Option<String>) {
         use std::ops::Bound;
@@ -706,13 +740,33 @@ pub(crate) fn violations(validator: &jsonschema::Validator, instance: &Value) ->
 impl RegisteredTool {
     /// Validates the arguments and runs the handler, catching panics.
     pub(crate) async fn invoke(&self, arguments: JsonObject, context: ToolContext) -> ToolOutput {
+        self.try_invoke(arguments, context)
+            .await
+            .unwrap_or_else(|| {
+                ToolOutput::failure(McpErrorDetail::new(
+                    "InternalError",
+                    format!(
+                        "Tool {} failed with an internal error",
+                        self.definition.name
+                    ),
+                ))
+            })
+    }
+
+    /// Like [`invoke`](Self::invoke), but a handler panic is `None` (tasks report it as a
+    /// protocol error rather than a tool error).
+    pub(crate) async fn try_invoke(
+        &self,
+        arguments: JsonObject,
+        context: ToolContext,
+    ) -> Option<ToolOutput> {
         let instance = Value::Object(arguments);
         if !self.input_validator.is_valid(&instance) {
             let list = violations(&self.input_validator, &instance);
             let mut details = Map::new();
             details.insert("tool".into(), json!(self.definition.name));
             details.insert("violations".into(), Value::Array(list));
-            return ToolOutput::failure(
+            return Some(ToolOutput::failure(
                 McpErrorDetail::new(
                     "ValidationError",
                     format!(
@@ -721,10 +775,13 @@ impl RegisteredTool {
                     ),
                 )
                 .with_details(details),
-            );
+            ));
         }
         let Value::Object(arguments) = instance else {
-            return ToolOutput::failure(McpErrorDetail::new("InternalError", "arguments lost"));
+            return Some(ToolOutput::failure(McpErrorDetail::new(
+                "InternalError",
+                "arguments lost",
+            )));
         };
         if let Some(version) = &self.settings.deprecated_in
             && !self
@@ -739,16 +796,10 @@ impl RegisteredTool {
             Ok(output) => output,
             Err(()) => {
                 tracing::error!(tool = %self.definition.name, "tool handler panicked");
-                return ToolOutput::failure(McpErrorDetail::new(
-                    "InternalError",
-                    format!(
-                        "Tool {} failed with an internal error",
-                        self.definition.name
-                    ),
-                ));
+                return None;
             }
         };
-        self.check_output(output)
+        Some(self.check_output(output))
     }
 
     fn check_output(&self, output: ToolOutput) -> ToolOutput {
@@ -785,11 +836,11 @@ impl RegisteredTool {
 }
 
 /// Catches a panic raised while polling `fut`.
-fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
+pub(crate) fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
     CatchUnwind { fut: Box::pin(fut) }
 }
 
-struct CatchUnwind<F> {
+pub(crate) struct CatchUnwind<F> {
     fut: Pin<Box<F>>,
 }
 

@@ -46,6 +46,12 @@ impl McpServer {
         self
     }
 
+    /// This server, with task limits `config` (tools run as tasks per their `task_support`).
+    pub fn with_task_config(mut self, config: crate::engine::TaskConfig) -> Self {
+        self.engine = self.engine.with_task_config(config);
+        self
+    }
+
     /// The protocol engine, for transports and tests.
     pub fn engine(&self) -> &Engine {
         &self.engine

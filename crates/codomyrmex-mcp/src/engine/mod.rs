@@ -13,6 +13,7 @@ mod events;
 mod limits;
 pub(crate) mod mrtr;
 mod session;
+pub(crate) mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::McpServerConfig;
 use crate::context::{ContextInner, InputMode, MessageSink, ToolContext};
 use crate::prompts::McpPromptRegistry;
-use crate::registry::{BoxFuture, McpToolRegistry, RegisteredTool, ToolOutput};
+use crate::registry::{BoxFuture, McpToolRegistry, RegisteredTool, ToolOutput, catch_unwind};
 use crate::resources::{McpResourceRegistry, ResourceError};
 use crate::schema::McpErrorDetail;
 use crate::wire::jsonrpc::Decoded;
@@ -37,6 +38,7 @@ pub use events::{EventStream, ServerEvent};
 use limits::RateLimiter;
 use mrtr::{Binding, RoundTrip, Sealer};
 pub use session::Session;
+pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig};
 
 /// `_meta` key: the request's protocol version (modern era).
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -105,6 +107,7 @@ struct Shared {
     server_info: Implementation,
     limiter: RateLimiter,
     sealer: Sealer,
+    tasks: Arc<tasks::TaskStore>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -125,7 +128,8 @@ fn error(id: &RequestId, e: ErrorObject) -> Handled {
 impl Engine {
     /// An engine serving `registry` under `config`.
     pub fn new(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> Self {
-        Self::assemble(config, registry, None, None)
+        let tasks = Arc::new(tasks::TaskStore::new(TaskConfig::default()));
+        Self::assemble(config, registry, None, None, tasks)
     }
 
     fn assemble(
@@ -133,6 +137,7 @@ impl Engine {
         registry: Arc<McpToolRegistry>,
         resources: Option<Arc<McpResourceRegistry>>,
         prompts: Option<Arc<McpPromptRegistry>>,
+        tasks: Arc<tasks::TaskStore>,
     ) -> Self {
         let server_info = Implementation::new(config.name.clone(), config.version.clone());
         let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
@@ -146,6 +151,7 @@ impl Engine {
                 server_info,
                 limiter,
                 sealer,
+                tasks,
             }),
         }
     }
@@ -159,6 +165,7 @@ impl Engine {
             s.registry.clone(),
             Some(resources),
             s.prompts.clone(),
+            s.tasks.clone(),
         )
     }
 
@@ -171,6 +178,7 @@ impl Engine {
             s.registry.clone(),
             s.resources.clone(),
             Some(prompts),
+            s.tasks.clone(),
         )
     }
 
@@ -451,7 +459,9 @@ impl Engine {
         params: Map<String, Value>,
         sink: &Arc<dyn MessageSink>,
     ) -> Handled {
-        if method == "initialize" {
+        // `initialize` exists only in the legacy era: a request carrying modern `_meta` is
+        // scoped like any other and so answered "method not found" (2026-07-28 removed it).
+        if method == "initialize" && !carries_meta_version(&params) {
             return self.initialize(session, &id, &params);
         }
         let scope = match self.scope(session, method, &params) {
@@ -487,6 +497,9 @@ impl Engine {
             (Era::Legacy, "ping") => Ok(json!({})),
             (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
             (Era::Modern, "server/discover") => Ok(self.discover()),
+            (_, m) if m.starts_with("tasks/") => {
+                return self.handle_tasks(session, id, m, &params, &scope, sink);
+            }
             _ => Err(ErrorObject::method_not_found(method)),
         };
         match result {
@@ -553,7 +566,8 @@ impl Engine {
     fn discover(&self) -> Value {
         let mut obj = Map::new();
         obj.insert("supportedVersions".into(), json!(supported_versions()));
-        obj.insert("capabilities".into(), self.capabilities());
+        let caps = self.with_task_capabilities(self.capabilities(), ProtocolVersion::LATEST_MODERN);
+        obj.insert("capabilities".into(), caps);
         if let Some(i) = &self.shared.config.instructions {
             obj.insert("instructions".into(), json!(i));
         }
@@ -605,7 +619,8 @@ impl Engine {
         }
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(version.as_str()));
-        result.insert("capabilities".into(), self.capabilities());
+        let caps = self.with_task_capabilities(self.capabilities(), version);
+        result.insert("capabilities".into(), caps);
         result.insert(
             "serverInfo".into(),
             serde_json::to_value(&self.shared.server_info).unwrap_or_else(|_| json!({})),
@@ -651,6 +666,7 @@ impl Engine {
             .shared
             .registry
             .page(after.as_deref(), self.shared.config.page_size);
+        let tools = self.with_task_support(tools, scope);
         let mut obj = Map::new();
         obj.insert("tools".into(), Value::Array(tools));
         if let Some(next) = next {
@@ -688,7 +704,16 @@ impl Engine {
             };
             match params.remove("inputResponses") {
                 None | Some(Value::Null) => {}
-                Some(Value::Object(fresh)) => responses.extend(fresh),
+                Some(Value::Object(fresh)) => {
+                    // Each response is the result of an input request: always an object.
+                    if let Some((key, _)) = fresh.iter().find(|(_, v)| !v.is_object()) {
+                        let key: String = key.chars().take(64).collect();
+                        return Err(ErrorObject::invalid_params(format!(
+                            "inputResponses[{key:?}] must be the result object of its request"
+                        )));
+                    }
+                    responses.extend(fresh)
+                }
                 Some(_) => {
                     return Err(ErrorObject::invalid_params(
                         "inputResponses must be an object",
@@ -817,11 +842,19 @@ impl Engine {
                 ErrorObject::invalid_params(format!("Unknown tool: {shown}")),
             );
         };
+        let task = match self.task_plan(&tool, &name, &scope, &mut params) {
+            Ok(t) => t,
+            Err(e) => return error(&id, e),
+        };
         let prepared =
             match self.prepare(session, &id, "tools/call", &name, &mut params, &scope, sink) {
                 Ok(p) => p,
                 Err(e) => return error(&id, e),
             };
+        if let Some(plan) = task {
+            return self
+                .call_tool_as_task(session, id, tool, name, arguments, prepared, scope, plan);
+        }
         let engine = self.clone();
         let session = session.clone();
         let permits = session.permits();
@@ -851,7 +884,10 @@ impl Engine {
                     });
                 }
                 Some(Ok(input_required)) => input_required,
-                None => engine.call_tool_result(&tool, output, &scope),
+                None => {
+                    let result = engine.call_tool_result(&tool, output, &scope);
+                    engine.cap_tool_result(&tool, &name, result, &scope)
+                }
             };
             Some(OutgoingMessage::Response {
                 id,
@@ -902,22 +938,28 @@ impl Engine {
             let read = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return None,
-                r = tokio::time::timeout(engine.shared.config.tool_timeout, resources.read(&uri, context)) => r,
+                r = tokio::time::timeout(engine.shared.config.tool_timeout, catch_unwind(resources.read(&uri, context))) => r,
             };
             let outcome = engine.round_outcome(&session, "resources/read", &uri, round.as_deref());
             let result = match (outcome, read) {
                 (Some(Err(e)), _) => Err(e),
                 (Some(Ok(input_required)), _) => Ok(input_required),
                 (None, Err(_)) => Err(ErrorObject::internal(format!("Reading {uri} timed out"))),
-                (None, Ok(Ok(contents))) => {
+                (None, Ok(Err(()))) => {
+                    tracing::error!("resource reader panicked");
+                    Err(ErrorObject::internal(
+                        "Reading the resource failed with an internal error",
+                    ))
+                }
+                (None, Ok(Ok(Ok(contents)))) => {
                     let mut obj = Map::new();
                     obj.insert(
                         "contents".into(),
                         serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
                     );
-                    Ok(engine.cacheable(obj, &scope))
+                    engine.cap_result(engine.cacheable(obj, &scope))
                 }
-                (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
+                (None, Ok(Ok(Err(e)))) => Err(engine.resource_error(&uri, e, &scope)),
             };
             Some(match result {
                 Ok(result) => OutgoingMessage::Response {
@@ -1112,18 +1154,28 @@ impl Engine {
             } = prepared;
             let _guard = guard;
             let request = crate::prompts::PromptRequest { arguments, context };
+            // The handler is called inside the guarded future, so a panic while it builds its
+            // future is caught too.
+            let render = catch_unwind(async move { prompt.handler.get(request).await });
             let got = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return None,
-                r = tokio::time::timeout(engine.shared.config.tool_timeout, prompt.handler.get(request)) => r,
+                r = tokio::time::timeout(engine.shared.config.tool_timeout, render) => r,
             };
             let outcome = engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
             let result = match (outcome, got) {
                 (Some(r), _) => r,
                 (None, Err(_)) => Err(ErrorObject::internal(format!("Prompt {name} timed out"))),
-                (None, Ok(Ok(rendered))) => serde_json::to_value(rendered)
-                    .map_err(|_| ErrorObject::internal("Prompt result could not be encoded")),
-                (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
+                (None, Ok(Err(()))) => {
+                    tracing::error!(prompt = %name, "prompt handler panicked");
+                    Err(ErrorObject::internal(format!(
+                        "Prompt {name} failed with an internal error"
+                    )))
+                }
+                (None, Ok(Ok(Ok(rendered)))) => serde_json::to_value(rendered)
+                    .map_err(|_| ErrorObject::internal("Prompt result could not be encoded"))
+                    .and_then(|v| engine.cap_result(v)),
+                (None, Ok(Ok(Err(detail)))) => Err(ErrorObject::internal(detail.error_message)),
             };
             Some(match result {
                 Ok(result) => OutgoingMessage::Response {
@@ -1425,11 +1477,85 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// A tool's result, or a `RESULT_TOO_LARGE` failure in its place when its encoding exceeds
+    /// `max_result_size`.
+    fn cap_tool_result(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        result: Value,
+        scope: &RequestScope,
+    ) -> Value {
+        let limit = self.shared.config.max_result_size;
+        if encoded_len_within(&result, limit).is_some() {
+            return result;
+        }
+        tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
+        drop(result);
+        let detail = McpErrorDetail::new(
+            "RESULT_TOO_LARGE",
+            format!(
+                "Tool {name} returned a result larger than the server's limit of {limit} bytes (max_result_size); it was discarded"
+            ),
+        )
+        .with_details(Map::from_iter([(
+            "max_result_size".to_owned(),
+            json!(limit),
+        )]));
+        self.call_tool_result(tool, ToolOutput::failure(detail), scope)
+    }
+
+    /// A resource or prompt result, or `-32603` when its encoding exceeds `max_result_size`.
+    fn cap_result(&self, result: Value) -> Result<Value, ErrorObject> {
+        let limit = self.shared.config.max_result_size;
+        match encoded_len_within(&result, limit) {
+            Some(_) => Ok(result),
+            None => Err(ErrorObject::internal(format!(
+                "The result is larger than the server's limit of {limit} bytes (max_result_size)"
+            ))
+            .with_data(json!({"max_result_size": limit}))),
+        }
+    }
+}
+
+/// The length of `value`'s compact JSON encoding if it is at most `limit` bytes. Counts
+/// without allocating and stops as soon as the limit is passed.
+fn encoded_len_within(value: &Value, limit: usize) -> Option<usize> {
+    struct Counter {
+        written: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written = self.written.saturating_add(buf.len());
+            if self.written > self.limit {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, limit };
+    serde_json::to_writer(&mut counter, value).ok()?;
+    Some(counter.written)
+}
+
 struct Prepared {
     guard: session::InFlightGuard,
     context: ToolContext,
     round: Option<Arc<RoundTrip>>,
     cancel: CancellationToken,
+}
+
+/// Whether a request names its protocol version in `_meta`, as modern-era requests do.
+fn carries_meta_version(params: &Map<String, Value>) -> bool {
+    params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
 }
 
 /// The decoded `cursor` parameter.
@@ -1473,5 +1599,86 @@ fn decode_cursor(cursor: &str) -> Option<String> {
     String::from_utf8(bytes?).ok()
 }
 
+#[cfg(test)]
+mod result_size_tests {
+    use super::*;
+
+    #[test]
+    fn encoded_length_is_exact_up_to_the_limit() {
+        let v = json!({"content": [{"type": "text", "text": "x".repeat(100)}]});
+        let exact = serde_json::to_vec(&v).map(|b| b.len()).unwrap_or_default();
+        assert_eq!(encoded_len_within(&v, exact), Some(exact));
+        assert_eq!(encoded_len_within(&v, usize::MAX), Some(exact));
+        assert_eq!(encoded_len_within(&v, exact - 1), None);
+        assert_eq!(encoded_len_within(&json!(null), 3), None);
+    }
+
+    #[tokio::test]
+    async fn an_oversized_tool_result_becomes_a_result_too_large_failure() {
+        let registry = Arc::new(McpToolRegistry::new());
+        registry
+            .register(
+                "big",
+                json!({"type": "object"}),
+                |_: Map<String, Value>| -> Result<Value, McpErrorDetail> {
+                    Ok(json!({"blob": "x".repeat(10_000)}))
+                },
+            )
+            .unwrap();
+        registry
+            .register(
+                "small",
+                json!({"type": "object"}),
+                |_: Map<String, Value>| -> Result<Value, McpErrorDetail> { Ok(json!({"ok": 1})) },
+            )
+            .unwrap();
+        let engine = Engine::new(
+            McpServerConfig::default()
+                .with_rate_limit(None)
+                .with_max_result_size(4096),
+            registry,
+        );
+        let session = engine.new_session();
+        let sink: Arc<dyn MessageSink> = Arc::new(crate::context::NullSink);
+        let call = |name: &str| {
+            let meta = json!({
+                META_PROTOCOL_VERSION: "2026-07-28",
+                META_CLIENT_CAPABILITIES: {},
+            });
+            IncomingMessage::Request {
+                id: RequestId::from(1),
+                method: "tools/call".into(),
+                params: json!({"name": name, "_meta": meta}).as_object().cloned(),
+            }
+        };
+        let answer = engine
+            .handle(&session, call("big"), &sink)
+            .into_message()
+            .await;
+        let Some(OutgoingMessage::Response { result, .. }) = answer else {
+            panic!("a response expected: {answer:?}")
+        };
+        assert_eq!(result["isError"], json!(true));
+        assert_eq!(
+            result["structuredContent"]["error_type"],
+            "RESULT_TOO_LARGE"
+        );
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("max_result_size"), "{text}");
+        assert!(serde_json::to_vec(&result).unwrap().len() < 4096);
+        let answer = engine
+            .handle(&session, call("small"), &sink)
+            .into_message()
+            .await;
+        let Some(OutgoingMessage::Response { result, .. }) = answer else {
+            panic!("a response expected: {answer:?}")
+        };
+        assert_eq!(result["structuredContent"], json!({"ok": 1}));
+        assert_eq!(session.in_flight(), 0);
+    }
+}
+
+#[cfg(test)]
+mod conformance_tests;
 #[cfg(test)]
 mod tests;

@@ -79,6 +79,8 @@ pub(crate) fn validate(
     let name_field = match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // SEP-2663: the task id routes tasks/* requests.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     };
     if let Some(field) = name_field {
@@ -228,6 +230,27 @@ mod tests {
         ] {
             let e = validate(&bad, "tools/call", params, &r).unwrap_err();
             assert_eq!(e.code, -32020);
+        }
+    }
+
+    #[test]
+    fn mcp_name_of_tasks_requests_is_the_task_id() {
+        let r = McpToolRegistry::new();
+        let params = json!({"taskId": "t1", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+        let params = params.as_object().unwrap();
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let with = |name: Option<&str>| {
+                let mut pairs = vec![
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", method),
+                ];
+                pairs.extend(name.map(|n| ("mcp-name", n)));
+                h(&pairs)
+            };
+            assert!(validate(&with(Some("t1")), method, params, &r).is_ok());
+            for bad in [with(Some("t2")), with(None)] {
+                assert_eq!(validate(&bad, method, params, &r).unwrap_err().code, -32020);
+            }
         }
     }
 
