@@ -50,6 +50,7 @@ impl CacheScope {
 /// | `rate_limit` | 50 calls/s, burst 100 (the Python reference's), over all tool calls |
 /// | `tool_rate_limits` | none |
 /// | `max_message_size` | 4 MiB per incoming message |
+/// | `max_result_size` | 16 MiB per result (`tools/call`, `resources/read`, `prompts/get`), as encoded JSON; a larger one is replaced by an error |
 /// | `max_concurrent_requests` | 256 requests running at once per session |
 /// | `page_size` | 100 items per list page |
 /// | `list_ttl` | 60 s (`ttlMs` on 2026-07-28 list results) |
@@ -75,6 +76,10 @@ pub struct McpServerConfig {
     pub tool_rate_limits: HashMap<String, RateLimit>,
     /// The largest incoming message, in bytes.
     pub max_message_size: usize,
+    /// The largest result a tool call, resource read or prompt may produce, in bytes of
+    /// encoded JSON. A larger tool result becomes a `RESULT_TOO_LARGE` failure
+    /// (`isError: true`); a larger resource or prompt result an internal error (`-32603`).
+    pub max_result_size: usize,
     /// The most requests that run at once; more wait their turn.
     pub max_concurrent_requests: usize,
     /// Items per page of `tools/list` (and the other lists).
@@ -103,6 +108,7 @@ impl Default for McpServerConfig {
             rate_limit: Some(RateLimit::PYTHON_REFERENCE),
             tool_rate_limits: HashMap::new(),
             max_message_size: 4 * 1024 * 1024,
+            max_result_size: 16 * 1024 * 1024,
             max_concurrent_requests: 256,
             page_size: 100,
             list_ttl: Duration::from_secs(60),
@@ -142,9 +148,37 @@ impl McpServerConfig {
         self
     }
 
+    /// Sets the largest result, in bytes of encoded JSON (at least 1).
+    pub fn with_max_result_size(mut self, bytes: usize) -> Self {
+        self.max_result_size = bytes.max(1);
+        self
+    }
+
     /// Sets the page size (at least 1).
     pub fn with_page_size(mut self, page_size: usize) -> Self {
         self.page_size = page_size.max(1);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_result_size_defaults_to_16_mib_and_is_at_least_one() {
+        assert_eq!(McpServerConfig::default().max_result_size, 16 * 1024 * 1024);
+        assert_eq!(
+            McpServerConfig::default()
+                .with_max_result_size(0)
+                .max_result_size,
+            1
+        );
+        assert_eq!(
+            McpServerConfig::default()
+                .with_max_result_size(4096)
+                .max_result_size,
+            4096
+        );
     }
 }

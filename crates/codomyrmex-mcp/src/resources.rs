@@ -412,8 +412,6 @@ impl McpResourceRegistry {
         self.read_resources().is_empty() && self.read_templates().is_empty()
     }
 
-    /// Whether any template has a completer.
-
     pub(crate) fn page(&self, after: Option<&str>, size: usize) -> (Vec<Value>, Option<String>) {
         use std::ops::Bound;
         let map = self.read_resources();
@@ -437,8 +435,9 @@ impl McpResourceRegistry {
         size: usize,
     ) -> (Vec<Value>, Option<usize>) {
         let list = self.read_templates();
-        let start = after.map_or(0, |a| a + 1);
-        let end = (start + size.max(1)).min(list.len());
+        // `after` comes from the client's cursor: saturate rather than overflow.
+        let start = after.map_or(0, |a| a.saturating_add(1)).min(list.len());
+        let end = start.saturating_add(size.max(1)).min(list.len());
         let page = list
             .get(start..end)
             .unwrap_or_default()
@@ -598,6 +597,29 @@ pub(crate) fn confine(root: &Path, rel: &str) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn template_cursors_near_usize_max_do_not_overflow() {
+        // Regression: the cursor of `resources/templates/list` is the client's; `after + 1`
+        // and `start + size` overflowed (a panic with overflow checks, a wrong page without).
+        let r = McpResourceRegistry::new();
+        for i in 0..3 {
+            r.add_template(
+                ResourceTemplateDefinition::new(format!("t{i}://{{x}}"), "t"),
+                |_: ResourceRequest| async move { Ok(Vec::new()) },
+                BTreeMap::new(),
+            )
+            .unwrap();
+        }
+        for after in [usize::MAX, usize::MAX - 1, usize::MAX - 100, 3, 2] {
+            let (page, next) = r.template_page(Some(after), 100);
+            assert!(page.is_empty(), "{after}");
+            assert_eq!(next, None);
+        }
+        assert_eq!(r.template_page(Some(0), usize::MAX).0.len(), 2);
+        assert_eq!(r.template_page(None, 2).1, Some(1));
+        assert_eq!(r.template_page(Some(1), 1).0.len(), 1);
+    }
 
     #[tokio::test]
     async fn static_and_template_reads() {

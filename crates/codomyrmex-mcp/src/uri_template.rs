@@ -168,22 +168,25 @@ impl UriTemplate {
                         Op::Reserved => false,
                         Op::Fragment => false,
                     };
-                    let next_literal = match self.parts.get(i + 1) {
-                        Some(Part::Literal(l)) => Some(l.as_str()),
-                        Some(Part::Query(_)) => Some("?"),
-                        _ => None,
-                    };
-                    let limit = r.find(stop).unwrap_or(r.len());
-                    let end = match next_literal {
+                    // A trailing query expression starts at the first `?`: no value before it
+                    // runs into it, not even a reserved one (which may hold `?` otherwise).
+                    let limit = match self.parts.last() {
+                        Some(Part::Query(_)) => r.find(|c| c == '?' || stop(c)),
+                        _ => r.find(stop),
+                    }
+                    .unwrap_or(r.len());
+                    let end = match self.parts.get(i + 1) {
                         // Reserved values may contain the literal; take the last occurrence so
                         // `{+path}.json` matches `a.b.json`.
-                        Some(l) if matches!(op, Op::Reserved | Op::Fragment) => {
-                            r[..limit].rfind(l)?
+                        Some(Part::Literal(l)) if matches!(op, Op::Reserved | Op::Fragment) => {
+                            r[..limit].rfind(l.as_str())?
                         }
-                        Some(l) => r[..limit].find(l).or_else(|| {
-                            (limit < r.len() && r[limit..].starts_with(l)).then_some(limit)
+                        Some(Part::Literal(l)) => r[..limit].find(l.as_str()).or_else(|| {
+                            (limit < r.len() && r[limit..].starts_with(l.as_str())).then_some(limit)
                         })?,
-                        None => limit,
+                        // The query is optional: the value ends where it starts, if it is there.
+                        Some(Part::Query(_)) => r[..limit].find('?').unwrap_or(limit),
+                        _ => limit,
                     };
                     if end == 0 {
                         return None;
@@ -222,7 +225,11 @@ fn percent_decode(s: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
+            // Exactly two hex digits: `from_str_radix` alone would also take a sign (`%+f`).
             let hex = s.get(i + 1..i + 3)?;
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
             out.push(u8::from_str_radix(hex, 16).ok()?);
             i += 3;
         } else {
@@ -310,6 +317,50 @@ mod tests {
             UriTemplate::parse("a/{x}/{+y}{?z}").unwrap().variables(),
             ["x", "y", "z"]
         );
+    }
+
+    #[test]
+    fn query_expressions_are_optional_after_any_variable() {
+        // Regression: a variable followed by `{?...}` matched only when a query was present.
+        assert_eq!(m("search/{id}{?q}", "search/5"), kv(&[("id", "5")]));
+        assert_eq!(
+            m("search/{id}{?q}", "search/5?q=x"),
+            kv(&[("id", "5"), ("q", "x")])
+        );
+        assert_eq!(
+            m("file:///{+path}{?v}", "file:///a/b"),
+            kv(&[("path", "a/b")])
+        );
+        assert_eq!(
+            m("file:///{+path}{?v}", "file:///a/b?v=2"),
+            kv(&[("path", "a/b"), ("v", "2")])
+        );
+        assert_eq!(m("a{/seg}{?q}", "a/x"), kv(&[("seg", "x")]));
+    }
+
+    #[test]
+    fn reserved_values_stop_at_a_trailing_query() {
+        // Regression (found by the uri_template fuzz target): a reserved value followed by a
+        // literal took the literal's last occurrence, even inside the query, so the query
+        // expression never matched.
+        assert_eq!(
+            m("file:///{+path}.json{?v}", "file:///a.json?v=x.json"),
+            kv(&[("path", "a"), ("v", "x.json")])
+        );
+        assert_eq!(
+            m("x/{+p}={?q}", "x/a/b=?q=c%3Dd=e"),
+            kv(&[("p", "a/b"), ("q", "c=d=e")])
+        );
+        // Without a query expression a reserved value may still hold `?`.
+        assert_eq!(m("x/{+p}", "x/a?b"), kv(&[("p", "a?b")]));
+    }
+
+    #[test]
+    fn percent_escapes_need_two_hex_digits() {
+        // Regression: `u8::from_str_radix` accepts a leading sign, so `%+f` decoded to 0x0f.
+        assert_eq!(m("x/{name}", "x/%+f"), None);
+        assert_eq!(m("x/{name}", "x/%-1"), None);
+        assert_eq!(m("x/{name}", "x/%2f"), kv(&[("name", "/")]));
     }
 
     #[test]

@@ -145,11 +145,16 @@ impl Sealer {
             "r": responses,
             "s": state,
         });
-        let bytes = payload.to_string().into_bytes();
-        let tag = self.mac(&bytes).finalize().into_bytes();
+        self.seal_payload(payload.to_string().as_bytes())
+    }
+
+    /// Seals raw payload bytes: `base64url(payload) "." base64url(tag)`. Tests and fuzzing use
+    /// it to reach what [`Sealer::open`] does after the integrity check.
+    pub(crate) fn seal_payload(&self, bytes: &[u8]) -> String {
+        let tag = self.mac(bytes).finalize().into_bytes();
         format!(
             "{}.{}",
-            URL_SAFE_NO_PAD.encode(&bytes),
+            URL_SAFE_NO_PAD.encode(bytes),
             URL_SAFE_NO_PAD.encode(tag)
         )
     }

@@ -352,7 +352,7 @@ async fn read_line<R: AsyncRead + Unpin>(
                 Line::Complete
             });
         }
-        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+        let (chunk, done) = match find_newline(available) {
             Some(i) => (&available[..i], Some(i + 1)),
             None => (available, None),
         };
@@ -376,6 +376,33 @@ async fn read_line<R: AsyncRead + Unpin>(
     }
 }
 
+/// The index of the first `\n` in `bytes`.
+///
+/// Eight bytes at a time: a byte-at-a-time search was a tenth of the server's CPU time on
+/// 64 KiB lines. A word has a `\n` byte exactly when `word ^ 0x0a0a..` has a zero byte, which
+/// `(x - 0x0101..) & !x & 0x8080..` detects (never missing one; the word is then searched
+/// byte by byte for the position).
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let byte_at =
+        |from: usize, part: &[u8]| part.iter().position(|&b| b == b'\n').map(|i| from + i);
+    let mut words = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut words {
+        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
+            return byte_at(offset, &bytes[offset..]);
+        };
+        let x = u64::from_ne_bytes(word) ^ NEWLINES;
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            return byte_at(offset, chunk);
+        }
+        offset += 8;
+    }
+    byte_at(offset, words.remainder())
+}
+
 fn trim(bytes: &[u8]) -> &[u8] {
     let start = bytes
         .iter()
@@ -386,4 +413,38 @@ fn trim(bytes: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(start, |i| i + 1);
     &bytes[start..end]
+}
+
+#[cfg(test)]
+mod find_newline_tests {
+    use super::find_newline;
+
+    #[test]
+    fn finds_the_first_newline_at_every_position_and_alignment() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for start in 0..8 {
+                    let mut bytes = vec![b'x'; start + len];
+                    // Bytes next to b'\n' in value, to catch a sloppy zero-byte test.
+                    for (i, b) in bytes.iter_mut().enumerate() {
+                        *b = [b'x', 0x0b, 0x09, 0x8a, 0x00, 0xff][i % 6];
+                    }
+                    let expected = (at < len).then_some(at);
+                    if at < len {
+                        bytes[start + at] = b'\n';
+                        if at + 3 < len {
+                            bytes[start + at + 3] = b'\n';
+                        }
+                    }
+                    let slice = &bytes[start..];
+                    assert_eq!(
+                        find_newline(slice),
+                        expected,
+                        "len {len} at {at} start {start}"
+                    );
+                    assert_eq!(find_newline(slice), slice.iter().position(|&b| b == b'\n'));
+                }
+            }
+        }
+    }
 }

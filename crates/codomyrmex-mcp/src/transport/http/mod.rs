@@ -35,7 +35,7 @@ mod conn;
 mod cors;
 mod guard;
 mod handler;
-mod headers;
+pub(crate) mod headers;
 mod limits;
 mod sessions;
 mod sse;
