@@ -398,3 +398,77 @@ fn duration_millis(text: &str) -> Option<u64> {
     };
     seconds_to_millis(number * factor)
 }
+
+/// The arguments of `#[mcp_prompt(...)]`.
+#[derive(Default)]
+pub(crate) struct PromptAttr {
+    pub krate: Option<Path>,
+    pub name: Option<LitStr>,
+    pub title: Option<LitStr>,
+    pub description: Option<LitStr>,
+}
+
+impl PromptAttr {
+    /// Parses the tokens inside `#[mcp_prompt(...)]`.
+    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
+        let mut attr = Self::default();
+        let parser = syn::meta::parser(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            match key.as_str() {
+                "crate" => set(&meta, &mut attr.krate, parse_crate_path(&meta)?),
+                "name" => set(&meta, &mut attr.name, non_empty(&meta)?),
+                "title" => set(&meta, &mut attr.title, non_empty(&meta)?),
+                "description" => set(&meta, &mut attr.description, meta.value()?.parse()?),
+                _ => Err(meta
+                    .error("unknown argument; expected one of: name, title, description, crate")),
+            }
+        });
+        parser.parse2(tokens)?;
+        Ok(attr)
+    }
+}
+
+/// The arguments of `#[mcp_resource(...)]`.
+#[derive(Default)]
+pub(crate) struct ResourceAttr {
+    pub krate: Option<Path>,
+    pub uri: Option<LitStr>,
+    pub uri_template: Option<LitStr>,
+    pub name: Option<LitStr>,
+    pub title: Option<LitStr>,
+    pub description: Option<LitStr>,
+    pub mime_type: Option<LitStr>,
+}
+
+impl ResourceAttr {
+    /// Parses the tokens inside `#[mcp_resource(...)]`.
+    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
+        let mut attr = Self::default();
+        let parser = syn::meta::parser(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            match key.as_str() {
+                "crate" => set(&meta, &mut attr.krate, parse_crate_path(&meta)?),
+                "uri" => set(&meta, &mut attr.uri, non_empty(&meta)?),
+                "uri_template" => set(&meta, &mut attr.uri_template, non_empty(&meta)?),
+                "name" => set(&meta, &mut attr.name, non_empty(&meta)?),
+                "title" => set(&meta, &mut attr.title, non_empty(&meta)?),
+                "description" => set(&meta, &mut attr.description, meta.value()?.parse()?),
+                "mime_type" => set(&meta, &mut attr.mime_type, non_empty(&meta)?),
+                _ => Err(meta.error(
+                    "unknown argument; expected one of: uri, uri_template, name, title, \
+                     description, mime_type, crate",
+                )),
+            }
+        });
+        parser.parse2(tokens)?;
+        Ok(attr)
+    }
+}

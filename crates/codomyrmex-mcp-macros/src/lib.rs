@@ -11,6 +11,7 @@ use syn::spanned::Spanned;
 use syn::{ImplItem, ItemFn, ItemImpl, parse_macro_input};
 
 mod attr;
+mod prompt_resource;
 mod tool;
 
 use attr::{ToolAttr, ToolsAttr};
@@ -340,6 +341,82 @@ pub fn mcp_tools(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     let errors = errors.into_compile_errors();
     quote!(#block #generated #errors).into()
+}
+
+/// Turns a function into an MCP prompt.
+///
+/// ```standalone_crate
+/// use codomyrmex_mcp::{ContentBlock, McpPromptRegistry, PromptMessage, mcp_prompt};
+///
+/// /// Summarises a text.
+/// #[mcp_prompt(name = "summarise")]
+/// fn summarise(
+///     #[arg(description = "The text")] text: String,
+///     style: Option<String>,
+/// ) -> Vec<PromptMessage> {
+///     let style = style.unwrap_or_else(|| "brief".into());
+///     vec![PromptMessage::user(ContentBlock::text(format!("Summarise ({style}): {text}")))]
+/// }
+///
+/// let registry = McpPromptRegistry::discovered()?;
+/// assert_eq!(registry.names(), ["summarise"]);
+/// # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
+/// ```
+///
+/// - Sync or `async`, not generic. Each parameter is a prompt argument: `String` (required)
+///   or `Option<String>` (optional); one parameter may be `ToolContext` or `&ToolContext`.
+/// - `#[arg(description = "...", rename = "key")]` (or a doc comment) on a parameter
+///   describes the argument.
+/// - It returns `PromptResult`, `Vec<PromptMessage>`, or `Result<_, E>` with
+///   `E: Into<McpErrorDetail>`.
+/// - Attribute arguments: `name` (defaults to the function's name), `title`, `description`
+///   (defaults to the doc comment), `crate`.
+/// - Registration: `McpPromptRegistry::discovered()` finds every one in the program;
+///   `registry.register_prompt_fn(f)` registers one.
+#[proc_macro_attribute]
+pub fn mcp_prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let function = parse_macro_input!(item as ItemFn);
+    prompt_resource::expand_prompt(attr.into(), function).into()
+}
+
+/// Turns a function into an MCP resource or resource template.
+///
+/// ```standalone_crate
+/// use codomyrmex_mcp::{McpResourceRegistry, mcp_resource};
+///
+/// /// The configuration.
+/// #[mcp_resource(uri = "config://app", mime_type = "application/json")]
+/// fn config() -> String {
+///     "{}".into()
+/// }
+///
+/// /// A user's avatar.
+/// #[mcp_resource(uri_template = "users://{id}/avatar", mime_type = "image/png")]
+/// async fn avatar(id: String) -> Result<Vec<u8>, String> {
+///     Err(format!("no avatar for {id}"))
+/// }
+///
+/// let registry = McpResourceRegistry::discovered()?;
+/// assert_eq!(registry.resources().len(), 1);
+/// assert_eq!(registry.templates().len(), 1);
+/// # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
+/// ```
+///
+/// - `uri = "..."` for a fixed resource, or `uri_template = "..."` (RFC 6570) for a template;
+///   also `name` (defaults to the function's name), `title`, `description` (defaults to the
+///   doc comment), `mime_type`, `crate`.
+/// - Sync or `async`, not generic. A template's parameters are `String`s (or
+///   `Option<String>` for query variables) named like its variables; every variable needs one,
+///   and a parameter that is not a variable is a compile error. One parameter may be
+///   `ToolContext` or `&ToolContext`.
+/// - It returns `String` (text contents), `Vec<u8>` (a blob), `Vec<ResourceContents>`, or
+///   `Result<_, E>` with `E: Into<ResourceError>` (`String` and `&str` convert).
+/// - Registration: `McpResourceRegistry::discovered()` finds every one in the program;
+///   `registry.register_resource_fn(f)` registers one.
+#[proc_macro_attribute]
+pub fn mcp_resource(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let function = parse_macro_input!(item as ItemFn);
+    prompt_resource::expand_resource(attr.into(), function).into()
 }
 
 /// What `#[mcp_tools]` leaves in place of each method's `#[mcp_tool(...)]`:

@@ -287,14 +287,14 @@ fn is_self(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident("Self"))
 }
 
-struct ParamAttrs {
-    arg: ArgAttr,
-    doc: Option<String>,
-    has_arg: bool,
+pub(crate) struct ParamAttrs {
+    pub(crate) arg: ArgAttr,
+    pub(crate) doc: Option<String>,
+    pub(crate) has_arg: bool,
 }
 
 /// Removes `#[arg(...)]` and doc comments from a parameter, returning what they said.
-fn take_param_attrs(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> ParamAttrs {
+pub(crate) fn take_param_attrs(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> ParamAttrs {
     let mut arg = ArgAttr::default();
     let mut doc_lines = Vec::new();
     let mut has_arg = false;
@@ -329,7 +329,7 @@ fn take_param_attrs(attrs: &mut Vec<Attribute>, errors: &mut Errors) -> ParamAtt
 }
 
 /// `Some(by_ref)` when `ty` is `ToolContext`, `&ToolContext` (any path ending in `ToolContext`).
-fn context_kind(ty: &Type, errors: &mut Errors) -> Option<bool> {
+pub(crate) fn context_kind(ty: &Type, errors: &mut Errors) -> Option<bool> {
     fn is_context(ty: &Type) -> bool {
         match ty {
             Type::Path(p) if p.qself.is_none() => p
@@ -427,7 +427,7 @@ fn is_result(ty: &Type) -> bool {
     }
 }
 
-fn unraw(ident: &Ident) -> String {
+pub(crate) fn unraw(ident: &Ident) -> String {
     let s = ident.to_string();
     s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
 }
@@ -445,7 +445,7 @@ fn doc_line(attribute: &Attribute) -> Option<String> {
 }
 
 /// The text of the doc comments among `attrs`.
-fn doc_text(attrs: &[Attribute]) -> Option<String> {
+pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let lines: Vec<String> = attrs
         .iter()
         .filter(|a| a.path().is_ident("doc"))
@@ -466,7 +466,7 @@ fn join_doc(lines: &[String]) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-fn opt_str(krate: &Path, value: Option<&str>) -> TokenStream {
+pub(crate) fn opt_str(krate: &Path, value: Option<&str>) -> TokenStream {
     match value {
         Some(v) => quote!(#krate::__private::Some(#v)),
         None => quote!(#krate::__private::None),

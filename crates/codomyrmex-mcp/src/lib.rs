@@ -78,10 +78,10 @@ pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolR
 pub use server::McpServer;
 pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
 
-pub use codomyrmex_mcp_macros::{mcp_tool, mcp_tools};
+pub use codomyrmex_mcp_macros::{mcp_prompt, mcp_resource, mcp_tool, mcp_tools};
 #[doc(hidden)]
 pub use tool_support::__private;
-pub use tool_support::McpTools;
+pub use tool_support::{FnRegistrationError, McpTools};
 
 /// The crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, json};
 
+use crate::prompts::McpPromptRegistry;
 use crate::registry::{McpRegistrationError, McpToolRegistry, ToolRegistration};
+use crate::resources::{McpResourceRegistry, ResourceError, ResourceRegistrationError};
 use crate::schema::McpErrorDetail;
 
 /// A type whose methods are tools. `#[mcp_tools]` implements it; register the methods with
@@ -131,6 +133,160 @@ impl ToolRegistration {
             .into_iter()
             .find(|entry| (entry.type_id)() == wanted)
             .map(|entry| (entry.build)())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `#[mcp_prompt]` and `#[mcp_resource]`: discovery and explicit registration.
+// ---------------------------------------------------------------------------------------------
+
+/// Why an `#[mcp_prompt]` or `#[mcp_resource]` function could not be registered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FnRegistrationError {
+    /// The function has no `#[mcp_prompt]` / `#[mcp_resource]` attribute.
+    #[error("{function} is not an #[{attribute}] function")]
+    NotAnnotated {
+        /// The function's type name.
+        function: String,
+        /// `mcp_prompt` or `mcp_resource`.
+        attribute: &'static str,
+    },
+    /// A prompt with this name is already registered.
+    #[error("prompt {0:?} is already registered")]
+    DuplicatePrompt(String),
+    /// The resource registry refused the resource.
+    #[error(transparent)]
+    Resource(#[from] ResourceRegistrationError),
+}
+
+impl McpPromptRegistry {
+    /// A registry holding every `#[mcp_prompt]` function linked into the program.
+    ///
+    /// ```standalone_crate
+    /// use codomyrmex_mcp::{ContentBlock, McpPromptRegistry, PromptMessage, mcp_prompt};
+    ///
+    /// /// Asks for a review.
+    /// #[mcp_prompt(name = "review")]
+    /// fn review(code: String, focus: Option<String>) -> Vec<PromptMessage> {
+    ///     let focus = focus.unwrap_or_else(|| "anything".into());
+    ///     vec![PromptMessage::user(ContentBlock::text(format!("Review for {focus}:\n{code}")))]
+    /// }
+    ///
+    /// let registry = McpPromptRegistry::discovered()?;
+    /// assert_eq!(registry.names(), ["review"]);
+    /// # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
+    /// ```
+    pub fn discovered() -> Result<Self, FnRegistrationError> {
+        let registry = Self::new();
+        for entry in inventory::iter::<__private::PromptEntry> {
+            registry.register_prompt((entry.build)())?;
+        }
+        Ok(registry)
+    }
+
+    /// Registers one `#[mcp_prompt]` function, given by name: `registry.register_prompt_fn(f)`.
+    pub fn register_prompt_fn<F: 'static>(&self, prompt: F) -> Result<(), FnRegistrationError> {
+        let wanted = __private::type_id_of(&prompt);
+        match inventory::iter::<__private::PromptEntry>
+            .into_iter()
+            .find(|entry| (entry.type_id)() == wanted)
+        {
+            Some(entry) => self.register_prompt((entry.build)()),
+            None => Err(FnRegistrationError::NotAnnotated {
+                function: std::any::type_name::<F>().to_owned(),
+                attribute: "mcp_prompt",
+            }),
+        }
+    }
+
+    fn register_prompt(
+        &self,
+        registration: __private::PromptRegistration,
+    ) -> Result<(), FnRegistrationError> {
+        let name = registration.definition.name.clone();
+        let handler = registration.handler;
+        if self.add(registration.definition, move |request| handler.get(request)) {
+            Ok(())
+        } else {
+            Err(FnRegistrationError::DuplicatePrompt(name))
+        }
+    }
+}
+
+impl McpResourceRegistry {
+    /// A registry holding every `#[mcp_resource]` function linked into the program.
+    ///
+    /// ```standalone_crate
+    /// use codomyrmex_mcp::{McpResourceRegistry, mcp_resource};
+    ///
+    /// /// A greeting.
+    /// #[mcp_resource(uri = "greeting://hello", mime_type = "text/plain")]
+    /// fn hello() -> String {
+    ///     "Hello!".into()
+    /// }
+    ///
+    /// /// A user's profile.
+    /// #[mcp_resource(uri_template = "users://{id}/profile", name = "profile")]
+    /// fn profile(id: String) -> String {
+    ///     format!("user {id}")
+    /// }
+    ///
+    /// let registry = McpResourceRegistry::discovered()?;
+    /// assert_eq!(registry.resources()[0].uri, "greeting://hello");
+    /// assert_eq!(registry.templates()[0].uri_template, "users://{id}/profile");
+    /// # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
+    /// ```
+    pub fn discovered() -> Result<Self, FnRegistrationError> {
+        let registry = Self::new();
+        for entry in inventory::iter::<__private::ResourceEntry> {
+            registry.register_resource((entry.build)())?;
+        }
+        Ok(registry)
+    }
+
+    /// Registers one `#[mcp_resource]` function, given by name:
+    /// `registry.register_resource_fn(f)`.
+    pub fn register_resource_fn<F: 'static>(&self, resource: F) -> Result<(), FnRegistrationError> {
+        let wanted = __private::type_id_of(&resource);
+        match inventory::iter::<__private::ResourceEntry>
+            .into_iter()
+            .find(|entry| (entry.type_id)() == wanted)
+        {
+            Some(entry) => self.register_resource((entry.build)()),
+            None => Err(FnRegistrationError::NotAnnotated {
+                function: std::any::type_name::<F>().to_owned(),
+                attribute: "mcp_resource",
+            }),
+        }
+    }
+
+    fn register_resource(
+        &self,
+        registration: __private::ResourceRegistration,
+    ) -> Result<(), FnRegistrationError> {
+        let reader = registration.reader;
+        let read = move |request| reader.read(request);
+        match registration.kind {
+            __private::ResourceKind::Static(definition) => self.add(definition, read)?,
+            __private::ResourceKind::Template(definition) => {
+                self.add_template(definition, read, std::collections::BTreeMap::new())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<String> for ResourceError {
+    /// A [`ResourceError::Failed`] with the string as its message.
+    fn from(message: String) -> Self {
+        ResourceError::Failed(message)
+    }
+}
+
+impl From<&str> for ResourceError {
+    /// A [`ResourceError::Failed`] with the string as its message.
+    fn from(message: &str) -> Self {
+        ResourceError::Failed(message.to_owned())
     }
 }
 
@@ -728,4 +884,349 @@ pub mod __private {
     pub fn type_id_of<F: 'static>(_: &F) -> TypeId {
         TypeId::of::<F>()
     }
+
+    // --- #[mcp_prompt] ---------------------------------------------------------------------
+
+    pub use crate::prompts::{PromptMessage, PromptRequest, PromptResult};
+    pub use crate::resources::{ResourceError, ResourceRequest};
+    pub use crate::wire::ResourceContents;
+    pub use std::collections::BTreeMap;
+    pub use std::string::String;
+
+    use crate::prompts::{PromptArgument, PromptDefinition, PromptHandler};
+    use crate::resources::{ResourceDefinition, ResourceReader, ResourceTemplateDefinition};
+
+    /// A type that can be a prompt parameter.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a prompt parameter",
+        label = "not `String` or `Option<String>`",
+        note = "prompt arguments are strings: take `String` (required) or `Option<String>` (optional)"
+    )]
+    pub trait PromptParam: Sized {
+        /// Whether the argument must be given.
+        const REQUIRED: bool;
+        /// Takes the argument out of the request's arguments.
+        fn read(args: &mut BTreeMap<String, String>, name: &str) -> Result<Self, McpErrorDetail>;
+    }
+
+    impl PromptParam for String {
+        const REQUIRED: bool = true;
+        fn read(args: &mut BTreeMap<String, String>, name: &str) -> Result<Self, McpErrorDetail> {
+            args.remove(name).ok_or_else(|| {
+                McpErrorDetail::new(
+                    "ValidationError",
+                    format!("Missing required prompt argument(s): {name}"),
+                )
+            })
+        }
+    }
+
+    impl PromptParam for Option<String> {
+        const REQUIRED: bool = false;
+        fn read(args: &mut BTreeMap<String, String>, name: &str) -> Result<Self, McpErrorDetail> {
+            Ok(args.remove(name))
+        }
+    }
+
+    /// What a prompt's `Ok` may be.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a prompt's result",
+        note = "a prompt returns `PromptResult` or `Vec<PromptMessage>`"
+    )]
+    pub trait PromptOutput {
+        /// The rendered prompt.
+        fn into_prompt_result(self) -> PromptResult;
+    }
+
+    impl PromptOutput for PromptResult {
+        fn into_prompt_result(self) -> PromptResult {
+            self
+        }
+    }
+
+    impl PromptOutput for Vec<PromptMessage> {
+        fn into_prompt_result(self) -> PromptResult {
+            PromptResult {
+                description: None,
+                messages: self,
+            }
+        }
+    }
+
+    /// What a prompt function may return.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a prompt's return type",
+        note = "a prompt returns `PromptResult`, `Vec<PromptMessage>`, or `Result<_, E>` with `E: Into<McpErrorDetail>`"
+    )]
+    pub trait PromptReturn {
+        /// The result of `prompts/get`.
+        fn into_prompt(self) -> Result<PromptResult, McpErrorDetail>;
+    }
+
+    impl PromptReturn for PromptResult {
+        fn into_prompt(self) -> Result<PromptResult, McpErrorDetail> {
+            Ok(self)
+        }
+    }
+
+    impl PromptReturn for Vec<PromptMessage> {
+        fn into_prompt(self) -> Result<PromptResult, McpErrorDetail> {
+            Ok(self.into_prompt_result())
+        }
+    }
+
+    impl<T: PromptOutput, E: Into<McpErrorDetail>> PromptReturn for Result<T, E> {
+        fn into_prompt(self) -> Result<PromptResult, McpErrorDetail> {
+            self.map(PromptOutput::into_prompt_result)
+                .map_err(Into::into)
+        }
+    }
+
+    /// A prompt argument, as the macro read it.
+    pub struct PromptArgSpec {
+        /// The name.
+        pub name: &'static str,
+        /// The description.
+        pub description: Option<&'static str>,
+        /// Whether it must be given.
+        pub required: bool,
+    }
+
+    /// A prompt's definition, as the macro read it.
+    pub struct PromptSpec {
+        /// The name.
+        pub name: &'static str,
+        /// The title.
+        pub title: Option<&'static str>,
+        /// The description.
+        pub description: Option<&'static str>,
+        /// The arguments.
+        pub arguments: Vec<PromptArgSpec>,
+    }
+
+    /// A prompt's definition and handler.
+    pub struct PromptRegistration {
+        pub(crate) definition: PromptDefinition,
+        pub(crate) handler: Arc<dyn PromptHandler>,
+    }
+
+    /// Builds a prompt's registration.
+    pub fn prompt<F>(spec: PromptSpec, handler: F) -> PromptRegistration
+    where
+        F: Fn(PromptRequest) -> BoxFuture<'static, Result<PromptResult, McpErrorDetail>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        PromptRegistration {
+            definition: PromptDefinition {
+                name: spec.name.to_owned(),
+                title: spec.title.map(str::to_owned),
+                description: spec.description.map(str::to_owned),
+                arguments: spec
+                    .arguments
+                    .into_iter()
+                    .map(|a| PromptArgument {
+                        name: a.name.to_owned(),
+                        title: None,
+                        description: a.description.map(str::to_owned),
+                        required: a.required,
+                    })
+                    .collect(),
+                meta: None,
+            },
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// An `#[mcp_prompt]` function, as submitted to the program-wide list.
+    pub struct PromptEntry {
+        pub(crate) build: fn() -> PromptRegistration,
+        pub(crate) type_id: fn() -> TypeId,
+    }
+
+    impl PromptEntry {
+        /// An entry.
+        pub const fn new(build: fn() -> PromptRegistration, type_id: fn() -> TypeId) -> Self {
+            Self { build, type_id }
+        }
+    }
+
+    inventory::collect!(PromptEntry);
+
+    // --- #[mcp_resource] -------------------------------------------------------------------
+
+    /// A type that can be a resource template parameter.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a resource template parameter",
+        label = "not `String` or `Option<String>`",
+        note = "template variables are strings: take `String` (or `Option<String>` for a query variable)"
+    )]
+    pub trait ResourceParam: Sized {
+        /// Takes the variable out of the request's variables.
+        fn read(vars: &mut BTreeMap<String, String>, name: &str) -> Result<Self, ResourceError>;
+    }
+
+    impl ResourceParam for String {
+        fn read(vars: &mut BTreeMap<String, String>, name: &str) -> Result<Self, ResourceError> {
+            vars.remove(name)
+                .ok_or_else(|| ResourceError::Failed(format!("the URI gives no `{name}`")))
+        }
+    }
+
+    impl ResourceParam for Option<String> {
+        fn read(vars: &mut BTreeMap<String, String>, name: &str) -> Result<Self, ResourceError> {
+            Ok(vars.remove(name))
+        }
+    }
+
+    /// What a resource's `Ok` may be.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a resource's contents",
+        note = "a resource returns `String` (text), `Vec<u8>` (a blob) or `Vec<ResourceContents>`"
+    )]
+    pub trait ResourceOutput {
+        /// The contents.
+        fn into_contents(self, uri: String, mime_type: Option<&str>) -> Vec<ResourceContents>;
+    }
+
+    impl ResourceOutput for String {
+        fn into_contents(self, uri: String, mime_type: Option<&str>) -> Vec<ResourceContents> {
+            vec![ResourceContents::Text {
+                uri,
+                mime_type: mime_type.map(str::to_owned),
+                text: self,
+                meta: None,
+            }]
+        }
+    }
+
+    impl ResourceOutput for Vec<u8> {
+        fn into_contents(self, uri: String, mime_type: Option<&str>) -> Vec<ResourceContents> {
+            vec![ResourceContents::Blob {
+                uri,
+                mime_type: mime_type.map(str::to_owned),
+                blob: crate::util::base64_encode(&self),
+                meta: None,
+            }]
+        }
+    }
+
+    impl ResourceOutput for Vec<ResourceContents> {
+        fn into_contents(self, _: String, _: Option<&str>) -> Vec<ResourceContents> {
+            self
+        }
+    }
+
+    /// What a resource function may return.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a resource's return type",
+        note = "a resource returns `String`, `Vec<u8>`, `Vec<ResourceContents>`, or `Result<_, E>` with `E: Into<ResourceError>` (a `String` works)"
+    )]
+    pub trait ResourceReturn {
+        /// The result of `resources/read`.
+        fn into_read(
+            self,
+            uri: String,
+            mime_type: Option<&str>,
+        ) -> Result<Vec<ResourceContents>, ResourceError>;
+    }
+
+    macro_rules! plain_resource_return {
+        ($($ty:ty),*) => {$(
+            impl ResourceReturn for $ty {
+                fn into_read(
+                    self,
+                    uri: String,
+                    mime_type: Option<&str>,
+                ) -> Result<Vec<ResourceContents>, ResourceError> {
+                    Ok(self.into_contents(uri, mime_type))
+                }
+            }
+        )*};
+    }
+    plain_resource_return!(String, Vec<u8>, Vec<ResourceContents>);
+
+    impl<T: ResourceOutput, E: Into<ResourceError>> ResourceReturn for Result<T, E> {
+        fn into_read(
+            self,
+            uri: String,
+            mime_type: Option<&str>,
+        ) -> Result<Vec<ResourceContents>, ResourceError> {
+            self.map(|v| v.into_contents(uri, mime_type))
+                .map_err(Into::into)
+        }
+    }
+
+    /// A resource's definition, as the macro read it.
+    pub struct ResourceSpec {
+        /// The URI, or the URI template.
+        pub uri: &'static str,
+        /// Whether `uri` is a template.
+        pub template: bool,
+        /// The name.
+        pub name: &'static str,
+        /// The title.
+        pub title: Option<&'static str>,
+        /// The description.
+        pub description: Option<&'static str>,
+        /// The MIME type.
+        pub mime_type: Option<&'static str>,
+    }
+
+    pub(crate) enum ResourceKind {
+        Static(ResourceDefinition),
+        Template(ResourceTemplateDefinition),
+    }
+
+    /// A resource's definition and reader.
+    pub struct ResourceRegistration {
+        pub(crate) kind: ResourceKind,
+        pub(crate) reader: Arc<dyn ResourceReader>,
+    }
+
+    /// Builds a resource's registration.
+    pub fn resource<F>(spec: ResourceSpec, reader: F) -> ResourceRegistration
+    where
+        F: Fn(ResourceRequest) -> BoxFuture<'static, Result<Vec<ResourceContents>, ResourceError>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let kind = if spec.template {
+            ResourceKind::Template(ResourceTemplateDefinition {
+                uri_template: spec.uri.to_owned(),
+                name: spec.name.to_owned(),
+                title: spec.title.map(str::to_owned),
+                description: spec.description.map(str::to_owned),
+                mime_type: spec.mime_type.map(str::to_owned),
+                meta: None,
+            })
+        } else {
+            let mut definition = ResourceDefinition::new(spec.uri, spec.name);
+            definition.title = spec.title.map(str::to_owned);
+            definition.description = spec.description.map(str::to_owned);
+            definition.mime_type = spec.mime_type.map(str::to_owned);
+            ResourceKind::Static(definition)
+        };
+        ResourceRegistration {
+            kind,
+            reader: Arc::new(reader),
+        }
+    }
+
+    /// An `#[mcp_resource]` function, as submitted to the program-wide list.
+    pub struct ResourceEntry {
+        pub(crate) build: fn() -> ResourceRegistration,
+        pub(crate) type_id: fn() -> TypeId,
+    }
+
+    impl ResourceEntry {
+        /// An entry.
+        pub const fn new(build: fn() -> ResourceRegistration, type_id: fn() -> TypeId) -> Self {
+            Self { build, type_id }
+        }
+    }
+
+    inventory::collect!(ResourceEntry);
 }
