@@ -671,23 +671,7 @@ impl McpToolRegistry {
 
     /// A page of tools in wire form, starting after `after`; also says whether more follow.
     pub(crate) fn page(&self, after: Option<&str>, size: usize) -> (Vec<Value>, Option<String>) {
-        use std::ops::Bound;
-        let tools = self.read();
-        let lower = match after {
-            Some(a) => Bound::Excluded(a),
-            None => Bound::Unbounded,
-        };
-        let mut iter = tools.range::<str, _>((lower, Bound::Unbounded));
-        let page: Vec<(&String, &Arc<RegisteredTool>)> = iter.by_ref().take(size.max(1)).collect();
-        let next = if iter.next().is_some() {
-            page.last().map(|(k, _)| (*k).clone())
-        } else {
-            None
-        };
-        (
-            page.into_iter().map(|(_, t)| t.wire.clone()).collect(),
-            next,
-        )
+        crate::util::page_after(&self.read(), after, size, |t| t.wire.clone())
     }
 
     /// Executes a call: looks the tool up, validates the arguments and runs the handler.

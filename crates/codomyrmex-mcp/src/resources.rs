@@ -413,20 +413,7 @@ impl McpResourceRegistry {
     }
 
     pub(crate) fn page(&self, after: Option<&str>, size: usize) -> (Vec<Value>, Option<String>) {
-        use std::ops::Bound;
-        let map = self.read_resources();
-        let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut iter = map.range::<str, _>((lower, Bound::Unbounded));
-        let page: Vec<_> = iter.by_ref().take(size.max(1)).collect();
-        let next = if iter.next().is_some() {
-            page.last().map(|(k, _)| (*k).clone())
-        } else {
-            None
-        };
-        (
-            page.into_iter().map(|(_, r)| r.wire.clone()).collect(),
-            next,
-        )
+        crate::util::page_after(&self.read_resources(), after, size, |r| r.wire.clone())
     }
 
     pub(crate) fn template_page(

@@ -6,6 +6,26 @@ pub(crate) fn base64_encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// One page of a name-sorted map: up to `size` (at least 1) wire values after the key
+/// `after`, and the key to continue from when more follow.
+pub(crate) fn page_after<V>(
+    map: &std::collections::BTreeMap<String, V>,
+    after: Option<&str>,
+    size: usize,
+    wire: impl Fn(&V) -> serde_json::Value,
+) -> (Vec<serde_json::Value>, Option<String>) {
+    use std::ops::Bound;
+    let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
+    let mut iter = map.range::<str, _>((lower, Bound::Unbounded));
+    let page: Vec<(&String, &V)> = iter.by_ref().take(size.max(1)).collect();
+    let next = if iter.next().is_some() {
+        page.last().map(|(k, _)| (*k).clone())
+    } else {
+        None
+    };
+    (page.into_iter().map(|(_, v)| wire(v)).collect(), next)
+}
+
 /// A MIME type from a file name's extension, falling back to a sniff of the content.
 pub(crate) fn mime_for(name: &str, bytes: &[u8]) -> &'static str {
     let ext = name

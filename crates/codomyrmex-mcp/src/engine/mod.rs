@@ -502,12 +502,25 @@ impl Engine {
             }
             _ => Err(ErrorObject::method_not_found(method)),
         };
+        Handled::Reply(self.respond(id, result, &scope))
+    }
+
+    /// The response to request `id`: its result, finished for the era, or its error.
+    fn respond(
+        &self,
+        id: RequestId,
+        result: Result<Value, ErrorObject>,
+        scope: &RequestScope,
+    ) -> OutgoingMessage {
         match result {
-            Ok(result) => Handled::Reply(OutgoingMessage::Response {
+            Ok(result) => OutgoingMessage::Response {
                 id,
-                result: self.finish_result(result, &scope),
-            }),
-            Err(e) => error(&id, e),
+                result: self.finish_result(result, scope),
+            },
+            Err(error) => OutgoingMessage::Error {
+                id: Some(id),
+                error,
+            },
         }
     }
 
@@ -961,16 +974,7 @@ impl Engine {
                 }
                 (None, Ok(Ok(Err(e)))) => Err(engine.resource_error(&uri, e, &scope)),
             };
-            Some(match result {
-                Ok(result) => OutgoingMessage::Response {
-                    id,
-                    result: engine.finish_result(result, &scope),
-                },
-                Err(error) => OutgoingMessage::Error {
-                    id: Some(id),
-                    error,
-                },
-            })
+            Some(engine.respond(id, result, &scope))
         }))
     }
 
@@ -1177,16 +1181,7 @@ impl Engine {
                     .and_then(|v| engine.cap_result(v)),
                 (None, Ok(Ok(Err(detail)))) => Err(ErrorObject::internal(detail.error_message)),
             };
-            Some(match result {
-                Ok(result) => OutgoingMessage::Response {
-                    id,
-                    result: engine.finish_result(result, &scope),
-                },
-                Err(error) => OutgoingMessage::Error {
-                    id: Some(id),
-                    error,
-                },
-            })
+            Some(engine.respond(id, result, &scope))
         }))
     }
 
