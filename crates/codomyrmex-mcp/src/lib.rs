@@ -61,6 +61,7 @@ mod tool_support;
 pub mod transport;
 pub mod uri_template;
 mod util;
+mod validation;
 pub mod wire;
 
 pub use client::{ClientError, McpClient};

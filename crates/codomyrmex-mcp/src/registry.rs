@@ -22,6 +22,7 @@ use tokio::sync::watch;
 
 use crate::context::ToolContext;
 use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
+use crate::validation::SchemaValidator;
 use crate::wire::{ContentBlock, ToolAnnotations};
 
 /// A boxed, sendable future.
@@ -422,8 +423,8 @@ pub(crate) struct RegisteredTool {
     /// The definition in wire form, computed once.
     pub(crate) wire: Value,
     pub(crate) settings: ToolSettings,
-    input_validator: jsonschema::Validator,
-    output_validator: Option<jsonschema::Validator>,
+    input_validator: SchemaValidator,
+    output_validator: Option<SchemaValidator>,
     handler: Arc<dyn ToolHandler>,
     deprecation_warned: std::sync::atomic::AtomicBool,
 }
@@ -479,7 +480,7 @@ fn compile_schema(
     which: &'static str,
     schema: &Value,
     must_be_object: bool,
-) -> Result<jsonschema::Validator, McpRegistrationError> {
+) -> Result<SchemaValidator, McpRegistrationError> {
     let invalid = |reason: String| McpRegistrationError::InvalidSchema {
         name: name.to_owned(),
         which,
@@ -491,10 +492,11 @@ fn compile_schema(
     if must_be_object && obj.get("type") != Some(&json!("object")) {
         return Err(invalid(r#"the root must declare "type": "object""#.into()));
     }
-    // Builds against the declared dialect (2020-12 by default), validating the schema against
-    // its meta-schema first. Network and file `$ref`s are never fetched: the crate is built
+    // The common subset is checked here and validated by a built-in validator; any other
+    // schema is built against its declared dialect (2020-12 by default), checked against its
+    // meta-schema first. Network and file `$ref`s are never fetched: the crate is built
     // without resolvers, so they fail here instead.
-    jsonschema::validator_for(schema).map_err(|e| invalid(e.to_string()))
+    SchemaValidator::new(schema).map_err(invalid)
 }
 
 /// The first place where two JSON values differ, as `pointer: a != b`.
@@ -705,22 +707,6 @@ pub(crate) fn tool_not_found(name: &str) -> McpErrorDetail {
     McpErrorDetail::new("ToolNotFound", format!("Unknown tool: {shown}"))
 }
 
-/// Every violation of `validator` by `instance`, as `{pointer, rule, message}` objects.
-pub(crate) fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<Value> {
-    validator
-        .iter_errors(instance)
-        .take(64)
-        .map(|e| {
-            json!({
-                "pointer": e.instance_path().to_string(),
-                "rule": e.kind().keyword(),
-                "schema_path": e.schema_path().to_string(),
-                "message": e.to_string(),
-            })
-        })
-        .collect()
-}
-
 impl RegisteredTool {
     /// Validates the arguments and runs the handler, catching panics.
     pub(crate) async fn invoke(&self, arguments: JsonObject, context: ToolContext) -> ToolOutput {
@@ -746,7 +732,7 @@ impl RegisteredTool {
     ) -> Option<ToolOutput> {
         let instance = Value::Object(arguments);
         if !self.input_validator.is_valid(&instance) {
-            let list = violations(&self.input_validator, &instance);
+            let list = self.input_validator.violations(&instance);
             let mut details = Map::new();
             details.insert("tool".into(), json!(self.definition.name));
             details.insert("violations".into(), Value::Array(list));
@@ -804,7 +790,7 @@ impl RegisteredTool {
         let mut details = Map::new();
         details.insert(
             "violations".into(),
-            Value::Array(violations(validator, &structured)),
+            Value::Array(validator.violations(&structured)),
         );
         ToolOutput::failure(
             McpErrorDetail::new(
