@@ -1433,10 +1433,7 @@ impl Engine {
                 text.push_str(&d);
             }
             let blocks = content.unwrap_or_else(|| vec![ContentBlock::text(text)]);
-            obj.insert(
-                "content".into(),
-                serde_json::to_value(blocks).unwrap_or_else(|_| json!([])),
-            );
+            obj.insert("content".into(), blocks_value(blocks));
             if tool.definition.output_schema.is_none()
                 && let Ok(v) = serde_json::to_value(&detail)
             {
@@ -1461,10 +1458,7 @@ impl Engine {
                 blocks
             }
         };
-        obj.insert(
-            "content".into(),
-            serde_json::to_value(blocks).unwrap_or_else(|_| json!([])),
-        );
+        obj.insert("content".into(), blocks_value(blocks));
         if let Some(data) = data {
             obj.insert("structuredContent".into(), Value::Object(data.clone()));
         }
@@ -1483,7 +1477,7 @@ impl Engine {
         scope: &RequestScope,
     ) -> Value {
         let limit = self.shared.config.max_result_size;
-        if encoded_len_within(&result, limit).is_some() {
+        if encodes_within(&result, limit) {
             return result;
         }
         tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
@@ -1504,13 +1498,44 @@ impl Engine {
     /// A resource or prompt result, or `-32603` when its encoding exceeds `max_result_size`.
     fn cap_result(&self, result: Value) -> Result<Value, ErrorObject> {
         let limit = self.shared.config.max_result_size;
-        match encoded_len_within(&result, limit) {
-            Some(_) => Ok(result),
-            None => Err(ErrorObject::internal(format!(
-                "The result is larger than the server's limit of {limit} bytes (max_result_size)"
-            ))
-            .with_data(json!({"max_result_size": limit}))),
+        if encodes_within(&result, limit) {
+            return Ok(result);
         }
+        Err(ErrorObject::internal(format!(
+            "The result is larger than the server's limit of {limit} bytes (max_result_size)"
+        ))
+        .with_data(json!({"max_result_size": limit})))
+    }
+}
+
+/// Content blocks as a JSON array, moving their text.
+fn blocks_value(blocks: Vec<ContentBlock>) -> Value {
+    Value::Array(blocks.into_iter().map(ContentBlock::into_value).collect())
+}
+
+/// Whether `value`'s compact JSON encoding is at most `limit` bytes. A walk of the tree that
+/// counts nodes, not bytes, settles almost every case; only a value that might be over the
+/// limit is measured exactly.
+fn encodes_within(value: &Value, limit: usize) -> bool {
+    encoded_len_bound(value) <= limit || encoded_len_within(value, limit).is_some()
+}
+
+/// An upper bound of `value`'s compact JSON encoding: every string byte escaped as `\u00XX`
+/// (6 bytes) and every number at its longest (24 bytes).
+fn encoded_len_bound(value: &Value) -> usize {
+    let string = |s: &str| s.len().saturating_mul(6).saturating_add(2);
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => string(s),
+        Value::Array(items) => items.iter().fold(2usize, |n, v| {
+            n.saturating_add(encoded_len_bound(v)).saturating_add(1)
+        }),
+        Value::Object(map) => map.iter().fold(2usize, |n, (k, v)| {
+            n.saturating_add(string(k))
+                .saturating_add(encoded_len_bound(v))
+                .saturating_add(2)
+        }),
     }
 }
 
@@ -1606,6 +1631,47 @@ mod result_size_tests {
         assert_eq!(encoded_len_within(&v, usize::MAX), Some(exact));
         assert_eq!(encoded_len_within(&v, exact - 1), None);
         assert_eq!(encoded_len_within(&json!(null), 3), None);
+    }
+
+    #[test]
+    fn the_quick_bound_is_never_below_the_exact_length() {
+        for v in [
+            json!(null),
+            json!(true),
+            json!(-1.7976931348623157e308),
+            json!(u64::MAX),
+            json!("\u{0}\u{1f}\"\\é✓"),
+            json!({"a": [1, {"b": "\n"}], "": []}),
+        ] {
+            let exact = serde_json::to_vec(&v).unwrap().len();
+            assert!(encoded_len_bound(&v) >= exact, "{v}");
+            assert!(encodes_within(&v, exact));
+            assert!(!encodes_within(&v, exact - 1));
+        }
+    }
+
+    #[test]
+    fn moved_content_blocks_equal_their_serde_encoding() {
+        let mut annotated = ContentBlock::text("hi");
+        if let ContentBlock::Text {
+            annotations, meta, ..
+        } = &mut annotated
+        {
+            *annotations = Some(Map::from_iter([("priority".to_owned(), json!(1))]));
+            *meta = Some(Map::from_iter([("k".to_owned(), json!("v"))]));
+        }
+        for block in [
+            ContentBlock::text("a \"quoted\" text"),
+            annotated,
+            ContentBlock::image("aGk=", "image/png"),
+            ContentBlock::audio("aGk=", "audio/wav"),
+            ContentBlock::resource_link("file:///x", "x"),
+        ] {
+            assert_eq!(
+                block.clone().into_value(),
+                serde_json::to_value(&block).unwrap()
+            );
+        }
     }
 
     #[tokio::test]

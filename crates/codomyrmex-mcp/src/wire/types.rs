@@ -210,6 +210,60 @@ impl ContentBlock {
             meta: None,
         }
     }
+
+    /// The block as a JSON value, equal to `serde_json::to_value(self)` but moving the text
+    /// and data instead of copying them.
+    pub fn into_value(self) -> Value {
+        fn block(
+            kind: &str,
+            fields: impl IntoIterator<Item = (&'static str, String)>,
+            annotations: Option<Map<String, Value>>,
+            meta: Option<Map<String, Value>>,
+        ) -> Value {
+            let mut map = Map::new();
+            map.insert("type".into(), Value::String(kind.into()));
+            for (k, v) in fields {
+                map.insert(k.into(), Value::String(v));
+            }
+            if let Some(a) = annotations {
+                map.insert("annotations".into(), Value::Object(a));
+            }
+            if let Some(m) = meta {
+                map.insert("_meta".into(), Value::Object(m));
+            }
+            Value::Object(map)
+        }
+        match self {
+            Self::Text {
+                text,
+                annotations,
+                meta,
+            } => block("text", [("text", text)], annotations, meta),
+            Self::Image {
+                data,
+                mime_type,
+                annotations,
+                meta,
+            } => block(
+                "image",
+                [("data", data), ("mimeType", mime_type)],
+                annotations,
+                meta,
+            ),
+            Self::Audio {
+                data,
+                mime_type,
+                annotations,
+                meta,
+            } => block(
+                "audio",
+                [("data", data), ("mimeType", mime_type)],
+                annotations,
+                meta,
+            ),
+            other => serde_json::to_value(&other).unwrap_or(Value::Null),
+        }
+    }
 }
 
 /// The result of `tools/call`.
