@@ -12,8 +12,12 @@ use codomyrmex_mcp::registry::ToolOutput;
 use codomyrmex_mcp::{ContentBlock, McpServer, McpServerConfig, McpToolRegistry};
 use serde_json::{Map, Value, json};
 
-fn echo(args: Map<String, Value>) -> ToolOutput {
-    let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+fn echo(mut args: Map<String, Value>) -> ToolOutput {
+    // The arguments are ours: move the text out rather than copy it.
+    let text = match args.remove("text") {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
+    };
     ToolOutput::content(vec![ContentBlock::text(text)])
 }
 
