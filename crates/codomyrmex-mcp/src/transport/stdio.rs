@@ -148,13 +148,16 @@ where
                         // task and wakes no other worker; anything that waits moves on to a
                         // task of its own, so a slow call never holds up the input.
                         match poll_once(&mut fut).await {
-                            Poll::Ready(None) => {}
-                            Poll::Ready(Some(m)) => {
+                            // The engine panicked (tool panics are caught inside it): drop the
+                            // call, as a panicking task would have been, and keep serving.
+                            Err(()) => tracing::error!("a request's handling panicked"),
+                            Ok(Poll::Ready(None)) => {}
+                            Ok(Poll::Ready(Some(m))) => {
                                 if tx.send(m).await.is_err() {
                                     break Ok(());
                                 }
                             }
-                            Poll::Pending => {
+                            Ok(Poll::Pending) => {
                                 let tx = tx.clone();
                                 tasks.spawn(async move {
                                     if let Some(m) = fut.await {
@@ -185,9 +188,15 @@ where
     outcome
 }
 
-/// Polls `fut` once, with the current task's waker.
-async fn poll_once<F: std::future::Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *fut).poll(cx))).await
+/// Polls `fut` once, with the current task's waker; `Err` if that poll panicked.
+async fn poll_once<F: std::future::Future + Unpin>(fut: &mut F) -> Result<Poll<F::Output>, ()> {
+    std::future::poll_fn(|cx| {
+        let poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Pin::new(&mut *fut).poll(cx)
+        }));
+        Poll::Ready(poll.map_err(|_| ()))
+    })
+    .await
 }
 
 /// Resolves when the writer has gone away (every receiver dropped).
