@@ -109,6 +109,7 @@ pub struct HttpFile {
     issuer: Option<String>,
     audience: Option<String>,
     required_scopes: Option<Vec<String>>,
+    session_idle_timeout_secs: Option<u64>,
 }
 
 /// The TOML file.
@@ -186,6 +187,9 @@ pub struct HttpSettings {
     pub audience: Option<String>,
     /// Scopes every JWT must carry.
     pub required_scopes: Vec<String>,
+    /// How long an unused legacy session lives, in seconds (default 600).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_idle_timeout_secs: Option<u64>,
 }
 
 impl HttpSettings {
@@ -323,7 +327,16 @@ pub fn merge(
         issuer: o.issuer.clone().or(h.issuer),
         audience: o.audience.clone().or(h.audience),
         required_scopes: or_file(&o.required_scopes, h.required_scopes),
+        session_idle_timeout_secs: h.session_idle_timeout_secs,
     };
+    if http
+        .session_idle_timeout_secs
+        .is_some_and(|s| !(1..=86_400).contains(&s))
+    {
+        return Err(ConfigError::Invalid(
+            "http.session_idle_timeout_secs must be between 1 and 86400".into(),
+        ));
+    }
     if http.jwks.is_some() && (http.issuer.is_none() || http.audience.is_none()) {
         return Err(ConfigError::Invalid(
             "JWT validation (jwks) needs both issuer and audience".into(),
@@ -387,6 +400,7 @@ cors_origins = []
 # issuer = "https://auth.example.com"
 # audience = "https://mcp.example.com/mcp"
 required_scopes = []
+# session_idle_timeout_secs = 600   # legacy (2025-11-25) sessions expire after this long unused
 "#;
 
 #[cfg(test)]
@@ -487,6 +501,19 @@ allowed_hosts = ["a.example"]
         assert!(merge(&opts(&[]), file, None).is_err());
         let file = FileConfig::parse("[shell]\ndefault_timeout_secs = 1000").unwrap();
         assert!(merge(&opts(&[]), file, None).is_err());
+        let file = FileConfig::parse("[http]\nsession_idle_timeout_secs = 0").unwrap();
+        assert!(merge(&opts(&[]), file, None).is_err());
+    }
+
+    #[test]
+    fn the_session_idle_timeout_reaches_the_http_config() {
+        let file = FileConfig::parse("[http]\nsession_idle_timeout_secs = 20").unwrap();
+        let e = merge(&opts(&[]), file, None).unwrap();
+        assert_eq!(e.http.session_idle_timeout_secs, Some(20));
+        let h = crate::serve::http_config("127.0.0.1:0".parse().unwrap(), &e.http).unwrap();
+        assert_eq!(h.session_idle_timeout, std::time::Duration::from_secs(20));
+        let default = merge(&opts(&[]), FileConfig::default(), None).unwrap();
+        assert!(default.http.session_idle_timeout_secs.is_none());
     }
 
     #[test]

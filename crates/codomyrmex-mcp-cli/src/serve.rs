@@ -99,14 +99,18 @@ pub fn http_config(bind: std::net::SocketAddr, h: &HttpSettings) -> Result<HttpC
         auth.resource = Some(audience.clone());
     }
     let auth = (!auth.static_tokens.is_empty() || auth.jwt.is_some()).then_some(auth);
-    Ok(HttpConfig {
+    let mut config = HttpConfig {
         bind,
         auth,
         allowed_hosts: h.allowed_hosts.clone(),
         allowed_origins: h.allowed_origins.clone(),
         cors_origins: h.cors_origins.clone(),
         ..HttpConfig::default()
-    })
+    };
+    if let Some(secs) = h.session_idle_timeout_secs {
+        config.session_idle_timeout = Duration::from_secs(secs);
+    }
+    Ok(config)
 }
 
 /// `serve`: stdio, or HTTP when an address is configured (unless `force_stdio`).
