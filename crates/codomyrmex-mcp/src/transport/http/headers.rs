@@ -2,6 +2,8 @@
 //! `Mcp-Name` and `Mcp-Param-*` must agree with the body, or the request gets `400` and
 //! `-32020` (`HeaderMismatch`).
 
+use std::borrow::Cow;
+
 use axum::http::HeaderMap;
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -32,6 +34,11 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, Err
 
 /// Decodes the `=?base64?...?=` sentinel form; plain values are literal.
 pub(crate) fn decode_value(raw: &str) -> Result<String, String> {
+    decode(raw).map(Cow::into_owned)
+}
+
+/// [`decode_value`] without copying a plain value (the common case, on every request).
+fn decode(raw: &str) -> Result<Cow<'_, str>, String> {
     if let Some(inner) = raw
         .strip_prefix(SENTINEL_START)
         .and_then(|r| r.strip_suffix(SENTINEL_END))
@@ -39,9 +46,11 @@ pub(crate) fn decode_value(raw: &str) -> Result<String, String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(inner)
             .map_err(|_| "invalid Base64".to_owned())?;
-        return String::from_utf8(bytes).map_err(|_| "Base64 value is not UTF-8".to_owned());
+        return String::from_utf8(bytes)
+            .map(Cow::Owned)
+            .map_err(|_| "Base64 value is not UTF-8".to_owned());
     }
-    Ok(raw.to_owned())
+    Ok(Cow::Borrowed(raw))
 }
 
 /// Validates the standard headers of a modern request.
@@ -88,8 +97,8 @@ pub(crate) fn validate(
         match header(headers, "mcp-name")? {
             None => return Err(mismatch("missing Mcp-Name header".into())),
             Some(raw) => {
-                let h = decode_value(raw).map_err(|e| mismatch(format!("Mcp-Name: {e}")))?;
-                if Some(h.as_str()) != body {
+                let h = decode(raw).map_err(|e| mismatch(format!("Mcp-Name: {e}")))?;
+                if Some(h.as_ref()) != body {
                     return Err(mismatch(format!(
                         "Mcp-Name header value {h:?} does not match body {field}"
                     )));
@@ -99,10 +108,12 @@ pub(crate) fn validate(
     }
     if method == "tools/call"
         && let Some(name) = params.get("name").and_then(Value::as_str)
-        && let Some(def) = registry.get(name)
+        // `lookup` shares the registered tool; `get` would clone its whole definition (the
+        // schemas included) on every call.
+        && let Some(tool) = registry.lookup(name)
     {
         let args = params.get("arguments").and_then(Value::as_object);
-        validate_params(headers, &def.input_schema, args)?;
+        validate_params(headers, &tool.definition.input_schema, args)?;
     }
     Ok(())
 }
