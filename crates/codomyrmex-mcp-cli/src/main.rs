@@ -21,6 +21,14 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 
+/// jemalloc rather than the system allocator: it hands freed memory back to the OS (its
+/// background thread purges pages unused for 10 s), so the server's resident memory falls back
+/// to its baseline once idle sessions expire; glibc malloc keeps freed pages. Measured in
+/// docs/reliability.md; `tests/faults_http.rs` in the library declares the same allocator.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
 pub(crate) fn emit(text: &str) {
     use std::io::Write as _;

@@ -23,6 +23,14 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
+/// Mirrors the `codomyrmex-mcp` binary's global allocator (crates/codomyrmex-mcp-cli/src/main.rs,
+/// jemalloc with background purging), so that the memory tests measure the child server with
+/// the allocator users run. With the system allocator the reclaim assertion fails: glibc keeps
+/// freed pages.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Counts running tool bodies (incremented at start, decremented when the future is dropped
 /// or finishes).
 #[derive(Default)]
@@ -325,6 +333,18 @@ impl Child {
         kb * 1024
     }
 
+    /// Anonymous and file-backed RSS, for the report.
+    fn rss_detail(&self) -> String {
+        let pid = self.process.id().unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .filter(|l| l.starts_with("RssAnon:") || l.starts_with("RssFile:"))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     async fn send(&self, req: &Req) -> Resp {
         send(self.addr, &self.host, req).await
     }
@@ -439,46 +459,74 @@ async fn wait_for_expiry(child: &Child) {
 
 #[tokio::test]
 async fn ten_thousand_abandoned_sessions_are_reclaimed() {
-    // Sessions live 8 s unused: long enough for most of a round to be alive at once, short
-    // enough for the test to wait out.
-    let idle = Duration::from_secs(8);
+    // Sessions live 12 s unused: long enough for a whole round to be alive at once (opening
+    // 10,000 takes 3-8 s in a debug build on a busy machine), short enough to wait out.
+    let idle = Duration::from_secs(12);
     let child = Child::start(idle).await;
+    // The baseline: the server as started, once it has answered a request.
+    let _ = child.sessions().await;
     let initial = child.rss();
-    // A first round of 10,000 sets the allocator's high-water mark: glibc keeps freed heap
-    // pages for reuse instead of returning them, so "back to baseline" means back to the
-    // level after one full round, and staying there round after round (no leak).
-    open_sessions(&child, 10_000, 4).await;
-    let first_alive = child.sessions().await;
-    let first_peak = child.rss();
-    wait_for_expiry(&child).await;
-    let baseline = child.rss();
-    open_sessions(&child, 10_000, 4).await;
-    let alive = child.sessions().await;
-    let peak = child.rss();
-    wait_for_expiry(&child).await;
-    let after = child.rss();
     let mib = |b: u64| b as f64 / MIB as f64;
-    eprintln!(
-        "sessions: initial {:.1} MiB; round 1: {first_alive} alive, {:.1} MiB, expired {:.1} MiB; round 2: {alive} alive, {:.1} MiB, expired {:.1} MiB",
+    let mut report = format!(
+        "sessions: initial {:.1} MiB ({})",
         mib(initial),
-        mib(first_peak),
-        mib(baseline),
-        mib(peak),
-        mib(after)
+        child.rss_detail()
     );
-    assert!(
-        first_peak.max(peak) < initial + 50 * MIB,
-        "10,000 sessions grew the server by more than 50 MiB"
-    );
-    assert!(
-        // A session costs about 1.7 KB: a leak of even half of one per session would add
-        // more than 8 MiB per round.
-        after <= baseline + 8 * MIB,
-        "memory not reclaimed: {:.1} MiB after the second round's expiry, {:.1} MiB after the first",
-        mib(after),
-        mib(baseline)
-    );
+    for round in 1..=2 {
+        open_sessions(&child, 10_000, 4).await;
+        let alive = child.sessions().await;
+        let peak = child.rss();
+        wait_for_expiry(&child).await;
+        let expired = child.rss();
+        // The allocator hands freed pages back over its decay time (jemalloc's default
+        // `dirty_decay_ms` is 10 s, purged by its background thread): wait for up to 40 s.
+        let settled =
+            settle_rss(&child, initial + RECLAIM_TOLERANCE, Duration::from_secs(40)).await;
+        report += &format!(
+            "; round {round}: {alive} alive, {:.1} MiB, just expired {:.1} MiB, settled {:.1} MiB ({})",
+            mib(peak),
+            mib(expired),
+            mib(settled),
+            child.rss_detail()
+        );
+        eprintln!("{report}");
+        assert!(
+            peak < initial + 50 * MIB,
+            "10,000 sessions grew the server by more than 50 MiB: {report}"
+        );
+        assert!(
+            settled <= initial + RECLAIM_TOLERANCE,
+            "memory did not return to its baseline after the sessions expired: {report}"
+        );
+    }
     child.stop().await;
+}
+
+/// How far above its initial RSS the server may stay once every session has expired.
+/// Measured (2026-11-30): with jemalloc, the binary's allocator, this child settles 2.5-5.6 MiB
+/// above its start, the release binary 3.8-3.9 MiB, the same after every round. That remainder
+/// is anonymous memory jemalloc cannot hand back: slabs still holding a few live objects and
+/// its own metadata (the file-backed part grows by 0.4 MiB at most). With the system allocator
+/// the server stays 15 MiB up (glibc keeps freed pages). 8 MiB sits between the two, leaving
+/// room for the 1-2 MiB by which the starting RSS varies from run to run; 10,000 sessions take
+/// about 14 MiB, so a leak of half of each one's memory would still exceed it.
+const RECLAIM_TOLERANCE: u64 = 8 * MIB;
+
+/// Polls the server's RSS until it is at most `target` and has stopped falling (the same
+/// for 5 s: jemalloc purges in steps a few seconds apart), or until `limit` has passed;
+/// returns the last reading.
+async fn settle_rss(child: &Child, target: u64, limit: Duration) -> u64 {
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut last = Vec::new();
+    loop {
+        let rss = child.rss();
+        last.push(rss);
+        let steady = last.len() >= 11 && last[last.len() - 11..].iter().all(|&r| r == rss);
+        if (rss <= target && steady) || tokio::time::Instant::now() >= deadline {
+            return rss;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 #[tokio::test]

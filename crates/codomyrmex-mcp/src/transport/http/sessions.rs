@@ -158,7 +158,12 @@ impl SessionStore {
 
     /// Ends a session; returns whether it existed.
     pub(crate) fn remove(&self, id: &str) -> bool {
-        let removed = self.lock().remove(id);
+        let removed = {
+            let mut map = self.lock();
+            let removed = map.remove(id);
+            shrink_if_sparse(&mut map);
+            removed
+        };
         match removed {
             Some(s) => {
                 s.close();
@@ -184,15 +189,23 @@ impl SessionStore {
                 .map(|(k, _)| k.clone())
                 .collect();
             let out = ids.iter().filter_map(|k| map.remove(k)).collect();
-            if map.capacity() > 64 && map.len() < map.capacity() / 4 {
-                map.shrink_to_fit();
-            }
+            shrink_if_sparse(&mut map);
             out
         };
         for s in &expired {
             s.close();
         }
         expired.len()
+    }
+}
+
+/// A map never shrinks by itself: after a burst of 10,000 sessions its table would keep
+/// room for 10,000 (about 0.5 MiB) for the life of the server. Shrinks it once it is less
+/// than a quarter full, keeping room to double, so that a store going up and down around
+/// one size does not reallocate on every change.
+fn shrink_if_sparse<V>(map: &mut HashMap<String, V>) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
     }
 }
 
@@ -234,6 +247,31 @@ mod tests {
         assert!(store.get(&a).is_none());
         assert!(store.get(&b).is_some());
         assert!(store.insert(session()).is_ok());
+    }
+
+    #[test]
+    fn the_table_shrinks_when_sessions_go() {
+        let store = SessionStore::new(10_000, Duration::from_millis(0), 8);
+        let ids: Vec<String> = (0..1000)
+            .map(|_| store.insert(session()).unwrap().0)
+            .collect();
+        let full = store.lock().capacity();
+        assert!(full >= 1000);
+        // Ended one by one (DELETE).
+        for id in &ids[..900] {
+            assert!(store.remove(id));
+        }
+        let sparse = store.lock().capacity();
+        assert!(
+            sparse < full / 2,
+            "{sparse} of {full} kept for 100 sessions"
+        );
+        assert!(sparse >= 100);
+        // Expired all at once.
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(store.sweep(), 100);
+        assert_eq!(store.len(), 0);
+        assert!(store.lock().capacity() <= 64);
     }
 
     #[test]
