@@ -2,7 +2,128 @@
 //!
 //! - `benches/engine.rs`: criterion benchmarks of the in-memory engine path.
 //! - `src/bin/stdio_load.rs`: whole-process stdio round trips against any server command.
-//! - `src/bin/rmcp_echo.rs`: the comparison subject, the same echo tool on rmcp.
-//! - `src/bin/bare_echo.rs`: the yardstick, a bare serde_json echo loop.
+//! - `src/bin/http_load.rs`: whole-process Streamable HTTP load (1 and 64 keep-alive
+//!   connections, both protocol eras) and the idle-sessions memory case, against any server
+//!   command.
+//! - `src/bin/rmcp_echo.rs`: the comparison subject, the same echo tool on rmcp (stdio).
+//! - `src/bin/rmcp_http_echo.rs`: the same echo tool on rmcp's Streamable HTTP server
+//!   (stateless JSON mode or session mode).
+//! - `src/bin/bare_echo.rs`: the stdio yardstick, a bare serde_json echo loop.
+//! - `src/bin/bare_http_echo.rs`: the HTTP yardstick, a bare hyper handler that parses the
+//!   JSON-RPC body and echoes.
+//! - `src/bin/soak.rs`: a soak test of the HTTP transport (`scripts/soak.sh`).
 //!
-//! `scripts/bench.sh` at the repository root runs the whole comparison.
+//! `scripts/bench.sh` (stdio) and `scripts/bench-http.sh` (HTTP) at the repository root run the
+//! whole comparisons.
+
+/// What `/proc` says about a server process: CPU time and memory.
+pub mod procfs {
+    use std::process::Command;
+
+    type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+    /// Clock ticks per second (`getconf CLK_TCK`, 100 when unknown).
+    pub fn clock_ticks_per_second() -> u64 {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|&t| t > 0)
+            .unwrap_or(100)
+    }
+
+    /// The process's CPU time so far (user + system, all threads), in clock ticks.
+    pub fn cpu_ticks(pid: u32) -> Result<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The command name is in parentheses and may hold spaces: count fields after it.
+        let after = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest)
+            .ok_or("bad /proc stat")?;
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        // Fields 14 (utime) and 15 (stime); the first field after ')' is field 3.
+        let utime: u64 = fields.get(11).ok_or("no utime")?.parse()?;
+        let stime: u64 = fields.get(12).ok_or("no stime")?.parse()?;
+        Ok(utime + stime)
+    }
+
+    fn status_field_kib(pid: u32, field: &str) -> Result<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .ok_or_else(|| format!("no {field} in /proc/{pid}/status"))?;
+        Ok(line
+            .split_whitespace()
+            .next()
+            .ok_or_else(|| format!("bad {field}"))?
+            .parse()?)
+    }
+
+    /// Peak resident set size (`VmHWM`) in KiB.
+    pub fn peak_rss_kib(pid: u32) -> Result<u64> {
+        status_field_kib(pid, "VmHWM:")
+    }
+
+    /// Current resident set size (`VmRSS`) in KiB.
+    pub fn rss_kib(pid: u32) -> Result<u64> {
+        status_field_kib(pid, "VmRSS:")
+    }
+}
+
+/// The comparison subject's server: the benchmark's `echo(text: string)` tool on rmcp, shared
+/// by `rmcp_echo` (stdio) and `rmcp_http_echo` (Streamable HTTP).
+pub mod rmcp_subject {
+    use rmcp::handler::server::wrapper::Parameters;
+    use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
+    use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+    use serde::Deserialize;
+
+    /// The tool's arguments.
+    #[derive(Debug, Deserialize, schemars::JsonSchema)]
+    pub struct EchoArgs {
+        /// The text to echo back.
+        pub text: String,
+    }
+
+    /// A server with one tool.
+    ///
+    /// The tool router is built once and kept in the server, as rmcp's `#[tool_handler(router =
+    /// ...)]` documentation shows, rather than rebuilt for every call by the macro's default.
+    #[derive(Debug, Clone)]
+    pub struct Echo {
+        tool_router: rmcp::handler::server::tool::ToolRouter<Self>,
+    }
+
+    impl Default for Echo {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    #[tool_router]
+    impl Echo {
+        /// The server.
+        pub fn new() -> Self {
+            Self {
+                tool_router: Self::tool_router(),
+            }
+        }
+
+        /// Returns the text as a single text content block.
+        #[tool(description = "Echo the text back")]
+        fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
+            text
+        }
+    }
+
+    #[tool_handler(router = self.tool_router)]
+    impl ServerHandler for Echo {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+                .with_server_info(Implementation::new("rmcp-echo", env!("CARGO_PKG_VERSION")))
+        }
+    }
+}

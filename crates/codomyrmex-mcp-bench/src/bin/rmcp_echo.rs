@@ -10,49 +10,12 @@
 //! pool). `--pipes` uses `rmcp::transport::stdio_pipes()`, which rmcp's documentation offers
 //! for when both standard streams are pipes (tokio's non-blocking pipe driver).
 //!
-//! The tool router is built once and kept in the server, as rmcp's `#[tool_handler(router =
-//! ...)]` documentation shows, rather than rebuilt for every call by the macro's default.
+//! The server is `codomyrmex_mcp_bench::rmcp_subject::Echo`: its tool router is built once and
+//! kept in the server, as rmcp's `#[tool_handler(router = ...)]` documentation shows, rather
+//! than rebuilt for every call by the macro's default.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use serde::Deserialize;
-
-/// The tool's arguments.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-struct EchoArgs {
-    /// The text to echo back.
-    text: String,
-}
-
-/// A server with one tool.
-#[derive(Debug, Clone)]
-struct Echo {
-    tool_router: rmcp::handler::server::tool::ToolRouter<Self>,
-}
-
-#[tool_router]
-impl Echo {
-    fn new() -> Self {
-        Self {
-            tool_router: Self::tool_router(),
-        }
-    }
-
-    /// Returns the text as a single text content block.
-    #[tool(description = "Echo the text back")]
-    fn echo(&self, Parameters(EchoArgs { text }): Parameters<EchoArgs>) -> String {
-        text
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for Echo {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("rmcp-echo", env!("CARGO_PKG_VERSION")))
-    }
-}
+use codomyrmex_mcp_bench::rmcp_subject::Echo;
+use rmcp::ServiceExt;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Whole-process Streamable HTTP benchmark: codomyrmex-mcp's echo example, both protocol eras,
+# against the same echo tool on rmcp's Streamable HTTP server (stateless JSON mode and session
+# mode) and against a bare hyper handler, in ONE run so that the ratios are comparable; then the
+# idle-sessions memory case against the real `codomyrmex-mcp serve --http` binary (and rmcp's
+# session mode, capped).
+#
+#   scripts/bench-http.sh                 # build release, run, print the markdown tables
+#   ROUNDS=5 scripts/bench-http.sh        # more rounds (each figure is the median over rounds)
+#   QUICK=1 scripts/bench-http.sh         # fewer calls and sessions, for a smoke test
+#   NO_BUILD=1 scripts/bench-http.sh      # use the release binaries already in target/release
+#   NO_IDLE=1 scripts/bench-http.sh       # skip the idle-sessions case
+#
+# Subjects (all release builds, started directly, every one with TCP_NODELAY on its sockets):
+#   codomyrmex-modern  examples/echo --http 127.0.0.1:PORT, spoken to at 2026-07-28 (stateless
+#                      POSTs with MCP-Protocol-Version, Mcp-Method, Mcp-Name and _meta)
+#   codomyrmex-legacy  the same server at 2025-11-25 (initialize per connection, Mcp-Session-Id)
+#   rmcp-stateless     rmcp_http_echo --stateless: rmcp 3.x's stateless JSON mode
+#                      (legacy_session_mode: false, json_response: true), sent a bare tools/call
+#                      POST (no MCP headers, no _meta), its cheapest path: 10-15% less server CPU
+#                      per call than the 2026-07-28 shape, which it also serves statelessly
+#                      (RMCP_STATELESS_ERA=modern sends that instead)
+#   rmcp-session       rmcp_http_echo: rmcp's default session mode at 2025-11-25 (SSE answers)
+#   bare               bare_http_echo: hyper + serde_json, parse and echo (the yardstick)
+#
+# Cases, as in the issue: 16 B calls over 1 keep-alive connection and over 64, each connection
+# one call at a time. The targets (>= 1.5x rmcp-stateless on both cases, for both eras; idle
+# sessions under 50 MiB of growth and all reclaimed) are checked; the exit status is 3 when one
+# is missed, 1 when a call failed (the tables are printed either way).
+#
+# Other builds compete for the 2 cores: run this on a quiet machine, and quote ratios from one
+# run only.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+rounds="${ROUNDS:-3}"
+if [[ -n "${QUICK:-}" ]]; then
+    n_one=3000 n_many=10000 warmup=500 idle_sessions=2000 idle_rounds=1
+else
+    n_one=20000 n_many=60000 warmup=2000 idle_sessions=10000 idle_rounds=2
+fi
+idle_secs="${IDLE_SECS:-20}"
+stateless_era="${RMCP_STATELESS_ERA:-plain}"
+checks="${CHECKS:-codomyrmex-modern=rmcp-stateless codomyrmex-legacy=rmcp-stateless}"
+
+if [[ -z "${NO_BUILD:-}" ]]; then
+    echo "building release binaries..." >&2
+    cargo build --release --quiet -p codomyrmex-mcp --example echo
+    cargo build --release --quiet -p codomyrmex-mcp-bench --bins
+    cargo build --release --quiet -p codomyrmex-mcp-cli
+fi
+
+bin="$root/target/release"
+for f in "$bin/examples/echo" "$bin/rmcp_http_echo" "$bin/bare_http_echo" "$bin/http_load" "$bin/codomyrmex-mcp"; do
+    [[ -x "$f" ]] || { echo "missing $f" >&2; exit 1; }
+done
+
+echo "## Streamable HTTP load"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "- machine: $(nproc) cores, $(uname -sr), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "- load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "- rustc: $(rustc --version)"
+echo "- rmcp: $(grep -A1 '^name = "rmcp"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')"
+echo "- calls per round: ${n_one} (16 B, 1 connection), ${n_many} (16 B, 64 connections, split evenly), each after ${warmup} warm-up calls on a fresh server process; HTTP/1.1 keep-alive, TCP_NODELAY on both ends, one call at a time per connection"
+echo "- rounds: ${rounds}, interleaved (every case on every subject in turn); each figure is a subject's median over the rounds"
+echo "- server CPU: utime+stime of the server process from /proc (10 ms ticks) over the measured calls; client CPU likewise for http_load itself (one tokio thread); peak RSS: VmHWM"
+echo
+
+status=0
+# shellcheck disable=SC2086
+"$bin/http_load" \
+    --subject "codomyrmex-modern:modern=$bin/examples/echo --http 127.0.0.1:{port}" \
+    --subject "codomyrmex-legacy:legacy=$bin/examples/echo --http 127.0.0.1:{port}" \
+    --subject "rmcp-stateless:${stateless_era}=$bin/rmcp_http_echo --stateless --bind 127.0.0.1:0" \
+    --subject "rmcp-session:legacy=$bin/rmcp_http_echo --bind 127.0.0.1:0" \
+    --subject "bare:plain=$bin/bare_http_echo --bind 127.0.0.1:0" \
+    --case "16:1:${n_one}" \
+    --case "16:64:${n_many}" \
+    --warmup "$warmup" \
+    --rounds "$rounds" \
+    --markdown \
+    --ratio-to rmcp-stateless \
+    --ratio-to rmcp-session \
+    --ratio-to bare \
+    $(for c in $checks; do printf -- '--check %s ' "$c"; done) || status=$?
+
+if [[ -z "${NO_IDLE:-}" ]]; then
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+    mkdir -p "$work/root"
+    printf '[http]\nsession_idle_timeout_secs = %s\n' "$idle_secs" > "$work/config.toml"
+    echo
+    echo "## Idle legacy sessions"
+    echo
+    echo "- ${idle_sessions} sessions (initialize only, 2025-11-25) opened over 64 keep-alive connections, each from its own loopback address, then left idle; ${idle_rounds} open-and-expire round(s) on one server process"
+    echo "- codomyrmex: the real binary, \`codomyrmex-mcp serve --config FILE --http 127.0.0.1:PORT\` with \`[http] session_idle_timeout_secs = ${idle_secs}\`; expiry is watched through \`/health\`'s session count"
+    echo "- rmcp-session: rmcp_http_echo with SessionConfig::keep_alive = ${idle_secs} s; no session count to watch, so RSS is read $((idle_secs + 20)) s after the last session opened; capped at 2 GiB of RSS"
+    echo "- RSS: VmRSS of the server process"
+    idle_status=0
+    "$bin/http_load" \
+        --idle "codomyrmex=$bin/codomyrmex-mcp serve --config $work/config.toml --root $work/root --http 127.0.0.1:{port}" \
+        --idle "rmcp-session=$bin/rmcp_http_echo --bind 127.0.0.1:0 --session-idle ${idle_secs}" \
+        --idle-sessions "$idle_sessions" \
+        --idle-rounds "$idle_rounds" \
+        --idle-wait "$((idle_secs + 20))" \
+        --idle-max-rss 2048 \
+        --markdown \
+        --idle-check codomyrmex || idle_status=$?
+    if [[ "$idle_status" -ne 0 && "$status" -ne 1 ]]; then
+        status="$idle_status"
+    fi
+fi
+echo
+echo "- load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+exit "$status"
