@@ -4,7 +4,7 @@
 //!
 //! - a small built-in one for the subset of JSON Schema 2020-12 that nearly every tool schema
 //!   uses (`type`, `properties`, `required`, `additionalProperties`, `items`, `enum`, `const`,
-//!   the length, size and range bounds, `allOf`, `anyOf`, and annotations such as
+//!   the length, size and range bounds, `allOf`, `anyOf`, `oneOf`, and annotations such as
 //!   `description`, `default` and `format`);
 //! - the general validator of the `jsonschema` crate, which is the authority.
 //!
@@ -20,7 +20,7 @@
 //! an instance that is in fact valid (for instance `1.0` for `"type": "integer"`); such a
 //! rejection is never final, because every rejection is re-checked by the general validator.
 //!
-//! This is not a general JSON Schema implementation: `$ref`, `pattern`, `oneOf`, `not`,
+//! This is not a general JSON Schema implementation: `$ref`, `pattern`, `not`,
 //! conditionals, `prefixItems` and every other keyword send the schema to `jsonschema`.
 
 use std::sync::OnceLock;
@@ -142,6 +142,7 @@ struct Node {
     max_items: Option<u64>,
     all_of: Vec<Node>,
     any_of: Vec<Node>,
+    one_of: Vec<Node>,
 }
 
 const T_NULL: u8 = 1;
@@ -242,6 +243,7 @@ fn compile(schema: &Value, root: bool) -> Option<Node> {
             "items" => node.items = Some(Box::new(compile(value, false)?)),
             "allOf" => node.all_of = compile_list(value)?,
             "anyOf" => node.any_of = compile_list(value)?,
+            "oneOf" => node.one_of = compile_list(value)?,
             _ => return None,
         }
     }
@@ -357,6 +359,59 @@ impl Node {
         };
         ok && self.all_of.iter().all(|s| s.accepts(instance))
             && (self.any_of.is_empty() || self.any_of.iter().any(|s| s.accepts(instance)))
+            && (self.one_of.is_empty() || self.accepts_one_of(instance))
+    }
+
+    /// `oneOf` needs exactly one branch valid: one branch must accept and every other one
+    /// must surely reject (as the string `const`s and `enum`s of a Rust enum's schema do).
+    fn accepts_one_of(&self, instance: &Value) -> bool {
+        let mut accepted = 0;
+        for branch in &self.one_of {
+            if branch.accepts(instance) {
+                accepted += 1;
+                if accepted > 1 {
+                    return false;
+                }
+            } else if !branch.surely_rejects(instance) {
+                return false;
+            }
+        }
+        accepted == 1
+    }
+
+    /// Whether `instance` is certainly invalid, judged by the checks that are exact: the
+    /// `false` schema, a type other than a number, and string `const`s and `enum`s.
+    fn surely_rejects(&self, instance: &Value) -> bool {
+        if self.never {
+            return true;
+        }
+        if let Some(types) = self.types {
+            let bit = match instance {
+                Value::Null => T_NULL,
+                Value::Bool(_) => T_BOOLEAN,
+                Value::Object(_) => T_OBJECT,
+                Value::Array(_) => T_ARRAY,
+                Value::String(_) => T_STRING,
+                // Whether `1.0` is an integer is the general validator's call.
+                Value::Number(_) => T_NUMBER | T_INTEGER,
+            };
+            if types & bit == 0 {
+                return true;
+            }
+        }
+        // Equality with a string is exact: only that same string equals it.
+        if let Some(Value::String(c)) = &self.constant
+            && instance.as_str() != Some(c.as_str())
+        {
+            return true;
+        }
+        if let Some(values) = &self.enumeration
+            && values.iter().all(Value::is_string)
+            && !values.contains(instance)
+        {
+            return true;
+        }
+        false
     }
 
     fn accepts_string(&self, s: &str) -> bool {
@@ -433,6 +488,28 @@ mod tests {
     }
 
     #[test]
+    fn rust_enum_schemas_take_the_fast_path() {
+        let v = fast(json!({
+            "type": "object",
+            "properties": {"algorithm": {"anyOf": [
+                {"oneOf": [
+                    {"const": "sha256", "type": "string", "description": "SHA-256."},
+                    {"const": "sha512", "type": "string"},
+                ]},
+                {"type": "null"},
+            ]}},
+        }));
+        assert!(v.is_valid(&json!({"algorithm": "sha512"})));
+        assert!(v.is_valid(&json!({"algorithm": null})));
+        assert!(v.general.get().is_none(), "valid calls compiled nothing");
+        assert!(!v.is_valid(&json!({"algorithm": "md5"})));
+        // Both branches valid: oneOf fails, and the fast path must not say otherwise.
+        let both = fast(json!({"oneOf": [{"type": "string"}, {"minLength": 1}]}));
+        assert!(!both.is_valid(&json!("x")));
+        assert!(both.is_valid(&json!(3)));
+    }
+
+    #[test]
     fn a_fast_rejection_is_rechecked_by_the_general_validator() {
         // 2020-12 counts 1.0 as an integer; the fast path leaves that to jsonschema.
         let v = fast(json!({"type": "object", "properties": {"n": {"type": "integer"}}}));
@@ -454,7 +531,7 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}),
             json!({"type": "object", "$defs": {"a": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/a"}}}),
             json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
-            json!({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+            json!({"type": "object", "not": {"required": ["a"]}}),
         ] {
             let v = SchemaValidator::new(&schema).unwrap();
             assert!(!v.is_fast(), "{schema}");
@@ -521,6 +598,15 @@ mod tests {
                 inner.clone().prop_map(|s| json!({"items": s})),
                 prop::collection::vec(inner.clone(), 1..3).prop_map(|l| json!({"allOf": l})),
                 prop::collection::vec(inner.clone(), 1..3).prop_map(|l| json!({"anyOf": l})),
+                prop::collection::vec(inner.clone(), 1..4).prop_map(|l| json!({"oneOf": l})),
+                prop::collection::vec("[ab]{0,2}", 1..4).prop_map(|c| {
+                    // A Rust enum's schema, as schemars writes it.
+                    let branches: Vec<Value> = c
+                        .iter()
+                        .map(|c| json!({"type": "string", "const": c}))
+                        .collect();
+                    json!({"oneOf": branches})
+                }),
                 (inner.clone(), inner).prop_map(|(a, b)| {
                     // Two keywords in one object, as real schemas have.
                     let mut m = a.as_object().cloned().unwrap_or_default();
@@ -533,8 +619,54 @@ mod tests {
         })
     }
 
+    /// `oneOf` over small branches that often overlap, and numbers such as `1.0` that the
+    /// fast path leaves to the general validator: where a wrong "surely rejects" would show.
+    fn arb_one_of() -> impl Strategy<Value = Value> {
+        let branch = prop::sample::select(vec![
+            json!({"type": "integer"}),
+            json!({"type": "number"}),
+            json!({"type": "string"}),
+            json!({"type": ["string", "null"]}),
+            json!({"const": 1}),
+            json!({"const": "a"}),
+            json!({"enum": ["a", "b"]}),
+            json!({"enum": ["a", 1]}),
+            json!({"minimum": 1}),
+            json!({"minLength": 1}),
+            json!(true),
+            json!(false),
+        ]);
+        prop::collection::vec(branch, 1..4).prop_map(|b| json!({"oneOf": b}))
+    }
+
+    fn arb_scalar() -> impl Strategy<Value = Value> {
+        prop::sample::select(vec![
+            json!(null),
+            json!(1),
+            json!(1.0),
+            json!(0),
+            json!(2.5),
+            json!("a"),
+            json!("b"),
+            json!(""),
+            json!(true),
+        ])
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn one_of_is_accepted_only_when_exactly_one_branch_holds(
+            schema in arb_one_of(),
+            instance in arb_scalar(),
+        ) {
+            let node = compile_root(&schema).unwrap();
+            let general = jsonschema::validator_for(&schema).unwrap();
+            if node.accepts(&instance) {
+                prop_assert!(general.is_valid(&instance), "schema {schema} instance {instance}");
+            }
+        }
 
         /// Soundness: whatever the fast path accepts, `jsonschema` accepts; and every schema
         /// the subset takes compiles under `jsonschema`.
