@@ -62,6 +62,10 @@ echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "- machine: $(nproc) cores, $(uname -sr), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "- load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+# shellcheck source=scripts/spinners.sh
+source "$root/scripts/spinners.sh"
+trap stop_spinners EXIT
+start_spinners
 echo "- rustc: $(rustc --version)"
 echo "- rmcp: $(grep -A1 '^name = "rmcp"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')"
 echo "- calls per round: ${n_one} (16 B, 1 connection), ${n_many} (16 B, 64 connections, split evenly), each after ${warmup} warm-up calls on a fresh server process; HTTP/1.1 keep-alive, TCP_NODELAY on both ends, one call at a time per connection"
@@ -89,7 +93,7 @@ status=0
 
 if [[ -z "${NO_IDLE:-}" ]]; then
     work="$(mktemp -d)"
-    trap 'rm -rf "$work"' EXIT
+    trap 'rm -rf "$work"; stop_spinners' EXIT
     mkdir -p "$work/root"
     printf '[http]\nsession_idle_timeout_secs = %s\n' "$idle_secs" > "$work/config.toml"
     echo
@@ -114,5 +118,6 @@ if [[ -z "${NO_IDLE:-}" ]]; then
     fi
 fi
 echo
+stop_spinners
 echo "- load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "$status"

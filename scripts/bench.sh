@@ -47,6 +47,10 @@ echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "- machine: $(nproc) cores, $(uname -sr), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "- load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+# shellcheck source=scripts/spinners.sh
+source "$root/scripts/spinners.sh"
+trap stop_spinners EXIT
+start_spinners
 echo "- rustc: $(rustc --version)"
 echo "- rmcp: $(grep -A1 '^name = "rmcp"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')"
 echo "- calls per round: ${n_seq} (16 B, one in flight), ${n_pipe} (16 B, 64 in flight), ${n_big} (64 KiB, one in flight), each after ${warmup} warm-up calls on a fresh server process"
@@ -71,5 +75,6 @@ status=0
     --ratio-to bare \
     --check codomyrmex=rmcp || status=$?
 echo
+stop_spinners
 echo "- load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "$status"
