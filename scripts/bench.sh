@@ -55,26 +55,43 @@ echo "- rustc: $(rustc --version)"
 echo "- rmcp: $(grep -A1 '^name = "rmcp"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')"
 echo "- calls per round: ${n_seq} (16 B, one in flight), ${n_pipe} (16 B, 64 in flight), ${n_big} (64 KiB, one in flight), each after ${warmup} warm-up calls on a fresh server process"
 echo "- rounds: ${rounds}, interleaved (every case on every subject in turn); each figure is a subject's median over the rounds"
-echo "- server CPU: utime+stime of the server process from /proc (10 ms ticks) over the measured calls; peak RSS: VmHWM; cold start: spawn to the first initialize response"
+echo "- server CPU: utime+stime of the server process from /proc (10 ms ticks) over the measured calls; peak RSS: VmHWM"
+echo "- cold start (spawn to the first initialize response) is measured in a second run, without the spinners: they slow every process start (rmcp's too) and are there for steady-state round trips only"
 echo
 
+subjects=(
+    --subject "codomyrmex=$bin/examples/echo --stdio"
+    --subject "rmcp=$bin/rmcp_echo"
+    --subject "rmcp-pipes=$bin/rmcp_echo --pipes"
+    --subject "bare=$bin/bare_echo"
+)
 status=0
 "$bin/stdio_load" \
-    --subject "codomyrmex=$bin/examples/echo --stdio" \
-    --subject "rmcp=$bin/rmcp_echo" \
-    --subject "rmcp-pipes=$bin/rmcp_echo --pipes" \
-    --subject "bare=$bin/bare_echo" \
+    "${subjects[@]}" \
     --case "16:1:${n_seq}" \
     --case "16:64:${n_pipe}" \
     --case "64KiB:1:${n_big}" \
     --warmup "$warmup" \
-    --cold-starts "$colds" \
+    --cold-starts 0 \
     --rounds "$rounds" \
     --markdown \
     --ratio-to rmcp \
     --ratio-to bare \
-    --check codomyrmex=rmcp || status=$?
-echo
+    --check codomyrmex=rmcp \
+    --targets throughput,rss || status=$?
 stop_spinners
+echo
+echo "### cold start, without spinners"
+echo
+"$bin/stdio_load" \
+    "${subjects[@]}" \
+    --case "16:1:200" \
+    --warmup 20 \
+    --cold-starts "$colds" \
+    --rounds "$rounds" \
+    --markdown \
+    --check codomyrmex=rmcp \
+    --targets cold || { s=$?; [[ "$status" -eq 0 ]] && status="$s"; }
+echo
 echo "- load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "$status"

@@ -39,6 +39,8 @@
 //!   --ratio-to NAME         add a column: calls/s as a multiple of subject NAME's; repeatable
 //!   --check SUBJECT=BASE    check SUBJECT against the issue's targets relative to BASE
 //!                           (exit status 3 when one is missed)
+//!   --targets LIST          which targets --check checks: any of throughput, rss, cold,
+//!                           comma-separated (default: all three)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -93,11 +95,12 @@ struct Options {
     markdown: bool,
     ratio_to: Vec<String>,
     checks: Vec<(String, String)>,
+    targets: Targets,
 }
 
 const USAGE: &str = "usage: stdio_load [--subject NAME=COMMAND]... [--case SIZE:K[:N]]... \
 [--size SIZE --in-flight K] [--calls N] [--warmup W] [--cold-starts R] [--rounds R] [--timeout SECS] \
-[--show-stderr] [--json] [--markdown] [--ratio-to NAME]... [--check SUBJECT=BASE]... \
+[--show-stderr] [--json] [--markdown] [--ratio-to NAME]... [--check SUBJECT=BASE]... [--targets LIST] \
 [--name NAME] [-- COMMAND [ARGS...]]";
 
 fn parse_size(s: &str) -> Result<usize> {
@@ -136,6 +139,7 @@ fn parse_args() -> Result<Options> {
     let mut markdown = false;
     let mut ratio_to = Vec::new();
     let mut checks = Vec::new();
+    let mut targets = Targets::ALL;
     let mut command = Vec::new();
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -165,6 +169,7 @@ fn parse_args() -> Result<Options> {
             "--markdown" => markdown = true,
             "--ratio-to" => ratio_to.push(value()?),
             "--check" => checks.push(split_pair(&value()?, "--check")?),
+            "--targets" => targets = Targets::parse(&value()?)?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -244,6 +249,7 @@ fn parse_args() -> Result<Options> {
         markdown,
         ratio_to,
         checks,
+        targets,
     })
 }
 
@@ -994,12 +1000,13 @@ fn print_checks(
     };
     writeln!(out)?;
     writeln!(out, "Targets for {name} against {base}:")?;
+    let targets = opts.targets;
     for (size, in_flight, want, label) in [
         (16, Some(1), 4.0, "16 B calls, one in flight"),
         (16, Some(64), 10.0, "16 B calls, 64 in flight"),
         (64 * 1024, None, 1.5, "64 KiB payloads"),
     ] {
-        if let Some(ci) = find(size, in_flight) {
+        if let Some(ci) = find(size, in_flight).filter(|_| targets.throughput) {
             let ratio = results.summary(s, ci).calls_per_sec / results.summary(b, ci).calls_per_sec;
             verdict(
                 out,
@@ -1008,21 +1015,65 @@ fn print_checks(
             )?;
         }
     }
-    let (rss, base_rss) = (results.peak_rss(s), results.peak_rss(b));
-    verdict(
-        out,
-        format!(
-            "peak RSS: {:.1} MiB vs {base}'s {:.1} MiB (target ≤)",
-            rss as f64 / 1024.0,
-            base_rss as f64 / 1024.0
-        ),
-        rss <= base_rss,
-    )?;
-    let cold = results.cold_median(s);
-    verdict(
-        out,
-        format!("cold start to the first initialize response: median {cold:.2} ms (target ≤ 5 ms)"),
-        cold <= 5.0,
-    )?;
+    if targets.rss {
+        let (rss, base_rss) = (results.peak_rss(s), results.peak_rss(b));
+        verdict(
+            out,
+            format!(
+                "peak RSS: {:.1} MiB vs {base}'s {:.1} MiB (target ≤)",
+                rss as f64 / 1024.0,
+                base_rss as f64 / 1024.0
+            ),
+            rss <= base_rss,
+        )?;
+    }
+    if targets.cold {
+        let cold = results.cold_median(s);
+        verdict(
+            out,
+            format!(
+                "cold start to the first initialize response: median {cold:.2} ms (target ≤ 5 ms)"
+            ),
+            cold <= 5.0,
+        )?;
+    }
     Ok(all_met)
+}
+
+/// Which of the issue's targets `--check` checks.
+#[derive(Debug, Clone, Copy)]
+struct Targets {
+    throughput: bool,
+    rss: bool,
+    cold: bool,
+}
+
+impl Targets {
+    const ALL: Self = Self {
+        throughput: true,
+        rss: true,
+        cold: true,
+    };
+
+    fn parse(list: &str) -> Result<Self> {
+        let mut t = Self {
+            throughput: false,
+            rss: false,
+            cold: false,
+        };
+        for item in list.split(',').map(str::trim) {
+            match item {
+                "throughput" => t.throughput = true,
+                "rss" => t.rss = true,
+                "cold" => t.cold = true,
+                other => {
+                    return Err(format!(
+                        "--targets: {other:?} is not one of throughput, rss, cold"
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(t)
+    }
 }
