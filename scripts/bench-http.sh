@@ -102,7 +102,7 @@ if [[ -z "${NO_IDLE:-}" ]]; then
     echo "- ${idle_sessions} sessions (initialize only, 2025-11-25) opened over 64 keep-alive connections, each from its own loopback address, then left idle; ${idle_rounds} open-and-expire round(s) on one server process"
     echo "- codomyrmex: the real binary, \`codomyrmex-mcp serve --config FILE --http 127.0.0.1:PORT\` with \`[http] session_idle_timeout_secs = ${idle_secs}\`; expiry is watched through \`/health\`'s session count"
     echo "- rmcp-session: rmcp_http_echo with SessionConfig::keep_alive = ${idle_secs} s; no session count to watch, so RSS is read $((idle_secs + 20)) s after the last session opened; capped at 2 GiB of RSS"
-    echo "- RSS: VmRSS of the server process"
+    echo "- RSS: VmRSS of the server process; read again 30 s after expiry, since an allocator hands freed pages back over some seconds (jemalloc, the binary's, over about 10-25 s)"
     idle_status=0
     "$bin/http_load" \
         --idle "codomyrmex=$bin/codomyrmex-mcp serve --config $work/config.toml --root $work/root --http 127.0.0.1:{port}" \
@@ -110,6 +110,7 @@ if [[ -z "${NO_IDLE:-}" ]]; then
         --idle-sessions "$idle_sessions" \
         --idle-rounds "$idle_rounds" \
         --idle-wait "$((idle_secs + 20))" \
+        --idle-settle 30 \
         --idle-max-rss 2048 \
         --markdown \
         --idle-check codomyrmex || idle_status=$?

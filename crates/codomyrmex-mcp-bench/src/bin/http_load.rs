@@ -60,6 +60,8 @@
 //!   --idle-sessions N           sessions to open (default 10000)
 //!   --idle-connections C        connections (and client addresses) to open them over (default 64)
 //!   --idle-wait SECS            the longest wait for idle expiry (default 120)
+//!   --idle-settle SECS          after expiry, wait this long and read RSS again (default 0):
+//!                               an allocator may return freed pages over some seconds
 //!   --idle-rounds R             open-and-expire rounds per idle subject (default 1)
 //!   --idle-max-rss MIB          stop opening sessions past this server RSS (default 2048)
 //!   --show-stderr               let the servers' stderr through (default: discarded)
@@ -173,6 +175,7 @@ struct Options {
     idle_sessions: usize,
     idle_connections: usize,
     idle_wait: Duration,
+    idle_settle: Duration,
     idle_rounds: usize,
     idle_max_rss_kib: u64,
     show_stderr: bool,
@@ -185,7 +188,7 @@ struct Options {
 
 const USAGE: &str = "usage: http_load [--subject NAME:ERA=COMMAND]... [--case SIZE:CONNS[:N]]... \
 [--calls N] [--warmup W] [--rounds R] [--client-threads T] [--timeout SECS] \
-[--idle NAME=COMMAND]... [--idle-sessions N] [--idle-connections C] [--idle-wait SECS] \
+[--idle NAME=COMMAND]... [--idle-sessions N] [--idle-connections C] [--idle-wait SECS] [--idle-settle SECS] \
 [--idle-rounds R] [--idle-max-rss MIB] [--show-stderr] [--json] [--markdown] \
 [--ratio-to NAME]... [--check SUBJECT=BASE]... [--idle-check NAME]...
 ERA: modern (2026-07-28), legacy (2025-11-25) or plain; `{port}` in COMMAND is replaced by a free port";
@@ -229,6 +232,7 @@ fn parse_args() -> Result<Options> {
         idle_sessions: 10_000,
         idle_connections: 64,
         idle_wait: Duration::from_secs(120),
+        idle_settle: Duration::ZERO,
         idle_rounds: 1,
         idle_max_rss_kib: 2048 * 1024,
         show_stderr: false,
@@ -277,6 +281,7 @@ fn parse_args() -> Result<Options> {
             "--idle-sessions" => o.idle_sessions = value()?.parse()?,
             "--idle-connections" => o.idle_connections = value()?.parse()?,
             "--idle-wait" => o.idle_wait = Duration::from_secs(value()?.parse()?),
+            "--idle-settle" => o.idle_settle = Duration::from_secs(value()?.parse()?),
             "--idle-rounds" => o.idle_rounds = value()?.parse()?,
             "--idle-max-rss" => o.idle_max_rss_kib = value()?.parse::<u64>()? * 1024,
             "--show-stderr" => o.show_stderr = true,
@@ -1102,6 +1107,9 @@ struct IdleRound {
     /// After expiry: sessions reported (when it has `/health`), RSS, and how long it took.
     reported_after: Option<u64>,
     rss_after_kib: u64,
+    /// RSS `--idle-settle` seconds after expiry (when asked for): the allocator may hand freed
+    /// pages back over some seconds.
+    rss_settled_kib: Option<u64>,
     expiry_secs: f64,
     capped: bool,
     /// The HTTP status a request on the round's first session got after the wait: 404 when
@@ -1268,6 +1276,12 @@ async fn idle_rounds(opts: &Options, subject: &Subject, server: &Server) -> Resu
         let expiry_secs = expiry_started.elapsed().as_secs_f64();
         tokio::time::sleep(Duration::from_millis(500)).await;
         let rss_after_kib = procfs::rss_kib(server.pid)?;
+        let rss_settled_kib = if opts.idle_settle.is_zero() {
+            None
+        } else {
+            tokio::time::sleep(opts.idle_settle).await;
+            Some(procfs::rss_kib(server.pid)?)
+        };
         let first_sid = first.lock().ok().and_then(|f| f.clone());
         let first_probe = match first_sid {
             Some(sid) => probe_session(server.addr, &sid).await,
@@ -1281,6 +1295,7 @@ async fn idle_rounds(opts: &Options, subject: &Subject, server: &Server) -> Resu
             reported_alive,
             reported_after,
             rss_after_kib,
+            rss_settled_kib,
             expiry_secs,
             capped,
             first_probe,
@@ -1461,6 +1476,7 @@ fn print_idle(opts: &Options, subject: &Subject, r: &IdleReport) -> Result<()> {
                     "sessions_reported_alive": x.reported_alive,
                     "sessions_reported_after": x.reported_after,
                     "rss_after_kib": x.rss_after_kib,
+                    "rss_settled_kib": x.rss_settled_kib,
                     "expiry_secs": x.expiry_secs,
                     "capped": x.capped,
                     "first_session_probe_status": x.first_probe,
@@ -1480,7 +1496,7 @@ fn print_idle(opts: &Options, subject: &Subject, r: &IdleReport) -> Result<()> {
         for (i, x) in r.rounds.iter().enumerate() {
             writeln!(
                 out,
-                "idle {:<20} round {}: {} sessions ({} errors{}) in {:.1} s; RSS {:.1} MiB before, {:.1} MiB alive (+{:.1} MiB, {:.1} KiB/session), {:.1} MiB after expiry ({:.1} s; first session then: {})",
+                "idle {:<20} round {}: {} sessions ({} errors{}) in {:.1} s; RSS {:.1} MiB before, {:.1} MiB alive (+{:.1} MiB, {:.1} KiB/session), {:.1} MiB after expiry ({:.1} s; first session then: {}){}",
                 subject.name,
                 i + 1,
                 x.opened,
@@ -1494,6 +1510,11 @@ fn print_idle(opts: &Options, subject: &Subject, r: &IdleReport) -> Result<()> {
                 mib(x.rss_after_kib),
                 x.expiry_secs,
                 probe_label(x.first_probe),
+                x.rss_settled_kib.map_or_else(String::new, |k| format!(
+                    "; {:.1} MiB {} s later",
+                    mib(k),
+                    opts.idle_settle.as_secs()
+                )),
             )?;
         }
     }
@@ -1576,18 +1597,19 @@ fn print_idle_markdown(
     writeln!(out)?;
     writeln!(
         out,
-        "| idle legacy sessions | round | sessions | RSS before MiB | RSS all alive MiB | growth MiB | KiB/session | RSS after expiry MiB | sessions left | first session afterwards | expiry s |"
+        "| idle legacy sessions | round | sessions | RSS before MiB | RSS all alive MiB | growth MiB | KiB/session | RSS after expiry MiB | RSS {} s later MiB | sessions left | first session afterwards | expiry s |",
+        opts.idle_settle.as_secs()
     )?;
     writeln!(
         out,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
     )?;
     for (subject, r) in opts.idle.iter().zip(reports) {
         for (i, x) in r.rounds.iter().enumerate() {
             let growth = x.rss_alive_kib.saturating_sub(r.rss_before_kib);
             writeln!(
                 out,
-                "| {} | {} | {}{} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {:.1} |",
+                "| {} | {} | {}{} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {:.1} |",
                 subject.name,
                 i + 1,
                 x.opened,
@@ -1597,6 +1619,8 @@ fn print_idle_markdown(
                 mib(growth),
                 growth as f64 / x.opened.max(1) as f64,
                 mib(x.rss_after_kib),
+                x.rss_settled_kib
+                    .map_or_else(|| "—".to_owned(), |k| format!("{:.1}", mib(k))),
                 x.reported_after
                     .map_or_else(|| "n/a (no /health)".to_owned(), |n| n.to_string()),
                 probe_label(x.first_probe),
@@ -1672,7 +1696,29 @@ fn print_idle_check(
     let last_after = r.rounds.last().map_or(0, |x| x.rss_after_kib);
     let drift = last_after.saturating_sub(first_after);
     let flat = r.rounds.len() < 2 || drift * 10 <= r.growth_kib().max(1024);
-    let reclaimed = expired && flat;
+    // With a settle time: memory back near the start, within 8 MiB (allocator metadata and
+    // part-used slabs; the library's fault test uses the same bound).
+    let settled_ok = r.rounds.iter().all(|x| {
+        x.rss_settled_kib
+            .is_none_or(|k| k <= r.rss_before_kib + 8 * 1024)
+    });
+    let reclaimed = expired && flat && settled_ok;
+    let settled = r
+        .rounds
+        .iter()
+        .filter_map(|x| x.rss_settled_kib)
+        .map(|k| format!("{:.1}", mib(k)))
+        .collect::<Vec<_>>();
+    let settled = if settled.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; RSS {} s after expiry {} MiB (start {:.1} MiB; allowed up to 8 MiB above it)",
+            opts.idle_settle.as_secs(),
+            settled.join(", "),
+            mib(r.rss_before_kib)
+        )
+    };
     let detail = if r.rounds.len() >= 2 {
         format!(
             "; RSS after expiry {:.1} MiB in round 1, {:.1} MiB in round {}",
@@ -1685,7 +1731,7 @@ fn print_idle_check(
     };
     writeln!(
         out,
-        "- all reclaimed after idle expiry: {}{detail}: {}",
+        "- all reclaimed after idle expiry: {}{detail}{settled}: {}",
         if r.has_health {
             "sessions left per round ".to_owned()
                 + &r.rounds
