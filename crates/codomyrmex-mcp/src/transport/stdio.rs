@@ -7,9 +7,7 @@
 //! - On EOF, in-flight calls get the configured grace period, then are cancelled.
 //! - If the output closes, the loop stops reading and cancels everything.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -142,30 +140,13 @@ where
                             break Ok(());
                         }
                     }
-                    Handled::Pending(mut fut) => {
-                        // Poll once here first. A call that completes at once (a quick
-                        // synchronous tool, as handlers are documented to be) then costs no
-                        // task and wakes no other worker; anything that waits moves on to a
-                        // task of its own, so a slow call never holds up the input.
-                        match poll_once(&mut fut).await {
-                            // The engine panicked (tool panics are caught inside it): drop the
-                            // call, as a panicking task would have been, and keep serving.
-                            Err(()) => tracing::error!("a request's handling panicked"),
-                            Ok(Poll::Ready(None)) => {}
-                            Ok(Poll::Ready(Some(m))) => {
-                                if tx.send(m).await.is_err() {
-                                    break Ok(());
-                                }
+                    Handled::Pending(fut) => {
+                        let tx = tx.clone();
+                        tasks.spawn(async move {
+                            if let Some(m) = fut.await {
+                                let _ = tx.send(m).await;
                             }
-                            Ok(Poll::Pending) => {
-                                let tx = tx.clone();
-                                tasks.spawn(async move {
-                                    if let Some(m) = fut.await {
-                                        let _ = tx.send(m).await;
-                                    }
-                                });
-                            }
-                        }
+                        });
                     }
                 }
             }
@@ -186,17 +167,6 @@ where
     drop(tx);
     let _ = writer_task.await;
     outcome
-}
-
-/// Polls `fut` once, with the current task's waker; `Err` if that poll panicked.
-async fn poll_once<F: std::future::Future + Unpin>(fut: &mut F) -> Result<Poll<F::Output>, ()> {
-    std::future::poll_fn(|cx| {
-        let poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Pin::new(&mut *fut).poll(cx)
-        }));
-        Poll::Ready(poll.map_err(|_| ()))
-    })
-    .await
 }
 
 /// Resolves when the writer has gone away (every receiver dropped).
