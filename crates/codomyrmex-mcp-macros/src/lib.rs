@@ -75,7 +75,8 @@ use tool::{Errors, Site};
 /// # Signature
 ///
 /// - Sync or `async`, not generic, not `unsafe`. A sync tool runs on the server's runtime:
-///   keep it quick, or make it `async` and move blocking work to `spawn_blocking`.
+///   keep it quick, or make it `async` and move blocking work to `spawn_blocking` (a tool
+///   registered by hand can instead set `ToolSettings::blocking`).
 /// - Each parameter is an argument: any type that is `serde::Deserialize` and
 ///   `schemars::JsonSchema` (schemars 1.x): numbers, strings, `bool`, `Option<T>`, `Vec<T>`,
 ///   maps, enums, your own structs. Arguments are owned: take `String`, not `&str`.

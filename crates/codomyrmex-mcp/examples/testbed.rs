@@ -6,7 +6,8 @@
 //!     [--max-message-size BYTES] [--max-concurrent N] [--rate-limit PER_SECOND:BURST]
 //! ```
 //!
-//! Tools: `echo(text)`, `add(a, b)`, `sleep(ms)` (honours cancellation), `progress(steps)`,
+//! Tools: `echo(text)`, `add(a, b)`, `sleep(ms)` (honours cancellation), `block(ms)` (a
+//! synchronous tool that blocks its thread, declared `blocking`), `progress(steps)`,
 //! `log(level, msg)`, `fail()`, `panic()`, `big(n)`, `ask()` (elicitation) and
 //! `register(name)` (adds a tool while serving). Without `--rate-limit` calls are not
 //! throttled. Diagnostics go to stderr; stdout carries only MCP messages.
@@ -182,6 +183,27 @@ fn register_all(
             json!(["ms"]),
         ),
         sleep,
+    )?;
+    let block = |args: Args| -> Result<Value, McpErrorDetail> {
+        let ms = int(&args, "ms");
+        std::thread::sleep(Duration::from_millis(ms));
+        Ok(json!({"blocked_ms": ms}))
+    };
+    registry.register_tool(
+        codomyrmex_mcp::registry::ToolRegistration::new(
+            codomyrmex_mcp::ToolDefinition::new(
+                "block",
+                object(
+                    json!({"ms": {"type": "integer", "minimum": 0, "maximum": 10000}}),
+                    json!(["ms"]),
+                ),
+            ),
+            block,
+        )
+        .with_settings(codomyrmex_mcp::registry::ToolSettings {
+            blocking: true,
+            ..Default::default()
+        }),
     )?;
     registry.register(
         "progress",

@@ -148,6 +148,15 @@ pub struct ToolSettings {
     pub deprecated_in: Option<String>,
     /// Whether a call may run as a task (see [`TaskSupport`]).
     pub task_support: TaskSupport,
+    /// The handler blocks its thread (synchronous file or network I/O, heavy computation).
+    /// Each call then runs on the runtime's blocking pool, so it holds up no other request.
+    ///
+    /// Handlers run on the server's runtime otherwise, and one that blocks there stalls the
+    /// worker it runs on, and with it the I/O that worker drives: `ping` and other calls
+    /// may wait for it. A blocking call cannot be interrupted: on cancellation or timeout
+    /// the client gets its answer at once, while the handler runs on to its end (it can watch
+    /// [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled) to stop early).
+    pub blocking: bool,
 }
 
 /// Whether a tool's calls may run as tasks: the `io.modelcontextprotocol/tasks` extension
@@ -762,7 +771,17 @@ impl RegisteredTool {
         }
         let context = context.with_tool_name(&self.definition.name);
         let fut = catch_unwind(self.handler.clone().call(arguments, context));
-        let output = match fut.await {
+        let outcome = match tokio::runtime::Handle::try_current() {
+            Ok(handle) if self.settings.blocking => {
+                // Off the runtime's workers. A panic is caught inside; the join fails only if
+                // the runtime shuts down, which ends the call like a panic would.
+                tokio::task::spawn_blocking(move || handle.block_on(fut))
+                    .await
+                    .unwrap_or(Err(()))
+            }
+            _ => fut.await,
+        };
+        let output = match outcome {
             Ok(output) => output,
             Err(()) => {
                 tracing::error!(tool = %self.definition.name, "tool handler panicked");

@@ -504,6 +504,51 @@ async fn a_slow_call_blocks_neither_fast_calls_nor_ping() {
 }
 
 #[tokio::test]
+async fn a_blocking_tool_holds_up_neither_ping_nor_other_calls() {
+    // `block` sleeps its thread and is registered with `ToolSettings::blocking`. (Without the
+    // setting this test fails: the handler stalls the runtime worker that drives the input.)
+    let mut s = Server::spawn(&[]);
+    s.initialize("2025-11-25", json!({})).await;
+    let blocked = json!("blocked");
+    s.send_request(
+        blocked.clone(),
+        "tools/call",
+        json!({"name": "block", "arguments": {"ms": 3_000}}),
+    )
+    .await;
+    // Give the blocking call time to start, then ask for quick answers.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.send_request(json!("ping"), "ping", json!({})).await;
+    s.send_request(
+        json!("fast"),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "quick"}}),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let r = s.next().await;
+        assert!(
+            !is_response_to(&r, &blocked),
+            "the blocking call answered first: {r}"
+        );
+        ids.push(r["id"].as_str().unwrap().to_owned());
+    }
+    ids.sort();
+    assert_eq!(ids, ["fast", "ping"]);
+    assert!(
+        started.elapsed() < Duration::from_millis(2_000),
+        "quick answers waited for the blocked thread: {:?}",
+        started.elapsed()
+    );
+    let r = s.next().await;
+    assert!(is_response_to(&r, &blocked), "{r}");
+    assert_eq!(r["result"]["structuredContent"]["blocked_ms"], 3_000);
+    s.finish().await.assert_clean_exit();
+}
+
+#[tokio::test]
 async fn many_pipelined_requests_each_get_exactly_one_answer() {
     let mut s = Server::spawn(&[]);
     s.initialize("2025-11-25", json!({})).await;
@@ -735,7 +780,7 @@ async fn both_eras_in_one_process() {
     sorted.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
     sorted.dedup();
     assert_eq!(names, sorted, "sorted, no duplicates");
-    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names.len(), 11, "{names:?}");
     let legacy_call = s.call(json!("lc"), "add", json!({"a": 1, "b": 2})).await;
     let modern_call = s
         .ok(
@@ -908,7 +953,7 @@ async fn mcp_client_drives_the_process_in_both_eras_and_fails_fast_when_it_dies(
             Era::Modern => assert_eq!(init["resultType"], "complete"),
         }
         let tools = client.list_tools().await.unwrap();
-        assert_eq!(tools.len(), 10);
+        assert_eq!(tools.len(), 11);
         let r = client
             .call_tool("echo", json!({"text": "via client"}))
             .await
