@@ -73,6 +73,35 @@ pub mod procfs {
     }
 }
 
+/// Small helpers the load tools share: argument parsing and summaries.
+pub mod util {
+    type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+    /// A payload size: a byte count, optionally with `B`, `K` or `KiB`.
+    pub fn parse_size(s: &str) -> Result<usize> {
+        let lower = s.to_ascii_lowercase();
+        let (digits, unit) = if let Some(d) = lower.strip_suffix("kib").or(lower.strip_suffix('k'))
+        {
+            (d, 1024)
+        } else if let Some(d) = lower.strip_suffix('b') {
+            (d, 1)
+        } else {
+            (lower.as_str(), 1)
+        };
+        Ok(digits.trim().parse::<usize>()? * unit)
+    }
+
+    /// The median (NaN for no values).
+    pub fn median(mut values: Vec<f64>) -> f64 {
+        values.sort_by(f64::total_cmp);
+        match values.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => values[n / 2],
+            n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+        }
+    }
+}
+
 /// The comparison subject's server: the benchmark's `echo(text: string)` tool on rmcp, shared
 /// by `rmcp_echo` (stdio) and `rmcp_http_echo` (Streamable HTTP).
 pub mod rmcp_subject {

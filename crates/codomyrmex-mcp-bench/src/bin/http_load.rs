@@ -84,6 +84,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use codomyrmex_mcp_bench::procfs;
+use codomyrmex_mcp_bench::util::{median, parse_size};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -192,18 +193,6 @@ const USAGE: &str = "usage: http_load [--subject NAME:ERA=COMMAND]... [--case SI
 [--idle-rounds R] [--idle-max-rss MIB] [--show-stderr] [--json] [--markdown] \
 [--ratio-to NAME]... [--check SUBJECT=BASE]... [--idle-check NAME]...
 ERA: modern (2026-07-28), legacy (2025-11-25) or plain; `{port}` in COMMAND is replaced by a free port";
-
-fn parse_size(s: &str) -> Result<usize> {
-    let lower = s.to_ascii_lowercase();
-    let (digits, unit) = if let Some(d) = lower.strip_suffix("kib").or(lower.strip_suffix('k')) {
-        (d, 1024)
-    } else if let Some(d) = lower.strip_suffix('b') {
-        (d, 1)
-    } else {
-        (lower.as_str(), 1)
-    };
-    Ok(digits.trim().parse::<usize>()? * unit)
-}
 
 fn split_pair<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str)> {
     let (a, b) = s
@@ -1068,15 +1057,6 @@ async fn measure(
         peak_rss_kib: peak,
         errors,
     })
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 /// A subject's figures for one case: the median of each figure over the rounds (errors summed).

@@ -48,6 +48,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use codomyrmex_mcp_bench::procfs::{clock_ticks_per_second, cpu_ticks, peak_rss_kib};
+use codomyrmex_mcp_bench::util::{median, parse_size};
 use serde_json::{Value, json};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -102,18 +104,6 @@ const USAGE: &str = "usage: stdio_load [--subject NAME=COMMAND]... [--case SIZE:
 [--size SIZE --in-flight K] [--calls N] [--warmup W] [--cold-starts R] [--rounds R] [--timeout SECS] \
 [--show-stderr] [--json] [--markdown] [--ratio-to NAME]... [--check SUBJECT=BASE]... [--targets LIST] \
 [--name NAME] [-- COMMAND [ARGS...]]";
-
-fn parse_size(s: &str) -> Result<usize> {
-    let lower = s.to_ascii_lowercase();
-    let (digits, unit) = if let Some(d) = lower.strip_suffix("kib").or(lower.strip_suffix('k')) {
-        (d, 1024)
-    } else if let Some(d) = lower.strip_suffix('b') {
-        (d, 1)
-    } else {
-        (lower.as_str(), 1)
-    };
-    Ok(digits.trim().parse::<usize>()? * unit)
-}
 
 fn split_pair(s: &str, what: &str) -> Result<(String, String)> {
     let (a, b) = s
@@ -390,42 +380,6 @@ impl Server {
         }
         Ok(())
     }
-}
-
-fn clock_ticks_per_second() -> u64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .filter(|&t| t > 0)
-        .unwrap_or(100)
-}
-
-/// The process's CPU time so far (user + system, all threads), in clock ticks.
-fn cpu_ticks(pid: u32) -> Result<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The command name is in parentheses and may hold spaces: count fields after it.
-    let after = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .ok_or("bad /proc stat")?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // Fields 14 (utime) and 15 (stime); the first field after ')' is field 3.
-    let utime: u64 = fields.get(11).ok_or("no utime")?.parse()?;
-    let stime: u64 = fields.get(12).ok_or("no stime")?.parse()?;
-    Ok(utime + stime)
-}
-
-/// Peak resident set size in KiB.
-fn peak_rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .ok_or("no VmHWM")?;
-    Ok(line.split_whitespace().nth(1).ok_or("bad VmHWM")?.parse()?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -733,15 +687,6 @@ fn cold_start(opts: &Options, subject: &Subject) -> Result<Duration> {
     let cold = server.handshake()?;
     server.finish()?;
     Ok(cold)
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 /// A subject's figures for one case: the median of each figure over the rounds.
