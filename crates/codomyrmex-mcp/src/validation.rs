@@ -166,6 +166,18 @@ fn type_bit(name: &str) -> Option<u8> {
     })
 }
 
+/// The types `instance` may have; a number may be an integer.
+fn type_bits(instance: &Value) -> u8 {
+    match instance {
+        Value::Null => T_NULL,
+        Value::Bool(_) => T_BOOLEAN,
+        Value::Object(_) => T_OBJECT,
+        Value::Array(_) => T_ARRAY,
+        Value::String(_) => T_STRING,
+        Value::Number(_) => T_NUMBER | T_INTEGER,
+    }
+}
+
 /// The root: like any subschema, but `$schema` may name the 2020-12 dialect.
 fn compile_root(schema: &Value) -> Option<Node> {
     if let Value::Object(map) = schema
@@ -305,15 +317,10 @@ impl Node {
             return false;
         }
         if let Some(types) = self.types {
+            // An integer literal is both; `1.0` is left to the general validator.
             let bit = match instance {
-                Value::Null => T_NULL,
-                Value::Bool(_) => T_BOOLEAN,
-                Value::Object(_) => T_OBJECT,
-                Value::Array(_) => T_ARRAY,
-                Value::String(_) => T_STRING,
-                // An integer literal is both; `1.0` is left to the general validator.
-                Value::Number(n) if n.is_i64() || n.is_u64() => T_NUMBER | T_INTEGER,
-                Value::Number(_) => T_NUMBER,
+                Value::Number(n) if !(n.is_i64() || n.is_u64()) => T_NUMBER,
+                _ => type_bits(instance),
             };
             if types & bit == 0 {
                 return false;
@@ -386,16 +393,8 @@ impl Node {
             return true;
         }
         if let Some(types) = self.types {
-            let bit = match instance {
-                Value::Null => T_NULL,
-                Value::Bool(_) => T_BOOLEAN,
-                Value::Object(_) => T_OBJECT,
-                Value::Array(_) => T_ARRAY,
-                Value::String(_) => T_STRING,
-                // Whether `1.0` is an integer is the general validator's call.
-                Value::Number(_) => T_NUMBER | T_INTEGER,
-            };
-            if types & bit == 0 {
+            // Whether `1.0` is an integer is the general validator's call: any number may be.
+            if types & type_bits(instance) == 0 {
                 return true;
             }
         }
