@@ -771,15 +771,18 @@ impl RegisteredTool {
         }
         let context = context.with_tool_name(&self.definition.name);
         let fut = catch_unwind(self.handler.clone().call(arguments, context));
-        let outcome = match tokio::runtime::Handle::try_current() {
-            Ok(handle) if self.settings.blocking => {
-                // Off the runtime's workers. A panic is caught inside; the join fails only if
-                // the runtime shuts down, which ends the call like a panic would.
-                tokio::task::spawn_blocking(move || handle.block_on(fut))
-                    .await
-                    .unwrap_or(Err(()))
-            }
-            _ => fut.await,
+        let blocking_pool = self
+            .settings
+            .blocking
+            .then(tokio::runtime::Handle::try_current)
+            .and_then(Result::ok);
+        let outcome = match blocking_pool {
+            // Off the runtime's workers. A panic is caught inside; the join fails only if the
+            // runtime shuts down, which ends the call like a panic would.
+            Some(handle) => tokio::task::spawn_blocking(move || handle.block_on(fut))
+                .await
+                .unwrap_or(Err(())),
+            None => fut.await,
         };
         let output = match outcome {
             Ok(output) => output,
