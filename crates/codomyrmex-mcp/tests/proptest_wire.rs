@@ -3,7 +3,7 @@
 //! (The seed's schema types are covered in `schema_compat.rs` and `proptest_schema.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codomyrmex_mcp::wire::jsonrpc::{Decoded, decode};
+use codomyrmex_mcp::wire::jsonrpc::{Decoded, decode, decode_value};
 use codomyrmex_mcp::wire::{
     CallToolResult, ContentBlock, ErrorObject, Implementation, IncomingMessage, LoggingLevel,
     OutgoingMessage, ProtocolVersion, RequestId, ResourceContents, ToolAnnotations,
@@ -117,6 +117,37 @@ fn expected(m: &OutgoingMessage) -> IncomingMessage {
         },
         OutgoingMessage::Batch(_) => unreachable!("not generated"),
     }
+}
+
+/// One member of a message object as text: a JSON-RPC member name or another, written plainly
+/// or with its first letter escaped, and a value that is often of the right shape.
+fn member() -> impl Strategy<Value = String> {
+    let name = prop_oneof![
+        Just("jsonrpc".to_owned()),
+        Just("id".to_owned()),
+        Just("method".to_owned()),
+        Just("params".to_owned()),
+        Just("result".to_owned()),
+        Just("error".to_owned()),
+        "\\PC{0,8}",
+    ];
+    let value = prop_oneof![
+        Just(Value::from("2.0")),
+        Just(Value::from(7)),
+        Just(Value::from("tools/call")),
+        json_object().prop_map(Value::Object),
+        error_object().prop_map(|e| serde_json::to_value(e).unwrap()),
+        json_value(),
+    ];
+    (name, any::<bool>(), value).prop_map(|(name, escape, value)| {
+        let key = match name.chars().next() {
+            Some(c) if escape && name.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+                format!("\"\\u{:04x}{}\"", u32::from(c), &name[1..])
+            }
+            _ => serde_json::to_string(&name).unwrap(),
+        };
+        format!("{key}:{}", serde_json::to_string(&value).unwrap())
+    })
 }
 
 fn text_contents() -> impl Strategy<Value = ResourceContents> {
@@ -281,6 +312,18 @@ proptest! {
             Decoded::Single(Ok(got)) => prop_assert_eq!(got, expected(&m)),
             other => prop_assert!(false, "{:?} decoded to {:?}", m, other),
         }
+    }
+
+    #[test]
+    fn a_single_message_decodes_as_its_parsed_json_does(
+        members in prop::collection::vec(member(), 0..8),
+        space in prop::bool::ANY,
+    ) {
+        // `decode` reads a lone object straight into its envelope; the general path parses a
+        // `Value` first. Both must agree, repeated and escaped member names included.
+        let text = format!("{}{{{}}}", if space { " \n" } else { "" }, members.join(","));
+        let general = decode_value(serde_json::from_str(&text).unwrap());
+        prop_assert_eq!(decode(text.as_bytes()), general, "{}", text);
     }
 
     #[test]

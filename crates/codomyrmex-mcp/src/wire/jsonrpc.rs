@@ -200,6 +200,16 @@ impl DecodeError {
 
 /// Decodes one line or body. Never panics.
 pub fn decode(bytes: &[u8]) -> Decoded {
+    // A single message (the common case) is read straight into its envelope, without building
+    // the top-level object as a map first. Anything else, and any input the envelope cannot
+    // read, takes the general path, which also words the parse error.
+    // Checking the UTF-8 once, up front, spares the parser checking each string on its own.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        && let Ok(text) = std::str::from_utf8(bytes)
+        && let Ok(envelope) = serde_json::from_str::<Envelope>(text)
+    {
+        return Decoded::Single(envelope.into_message());
+    }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(value) => decode_value(value),
         Err(e) => Decoded::Single(Err(DecodeError::Parse(parse_error_text(&e)))),
@@ -235,67 +245,167 @@ fn invalid(id: Option<RequestId>, reason: impl Into<String>) -> DecodeError {
 }
 
 fn decode_one(value: Value) -> Result<IncomingMessage, DecodeError> {
-    let Value::Object(mut obj) = value else {
+    let Value::Object(obj) = value else {
         return Err(invalid(None, "a message must be a JSON object"));
     };
-    // Read the id first so that later errors can be addressed to it.
-    let id = match obj.remove("id") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(Value::String(s)) => Some(Some(RequestId::String(s))),
-        Some(Value::Number(n)) => {
-            if n.is_i64() || n.is_u64() {
-                Some(Some(RequestId::Number(n)))
-            } else {
-                return Err(invalid(None, "id must be a string or an integer"));
+    Envelope::from_object(obj).into_message()
+}
+
+/// The members of a message object that JSON-RPC gives meaning to; others are ignored. A
+/// member given twice keeps its last value, as in a decoded JSON object.
+#[derive(Default)]
+struct Envelope {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Envelope {
+    fn from_object(mut obj: Map<String, Value>) -> Self {
+        Self {
+            jsonrpc: obj.remove("jsonrpc"),
+            id: obj.remove("id"),
+            method: obj.remove("method"),
+            params: obj.remove("params"),
+            result: obj.remove("result"),
+            error: obj.remove("error"),
+        }
+    }
+
+    fn into_message(self) -> Result<IncomingMessage, DecodeError> {
+        // Read the id first so that later errors can be addressed to it.
+        let id = match self.id {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::String(s)) => Some(Some(RequestId::String(s))),
+            Some(Value::Number(n)) => {
+                if n.is_i64() || n.is_u64() {
+                    Some(Some(RequestId::Number(n)))
+                } else {
+                    return Err(invalid(None, "id must be a string or an integer"));
+                }
+            }
+            Some(_) => return Err(invalid(None, "id must be a string or an integer")),
+        };
+        let known_id = id.clone().flatten();
+        match &self.jsonrpc {
+            Some(Value::String(v)) if v == "2.0" => {}
+            _ => return Err(invalid(known_id, "jsonrpc must be \"2.0\"")),
+        }
+        let params = match self.params {
+            None => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(_) => return Err(invalid(known_id, "params must be an object")),
+        };
+        if let Some(method) = self.method {
+            let Value::String(method) = method else {
+                return Err(invalid(known_id, "method must be a string"));
+            };
+            if self.result.is_some() || self.error.is_some() {
+                return Err(invalid(known_id, "a request cannot carry result or error"));
+            }
+            return match id {
+                None => Ok(IncomingMessage::Notification { method, params }),
+                Some(None) => Err(invalid(None, "request id must not be null")),
+                Some(Some(id)) => Ok(IncomingMessage::Request { id, method, params }),
+            };
+        }
+        if params.is_some() {
+            return Err(invalid(known_id, "missing method"));
+        }
+        match (self.result, self.error) {
+            (Some(result), None) => match known_id {
+                Some(id) => Ok(IncomingMessage::Response { id, result }),
+                None => Err(invalid(None, "a result response needs an id")),
+            },
+            (None, Some(error)) => {
+                let error: ErrorObject = serde_json::from_value(error)
+                    .map_err(|_| invalid(known_id.clone(), "malformed error object"))?;
+                Ok(IncomingMessage::Error {
+                    id: known_id,
+                    error,
+                })
+            }
+            (Some(_), Some(_)) => Err(invalid(
+                known_id,
+                "a response cannot carry both result and error",
+            )),
+            (None, None) => Err(invalid(known_id, "missing method")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Envelope {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(EnvelopeVisitor)
+    }
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+        let mut e = Envelope::default();
+        while let Some(member) = map.next_key::<Member>()? {
+            let slot = match member {
+                Member::JsonRpc => &mut e.jsonrpc,
+                Member::Id => &mut e.id,
+                Member::Method => &mut e.method,
+                Member::Params => &mut e.params,
+                Member::Result => &mut e.result,
+                Member::Error => &mut e.error,
+                Member::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value()?);
+        }
+        Ok(e)
+    }
+}
+
+/// A member name, matched without copying it.
+enum Member {
+    JsonRpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor;
+        impl serde::de::Visitor<'_> for MemberVisitor {
+            type Value = Member;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
+                Ok(match v {
+                    "jsonrpc" => Member::JsonRpc,
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    "result" => Member::Result,
+                    "error" => Member::Error,
+                    _ => Member::Other,
+                })
             }
         }
-        Some(_) => return Err(invalid(None, "id must be a string or an integer")),
-    };
-    let known_id = id.clone().flatten();
-    match obj.get("jsonrpc") {
-        Some(Value::String(v)) if v == "2.0" => {}
-        _ => return Err(invalid(known_id, "jsonrpc must be \"2.0\"")),
-    }
-    let params = match obj.remove("params") {
-        None => None,
-        Some(Value::Object(m)) => Some(m),
-        Some(_) => return Err(invalid(known_id, "params must be an object")),
-    };
-    if let Some(method) = obj.remove("method") {
-        let Value::String(method) = method else {
-            return Err(invalid(known_id, "method must be a string"));
-        };
-        if obj.contains_key("result") || obj.contains_key("error") {
-            return Err(invalid(known_id, "a request cannot carry result or error"));
-        }
-        return match id {
-            None => Ok(IncomingMessage::Notification { method, params }),
-            Some(None) => Err(invalid(None, "request id must not be null")),
-            Some(Some(id)) => Ok(IncomingMessage::Request { id, method, params }),
-        };
-    }
-    if params.is_some() {
-        return Err(invalid(known_id, "missing method"));
-    }
-    match (obj.remove("result"), obj.remove("error")) {
-        (Some(result), None) => match known_id {
-            Some(id) => Ok(IncomingMessage::Response { id, result }),
-            None => Err(invalid(None, "a result response needs an id")),
-        },
-        (None, Some(error)) => {
-            let error: ErrorObject = serde_json::from_value(error)
-                .map_err(|_| invalid(known_id.clone(), "malformed error object"))?;
-            Ok(IncomingMessage::Error {
-                id: known_id,
-                error,
-            })
-        }
-        (Some(_), Some(_)) => Err(invalid(
-            known_id,
-            "a response cannot carry both result and error",
-        )),
-        (None, None) => Err(invalid(known_id, "missing method")),
+        deserializer.deserialize_str(MemberVisitor)
     }
 }
 
@@ -339,7 +449,8 @@ pub enum OutgoingMessage {
 impl OutgoingMessage {
     /// Encodes the message as compact JSON with no embedded newline.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(128);
+        // Most answers fit, so the buffer is seldom grown.
+        let mut out = Vec::with_capacity(256);
         self.write_to(&mut out);
         out
     }
