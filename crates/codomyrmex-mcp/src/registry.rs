@@ -432,6 +432,9 @@ pub(crate) struct RegisteredTool {
     /// The definition in wire form, computed once.
     pub(crate) wire: Value,
     pub(crate) settings: ToolSettings,
+    /// The parameters a modern HTTP client mirrors in `Mcp-Param-*` headers.
+    #[cfg(feature = "http")]
+    pub(crate) header_params: Vec<crate::transport::http::headers::HeaderParam>,
     input_validator: SchemaValidator,
     output_validator: Option<SchemaValidator>,
     handler: Arc<dyn ToolHandler>,
@@ -604,6 +607,8 @@ impl McpToolRegistry {
             .map(|s| compile_schema(&definition.name, "output", s, false))
             .transpose()?;
         let tool = Arc::new(RegisteredTool {
+            #[cfg(feature = "http")]
+            header_params: crate::transport::http::headers::header_params(&definition.input_schema),
             definition,
             wire,
             settings,

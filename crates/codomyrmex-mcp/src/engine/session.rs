@@ -153,6 +153,15 @@ impl Session {
         lock(&self.state).client_capabilities.clone()
     }
 
+    /// Whether the client declared any of `names` among its capabilities (without copying
+    /// them, as [`client_capabilities`](Self::client_capabilities) does).
+    pub(crate) fn has_any_client_capability(&self, names: &[&str]) -> bool {
+        let state = lock(&self.state);
+        names
+            .iter()
+            .any(|n| state.client_capabilities.get(n).is_some())
+    }
+
     pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
         lock(&self.state).log_level
     }

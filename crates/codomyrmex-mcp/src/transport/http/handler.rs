@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, header};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -21,7 +21,8 @@ use super::sessions::HttpSession;
 use super::sse::{ChannelSink, LogSink, SseBody};
 use super::{AppState, rpc_error};
 
-const SESSION_HEADER: &str = "mcp-session-id";
+static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 fn json_response(status: StatusCode, message: &OutgoingMessage) -> Response<Body> {
     let mut resp = Response::new(Body::from(message.to_bytes()));
@@ -64,18 +65,43 @@ fn modern_status(e: &ErrorObject) -> StatusCode {
     }
 }
 
-fn accepts(headers: &HeaderMap, what: &str) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|v| v.split(';').next().unwrap_or("").trim())
-        .any(|v| v == what || v == "*/*")
+/// What a request's `Accept` headers allow, read in one pass.
+#[derive(Debug, Clone, Copy, Default)]
+struct Accepts {
+    json: bool,
+    sse: bool,
+}
+
+impl Accepts {
+    fn of(headers: &HeaderMap) -> Self {
+        let mut out = Self::default();
+        // A value with invalid characters is ignored as a whole.
+        let values = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter(|v| v.to_str().is_ok());
+        for v in values {
+            for range in v.as_bytes().split(|b| *b == b',') {
+                let media = range.split(|b| *b == b';').next().unwrap_or_default();
+                match media.trim_ascii() {
+                    b"*/*" => {
+                        return Self {
+                            json: true,
+                            sse: true,
+                        };
+                    }
+                    b"application/json" => out.json = true,
+                    b"text/event-stream" => out.sse = true,
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
 }
 
 fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
-    match headers.get(SESSION_HEADER) {
+    match headers.get(&SESSION_HEADER) {
         None => Ok(None),
         Some(v) => v.to_str().map(|s| Some(s.trim())).map_err(|_| {
             bad(
@@ -128,11 +154,11 @@ fn is_modern(params: &Option<Map<String, Value>>) -> bool {
 /// the request may produce messages before its response.
 fn wants_stream(
     app: &AppState,
-    headers: &HeaderMap,
+    accepts: Accepts,
     message: &IncomingMessage,
     legacy: Option<&HttpSession>,
 ) -> bool {
-    if !accepts(headers, "text/event-stream") {
+    if !accepts.sse {
         return false;
     }
     if app.config.always_sse {
@@ -154,11 +180,9 @@ fn wants_stream(
     let progress = meta.is_some_and(|m| m.contains_key("progressToken"));
     let modern_log = meta.is_some_and(|m| m.contains_key(META_LOG_LEVEL));
     let legacy_input = legacy.is_some_and(|s| {
-        let caps = s.session.client_capabilities();
         s.session.log_level().is_some()
-            || ["sampling", "elicitation", "roots"]
-                .iter()
-                .any(|c| caps.get(c).is_some())
+            || s.session
+                .has_any_client_capability(&["sampling", "elicitation", "roots"])
     });
     progress || modern_log || legacy_input
 }
@@ -185,7 +209,8 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
             "Content-Type must be application/json",
         );
     }
-    if !accepts(&headers, "application/json") && !accepts(&headers, "text/event-stream") {
+    let accepts = Accepts::of(&headers);
+    if !accepts.json && !accepts.sse {
         return bad(
             StatusCode::NOT_ACCEPTABLE,
             ErrorCode::INVALID_REQUEST,
@@ -197,7 +222,7 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
         Err(resp) => return resp,
     };
     let sid = match session_id(&headers) {
-        Ok(s) => s.map(str::to_owned),
+        Ok(s) => s,
         Err(resp) => return resp,
     };
     let decoded = decode(&body);
@@ -228,12 +253,12 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
     };
     match (route, decoded, sid) {
         (Route::Modern, Decoded::Single(Ok(message)), _) => {
-            modern(&app, &headers, message, principal).await
+            modern(&app, &headers, accepts, message, principal).await
         }
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
             initialize(&app, message, principal)
         }
-        (Route::Legacy, decoded, Some(sid)) => legacy(&app, &headers, &sid, decoded).await,
+        (Route::Legacy, decoded, Some(sid)) => legacy(&app, &headers, accepts, sid, decoded).await,
         _ => bad(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::INTERNAL_ERROR,
@@ -251,6 +276,7 @@ enum Route {
 async fn modern(
     app: &AppState,
     headers: &HeaderMap,
+    accepts: Accepts,
     message: IncomingMessage,
     principal: Option<Principal>,
 ) -> Response<Body> {
@@ -270,7 +296,7 @@ async fn modern(
             },
         );
     }
-    if method == "subscriptions/listen" && !accepts(headers, "text/event-stream") {
+    if method == "subscriptions/listen" && !accepts.sse {
         // A subscription is a stream; it has no JSON form.
         return bad(
             StatusCode::NOT_ACCEPTABLE,
@@ -280,7 +306,7 @@ async fn modern(
     }
     let listen = method == "subscriptions/listen";
     let session = app.engine.new_session().with_principal(principal);
-    let stream = wants_stream(app, headers, &message, None);
+    let stream = wants_stream(app, accepts, &message, None);
     if stream {
         let (tx, rx) = mpsc::channel(256);
         let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx));
@@ -347,7 +373,7 @@ fn initialize(
         Ok((sid, _)) => {
             let mut resp = json_response(StatusCode::OK, &m);
             if let Ok(v) = HeaderValue::from_str(&sid) {
-                resp.headers_mut().insert(SESSION_HEADER, v);
+                resp.headers_mut().insert(SESSION_HEADER.clone(), v);
             }
             resp
         }
@@ -358,7 +384,7 @@ fn initialize(
 /// "Protocol Version Header"). Any legacy revision this server speaks is accepted: some
 /// clients send an older one than they negotiated, and the spec does not forbid that.
 fn check_legacy_version(headers: &HeaderMap) -> Result<(), Response<Body>> {
-    let Some(v) = headers.get("mcp-protocol-version") else {
+    let Some(v) = headers.get(&super::headers::PROTOCOL_VERSION) else {
         // Clients of 2025-03-26 and earlier do not send the header.
         return Ok(());
     };
@@ -379,6 +405,7 @@ fn check_legacy_version(headers: &HeaderMap) -> Result<(), Response<Body>> {
 async fn legacy(
     app: &AppState,
     headers: &HeaderMap,
+    accepts: Accepts,
     sid: &str,
     decoded: Decoded,
 ) -> Response<Body> {
@@ -412,7 +439,7 @@ async fn legacy(
         app.engine.handle(&session.session, message, &standalone);
         return accepted();
     }
-    if wants_stream(app, headers, &message, Some(&session)) {
+    if wants_stream(app, accepts, &message, Some(&session)) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
         // nothing; the client can resume with Last-Event-ID.
         let log = session.open_stream();
@@ -471,7 +498,7 @@ pub(crate) async fn get(State(app): State<AppState>, headers: HeaderMap) -> Resp
             "Session not found",
         );
     };
-    if !accepts(&headers, "text/event-stream") {
+    if !Accepts::of(&headers).sse {
         return bad(
             StatusCode::NOT_ACCEPTABLE,
             ErrorCode::INVALID_REQUEST,
@@ -479,7 +506,7 @@ pub(crate) async fn get(State(app): State<AppState>, headers: HeaderMap) -> Resp
         );
     }
     let last = headers
-        .get("last-event-id")
+        .get(&LAST_EVENT_ID)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().split_once('-'))
         .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));

@@ -4,12 +4,18 @@
 
 use std::borrow::Cow;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::registry::McpToolRegistry;
 use crate::wire::{ErrorCode, ErrorObject};
+
+/// `MCP-Protocol-Version`, in the parsed form a lookup needs (a `&str` name is parsed anew on
+/// every lookup).
+pub(crate) static PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+static METHOD: HeaderName = HeaderName::from_static("mcp-method");
+static NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 const SENTINEL_START: &str = "=?base64?";
 const SENTINEL_END: &str = "?=";
@@ -22,7 +28,7 @@ fn mismatch(message: String) -> ErrorObject {
 }
 
 /// A header's value, trimmed of surrounding whitespace, if present and visible ASCII.
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ErrorObject> {
+fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a str>, ErrorObject> {
     match headers.get(name) {
         None => Ok(None),
         Some(v) => v
@@ -64,7 +70,7 @@ pub(crate) fn validate(
         .get("_meta")
         .and_then(|m| m.get(crate::engine::META_PROTOCOL_VERSION))
         .and_then(Value::as_str);
-    match header(headers, "mcp-protocol-version")? {
+    match header(headers, &PROTOCOL_VERSION)? {
         None => return Err(mismatch("missing MCP-Protocol-Version header".into())),
         Some(h) => {
             if let Some(m) = meta_version
@@ -76,7 +82,7 @@ pub(crate) fn validate(
             }
         }
     }
-    match header(headers, "mcp-method")? {
+    match header(headers, &METHOD)? {
         None => return Err(mismatch("missing Mcp-Method header".into())),
         Some(h) if h != method => {
             return Err(mismatch(format!(
@@ -94,7 +100,7 @@ pub(crate) fn validate(
     };
     if let Some(field) = name_field {
         let body = params.get(field).and_then(Value::as_str);
-        match header(headers, "mcp-name")? {
+        match header(headers, &NAME)? {
             None => return Err(mismatch("missing Mcp-Name header".into())),
             Some(raw) => {
                 let h = decode(raw).map_err(|e| mismatch(format!("Mcp-Name: {e}")))?;
@@ -111,29 +117,38 @@ pub(crate) fn validate(
         // `lookup` shares the registered tool; `get` would clone its whole definition (the
         // schemas included) on every call.
         && let Some(tool) = registry.lookup(name)
+        && !tool.header_params.is_empty()
     {
         let args = params.get("arguments").and_then(Value::as_object);
-        validate_params(headers, &tool.definition.input_schema, args)?;
+        validate_params(headers, &tool.header_params, args)?;
     }
     Ok(())
 }
 
-/// Checks `Mcp-Param-{Name}` headers for every `x-mcp-header` property of `schema`.
+/// Checks the `Mcp-Param-{Name}` header of every `x-mcp-header` parameter of a tool.
 fn validate_params(
     headers: &HeaderMap,
-    schema: &Value,
+    annotated: &[HeaderParam],
     args: Option<&Map<String, Value>>,
 ) -> Result<(), ErrorObject> {
-    let mut annotated = Vec::new();
-    collect(schema, &mut Vec::new(), &mut annotated);
-    for (path, name) in annotated {
-        let header_name = format!("mcp-param-{}", name.to_ascii_lowercase());
-        let mut value = args.map(|a| Value::Object(a.clone()));
-        for key in &path {
-            value = value.and_then(|v| v.get(key).cloned());
+    for param in annotated {
+        let name = &param.name;
+        let mut value = None;
+        let mut at = args;
+        for (i, key) in param.path.iter().enumerate() {
+            let v = at.and_then(|o| o.get(key));
+            if i + 1 == param.path.len() {
+                value = v;
+            } else {
+                at = v.and_then(Value::as_object);
+            }
         }
         let value = value.filter(|v| !v.is_null());
-        let raw = header(headers, &header_name)?;
+        let raw = match &param.header {
+            Some(h) => header(headers, h)?,
+            // Not a valid header name, so no such header can have been sent.
+            None => None,
+        };
         match (value, raw) {
             (None, None) => {}
             (None, Some(_)) => {
@@ -145,10 +160,9 @@ fn validate_params(
                 return Err(mismatch(format!("missing Mcp-Param-{name} header")));
             }
             (Some(v), Some(raw)) => {
-                let h =
-                    decode_value(raw).map_err(|e| mismatch(format!("Mcp-Param-{name}: {e}")))?;
-                let same = match &v {
-                    Value::String(s) => *s == h,
+                let h = decode(raw).map_err(|e| mismatch(format!("Mcp-Param-{name}: {e}")))?;
+                let same = match v {
+                    Value::String(s) => *s == *h,
                     Value::Bool(b) => h == if *b { "true" } else { "false" },
                     Value::Number(n) => match (n.as_f64(), h.parse::<f64>()) {
                         (Some(a), Ok(b)) => a == b,
@@ -167,14 +181,40 @@ fn validate_params(
     Ok(())
 }
 
-fn collect(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+/// A tool parameter that a client must mirror in an `Mcp-Param-{Name}` header (its schema
+/// property carries `x-mcp-header`). Worked out once, when the tool is registered.
+#[derive(Debug, Clone)]
+pub(crate) struct HeaderParam {
+    /// The property path from the arguments object to the parameter.
+    path: Vec<String>,
+    /// The `x-mcp-header` name, as declared.
+    name: String,
+    /// `mcp-param-{name}`, lowercased; `None` when that is no valid header name.
+    header: Option<HeaderName>,
+}
+
+/// The `x-mcp-header` parameters of an input schema, in schema order.
+pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
+    let mut out = Vec::new();
+    collect(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+fn collect(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>) {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return;
     };
     for (key, prop) in props {
         path.push(key.clone());
         if let Some(name) = prop.get("x-mcp-header").and_then(Value::as_str) {
-            out.push((path.clone(), name.to_owned()));
+            out.push(HeaderParam {
+                path: path.clone(),
+                name: name.to_owned(),
+                header: HeaderName::from_bytes(
+                    format!("mcp-param-{}", name.to_ascii_lowercase()).as_bytes(),
+                )
+                .ok(),
+            });
         }
         collect(prop, path, out);
         path.pop();
