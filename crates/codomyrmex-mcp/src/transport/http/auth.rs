@@ -685,7 +685,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = crate::registry::BoxFuture<'static, Result<Response<Body>, S::Error>>;
+    type Future = super::PolicyFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -697,7 +697,7 @@ where
             .strip_prefix(PROTECTED_RESOURCE_PATH)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
         if metadata || self.auth.public_paths.contains(path) {
-            return Box::pin(self.inner.call(req));
+            return super::PolicyFuture::passed(self.inner.call(req));
         }
         let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
         let first = values.next();
@@ -709,14 +709,13 @@ where
         match result {
             Ok(principal) => {
                 req.extensions_mut().insert(principal);
-                Box::pin(self.inner.call(req))
+                super::PolicyFuture::passed(self.inner.call(req))
             }
             Err(refusal) => {
                 if refusal != Refusal::Missing {
                     tracing::info!(?refusal, "refused a request's credentials");
                 }
-                let resp = self.auth.refuse(&refusal);
-                Box::pin(async move { Ok(resp) })
+                super::PolicyFuture::refused(self.auth.refuse(&refusal))
             }
         }
     }

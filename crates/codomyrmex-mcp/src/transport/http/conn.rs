@@ -2,6 +2,7 @@
 //! while no request was being handled is closed. This catches clients that open connections
 //! and send nothing, and clients that stop reading a response (slow read).
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -144,7 +145,7 @@ where
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = crate::registry::BoxFuture<'static, Result<S::Response, S::Error>>;
+    type Future = TrackedFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -154,11 +155,29 @@ where
         req.extensions_mut().insert(ConnectInfo(self.peer));
         self.activity.busy.fetch_add(1, Ordering::Relaxed);
         let guard = BusyGuard(self.activity.clone());
-        let fut = self.inner.call(req);
-        Box::pin(async move {
-            let out = fut.await;
-            drop(guard);
-            out
-        })
+        TrackedFuture {
+            inner: self.inner.call(req),
+            guard: Some(guard),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's response future, counted as busy until it is ready.
+    pub(crate) struct TrackedFuture<F> {
+        #[pin]
+        inner: F,
+        guard: Option<BusyGuard>,
+    }
+}
+
+impl<F: Future> Future for TrackedFuture<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let out = std::task::ready!(this.inner.poll(cx));
+        drop(this.guard.take());
+        Poll::Ready(out)
     }
 }

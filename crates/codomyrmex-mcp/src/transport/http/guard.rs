@@ -112,7 +112,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = crate::registry::BoxFuture<'static, Result<Response<Body>, S::Error>>;
+    type Future = super::PolicyFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -126,10 +126,9 @@ where
                 None,
                 ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("Forbidden: {reason}")),
             );
-            return Box::pin(async move { Ok(resp) });
+            return super::PolicyFuture::refused(resp);
         }
-        let fut = self.inner.call(req);
-        Box::pin(fut)
+        super::PolicyFuture::passed(self.inner.call(req))
     }
 }
 

@@ -11,7 +11,9 @@
 //! body; the header-read and idle timeouts live in the connection loop.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service};
 
 use crate::config::RateLimit;
@@ -31,10 +33,83 @@ use super::rpc_error;
 /// server error.
 pub const SERVER_BUSY: ErrorCode = ErrorCode(-32000);
 
-type BoxFuture<T> = crate::registry::BoxFuture<'static, T>;
+pin_project_lite::pin_project! {
+    /// The response future of the policy layers ([`HeaderLimit`], [`ClientRateLimit`],
+    /// [`InFlightLimit`], [`OriginService`](super::OriginService),
+    /// [`AuthService`](super::AuthService)): a refusal that is ready at once, or the inner
+    /// service's response. Nothing is boxed.
+    pub struct PolicyFuture<F> {
+        #[pin]
+        kind: Kind<F>,
+    }
+}
 
-fn ready<E: Send + 'static>(resp: Response<Body>) -> BoxFuture<Result<Response<Body>, E>> {
-    Box::pin(async move { Ok(resp) })
+pin_project_lite::pin_project! {
+    #[project = KindProj]
+    enum Kind<F> {
+        // The layer refused the request; `None` once returned.
+        Refused { response: Option<Response<Body>> },
+        // The layer passed the request on; its slot, if it holds one, is released when the
+        // response is ready.
+        Passed { #[pin] future: F, slot: Option<OwnedSemaphorePermit> },
+    }
+}
+
+impl<F> PolicyFuture<F> {
+    pub(crate) fn refused(response: Response<Body>) -> Self {
+        Self {
+            kind: Kind::Refused {
+                response: Some(response),
+            },
+        }
+    }
+
+    pub(crate) fn passed(future: F) -> Self {
+        Self::holding(future, None)
+    }
+
+    fn holding(future: F, slot: Option<OwnedSemaphorePermit>) -> Self {
+        Self {
+            kind: Kind::Passed { future, slot },
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for PolicyFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, E> Future for PolicyFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().kind.project() {
+            KindProj::Refused { response } => {
+                Poll::Ready(Ok(response.take().unwrap_or_else(|| {
+                    // Polled again after it finished: a caller's bug, answered, not panicked on.
+                    rpc_error(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        None,
+                        ErrorObject::new(ErrorCode::INTERNAL_ERROR, "Internal error"),
+                    )
+                })))
+            }
+            KindProj::Passed { future, slot } => {
+                let out = std::task::ready!(future.poll(cx));
+                drop(slot.take());
+                Poll::Ready(out)
+            }
+        }
+    }
+}
+
+fn ready<F>(resp: Response<Body>) -> PolicyFuture<F> {
+    PolicyFuture::refused(resp)
 }
 
 fn with_retry_after(mut resp: Response<Body>, after: Duration) -> Response<Body> {
@@ -103,7 +178,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Response<Body>, S::Error>>;
+    type Future = PolicyFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -124,7 +199,7 @@ where
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
             return ready(resp);
         }
-        Box::pin(self.inner.call(req))
+        PolicyFuture::passed(self.inner.call(req))
     }
 }
 
@@ -257,7 +332,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Response<Body>, S::Error>>;
+    type Future = PolicyFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -274,7 +349,7 @@ where
             );
             return ready(with_retry_after(resp, after));
         }
-        Box::pin(self.inner.call(req))
+        PolicyFuture::passed(self.inner.call(req))
     }
 }
 
@@ -324,7 +399,7 @@ where
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Response<Body>, S::Error>>;
+    type Future = PolicyFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -340,12 +415,7 @@ where
             );
             return ready(with_retry_after(resp, Duration::from_secs(1)));
         };
-        let fut = self.inner.call(req);
-        Box::pin(async move {
-            let out = fut.await;
-            drop(permit);
-            out
-        })
+        PolicyFuture::holding(self.inner.call(req), Some(permit))
     }
 }
 

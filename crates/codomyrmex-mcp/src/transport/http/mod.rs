@@ -46,13 +46,16 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderValue, Response, StatusCode, header};
+use std::convert::Infallible;
+
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::routing::{get, post};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower::{Service, ServiceBuilder};
 
 use crate::config::RateLimit;
 use crate::engine::{Engine, supported_versions};
@@ -66,7 +69,7 @@ pub use cors::{CorsOriginError, check_origin, cors_layer};
 pub use guard::{OriginLayer, OriginPolicy, OriginService};
 pub use limits::{
     ClientRateLimit, ClientRateLimitLayer, HeaderLimit, HeaderLimitLayer, InFlightLimit,
-    InFlightLimitLayer, SERVER_BUSY,
+    InFlightLimitLayer, PolicyFuture, SERVER_BUSY,
 };
 use sessions::SessionStore;
 
@@ -423,32 +426,55 @@ impl HttpServer {
     /// The router with the default layers (see the [module docs](self)), for a server
     /// listening on `port`.
     pub fn router(&self, port: u16) -> Result<Router, HttpError> {
-        self.build(port, CancellationToken::new())
+        Ok(Router::new().fallback_service(self.build::<Body>(port, CancellationToken::new())?))
     }
 
-    fn build(&self, port: u16, shutdown: CancellationToken) -> Result<Router, HttpError> {
+    /// The endpoint wrapped in the default layers. The layers wrap the whole router rather
+    /// than each route (`Router::layer`), so a request passes through them without a boxed,
+    /// cloned service per layer.
+    fn build<B>(
+        &self,
+        port: u16,
+        shutdown: CancellationToken,
+    ) -> Result<
+        impl Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+        HttpError,
+    >
+    where
+        B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
+        B::Error: Into<axum::BoxError>,
+    {
         self.validate()?;
         let c = &self.config;
         let mut app = mcp_router_with_shutdown(self.engine.clone(), c, shutdown);
-        if let Some(auth) = &c.auth {
-            app = app.merge(protected_resource_router(auth, &c.path));
-            let mut layer = AuthLayer::new(auth.clone())?;
-            if c.health == HealthAccess::Public {
-                layer = layer.allow_path("/health");
+        let auth = match &c.auth {
+            None => None,
+            Some(auth) => {
+                app = app.merge(protected_resource_router(auth, &c.path));
+                let mut layer = AuthLayer::new(auth.clone())?;
+                if c.health == HealthAccess::Public {
+                    layer = layer.allow_path("/health");
+                }
+                Some(layer)
             }
-            app = app.layer(layer);
-        }
-        app = app.layer(InFlightLimitLayer::new(c.max_concurrent_requests));
-        if let Some(limit) = c.rate_limit {
-            app = app.layer(ClientRateLimitLayer::new(limit));
-        }
-        if !c.cors_origins.is_empty() {
-            app = app.layer(cors_layer(&c.cors_origins)?);
-        }
-        app = app
+        };
+        let cors = if c.cors_origins.is_empty() {
+            None
+        } else {
+            Some(cors_layer(&c.cors_origins)?)
+        };
+        Ok(ServiceBuilder::new()
+            .layer(HeaderLimitLayer::new(c.max_header_bytes))
             .layer(OriginLayer::new(self.origin_policy(port)))
-            .layer(HeaderLimitLayer::new(c.max_header_bytes));
-        Ok(app)
+            .option_layer(cors)
+            .option_layer(c.rate_limit.map(ClientRateLimitLayer::new))
+            .layer(InFlightLimitLayer::new(c.max_concurrent_requests))
+            .option_layer(auth)
+            .service(app))
     }
 
     /// Binds the configured address.
@@ -466,7 +492,7 @@ impl HttpServer {
     ) -> Result<(), HttpError> {
         let port = listener.local_addr()?.port();
         let streams_end = CancellationToken::new();
-        let app = self.build(port, streams_end.clone())?;
+        let app = self.build::<hyper::body::Incoming>(port, streams_end.clone())?;
         let connections = Arc::new(tokio::sync::Semaphore::new(
             self.config.max_connections.max(1),
         ));
