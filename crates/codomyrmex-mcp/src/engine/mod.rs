@@ -105,6 +105,8 @@ struct Shared {
     resources: Option<Arc<McpResourceRegistry>>,
     prompts: Option<Arc<McpPromptRegistry>>,
     server_info: Implementation,
+    /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
+    server_info_meta: Value,
     limiter: RateLimiter,
     sealer: Sealer,
     tasks: Arc<tasks::TaskStore>,
@@ -148,6 +150,7 @@ impl Engine {
                 registry,
                 resources,
                 prompts,
+                server_info_meta: json!({"name": server_info.name, "version": server_info.version}),
                 server_info,
                 limiter,
                 sealer,
@@ -537,7 +540,7 @@ impl Engine {
             if let Value::Object(meta) = meta {
                 meta.insert(
                     META_SERVER_INFO.into(),
-                    json!({"name": self.shared.server_info.name, "version": self.shared.server_info.version}),
+                    self.shared.server_info_meta.clone(),
                 );
             }
         }
@@ -879,10 +882,18 @@ impl Engine {
                 cancel,
             } = prepared;
             let _guard = guard;
-            let permit = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                p = permits.acquire_owned() => p.ok(),
+            if cancel.is_cancelled() {
+                return None;
+            }
+            // A free permit is taken at once; only a full session waits, cancellably.
+            let permit = match permits.clone().try_acquire_owned() {
+                Ok(p) => Some(p),
+                Err(tokio::sync::TryAcquireError::Closed) => None,
+                Err(tokio::sync::TryAcquireError::NoPermits) => tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return None,
+                    p = permits.acquire_owned() => p.ok(),
+                },
             };
             let output = engine
                 .run_tool(&tool, &name, arguments, context, &cancel)
