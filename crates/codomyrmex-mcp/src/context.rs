@@ -154,7 +154,7 @@ pub(crate) struct ContextInner {
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) era: Era,
     pub(crate) protocol_version: ProtocolVersion,
-    pub(crate) client_capabilities: Value,
+    pub(crate) client_capabilities: Arc<Value>,
     pub(crate) principal: Option<Principal>,
     pub(crate) input: InputMode,
 }
@@ -196,7 +196,7 @@ impl ToolContext {
             log_level: None,
             era: Era::Modern,
             protocol_version: ProtocolVersion::LATEST_MODERN,
-            client_capabilities: json!({}),
+            client_capabilities: crate::engine::no_capabilities(),
             principal: None,
             input: InputMode::Unavailable,
         })

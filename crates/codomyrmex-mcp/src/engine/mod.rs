@@ -38,6 +38,7 @@ pub use events::{EventStream, ServerEvent};
 use limits::RateLimiter;
 use mrtr::{Binding, RoundTrip, Sealer};
 pub use session::Session;
+pub(crate) use session::no_capabilities;
 pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig};
 
 /// `_meta` key: the request's protocol version (modern era).
@@ -89,7 +90,8 @@ impl Handled {
 struct RequestScope {
     era: Era,
     version: ProtocolVersion,
-    client_capabilities: Value,
+    /// Shared, not copied, with the session and the tool context.
+    client_capabilities: Arc<Value>,
     log_level: Option<LoggingLevel>,
 }
 
@@ -412,7 +414,10 @@ impl Engine {
                     return Ok(RequestScope {
                         era: Era::Modern,
                         version: v,
-                        client_capabilities: caps.clone(),
+                        client_capabilities: match caps.as_object() {
+                            Some(c) if c.is_empty() => session::no_capabilities(),
+                            _ => Arc::new(caps.clone()),
+                        },
                         log_level,
                     });
                 }
@@ -420,12 +425,12 @@ impl Engine {
                 _ => return Err(self.unsupported_version(text)),
             }
         }
-        if let Some(version) = session.negotiated() {
+        if let Some((version, client_capabilities, log_level)) = session.negotiated_scope() {
             return Ok(RequestScope {
                 era: Era::Legacy,
                 version,
-                client_capabilities: session.client_capabilities(),
-                log_level: session.log_level(),
+                client_capabilities,
+                log_level,
             });
         }
         if method == "ping" {
@@ -433,7 +438,7 @@ impl Engine {
             return Ok(RequestScope {
                 era: Era::Legacy,
                 version: ProtocolVersion::LATEST_LEGACY,
-                client_capabilities: json!({}),
+                client_capabilities: session::no_capabilities(),
                 log_level: None,
             });
         }
@@ -592,7 +597,7 @@ impl Engine {
             &RequestScope {
                 era: Era::Modern,
                 version: ProtocolVersion::LATEST_MODERN,
-                client_capabilities: json!({}),
+                client_capabilities: session::no_capabilities(),
                 log_level: None,
             },
         )

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -15,6 +15,14 @@ use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, R
 
 /// The most server-to-client requests awaiting an answer at once, per session.
 const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
+
+/// An empty capabilities object, shared: most requests' scopes and every new session start
+/// with one, and sharing it spares an allocation each.
+pub(crate) fn no_capabilities() -> Arc<Value> {
+    static EMPTY: std::sync::LazyLock<Arc<Value>> =
+        std::sync::LazyLock::new(|| Arc::new(Value::Object(serde_json::Map::new())));
+    EMPTY.clone()
+}
 
 /// The state of one connection (stdio) or one legacy session (HTTP).
 ///
@@ -36,7 +44,7 @@ const MAX_SUBSCRIPTIONS: usize = 4096;
 #[derive(Default)]
 struct State {
     negotiated: Option<ProtocolVersion>,
-    client_capabilities: Value,
+    client_capabilities: Arc<Value>,
     client_info: Option<Value>,
     log_level: Option<LoggingLevel>,
     initialized_notified: bool,
@@ -80,7 +88,7 @@ impl Session {
     pub(crate) fn new(permits: Arc<Semaphore>) -> Self {
         Self {
             state: Mutex::new(State {
-                client_capabilities: json!({}),
+                client_capabilities: no_capabilities(),
                 ..State::default()
             }),
             in_flight: Mutex::new(HashMap::new()),
@@ -149,12 +157,16 @@ impl Session {
         self.permits.clone()
     }
 
-    pub(crate) fn client_capabilities(&self) -> Value {
-        lock(&self.state).client_capabilities.clone()
+    /// The negotiated version with the client's capabilities and log level, read together.
+    pub(crate) fn negotiated_scope(
+        &self,
+    ) -> Option<(ProtocolVersion, Arc<Value>, Option<LoggingLevel>)> {
+        let s = lock(&self.state);
+        s.negotiated
+            .map(|v| (v, s.client_capabilities.clone(), s.log_level))
     }
 
-    /// Whether the client declared any of `names` among its capabilities (without copying
-    /// them, as [`client_capabilities`](Self::client_capabilities) does).
+    /// Whether the client declared any of `names` among its capabilities.
     pub(crate) fn has_any_client_capability(&self, names: &[&str]) -> bool {
         let state = lock(&self.state);
         names
@@ -182,7 +194,7 @@ impl Session {
             return false;
         }
         s.negotiated = Some(version);
-        s.client_capabilities = capabilities;
+        s.client_capabilities = Arc::new(capabilities);
         s.client_info = client_info;
         true
     }

@@ -419,14 +419,14 @@ async fn legacy(
     if let Err(resp) = check_legacy_version(headers) {
         return resp;
     }
-    let standalone: Arc<dyn MessageSink> = Arc::new(LogSink(session.standalone.clone()));
+    let standalone = &session.standalone_sink;
     let message = match decoded {
         Decoded::Single(Ok(m)) => m,
         other => {
             // Batches (2025-03-26 and earlier) and invalid messages: answered as JSON.
             return match app
                 .engine
-                .handle_decoded(&session.session, other, &standalone)
+                .handle_decoded(&session.session, other, standalone)
                 .into_message()
                 .await
             {
@@ -436,7 +436,7 @@ async fn legacy(
         }
     };
     if !matches!(message, IncomingMessage::Request { .. }) {
-        app.engine.handle(&session.session, message, &standalone);
+        app.engine.handle(&session.session, message, standalone);
         return accepted();
     }
     if wants_stream(app, accepts, &message, Some(&session)) {
@@ -474,7 +474,7 @@ async fn legacy(
     }
     match app
         .engine
-        .handle(&session.session, message, &standalone)
+        .handle(&session.session, message, standalone)
         .into_message()
         .await
     {

@@ -15,6 +15,8 @@ pub(crate) struct HttpSession {
     last_seen: Mutex<Instant>,
     /// Stream 0: the standalone GET stream, for messages not tied to a request.
     pub(crate) standalone: Arc<StreamLog>,
+    /// [`standalone`](Self::standalone) as the sink of the session's JSON-answered requests.
+    pub(crate) standalone_sink: Arc<dyn crate::context::MessageSink>,
     streams: Mutex<VecDeque<Arc<StreamLog>>>,
     next_stream: AtomicU64,
     replay: usize,
@@ -25,10 +27,12 @@ const RETAINED_STREAMS: usize = 32;
 
 impl HttpSession {
     fn new(session: Arc<Session>, replay: usize) -> Self {
+        let standalone = StreamLog::new(0, replay);
         Self {
             session,
             last_seen: Mutex::new(Instant::now()),
-            standalone: StreamLog::new(0, replay),
+            standalone_sink: Arc::new(super::sse::LogSink(standalone.clone())),
+            standalone,
             streams: Mutex::new(VecDeque::new()),
             next_stream: AtomicU64::new(1),
             replay,
