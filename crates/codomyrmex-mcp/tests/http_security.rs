@@ -144,6 +144,23 @@ async fn foreign_origin_is_forbidden() {
 }
 
 #[tokio::test]
+async fn the_host_and_origin_rules_cover_every_path() {
+    // The policy layers wrap the whole router, so a path with no route is refused by them
+    // before it is found missing.
+    let s = start(config()).await;
+    let r = s
+        .send(&Req::new("GET", "/no-such-path").header("host", "evil.example"))
+        .await;
+    assert_eq!(r.status, 403);
+    let r = s
+        .send(&Req::new("GET", "/no-such-path").header("origin", "https://evil.example"))
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(s.send(&Req::new("GET", "/no-such-path")).await.status, 404);
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn static_token_is_required_and_reaches_tools() {
     let cfg = HttpConfig {
         auth: Some(AuthConfig::static_token("operator", "correct-horse")),
