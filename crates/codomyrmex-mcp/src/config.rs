@@ -51,7 +51,7 @@ impl CacheScope {
 /// | `tool_rate_limits` | none |
 /// | `max_message_size` | 4 MiB per incoming message |
 /// | `max_result_size` | 16 MiB per result (`tools/call`, `resources/read`, `prompts/get`), as encoded JSON; a larger one is replaced by an error |
-/// | `max_concurrent_requests` | 256 requests running at once per session |
+/// | `max_concurrent_requests` | 256 tool calls running at once per session; stateless (2026-07-28) HTTP requests share one such bound |
 /// | `page_size` | 100 items per list page |
 /// | `list_ttl` | 60 s (`ttlMs` on 2026-07-28 list results) |
 /// | `cache_scope` | `public` |
@@ -80,7 +80,8 @@ pub struct McpServerConfig {
     /// encoded JSON. A larger tool result becomes a `RESULT_TOO_LARGE` failure
     /// (`isError: true`); a larger resource or prompt result an internal error (`-32603`).
     pub max_result_size: usize,
-    /// The most requests that run at once; more wait their turn.
+    /// The most tool calls that run at once per session (stateless requests, which have a
+    /// session each, share one bound); more wait their turn.
     pub max_concurrent_requests: usize,
     /// Items per page of `tools/list` (and the other lists).
     pub page_size: usize,

@@ -109,6 +109,8 @@ struct Shared {
     server_info: Implementation,
     /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
     server_info_meta: Value,
+    /// The concurrency bound that stateless sessions share.
+    stateless_permits: Arc<Semaphore>,
     limiter: RateLimiter,
     sealer: Sealer,
     tasks: Arc<tasks::TaskStore>,
@@ -146,6 +148,7 @@ impl Engine {
         let server_info = Implementation::new(config.name.clone(), config.version.clone());
         let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
         let sealer = Sealer::new(config.request_state_key, config.request_state_ttl);
+        let stateless_permits = Arc::new(Semaphore::new(config.max_concurrent_requests.max(1)));
         Self {
             shared: Arc::new(Shared {
                 config,
@@ -153,6 +156,7 @@ impl Engine {
                 resources,
                 prompts,
                 server_info_meta: json!({"name": server_info.name, "version": server_info.version}),
+                stateless_permits,
                 server_info,
                 limiter,
                 sealer,
@@ -260,6 +264,13 @@ impl Engine {
         Arc::new(Session::new(Arc::new(Semaphore::new(
             self.shared.config.max_concurrent_requests.max(1),
         ))))
+    }
+
+    /// A session for one stateless (`2026-07-28`) request, as Streamable HTTP makes for each
+    /// POST. Unlike [`new_session`](Self::new_session)'s, these sessions share one
+    /// concurrency bound: `max_concurrent_requests` applies across all of them.
+    pub fn new_stateless_session(&self) -> Arc<Session> {
+        Arc::new(Session::new(self.shared.stateless_permits.clone()))
     }
 
     /// `notifications/tools/list_changed`, if `session` is a legacy session that should hear

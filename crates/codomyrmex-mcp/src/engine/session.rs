@@ -41,13 +41,24 @@ pub struct Session {
 /// The most resource subscriptions one legacy session may hold.
 const MAX_SUBSCRIPTIONS: usize = 4096;
 
-#[derive(Default)]
 struct State {
     negotiated: Option<ProtocolVersion>,
     client_capabilities: Arc<Value>,
     client_info: Option<Value>,
     log_level: Option<LoggingLevel>,
     initialized_notified: bool,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            negotiated: None,
+            client_capabilities: no_capabilities(),
+            client_info: None,
+            log_level: None,
+            initialized_notified: false,
+        }
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -87,10 +98,7 @@ impl Drop for InFlightGuard {
 impl Session {
     pub(crate) fn new(permits: Arc<Semaphore>) -> Self {
         Self {
-            state: Mutex::new(State {
-                client_capabilities: no_capabilities(),
-                ..State::default()
-            }),
+            state: Mutex::new(State::default()),
             in_flight: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),

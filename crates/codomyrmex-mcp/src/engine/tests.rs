@@ -1667,6 +1667,54 @@ async fn concurrency_is_bounded_by_config() {
 }
 
 #[tokio::test]
+async fn stateless_sessions_share_one_concurrency_bound() {
+    let r = registry();
+    let gated = Gated::register(&r, "gated");
+    let mut cfg = config();
+    cfg.max_concurrent_requests = 2;
+    let h = Harness::new(cfg, r);
+    // Three stateless requests, each on a session of its own, as HTTP serves them.
+    let calls: Vec<_> = (0..3)
+        .map(|i| {
+            let session = h.engine.new_stateless_session();
+            let msg = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": modern(json!({"name": "gated", "arguments": {}}))});
+            match h
+                .engine
+                .handle_decoded(&session, decode(msg.to_string().as_bytes()), &h.sink)
+            {
+                Handled::Pending(f) => tokio::spawn(async move { f.await.map(|m| wire(&m)) }),
+                other => panic!("expected pending work, got {other:?}"),
+            }
+        })
+        .collect();
+    wait_until("two calls to start", || gated.started() >= 2).await;
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        gated.started(),
+        2,
+        "the bound holds across stateless sessions"
+    );
+    // Sessions from `new_session` keep bounds of their own.
+    let own = h.new_session();
+    own.init().await;
+    let separate = own.spawn_call(json!("own"), "gated", json!({}));
+    wait_until("the separate session's call to start", || {
+        gated.started() == 3
+    })
+    .await;
+    gated.gate.add_permits(4);
+    for c in calls {
+        assert!(finish(c).await.is_some());
+    }
+    assert!(finish(separate).await.is_some());
+    assert_eq!(gated.finished.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
 async fn a_duplicate_in_flight_id_is_refused() {
     let r = registry();
     let gated = Gated::register(&r, "gated");

@@ -305,7 +305,7 @@ async fn modern(
         );
     }
     let listen = method == "subscriptions/listen";
-    let session = app.engine.new_session().with_principal(principal);
+    let session = app.engine.new_stateless_session().with_principal(principal);
     let stream = wants_stream(app, accepts, &message, None);
     if stream {
         let (tx, rx) = mpsc::channel(256);
