@@ -445,6 +445,10 @@ pub(crate) struct RegisteredTool {
 pub struct McpToolRegistry {
     tools: RwLock<BTreeMap<String, Arc<RegisteredTool>>>,
     generation: watch::Sender<u64>,
+    /// Whether any tool ever registered has `Mcp-Param-*` parameters; until one has, the
+    /// modern HTTP header check need not look the called tool up.
+    #[cfg(feature = "http")]
+    header_params_seen: std::sync::atomic::AtomicBool,
 }
 
 impl Default for McpToolRegistry {
@@ -552,6 +556,8 @@ impl McpToolRegistry {
         Self {
             tools: RwLock::new(BTreeMap::new()),
             generation: watch::Sender::new(0),
+            #[cfg(feature = "http")]
+            header_params_seen: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -629,6 +635,11 @@ impl McpToolRegistry {
                     }),
                 };
             }
+            #[cfg(feature = "http")]
+            if !tool.header_params.is_empty() {
+                self.header_params_seen
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
             tools.insert(tool.definition.name.clone(), tool);
         }
         self.generation.send_modify(|g| *g += 1);
@@ -672,6 +683,13 @@ impl McpToolRegistry {
     /// A receiver that changes whenever the set of tools changes.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.generation.subscribe()
+    }
+
+    /// Whether any tool registered so far has `Mcp-Param-*` parameters.
+    #[cfg(feature = "http")]
+    pub(crate) fn has_header_params(&self) -> bool {
+        self.header_params_seen
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub(crate) fn lookup(&self, name: &str) -> Option<Arc<RegisteredTool>> {

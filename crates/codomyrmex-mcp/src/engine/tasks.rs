@@ -1002,7 +1002,8 @@ impl Engine {
         let requested = params.remove("task").filter(|t| !t.is_null());
         let support = tool.settings.task_support;
         let store = &self.shared.tasks;
-        let shown: String = name.chars().take(128).collect();
+        // Only the refusals name the tool.
+        let shown = || name.chars().take(128).collect::<String>();
         match scope.era {
             Era::Modern => {
                 if support == TaskSupport::Forbidden {
@@ -1011,7 +1012,8 @@ impl Engine {
                 if !declares_extension(&scope.client_capabilities) {
                     if support == TaskSupport::Required {
                         return Err(missing_extension(&format!(
-                            "Tool {shown} runs only as a task: declare the {TASKS_EXTENSION} extension"
+                            "Tool {} runs only as a task: declare the {TASKS_EXTENSION} extension",
+                            shown()
                         )));
                     }
                     return Ok(None);
@@ -1027,12 +1029,15 @@ impl Engine {
             Era::Legacy => match (requested, support) {
                 (None, TaskSupport::Required) => Err(ErrorObject::new(
                     ErrorCode::METHOD_NOT_FOUND,
-                    format!("Tool {shown} must be called as a task (the task parameter)"),
+                    format!(
+                        "Tool {} must be called as a task (the task parameter)",
+                        shown()
+                    ),
                 )),
                 (None, _) => Ok(None),
                 (Some(_), TaskSupport::Forbidden) => Err(ErrorObject::new(
                     ErrorCode::METHOD_NOT_FOUND,
-                    format!("Tool {shown} does not support task-augmented calls"),
+                    format!("Tool {} does not support task-augmented calls", shown()),
                 )),
                 (Some(Value::Object(task)), _) => {
                     let ttl = match task.get("ttl") {

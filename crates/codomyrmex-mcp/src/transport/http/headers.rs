@@ -113,6 +113,7 @@ pub(crate) fn validate(
         }
     }
     if method == "tools/call"
+        && registry.has_header_params()
         && let Some(name) = params.get("name").and_then(Value::as_str)
         // `lookup` shares the registered tool; `get` would clone its whole definition (the
         // schemas included) on every call.
