@@ -32,6 +32,15 @@ impl MessageSink for NullSink {
     }
 }
 
+impl NullSink {
+    /// One shared null sink, so that a request without a stream need not allocate one.
+    pub(crate) fn shared() -> Arc<dyn MessageSink> {
+        static SHARED: std::sync::LazyLock<Arc<dyn MessageSink>> =
+            std::sync::LazyLock::new(|| Arc::new(NullSink));
+        SHARED.clone()
+    }
+}
+
 /// The authenticated caller, when the transport authenticated one (HTTP only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
@@ -192,7 +201,7 @@ impl ToolContext {
             meta: Map::new(),
             progress_token: None,
             cancel: CancellationToken::new(),
-            sink: Arc::new(NullSink),
+            sink: NullSink::shared(),
             log_level: None,
             era: Era::Modern,
             protocol_version: ProtocolVersion::LATEST_MODERN,

@@ -270,7 +270,7 @@ impl Engine {
     /// POST. Unlike [`new_session`](Self::new_session)'s, these sessions share one
     /// concurrency bound: `max_concurrent_requests` applies across all of them.
     pub fn new_stateless_session(&self) -> Arc<Session> {
-        Arc::new(Session::new(self.shared.stateless_permits.clone()))
+        Arc::new(Session::one_shot(self.shared.stateless_permits.clone()))
     }
 
     /// `notifications/tools/list_changed`, if `session` is a legacy session that should hear

@@ -36,6 +36,9 @@ pub struct Session {
     permits: Arc<Semaphore>,
     principal: Option<Principal>,
     subscriptions: Mutex<std::collections::HashSet<String>>,
+    /// A session for one stateless request: nothing can address its request by id, so the
+    /// request is not entered in the in-flight table.
+    one_shot: bool,
 }
 
 /// The most resource subscriptions one legacy session may hold.
@@ -77,7 +80,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Removes a request from the in-flight table when dropped, however the request ends.
 pub(crate) struct InFlightGuard {
     session: Arc<Session>,
-    id: RequestId,
+    /// The table entry to remove; `None` for a one-shot session's request.
+    id: Option<RequestId>,
     token: CancellationToken,
 }
 
@@ -91,11 +95,23 @@ impl Drop for InFlightGuard {
     fn drop(&mut self) {
         // Cancelling on drop stops work the tool spawned with the context's token.
         self.token.cancel();
-        lock(&self.session.in_flight).remove(&self.id);
+        if let Some(id) = &self.id {
+            lock(&self.session.in_flight).remove(id);
+        }
     }
 }
 
 impl Session {
+    /// A session for one stateless request (see [`Engine::new_stateless_session`]).
+    ///
+    /// [`Engine::new_stateless_session`]: super::Engine::new_stateless_session
+    pub(crate) fn one_shot(permits: Arc<Semaphore>) -> Self {
+        Self {
+            one_shot: true,
+            ..Self::new(permits)
+        }
+    }
+
     pub(crate) fn new(permits: Arc<Semaphore>) -> Self {
         Self {
             state: Mutex::new(State::default()),
@@ -105,6 +121,7 @@ impl Session {
             permits,
             principal: None,
             subscriptions: Mutex::new(std::collections::HashSet::new()),
+            one_shot: false,
         }
     }
 
@@ -214,6 +231,13 @@ impl Session {
     /// Registers an in-flight request; `None` if the id is already in flight.
     pub(crate) fn begin_request(self: &Arc<Self>, id: RequestId) -> Option<InFlightGuard> {
         let token = CancellationToken::new();
+        if self.one_shot {
+            return Some(InFlightGuard {
+                session: self.clone(),
+                id: None,
+                token,
+            });
+        }
         let mut map = lock(&self.in_flight);
         if map.contains_key(&id) {
             return None;
@@ -221,7 +245,7 @@ impl Session {
         map.insert(id.clone(), token.clone());
         Some(InFlightGuard {
             session: self.clone(),
-            id,
+            id: Some(id),
             token,
         })
     }

@@ -325,7 +325,7 @@ async fn modern(
             }
         };
     }
-    let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+    let sink = NullSink::shared();
     match app.engine.handle(&session, message, &sink) {
         Handled::Nothing => accepted(),
         Handled::Reply(m) => reply(&m),
@@ -352,7 +352,7 @@ fn initialize(
     principal: Option<Principal>,
 ) -> Response<Body> {
     let session = app.engine.new_session().with_principal(principal);
-    let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+    let sink = NullSink::shared();
     let handled = app.engine.handle(&session, message, &sink);
     let Handled::Reply(m) = handled else {
         return bad(
