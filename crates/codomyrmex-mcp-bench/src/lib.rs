@@ -91,6 +91,23 @@ pub mod util {
         Ok(digits.trim().parse::<usize>()? * unit)
     }
 
+    /// The JSON payloads of a Server-Sent Events body's `data:` lines, event by event, in
+    /// order; events whose data is not JSON are skipped.
+    pub fn sse_json(body: &[u8]) -> Vec<serde_json::Value> {
+        String::from_utf8_lossy(body)
+            .replace("\r\n", "\n")
+            .split("\n\n")
+            .filter_map(|event| {
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                serde_json::from_str(&data).ok()
+            })
+            .collect()
+    }
+
     /// The median (NaN for no values).
     pub fn median(mut values: Vec<f64>) -> f64 {
         values.sort_by(f64::total_cmp);
@@ -154,5 +171,17 @@ pub mod rmcp_subject {
             ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
                 .with_server_info(Implementation::new("rmcp-echo", env!("CARGO_PKG_VERSION")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::util::sse_json;
+    use serde_json::json;
+
+    #[test]
+    fn sse_json_reads_data_lines_event_by_event() {
+        let body = b": primed\r\nid: 0-1\r\ndata:\r\n\r\nevent: message\ndata: {\"a\":\ndata: 1}\n\ndata: not json\n\ndata: {\"b\":2}\n\n";
+        assert_eq!(sse_json(body), vec![json!({"a": 1}), json!({"b": 2})]);
     }
 }

@@ -698,17 +698,8 @@ fn response_of(head: &Head, body: &[u8], id: &Value) -> Option<Value> {
     if !head.sse {
         return serde_json::from_slice(body).ok();
     }
-    let text = String::from_utf8_lossy(body);
-    text.replace("\r\n", "\n")
-        .split("\n\n")
-        .filter_map(|event| {
-            let data: String = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            serde_json::from_str::<Value>(&data).ok()
-        })
+    codomyrmex_mcp_bench::util::sse_json(body)
+        .into_iter()
         .find(|v| &v["id"] == id && (v.get("result").is_some() || v.get("error").is_some()))
 }
 

@@ -336,18 +336,9 @@ fn response_of(a: &Answer) -> Option<Value> {
     if !a.sse {
         return serde_json::from_slice(&a.body).ok();
     }
-    let text = String::from_utf8_lossy(&a.body);
-    text.split("\n\n")
-        .filter_map(|event| {
-            let data: String = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            serde_json::from_str::<Value>(&data).ok()
-        })
-        .filter(|v| v.get("result").is_some() || v.get("error").is_some())
-        .last()
+    codomyrmex_mcp_bench::util::sse_json(&a.body)
+        .into_iter()
+        .rfind(|v| v.get("result").is_some() || v.get("error").is_some())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -134,17 +134,16 @@ fn validate_params(
 ) -> Result<(), ErrorObject> {
     for param in annotated {
         let name = &param.name;
-        let mut value = None;
-        let mut at = args;
-        for (i, key) in param.path.iter().enumerate() {
-            let v = at.and_then(|o| o.get(key));
-            if i + 1 == param.path.len() {
-                value = v;
-            } else {
-                at = v.and_then(Value::as_object);
-            }
-        }
-        let value = value.filter(|v| !v.is_null());
+        let value = param
+            .path
+            .split_last()
+            .and_then(|(last, parents)| {
+                parents
+                    .iter()
+                    .try_fold(args?, |obj, key| obj.get(key)?.as_object())?
+                    .get(last)
+            })
+            .filter(|v| !v.is_null());
         let raw = match &param.header {
             Some(h) => header(headers, h)?,
             // Not a valid header name, so no such header can have been sent.
@@ -304,6 +303,31 @@ mod tests {
                 assert_eq!(validate(&bad, method, params, &r).unwrap_err().code, -32020);
             }
         }
+    }
+
+    #[test]
+    fn nested_param_headers_follow_their_path() {
+        let r = McpToolRegistry::new();
+        r.register(
+            "deep",
+            json!({"type":"object","properties":{"opts":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}}),
+            |_: Map<String, Value>| -> Result<Value, crate::McpErrorDetail> { Ok(json!(1)) },
+        )
+        .unwrap();
+        let base = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "deep"),
+        ];
+        let with = json!({"name": "deep", "arguments": {"opts": {"region": "eu"}}});
+        let without = json!({"name": "deep", "arguments": {"opts": "eu"}});
+        let mut sent = h(&base);
+        sent.insert("mcp-param-region", HeaderValue::from_static("eu"));
+        assert!(validate(&sent, "tools/call", with.as_object().unwrap(), &r).is_ok());
+        assert!(validate(&h(&base), "tools/call", with.as_object().unwrap(), &r).is_err());
+        // A path through a non-object holds no value, so a header for it is refused.
+        assert!(validate(&sent, "tools/call", without.as_object().unwrap(), &r).is_err());
+        assert!(validate(&h(&base), "tools/call", without.as_object().unwrap(), &r).is_ok());
     }
 
     #[test]

@@ -108,10 +108,6 @@ where
     }
 }
 
-fn ready<F>(resp: Response<Body>) -> PolicyFuture<F> {
-    PolicyFuture::refused(resp)
-}
-
 fn with_retry_after(mut resp: Response<Body>, after: Duration) -> Response<Body> {
     let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
     resp.headers_mut()
@@ -197,7 +193,7 @@ where
             );
             resp.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return ready(resp);
+            return PolicyFuture::refused(resp);
         }
         PolicyFuture::passed(self.inner.call(req))
     }
@@ -347,7 +343,7 @@ where
                 None,
                 ErrorObject::new(SERVER_BUSY, "Too many requests; slow down"),
             );
-            return ready(with_retry_after(resp, after));
+            return PolicyFuture::refused(with_retry_after(resp, after));
         }
         PolicyFuture::passed(self.inner.call(req))
     }
@@ -413,7 +409,7 @@ where
                 None,
                 ErrorObject::new(SERVER_BUSY, "Server busy: too many requests in flight"),
             );
-            return ready(with_retry_after(resp, Duration::from_secs(1)));
+            return PolicyFuture::refused(with_retry_after(resp, Duration::from_secs(1)));
         };
         PolicyFuture::holding(self.inner.call(req), Some(permit))
     }
