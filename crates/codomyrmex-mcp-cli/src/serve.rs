@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
-use codomyrmex_mcp::transport::http::{AuthConfig, HttpConfig, Jwks, JwtConfig, StaticToken};
+use codomyrmex_mcp::transport::http::{
+    AuthConfig, HttpConfig, HttpServer, Jwks, JwtConfig, StaticToken, shutdown_signal,
+};
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
     McpServerConfig, McpToolRegistry, ToolDefinition,
@@ -131,8 +133,15 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     match listen {
         None => server.serve_stdio().await.map_err(|e| e.to_string()),
         Some(bind) => {
-            let http = http_config(bind, &config.http)?;
-            server.serve_http(http).await.map_err(|e| e.to_string())
+            let http = HttpServer::new(server.engine().clone(), http_config(bind, &config.http)?);
+            let listener = http.bind().await.map_err(|e| e.to_string())?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            // One line on stderr, whatever the log level: with `--http 127.0.0.1:0` it is the
+            // only way to learn the port, and it tells a newcomer where to point a client.
+            eprintln!("codomyrmex-mcp: serving MCP over Streamable HTTP at http://{addr}/mcp");
+            http.serve(listener, shutdown_signal())
+                .await
+                .map_err(|e| e.to_string())
         }
     }
 }

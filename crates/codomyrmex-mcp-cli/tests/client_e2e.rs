@@ -4,9 +4,10 @@
 // Test helpers fail by panicking, outside `#[test]` functions too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -389,14 +390,6 @@ fn full_profile_writes_and_runs_commands() {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Server(Child);
 
 impl Drop for Server {
@@ -406,33 +399,46 @@ impl Drop for Server {
     }
 }
 
+/// The line `serve --http` prints once it is listening.
+const SERVING: &str = "codomyrmex-mcp: serving MCP over Streamable HTTP at ";
+
+/// Starts `serve --http 127.0.0.1:0` and returns the URL it announces on stderr. The server
+/// picks its own port, so tests running side by side never race for one.
 fn start_http(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Server, String) {
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
     let root = root.display().to_string();
-    let mut args = vec!["serve", "--root", root.as_str(), "--http", addr.as_str()];
+    let mut args = vec!["serve", "--root", root.as_str(), "--http", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut cmd = command(&args);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let child = cmd
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let stderr = child.stderr.take().unwrap();
     let server = Server(child);
-    let sock: SocketAddr = addr.parse().unwrap();
-    let start = Instant::now();
-    while TcpStream::connect_timeout(&sock, Duration::from_millis(200)).is_err() {
-        assert!(
-            start.elapsed() < HANG_GUARD,
-            "the HTTP server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (server, format!("http://{addr}/mcp"))
+    let (tx, rx) = mpsc::channel();
+    // Reads the announcement, then keeps draining (and showing) the rest so that the server
+    // never blocks on a full pipe.
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            match line.strip_prefix(SERVING) {
+                Some(url) => {
+                    let _ = tx.send(url.to_owned());
+                }
+                None => eprintln!("server: {line}"),
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(HANG_GUARD)
+        .expect("the HTTP server did not announce its address");
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    (server, url)
 }
 
 #[test]
@@ -487,14 +493,12 @@ fn client_over_http_in_both_eras() {
 fn full_profile_over_http_requires_authentication() {
     let dir = project();
     let root = dir.path().display().to_string();
-    let port = free_port().to_string();
-    let addr = format!("127.0.0.1:{port}");
     let r = ran(command(&[
         "serve",
         "--root",
         &root,
         "--http",
-        &addr,
+        "127.0.0.1:0",
         "--profile",
         "full",
     ]));
