@@ -437,7 +437,10 @@ fn start_http(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Server, Str
     let url = rx
         .recv_timeout(HANG_GUARD)
         .expect("the HTTP server did not announce its address");
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
     (server, url)
 }
 
