@@ -77,15 +77,22 @@ run_inspector() {
 
 echo "inspector: $("$node" "$inspector" --version 2>/dev/null | tail -1) on node $("$node" --version) against $binary"
 
-# tools/list
-run_inspector --header "Authorization: Bearer $token" --method tools/list >"$work/list.json"
+# tools/list, with the Inspector's schema-portability lint in strict mode: generated schemas
+# must draw no finding at all (no `type` arrays, no bare `true`, no untyped schemas).
+run_inspector --header "Authorization: Bearer $token" --method tools/list --strict \
+    >"$work/list.json" 2>"$work/list.err" || { cat "$work/list.err" >&2; exit 1; }
+if grep -qE '^(Warning|Error): tool|Schema portability' "$work/list.err"; then
+    cat "$work/list.err" >&2
+    echo "inspector: the tool schemas draw portability findings" >&2
+    exit 1
+fi
 "$node" -e '
 const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
 const names = r.tools.map(t => t.name);
 for (const want of ["codomyrmex.get_tool_schema", "codomyrmex.list_registered_tools"]) {
   if (!names.includes(want)) { console.error(`inspector: tools/list lacks ${want}: ${names}`); process.exit(1); }
 }
-console.log(`ok: tools/list (${names.length} tools)`);
+console.log(`ok: tools/list (${names.length} tools, no schema-portability findings)`);
 ' "$work/list.json"
 
 # tools/call

@@ -257,36 +257,58 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 
 fn type_of(schema: &Value) -> String {
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        let names: Vec<String> = values
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), ToOwned::to_owned))
-            .collect();
-        return format!("one of {}", names.join(", "));
+        return one_of(values.iter());
     }
-    match schema.get("type") {
-        Some(Value::String(t)) => t.clone(),
+    if let Some(value) = schema.get("const") {
+        return one_of(std::iter::once(value));
+    }
+    let labels: Vec<String> = match schema.get("type") {
+        Some(Value::String(t)) => return t.clone(),
         Some(Value::Array(types)) => types
             .iter()
             .filter_map(Value::as_str)
             .filter(|t| *t != "null")
-            .collect::<Vec<_>>()
-            .join(" or "),
+            .map(ToOwned::to_owned)
+            .collect(),
         _ => {
-            for key in ["anyOf", "oneOf"] {
-                if let Some(options) = schema.get(key).and_then(Value::as_array) {
-                    let types: Vec<String> = options
-                        .iter()
-                        .filter(|o| o.get("type") != Some(&json!("null")))
-                        .map(type_of)
-                        .collect();
-                    if !types.is_empty() {
-                        return types.join(" or ");
-                    }
-                }
+            let options = ["anyOf", "oneOf"]
+                .into_iter()
+                .find_map(|key| schema.get(key).and_then(Value::as_array));
+            let options: Vec<&Value> = options
+                .into_iter()
+                .flatten()
+                .filter(|o| o.get("type") != Some(&json!("null")))
+                .collect();
+            // A choice of constants (a Rust enum): list the values.
+            let constants: Option<Vec<&Value>> = options.iter().map(|o| o.get("const")).collect();
+            if let Some(constants) = constants.filter(|c| !c.is_empty()) {
+                return one_of(constants.into_iter());
             }
-            "any".into()
+            options.into_iter().map(type_of).collect()
+        }
+    };
+    let mut unique: Vec<String> = Vec::with_capacity(labels.len());
+    for label in labels {
+        if !unique.contains(&label) {
+            unique.push(label);
         }
     }
+    // Every JSON type (`serde_json::Value`, spelled out) is "any".
+    let everything = ["object", "array", "string", "number", "boolean"]
+        .iter()
+        .all(|t| unique.iter().any(|u| u == t));
+    if unique.is_empty() || everything || unique.iter().any(|u| u == "any") {
+        "any".into()
+    } else {
+        unique.join(" or ")
+    }
+}
+
+fn one_of<'a>(values: impl Iterator<Item = &'a Value>) -> String {
+    let names: Vec<String> = values
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), ToOwned::to_owned))
+        .collect();
+    format!("one of {}", names.join(", "))
 }
 
 /// Tools as readable text: name, title, description and arguments.
@@ -505,7 +527,16 @@ mod tests {
                 "a": {"type": "string", "description": "The a."},
                 "b": {"type": ["integer", "null"]},
                 "c": {"enum": ["p", "q"]},
-                "d": {"anyOf": [{"type": "boolean"}, {"type": "null"}]}
+                "d": {"anyOf": [{"type": "boolean"}, {"type": "null"}]},
+                "e": {"anyOf": [
+                    {"oneOf": [{"type": "string", "const": "text"}, {"type": "string", "const": "base64"}]},
+                    {"type": "null"}
+                ]},
+                "f": {"anyOf": [
+                    {"type": "object"}, {"type": "array"}, {"type": "string"},
+                    {"type": "number"}, {"type": "boolean"}, {"type": "null"}
+                ]},
+                "g": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string"}, {"type": "integer"}]}
             }},
             "annotations": {"readOnlyHint": false}
         })];
@@ -521,6 +552,9 @@ mod tests {
         assert!(text.contains("      b (integer)\n"), "{text}");
         assert!(text.contains("      c (one of p, q)\n"), "{text}");
         assert!(text.contains("      d (boolean)\n"), "{text}");
+        assert!(text.contains("      e (one of text, base64)\n"), "{text}");
+        assert!(text.contains("      f (any)\n"), "{text}");
+        assert!(text.contains("      g (integer or string)\n"), "{text}");
         assert!(text.contains("(changes things)"), "{text}");
         assert_eq!(render_tools(&[]), "(no tools)\n");
     }

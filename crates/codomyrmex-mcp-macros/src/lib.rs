@@ -95,6 +95,12 @@ use tool::{Errors, Site};
 /// lists every argument that is neither an `Option` nor has a default. Nested types go in
 /// `$defs`.
 ///
+/// Generated schemas (input and output) use the spelling that narrower client dialects accept
+/// and MCP Inspector does not flag: `Option<T>` is `{"anyOf": [T, {"type": "null"}]}` (as
+/// Pydantic writes `Optional[T]`), never a `type` array, and `serde_json::Value` is an
+/// explicit `anyOf` over the six JSON types, never a bare `true`. Each rewrite accepts exactly
+/// what schemars' spelling accepts.
+///
 /// The output schema is `T`'s schema when `T` is an object (a struct, a map). Any other `T` is
 /// wrapped: the schema is `{"type": "object", "properties": {"result": T}, "required":
 /// ["result"]}`, and `structuredContent` is `{"result": value}`.
@@ -143,7 +149,10 @@ use tool::{Errors, Site};
 ///         "type": "object",
 ///         "properties": {
 ///             "word": {"type": "string", "minLength": 1},
-///             "times": {"type": ["integer", "null"], "format": "uint32", "minimum": 1, "maximum": 10},
+///             "times": {"anyOf": [
+///                 {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 10},
+///                 {"type": "null"},
+///             ]},
 ///         },
 ///         "required": ["word"],
 ///         "additionalProperties": false,

@@ -11,7 +11,7 @@
 //!   whose invariants hold for every value that exists.
 //! - [`registry`]: [`McpToolRegistry`], tools by invocation name with JSON Schema validation.
 //! - [`engine`]: the protocol logic, with no I/O. It turns decoded messages into responses.
-//! - [`transport`]: thin adapters around the engine (stdio today).
+//! - [`transport`]: thin adapters around the engine: stdio and Streamable HTTP.
 //! - [`McpServer`] and [`McpServerConfig`]: the pieces put together.
 //! - [`McpClient`]: a small client for tests and tools.
 //!
@@ -52,6 +52,7 @@ pub mod context;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
+mod portable_schema;
 pub mod prompts;
 pub mod registry;
 pub mod resources;

@@ -552,7 +552,9 @@ pub mod __private {
             }
         }
 
-        /// The schema: `{"type": "object", "properties": ..., "required": ..., "$defs": ...}`.
+        /// The schema: `{"type": "object", "properties": ..., "required": ..., "$defs": ...}`,
+        /// in the portable spelling (`Option<T>` as `anyOf` with a `null` branch; see
+        /// `portable_schema`).
         pub fn finish(mut self) -> Value {
             let mut root = Map::new();
             root.insert("type".into(), json!("object"));
@@ -564,7 +566,9 @@ pub mod __private {
             if !definitions.is_empty() {
                 root.insert("$defs".into(), Value::Object(definitions));
             }
-            Value::Object(root)
+            let mut root = Value::Object(root);
+            crate::portable_schema::make_portable(&mut root);
+            root
         }
     }
 
@@ -663,6 +667,7 @@ pub mod __private {
                 && map.get("type") == Some(&json!("object"))
             {
                 map.remove("$schema");
+                crate::portable_schema::make_portable(&mut root);
                 return OutputSpec {
                     schema: Some(root),
                     shape: OutputShape::Object,
@@ -678,8 +683,10 @@ pub mod __private {
             if !definitions.is_empty() {
                 schema.insert("$defs".into(), Value::Object(definitions));
             }
+            let mut schema = Value::Object(schema);
+            crate::portable_schema::make_portable(&mut schema);
             OutputSpec {
-                schema: Some(Value::Object(schema)),
+                schema: Some(schema),
                 shape: OutputShape::Wrapped,
             }
         }

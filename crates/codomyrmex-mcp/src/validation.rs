@@ -93,21 +93,21 @@ impl SchemaValidator {
     }
 
     /// Every violation of the schema by `instance` (at most 64), as
-    /// `{pointer, rule, schema_path, message}` objects.
+    /// `{pointer, rule, schema_path, message}` objects. An `anyOf`/`oneOf` that no branch
+    /// matched is reported as specifically as the branches allow (see [`push_violation`]).
     pub(crate) fn violations(&self, instance: &Value) -> Vec<Value> {
         match self.general() {
-            Ok(validator) => validator
-                .iter_errors(instance)
-                .take(64)
-                .map(|e| {
-                    json!({
-                        "pointer": e.instance_path().to_string(),
-                        "rule": e.kind().keyword(),
-                        "schema_path": e.schema_path().to_string(),
-                        "message": e.to_string(),
-                    })
-                })
-                .collect(),
+            Ok(validator) => {
+                let mut out = Vec::new();
+                for error in validator.iter_errors(instance) {
+                    push_violation(&error, &mut out);
+                    if out.len() >= MAX_VIOLATIONS {
+                        break;
+                    }
+                }
+                out.truncate(MAX_VIOLATIONS);
+                out
+            }
             Err(reason) => vec![json!({
                 "pointer": "",
                 "rule": "schema",
@@ -115,6 +115,93 @@ impl SchemaValidator {
                 "message": format!("the schema could not be compiled: {reason}"),
             })],
         }
+    }
+}
+
+/// The most violations reported for one instance.
+const MAX_VIOLATIONS: usize = 64;
+
+fn violation(error: &jsonschema::ValidationError<'_>, rule: &str, message: String) -> Value {
+    json!({
+        "pointer": error.instance_path().to_string(),
+        "rule": rule,
+        "schema_path": error.schema_path().to_string(),
+        "message": message,
+    })
+}
+
+/// Adds `error` to `out`. An `anyOf` or `oneOf` that matched no branch says only "not valid
+/// under any of the schemas", so it is made specific. The branches that the value failed by
+/// type alone are the ones it was not meant for:
+///
+/// - if one branch is left, its own violations are reported: `-1` for an `Option<u32>`
+///   (`anyOf: [{type: integer, minimum: 0}, {type: null}]`) is "less than the minimum of 0";
+/// - if none is left, the violation names the types that would do: `"abc" is not of type
+///   "integer" or "null"`;
+/// - if every branch left failed on a `const` alone (a Rust enum), it lists the constants.
+fn push_violation(error: &jsonschema::ValidationError<'_>, out: &mut Vec<Value>) {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
+    let context = match error.kind() {
+        Kind::AnyOf { context } | Kind::OneOfNotValid { context } => context,
+        kind => {
+            out.push(violation(error, kind.keyword(), error.to_string()));
+            return;
+        }
+    };
+    let here = error.instance_path();
+    let only = |branch: &Vec<jsonschema::ValidationError<'static>>, keyword: &str| {
+        !branch.is_empty()
+            && branch
+                .iter()
+                .all(|e| e.kind().keyword() == keyword && e.instance_path() == here)
+    };
+    let meant: Vec<_> = context.iter().filter(|b| !only(b, "type")).collect();
+    match meant.as_slice() {
+        [branch] => {
+            for e in branch.iter() {
+                push_violation(e, out);
+            }
+        }
+        [] => {
+            let mut types: Vec<String> = Vec::new();
+            for e in context.iter().flatten() {
+                if let Kind::Type { kind } = e.kind() {
+                    let names: Vec<String> = match kind {
+                        TypeKind::Single(t) => vec![t.to_string()],
+                        TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
+                    };
+                    for name in names {
+                        if !types.contains(&name) {
+                            types.push(name);
+                        }
+                    }
+                }
+            }
+            let expected: Vec<String> = types.iter().map(|t| format!("\"{t}\"")).collect();
+            let message = format!(
+                "{} is not of type {}",
+                error.instance(),
+                expected.join(" or ")
+            );
+            out.push(violation(error, "type", message));
+        }
+        branches if branches.iter().all(|b| only(b, "const")) => {
+            let constants: Vec<String> = branches
+                .iter()
+                .flat_map(|b| b.iter())
+                .filter_map(|e| match e.kind() {
+                    Kind::Constant { expected_value } => Some(expected_value.to_string()),
+                    _ => None,
+                })
+                .collect();
+            let message = format!(
+                "{} is not one of {}",
+                error.instance(),
+                constants.join(", ")
+            );
+            out.push(violation(error, "enum", message));
+        }
+        _ => out.push(violation(error, error.kind().keyword(), error.to_string())),
     }
 }
 
@@ -522,6 +609,55 @@ mod tests {
         let list = v.violations(&json!({}));
         assert_eq!(list.len(), 1);
         assert_eq!(list[0]["rule"], "required");
+    }
+
+    #[test]
+    fn unmatched_any_of_and_one_of_are_reported_specifically() {
+        let v = fast(json!({"type": "object", "properties": {
+            "n": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]},
+            "e": {"anyOf": [
+                {"oneOf": [{"type": "string", "const": "text"}, {"type": "string", "const": "base64"}]},
+                {"type": "null"},
+            ]},
+            "u": {"anyOf": [{"type": "string", "minLength": 3}, {"type": "integer", "minimum": 5}]},
+        }}));
+        let one = |instance: Value| {
+            let list = v.violations(&instance);
+            assert_eq!(list.len(), 1, "{instance}: {list:?}");
+            list.into_iter().next().unwrap()
+        };
+        // Wrong type for every branch: the types that would do.
+        let r = one(json!({"n": "abc"}));
+        assert_eq!(r["rule"], "type");
+        assert_eq!(r["pointer"], "/n");
+        assert_eq!(r["message"], r#""abc" is not of type "integer" or "null""#);
+        // The right type, out of bounds: that branch's own violation.
+        let r = one(json!({"n": -1}));
+        assert_eq!(r["rule"], "minimum");
+        assert_eq!(r["pointer"], "/n");
+        assert_eq!(r["schema_path"], "/properties/n/anyOf/0/minimum");
+        // Not one of an enum's constants: the constants.
+        let r = one(json!({"e": "utf8"}));
+        assert_eq!(r["rule"], "enum");
+        assert_eq!(r["message"], r#""utf8" is not one of "text", "base64""#);
+        // A branch failed by type *and* by a bound was meant: both are reported.
+        let rules: Vec<Value> = v
+            .violations(&json!({"u": 2.5}))
+            .into_iter()
+            .map(|r| r["rule"].clone())
+            .collect();
+        assert_eq!(rules, [json!("type"), json!("minimum")]);
+        let r = one(json!({"u": "ab"}));
+        assert_eq!(r["rule"], "minLength");
+        let r = one(json!({"u": 3}));
+        assert_eq!(r["rule"], "minimum");
+        // Two branches meant for the value, failed differently: jsonschema's own words.
+        let w = fast(
+            json!({"anyOf": [{"type": "integer", "minimum": 5}, {"type": "number", "maximum": 1}]}),
+        );
+        let list = w.violations(&json!(3));
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0]["rule"], "anyOf");
     }
 
     #[test]

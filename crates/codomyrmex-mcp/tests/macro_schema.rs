@@ -19,6 +19,18 @@ fn definition<F: 'static>(tool: F) -> ToolDefinition {
         .definition
 }
 
+/// The branches of "any JSON value" in a generated schema.
+fn any_json_value() -> Value {
+    json!([
+        {"type": "object"},
+        {"type": "array"},
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+    ])
+}
+
 fn input<F: 'static>(tool: F) -> Value {
     definition(tool).input_schema
 }
@@ -107,8 +119,13 @@ fn option_parameters_are_not_required() {
         json!({
             "type": "object",
             "properties": {
-                "count": {"type": ["integer", "null"], "format": "uint32", "minimum": 0},
-                "label": {"type": ["string", "null"]},
+                // `Option<T>` is spelled as Pydantic spells `Optional[T]`: `anyOf` with a `null`
+                // branch, never a `type` array (which narrower client dialects reject).
+                "count": {"anyOf": [
+                    {"type": "integer", "format": "uint32", "minimum": 0},
+                    {"type": "null"},
+                ]},
+                "label": {"anyOf": [{"type": "string"}, {"type": "null"}]},
                 "always": {"type": "boolean"},
             },
             "required": ["always"],
@@ -275,7 +292,10 @@ fn struct_parameters_share_one_definition() {
                     "properties": {
                         "x": {"description": "Abscissa.", "type": "number", "format": "double"},
                         "y": {"description": "Ordinate.", "type": "number", "format": "double"},
-                        "label": {"description": "An optional name.", "type": ["string", "null"]},
+                        "label": {
+                            "description": "An optional name.",
+                            "anyOf": [{"type": "string"}, {"type": "null"}],
+                        },
                     },
                     "required": ["x", "y"],
                 },
@@ -296,8 +316,10 @@ fn json_value_parameters_accept_anything() {
         json!({
             "type": "object",
             "properties": {
-                "value": true,
-                "described": {"description": "Anything at all"},
+                // "Any JSON value", spelled out: a bare `true` or an empty schema is what
+                // MCP Inspector flags and narrower client dialects reject.
+                "value": {"anyOf": any_json_value()},
+                "described": {"description": "Anything at all", "anyOf": any_json_value()},
             },
             "required": ["value", "described"],
         })
@@ -380,12 +402,10 @@ fn validation_keywords_and_denied_unknown_arguments() {
         json!({
             "type": "object",
             "properties": {
-                "count": {
-                    "type": ["integer", "null"],
-                    "format": "uint32",
-                    "minimum": 1,
-                    "maximum": 500,
-                },
+                "count": {"anyOf": [
+                    {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 500},
+                    {"type": "null"},
+                ]},
                 "offset": {
                     "description": "An offset, from a doc comment.",
                     "type": "number",
@@ -571,16 +591,19 @@ fn object_results_are_their_own_output_schema() {
         "type": "object",
         "properties": {
             "count": {"type": "integer", "format": "uint", "minimum": 0},
-            "mean": {"type": ["number", "null"], "format": "double"},
-            "extremes": {
-                "type": ["array", "null"],
-                "prefixItems": [
-                    {"type": "number", "format": "double"},
-                    {"type": "number", "format": "double"},
-                ],
-                "minItems": 2,
-                "maxItems": 2,
-            },
+            "mean": {"anyOf": [{"type": "number", "format": "double"}, {"type": "null"}]},
+            "extremes": {"anyOf": [
+                {
+                    "type": "array",
+                    "prefixItems": [
+                        {"type": "number", "format": "double"},
+                        {"type": "number", "format": "double"},
+                    ],
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+                {"type": "null"},
+            ]},
         },
         // Output schemas follow what serde writes: `None` is written as `null`, so every
         // field is always present.
@@ -621,7 +644,10 @@ fn other_results_are_wrapped_in_a_result_property() {
                     "properties": {
                         "x": {"description": "Abscissa.", "type": "number", "format": "double"},
                         "y": {"description": "Ordinate.", "type": "number", "format": "double"},
-                        "label": {"description": "An optional name.", "type": ["string", "null"]},
+                        "label": {
+                            "description": "An optional name.",
+                            "anyOf": [{"type": "string"}, {"type": "null"}],
+                        },
                     },
                     "required": ["x", "y", "label"],
                 },

@@ -1,0 +1,489 @@
+//! Rewrites generated tool schemas into the spelling that every client reads.
+//!
+//! schemars writes `Option<T>` as `"type": ["integer", "null"]` and `serde_json::Value` as a
+//! bare `true`. Both are valid JSON Schema 2020-12, but clients that map tool schemas onto a
+//! narrower dialect (the OpenAPI subset behind Gemini's function declarations, OpenAI's
+//! strict mode) reject or mangle them, and MCP Inspector reports them as portability
+//! warnings and, for `true`, an error. [`make_portable`] rewrites:
+//!
+//! - a `type` array into `anyOf` branches with one `type` each, moving every keyword that
+//!   constrains a value into the branches it applies to (so `minimum` goes with `integer`,
+//!   never with `null`) and keeping annotations (`description`, `default`, ...) outside. This
+//!   is the shape Pydantic gives `Optional[int]`.
+//! - a bare `true`, or an object with no constraining keyword, in a schema position into an
+//!   explicit "any JSON value": `anyOf` over the six JSON types, with its annotations kept.
+//!   In `additionalProperties` and the like, where a boolean is the usual spelling, `{}`
+//!   becomes `true` instead.
+//! - a bare `false` into `{"not": {}}`.
+//!
+//! Each rewrite accepts exactly the values the original accepted. This is applied to the
+//! schemas that `#[mcp_tool]` generates, never to a schema a user wrote by hand.
+
+use serde_json::{Map, Value, json};
+
+/// Deeper schemas are left as they are (generated schemas are far shallower).
+const MAX_DEPTH: usize = 128;
+
+/// The JSON Schema type names.
+const TYPES: &[&str] = &[
+    "null", "boolean", "object", "array", "number", "string", "integer",
+];
+
+/// Keywords that stay on the outer schema when a `type` array is split: annotations,
+/// identifiers and definitions.
+const OUTER: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+    "$schema",
+    "$id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "$defs",
+    "definitions",
+];
+
+/// Keywords that constrain values (as MCP Inspector counts them): a schema with none of these
+/// accepts everything.
+const CONSTRAINING: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "format",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "items",
+    "prefixItems",
+    "contains",
+    "additionalItems",
+    "unevaluatedItems",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "dependentSchemas",
+    "dependencies",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+];
+
+/// The types a keyword constrains, when it constrains only some.
+fn applies_only_to(keyword: &str) -> Option<&'static [&'static str]> {
+    Some(match keyword {
+        "multipleOf" | "maximum" | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" => {
+            &["number", "integer"]
+        }
+        "maxLength" | "minLength" | "pattern" | "contentMediaType" | "contentEncoding"
+        | "contentSchema" => &["string"],
+        "items" | "prefixItems" | "contains" | "maxContains" | "minContains" | "maxItems"
+        | "minItems" | "uniqueItems" | "additionalItems" | "unevaluatedItems" => &["array"],
+        "properties"
+        | "patternProperties"
+        | "additionalProperties"
+        | "unevaluatedProperties"
+        | "propertyNames"
+        | "required"
+        | "dependentRequired"
+        | "dependentSchemas"
+        | "dependencies"
+        | "maxProperties"
+        | "minProperties" => &["object"],
+        // Every defined format describes a non-null value (schemars puts `uint32` on integers).
+        "format" => &["boolean", "object", "array", "number", "string", "integer"],
+        _ => return None,
+    })
+}
+
+/// Where a subschema sits, which decides what its portable spelling is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Position {
+    /// Anywhere a schema object is expected.
+    Schema,
+    /// `additionalProperties` and its kin, where `true` and `false` are the usual spelling.
+    BooleanValued,
+    /// Under `not`, where `{}` is the idiom (`"not": {}` rejects everything).
+    Not,
+}
+
+/// Rewrites `schema` in place into its portable spelling (see the module docs).
+pub(crate) fn make_portable(schema: &mut Value) {
+    visit(schema, Position::Schema, 0);
+}
+
+fn visit(schema: &mut Value, position: Position, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match schema {
+        Value::Bool(accepts) if position == Position::Schema => {
+            *schema = if *accepts {
+                any_value(Map::new())
+            } else {
+                json!({"not": {}})
+            };
+        }
+        Value::Object(map) => {
+            split_type_union(map);
+            if !constrains(map) {
+                match position {
+                    Position::Not => {}
+                    Position::BooleanValued if map.is_empty() => {
+                        *schema = Value::Bool(true);
+                        return;
+                    }
+                    Position::Schema | Position::BooleanValued => {
+                        *schema = any_value(std::mem::take(map));
+                    }
+                }
+            }
+            if let Value::Object(map) = schema {
+                visit_children(map, depth);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn visit_children(map: &mut Map<String, Value>, depth: usize) {
+    for (keyword, value) in map.iter_mut() {
+        match keyword.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+            | "dependencies" => {
+                if let Value::Object(members) = value {
+                    for member in members.values_mut() {
+                        // Draft-07 `dependencies` may hold arrays of names: not schemas.
+                        if !member.is_array() {
+                            visit(member, Position::Schema, depth + 1);
+                        }
+                    }
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                if let Value::Array(items) = value {
+                    for item in items {
+                        visit(item, Position::Schema, depth + 1);
+                    }
+                }
+            }
+            "items" => match value {
+                Value::Array(items) => {
+                    for item in items {
+                        visit(item, Position::Schema, depth + 1);
+                    }
+                }
+                _ => visit(value, Position::Schema, depth + 1),
+            },
+            "contains" | "propertyNames" | "if" | "then" | "else" | "contentSchema" => {
+                visit(value, Position::Schema, depth + 1);
+            }
+            "additionalProperties"
+            | "unevaluatedProperties"
+            | "additionalItems"
+            | "unevaluatedItems" => visit(value, Position::BooleanValued, depth + 1),
+            "not" => visit(value, Position::Not, depth + 1),
+            _ => {}
+        }
+    }
+}
+
+/// Whether the schema constrains its instance at all.
+fn constrains(map: &Map<String, Value>) -> bool {
+    map.keys().any(|k| CONSTRAINING.contains(&k.as_str()))
+        || (map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")))
+}
+
+/// "Any JSON value", spelled with one `type` per branch, keeping `annotations`.
+fn any_value(mut annotations: Map<String, Value>) -> Value {
+    annotations.insert(
+        "anyOf".into(),
+        json!([
+            {"type": "object"},
+            {"type": "array"},
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "null"},
+        ]),
+    );
+    Value::Object(annotations)
+}
+
+/// `{"type": [A, B], ...}` becomes `{"anyOf": [{"type": A, ...}, {"type": B, ...}]}`, each
+/// branch keeping the keywords that apply to its type. A one-element array becomes a string.
+/// A `type` that is not an array of distinct type names is left alone.
+fn split_type_union(map: &mut Map<String, Value>) {
+    let Some(Value::Array(types)) = map.get("type") else {
+        return;
+    };
+    let mut names: Vec<&'static str> = Vec::with_capacity(types.len());
+    for t in types {
+        let Some(name) = t.as_str().and_then(|t| TYPES.iter().find(|n| **n == t)) else {
+            return;
+        };
+        if names.contains(name) {
+            return;
+        }
+        names.push(name);
+    }
+    match names.as_slice() {
+        [] => {}
+        [one] => {
+            map.insert("type".into(), Value::String((*one).into()));
+        }
+        _ => {
+            map.remove("type");
+            let (outer, constraints): (Map<String, Value>, Map<String, Value>) =
+                std::mem::take(map)
+                    .into_iter()
+                    .partition(|(k, _)| OUTER.contains(&k.as_str()));
+            let branches = names
+                .iter()
+                .map(|name| {
+                    let mut branch = Map::new();
+                    branch.insert("type".into(), Value::String((*name).into()));
+                    for (k, v) in &constraints {
+                        let applies = applies_only_to(k).is_none_or(|types| {
+                            types.contains(name)
+                                || (*name == "integer" && types.contains(&"number"))
+                        });
+                        if applies {
+                            branch.insert(k.clone(), v.clone());
+                        }
+                    }
+                    Value::Object(branch)
+                })
+                .collect();
+            *map = outer;
+            map.insert("anyOf".into(), Value::Array(branches));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn portable(mut schema: Value) -> Value {
+        make_portable(&mut schema);
+        schema
+    }
+
+    #[test]
+    fn nullable_types_become_any_of_with_constraints_in_their_branch() {
+        assert_eq!(
+            portable(json!({
+                "description": "How many.",
+                "default": null,
+                "type": ["integer", "null"],
+                "format": "uint32",
+                "minimum": 1,
+                "maximum": 500,
+            })),
+            json!({
+                "description": "How many.",
+                "default": null,
+                "anyOf": [
+                    {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 500},
+                    {"type": "null"},
+                ],
+            })
+        );
+    }
+
+    #[test]
+    fn each_branch_keeps_only_the_keywords_of_its_type() {
+        assert_eq!(
+            portable(json!({
+                "type": ["string", "array", "object"],
+                "minLength": 1,
+                "items": {"type": "string"},
+                "properties": {"a": {"type": "integer"}},
+                "required": ["a"],
+                "enum": ["x", ["y"], {"a": 1}],
+            })),
+            json!({"anyOf": [
+                {"type": "string", "minLength": 1, "enum": ["x", ["y"], {"a": 1}]},
+                {"type": "array", "items": {"type": "string"}, "enum": ["x", ["y"], {"a": 1}]},
+                {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}},
+                    "required": ["a"],
+                    "enum": ["x", ["y"], {"a": 1}],
+                },
+            ]})
+        );
+    }
+
+    #[test]
+    fn unions_nested_anywhere_are_split() {
+        assert_eq!(
+            portable(json!({
+                "type": "object",
+                "properties": {"tags": {"type": ["array", "null"], "items": {"type": ["string", "null"]}}},
+                "$defs": {"D": {"type": "object", "properties": {"n": {"type": ["number", "null"]}}}},
+            })),
+            json!({
+                "type": "object",
+                "properties": {"tags": {"anyOf": [
+                    {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+                    {"type": "null"},
+                ]}},
+                "$defs": {"D": {"type": "object", "properties": {"n": {"anyOf": [
+                    {"type": "number"}, {"type": "null"},
+                ]}}}},
+            })
+        );
+    }
+
+    #[test]
+    fn any_value_is_spelled_out_and_booleans_stay_where_they_belong() {
+        let any = json!([
+            {"type": "object"}, {"type": "array"}, {"type": "string"},
+            {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+        ]);
+        assert_eq!(
+            portable(json!({
+                "type": "object",
+                "properties": {
+                    "value": true,
+                    "described": {"description": "Anything."},
+                    "never": false,
+                    "list": {"type": "array", "items": true},
+                },
+                "additionalProperties": {},
+                "not": {},
+            })),
+            json!({
+                "type": "object",
+                "properties": {
+                    "value": {"anyOf": any},
+                    "described": {"description": "Anything.", "anyOf": any},
+                    "never": {"not": {}},
+                    "list": {"type": "array", "items": {"anyOf": any}},
+                },
+                "additionalProperties": true,
+                "not": {},
+            })
+        );
+        assert_eq!(
+            portable(json!({"type": "object", "additionalProperties": false})),
+            json!({"type": "object", "additionalProperties": false})
+        );
+    }
+
+    #[test]
+    fn odd_type_arrays_are_left_alone_or_simplified() {
+        assert_eq!(
+            portable(json!({"type": ["string"]})),
+            json!({"type": "string"})
+        );
+        for odd in [
+            json!({"type": ["string", "string"]}),
+            json!({"type": ["string", 3]}),
+            json!({"type": ["text", "null"]}),
+        ] {
+            assert_eq!(portable(odd.clone()), odd);
+        }
+    }
+
+    /// The rewritten shapes stay on the built-in validator's fast path, as the originals were.
+    #[test]
+    fn rewritten_schemas_keep_the_fast_validation_path() {
+        let schema = portable(json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": ["integer", "null"], "format": "uint32", "minimum": 1},
+                "label": {"description": "A name.", "type": ["string", "null"], "maxLength": 9},
+                "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+                "value": true,
+            },
+            "required": ["value"],
+            "additionalProperties": false,
+        }));
+        let v = crate::validation::SchemaValidator::new(&schema).unwrap();
+        assert!(v.is_fast(), "{schema}");
+        assert!(
+            v.is_valid(&json!({"count": 2, "label": null, "tags": ["a"], "value": {"x": [1]}}))
+        );
+        assert!(!v.is_valid(&json!({"count": 0, "value": 1})));
+    }
+
+    /// Every rewrite accepts exactly what the original accepted (checked with the general
+    /// validator on a spread of instances).
+    #[test]
+    fn rewrites_accept_exactly_what_the_originals_accept() {
+        let schemas = [
+            json!({"type": ["integer", "null"], "minimum": 2, "maximum": 9}),
+            json!({"type": ["string", "number"], "minLength": 2, "minimum": 3, "enum": ["ab", "c", 4, 1]}),
+            json!({"type": ["array", "null"], "prefixItems": [{"type": "number"}], "minItems": 1, "maxItems": 1}),
+            json!({"type": ["object", "null"], "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
+            json!({"type": "object", "properties": {"v": true, "w": false}}),
+            json!({"type": ["boolean", "null"], "const": true}),
+        ];
+        let instances = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(2),
+            json!(4),
+            json!(9.5),
+            json!(10),
+            json!("c"),
+            json!("ab"),
+            json!([]),
+            json!([1]),
+            json!([1, 2]),
+            json!(["x"]),
+            json!({}),
+            json!({"a": "x"}),
+            json!({"a": 1}),
+            json!({"a": "x", "b": 1}),
+            json!({"v": [1, {"x": null}]}),
+            json!({"w": 1}),
+        ];
+        for schema in schemas {
+            let rewritten = portable(schema.clone());
+            assert_ne!(rewritten, schema);
+            let before = jsonschema::validator_for(&schema).unwrap();
+            let after = jsonschema::validator_for(&rewritten).unwrap();
+            for instance in &instances {
+                assert_eq!(
+                    before.is_valid(instance),
+                    after.is_valid(instance),
+                    "{schema} vs {rewritten} on {instance}"
+                );
+            }
+        }
+    }
+}
