@@ -4,6 +4,7 @@ use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
 use syn::{Expr, Lit, LitBool, LitStr, Path, Token};
 
 /// The longest tool name MCP allows.
@@ -26,11 +27,13 @@ pub(crate) struct ToolAttr {
     pub deprecated_in: Option<LitStr>,
     pub timeout_ms: Option<u64>,
     pub deny_unknown_arguments: Option<bool>,
+    /// `blocking`: the flag, and where it was written (for the error on an `async fn`).
+    pub blocking: Option<(bool, Span)>,
 }
 
 const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, \
                          open_world, category, tags, version, deprecated_in, timeout, \
-                         deny_unknown_arguments, crate";
+                         deny_unknown_arguments, blocking, crate";
 
 impl ToolAttr {
     /// Parses the tokens inside `#[mcp_tool(...)]`.
@@ -77,6 +80,10 @@ impl ToolAttr {
             "deprecated_in" => set(meta, &mut self.deprecated_in, non_empty(meta)?),
             "timeout" => set(meta, &mut self.timeout_ms, parse_timeout(meta)?),
             "deny_unknown_arguments" => set(meta, &mut self.deny_unknown_arguments, flag(meta)?),
+            "blocking" => {
+                let span = meta.path.span();
+                set(meta, &mut self.blocking, (flag(meta)?, span))
+            }
             "tags" => {
                 if !self.tags.is_empty() {
                     return Err(meta.error("duplicate argument `tags`"));

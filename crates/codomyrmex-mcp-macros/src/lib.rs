@@ -75,8 +75,8 @@ use tool::{Errors, Site};
 /// # Signature
 ///
 /// - Sync or `async`, not generic, not `unsafe`. A sync tool runs on the server's runtime:
-///   keep it quick, or make it `async` and move blocking work to `spawn_blocking` (a tool
-///   registered by hand can instead set `ToolSettings::blocking`).
+///   keep it quick, mark it `#[mcp_tool(blocking)]` if it blocks, or make it `async` and move
+///   blocking work to `spawn_blocking`.
 /// - Each parameter is an argument: any type that is `serde::Deserialize` and
 ///   `schemars::JsonSchema` (schemars 1.x): numbers, strings, `bool`, `Option<T>`, `Vec<T>`,
 ///   maps, enums, your own structs. Arguments are owned: take `String`, not `&str`.
@@ -117,6 +117,7 @@ use tool::{Errors, Site};
 /// | `deprecated_in = "2.0"` | In `_meta` too; the first call logs a warning. |
 /// | `timeout = "30s"` | Overrides the server's timeout (`"500ms"`, `"2m"`, or seconds: `30`). |
 /// | `deny_unknown_arguments` | Refuses arguments the function does not take: the schema says `"additionalProperties": false`. |
+/// | `blocking` | For a sync tool that blocks (file or network I/O, heavy computation): each call runs on the runtime's blocking pool, so it stalls no other request (`ToolSettings::blocking`). Refused on an `async fn`. |
 /// | `crate = "::path"` | Where `codomyrmex_mcp` is, if renamed. |
 ///
 /// On a parameter, `#[arg(description = "...", default = expr, rename = "key")]` sets the

@@ -203,6 +203,13 @@ pub(crate) fn analyse(
             }
         }
     };
+    if let (Some((true, span)), Some(_)) = (attr.blocking, &sig.asyncness) {
+        errors.push(syn::Error::new(
+            span,
+            "`blocking` is for a sync tool, whose body then runs on the blocking pool; an \
+             `async` tool should move its blocking work into `tokio::task::spawn_blocking`",
+        ));
+    }
     if before && !errors.is_empty() {
         return None;
     }
@@ -655,6 +662,7 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
         attr.deprecated_in.as_ref().map(LitStr::value).as_deref(),
     );
     let tags = &attr.tags;
+    let blocking = matches!(attr.blocking, Some((true, _)));
     let timeout_ms = match attr.timeout_ms {
         Some(ms) => quote!(#p::Some(#ms)),
         None => quote!(#p::None),
@@ -690,6 +698,7 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
                 version: #version,
                 deprecated_in: #deprecated_in,
                 timeout_ms: #timeout_ms,
+                blocking: #blocking,
             },
             #input_schema,
             __mcp_output,

@@ -829,6 +829,8 @@ pub mod __private {
         pub deprecated_in: Option<&'static str>,
         /// The settings' timeout.
         pub timeout_ms: Option<u64>,
+        /// The settings' `blocking`.
+        pub blocking: bool,
     }
 
     /// The registration of a generated tool.
@@ -866,6 +868,7 @@ pub mod __private {
             settings: ToolSettings {
                 timeout: spec.timeout_ms.map(Duration::from_millis),
                 deprecated_in: spec.deprecated_in.map(str::to_owned),
+                blocking: spec.blocking,
                 ..ToolSettings::default()
             },
             handler,

@@ -14,6 +14,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+/// Names the thread it runs on.
+#[mcp_tool(name = "thread.blocking", blocking)]
+fn on_the_blocking_pool() -> String {
+    format!("{:?}", std::thread::current().id())
+}
+
 /// Adds two integers.
 #[mcp_tool(name = "math.add", read_only, idempotent)]
 fn add(a: i64, #[arg(default = 10)] b: i64) -> i64 {
@@ -134,6 +140,7 @@ async fn listed_tools_carry_the_derived_definitions() {
                 "ledger.deposit",
                 "math.add",
                 "slow.sleep",
+                "thread.blocking",
             ],
             "{era:?}"
         );
@@ -327,4 +334,32 @@ async fn methods_serve_their_state() {
         assert_eq!(total["structuredContent"], json!({"result": expected}));
     }
     assert_eq!(ledger.total.load(Ordering::SeqCst), 10);
+}
+
+/// `#[mcp_tool(blocking)]` runs the body on the blocking pool: on a current-thread runtime
+/// an ordinary sync tool runs on the test's own thread, this one never does.
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_tools_run_on_the_blocking_pool() {
+    let registration = codomyrmex_mcp::ToolRegistration::of(on_the_blocking_pool).unwrap();
+    assert!(registration.settings.blocking);
+    assert!(
+        !codomyrmex_mcp::ToolRegistration::of(add)
+            .unwrap()
+            .settings
+            .blocking
+    );
+    let here = format!("{:?}", std::thread::current().id());
+    let server = server(Arc::new(Ledger {
+        total: AtomicU64::new(0),
+    }));
+    for era in ERAS {
+        let client = connect(&server, era).await;
+        let r = client
+            .call_tool("thread.blocking", json!({}))
+            .await
+            .unwrap();
+        let there = r["structuredContent"]["result"].as_str().unwrap();
+        assert!(there.starts_with("ThreadId("), "{r}");
+        assert_ne!(there, here, "{era:?}");
+    }
 }
