@@ -292,6 +292,7 @@ fn split_type_union(map: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn portable(mut schema: Value) -> Value {
         make_portable(&mut schema);
@@ -482,6 +483,103 @@ mod tests {
                     before.is_valid(instance),
                     after.is_valid(instance),
                     "{schema} vs {rewritten} on {instance}"
+                );
+            }
+        }
+    }
+
+    /// A schema node: a `type` (string or array, sometimes with duplicates or unknown names)
+    /// and any mix of keywords of every kind, with subschemas nested a few levels.
+    fn arb_schema() -> impl Strategy<Value = Value> {
+        let type_name = prop::sample::select(vec![
+            "null", "boolean", "object", "array", "number", "string", "integer",
+        ]);
+        let types = prop_oneof![
+            type_name.clone().prop_map(|t| json!(t)),
+            prop::collection::vec(type_name, 1..4).prop_map(|t| json!(t)),
+        ];
+        let leaf = prop_oneof![
+            Just(json!(true)),
+            Just(json!(false)),
+            Just(json!({})),
+            Just(json!({"description": "d"})),
+            types.clone().prop_map(|t| json!({"type": t})),
+        ];
+        leaf.prop_recursive(3, 24, 4, move |inner| {
+            let keyword = prop_oneof![
+                (-3i64..4).prop_map(|n| ("minimum".to_owned(), json!(n))),
+                (0u64..3).prop_map(|n| ("minLength".to_owned(), json!(n))),
+                (0u64..3).prop_map(|n| ("maxItems".to_owned(), json!(n))),
+                (0u64..2).prop_map(|n| ("minProperties".to_owned(), json!(n))),
+                Just(("required".to_owned(), json!(["a"]))),
+                Just(("enum".to_owned(), json!([null, 1, "ab", [], {"a": 1}]))),
+                Just(("const".to_owned(), json!(1))),
+                Just(("format".to_owned(), json!("uint32"))),
+                Just(("default".to_owned(), json!(null))),
+                inner.clone().prop_map(|s| ("items".to_owned(), s)),
+                inner.clone().prop_map(|s| ("not".to_owned(), s)),
+                inner
+                    .clone()
+                    .prop_map(|s| ("additionalProperties".to_owned(), s)),
+                inner
+                    .clone()
+                    .prop_map(|s| ("properties".to_owned(), json!({"a": s}))),
+                prop::collection::vec(inner.clone(), 1..3)
+                    .prop_map(|l| ("anyOf".to_owned(), Value::Array(l))),
+            ];
+            (
+                prop::option::of(types.clone()),
+                prop::collection::vec(keyword, 0..4),
+            )
+                .prop_map(|(types, keywords)| {
+                    let mut map: Map<String, Value> = keywords.into_iter().collect();
+                    if let Some(t) = types {
+                        map.insert("type".into(), t);
+                    }
+                    Value::Object(map)
+                })
+        })
+    }
+
+    fn arb_instance() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..4).prop_map(Value::from),
+            Just(json!(2.5)),
+            "[ab]{0,3}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(2, 12, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::btree_map("[ab]", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        /// Whatever the schema, the rewrite accepts exactly what the original accepts.
+        #[test]
+        fn any_rewrite_accepts_exactly_what_the_original_accepts(
+            schema in arb_schema(),
+            instances in prop::collection::vec(arb_instance(), 1..6),
+        ) {
+            let rewritten = portable(schema.clone());
+            let Ok(before) = jsonschema::validator_for(&schema) else {
+                // Not a valid schema (an `enum` clash, say): nothing to compare.
+                return Ok(());
+            };
+            let after = jsonschema::validator_for(&rewritten);
+            prop_assert!(after.is_ok(), "{schema} became the invalid {rewritten}");
+            let after = after.unwrap();
+            for instance in &instances {
+                prop_assert_eq!(
+                    before.is_valid(instance),
+                    after.is_valid(instance),
+                    "{} vs {} on {}", schema, rewritten, instance
                 );
             }
         }
