@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use codomyrmex_mcp::uri_template::UriTemplate;
+use codomyrmex_mcp::wire::jsonrpc::{Decoded, decode};
 
 fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -30,4 +31,29 @@ fn uri_template_reserved_value_before_a_query() {
         ("v2", "Y00-999/"),
     ]);
     assert_eq!(t.matches(uri), Some(expected));
+}
+
+/// jsonrpc_decode, crash-70be5553f54aa79543605ae5a0fbee1225e28e59: an unknown member holding
+/// a number out of `f64`'s range (`37E3700`) was skipped by the single-message fast path, so a
+/// message that is no JSON value to serde_json decoded as a request. Nesting past the
+/// recursion limit in an unknown member is the same case.
+#[test]
+fn jsonrpc_unknown_members_are_parsed_like_the_rest() {
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    for bytes in [
+        r#"{"jsonrpc":"2.0","id":1,"x":37E3700,"method":"ping"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"x":-1e400,"method":"ping"}"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"x":{deep},"method":"ping"}}"#),
+    ] {
+        assert!(serde_json::from_str::<serde_json::Value>(&bytes).is_err());
+        assert!(
+            matches!(decode(bytes.as_bytes()), Decoded::Single(Err(_))),
+            "{bytes}"
+        );
+    }
+    let artifact = br#"{"jsonrpc":"2.0","id":18446744073709551615,"&&&e": "x", "dnrpc": "2.0", "[e": -32700, "codeagextprotnrpc": "2.0", "Xd": 1, "method": "tooos/call", "papc": "20", "icdnpr": "2.0", "i(d": 1, "mttttttttttttttjsssc": "2.0", "[e":37E3700, "messagextprotnrpc": "2.0", "i&&&&&&&&&&&&method":"ping"}"#;
+    assert!(matches!(decode(artifact), Decoded::Single(Err(_))));
+    // In range, an unknown member is still ignored.
+    let fine = br#"{"jsonrpc":"2.0","id":1,"x":[1e300,{"y":null}],"method":"ping"}"#;
+    assert!(matches!(decode(fine), Decoded::Single(Ok(_))));
 }

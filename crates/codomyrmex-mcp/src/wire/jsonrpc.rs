@@ -364,7 +364,10 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
                 Member::Result => &mut e.result,
                 Member::Error => &mut e.error,
                 Member::Other => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
+                    // Parsed, not skipped: `IgnoredAny` takes numbers out of `f64`'s range and
+                    // nesting past the recursion limit, which the general path refuses. An
+                    // unknown member is rare, so the cost does not matter.
+                    map.next_value::<Value>()?;
                     continue;
                 }
             };
