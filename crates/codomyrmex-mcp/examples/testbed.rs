@@ -184,17 +184,35 @@ fn register_all(
         ),
         sleep,
     )?;
+    // Blocks its thread for `ms`, or until the file `until` exists if that comes first.
     let block = |args: Args| -> Result<Value, McpErrorDetail> {
         let ms = int(&args, "ms");
-        std::thread::sleep(Duration::from_millis(ms));
-        Ok(json!({"blocked_ms": ms}))
+        let until = args
+            .get("until")
+            .and_then(Value::as_str)
+            .map(std::path::PathBuf::from);
+        let deadline = std::time::Instant::now() + Duration::from_millis(ms);
+        let released = loop {
+            if until.as_ref().is_some_and(|f| f.exists()) {
+                break true;
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break false;
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+        };
+        Ok(json!({"blocked_ms": ms, "released": released}))
     };
     registry.register_tool(
         codomyrmex_mcp::registry::ToolRegistration::new(
             codomyrmex_mcp::ToolDefinition::new(
                 "block",
                 object(
-                    json!({"ms": {"type": "integer", "minimum": 0, "maximum": 10000}}),
+                    json!({
+                        "ms": {"type": "integer", "minimum": 0, "maximum": 60000},
+                        "until": {"type": "string"},
+                    }),
                     json!(["ms"]),
                 ),
             ),

@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -80,8 +80,11 @@ impl Server {
     }
 
     fn spawn_program(program: PathBuf, args: &[&str]) -> Self {
-        let mut child = Command::new(&program)
-            .args(args)
+        Self::spawn_with(Command::new(&program).args(args), &program)
+    }
+
+    fn spawn_with(command: &mut Command, program: &Path) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -505,19 +508,31 @@ async fn a_slow_call_blocks_neither_fast_calls_nor_ping() {
 
 #[tokio::test]
 async fn a_blocking_tool_holds_up_neither_ping_nor_other_calls() {
-    // `block` sleeps its thread and is registered with `ToolSettings::blocking`. (Without the
-    // setting this test fails: the handler stalls the runtime worker that drives the input.)
-    let mut s = Server::spawn(&[]);
+    // `block` holds its thread until a file appears (or 20 s pass) and is registered with
+    // `ToolSettings::blocking`. The server runs one runtime worker. The quick answers must
+    // arrive while the call still blocks: the file is made only after they are read, so the
+    // call must end `released`. Without the setting the handler stalls that worker, the quick
+    // answers come only after the 20 s are up, and the call ends unreleased (seen: this test
+    // then fails on `released`). No assertion here depends on timing.
+    let release = std::env::temp_dir().join(format!(
+        "codomyrmex-mcp-release-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    ));
+    // One runtime worker, so that a handler blocking it would stall everything.
+    let program = testbed();
+    let mut s = Server::spawn_with(
+        Command::new(&program).env("TOKIO_WORKER_THREADS", "1"),
+        &program,
+    );
     s.initialize("2025-11-25", json!({})).await;
     let blocked = json!("blocked");
     s.send_request(
         blocked.clone(),
         "tools/call",
-        json!({"name": "block", "arguments": {"ms": 3_000}}),
+        json!({"name": "block", "arguments": {"ms": 20_000, "until": release}}),
     )
     .await;
-    // Give the blocking call time to start, then ask for quick answers.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     s.send_request(json!("ping"), "ping", json!({})).await;
     s.send_request(
         json!("fast"),
@@ -525,7 +540,6 @@ async fn a_blocking_tool_holds_up_neither_ping_nor_other_calls() {
         json!({"name": "echo", "arguments": {"text": "quick"}}),
     )
     .await;
-    let started = std::time::Instant::now();
     let mut ids = Vec::new();
     for _ in 0..2 {
         let r = s.next().await;
@@ -537,14 +551,11 @@ async fn a_blocking_tool_holds_up_neither_ping_nor_other_calls() {
     }
     ids.sort();
     assert_eq!(ids, ["fast", "ping"]);
-    assert!(
-        started.elapsed() < Duration::from_millis(2_000),
-        "quick answers waited for the blocked thread: {:?}",
-        started.elapsed()
-    );
+    std::fs::write(&release, b"").unwrap();
     let r = s.next().await;
+    let _ = std::fs::remove_file(&release);
     assert!(is_response_to(&r, &blocked), "{r}");
-    assert_eq!(r["result"]["structuredContent"]["blocked_ms"], 3_000);
+    assert_eq!(r["result"]["structuredContent"]["released"], true, "{r}");
     s.finish().await.assert_clean_exit();
 }
 
