@@ -40,14 +40,13 @@ mod limits;
 mod sessions;
 mod sse;
 
+use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use std::convert::Infallible;
-
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::routing::{get, post};
 use hyper_util::rt::{TokioIo, TokioTimer};
