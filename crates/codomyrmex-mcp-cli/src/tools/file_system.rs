@@ -326,7 +326,7 @@ impl FileSystemWriteTools {
                     .decode(content.as_bytes())
                     .map_err(|e| ToolError::invalid_argument(format!("invalid base64: {e}")))?,
             };
-            let path = ws.sandbox().resolve_new(&path)?;
+            let path = ws.sandbox().resolve_writable(&path)?;
             let shown = ws.sandbox().relative(&path);
             let existing = fs::metadata(&path).ok();
             if let Some(m) = &existing {
@@ -353,7 +353,7 @@ impl FileSystemWriteTools {
                 WriteMode::Create => options.write(true).create_new(true),
                 WriteMode::Append => options.append(true).create(true),
             };
-            let mut file = options.open(&path).map_err(io_err(&shown))?;
+            let mut file = open_checked(&mut options, &path, &shown)?;
             file.write_all(&bytes).map_err(io_err(&shown))?;
             file.flush().map_err(io_err(&shown))?;
             Ok(WriteOutput {
@@ -400,6 +400,7 @@ impl FileSystemWriteTools {
                     "old_string and new_string are the same",
                 ));
             }
+            ws.sandbox().resolve_writable(&path)?;
             let (path, file, size) = open_regular(&ws, &path)?;
             let shown = ws.sandbox().relative(&path);
             if size > ws.limits().max_edit_bytes {
@@ -437,7 +438,10 @@ impl FileSystemWriteTools {
                 ));
             }
             let new_text = text.replace(&old_string, &new_string);
-            fs::write(&path, new_text.as_bytes()).map_err(io_err(&shown))?;
+            let mut options = fs::OpenOptions::new();
+            options.write(true).truncate(true);
+            let mut out = open_checked(&mut options, &path, &shown)?;
+            out.write_all(new_text.as_bytes()).map_err(io_err(&shown))?;
             Ok(EditOutput {
                 path: shown,
                 replacements: count as u64,
@@ -468,7 +472,7 @@ impl FileSystemWriteTools {
     ) -> Result<MakeDirectoryOutput, ToolError> {
         let ws = self.ws.clone();
         blocking(move |_| {
-            let path = ws.sandbox().resolve_new(&path)?;
+            let path = ws.sandbox().resolve_writable(&path)?;
             let shown = ws.sandbox().relative(&path);
             match fs::metadata(&path) {
                 Ok(m) if m.is_dir() => {
@@ -524,8 +528,8 @@ impl FileSystemWriteTools {
         blocking(move |_| {
             let sb = ws.sandbox();
             let raw_source = source;
-            let source = sb.resolve_entry(&raw_source, true)?;
-            let destination = sb.resolve_entry(&destination, false)?;
+            let source = sb.resolve_entry_writable(&raw_source, true)?;
+            let destination = sb.resolve_entry_writable(&destination, false)?;
             if source == sb.root() || destination == sb.root() {
                 return Err(ToolError::access_denied(
                     "the root itself cannot be moved or replaced",
@@ -663,7 +667,41 @@ pub struct ReadOutput {
 fn open_regular(ws: &Workspace, raw: &str) -> Result<(std::path::PathBuf, File, u64), ToolError> {
     let path = ws.sandbox().resolve(raw)?;
     let shown = ws.sandbox().relative(&path);
-    let meta = fs::metadata(&path).map_err(io_err(&shown))?;
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    let file = open_checked(&mut options, &path, &shown)?;
+    let size = file.metadata().map_err(io_err(&shown))?.len();
+    Ok((path, file, size))
+}
+
+/// Opens `path` (resolved, inside the root) with `options`, without following a symlink in its
+/// last component and without blocking on a FIFO, and checks that what was opened is a regular
+/// file. A symlink or FIFO swapped in after the sandbox's checks is refused, not followed or
+/// waited on.
+fn open_checked(
+    options: &mut fs::OpenOptions,
+    path: &Path,
+    shown: &str,
+) -> Result<File, ToolError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
+    }
+    let file = options.open(path).map_err(|e| {
+        // ELOOP: the last component became a symlink; ENXIO: a FIFO without a reader.
+        #[cfg(unix)]
+        if let Some(errno) = rustix::io::Errno::from_io_error(&e)
+            && [rustix::io::Errno::LOOP, rustix::io::Errno::NXIO].contains(&errno)
+        {
+            return ToolError::access_denied(format!(
+                "{shown}: changed into a symlink or special file while being opened"
+            ));
+        }
+        ToolError::io(&e, shown)
+    })?;
+    let meta = file.metadata().map_err(io_err(shown))?;
     if meta.is_dir() {
         return Err(ToolError::new(
             kinds::IS_A_DIRECTORY,
@@ -675,8 +713,7 @@ fn open_regular(ws: &Workspace, raw: &str) -> Result<(std::path::PathBuf, File, 
             "{shown} is not a regular file (a FIFO, socket or device)"
         )));
     }
-    let file = File::open(&path).map_err(io_err(&shown))?;
-    Ok((path, file, meta.len()))
+    Ok(file)
 }
 
 fn read_sync(ws: &Workspace, args: &ReadArgs, cancel: &Cancel) -> Result<ReadOutput, ToolError> {

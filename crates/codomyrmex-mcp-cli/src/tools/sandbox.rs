@@ -53,6 +53,11 @@ impl Sandbox {
         &self.root
     }
 
+    /// The root as configured, when it differs from the canonical one.
+    pub fn alias(&self) -> Option<&Path> {
+        self.alias.as_deref()
+    }
+
     /// Whether the canonical path `p` is the root or inside it.
     pub fn contains(&self, p: &Path) -> bool {
         p.starts_with(&self.root)
@@ -68,8 +73,46 @@ impl Sandbox {
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/"),
-            Err(_) => p.to_string_lossy().into_owned(),
+            // Never an absolute path in a message: callers pass paths inside the root.
+            Err(_) => "<outside the root>".to_owned(),
         }
+    }
+
+    /// Refuses `resolved` (the resolution of `raw`) when `raw` or `resolved` has a component
+    /// named `.git` (ASCII case-insensitively): the writing tools never touch a repository's
+    /// metadata, where a config or hook would make git run programs.
+    pub fn refuse_git_metadata(&self, raw: &str, resolved: &Path) -> Result<(), ToolError> {
+        let rel = resolved.strip_prefix(&self.root).unwrap_or(resolved);
+        if names_git(Path::new(raw)) || names_git(rel) {
+            return Err(ToolError::access_denied(format!(
+                "{}: is or is inside a .git directory; repository metadata cannot be changed \
+                 with the file tools",
+                shorten(raw)
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`Self::resolve_new`] for a path a tool will write, create or remove: also refused
+    /// inside `.git` ([`Self::refuse_git_metadata`]), before anything is resolved.
+    pub fn resolve_writable(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        self.refuse_git_metadata(raw, Path::new(""))?;
+        let path = self.resolve_new(raw)?;
+        self.refuse_git_metadata(raw, &path)?;
+        Ok(path)
+    }
+
+    /// [`Self::resolve_entry`] for an entry a tool will move, create or remove: also refused
+    /// inside `.git` ([`Self::refuse_git_metadata`]), before anything is resolved.
+    pub fn resolve_entry_writable(
+        &self,
+        raw: &str,
+        must_exist: bool,
+    ) -> Result<PathBuf, ToolError> {
+        self.refuse_git_metadata(raw, Path::new(""))?;
+        let path = self.resolve_entry(raw, must_exist)?;
+        self.refuse_git_metadata(raw, &path)?;
+        Ok(path)
     }
 
     /// Checks `raw` without touching the file system and joins it to the root.
@@ -249,6 +292,12 @@ impl Sandbox {
             }
         }
     }
+}
+
+/// Whether `p` has a component named `.git`, ASCII case-insensitively.
+fn names_git(p: &Path) -> bool {
+    p.components()
+        .any(|c| matches!(c, Component::Normal(name) if name.eq_ignore_ascii_case(".git")))
 }
 
 /// `raw` cut to a readable length for messages.
