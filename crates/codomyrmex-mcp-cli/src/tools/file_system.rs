@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::sandbox::shorten;
+use super::sandbox::{open_checked, shorten};
 use super::{Cancel, ToolError, Workspace, blocking, kinds};
 
 /// How many bytes are examined to decide whether a file is binary.
@@ -674,48 +674,6 @@ fn open_regular(ws: &Workspace, raw: &str) -> Result<(std::path::PathBuf, File, 
     Ok((path, file, size))
 }
 
-/// Opens `path` (resolved, inside the root) with `options`, without following a symlink in its
-/// last component and without blocking on a FIFO, and checks that what was opened is a regular
-/// file. A symlink or FIFO swapped in after the sandbox's checks is refused, not followed or
-/// waited on.
-fn open_checked(
-    options: &mut fs::OpenOptions,
-    path: &Path,
-    shown: &str,
-) -> Result<File, ToolError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        options.custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
-    }
-    let file = options.open(path).map_err(|e| {
-        // ELOOP: the last component became a symlink; ENXIO: a FIFO without a reader.
-        #[cfg(unix)]
-        if let Some(errno) = rustix::io::Errno::from_io_error(&e)
-            && [rustix::io::Errno::LOOP, rustix::io::Errno::NXIO].contains(&errno)
-        {
-            return ToolError::access_denied(format!(
-                "{shown}: changed into a symlink or special file while being opened"
-            ));
-        }
-        ToolError::io(&e, shown)
-    })?;
-    let meta = file.metadata().map_err(io_err(shown))?;
-    if meta.is_dir() {
-        return Err(ToolError::new(
-            kinds::IS_A_DIRECTORY,
-            format!("{shown} is a directory; use file_system.list_directory"),
-        ));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::invalid_argument(format!(
-            "{shown} is not a regular file (a FIFO, socket or device)"
-        )));
-    }
-    Ok(file)
-}
-
 fn read_sync(ws: &Workspace, args: &ReadArgs, cancel: &Cancel) -> Result<ReadOutput, ToolError> {
     let lines = args.start_line.is_some() || args.end_line.is_some();
     if lines && args.offset.is_some() {
@@ -1161,14 +1119,22 @@ fn search_sync(
         truncated: false,
         skipped_non_utf8: 0,
     };
-    let mut search_file = |path: &Path, out: &mut SearchOutput| -> bool {
+    // `path` is what the match reports (a link's own path), `target` what is opened.
+    let mut search_file = |path: &Path, target: &Path, out: &mut SearchOutput| -> bool {
         let rel = ws.sandbox().relative(path);
         out.files_searched += 1;
         let before = out.matches.len();
         let mut full = false;
-        let result = searcher.search_path(
+        // Opened like every read (no FIFO swapped in after the walk blocks the search).
+        let mut options = fs::OpenOptions::new();
+        options.read(true);
+        let Ok(file) = open_checked(&mut options, target, &rel) else {
+            tracing::debug!(file = %rel, "search skipped a file it cannot open as a regular file");
+            return false;
+        };
+        let result = searcher.search_file(
             &matcher,
-            path,
+            &file,
             sinks::Lossy(|line_number, line| {
                 if out.matches.len() >= max {
                     full = true;
@@ -1192,7 +1158,7 @@ fn search_sync(
         full
     };
     if meta.is_file() {
-        out.truncated = search_file(&start, &mut out);
+        out.truncated = search_file(&start, &start, &mut out);
         return Ok(out);
     }
     let (walk, non_utf8) = walker(
@@ -1213,7 +1179,7 @@ fn search_sync(
         let Some(ft) = entry.file_type() else {
             continue;
         };
-        let path = if ft.is_file() {
+        let target = if ft.is_file() {
             entry.path().to_path_buf()
         } else if ft.is_symlink() {
             // Follow links only to regular files inside the root.
@@ -1224,14 +1190,14 @@ fn search_sync(
                             m.is_file() && m.len() <= limits.max_search_file_bytes
                         }) =>
                 {
-                    entry.path().to_path_buf()
+                    target
                 }
                 _ => continue,
             }
         } else {
             continue;
         };
-        if search_file(&path, &mut out) {
+        if search_file(entry.path(), &target, &mut out) {
             out.truncated = true;
             break;
         }

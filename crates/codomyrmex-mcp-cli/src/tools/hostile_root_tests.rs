@@ -602,7 +602,7 @@ async fn file_tools_do_not_write_into_git_directories() {
 
 #[cfg(unix)]
 #[tokio::test]
-async fn a_fifo_swapped_in_is_not_opened_for_reading_or_writing() {
+async fn a_fifo_is_not_opened_for_reading_or_writing() {
     let fx = Fixture::new();
     let status = std::process::Command::new("mkfifo")
         .arg(fx.path("pipe"))
@@ -614,6 +614,7 @@ async fn a_fifo_swapped_in_is_not_opened_for_reading_or_writing() {
     for (tool, args) in [
         ("file_system.read", json!({"path": "pipe"})),
         ("file_system.checksum", json!({"path": "pipe"})),
+        ("json.query", json!({"filter": ".", "path": "pipe"})),
         ("file_system.write", json!({"path": "pipe", "content": "x"})),
         (
             "file_system.edit",

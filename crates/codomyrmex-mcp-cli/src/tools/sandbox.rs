@@ -9,9 +9,15 @@
 //! It is then resolved with symlinks followed, and refused when the result leaves the root
 //! (`ACCESS_DENIED`) or has a name that is not UTF-8 (`INVALID_PATH`). For paths that do not
 //! exist yet (writes), the deepest existing ancestor is resolved and checked, and a dangling
-//! symlink is refused. Checks and the operation that follows are not atomic: a process that can
-//! swap directories for symlinks inside the root while a tool runs can race them.
+//! symlink is refused. Paths the writing tools use are also refused when they have a `.git`
+//! component, as given or as resolved ([`Sandbox::resolve_writable`]).
+//!
+//! Files are opened with [`open_checked`]: the last component is not followed if it became a
+//! symlink, a FIFO does not block the open, and the opened handle must be a regular file.
+//! Checks and the operation that follows are otherwise not atomic: a process that can swap
+//! *directories* for symlinks inside the root while a tool runs can race them.
 
+use std::fs::{self, File};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -292,6 +298,48 @@ impl Sandbox {
             }
         }
     }
+}
+
+/// Opens `path` (resolved, inside the root) with `options`, without following a symlink in its
+/// last component and without blocking on a FIFO, and checks that what was opened is a regular
+/// file. A symlink or FIFO swapped in after the sandbox's checks is refused, not followed or
+/// waited on.
+pub fn open_checked(
+    options: &mut fs::OpenOptions,
+    path: &Path,
+    shown: &str,
+) -> Result<File, ToolError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
+    }
+    let file = options.open(path).map_err(|e| {
+        // ELOOP: the last component became a symlink; ENXIO: a FIFO without a reader.
+        #[cfg(unix)]
+        if let Some(errno) = rustix::io::Errno::from_io_error(&e)
+            && [rustix::io::Errno::LOOP, rustix::io::Errno::NXIO].contains(&errno)
+        {
+            return ToolError::access_denied(format!(
+                "{shown}: changed into a symlink or special file while being opened"
+            ));
+        }
+        ToolError::io(&e, shown)
+    })?;
+    let meta = file.metadata().map_err(|e| ToolError::io(&e, shown))?;
+    if meta.is_dir() {
+        return Err(ToolError::new(
+            super::kinds::IS_A_DIRECTORY,
+            format!("{shown} is a directory; use file_system.list_directory"),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::invalid_argument(format!(
+            "{shown} is not a regular file (a FIFO, socket or device)"
+        )));
+    }
+    Ok(file)
 }
 
 /// Whether `p` has a component named `.git`, ASCII case-insensitively.
