@@ -625,3 +625,63 @@ async fn a_fifo_is_not_opened_for_reading_or_writing() {
         assert_eq!(error_kind(&e), kinds::INVALID_ARGUMENT, "{tool}: {e:?}");
     }
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn no_error_message_names_the_root() {
+    let fx = Fixture::new();
+    fx.write("f.txt", "text\n");
+    fx.write("d/x", "x");
+    let r = registry(&fx, Profile::Full);
+    let given = fx.dir.path().to_str().unwrap().to_owned();
+    let canonical = fx.dir.path().canonicalize().unwrap();
+    let canonical = canonical.to_str().unwrap().to_owned();
+    for (tool, args) in [
+        ("file_system.read", json!({"path": "missing"})),
+        ("file_system.read", json!({"path": "d"})),
+        ("file_system.list_directory", json!({"path": "f.txt"})),
+        ("file_system.search", json!({"pattern": "("})),
+        (
+            "file_system.search",
+            json!({"pattern": "x", "path": "missing"}),
+        ),
+        ("file_system.checksum", json!({"path": "d"})),
+        ("file_system.stat", json!({"path": "missing/deeper"})),
+        ("file_system.write", json!({"path": "d", "content": "x"})),
+        (
+            "file_system.write",
+            json!({"path": "no/parent", "content": "x"}),
+        ),
+        (
+            "file_system.edit",
+            json!({"path": "f.txt", "old_string": "absent", "new_string": "x"}),
+        ),
+        ("file_system.make_directory", json!({"path": "f.txt"})),
+        (
+            "file_system.move",
+            json!({"source": "missing", "destination": "y"}),
+        ),
+        (
+            "file_system.move",
+            json!({"source": "d", "destination": "d/x/y"}),
+        ),
+        ("json.query", json!({"filter": ".", "path": "missing.json"})),
+        ("json.query", json!({"filter": ".", "path": "f.txt"})),
+        (
+            "json.query",
+            json!({"filter": "error(\"boom\")", "input": 1}),
+        ),
+        ("shell.run", json!({"argv": ["codomyrmex-no-such-program"]})),
+        ("shell.run", json!({"argv": ["true"], "cwd": "missing"})),
+        ("git.status", json!({})),
+        ("git.show", json!({"path": "f.txt"})),
+    ] {
+        let e = call(&r, tool, args.clone()).await;
+        assert_ne!(e.status(), "success", "{tool} {args}");
+        let text = format!("{:?}", e.error());
+        assert!(
+            !text.contains(&given) && !text.contains(&canonical),
+            "{tool} {args}: {text}"
+        );
+    }
+}
