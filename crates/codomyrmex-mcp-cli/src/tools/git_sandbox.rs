@@ -85,13 +85,15 @@ pub async fn run_git(
     args: &[String],
     max_output: usize,
 ) -> Result<GitRun, ToolError> {
-    let shadow = Shadow::create(sandbox)?;
-    let format = shadow.repository_format(program).await?;
+    let owned = sandbox.clone();
+    // Walking the refs touches the disk: off the async runtime.
+    let shadow = super::blocking(move |_| Shadow::create(&owned)).await?;
+    let scrubbed = |e: ToolError| ToolError::new(e.kind, shadow.scrub(sandbox, &e.message));
+    let format = shadow.repository_format(program).await.map_err(scrubbed)?;
     shadow.write_config(&format)?;
     let mut cmd = shadow.command(program, sandbox);
     cmd.args(PINNED).args(args);
-    let output = execute(cmd, max_output).await;
-    output.map_err(|e| ToolError::new(e.kind, shadow.scrub(sandbox, &e.message)))
+    execute(cmd, max_output).await.map_err(scrubbed)
 }
 
 /// The shadow repository of one run (removed when dropped).

@@ -534,7 +534,14 @@ async fn git_errors_do_not_reveal_absolute_paths() {
             "{tool} {args}: {text}"
         );
     }
-    // git's own message about a path outside the repository names the root.
+    // A broken config: git names the file it cannot parse.
+    std::fs::write(h.fx.path(".git/config"), "[core\n\tbroken").unwrap();
+    let e = call(&r, "git.log", json!({})).await;
+    assert_eq!(error_kind(&e), kinds::GIT_ERROR, "{e:?}");
+    let text = format!("{:?}", e.error());
+    assert!(!text.contains(root.to_str().unwrap()), "{text}");
+    assert!(text.contains("config"), "{text}");
+    // No repository at all.
     let fx = Fixture::new();
     let e = call(&registry(&fx, Profile::Readonly), "git.log", json!({})).await;
     let text = format!("{:?}", e.error());

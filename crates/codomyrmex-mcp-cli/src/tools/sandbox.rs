@@ -91,8 +91,8 @@ impl Sandbox {
         let rel = resolved.strip_prefix(&self.root).unwrap_or(resolved);
         if names_git(Path::new(raw)) || names_git(rel) {
             return Err(ToolError::access_denied(format!(
-                "{}: is or is inside a .git directory; repository metadata cannot be changed \
-                 with the file tools",
+                "{}: is or is inside a .git directory; repository metadata is not changed by \
+                 the file tools, nor part of the working tree for the git tools",
                 shorten(raw)
             )));
         }
