@@ -692,3 +692,29 @@ async fn no_error_message_names_the_root() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_sha256_repository_keeps_its_object_format() {
+    let fx = Fixture::new();
+    git(fx.dir.path(), &["init", "-q", "--object-format=sha256"]);
+    fx.write("a.txt", "one\n");
+    git(fx.dir.path(), &["add", "."]);
+    git(fx.dir.path(), &["commit", "-q", "-m", "first"]);
+    fx.write("a.txt", "one\ntwo\n");
+    for program in gits() {
+        let r = tools_with(fx.ws.clone(), &program);
+        let v = ok(&r, "git.log", json!({})).await;
+        assert_eq!(
+            v["commits"][0]["hash"].as_str().unwrap().len(),
+            64,
+            "{program}: {v}"
+        );
+        let v = ok(&r, "git.diff", json!({})).await;
+        assert!(
+            v["output"].as_str().unwrap().contains("+two"),
+            "{program}: {v}"
+        );
+        let v = ok(&r, "git.show", json!({"path": "a.txt"})).await;
+        assert_eq!(v["output"], "one\n", "{program}");
+    }
+}
