@@ -81,7 +81,9 @@ pub struct ShellSettings {
     pub max_timeout_secs: u64,
     /// The most bytes kept of each of stdout and stderr.
     pub max_output_bytes: usize,
-    /// Program names (argv\[0\]) that may run; empty allows any.
+    /// Program names (argv\[0\]) that may run; empty allows any. Only argv\[0\] is checked:
+    /// what the program's arguments make it do (`git -c alias.x='!cmd' x`, `sh -c ...`) is
+    /// not.
     pub allowed_commands: Vec<String>,
 }
 
@@ -388,7 +390,10 @@ max_git_output_bytes = 1048576
 default_timeout_secs = 30
 max_timeout_secs = 600
 max_output_bytes = 65536
-allowed_commands = []    # e.g. ["cargo", "git", "ls"]; empty allows any program
+allowed_commands = []    # e.g. ["cargo", "ls"]; empty allows any program. Only argv[0] is
+                         # checked: an allowed program's arguments can run others (allowing
+                         # git allows `git -c alias.x='!cmd' x`), so allow only programs
+                         # whose every argument you accept.
 
 [http]
 # listen = "127.0.0.1:8080"   # serve Streamable HTTP (--http, CODOMYRMEX_MCP_HTTP)
@@ -534,6 +539,8 @@ allowed_hosts = ["a.example"]
     #[test]
     fn the_example_file_is_valid() {
         let file = FileConfig::parse(EXAMPLE).unwrap();
+        // git's arguments can run any program: the template does not suggest allowing it.
+        assert!(!EXAMPLE.contains("\"git\""));
         let e = merge(&opts(&[]), file, Some(PathBuf::from("/x"))).unwrap();
         assert_eq!(e.root, PathBuf::from("/x/."));
         assert_eq!(e.shell, ShellSettings::default());

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::sandbox::shorten;
+use super::sandbox::{open_checked, shorten};
 use super::{Cancel, ToolError, Workspace, blocking, kinds};
 
 /// How many bytes are examined to decide whether a file is binary.
@@ -326,7 +326,7 @@ impl FileSystemWriteTools {
                     .decode(content.as_bytes())
                     .map_err(|e| ToolError::invalid_argument(format!("invalid base64: {e}")))?,
             };
-            let path = ws.sandbox().resolve_new(&path)?;
+            let path = ws.sandbox().resolve_writable(&path)?;
             let shown = ws.sandbox().relative(&path);
             let existing = fs::metadata(&path).ok();
             if let Some(m) = &existing {
@@ -353,7 +353,7 @@ impl FileSystemWriteTools {
                 WriteMode::Create => options.write(true).create_new(true),
                 WriteMode::Append => options.append(true).create(true),
             };
-            let mut file = options.open(&path).map_err(io_err(&shown))?;
+            let mut file = open_checked(&mut options, &path, &shown)?;
             file.write_all(&bytes).map_err(io_err(&shown))?;
             file.flush().map_err(io_err(&shown))?;
             Ok(WriteOutput {
@@ -400,6 +400,7 @@ impl FileSystemWriteTools {
                     "old_string and new_string are the same",
                 ));
             }
+            ws.sandbox().resolve_writable(&path)?;
             let (path, file, size) = open_regular(&ws, &path)?;
             let shown = ws.sandbox().relative(&path);
             if size > ws.limits().max_edit_bytes {
@@ -437,7 +438,10 @@ impl FileSystemWriteTools {
                 ));
             }
             let new_text = text.replace(&old_string, &new_string);
-            fs::write(&path, new_text.as_bytes()).map_err(io_err(&shown))?;
+            let mut options = fs::OpenOptions::new();
+            options.write(true).truncate(true);
+            let mut out = open_checked(&mut options, &path, &shown)?;
+            out.write_all(new_text.as_bytes()).map_err(io_err(&shown))?;
             Ok(EditOutput {
                 path: shown,
                 replacements: count as u64,
@@ -468,7 +472,7 @@ impl FileSystemWriteTools {
     ) -> Result<MakeDirectoryOutput, ToolError> {
         let ws = self.ws.clone();
         blocking(move |_| {
-            let path = ws.sandbox().resolve_new(&path)?;
+            let path = ws.sandbox().resolve_writable(&path)?;
             let shown = ws.sandbox().relative(&path);
             match fs::metadata(&path) {
                 Ok(m) if m.is_dir() => {
@@ -524,8 +528,8 @@ impl FileSystemWriteTools {
         blocking(move |_| {
             let sb = ws.sandbox();
             let raw_source = source;
-            let source = sb.resolve_entry(&raw_source, true)?;
-            let destination = sb.resolve_entry(&destination, false)?;
+            let source = sb.resolve_entry_writable(&raw_source, true)?;
+            let destination = sb.resolve_entry_writable(&destination, false)?;
             if source == sb.root() || destination == sb.root() {
                 return Err(ToolError::access_denied(
                     "the root itself cannot be moved or replaced",
@@ -663,20 +667,11 @@ pub struct ReadOutput {
 fn open_regular(ws: &Workspace, raw: &str) -> Result<(std::path::PathBuf, File, u64), ToolError> {
     let path = ws.sandbox().resolve(raw)?;
     let shown = ws.sandbox().relative(&path);
-    let meta = fs::metadata(&path).map_err(io_err(&shown))?;
-    if meta.is_dir() {
-        return Err(ToolError::new(
-            kinds::IS_A_DIRECTORY,
-            format!("{shown} is a directory; use file_system.list_directory"),
-        ));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::invalid_argument(format!(
-            "{shown} is not a regular file (a FIFO, socket or device)"
-        )));
-    }
-    let file = File::open(&path).map_err(io_err(&shown))?;
-    Ok((path, file, meta.len()))
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    let file = open_checked(&mut options, &path, &shown)?;
+    let size = file.metadata().map_err(io_err(&shown))?.len();
+    Ok((path, file, size))
 }
 
 fn read_sync(ws: &Workspace, args: &ReadArgs, cancel: &Cancel) -> Result<ReadOutput, ToolError> {
@@ -1124,14 +1119,22 @@ fn search_sync(
         truncated: false,
         skipped_non_utf8: 0,
     };
-    let mut search_file = |path: &Path, out: &mut SearchOutput| -> bool {
+    // `path` is what the match reports (a link's own path), `target` what is opened.
+    let mut search_file = |path: &Path, target: &Path, out: &mut SearchOutput| -> bool {
         let rel = ws.sandbox().relative(path);
         out.files_searched += 1;
         let before = out.matches.len();
         let mut full = false;
-        let result = searcher.search_path(
+        // Opened like every read (no FIFO swapped in after the walk blocks the search).
+        let mut options = fs::OpenOptions::new();
+        options.read(true);
+        let Ok(file) = open_checked(&mut options, target, &rel) else {
+            tracing::debug!(file = %rel, "search skipped a file it cannot open as a regular file");
+            return false;
+        };
+        let result = searcher.search_file(
             &matcher,
-            path,
+            &file,
             sinks::Lossy(|line_number, line| {
                 if out.matches.len() >= max {
                     full = true;
@@ -1155,7 +1158,7 @@ fn search_sync(
         full
     };
     if meta.is_file() {
-        out.truncated = search_file(&start, &mut out);
+        out.truncated = search_file(&start, &start, &mut out);
         return Ok(out);
     }
     let (walk, non_utf8) = walker(
@@ -1176,7 +1179,7 @@ fn search_sync(
         let Some(ft) = entry.file_type() else {
             continue;
         };
-        let path = if ft.is_file() {
+        let target = if ft.is_file() {
             entry.path().to_path_buf()
         } else if ft.is_symlink() {
             // Follow links only to regular files inside the root.
@@ -1187,14 +1190,14 @@ fn search_sync(
                             m.is_file() && m.len() <= limits.max_search_file_bytes
                         }) =>
                 {
-                    entry.path().to_path_buf()
+                    target
                 }
                 _ => continue,
             }
         } else {
             continue;
         };
-        if search_file(&path, &mut out) {
+        if search_file(entry.path(), &target, &mut out) {
             out.truncated = true;
             break;
         }

@@ -1,29 +1,36 @@
 //! `git.*`: status, diff, log and show through the git command-line program.
 //!
-//! git runs in the root, and every command is limited to the root's subtree with a literal
-//! pathspec, so a root inside a larger repository shows only its own files. Revisions that
-//! look like options are refused, and configured programs that git could run on its own
-//! (external diff drivers, text conversion filters, the fsmonitor hook) are disabled.
-
-use std::path::Path;
-use std::process::Stdio;
+//! The tools work on the repository whose top level is the root, and git runs through
+//! [`super::git_sandbox`], so the repository cannot make it start a program or read outside
+//! the root. Paths are literal pathspecs inside the root (not inside `.git` or a nested
+//! repository); revisions that look like options or name a path (`HEAD:file`) are refused.
 
 use codomyrmex_mcp::{mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::process::{capture, scrub_env};
-use super::{ToolError, Workspace, kinds};
+use super::git_sandbox::{GitRun, repository_path, run_git};
+use super::{ToolError, Workspace};
 
 /// The `git` tools, over a workspace.
 pub struct GitTools {
     ws: Workspace,
+    /// The git program: `git`, looked up on PATH, outside tests.
+    program: String,
 }
 
 impl GitTools {
     /// The tools over `ws`.
     pub fn new(ws: Workspace) -> Self {
-        Self { ws }
+        Self::with_program(ws, GIT)
+    }
+
+    /// The tools over `ws`, running `program` as git (tests run each git they find).
+    pub(crate) fn with_program(ws: Workspace, program: &str) -> Self {
+        Self {
+            ws,
+            program: program.to_owned(),
+        }
     }
 }
 
@@ -49,21 +56,22 @@ impl GitTools {
         let spec = pathspec(ws, path.as_deref())?;
         // Porcelain paths are relative to the repository's top; the prefix maps them to the
         // root.
-        let prefix = run_git(ws, vec!["rev-parse".into(), "--show-prefix".into()]).await?;
+        let prefix = self
+            .run(vec!["rev-parse".into(), "--show-prefix".into()])
+            .await?;
         let prefix = prefix.stdout.trim_end_matches('\n').to_owned();
-        let run = run_git(
-            ws,
-            vec![
+        let run = self
+            .run(vec![
                 "status".into(),
+                "--ignore-submodules=all".into(),
                 "--porcelain=v1".into(),
                 "--branch".into(),
                 "--untracked-files=all".into(),
                 "-z".into(),
                 "--".into(),
                 spec,
-            ],
-        )
-        .await?;
+            ])
+            .await?;
         Ok(parse_status(&run.stdout, &prefix))
     }
 
@@ -97,6 +105,7 @@ impl GitTools {
         let spec = pathspec(ws, path.as_deref())?;
         let mut git: Vec<String> = vec![
             "diff".into(),
+            "--ignore-submodules=all".into(),
             "--no-ext-diff".into(),
             "--no-textconv".into(),
             "--no-color".into(),
@@ -114,7 +123,7 @@ impl GitTools {
         }
         git.push("--".into());
         git.push(spec);
-        let run = run_git(ws, git).await?;
+        let run = self.run(git).await?;
         Ok(TextOutput {
             output: run.stdout,
             truncated: run.truncated,
@@ -156,7 +165,7 @@ impl GitTools {
         }
         git.push("--".into());
         git.push(spec);
-        let run = run_git(ws, git).await?;
+        let run = self.run(git).await?;
         Ok(LogOutput {
             commits: parse_log(&run.stdout),
         })
@@ -186,7 +195,7 @@ impl GitTools {
         let rev = self::revision(revision.as_deref().unwrap_or("HEAD"))?;
         let git: Vec<String> = match &path {
             Some(raw) => {
-                let rel = ws.sandbox().relative(&ws.sandbox().resolve_new(raw)?);
+                let rel = repository_path(ws.sandbox(), raw)?;
                 // `./` makes the path relative to the root, not to the repository's top.
                 vec![
                     "show".into(),
@@ -209,7 +218,7 @@ impl GitTools {
                 g
             }
         };
-        let run = run_git(ws, git).await?;
+        let run = self.run(git).await?;
         Ok(TextOutput {
             output: run.stdout,
             truncated: run.truncated,
@@ -220,86 +229,17 @@ impl GitTools {
 /// The git program.
 const GIT: &str = "git";
 
-/// What a git run produced.
-#[derive(Debug)]
-struct GitRun {
-    stdout: String,
-    truncated: bool,
-}
-
-/// Runs `program` (git) in `cwd` with `args`, failing on a non-zero exit.
-async fn run_git_program(
-    program: &str,
-    cwd: &Path,
-    args: &[String],
-    max_output: usize,
-) -> Result<GitRun, ToolError> {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args([
-        "--no-pager",
-        "-c",
-        "core.fsmonitor=false",
-        "-c",
-        "core.quotePath=false",
-        "-c",
-        "color.ui=false",
-        "-c",
-        "diff.external=",
-    ])
-    .args(args)
-    .current_dir(cwd)
-    .env("GIT_TERMINAL_PROMPT", "0")
-    .env("GIT_OPTIONAL_LOCKS", "0")
-    .env("GIT_PAGER", "cat")
-    .env("LC_ALL", "C")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .kill_on_drop(true);
-    scrub_env(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(
-            kinds::GIT_UNAVAILABLE,
-            "git is not installed (or not on PATH); the git tools need the git command-line program",
-        ),
-        _ => ToolError::new(kinds::GIT_UNAVAILABLE, format!("cannot run git: {e}")),
-    })?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(ToolError::new(kinds::INTERNAL, "git's pipes are missing"));
-    };
-    let (out, err, status) = tokio::join!(
-        capture(stdout, max_output),
-        capture(stderr, 16 * 1024),
-        child.wait()
-    );
-    let status = status.map_err(|e| ToolError::new(kinds::GIT_ERROR, e.to_string()))?;
-    let out = out.map_err(|e| ToolError::new(kinds::GIT_ERROR, e.to_string()))?;
-    if !status.success() {
-        let err = err.unwrap_or_default().text();
-        let message = err.trim();
-        return Err(ToolError::new(
-            kinds::GIT_ERROR,
-            if message.is_empty() {
-                format!("git failed ({status})")
-            } else {
-                message.chars().take(2000).collect()
-            },
-        ));
+impl GitTools {
+    /// Runs git with `args` in the root.
+    async fn run(&self, args: Vec<String>) -> Result<GitRun, ToolError> {
+        run_git(
+            &self.program,
+            self.ws.sandbox(),
+            &args,
+            self.ws.limits().max_git_output_bytes,
+        )
+        .await
     }
-    Ok(GitRun {
-        truncated: out.truncated(),
-        stdout: out.text(),
-    })
-}
-
-async fn run_git(ws: &Workspace, args: Vec<String>) -> Result<GitRun, ToolError> {
-    run_git_program(
-        GIT,
-        ws.sandbox().root(),
-        &args,
-        ws.limits().max_git_output_bytes,
-    )
-    .await
 }
 
 /// A literal pathspec for `raw` (a path inside the root), relative to the root.
@@ -307,20 +247,23 @@ fn pathspec(ws: &Workspace, raw: Option<&str>) -> Result<String, ToolError> {
     let rel = match raw {
         None => ".".to_owned(),
         // Deleted files are valid pathspecs, so the path need not exist.
-        Some(raw) => ws.sandbox().relative(&ws.sandbox().resolve_new(raw)?),
+        Some(raw) => repository_path(ws.sandbox(), raw)?,
     };
     Ok(format!(":(literal){rel}"))
 }
 
-/// Refuses revisions that git would parse as options, or that are not plain text.
+/// Refuses revisions that git would parse as options, that name a path or the index
+/// (`HEAD:file`, `:file`: a path is given with `path`, and checked), or that are not plain text.
 fn revision(rev: &str) -> Result<String, ToolError> {
     if rev.is_empty()
         || rev.starts_with('-')
+        || rev.contains(':')
         || rev.len() > 256
         || rev.chars().any(|c| c.is_control() || c.is_whitespace())
     {
         return Err(ToolError::invalid_argument(format!(
-            "{:?} is not an acceptable revision (no leading '-', whitespace or control characters)",
+            "{:?} is not an acceptable revision (no leading '-', no ':', whitespace or control \
+             characters; give a file with `path`)",
             rev.chars().take(64).collect::<String>()
         )));
     }
@@ -466,8 +409,11 @@ mod tests {
     use codomyrmex_mcp::McpToolRegistry;
     use serde_json::{Value, json};
 
+    use std::path::Path;
+
     use super::*;
     use crate::config::Profile;
+    use crate::tools::kinds;
     use crate::tools::test_support::*;
 
     /// Whether git is missing; if so, checks that the tools say so clearly.
@@ -570,42 +516,6 @@ mod tests {
         );
         let v = ok(&r, "git.status", json!({"path": "sub"})).await;
         assert_eq!(v["entries"].as_array().unwrap().len(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_root_inside_a_repository_sees_only_itself() {
-        if git_missing().await {
-            return;
-        }
-        let outer = repo();
-        let sandbox = super::super::Sandbox::new(outer.path("sub")).unwrap();
-        let ws = Workspace::new(
-            sandbox,
-            crate::config::Limits::default(),
-            crate::config::ShellSettings::default(),
-        );
-        let r = McpToolRegistry::new();
-        r.register_methods(std::sync::Arc::new(GitTools::new(ws)))
-            .unwrap();
-        let v = ok(&r, "git.status", json!({})).await;
-        let entries = v["entries"].as_array().unwrap();
-        assert_eq!(entries.len(), 1, "{v}");
-        assert_eq!(entries[0]["path"], "b.txt");
-        let v = ok(&r, "git.diff", json!({"staged": true})).await;
-        let out = v["output"].as_str().unwrap();
-        assert!(out.contains("+bee staged"), "{out}");
-        assert!(out.contains("b/b.txt"), "{out}");
-        let v = ok(&r, "git.diff", json!({})).await;
-        assert_eq!(v["output"], "", "a.txt is outside the root");
-        let v = ok(
-            &r,
-            "git.show",
-            json!({"path": "b.txt", "revision": "HEAD~1"}),
-        )
-        .await;
-        assert_eq!(v["output"], "bee\n");
-        let v = ok(&r, "git.show", json!({})).await;
-        assert!(!v["output"].as_str().unwrap().contains("a.txt"), "{v}");
     }
 
     #[tokio::test]
@@ -718,17 +628,22 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_git_is_a_clear_error() {
-        let fx = Fixture::new();
-        let e = run_git_program(
+        if git_missing().await {
+            return;
+        }
+        let fx = repo();
+        let r = McpToolRegistry::new();
+        r.register_methods(std::sync::Arc::new(GitTools::with_program(
+            fx.ws.clone(),
             "codomyrmex-no-such-git-program",
-            fx.dir.path(),
-            &["status".into()],
-            100,
-        )
-        .await
-        .unwrap_err();
-        assert_eq!(e.kind, kinds::GIT_UNAVAILABLE);
-        assert!(e.message.contains("not installed"), "{e}");
+        )))
+        .unwrap();
+        let e = call(&r, "git.status", json!({})).await;
+        assert_eq!(error_kind(&e), kinds::GIT_UNAVAILABLE);
+        assert!(
+            e.error().unwrap().error_message.contains("not installed"),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -762,7 +677,17 @@ mod tests {
 
     #[test]
     fn revisions_that_look_like_options_are_refused() {
-        for bad in ["-p", "--output=x", "", "a b", "a\nb", &"x".repeat(300)] {
+        for bad in [
+            "-p",
+            "--output=x",
+            "",
+            "a b",
+            "a\nb",
+            &"x".repeat(300),
+            "HEAD:secret.txt",
+            "HEAD:",
+            ":0:a",
+        ] {
             assert!(revision(bad).is_err(), "{bad}");
         }
         for good in ["HEAD", "HEAD~1", "main..feature", "v1.0", "abc123"] {

@@ -127,12 +127,10 @@ enum WorkerReply {
 fn read_json_file(ws: &Workspace, raw: &str) -> Result<String, ToolError> {
     let path = ws.sandbox().resolve(raw)?;
     let shown = ws.sandbox().relative(&path);
-    let meta = std::fs::metadata(&path).map_err(|e| ToolError::io(&e, &shown))?;
-    if !meta.is_file() {
-        return Err(ToolError::invalid_argument(format!(
-            "{shown} is not a regular file"
-        )));
-    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    let file = super::sandbox::open_checked(&mut options, &path, &shown)?;
+    let meta = file.metadata().map_err(|e| ToolError::io(&e, &shown))?;
     let limit = ws.limits().max_edit_bytes;
     if meta.len() > limit {
         return Err(ToolError::new(
@@ -144,8 +142,8 @@ fn read_json_file(ws: &Workspace, raw: &str) -> Result<String, ToolError> {
         ));
     }
     let mut text = String::new();
-    std::fs::File::open(&path)
-        .and_then(|f| f.take(limit).read_to_string(&mut text))
+    file.take(limit)
+        .read_to_string(&mut text)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::InvalidData => {
                 ToolError::new(kinds::INVALID_JSON, format!("{shown} is not UTF-8 text"))

@@ -21,6 +21,9 @@
 pub mod codomyrmex;
 pub mod file_system;
 pub mod git;
+pub mod git_sandbox;
+#[cfg(test)]
+mod hostile_root_tests;
 pub mod json;
 pub mod process;
 pub mod sandbox;

@@ -9,9 +9,15 @@
 //! It is then resolved with symlinks followed, and refused when the result leaves the root
 //! (`ACCESS_DENIED`) or has a name that is not UTF-8 (`INVALID_PATH`). For paths that do not
 //! exist yet (writes), the deepest existing ancestor is resolved and checked, and a dangling
-//! symlink is refused. Checks and the operation that follows are not atomic: a process that can
-//! swap directories for symlinks inside the root while a tool runs can race them.
+//! symlink is refused. Paths the writing tools use are also refused when they have a `.git`
+//! component, as given or as resolved ([`Sandbox::resolve_writable`]).
+//!
+//! Files are opened with [`open_checked`]: the last component is not followed if it became a
+//! symlink, a FIFO does not block the open, and the opened handle must be a regular file.
+//! Checks and the operation that follows are otherwise not atomic: a process that can swap
+//! *directories* for symlinks inside the root while a tool runs can race them.
 
+use std::fs::{self, File};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -53,6 +59,11 @@ impl Sandbox {
         &self.root
     }
 
+    /// The root as configured, when it differs from the canonical one.
+    pub fn alias(&self) -> Option<&Path> {
+        self.alias.as_deref()
+    }
+
     /// Whether the canonical path `p` is the root or inside it.
     pub fn contains(&self, p: &Path) -> bool {
         p.starts_with(&self.root)
@@ -68,8 +79,46 @@ impl Sandbox {
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/"),
-            Err(_) => p.to_string_lossy().into_owned(),
+            // Never an absolute path in a message: callers pass paths inside the root.
+            Err(_) => "<outside the root>".to_owned(),
         }
+    }
+
+    /// Refuses `resolved` (the resolution of `raw`) when `raw` or `resolved` has a component
+    /// named `.git` (ASCII case-insensitively): the writing tools never touch a repository's
+    /// metadata, where a config or hook would make git run programs.
+    pub fn refuse_git_metadata(&self, raw: &str, resolved: &Path) -> Result<(), ToolError> {
+        let rel = resolved.strip_prefix(&self.root).unwrap_or(resolved);
+        if names_git(Path::new(raw)) || names_git(rel) {
+            return Err(ToolError::access_denied(format!(
+                "{}: is or is inside a .git directory; repository metadata is not changed by \
+                 the file tools, nor part of the working tree for the git tools",
+                shorten(raw)
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`Self::resolve_new`] for a path a tool will write, create or remove: also refused
+    /// inside `.git` ([`Self::refuse_git_metadata`]), before anything is resolved.
+    pub fn resolve_writable(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        self.refuse_git_metadata(raw, Path::new(""))?;
+        let path = self.resolve_new(raw)?;
+        self.refuse_git_metadata(raw, &path)?;
+        Ok(path)
+    }
+
+    /// [`Self::resolve_entry`] for an entry a tool will move, create or remove: also refused
+    /// inside `.git` ([`Self::refuse_git_metadata`]), before anything is resolved.
+    pub fn resolve_entry_writable(
+        &self,
+        raw: &str,
+        must_exist: bool,
+    ) -> Result<PathBuf, ToolError> {
+        self.refuse_git_metadata(raw, Path::new(""))?;
+        let path = self.resolve_entry(raw, must_exist)?;
+        self.refuse_git_metadata(raw, &path)?;
+        Ok(path)
     }
 
     /// Checks `raw` without touching the file system and joins it to the root.
@@ -249,6 +298,54 @@ impl Sandbox {
             }
         }
     }
+}
+
+/// Opens `path` (resolved, inside the root) with `options`, without following a symlink in its
+/// last component and without blocking on a FIFO, and checks that what was opened is a regular
+/// file. A symlink or FIFO swapped in after the sandbox's checks is refused, not followed or
+/// waited on.
+pub fn open_checked(
+    options: &mut fs::OpenOptions,
+    path: &Path,
+    shown: &str,
+) -> Result<File, ToolError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
+    }
+    let file = options.open(path).map_err(|e| {
+        // ELOOP: the last component became a symlink; ENXIO: a FIFO without a reader.
+        #[cfg(unix)]
+        if let Some(errno) = rustix::io::Errno::from_io_error(&e)
+            && [rustix::io::Errno::LOOP, rustix::io::Errno::NXIO].contains(&errno)
+        {
+            return ToolError::access_denied(format!(
+                "{shown}: changed into a symlink or special file while being opened"
+            ));
+        }
+        ToolError::io(&e, shown)
+    })?;
+    let meta = file.metadata().map_err(|e| ToolError::io(&e, shown))?;
+    if meta.is_dir() {
+        return Err(ToolError::new(
+            super::kinds::IS_A_DIRECTORY,
+            format!("{shown} is a directory; use file_system.list_directory"),
+        ));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::invalid_argument(format!(
+            "{shown} is not a regular file (a FIFO, socket or device)"
+        )));
+    }
+    Ok(file)
+}
+
+/// Whether `p` has a component named `.git`, ASCII case-insensitively.
+fn names_git(p: &Path) -> bool {
+    p.components()
+        .any(|c| matches!(c, Component::Normal(name) if name.eq_ignore_ascii_case(".git")))
 }
 
 /// `raw` cut to a readable length for messages.

@@ -3,9 +3,12 @@
 //!
 //! The program runs in its own process group. When it exits, times out or the call is
 //! dropped, the whole group is killed, so background processes it started do not outlive it.
-//! Its environment is the server's minus `CODOMYRMEX_MCP_*`. The program itself can read and
-//! write outside the root like any process of this user: the sandbox confines the tools'
-//! paths, not what a program does — which is why only the full profile has this tool.
+//! Its environment is the server's minus `CODOMYRMEX_MCP_*`. `[shell] allowed_commands` checks
+//! only argv\[0\]: an allowed program's arguments can make it run others. The program itself
+//! can read and write outside the root like any process of this user: the sandbox confines
+//! the tools' paths, not what a program does — which is why only the full profile has this
+//! tool. (`git` run this way reads the repository's own config, filters included: only the
+//! `git.*` tools are hardened against a hostile repository.)
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -365,5 +368,17 @@ mod tests {
         assert_eq!(error_kind(&e), kinds::COMMAND_NOT_ALLOWED);
         let e = call(&r, "shell.run", json!({"argv": ["/bin/echo", "hi"]})).await;
         assert_eq!(error_kind(&e), kinds::COMMAND_NOT_ALLOWED);
+    }
+
+    #[tokio::test]
+    async fn the_allow_list_checks_only_the_program() {
+        let fx = Fixture::with_shell(ShellSettings {
+            allowed_commands: vec!["sh".into()],
+            ..ShellSettings::default()
+        });
+        let r = registry(&fx, Profile::Full);
+        // An allowed program's arguments run anything: what the README and SECURITY.md say.
+        let v = ok(&r, json!({"argv": ["sh", "-c", "echo not checked"]})).await;
+        assert_eq!(v["stdout"], "not checked\n");
     }
 }
