@@ -613,6 +613,24 @@ mod tests {
         assert!(e.message.contains("recursion"), "{e}");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_stopped_worker_is_explained() {
+        use std::os::unix::process::ExitStatusExt;
+        // A wait status of n (n < 128) is "killed by signal n".
+        let abort = std::process::ExitStatus::from_raw(6);
+        let e = worker_stopped(&abort, "memory allocation of 2000000000 bytes failed\n");
+        assert_eq!(e.kind, kinds::TOO_LARGE);
+        assert!(e.message.contains("1024 MiB"), "{e}");
+        let xcpu = std::process::ExitStatus::from_raw(rustix::process::Signal::XCPU.as_raw());
+        let e = worker_stopped(&xcpu, "");
+        assert_eq!(e.kind, kinds::JQ_ERROR);
+        assert!(e.message.contains("300 s of CPU time"), "{e}");
+        let e = worker_stopped(&abort, "thread 'jq' has overflowed its stack\n");
+        assert_eq!(e.kind, kinds::JQ_ERROR);
+        assert!(e.message.contains("recursion"), "{e}");
+    }
+
     fn which(name: &str) -> Result<std::path::PathBuf, ()> {
         for dir in ["/bin", "/usr/bin"] {
             let p = std::path::Path::new(dir).join(name);
