@@ -42,12 +42,12 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    // `json.query` evaluates filters in a child process running this program.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == tools::json::WORKER_ARG)
-    {
-        return tools::json::worker_main();
+    // `json.query` evaluates filters in a child process running this program, and each
+    // call's children are led by a guard running this program.
+    match std::env::args_os().nth(1) {
+        Some(a) if a == tools::json::WORKER_ARG => return tools::json::worker_main(),
+        Some(a) if a == tools::process::GUARD_ARG => return tools::process::guard_main(),
+        _ => {}
     }
     let cli = Cli::parse();
     tracing_subscriber::fmt()

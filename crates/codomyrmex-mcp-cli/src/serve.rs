@@ -23,13 +23,13 @@ pub const RESOURCE_PREFIX: &str = "codomyrmex://root/";
 /// Builds the workspace and the registry of built-in tools for `config`.
 pub fn registry(
     config: &Effective,
-    json_worker: Option<PathBuf>,
+    helper: Option<PathBuf>,
 ) -> Result<(Arc<McpToolRegistry>, Workspace), String> {
     let sandbox = Sandbox::new(&config.root)
         .map_err(|e| format!("the root {} is unusable: {e}", config.root.display()))?;
     let mut workspace = Workspace::new(sandbox, config.limits.clone(), config.shell.clone());
-    if let Some(program) = json_worker {
-        workspace = workspace.with_json_worker(program);
+    if let Some(program) = helper {
+        workspace = workspace.with_helper(program);
     }
     let registry = Arc::new(McpToolRegistry::new());
     tools::register_builtins(&registry, &workspace, config.profile).map_err(|e| e.to_string())?;

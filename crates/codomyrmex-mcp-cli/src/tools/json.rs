@@ -1,10 +1,15 @@
 //! `json.query`: jq filters (jaq) over a JSON file under the root or a given value.
 //!
-//! jaq has no recursion or time limit of its own, so a filter such as `def f: 1 + f; f` would
-//! overflow the stack and abort the process. The server therefore evaluates filters in a
-//! child process (`codomyrmex-mcp __json-query-worker`): a crash or a runaway filter costs
-//! that call only, and dropping the call (timeout, cancellation) kills the child. Without a
-//! worker (unit tests) filters run in-process on a thread with a large stack.
+//! jaq has no recursion, memory or time limit of its own, so a filter such as `def f: 1 + f; f`
+//! would overflow the stack and abort the process, and `"x" * 1e9` would take gigabytes. The
+//! server therefore evaluates filters in a child process (`codomyrmex-mcp
+//! __json-query-worker`) that limits itself before reading its request: at most
+//! [`WORKER_MEMORY`] bytes of data (`RLIMIT_DATA`) and [`WORKER_CPU_SECS`] seconds of CPU
+//! time (`RLIMIT_CPU`). At most [`MAX_WORKERS`] workers run at once; further calls wait for
+//! one, under their own timeout. A crash or a runaway filter costs that call only: dropping
+//! the call (timeout, cancellation) kills the child, and it dies with the server (see
+//! [`ChildGroup`]). Without a worker (unit tests) filters run in-process on a thread with a
+//! large stack and none of these limits.
 //!
 //! Module imports are not available, and neither is `env` (the server's environment may hold
 //! secrets).
@@ -18,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-use super::process::capture;
+use super::process::{ChildGroup, capture};
 use super::{Cancel, ToolError, Workspace, blocking, kinds};
 
 /// The hidden subcommand that runs one evaluation.
@@ -31,6 +36,19 @@ const MAX_RESULTS: u32 = 10_000;
 const MAX_WORKER_OUTPUT: usize = 64 * 1024 * 1024;
 /// The stack of the evaluating thread.
 const EVAL_STACK: usize = 256 * 1024 * 1024;
+/// The most bytes of data a worker may map (`RLIMIT_DATA`: its heap and every private writable
+/// mapping, the evaluator's stack of 256 MiB included).
+pub const WORKER_MEMORY: u64 = 1024 * 1024 * 1024;
+/// The most seconds of CPU time a worker may use (`RLIMIT_CPU`), a backstop behind the call's
+/// timeout.
+pub const WORKER_CPU_SECS: u64 = 300;
+/// The most workers that run at once, whatever the number of calls.
+pub const MAX_WORKERS: usize = 4;
+/// The most bytes of a worker's stderr kept, to tell why it stopped.
+const MAX_WORKER_STDERR: usize = 4096;
+
+/// The slots of the running workers.
+static WORKERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_WORKERS);
 
 /// `json.query`, over a workspace.
 pub struct JsonTools {
@@ -92,7 +110,7 @@ impl JsonTools {
             input,
             max_results: max,
         };
-        match ws.json_worker() {
+        match ws.helper() {
             Some(program) => run_worker(program, &request).await,
             None => blocking(move |cancel| evaluate_on_big_stack(request, cancel.clone())).await,
         }
@@ -159,16 +177,28 @@ async fn run_worker(
 ) -> Result<QueryOutput, ToolError> {
     let body =
         serde_json::to_vec(request).map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?;
-    let mut child = tokio::process::Command::new(program)
-        .arg(WORKER_ARG)
+    // Waits for a slot under the call's own timeout: dropping the call leaves the queue.
+    let _slot = WORKERS
+        .acquire()
+        .await
+        .map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?;
+    let cannot_start = |e: std::io::Error| {
+        ToolError::new(kinds::INTERNAL, format!("cannot start the jq worker: {e}"))
+    };
+    let mut group = ChildGroup::start(Some(program)).map_err(cannot_start)?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.arg(WORKER_ARG)
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| ToolError::new(kinds::INTERNAL, format!("cannot start the jq worker: {e}")))?;
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    group.adopt(&mut cmd);
+    let mut child = cmd.spawn().map_err(cannot_start)?;
+    group.spawned(&child);
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
         return Err(ToolError::new(
             kinds::INTERNAL,
             "the jq worker's pipes are missing",
@@ -179,7 +209,12 @@ async fn run_worker(
         let _ = stdin.write_all(&body).await;
         let _ = stdin.shutdown().await;
     };
-    let (_, out, status) = tokio::join!(write, capture(stdout, MAX_WORKER_OUTPUT), child.wait());
+    let (_, out, err, status) = tokio::join!(
+        write,
+        capture(stdout, MAX_WORKER_OUTPUT),
+        capture(stderr, MAX_WORKER_STDERR),
+        child.wait()
+    );
     let out = out.map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?;
     let status = status.map_err(|e| ToolError::new(kinds::INTERNAL, e.to_string()))?;
     if out.truncated() {
@@ -193,23 +228,76 @@ async fn run_worker(
         Ok(WorkerReply::Err { kind, message }) => Err(ToolError::new(
             match kind.as_str() {
                 "INVALID_JSON" => kinds::INVALID_JSON,
+                "TOO_LARGE" => kinds::TOO_LARGE,
                 _ => kinds::JQ_ERROR,
             },
             message,
         )),
-        _ => Err(ToolError::new(
-            kinds::JQ_ERROR,
-            format!(
-                "the filter could not be evaluated: the evaluator stopped ({status}), for example because of unbounded recursion"
-            ),
+        _ => Err(worker_stopped(
+            &status,
+            &err.map(|e| e.text()).unwrap_or_default(),
         )),
     }
+}
+
+/// Why a worker stopped without answering, from its exit status and stderr.
+fn worker_stopped(status: &std::process::ExitStatus, stderr: &str) -> ToolError {
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(status);
+    #[cfg(not(unix))]
+    let signal: Option<i32> = None;
+    // Rust's allocation failure handler prints this line, then aborts.
+    if stderr.contains("memory allocation of") {
+        return ToolError::new(
+            kinds::TOO_LARGE,
+            format!(
+                "the filter needs more than the jq worker's memory limit of {} MiB",
+                WORKER_MEMORY / (1024 * 1024)
+            ),
+        );
+    }
+    #[cfg(unix)]
+    if signal == Some(rustix::process::Signal::XCPU.as_raw()) {
+        return ToolError::new(
+            kinds::JQ_ERROR,
+            format!("the filter used more than {WORKER_CPU_SECS} s of CPU time"),
+        );
+    }
+    let _ = signal;
+    ToolError::new(
+        kinds::JQ_ERROR,
+        format!(
+            "the filter could not be evaluated: the evaluator stopped ({status}), for example because of unbounded recursion"
+        ),
+    )
+}
+
+/// Applies the worker's limits to this process, lowering (never raising) the current ones.
+#[cfg(unix)]
+fn limit_worker() -> std::io::Result<()> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let lower = |resource: Resource, soft: u64, hard: u64| {
+        let old = getrlimit(resource);
+        let cap = |ours: u64, theirs: Option<u64>| Some(theirs.map_or(ours, |t| t.min(ours)));
+        let maximum = cap(hard, old.maximum);
+        let current = cap(soft, old.current).min(maximum);
+        setrlimit(resource, Rlimit { current, maximum })
+    };
+    lower(Resource::Data, WORKER_MEMORY, WORKER_MEMORY)?;
+    // The soft limit sends SIGXCPU, the hard one SIGKILL a second later.
+    lower(Resource::Cpu, WORKER_CPU_SECS, WORKER_CPU_SECS + 1)?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn limit_worker() -> std::io::Result<()> {
+    Ok(())
 }
 
 /// The worker's main: reads one request on stdin, writes one reply on stdout.
 pub fn worker_main() -> std::process::ExitCode {
     let mut body = Vec::new();
-    let reply = match std::io::stdin().read_to_end(&mut body) {
+    let reply = match limit_worker().and_then(|()| std::io::stdin().read_to_end(&mut body)) {
         Err(e) => WorkerReply::Err {
             kind: kinds::INTERNAL.into(),
             message: e.to_string(),
@@ -519,6 +607,24 @@ mod tests {
         };
         let Ok(program) = which("false") else { return };
         let e = run_worker(&program, &request).await.unwrap_err();
+        assert_eq!(e.kind, kinds::JQ_ERROR);
+        assert!(e.message.contains("recursion"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_stopped_worker_is_explained() {
+        use std::os::unix::process::ExitStatusExt;
+        // A wait status of n (n < 128) is "killed by signal n".
+        let abort = std::process::ExitStatus::from_raw(6);
+        let e = worker_stopped(&abort, "memory allocation of 2000000000 bytes failed\n");
+        assert_eq!(e.kind, kinds::TOO_LARGE);
+        assert!(e.message.contains("1024 MiB"), "{e}");
+        let xcpu = std::process::ExitStatus::from_raw(rustix::process::Signal::XCPU.as_raw());
+        let e = worker_stopped(&xcpu, "");
+        assert_eq!(e.kind, kinds::JQ_ERROR);
+        assert!(e.message.contains("300 s of CPU time"), "{e}");
+        let e = worker_stopped(&abort, "thread 'jq' has overflowed its stack\n");
         assert_eq!(e.kind, kinds::JQ_ERROR);
         assert!(e.message.contains("recursion"), "{e}");
     }

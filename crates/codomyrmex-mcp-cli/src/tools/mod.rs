@@ -48,7 +48,7 @@ struct WorkspaceInner {
     sandbox: Sandbox,
     limits: Limits,
     shell: ShellSettings,
-    json_worker: Option<std::path::PathBuf>,
+    helper: Option<std::path::PathBuf>,
 }
 
 impl Workspace {
@@ -59,14 +59,16 @@ impl Workspace {
                 sandbox,
                 limits,
                 shell,
-                json_worker: None,
+                helper: None,
             }),
         }
     }
 
-    /// This workspace, evaluating `json.query` filters in `program` (this executable) run as
-    /// `program __json-query-worker`.
-    pub fn with_json_worker(self, program: std::path::PathBuf) -> Self {
+    /// This workspace, with `program` (this executable) as the helper for child processes: it
+    /// evaluates `json.query` filters (`program __json-query-worker`) and leads the process
+    /// groups that die with the server (`program __group-guard`, see
+    /// [`process::ChildGroup`]).
+    pub fn with_helper(self, program: std::path::PathBuf) -> Self {
         let WorkspaceInner {
             sandbox,
             limits,
@@ -78,14 +80,14 @@ impl Workspace {
                 sandbox,
                 limits,
                 shell,
-                json_worker: Some(program),
+                helper: Some(program),
             }),
         }
     }
 
-    /// The `json.query` worker program, if any.
-    pub fn json_worker(&self) -> Option<&std::path::Path> {
-        self.inner.json_worker.as_deref()
+    /// The helper program for child processes, if any.
+    pub fn helper(&self) -> Option<&std::path::Path> {
+        self.inner.helper.as_deref()
     }
 
     /// The sandbox.

@@ -1,14 +1,15 @@
 //! `shell.run` (full profile only): runs a program with an argv — never a shell string — in a
 //! directory inside the root, with a timeout and capped output.
 //!
-//! The program runs in its own process group. When it exits, times out or the call is
-//! dropped, the whole group is killed, so background processes it started do not outlive it.
-//! Its environment is the server's minus `CODOMYRMEX_MCP_*`. `[shell] allowed_commands` checks
-//! only argv\[0\]: an allowed program's arguments can make it run others. The program itself
-//! can read and write outside the root like any process of this user: the sandbox confines
-//! the tools' paths, not what a program does — which is why only the full profile has this
-//! tool. (`git` run this way reads the repository's own config, filters included: only the
-//! `git.*` tools are hardened against a hostile repository.)
+//! The program runs in a process group of its own call (a [`ChildGroup`]). When it exits,
+//! times out or the call is dropped, the whole group is killed, so background processes it
+//! started do not outlive it; and the group also dies when the server dies, whatever the
+//! signal. Its environment is the server's minus `CODOMYRMEX_MCP_*`. `[shell]
+//! allowed_commands` checks only argv\[0\]: an allowed program's arguments can make it run
+//! others. The program itself can read and write outside the root like any process of this
+//! user: the sandbox confines the tools' paths, not what a program does — which is why only
+//! the full profile has this tool. (`git` run this way reads the repository's own config,
+//! filters included: only the `git.*` tools are hardened against a hostile repository.)
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,7 +20,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::process::{Captured, scrub_env};
+use super::process::{Captured, ChildGroup, scrub_env};
 use super::{ToolError, Workspace, kinds};
 
 /// How long output pipes may stay open after the program ended.
@@ -107,8 +108,13 @@ impl ShellTools {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        #[cfg(unix)]
-        cmd.process_group(0);
+        let mut group = ChildGroup::start(ws.helper()).map_err(|e| {
+            ToolError::new(
+                kinds::SPAWN_FAILED,
+                format!("cannot start the process guard: {e}"),
+            )
+        })?;
+        group.adopt(&mut cmd);
         scrub_env(&mut cmd);
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| {
@@ -123,7 +129,7 @@ impl ShellTools {
                 },
             )
         })?;
-        let group = GroupKiller(child.id());
+        group.spawned(&child);
         if let (Some(mut pipe), Some(text)) = (child.stdin.take(), stdin) {
             tokio::spawn(async move {
                 let _ = pipe.write_all(text.as_bytes()).await;
@@ -202,28 +208,6 @@ pub struct RunOutput {
     pub timed_out: bool,
     /// How long it ran, in milliseconds.
     pub duration_ms: u64,
-}
-
-/// Kills a process group when dropped.
-struct GroupKiller(Option<u32>);
-
-impl GroupKiller {
-    fn kill(&self) {
-        #[cfg(unix)]
-        if let Some(pid) = self
-            .0
-            .and_then(|p| i32::try_from(p).ok())
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 type Shared = Arc<Mutex<Captured>>;
