@@ -51,7 +51,8 @@ impl CacheScope {
 /// | `tool_rate_limits` | none |
 /// | `max_message_size` | 4 MiB per incoming message |
 /// | `max_result_size` | 16 MiB per result (`tools/call`, `resources/read`, `prompts/get`), as encoded JSON; a larger one is replaced by an error |
-/// | `max_concurrent_requests` | 256 tool calls running at once per session; stateless (2026-07-28) HTTP requests share one such bound |
+/// | `max_concurrent_requests` | 256 handlers (tools, resource reads, prompts, completers, task work) running at once per session; stateless (2026-07-28) HTTP requests share one such bound |
+/// | `max_queued_requests` | 256 more waiting for a turn; past that a request is refused at once |
 /// | `page_size` | 100 items per list page |
 /// | `list_ttl` | 60 s (`ttlMs` on 2026-07-28 list results) |
 /// | `cache_scope` | `public` |
@@ -80,9 +81,14 @@ pub struct McpServerConfig {
     /// encoded JSON. A larger tool result becomes a `RESULT_TOO_LARGE` failure
     /// (`isError: true`); a larger resource or prompt result an internal error (`-32603`).
     pub max_result_size: usize,
-    /// The most tool calls that run at once per session (stateless requests, which have a
-    /// session each, share one bound); more wait their turn.
+    /// The most handlers (tool calls, resource reads, prompts, completers, task work) that run
+    /// at once per session (stateless requests, which have a session each, share one bound);
+    /// up to `max_queued_requests` more wait their turn.
     pub max_concurrent_requests: usize,
+    /// How many handler invocations may wait for one of the `max_concurrent_requests` slots.
+    /// Past that a request is refused at once: a tool call with an `OVERLOADED` failure,
+    /// anything else with a `-32603` error.
+    pub max_queued_requests: usize,
     /// Items per page of `tools/list` (and the other lists).
     pub page_size: usize,
     /// `ttlMs` of cacheable results in the modern era.
@@ -111,6 +117,7 @@ impl Default for McpServerConfig {
             max_message_size: 4 * 1024 * 1024,
             max_result_size: 16 * 1024 * 1024,
             max_concurrent_requests: 256,
+            max_queued_requests: 256,
             page_size: 100,
             list_ttl: Duration::from_secs(60),
             cache_scope: CacheScope::Public,
