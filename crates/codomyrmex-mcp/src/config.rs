@@ -22,6 +22,7 @@ impl RateLimit {
 
 /// Whether shared caches may keep list results (`cacheScope`, 2026-07-28).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CacheScope {
     /// Any cache may keep and share the result.
     Public,
@@ -40,6 +41,9 @@ impl CacheScope {
 }
 
 /// Configuration of an [`McpServer`](crate::McpServer).
+///
+/// Not exhaustive: build it with [`McpServerConfig::new`] or [`Default`], then set fields or
+/// use the `with_*` methods.
 ///
 /// | field | default |
 /// |---|---|
@@ -60,6 +64,7 @@ impl CacheScope {
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct McpServerConfig {
     /// The server's name, reported as `serverInfo.name`.
     pub name: String,
@@ -162,6 +167,18 @@ impl McpServerConfig {
         self
     }
 
+    /// Sets how many handlers run at once per session (at least 1).
+    pub fn with_max_concurrent_requests(mut self, n: usize) -> Self {
+        self.max_concurrent_requests = n.max(1);
+        self
+    }
+
+    /// Sets how many handler invocations may wait for a turn before requests are refused.
+    pub fn with_max_queued_requests(mut self, n: usize) -> Self {
+        self.max_queued_requests = n;
+        self
+    }
+
     /// Sets the page size (at least 1).
     pub fn with_page_size(mut self, page_size: usize) -> Self {
         self.page_size = page_size.max(1);
@@ -187,6 +204,19 @@ mod tests {
                 .with_max_result_size(4096)
                 .max_result_size,
             4096
+        );
+    }
+
+    #[test]
+    fn concurrency_setters_keep_at_least_one_running() {
+        let c = McpServerConfig::default()
+            .with_max_concurrent_requests(0)
+            .with_max_queued_requests(0);
+        assert_eq!((c.max_concurrent_requests, c.max_queued_requests), (1, 0));
+        let d = McpServerConfig::default();
+        assert_eq!(
+            (d.max_concurrent_requests, d.max_queued_requests),
+            (256, 256)
         );
     }
 }

@@ -121,6 +121,7 @@ impl ResourceTemplateDefinition {
 
 /// Why a read failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResourceError {
     /// No resource has this URI.
     #[error("Resource not found: {0}")]
@@ -219,6 +220,7 @@ impl std::fmt::Debug for McpResourceRegistry {
 
 /// Why a registration was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResourceRegistrationError {
     /// The URI template does not parse.
     #[error(transparent)]
