@@ -107,6 +107,7 @@ fn describe(e: &ClientError) -> String {
             "the connection closed (did the server start? see its messages above)".into()
         }
         ClientError::Protocol(p) => format!("unexpected answer: {p}"),
+        other => other.to_string(),
     }
 }
 

@@ -16,6 +16,7 @@ use crate::wire::{Era, ErrorObject, IncomingMessage, ProtocolVersion, RequestId}
 
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The server answered with a JSON-RPC error.
     #[error("server error {}: {}", .0.code, .0.message)]

@@ -22,6 +22,7 @@ impl RateLimit {
 
 /// Whether shared caches may keep list results (`cacheScope`, 2026-07-28).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CacheScope {
     /// Any cache may keep and share the result.
     Public,
@@ -41,6 +42,9 @@ impl CacheScope {
 
 /// Configuration of an [`McpServer`](crate::McpServer).
 ///
+/// Not exhaustive: build it with [`McpServerConfig::new`] or [`Default`], then set fields or
+/// use the `with_*` methods.
+///
 /// | field | default |
 /// |---|---|
 /// | `name`, `version` | `codomyrmex-mcp`, this crate's version |
@@ -51,7 +55,8 @@ impl CacheScope {
 /// | `tool_rate_limits` | none |
 /// | `max_message_size` | 4 MiB per incoming message |
 /// | `max_result_size` | 16 MiB per result (`tools/call`, `resources/read`, `prompts/get`), as encoded JSON; a larger one is replaced by an error |
-/// | `max_concurrent_requests` | 256 tool calls running at once per session; stateless (2026-07-28) HTTP requests share one such bound |
+/// | `max_concurrent_requests` | 256 handlers (tools, resource reads, prompts, completers, task work) running at once per session; stateless (2026-07-28) HTTP requests share one such bound |
+/// | `max_queued_requests` | 256 more waiting for a turn; past that a request is refused at once |
 /// | `page_size` | 100 items per list page |
 /// | `list_ttl` | 60 s (`ttlMs` on 2026-07-28 list results) |
 /// | `cache_scope` | `public` |
@@ -59,6 +64,7 @@ impl CacheScope {
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct McpServerConfig {
     /// The server's name, reported as `serverInfo.name`.
     pub name: String,
@@ -80,9 +86,14 @@ pub struct McpServerConfig {
     /// encoded JSON. A larger tool result becomes a `RESULT_TOO_LARGE` failure
     /// (`isError: true`); a larger resource or prompt result an internal error (`-32603`).
     pub max_result_size: usize,
-    /// The most tool calls that run at once per session (stateless requests, which have a
-    /// session each, share one bound); more wait their turn.
+    /// The most handlers (tool calls, resource reads, prompts, completers, task work) that run
+    /// at once per session (stateless requests, which have a session each, share one bound);
+    /// up to `max_queued_requests` more wait their turn.
     pub max_concurrent_requests: usize,
+    /// How many handler invocations may wait for one of the `max_concurrent_requests` slots.
+    /// Past that a request is refused at once: a tool call with an `OVERLOADED` failure,
+    /// anything else with a `-32603` error.
+    pub max_queued_requests: usize,
     /// Items per page of `tools/list` (and the other lists).
     pub page_size: usize,
     /// `ttlMs` of cacheable results in the modern era.
@@ -111,6 +122,7 @@ impl Default for McpServerConfig {
             max_message_size: 4 * 1024 * 1024,
             max_result_size: 16 * 1024 * 1024,
             max_concurrent_requests: 256,
+            max_queued_requests: 256,
             page_size: 100,
             list_ttl: Duration::from_secs(60),
             cache_scope: CacheScope::Public,
@@ -155,6 +167,18 @@ impl McpServerConfig {
         self
     }
 
+    /// Sets how many handlers run at once per session (at least 1).
+    pub fn with_max_concurrent_requests(mut self, n: usize) -> Self {
+        self.max_concurrent_requests = n.max(1);
+        self
+    }
+
+    /// Sets how many handler invocations may wait for a turn before requests are refused.
+    pub fn with_max_queued_requests(mut self, n: usize) -> Self {
+        self.max_queued_requests = n;
+        self
+    }
+
     /// Sets the page size (at least 1).
     pub fn with_page_size(mut self, page_size: usize) -> Self {
         self.page_size = page_size.max(1);
@@ -180,6 +204,19 @@ mod tests {
                 .with_max_result_size(4096)
                 .max_result_size,
             4096
+        );
+    }
+
+    #[test]
+    fn concurrency_setters_keep_at_least_one_running() {
+        let c = McpServerConfig::default()
+            .with_max_concurrent_requests(0)
+            .with_max_queued_requests(0);
+        assert_eq!((c.max_concurrent_requests, c.max_queued_requests), (1, 0));
+        let d = McpServerConfig::default();
+        assert_eq!(
+            (d.max_concurrent_requests, d.max_queued_requests),
+            (256, 256)
         );
     }
 }

@@ -52,6 +52,7 @@ pub struct Principal {
 
 /// Why a server-to-client request failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientRequestError {
     /// There is no client to ask (a detached context, or a transport without a back channel).
     #[error("no client is connected that can answer this request")]
@@ -91,6 +92,7 @@ impl From<ClientRequestError> for crate::McpErrorDetail {
 
 /// A request for input from the client: one of the three kinds MCP defines.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum InputRequest {
     /// `elicitation/create`: ask the user. `params` holds `mode`, `message`, `requestedSchema`
     /// (form mode) or `url` (URL mode).

@@ -261,20 +261,11 @@ impl McpPromptRegistry {
         crate::util::page_after(&self.read(), after, size, |p| p.wire.clone())
     }
 
-    pub(crate) fn complete(
-        &self,
-        prompt: &str,
-        argument: &str,
-        partial: &str,
-        context: &BTreeMap<String, String>,
-    ) -> Option<Vec<String>> {
+    /// The completer of a prompt argument: `None` for an unknown prompt, `Some(None)` when
+    /// the argument has none. The engine runs it under its execution policy.
+    pub(crate) fn completer(&self, prompt: &str, argument: &str) -> Option<Option<Completer>> {
         let p = self.lookup(prompt)?;
-        Some(
-            p.completers
-                .get(argument)
-                .map(|c| c(partial, context))
-                .unwrap_or_default(),
-        )
+        Some(p.completers.get(argument).cloned())
     }
 }
 

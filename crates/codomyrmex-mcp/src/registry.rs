@@ -33,6 +33,7 @@ pub const MAX_TOOL_NAME_LEN: usize = 128;
 
 /// Why a registration was refused. The registry is unchanged whenever this is returned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpRegistrationError {
     /// The name breaks MCP's rule: 1 to 128 characters from `A-Z a-z 0-9 _ - .`.
     #[error("tool name {name:?} is invalid: {reason}")]
@@ -162,6 +163,7 @@ pub struct ToolSettings {
 /// Whether a tool's calls may run as tasks: the `io.modelcontextprotocol/tasks` extension
 /// (2026-07-28) and the experimental tasks of 2025-11-25 (`execution.taskSupport`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TaskSupport {
     /// Calls always run synchronously (the default).
     #[default]

@@ -121,6 +121,7 @@ impl ResourceTemplateDefinition {
 
 /// Why a read failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResourceError {
     /// No resource has this URI.
     #[error("Resource not found: {0}")]
@@ -219,6 +220,7 @@ impl std::fmt::Debug for McpResourceRegistry {
 
 /// Why a registration was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResourceRegistrationError {
     /// The URI template does not parse.
     #[error(transparent)]
@@ -464,24 +466,15 @@ impl McpResourceRegistry {
             .find_map(|t| t.template.matches(uri).map(|vars| (t.reader.clone(), vars)))
     }
 
-    /// Completes a template variable.
-    pub(crate) fn complete(
-        &self,
-        template: &str,
-        variable: &str,
-        partial: &str,
-        context: &BTreeMap<String, String>,
-    ) -> Option<Vec<String>> {
+    /// The completer of a template variable: `None` for an unknown template, `Some(None)`
+    /// when the variable has none. It is cloned out of the lock; the engine runs it under
+    /// its execution policy.
+    pub(crate) fn completer(&self, template: &str, variable: &str) -> Option<Option<Completer>> {
         let list = self.read_templates();
         let t = list
             .iter()
             .find(|t| t.definition.uri_template == template)?;
-        Some(
-            t.completers
-                .get(variable)
-                .map(|c| c(partial, context))
-                .unwrap_or_default(),
-        )
+        Some(t.completers.get(variable).cloned())
     }
 
     /// Serves the files under `root` as `{uri_prefix}{+path}` (for example

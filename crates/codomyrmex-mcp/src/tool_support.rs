@@ -142,6 +142,7 @@ impl ToolRegistration {
 
 /// Why an `#[mcp_prompt]` or `#[mcp_resource]` function could not be registered.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FnRegistrationError {
     /// The function has no `#[mcp_prompt]` / `#[mcp_resource]` attribute.
     #[error("{function} is not an #[{attribute}] function")]

@@ -175,6 +175,7 @@ proptest! {
                             prop_assert!(existing.is_none());
                             prop_assert!(wanted.0 >= 4);
                         }
+                        other => prop_assert!(false, "unexpected refusal: {other}"),
                     }
                 }
             }

@@ -6,6 +6,7 @@ use crate::resources::ResourceEvent;
 
 /// Something that changed on the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ServerEvent {
     /// The set of tools changed.
     ToolsListChanged,

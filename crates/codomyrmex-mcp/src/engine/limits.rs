@@ -1,4 +1,4 @@
-//! Token-bucket rate limiting for tool calls.
+//! Token-bucket rate limiting for handler calls (see `policy.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -65,6 +65,16 @@ impl RateLimiter {
         }
         if let Some(b) = &self.global {
             b.lock().unwrap_or_else(PoisonError::into_inner).take(now)?;
+        }
+        Ok(())
+    }
+
+    /// Admits a call that only the global limit applies to (resources, prompts, completers).
+    pub(crate) fn check_global(&self) -> Result<(), Duration> {
+        if let Some(b) = &self.global {
+            b.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(Instant::now())?;
         }
         Ok(())
     }

@@ -9,9 +9,12 @@
 //! protocol eras share it: a request carrying modern `_meta` is served statelessly under
 //! `2026-07-28`; an `initialize` request opens a legacy session on the [`Session`] it arrived on.
 
+mod builder;
 mod events;
+mod invoke;
 mod limits;
 pub(crate) mod mrtr;
+pub(crate) mod policy;
 mod session;
 pub(crate) mod tasks;
 
@@ -19,13 +22,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::McpServerConfig;
 use crate::context::{ContextInner, InputMode, MessageSink, ToolContext};
 use crate::prompts::McpPromptRegistry;
-use crate::registry::{BoxFuture, McpToolRegistry, RegisteredTool, ToolOutput, catch_unwind};
+use crate::registry::{BoxFuture, McpToolRegistry, RegisteredTool, ToolOutput};
 use crate::resources::{McpResourceRegistry, ResourceError};
 use crate::schema::McpErrorDetail;
 use crate::wire::jsonrpc::Decoded;
@@ -34,9 +36,10 @@ use crate::wire::{
     OutgoingMessage, ProtocolVersion, RequestId,
 };
 
+pub use builder::EngineBuilder;
 pub use events::{EventStream, ServerEvent};
-use limits::RateLimiter;
 use mrtr::{Binding, RoundTrip, Sealer};
+use policy::{ExecutionPolicy, Gate, HandlerKind};
 pub use session::Session;
 pub(crate) use session::no_capabilities;
 pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig};
@@ -109,10 +112,12 @@ struct Shared {
     server_info: Implementation,
     /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
     server_info_meta: Value,
-    /// The concurrency bound that stateless sessions share.
-    stateless_permits: Arc<Semaphore>,
-    limiter: RateLimiter,
-    sealer: Sealer,
+    /// The admission bound that stateless sessions share.
+    stateless_gate: Arc<Gate>,
+    /// Admission, rate limit, timeout and unwind guard of every handler invocation.
+    policy: ExecutionPolicy,
+    /// Created once per engine: every `requestState` it hands out stays verifiable.
+    sealer: Arc<Sealer>,
     tasks: Arc<tasks::TaskStore>,
 }
 
@@ -134,61 +139,52 @@ fn error(id: &RequestId, e: ErrorObject) -> Handled {
 impl Engine {
     /// An engine serving `registry` under `config`.
     pub fn new(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> Self {
-        let tasks = Arc::new(tasks::TaskStore::new(TaskConfig::default()));
-        Self::assemble(config, registry, None, None, tasks)
+        Self::builder(config, registry).build()
     }
 
-    fn assemble(
-        config: McpServerConfig,
-        registry: Arc<McpToolRegistry>,
-        resources: Option<Arc<McpResourceRegistry>>,
-        prompts: Option<Arc<McpPromptRegistry>>,
-        tasks: Arc<tasks::TaskStore>,
-    ) -> Self {
-        let server_info = Implementation::new(config.name.clone(), config.version.clone());
-        let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
-        let sealer = Sealer::new(config.request_state_key, config.request_state_ttl);
-        let stateless_permits = Arc::new(Semaphore::new(config.max_concurrent_requests.max(1)));
-        Self {
-            shared: Arc::new(Shared {
-                config,
-                registry,
-                resources,
-                prompts,
-                server_info_meta: json!({"name": server_info.name, "version": server_info.version}),
-                stateless_permits,
-                server_info,
-                limiter,
-                sealer,
-                tasks,
-            }),
+    /// A builder for an engine serving `registry` under `config`: add resources, prompts
+    /// and a task configuration, then [`build`](EngineBuilder::build) once.
+    pub fn builder(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> EngineBuilder {
+        EngineBuilder {
+            config,
+            registry,
+            resources: None,
+            prompts: None,
+            tasks: TaskConfig::default(),
+            sealer: None,
+        }
+    }
+
+    /// A builder holding what this engine was built from, sharing its `requestState` key
+    /// and its task store (so tasks and states already handed out stay valid).
+    fn rebuild(&self) -> EngineBuilder {
+        let s = &self.shared;
+        EngineBuilder {
+            config: s.config.clone(),
+            registry: s.registry.clone(),
+            resources: s.resources.clone(),
+            prompts: s.prompts.clone(),
+            tasks: s.tasks.config().clone(),
+            sealer: Some(s.sealer.clone()),
         }
     }
 
     /// This engine, also serving `resources` (and advertising the `resources` capability).
-    /// Call it while setting up, before serving.
+    /// Call it while setting up, before serving. A thin wrapper of [`EngineBuilder`]: the
+    /// new engine keeps this one's `requestState` key and task store.
     pub fn with_resources(&self, resources: Arc<McpResourceRegistry>) -> Self {
-        let s = &self.shared;
-        Self::assemble(
-            s.config.clone(),
-            s.registry.clone(),
-            Some(resources),
-            s.prompts.clone(),
-            s.tasks.clone(),
-        )
+        self.rebuild()
+            .resources(resources)
+            .build_sharing_tasks(self.shared.tasks.clone())
     }
 
     /// This engine, also serving `prompts` (and advertising the `prompts` capability).
-    /// Call it while setting up, before serving.
+    /// Call it while setting up, before serving. A thin wrapper of [`EngineBuilder`]: the
+    /// new engine keeps this one's `requestState` key and task store.
     pub fn with_prompts(&self, prompts: Arc<McpPromptRegistry>) -> Self {
-        let s = &self.shared;
-        Self::assemble(
-            s.config.clone(),
-            s.registry.clone(),
-            s.resources.clone(),
-            Some(prompts),
-            s.tasks.clone(),
-        )
+        self.rebuild()
+            .prompts(prompts)
+            .build_sharing_tasks(self.shared.tasks.clone())
     }
 
     /// The resources being served, if any.
@@ -261,8 +257,10 @@ impl Engine {
 
     /// A fresh session bounded by the configured concurrency.
     pub fn new_session(&self) -> Arc<Session> {
-        Arc::new(Session::new(Arc::new(Semaphore::new(
-            self.shared.config.max_concurrent_requests.max(1),
+        let c = &self.shared.config;
+        Arc::new(Session::with_gate(Arc::new(Gate::new(
+            c.max_concurrent_requests,
+            c.max_queued_requests,
         ))))
     }
 
@@ -270,7 +268,7 @@ impl Engine {
     /// POST. Unlike [`new_session`](Self::new_session)'s, these sessions share one
     /// concurrency bound: `max_concurrent_requests` applies across all of them.
     pub fn new_stateless_session(&self) -> Arc<Session> {
-        Arc::new(Session::one_shot(self.shared.stateless_permits.clone()))
+        Arc::new(Session::one_shot(self.shared.stateless_gate.clone()))
     }
 
     /// `notifications/tools/list_changed`, if `session` is a legacy session that should hear
@@ -509,7 +507,9 @@ impl Engine {
                 return self.get_prompt(session, id, params, scope, sink);
             }
             (_, "prompts/list") if has_prompts => self.list_prompts(&params, &scope),
-            (_, "completion/complete") if has_prompts || has_resources => self.complete(&params),
+            (_, "completion/complete") if has_prompts || has_resources => {
+                return self.complete(session, id, &params, scope);
+            }
             (Era::Modern, "subscriptions/listen") => {
                 return self.listen(session, id, params, scope, sink);
             }
@@ -831,10 +831,14 @@ impl Engine {
             target,
             principal: principal.as_deref(),
         };
-        let sealed = self
+        let sealed = match self
             .shared
             .sealer
-            .seal(&binding, &round.responses, state.as_ref());
+            .seal(&binding, &round.responses, state.as_ref())
+        {
+            Ok(sealed) => sealed,
+            Err(e) => return Some(Err(e)),
+        };
         Some(Ok(json!({
             "resultType": "input_required",
             "inputRequests": requested,
@@ -883,13 +887,26 @@ impl Engine {
                 Ok(p) => p,
                 Err(e) => return error(&id, e),
             };
+        let kind = if task.is_some() {
+            HandlerKind::Task
+        } else {
+            HandlerKind::Tool
+        };
+        let ticket = match self.shared.policy.admit(session.gate(), kind, &name) {
+            Ok(t) => t,
+            Err(refusal) => {
+                let output = ToolOutput::failure(invoke::tool_refusal(&name, refusal));
+                let result = self.call_tool_result(&tool, output, &scope);
+                return Handled::Reply(self.respond(id, Ok(result), &scope));
+            }
+        };
         if let Some(plan) = task {
-            return self
-                .call_tool_as_task(session, id, tool, name, arguments, prepared, scope, plan);
+            return self.call_tool_as_task(
+                session, id, tool, name, arguments, prepared, scope, plan, ticket,
+            );
         }
         let engine = self.clone();
         let session = session.clone();
-        let permits = session.permits();
         Handled::Pending(Box::pin(async move {
             let Prepared {
                 guard,
@@ -898,23 +915,12 @@ impl Engine {
                 cancel,
             } = prepared;
             let _guard = guard;
-            if cancel.is_cancelled() {
-                return None;
-            }
-            // A free permit is taken at once; only a full session waits, cancellably.
-            let permit = match permits.clone().try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(tokio::sync::TryAcquireError::Closed) => None,
-                Err(tokio::sync::TryAcquireError::NoPermits) => tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => return None,
-                    p = permits.acquire_owned() => p.ok(),
-                },
+            let timeout = engine.tool_timeout(&tool, &name);
+            let run = tool.invoke(arguments, context);
+            let output = match ExecutionPolicy::run(ticket, Some(timeout), &cancel, run).await? {
+                Ok(output) => output,
+                Err(failure) => ToolOutput::failure(invoke::tool_failure(&name, failure)),
             };
-            let output = engine
-                .run_tool(&tool, &name, arguments, context, &cancel)
-                .await?;
-            drop(permit);
             let result = match engine.round_outcome(&session, "tools/call", &name, round.as_deref())
             {
                 Some(Err(e)) => {
@@ -965,6 +971,14 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return error(&id, e),
         };
+        let ticket = match self
+            .shared
+            .policy
+            .admit(session.gate(), HandlerKind::Resource, &uri)
+        {
+            Ok(t) => t,
+            Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
+        };
         let engine = self.clone();
         let session = session.clone();
         Handled::Pending(Box::pin(async move {
@@ -975,23 +989,24 @@ impl Engine {
                 cancel,
             } = prepared;
             let _guard = guard;
-            let read = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                r = tokio::time::timeout(engine.shared.config.tool_timeout, catch_unwind(resources.read(&uri, context))) => r,
-            };
+            let timeout = engine.shared.config.tool_timeout;
+            let read = ExecutionPolicy::run(
+                ticket,
+                Some(timeout),
+                &cancel,
+                resources.read(&uri, context),
+            )
+            .await?;
             let outcome = engine.round_outcome(&session, "resources/read", &uri, round.as_deref());
             let result = match (outcome, read) {
                 (Some(Err(e)), _) => Err(e),
                 (Some(Ok(input_required)), _) => Ok(input_required),
-                (None, Err(_)) => Err(ErrorObject::internal(format!("Reading {uri} timed out"))),
-                (None, Ok(Err(()))) => {
-                    tracing::error!("resource reader panicked");
-                    Err(ErrorObject::internal(
-                        "Reading the resource failed with an internal error",
-                    ))
-                }
-                (None, Ok(Ok(Ok(contents)))) => {
+                (None, Err(failure)) => Err(invoke::failure_error(
+                    HandlerKind::Resource,
+                    "Reading the resource",
+                    failure,
+                )),
+                (None, Ok(Ok(contents))) => {
                     let mut obj = Map::new();
                     obj.insert(
                         "contents".into(),
@@ -999,7 +1014,7 @@ impl Engine {
                     );
                     engine.cap_result(engine.cacheable(obj, &scope))
                 }
-                (None, Ok(Ok(Err(e)))) => Err(engine.resource_error(&uri, e, &scope)),
+                (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
             };
             Some(engine.respond(id, result, &scope))
         }))
@@ -1174,6 +1189,14 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return error(&id, e),
         };
+        let ticket = match self
+            .shared
+            .policy
+            .admit(session.gate(), HandlerKind::Prompt, &name)
+        {
+            Ok(t) => t,
+            Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
+        };
         let engine = self.clone();
         let session = session.clone();
         Handled::Pending(Box::pin(async move {
@@ -1187,99 +1210,24 @@ impl Engine {
             let request = crate::prompts::PromptRequest { arguments, context };
             // The handler is called inside the guarded future, so a panic while it builds its
             // future is caught too.
-            let render = catch_unwind(async move { prompt.handler.get(request).await });
-            let got = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                r = tokio::time::timeout(engine.shared.config.tool_timeout, render) => r,
-            };
+            let render = async move { prompt.handler.get(request).await };
+            let timeout = engine.shared.config.tool_timeout;
+            let got = ExecutionPolicy::run(ticket, Some(timeout), &cancel, render).await?;
             let outcome = engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
             let result = match (outcome, got) {
                 (Some(r), _) => r,
-                (None, Err(_)) => Err(ErrorObject::internal(format!("Prompt {name} timed out"))),
-                (None, Ok(Err(()))) => {
-                    tracing::error!(prompt = %name, "prompt handler panicked");
-                    Err(ErrorObject::internal(format!(
-                        "Prompt {name} failed with an internal error"
-                    )))
-                }
-                (None, Ok(Ok(Ok(rendered)))) => serde_json::to_value(rendered)
+                (None, Err(failure)) => Err(invoke::failure_error(
+                    HandlerKind::Prompt,
+                    &format!("Prompt {name}"),
+                    failure,
+                )),
+                (None, Ok(Ok(rendered))) => serde_json::to_value(rendered)
                     .map_err(|_| ErrorObject::internal("Prompt result could not be encoded"))
                     .and_then(|v| engine.cap_result(v)),
-                (None, Ok(Ok(Err(detail)))) => Err(ErrorObject::internal(detail.error_message)),
+                (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
             };
             Some(engine.respond(id, result, &scope))
         }))
-    }
-
-    fn complete(&self, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
-        let reference = params
-            .get("ref")
-            .and_then(Value::as_object)
-            .ok_or_else(|| {
-                ErrorObject::invalid_params("completion/complete: ref must be an object")
-            })?;
-        let argument = params
-            .get("argument")
-            .and_then(Value::as_object)
-            .ok_or_else(|| {
-                ErrorObject::invalid_params("completion/complete: argument must be an object")
-            })?;
-        let (Some(arg_name), Some(partial)) = (
-            argument.get("name").and_then(Value::as_str),
-            argument.get("value").and_then(Value::as_str),
-        ) else {
-            return Err(ErrorObject::invalid_params(
-                "completion/complete: argument needs name and value strings",
-            ));
-        };
-        let context: std::collections::BTreeMap<String, String> = params
-            .get("context")
-            .and_then(|c| c.get("arguments"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let values = match reference.get("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = reference
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.shared
-                    .prompts
-                    .as_ref()
-                    .and_then(|p| p.complete(name, arg_name, partial, &context))
-                    .ok_or_else(|| {
-                        ErrorObject::invalid_params(format!(
-                            "Unknown prompt: {}",
-                            name.chars().take(128).collect::<String>()
-                        ))
-                    })?
-            }
-            Some("ref/resource") => {
-                let uri = reference
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                self.shared
-                    .resources
-                    .as_ref()
-                    .and_then(|r| r.complete(uri, arg_name, partial, &context))
-                    .ok_or_else(|| ErrorObject::invalid_params("Unknown resource template"))?
-            }
-            _ => {
-                return Err(ErrorObject::invalid_params(
-                    "completion/complete: ref.type must be ref/prompt or ref/resource",
-                ));
-            }
-        };
-        let total = values.len();
-        let shown: Vec<String> = values.into_iter().take(100).collect();
-        Ok(json!({"completion": {"values": shown, "total": total, "hasMore": total > 100}}))
     }
 
     /// `subscriptions/listen`: acknowledges the filter, then relays matching changes until
@@ -1396,47 +1344,13 @@ impl Engine {
         }))
     }
 
-    /// Runs a tool under its rate limit and timeout. `None` when the client cancelled.
-    async fn run_tool(
-        &self,
-        tool: &RegisteredTool,
-        name: &str,
-        arguments: Map<String, Value>,
-        context: ToolContext,
-        cancel: &CancellationToken,
-    ) -> Option<ToolOutput> {
-        if let Err(retry_after) = self.shared.limiter.check(name) {
-            return Some(ToolOutput::failure(
-                McpErrorDetail::new(
-                    "RATE_LIMITED",
-                    format!(
-                        "Rate limit exceeded for tool {name}; retry in {} ms",
-                        retry_after.as_millis()
-                    ),
-                )
-                .with_details(Map::from_iter([(
-                    "retry_after_ms".to_owned(),
-                    json!(u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX)),
-                )])),
-            ));
-        }
-        let timeout = tool
-            .settings
+    /// The deadline of a call to `tool`: its own setting, else the per-name one, else
+    /// `tool_timeout`.
+    fn tool_timeout(&self, tool: &RegisteredTool, name: &str) -> Duration {
+        tool.settings
             .timeout
             .or_else(|| self.shared.config.tool_timeouts.get(name).copied())
-            .unwrap_or(self.shared.config.tool_timeout);
-        let run = tool.invoke(arguments, context);
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => None,
-            r = tokio::time::timeout(timeout, run) => Some(match r {
-                Ok(output) => output,
-                Err(_) => {
-                    cancel.cancel();
-                    ToolOutput::failure(timeout_error(name, timeout))
-                }
-            }),
-        }
+            .unwrap_or(self.shared.config.tool_timeout)
     }
 
     /// Maps a tool's output onto `CallToolResult`.
@@ -1614,16 +1528,6 @@ fn cursor(params: &Map<String, Value>) -> Result<Option<String>, ErrorObject> {
             .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor")),
         Some(_) => Err(ErrorObject::invalid_params("Invalid cursor")),
     }
-}
-
-fn timeout_error(name: &str, timeout: Duration) -> McpErrorDetail {
-    McpErrorDetail::new(
-        "TIMEOUT",
-        format!(
-            "Tool {name} did not finish within {} ms and was cancelled",
-            timeout.as_millis()
-        ),
-    )
 }
 
 /// Every protocol version served, newest first.

@@ -81,10 +81,16 @@ impl RoundTrip {
 }
 
 /// Seals and opens `requestState`.
+///
+/// Fails closed: without a configured key and without OS randomness it has no key, and then
+/// refuses to seal ([`Sealer::seal`] errs) and opens nothing.
 pub(crate) struct Sealer {
-    key: [u8; 64],
+    key: Option<[u8; 64]>,
     ttl: Duration,
 }
+
+/// A source of secure random bytes: `getrandom::fill` unless a test injects a failing one.
+pub(crate) type Entropy = fn(&mut [u8]) -> Result<(), getrandom::Error>;
 
 /// What a state is bound to.
 pub(crate) struct Binding<'a> {
@@ -105,29 +111,37 @@ fn invalid(reason: &str) -> ErrorObject {
 }
 
 impl Sealer {
-    /// A sealer with `key`, or a random key when `None`.
+    /// A sealer with `key`, or a random key from the OS when `None`.
     pub(crate) fn new(key: Option<[u8; 32]>, ttl: Duration) -> Self {
-        let mut full = [0u8; 64];
-        match key {
-            Some(k) => full[..32].copy_from_slice(&k),
-            None => {
-                if getrandom::fill(&mut full).is_err() {
-                    // No OS randomness: derive a per-process key from the clock and address.
-                    let seed = format!("{:?}{:p}", SystemTime::now(), &full);
-                    let digest = <Sha256 as sha2::Digest>::digest(seed.as_bytes());
-                    full[..32].copy_from_slice(&digest);
-                }
-            }
-        }
-        Self { key: full, ttl }
+        Self::with_entropy(key, ttl, getrandom::fill)
     }
 
-    fn mac(&self, payload: &[u8]) -> Hmac<Sha256> {
+    /// A sealer with `key`, or a key drawn from `entropy` when `None`. If `entropy` fails,
+    /// the sealer has no key: it never falls back to a guessable one.
+    pub(crate) fn with_entropy(key: Option<[u8; 32]>, ttl: Duration, entropy: Entropy) -> Self {
+        let mut full = [0u8; 64];
+        let key = match key {
+            Some(k) => {
+                full[..32].copy_from_slice(&k);
+                Some(full)
+            }
+            None => match entropy(&mut full) {
+                Ok(()) => Some(full),
+                Err(e) => {
+                    tracing::error!(error = %e, "no OS randomness for the requestState key; multi round-trip requests are refused");
+                    None
+                }
+            },
+        };
+        Self { key, ttl }
+    }
+
+    fn mac(&self, payload: &[u8]) -> Option<Hmac<Sha256>> {
         // A block-sized (64-byte) key makes HMAC's keyed constructor infallible.
-        let key = hmac::digest::generic_array::GenericArray::from_slice(&self.key);
+        let key = hmac::digest::generic_array::GenericArray::from_slice(self.key.as_ref()?);
         let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(key);
         mac.update(payload);
-        mac
+        Some(mac)
     }
 
     pub(crate) fn seal(
@@ -135,7 +149,7 @@ impl Sealer {
         binding: &Binding<'_>,
         responses: &Map<String, Value>,
         state: Option<&Value>,
-    ) -> String {
+    ) -> Result<String, ErrorObject> {
         let payload = json!({
             "v": 1,
             "m": binding.method,
@@ -146,17 +160,19 @@ impl Sealer {
             "s": state,
         });
         self.seal_payload(payload.to_string().as_bytes())
+            .ok_or_else(|| ErrorObject::internal("The server cannot seal requestState"))
     }
 
     /// Seals raw payload bytes: `base64url(payload) "." base64url(tag)`. Tests and fuzzing use
     /// it to reach what [`Sealer::open`] does after the integrity check.
-    pub(crate) fn seal_payload(&self, bytes: &[u8]) -> String {
-        let tag = self.mac(bytes).finalize().into_bytes();
-        format!(
+    /// `None` when the sealer has no key.
+    pub(crate) fn seal_payload(&self, bytes: &[u8]) -> Option<String> {
+        let tag = self.mac(bytes)?.finalize().into_bytes();
+        Some(format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(bytes),
             URL_SAFE_NO_PAD.encode(tag)
-        )
+        ))
     }
 
     /// Verifies and opens a state: returns the earlier responses and the handler's state.
@@ -176,6 +192,7 @@ impl Sealer {
             .decode(tag)
             .map_err(|_| invalid("malformed"))?;
         self.mac(&bytes)
+            .ok_or_else(|| invalid("the server has no key to verify it"))?
             .verify_slice(&tag)
             .map_err(|_| invalid("integrity check failed"))?;
         let payload: Value = serde_json::from_slice(&bytes).map_err(|_| invalid("malformed"))?;
@@ -217,7 +234,9 @@ mod tests {
         let s = Sealer::new(None, Duration::from_secs(60));
         let mut r = Map::new();
         r.insert("k".into(), json!({"action": "accept"}));
-        let sealed = s.seal(&b("tools/call", "t", None), &r, Some(&json!({"step": 2})));
+        let sealed = s
+            .seal(&b("tools/call", "t", None), &r, Some(&json!({"step": 2})))
+            .unwrap();
         let (r2, st) = s.open(&sealed, &b("tools/call", "t", None)).unwrap();
         assert_eq!(r2, r);
         assert_eq!(st, Some(json!({"step": 2})));
@@ -245,13 +264,40 @@ mod tests {
     #[test]
     fn expired_states_are_refused() {
         let s = Sealer::new(Some([7; 32]), Duration::from_secs(0));
-        let sealed = s.seal(&b("tools/call", "t", None), &Map::new(), None);
+        let sealed = s
+            .seal(&b("tools/call", "t", None), &Map::new(), None)
+            .unwrap();
         std::thread::sleep(Duration::from_millis(1100));
         assert!(
             s.open(&sealed, &b("tools/call", "t", None))
                 .unwrap_err()
                 .message
                 .contains("expired")
+        );
+    }
+
+    #[test]
+    fn without_randomness_the_sealer_fails_closed() {
+        fn broken(_: &mut [u8]) -> Result<(), getrandom::Error> {
+            Err(getrandom::Error::UNSUPPORTED)
+        }
+        let s = Sealer::with_entropy(None, Duration::from_secs(60), broken);
+        let err = s
+            .seal(&b("tools/call", "t", None), &Map::new(), None)
+            .unwrap_err();
+        assert_eq!(err.code, -32603);
+        // Nothing opens either, not even a state sealed with the all-zero key.
+        let zero = Sealer::new(Some([0; 32]), Duration::from_secs(60));
+        let forged = zero
+            .seal(&b("tools/call", "t", None), &Map::new(), None)
+            .unwrap();
+        assert!(s.open(&forged, &b("tools/call", "t", None)).is_err());
+        // A configured key needs no randomness.
+        let keyed = Sealer::with_entropy(Some([3; 32]), Duration::from_secs(60), broken);
+        assert!(
+            keyed
+                .seal(&b("tools/call", "t", None), &Map::new(), None)
+                .is_ok()
         );
     }
 }

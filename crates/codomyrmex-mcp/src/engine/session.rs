@@ -6,9 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
-use tokio::sync::{Semaphore, oneshot};
+#[cfg(test)]
+use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::policy::Gate;
 use crate::context::{ClientRequestError, ClientRequester, MessageSink, Principal};
 use crate::registry::BoxFuture;
 use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
@@ -33,7 +36,7 @@ pub struct Session {
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
     next_id: AtomicU64,
-    permits: Arc<Semaphore>,
+    gate: Arc<Gate>,
     principal: Option<Principal>,
     subscriptions: Mutex<std::collections::HashSet<String>>,
     /// A session for one stateless request: nothing can address its request by id, so the
@@ -105,20 +108,28 @@ impl Session {
     /// A session for one stateless request (see [`Engine::new_stateless_session`]).
     ///
     /// [`Engine::new_stateless_session`]: super::Engine::new_stateless_session
-    pub(crate) fn one_shot(permits: Arc<Semaphore>) -> Self {
+    pub(crate) fn one_shot(gate: Arc<Gate>) -> Self {
         Self {
             one_shot: true,
-            ..Self::new(permits)
+            ..Self::with_gate(gate)
         }
     }
 
+    /// A session whose handlers run `permits` at once, with as many waiting (tests).
+    #[cfg(test)]
     pub(crate) fn new(permits: Arc<Semaphore>) -> Self {
+        let n = permits.available_permits();
+        Self::with_gate(Arc::new(Gate::new(n, n)))
+    }
+
+    /// A session admitting handlers through `gate`.
+    pub(crate) fn with_gate(gate: Arc<Gate>) -> Self {
         Self {
             state: Mutex::new(State::default()),
             in_flight: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            permits,
+            gate,
             principal: None,
             subscriptions: Mutex::new(std::collections::HashSet::new()),
             one_shot: false,
@@ -178,8 +189,9 @@ impl Session {
         self.principal.clone()
     }
 
-    pub(crate) fn permits(&self) -> Arc<Semaphore> {
-        self.permits.clone()
+    /// The admission bound this session's handlers run under.
+    pub(crate) fn gate(&self) -> &Gate {
+        &self.gate
     }
 
     /// The negotiated version with the client's capabilities and log level, read together.

@@ -39,6 +39,7 @@ use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::mrtr::RoundTrip;
+use super::policy::{ExecutionPolicy, Failure, Ticket};
 use super::session::{Session, SessionRequester};
 use super::{Engine, Handled, Prepared, RequestScope, decode_cursor, encode_cursor, error};
 use crate::McpErrorDetail;
@@ -1077,6 +1078,7 @@ impl Engine {
         prepared: Prepared,
         scope: RequestScope,
         plan: TaskPlan,
+        ticket: Ticket,
     ) -> Handled {
         let Some(task_id) = random_id() else {
             return error(&id, ErrorObject::internal("Could not create a task"));
@@ -1105,7 +1107,7 @@ impl Engine {
         });
         let sink = legacy.then(|| entry.relay.clone() as Arc<dyn MessageSink>);
         let context = context.rebind(entry.cancel.clone(), sink, InputMode::Task(link.clone()));
-        let mut run = self.task_runner(tool.clone(), name.clone(), arguments, context);
+        let mut run = self.task_runner(tool.clone(), name.clone(), arguments, context, ticket);
         let engine = self.clone();
         let session = session.clone();
         Handled::Pending(Box::pin(async move {
@@ -1172,37 +1174,31 @@ impl Engine {
         }))
     }
 
-    /// The tool's run: rate limit, its own timeout if it has one, and panics reported as `None`.
+    /// The tool's run under the execution policy (admitted as `ticket`): its own timeout if
+    /// it has one, and panics reported as `None`. The task's time to live bounds the rest.
     fn task_runner(
         &self,
         tool: Arc<RegisteredTool>,
         name: String,
         arguments: Map<String, Value>,
         context: crate::ToolContext,
+        ticket: Ticket,
     ) -> BoxFuture<'static, Option<ToolOutput>> {
         let engine = self.clone();
         Box::pin(async move {
-            if let Err(retry_after) = engine.shared.limiter.check(&name) {
-                let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
-                return Some(ToolOutput::failure(
-                    McpErrorDetail::new(
-                        "RATE_LIMITED",
-                        format!("Rate limit exceeded for tool {name}; retry in {ms} ms"),
-                    )
-                    .with_details(Map::from_iter([("retry_after_ms".to_owned(), json!(ms))])),
-                ));
-            }
             let timeout = tool
                 .settings
                 .timeout
                 .or_else(|| engine.shared.config.tool_timeouts.get(&name).copied());
+            // A child token: a timeout stops this run without marking the task cancelled.
+            let cancel = context.cancellation_token().child_token();
             let run = tool.try_invoke(arguments, context);
-            match timeout {
-                None => run.await,
-                Some(t) => match tokio::time::timeout(t, run).await {
-                    Ok(output) => output,
-                    Err(_) => Some(ToolOutput::failure(super::timeout_error(&name, t))),
-                },
+            match ExecutionPolicy::run(ticket, timeout, &cancel, run).await {
+                Some(Ok(output)) => output,
+                Some(Err(Failure::TimedOut(t))) => {
+                    Some(ToolOutput::failure(super::invoke::timeout_error(&name, t)))
+                }
+                Some(Err(Failure::Panicked)) | None => None,
             }
         })
     }
@@ -1544,14 +1540,7 @@ impl Engine {
 
     /// This engine with task limits `config`. Call it while setting up, before serving.
     pub fn with_task_config(&self, config: TaskConfig) -> Self {
-        let s = &self.shared;
-        Self::assemble(
-            s.config.clone(),
-            s.registry.clone(),
-            s.resources.clone(),
-            s.prompts.clone(),
-            Arc::new(TaskStore::new(config)),
-        )
+        self.rebuild().task_config(config).build()
     }
 
     /// The task limits.

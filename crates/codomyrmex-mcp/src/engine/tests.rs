@@ -1954,3 +1954,62 @@ fn answering_a_ping_needs_no_runtime() {
     };
     assert_eq!(wire(&m), json!({"jsonrpc": "2.0", "id": "p", "result": {}}));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Construction: the requestState sealer is made once, and fails closed
+// ---------------------------------------------------------------------------------------------
+
+fn ask_with_elicitation(extra: Value) -> Value {
+    let mut params = modern(json!({"name": "ask", "arguments": {}}));
+    params["_meta"][META_CLIENT_CAPABILITIES] = json!({"elicitation": {}});
+    for (k, v) in extra.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    params
+}
+
+#[tokio::test]
+async fn request_states_handed_out_stay_valid_after_with_resources_and_with_prompts() {
+    let mut h = Harness::standard();
+    let first = h.ok("tools/call", ask_with_elicitation(json!({}))).await;
+    let state = first["requestState"].as_str().unwrap().to_owned();
+    let key = first["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    h.engine = h
+        .engine
+        .with_resources(Arc::new(crate::McpResourceRegistry::new()))
+        .with_prompts(Arc::new(crate::McpPromptRegistry::new()));
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    let second = h
+        .ok(
+            "tools/call",
+            ask_with_elicitation(json!({"inputResponses": {key: answer}, "requestState": state})),
+        )
+        .await;
+    assert_eq!(second["resultType"], "complete", "{second}");
+}
+
+#[tokio::test]
+async fn without_randomness_multi_round_trips_fail_closed_and_the_rest_still_works() {
+    fn broken(_: &mut [u8]) -> Result<(), getrandom::Error> {
+        Err(getrandom::Error::UNSUPPORTED)
+    }
+    let mut h = Harness::standard();
+    h.engine = Engine::builder(config(), Arc::new(registry()))
+        .entropy(broken)
+        .build();
+    let e = h.err("tools/call", ask_with_elicitation(json!({}))).await;
+    assert_eq!(e["code"], -32603, "{e}");
+    let echo = h
+        .ok(
+            "tools/call",
+            modern(json!({"name": "echo", "arguments": {"text": "hi"}})),
+        )
+        .await;
+    assert_eq!(echo["resultType"], "complete", "{echo}");
+}

@@ -24,6 +24,7 @@ const OUTBOX: usize = 1024;
 
 /// Why serving stopped abnormally.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StdioError {
     /// Reading the input failed.
     #[error("reading input failed: {0}")]

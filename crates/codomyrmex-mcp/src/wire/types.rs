@@ -100,6 +100,7 @@ pub enum ResourceContents {
 /// `annotations` and `_meta` are kept as JSON objects so any valid value passes through.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Text.
     Text {

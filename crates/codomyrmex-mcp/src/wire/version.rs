@@ -17,6 +17,7 @@ pub enum Era {
 
 /// A protocol revision this crate implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ProtocolVersion {
     /// `2024-11-05`.
     #[serde(rename = "2024-11-05")]

@@ -1,0 +1,119 @@
+//! [`EngineBuilder`]: how an [`Engine`] is put together, once.
+//!
+//! Everything an engine shares between its clones (the `requestState` sealer and its key,
+//! the task store, the admission gate of stateless requests, the rate limiter) is created
+//! exactly once, in [`EngineBuilder::build`]. The `Engine::with_*` methods are thin wrappers
+//! that carry the sealer and task store over, so states and tasks already handed out stay
+//! valid.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::limits::RateLimiter;
+#[cfg(test)]
+use super::mrtr::Entropy;
+use super::mrtr::Sealer;
+use super::policy::{ExecutionPolicy, Gate};
+use super::{Engine, Shared, TaskConfig, tasks};
+use crate::config::McpServerConfig;
+use crate::prompts::McpPromptRegistry;
+use crate::registry::McpToolRegistry;
+use crate::resources::McpResourceRegistry;
+use crate::wire::Implementation;
+
+/// Builds an [`Engine`]: see [`Engine::builder`].
+#[must_use = "call build() to get the engine"]
+pub struct EngineBuilder {
+    pub(super) config: McpServerConfig,
+    pub(super) registry: Arc<McpToolRegistry>,
+    pub(super) resources: Option<Arc<McpResourceRegistry>>,
+    pub(super) prompts: Option<Arc<McpPromptRegistry>>,
+    pub(super) tasks: TaskConfig,
+    pub(super) sealer: Option<Arc<Sealer>>,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("name", &self.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineBuilder {
+    /// Also serve `resources` (and advertise the `resources` capability).
+    pub fn resources(mut self, resources: Arc<McpResourceRegistry>) -> Self {
+        self.resources = Some(resources);
+        self
+    }
+
+    /// Also serve `prompts` (and advertise the `prompts` capability).
+    pub fn prompts(mut self, prompts: Arc<McpPromptRegistry>) -> Self {
+        self.prompts = Some(prompts);
+        self
+    }
+
+    /// Sets the task limits.
+    pub fn task_config(mut self, config: TaskConfig) -> Self {
+        self.tasks = config;
+        self
+    }
+
+    /// Draws the `requestState` key (when none is configured) from `entropy` instead of the
+    /// OS. Tests use it to make randomness fail.
+    #[cfg(test)]
+    pub(crate) fn entropy(mut self, entropy: Entropy) -> Self {
+        let c = &self.config;
+        self.sealer = Some(Arc::new(Sealer::with_entropy(
+            c.request_state_key,
+            c.request_state_ttl,
+            entropy,
+        )));
+        self
+    }
+
+    /// The engine.
+    pub fn build(self) -> Engine {
+        let tasks = Arc::new(tasks::TaskStore::new(self.tasks.clone()));
+        self.build_sharing_tasks(tasks)
+    }
+
+    /// The engine, with `tasks` as its task store.
+    pub(super) fn build_sharing_tasks(self, tasks: Arc<tasks::TaskStore>) -> Engine {
+        let Self {
+            config,
+            registry,
+            resources,
+            prompts,
+            tasks: _,
+            sealer,
+        } = self;
+        let server_info = Implementation::new(config.name.clone(), config.version.clone());
+        let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
+        let sealer = sealer.unwrap_or_else(|| {
+            Arc::new(Sealer::new(
+                config.request_state_key,
+                config.request_state_ttl,
+            ))
+        });
+        let stateless_gate = Arc::new(Gate::new(
+            config.max_concurrent_requests,
+            config.max_queued_requests,
+        ));
+        Engine {
+            shared: Arc::new(Shared {
+                server_info_meta: json!({"name": server_info.name, "version": server_info.version}),
+                config,
+                registry,
+                resources,
+                prompts,
+                stateless_gate,
+                server_info,
+                policy: ExecutionPolicy::new(limiter),
+                sealer,
+                tasks,
+            }),
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! How the outcome of a policed invocation reads on the wire, per handler kind, and
+//! `completion/complete`, whose completers run under the same [`ExecutionPolicy`].
+//!
+//! A tool's refusal or failure is a tool-level failure (`isError: true` with an
+//! `McpErrorDetail`); every other kind answers with a JSON-RPC error. No message carries panic
+//! text: a panic is logged here and reported as an internal error.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::policy::{ExecutionPolicy, Failure, HandlerKind, Refusal};
+use super::{Engine, Handled, RequestScope, Session, error};
+use crate::resources::Completer;
+use crate::schema::McpErrorDetail;
+use crate::wire::{ErrorCode, ErrorObject, RequestId};
+
+/// Completion values returned in one response; `total` and `hasMore` tell the rest.
+const MAX_COMPLETIONS: usize = 100;
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The tool failure for a call that was not admitted.
+pub(super) fn tool_refusal(name: &str, refusal: Refusal) -> McpErrorDetail {
+    match refusal {
+        Refusal::RateLimited(retry_after) => McpErrorDetail::new(
+            "RATE_LIMITED",
+            format!(
+                "Rate limit exceeded for tool {name}; retry in {} ms",
+                millis(retry_after)
+            ),
+        )
+        .with_details(Map::from_iter([(
+            "retry_after_ms".to_owned(),
+            json!(millis(retry_after)),
+        )])),
+        Refusal::Overloaded => McpErrorDetail::new(
+            "OVERLOADED",
+            format!("Tool {name} was not started: too many requests are in progress; retry later"),
+        ),
+    }
+}
+
+/// The JSON-RPC error for a resource read, prompt or completion that was not admitted.
+pub(super) fn refusal_error(refusal: Refusal) -> ErrorObject {
+    match refusal {
+        Refusal::RateLimited(retry_after) => ErrorObject::internal(format!(
+            "Rate limit exceeded; retry in {} ms",
+            millis(retry_after)
+        ))
+        .with_data(json!({"retryAfterMs": millis(retry_after)})),
+        Refusal::Overloaded => ErrorObject::internal(
+            "Server overloaded: too many requests are in progress; retry later",
+        ),
+    }
+}
+
+/// The tool failure for a call that timed out or panicked.
+pub(super) fn tool_failure(name: &str, failure: Failure) -> McpErrorDetail {
+    match failure {
+        Failure::TimedOut(limit) => timeout_error(name, limit),
+        Failure::Panicked => {
+            tracing::error!(tool = %name, "tool handler panicked");
+            McpErrorDetail::new(
+                "InternalError",
+                format!("Tool {name} failed with an internal error"),
+            )
+        }
+    }
+}
+
+/// The `TIMEOUT` failure of a tool that overran `timeout`.
+pub(super) fn timeout_error(name: &str, timeout: Duration) -> McpErrorDetail {
+    McpErrorDetail::new(
+        "TIMEOUT",
+        format!(
+            "Tool {name} did not finish within {} ms and was cancelled",
+            timeout.as_millis()
+        ),
+    )
+}
+
+/// The `-32603` error for a non-tool handler that timed out or panicked. `what` names the
+/// work ("Prompt greet"); it must hold nothing secret.
+pub(super) fn failure_error(kind: HandlerKind, what: &str, failure: Failure) -> ErrorObject {
+    match failure {
+        Failure::TimedOut(limit) => ErrorObject::internal(format!(
+            "{what} did not finish within {} ms",
+            limit.as_millis()
+        )),
+        Failure::Panicked => {
+            tracing::error!(?kind, "{what}: handler panicked");
+            ErrorObject::internal(format!("{what} failed with an internal error"))
+        }
+    }
+}
+
+/// Which completer a `completion/complete` names.
+enum Target<'a> {
+    Prompt(&'a str),
+    Template(&'a str),
+}
+
+impl Engine {
+    /// `completion/complete`: the completer runs on the blocking pool (completers are plain
+    /// functions, so a slow one must not stall a runtime worker) under the execution policy.
+    pub(super) fn complete(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: &Map<String, Value>,
+        scope: RequestScope,
+    ) -> Handled {
+        let (target, arg_name, partial, context) = match parse_completion(params) {
+            Ok(p) => p,
+            Err(e) => return error(&id, e),
+        };
+        let found = match target {
+            Target::Prompt(name) => self
+                .shared
+                .prompts
+                .as_ref()
+                .and_then(|p| p.completer(name, arg_name))
+                .ok_or_else(|| {
+                    ErrorObject::invalid_params(format!(
+                        "Unknown prompt: {}",
+                        name.chars().take(128).collect::<String>()
+                    ))
+                }),
+            Target::Template(uri) => self
+                .shared
+                .resources
+                .as_ref()
+                .and_then(|r| r.completer(uri, arg_name))
+                .ok_or_else(|| ErrorObject::invalid_params("Unknown resource template")),
+        };
+        let completer: Completer = match found {
+            Err(e) => return error(&id, e),
+            Ok(None) => {
+                return Handled::Reply(self.respond(id, Ok(completion(Vec::new())), &scope));
+            }
+            Ok(Some(c)) => c,
+        };
+        let name = match target {
+            Target::Prompt(n) | Target::Template(n) => n,
+        };
+        let ticket = match self
+            .shared
+            .policy
+            .admit(session.gate(), HandlerKind::Completer, name)
+        {
+            Ok(t) => t,
+            Err(refusal) => return error(&id, refusal_error(refusal)),
+        };
+        let Some(guard) = session.begin_request(id.clone()) else {
+            return error(
+                &id,
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid request: a request with this id is already in progress",
+                ),
+            );
+        };
+        let partial = partial.to_owned();
+        let engine = self.clone();
+        Handled::Pending(Box::pin(async move {
+            let cancel = guard.token();
+            let _guard = guard;
+            let work = async move {
+                match tokio::task::spawn_blocking(move || completer(&partial, &context)).await {
+                    Ok(values) => values,
+                    // Re-raised here so that the policy's unwind guard reports it.
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    // The runtime is shutting down.
+                    Err(_) => Vec::new(),
+                }
+            };
+            let timeout = engine.shared.config.tool_timeout;
+            let result = match ExecutionPolicy::run(ticket, Some(timeout), &cancel, work).await? {
+                Ok(values) => Ok(completion(values)),
+                Err(failure) => Err(failure_error(HandlerKind::Completer, "Completion", failure)),
+            };
+            Some(engine.respond(id, result, &scope))
+        }))
+    }
+}
+
+/// `{"completion": {...}}` for `values`, at most [`MAX_COMPLETIONS`] of them.
+fn completion(values: Vec<String>) -> Value {
+    let total = values.len();
+    let shown: Vec<String> = values.into_iter().take(MAX_COMPLETIONS).collect();
+    json!({"completion": {"values": shown, "total": total, "hasMore": total > MAX_COMPLETIONS}})
+}
+
+type Parsed<'a> = (Target<'a>, &'a str, &'a str, BTreeMap<String, String>);
+
+fn parse_completion(params: &Map<String, Value>) -> Result<Parsed<'_>, ErrorObject> {
+    let reference = params
+        .get("ref")
+        .and_then(Value::as_object)
+        .ok_or_else(|| ErrorObject::invalid_params("completion/complete: ref must be an object"))?;
+    let argument = params
+        .get("argument")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            ErrorObject::invalid_params("completion/complete: argument must be an object")
+        })?;
+    let (Some(arg_name), Some(partial)) = (
+        argument.get("name").and_then(Value::as_str),
+        argument.get("value").and_then(Value::as_str),
+    ) else {
+        return Err(ErrorObject::invalid_params(
+            "completion/complete: argument needs name and value strings",
+        ));
+    };
+    let context: BTreeMap<String, String> = params
+        .get("context")
+        .and_then(|c| c.get("arguments"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let field = |key: &str| {
+        reference
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let target = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => Target::Prompt(field("name")),
+        Some("ref/resource") => Target::Template(field("uri")),
+        _ => {
+            return Err(ErrorObject::invalid_params(
+                "completion/complete: ref.type must be ref/prompt or ref/resource",
+            ));
+        }
+    };
+    Ok((target, arg_name, partial, context))
+}
