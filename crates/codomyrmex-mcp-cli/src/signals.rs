@@ -46,18 +46,16 @@ impl Signals {
 
     /// A future that resolves on the first signal, after which a second signal exits the
     /// process at once with status 130.
-    pub fn shutdown(mut self) -> impl Future<Output = ()> + Send + 'static {
-        async move {
-            let first = self.next().await;
-            eprintln!(
-                "codomyrmex-mcp: {first} received: shutting down after the in-flight calls \
-                 (send another signal to exit at once)"
-            );
-            tokio::spawn(async move {
-                let second = self.next().await;
-                eprintln!("codomyrmex-mcp: {second} received again: exiting now");
-                std::process::exit(130);
-            });
-        }
+    pub async fn shutdown(mut self) {
+        let first = self.next().await;
+        eprintln!(
+            "codomyrmex-mcp: {first} received: shutting down after the in-flight calls \
+             (send another signal to exit at once)"
+        );
+        tokio::spawn(async move {
+            let second = self.next().await;
+            eprintln!("codomyrmex-mcp: {second} received again: exiting now");
+            std::process::exit(130);
+        });
     }
 }
