@@ -184,6 +184,21 @@ fn sigint_on_stdio_lets_the_call_in_flight_finish_and_exits_zero() {
     stdio_signal_drains(Signal::INT, "SIGINT");
 }
 
+#[test]
+fn a_second_signal_on_stdio_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = serve_stdio(dir.path());
+    send(&mut s.stdin, &slow_call(1));
+    await_file(&dir.path().join("started"));
+    signal(&s.child, Signal::TERM);
+    await_line(&s.err, "SIGTERM received");
+    signal(&s.child, Signal::TERM);
+    await_line(&s.err, "received again");
+    let status = wait(&mut s.child);
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    drop(s.stdin);
+}
+
 struct Http {
     child: Child,
     addr: String,
