@@ -48,14 +48,17 @@ idle_secs="${IDLE_SECS:-20}"
 stateless_era="${RMCP_STATELESS_ERA:-plain}"
 checks="${CHECKS:-codomyrmex-modern=rmcp-stateless codomyrmex-legacy=rmcp-stateless}"
 
+# PROFILE=profiling builds and runs the subjects with symbols and line tables (for perf or
+# callgrind); the default, release, ships without them.
+profile="${PROFILE:-release}"
 if [[ -z "${NO_BUILD:-}" ]]; then
     echo "building release binaries..." >&2
-    cargo build --release --quiet -p codomyrmex-mcp --example echo
-    cargo build --release --quiet -p codomyrmex-mcp-bench --bins
-    cargo build --release --quiet -p codomyrmex-mcp-cli
+    cargo build --profile "$profile" --quiet -p codomyrmex-mcp --example echo
+    cargo build --profile "$profile" --quiet -p codomyrmex-mcp-bench --bins
+    cargo build --profile "$profile" --quiet -p codomyrmex-mcp-cli
 fi
 
-bin="$root/target/release"
+bin="${CARGO_TARGET_DIR:-$root/target}/$profile"
 for f in "$bin/examples/echo" "$bin/rmcp_http_echo" "$bin/bare_http_echo" "$bin/http_load" "$bin/codomyrmex-mcp"; do
     [[ -x "$f" ]] || { echo "missing $f" >&2; exit 1; }
 done

@@ -31,13 +31,16 @@ else
     n_seq=20000 n_pipe=60000 n_big=3000 warmup=2000 colds=10
 fi
 
+# PROFILE=profiling builds and runs the subjects with symbols and line tables (for perf or
+# callgrind); the default, release, ships without them.
+profile="${PROFILE:-release}"
 if [[ -z "${NO_BUILD:-}" ]]; then
     echo "building release binaries..." >&2
-    cargo build --release --quiet -p codomyrmex-mcp --example echo
-    cargo build --release --quiet -p codomyrmex-mcp-bench --bins
+    cargo build --profile "$profile" --quiet -p codomyrmex-mcp --example echo
+    cargo build --profile "$profile" --quiet -p codomyrmex-mcp-bench --bins
 fi
 
-bin="$root/target/release"
+bin="${CARGO_TARGET_DIR:-$root/target}/$profile"
 for f in "$bin/examples/echo" "$bin/rmcp_echo" "$bin/bare_echo" "$bin/stdio_load"; do
     [[ -x "$f" ]] || { echo "missing $f" >&2; exit 1; }
 done

@@ -1,10 +1,11 @@
 //! The command line.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::path::PathBuf;
 
 use clap::builder::BoolishValueParser;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 
 use crate::config::Profile;
 
@@ -45,19 +46,19 @@ pub enum Command {
         #[arg(long)]
         table: bool,
     },
-    /// Show the effective configuration.
+    /// Print the effective configuration (TOML; secrets redacted).
     Config {
         /// Server settings.
         #[command(flatten)]
         server: ServerOptions,
-        /// Print the effective configuration (TOML; secrets redacted).
-        #[arg(long, required_unless_present = "example")]
+        /// Print the effective configuration (what `config` alone does).
+        #[arg(long)]
         print: bool,
-        /// With --print: JSON instead of TOML.
-        #[arg(long, requires = "print")]
+        /// JSON instead of TOML.
+        #[arg(long)]
         json: bool,
         /// Print an annotated example configuration file.
-        #[arg(long, conflicts_with = "print")]
+        #[arg(long, conflicts_with_all = ["print", "json"])]
         example: bool,
     },
     /// Connect to any MCP server and list or call what it offers.
@@ -83,8 +84,9 @@ pub struct ServerOptions {
     /// Disable the tool-call rate limit (50 calls/s, burst 100 by default).
     #[arg(long, env = "CODOMYRMEX_MCP_NO_RATE_LIMIT", value_parser = BoolishValueParser::new())]
     pub no_rate_limit: bool,
-    /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio.
-    #[arg(long, value_name = "ADDR", env = "CODOMYRMEX_MCP_HTTP")]
+    /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio: IP:PORT or
+    /// localhost:PORT; port 0 picks a free one.
+    #[arg(long, value_name = "ADDR", env = "CODOMYRMEX_MCP_HTTP", value_parser = parse_listen)]
     pub http: Option<SocketAddr>,
     /// HTTP options.
     #[command(flatten)]
@@ -125,6 +127,149 @@ pub struct HttpOptions {
     /// A scope every JWT must carry (repeatable).
     #[arg(long = "required-scope", value_name = "SCOPE", requires = "jwks")]
     pub required_scopes: Vec<String>,
+}
+
+/// The ids of the arguments only `serve` uses: hidden from the help of `tools` and `config`,
+/// which still accept them (and their variables) so one environment serves every subcommand.
+const SERVE_ONLY: &[&str] = &[
+    "http",
+    "auth_token",
+    "allowed_hosts",
+    "allowed_origins",
+    "cors_origins",
+    "jwks",
+    "issuer",
+    "audience",
+    "required_scopes",
+];
+
+/// The command line's definition: the derived one, with each subcommand's help showing only
+/// the flags it uses.
+pub fn command() -> clap::Command {
+    let hide = |mut sub: clap::Command| {
+        for id in SERVE_ONLY {
+            sub = sub.mut_arg(*id, |a| a.hide(true));
+        }
+        sub
+    };
+    Cli::command()
+        .mut_subcommand("tools", hide)
+        .mut_subcommand("config", hide)
+}
+
+/// Parses the process's arguments (and `CODOMYRMEX_MCP_*` variables). A bad value that came
+/// from a variable is reported under the variable's name.
+pub fn parse() -> Result<Cli, clap::Error> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    parse_from(&args, |var| std::env::var_os(var))
+}
+
+/// [`parse`] of `args`, with `env` to read variables.
+pub fn parse_from(
+    args: &[std::ffi::OsString],
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Cli, clap::Error> {
+    let mut cmd = command();
+    let parsed = cmd
+        .try_get_matches_from_mut(args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    parsed.map_err(|e| blame_variable(&mut cmd, args, e, env))
+}
+
+/// Rewrites a clap error about an invalid value of `--flag` into one naming the variable
+/// `--flag` reads, when the flag is not on the command line (so the value came from it).
+fn blame_variable(
+    cmd: &mut clap::Command,
+    args: &[std::ffi::OsString],
+    e: clap::Error,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> clap::Error {
+    if !matches!(
+        e.kind(),
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue
+    ) {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let Some(long) = arg
+        .strip_prefix("--")
+        .and_then(|a| a.split([' ', '=']).next())
+    else {
+        return e;
+    };
+    let on_command_line = args.iter().skip(1).any(|a| {
+        let a = a.to_string_lossy();
+        a == format!("--{long}") || a.starts_with(&format!("--{long}="))
+    });
+    if on_command_line {
+        return e;
+    }
+    cmd.build();
+    let var = std::iter::once(&*cmd)
+        .chain(cmd.get_subcommands())
+        .flat_map(|c| c.get_arguments())
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env())
+        .map(|v| v.to_string_lossy().into_owned());
+    let Some(var) = var else { return e };
+    let Some(value) = env(&var) else { return e };
+    let reason = std::error::Error::source(&e)
+        .map(|source| format!(": {source}"))
+        .unwrap_or_default();
+    let valid = match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(v)) => format!(" (possible values: {})", v.join(", ")),
+        _ => String::new(),
+    };
+    cmd.error(
+        ErrorKind::ValueValidation,
+        format!(
+            "invalid value {:?} in the environment variable {var} (read for --{long}){reason}{valid}; \
+             fix or unset {var}",
+            value.to_string_lossy()
+        ),
+    )
+}
+
+/// An address to listen on: `IP:PORT`, or a host name that resolves to a loopback address
+/// (`localhost:PORT`). Other names are refused: which interface they mean is unclear.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!(
+            "{s:?} is not an address: use IP:PORT or localhost:PORT, e.g. 127.0.0.1:8080"
+        ));
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("{port:?} is not a port number (0 to 65535)"))?;
+    if host.is_empty() {
+        return Err(format!(
+            "{s:?} has no host: use 127.0.0.1:{port} (this machine only) or 0.0.0.0:{port}"
+        ));
+    }
+    let resolved: Vec<SocketAddr> = if host.eq_ignore_ascii_case("localhost") {
+        vec![SocketAddr::from(([127, 0, 0, 1], port))]
+    } else {
+        (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {host:?}: {e}; use an IP address"))?
+            .collect()
+    };
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4() && a.ip().is_loopback())
+        .or_else(|| resolved.iter().find(|a| a.ip().is_loopback()))
+        .copied()
+        .ok_or_else(|| {
+            format!(
+                "{host:?} is not a loopback name: give an IP address to listen on, e.g. \
+                 127.0.0.1:{port}, or 0.0.0.0:{port} for every interface (with authentication)"
+            )
+        })
 }
 
 /// `client`: where the server is and what to ask it.
@@ -206,6 +351,7 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     #[test]
@@ -233,6 +379,42 @@ mod tests {
             Cli::try_parse_from(["codomyrmex-mcp", "serve", "--jwks", "k.json"]).is_err(),
             "--jwks needs --issuer and --audience"
         );
+    }
+
+    #[test]
+    fn listen_addresses_take_loopback_names() {
+        assert_eq!(
+            parse_listen("127.0.0.1:0").unwrap().to_string(),
+            "127.0.0.1:0"
+        );
+        assert_eq!(parse_listen("[::1]:80").unwrap().to_string(), "[::1]:80");
+        assert_eq!(
+            parse_listen("LOCALHOST:8080").unwrap().to_string(),
+            "127.0.0.1:8080"
+        );
+        assert!(parse_listen("localhost").unwrap_err().contains("IP:PORT"));
+        assert!(
+            parse_listen("localhost:99999")
+                .unwrap_err()
+                .contains("port")
+        );
+        assert!(parse_listen(":80").unwrap_err().contains("no host"));
+    }
+
+    #[test]
+    fn a_bad_variable_is_blamed_only_when_the_flag_is_absent() {
+        let env = |var: &str| (var == "CODOMYRMEX_MCP_TIMEOUT").then(|| "x".into());
+        let args = |a: &[&str]| {
+            a.iter()
+                .map(Into::into)
+                .collect::<Vec<std::ffi::OsString>>()
+        };
+        // clap reads the real environment; give the value as a flag and check the wording.
+        let e = parse_from(&args(&["codomyrmex-mcp", "serve", "--timeout", "x"]), env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--timeout"), "{e}");
+        assert!(!e.contains("CODOMYRMEX_MCP_TIMEOUT"), "{e}");
     }
 
     #[test]

@@ -102,6 +102,7 @@ impl Default for ShellSettings {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpFile {
+    #[serde(default, deserialize_with = "listen_address")]
     listen: Option<SocketAddr>,
     auth_token: Option<String>,
     allowed_hosts: Option<Vec<String>>,
@@ -112,6 +113,14 @@ pub struct HttpFile {
     audience: Option<String>,
     required_scopes: Option<Vec<String>>,
     session_idle_timeout_secs: Option<u64>,
+}
+
+/// `[http] listen`: like `--http`, an IP address or a loopback name with a port.
+fn listen_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    let text = String::deserialize(d)?;
+    crate::cli::parse_listen(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 /// The TOML file.
@@ -129,8 +138,25 @@ pub struct FileConfig {
 
 impl FileConfig {
     /// Parses a file's text.
+    #[cfg(test)]
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        Self::parse_located(text).map_err(|(_, message)| message)
+    }
+
+    /// Parses a file's text; an error comes with the `line:column` (1-based) it is at.
+    fn parse_located(text: &str) -> Result<Self, (Option<String>, String)> {
+        toml::from_str(text).map_err(|e: toml::de::Error| {
+            let at = e.span().map(|span| {
+                let before = text.get(..span.start).unwrap_or(text);
+                let line = before.matches('\n').count() + 1;
+                let column = before
+                    .rfind('\n')
+                    .map_or(before.len(), |i| before.len() - i - 1)
+                    + 1;
+                format!("{line}:{column}")
+            });
+            (at, e.message().trim().to_owned())
+        })
     }
 }
 
@@ -227,7 +253,7 @@ pub struct Effective {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read the configuration file {path}: {source}")]
+    #[error("cannot read the configuration file {}: {source}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
@@ -235,10 +261,16 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid.
-    #[error("invalid configuration file {path}: {message}")]
+    #[error(
+        "invalid configuration file {}{}: {message} (see `codomyrmex-mcp config --example`)",
+        path.display(),
+        at.as_ref().map(|a| format!(":{a}")).unwrap_or_default()
+    )]
     Parse {
         /// The file.
         path: PathBuf,
+        /// `line:column` of the error, when known.
+        at: Option<String>,
         /// What is wrong.
         message: String,
     },
@@ -257,10 +289,12 @@ pub fn resolve(opts: &ServerOptions) -> Result<Effective, ConfigError> {
                 path: path.clone(),
                 source,
             })?;
-            let file = FileConfig::parse(&text).map_err(|message| ConfigError::Parse {
-                path: path.clone(),
-                message,
-            })?;
+            let file =
+                FileConfig::parse_located(&text).map_err(|(at, message)| ConfigError::Parse {
+                    path: path.clone(),
+                    at,
+                    message,
+                })?;
             let dir = std::path::absolute(path)
                 .ok()
                 .and_then(|p| p.parent().map(Path::to_path_buf));

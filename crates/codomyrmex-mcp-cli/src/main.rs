@@ -4,7 +4,7 @@
 //! - `serve` serves over stdio (or Streamable HTTP with `--http ADDR`). Logs go to stderr;
 //!   stdout carries only MCP messages.
 //! - `tools` lists the built-in tools with their schemas.
-//! - `config --print` shows the effective configuration (flags > environment > file >
+//! - `config` shows the effective configuration (flags > environment > file >
 //!   defaults), secrets redacted.
 //! - `client --stdio "CMD ..." | --http URL` lists and calls what a server offers.
 
@@ -12,12 +12,12 @@ mod cli;
 mod client_cmd;
 mod config;
 mod http_client;
+mod logging;
 mod serve;
+mod signals;
 mod tools;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 use cli::{Cli, Command};
 
@@ -49,14 +49,13 @@ fn main() -> ExitCode {
         Some(a) if a == tools::process::GUARD_ARG => return tools::process::guard_main(),
         _ => {}
     }
-    let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CODOMYRMEX_MCP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    let cli = match cli::parse() {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    if let Err(e) = logging::init() {
+        return fail(e);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::transport::http::{
-    AuthConfig, HttpConfig, HttpServer, Jwks, JwtConfig, StaticToken, shutdown_signal,
+    AuthConfig, HttpConfig, HttpError, HttpServer, Jwks, JwtConfig, StaticToken,
 };
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
@@ -15,6 +15,7 @@ use codomyrmex_mcp::{
 use serde_json::Value;
 
 use crate::config::{Effective, HttpSettings, Profile};
+use crate::signals::Signals;
 use crate::tools::{self, Sandbox, Workspace};
 
 /// The URI prefix under which the root's files are served as resources.
@@ -130,19 +131,41 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     }
     let server = server(&config)?;
     tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
+    // SIGINT and SIGTERM end the input like EOF does (stdio) or stop accepting (HTTP); the
+    // in-flight calls get their grace period, a second signal exits at once.
+    let shutdown = Signals::install()?.shutdown();
     match listen {
-        None => server.serve_stdio().await.map_err(|e| e.to_string()),
+        None => server
+            .serve_stdio_until(shutdown)
+            .await
+            .map_err(|e| e.to_string()),
         Some(bind) => {
             let http = HttpServer::new(server.engine().clone(), http_config(bind, &config.http)?);
-            let listener = http.bind().await.map_err(|e| e.to_string())?;
+            let listener = http.bind().await.map_err(|e| bind_error(bind, e))?;
             let addr = listener.local_addr().map_err(|e| e.to_string())?;
             // One line on stderr, whatever the log level: with `--http 127.0.0.1:0` it is the
             // only way to learn the port, and it tells a newcomer where to point a client.
             eprintln!("codomyrmex-mcp: serving MCP over Streamable HTTP at http://{addr}/mcp");
-            http.serve(listener, shutdown_signal())
+            http.serve(listener, shutdown)
                 .await
                 .map_err(|e| e.to_string())
         }
+    }
+}
+
+/// What failed when binding `bind`, and what to do about it.
+fn bind_error(bind: std::net::SocketAddr, e: HttpError) -> String {
+    match e {
+        HttpError::Io(io) if io.kind() == std::io::ErrorKind::AddrInUse => format!(
+            "{bind} is already in use; pick another port with --http ADDR, or {} for a free one",
+            std::net::SocketAddr::new(bind.ip(), 0)
+        ),
+        HttpError::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => format!(
+            "not allowed to listen on {bind} ({io}); ports below 1024 need privileges: pick \
+             another port with --http ADDR"
+        ),
+        HttpError::Io(io) => format!("cannot listen on {bind}: {io}"),
+        other => other.to_string(),
     }
 }
 

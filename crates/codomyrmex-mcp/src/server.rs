@@ -67,6 +67,15 @@ impl McpServer {
         stdio::serve_stdio(self.engine.clone()).await
     }
 
+    /// Serves this process's stdin and stdout until stdin closes or `shutdown` resolves;
+    /// either way in-flight calls get the grace period. See [`stdio::serve_until`].
+    pub async fn serve_stdio_until(
+        &self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StdioError> {
+        stdio::serve_stdio_until(self.engine.clone(), shutdown).await
+    }
+
     /// Serves newline-delimited JSON-RPC over any byte stream pair.
     pub async fn serve_stream<R, W>(&self, reader: R, writer: W) -> Result<(), StdioError>
     where

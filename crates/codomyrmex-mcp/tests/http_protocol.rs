@@ -525,3 +525,62 @@ async fn health_reports_name_versions_and_tools() {
     assert_eq!(v["tools"], 5);
     s.stop().await;
 }
+
+/// The JSON-RPC error in a response, whether a JSON body or an SSE stream carried it.
+fn error_of(r: &Resp) -> Value {
+    let is_sse = r
+        .header("content-type")
+        .is_some_and(|c| c.starts_with("text/event-stream"));
+    if is_sse {
+        let events = r.events();
+        events
+            .into_iter()
+            .map(|e| e.data)
+            .find(|d| d.get("error").is_some())
+            .unwrap_or_else(|| panic!("no error on the stream: {r:?}"))
+    } else {
+        r.json()
+    }
+}
+
+#[tokio::test]
+async fn calls_still_running_when_the_grace_ends_get_a_shutting_down_error() {
+    for always_sse in [false, true] {
+        let mut s = start(HttpConfig {
+            shutdown_grace: Duration::from_millis(100),
+            always_sse,
+            ..config()
+        })
+        .await;
+        let (addr, host) = (s.addr, s.host());
+        let sid = s.legacy_session().await;
+        let slow = json!({"name": "slow", "arguments": {"ms": 600_000}});
+        let modern_call = tokio::spawn({
+            let (host, slow) = (host.clone(), slow.clone());
+            async move { send(addr, &host, &modern("tools/call", 1, slow)).await }
+        });
+        let legacy_call = tokio::spawn(async move {
+            send(
+                addr,
+                &host,
+                &legacy("tools/call", Some(2), slow, Some(&sid)),
+            )
+            .await
+        });
+        let probes = s.probes.clone();
+        eventually("both calls are in flight", || {
+            probes.slow_started.load(Ordering::SeqCst) == 2
+        })
+        .await;
+        s.begin_shutdown();
+        for (call, id) in [(modern_call, 1), (legacy_call, 2)] {
+            let r = tokio::time::timeout(HANG, call).await.unwrap().unwrap();
+            let e = error_of(&r);
+            assert_eq!(e["id"], id, "always_sse {always_sse}: {e}");
+            assert_eq!(e["error"]["code"], -32000, "always_sse {always_sse}: {e}");
+        }
+        assert_eq!(probes.finished.load(Ordering::SeqCst), 0);
+        let out = tokio::time::timeout(HANG, &mut s.handle).await.unwrap();
+        assert!(out.unwrap().is_ok());
+    }
+}

@@ -4,9 +4,12 @@
 //! - One message per line; stdout carries only protocol messages.
 //! - A line longer than the configured maximum is discarded and answered with `-32600`.
 //! - Requests run concurrently; responses may come out of order.
-//! - On EOF, in-flight calls get the configured grace period, then are cancelled.
+//! - On EOF, in-flight calls get the configured grace period, then are cancelled. A shutdown
+//!   future ([`serve_until`], [`serve_stdio_until`]; a signal, say) ends the input the same way.
 //! - If the output closes, the loop stops reading and cancels everything.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -39,8 +42,29 @@ impl MessageSink for ChannelSink {
     }
 }
 
+/// A future that asks serving to stop, as if the input had ended.
+type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// Serves one connection until the input ends (or the output closes).
 pub async fn serve<R, W>(engine: Engine, reader: R, writer: W) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_until(engine, reader, writer, std::future::pending()).await
+}
+
+/// Serves one connection until the input ends, the output closes or `shutdown` resolves.
+///
+/// When `shutdown` resolves, reading stops exactly as at end of input: in-flight calls get the
+/// configured grace period (`shutdown_grace`) to finish and send their responses, then the
+/// rest are cancelled and this returns `Ok(())`.
+pub async fn serve_until<R, W>(
+    engine: Engine,
+    reader: R,
+    writer: W,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StdioError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -50,7 +74,10 @@ where
     // threads for every line and would hand every call to a worker across threads again.
     // As a task, the loop, the calls it spawns and the writer they wake stay on the worker
     // that the input woke. Dropping this future aborts the task, as dropping the loop would.
-    let mut task = AbortOnDrop(tokio::spawn(serve_connection(engine, reader, writer)));
+    let shutdown: Shutdown = Box::pin(shutdown);
+    let mut task = AbortOnDrop(tokio::spawn(serve_connection(
+        engine, reader, writer, shutdown,
+    )));
     match (&mut task.0).await {
         Ok(outcome) => outcome,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -68,7 +95,12 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-async fn serve_connection<R, W>(engine: Engine, reader: R, writer: W) -> Result<(), StdioError>
+async fn serve_connection<R, W>(
+    engine: Engine,
+    reader: R,
+    writer: W,
+    mut shutdown: Shutdown,
+) -> Result<(), StdioError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -113,6 +145,10 @@ where
             biased;
             r = read_line(&mut reader, &mut line, max) => r,
             () = closed(&tx) => break Ok(()),
+            () = &mut shutdown => {
+                tracing::info!(in_flight = tasks.len(), "shutdown requested; draining");
+                break Ok(());
+            }
         };
         match read {
             Err(e) => break Err(StdioError::Read(e)),
@@ -182,11 +218,20 @@ async fn closed(tx: &mpsc::Sender<OutgoingMessage>) {
 /// stdin is read on a thread of its own and tokio's `stdout()` is used, which cost a hand-off
 /// between threads per operation.
 pub async fn serve_stdio(engine: Engine) -> Result<(), StdioError> {
+    serve_stdio_until(engine, std::future::pending()).await
+}
+
+/// [`serve_stdio`] until stdin ends or `shutdown` resolves (see [`serve_until`]); pass
+/// `transport::http::shutdown_signal()` to shut down on SIGINT and SIGTERM like at EOF.
+pub async fn serve_stdio_until(
+    engine: Engine,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StdioError> {
     #[cfg(all(target_os = "linux", feature = "http"))]
     if let Some((reader, writer)) = pipes::open() {
-        return serve(engine, reader, writer).await;
+        return serve_until(engine, reader, writer, shutdown).await;
     }
-    serve(engine, thread_stdin::open(), tokio::io::stdout()).await
+    serve_until(engine, thread_stdin::open(), tokio::io::stdout(), shutdown).await
 }
 
 /// stdin read by a detached thread.

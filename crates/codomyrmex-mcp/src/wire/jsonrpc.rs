@@ -66,6 +66,9 @@ impl ErrorCode {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: Self = Self(-32021);
     /// The requested protocol version is not supported (2026-07-28).
     pub const UNSUPPORTED_PROTOCOL_VERSION: Self = Self(-32022);
+    /// The server is shutting down: the request was cancelled when its grace period ended
+    /// (a server-defined code of this implementation).
+    pub const SHUTTING_DOWN: Self = Self(-32000);
 }
 
 /// A JSON-RPC error object.

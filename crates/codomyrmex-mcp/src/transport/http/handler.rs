@@ -283,6 +283,7 @@ async fn modern(
     let IncomingMessage::Request { id, method, params } = &message else {
         return accepted();
     };
+    let id = id.clone();
     let empty = Map::new();
     let p = params.as_ref().unwrap_or(&empty);
     if is_modern(params)
@@ -291,7 +292,7 @@ async fn modern(
         return json_response(
             StatusCode::BAD_REQUEST,
             &OutgoingMessage::Error {
-                id: Some(id.clone()),
+                id: Some(id),
                 error: e,
             },
         );
@@ -310,7 +311,14 @@ async fn modern(
     if stream {
         let (tx, rx) = mpsc::channel(256);
         let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx));
-        return match app.engine.handle(&session, message, &sink) {
+        let handled = app.engine.handle(&session, message, &sink);
+        // A subscription is no call: it ends with the server's streams, not its calls.
+        let handled = if listen {
+            handled
+        } else {
+            app.drain.watch(id, handled)
+        };
+        return match handled {
             Handled::Nothing => accepted(),
             Handled::Reply(m) => reply(&m),
             Handled::Pending(work) => {
@@ -326,7 +334,8 @@ async fn modern(
         };
     }
     let sink = NullSink::shared();
-    match app.engine.handle(&session, message, &sink) {
+    let handled = app.engine.handle(&session, message, &sink);
+    match app.drain.watch(id, handled) {
         Handled::Nothing => accepted(),
         Handled::Reply(m) => reply(&m),
         // Awaited here: if the client disconnects, hyper drops this future, which cancels the
@@ -435,16 +444,18 @@ async fn legacy(
             };
         }
     };
-    if !matches!(message, IncomingMessage::Request { .. }) {
+    let IncomingMessage::Request { id, .. } = &message else {
         app.engine.handle(&session.session, message, standalone);
         return accepted();
-    }
+    };
+    let id = id.clone();
     if wants_stream(app, accepts, &message, Some(&session)) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
         // nothing; the client can resume with Last-Event-ID.
         let log = session.open_stream();
         let sink: Arc<dyn MessageSink> = Arc::new(LogSink(log.clone()));
         let handled = app.engine.handle(&session.session, message, &sink);
+        let handled = app.drain.watch(id, handled);
         let events = log.attach(0);
         let prime = log.prime(Duration::from_millis(1000));
         match handled {
@@ -472,12 +483,8 @@ async fn legacy(
             Some(app.config.keep_alive),
         ));
     }
-    match app
-        .engine
-        .handle(&session.session, message, standalone)
-        .into_message()
-        .await
-    {
+    let handled = app.engine.handle(&session.session, message, standalone);
+    match app.drain.watch(id, handled).into_message().await {
         Some(m) => json_response(StatusCode::OK, &m),
         None => accepted(),
     }

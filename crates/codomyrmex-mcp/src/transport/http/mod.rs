@@ -33,6 +33,7 @@
 mod auth;
 mod conn;
 mod cors;
+mod drain;
 mod guard;
 mod handler;
 pub(crate) mod headers;
@@ -65,6 +66,7 @@ pub use auth::{
     StaticToken, protected_resource_router,
 };
 pub use cors::{CorsOriginError, check_origin, cors_layer};
+use drain::Drain;
 pub use guard::{OriginLayer, OriginPolicy, OriginService};
 pub use limits::{
     ClientRateLimit, ClientRateLimitLayer, HeaderLimit, HeaderLimitLayer, InFlightLimit,
@@ -223,6 +225,8 @@ pub(crate) struct AppState {
     config: Arc<HttpConfig>,
     /// Cancelled when the server shuts down: ends the streams that never end on their own.
     shutdown: CancellationToken,
+    /// The calls in flight, answered with an error when the shutdown grace period ends.
+    drain: Arc<Drain>,
 }
 
 /// A JSON-RPC error response with an HTTP status.
@@ -254,8 +258,18 @@ pub fn mcp_router_with_shutdown(
     config: &HttpConfig,
     shutdown: CancellationToken,
 ) -> Router {
+    router_with_drain(engine, config, shutdown, Arc::default())
+}
+
+fn router_with_drain(
+    engine: Engine,
+    config: &HttpConfig,
+    shutdown: CancellationToken,
+    drain: Arc<Drain>,
+) -> Router {
     let state = AppState {
         shutdown,
+        drain,
         engine,
         sessions: Arc::new(SessionStore::new(
             config.max_sessions,
@@ -425,7 +439,8 @@ impl HttpServer {
     /// The router with the default layers (see the [module docs](self)), for a server
     /// listening on `port`.
     pub fn router(&self, port: u16) -> Result<Router, HttpError> {
-        Ok(Router::new().fallback_service(self.build::<Body>(port, CancellationToken::new())?))
+        let service = self.build::<Body>(port, CancellationToken::new(), Arc::default())?;
+        Ok(Router::new().fallback_service(service))
     }
 
     /// The endpoint wrapped in the default layers. The layers wrap the whole router rather
@@ -435,6 +450,7 @@ impl HttpServer {
         &self,
         port: u16,
         shutdown: CancellationToken,
+        drain: Arc<Drain>,
     ) -> Result<
         impl Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send + 'static>
         + Clone
@@ -449,7 +465,7 @@ impl HttpServer {
     {
         self.validate()?;
         let c = &self.config;
-        let mut app = mcp_router_with_shutdown(self.engine.clone(), c, shutdown);
+        let mut app = router_with_drain(self.engine.clone(), c, shutdown, drain);
         let auth = match &c.auth {
             None => None,
             Some(auth) => {
@@ -484,6 +500,11 @@ impl HttpServer {
 
     /// Serves on `listener` until `shutdown` resolves, then lets in-flight requests finish
     /// within the grace period.
+    ///
+    /// Shutting down stops accepting connections, ends the never-ending SSE streams and logs
+    /// (at `warn`) how many calls are in flight. Calls still running when the grace period
+    /// ends are cancelled and answered with a JSON-RPC error (`-32000`, "Server is shutting
+    /// down") on their own response, so clients see an answer rather than a cut connection.
     pub async fn serve(
         &self,
         listener: TcpListener,
@@ -491,7 +512,8 @@ impl HttpServer {
     ) -> Result<(), HttpError> {
         let port = listener.local_addr()?.port();
         let streams_end = CancellationToken::new();
-        let app = self.build::<hyper::body::Incoming>(port, streams_end.clone())?;
+        let drain = Arc::new(Drain::default());
+        let app = self.build::<hyper::body::Incoming>(port, streams_end.clone(), drain.clone())?;
         let connections = Arc::new(tokio::sync::Semaphore::new(
             self.config.max_connections.max(1),
         ));
@@ -544,15 +566,37 @@ impl HttpServer {
         }
         drop(listener);
         streams_end.cancel();
-        if tokio::time::timeout(self.config.shutdown_grace, graceful.shutdown())
-            .await
-            .is_err()
-        {
-            tracing::warn!("shutdown grace period elapsed with requests still running");
+        let grace = self.config.shutdown_grace;
+        tracing::warn!(
+            in_flight = drain.in_flight(),
+            grace_secs = grace.as_secs_f64(),
+            "shutting down: no new connections; draining {} in-flight call(s) for up to {:?}",
+            drain.in_flight(),
+            grace
+        );
+        let closed = graceful.shutdown();
+        tokio::pin!(closed);
+        if tokio::time::timeout(grace, &mut closed).await.is_err() {
+            tracing::warn!(
+                in_flight = drain.in_flight(),
+                "shutdown grace period elapsed: answering the calls still running with an error"
+            );
+            drain.end_calls();
+            // The answers are written as the handlers return; a connection that cannot take
+            // them (a client that stopped reading) is not waited for long.
+            if tokio::time::timeout(ANSWER_GRACE, &mut closed)
+                .await
+                .is_err()
+            {
+                tracing::warn!("connections still open after the shutdown answers; closing them");
+            }
         }
         Ok(())
     }
 }
+
+/// How long, after the grace period, connections get to carry the shutting-down answers.
+const ANSWER_GRACE: Duration = Duration::from_secs(2);
 
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown_signal() {

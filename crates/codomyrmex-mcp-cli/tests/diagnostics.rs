@@ -1,0 +1,178 @@
+//! What the real binary says when something is wrong, and what its help shows: each message
+//! names the thing that failed (an address, a variable, a file and line) and the fix.
+
+// Test helpers fail by panicking, outside `#[test]` functions too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("CODOMYRMEX_MCP_") {
+            c.env_remove(k);
+        }
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+fn output(cmd: &mut Command) -> (Option<i32>, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().unwrap();
+    (
+        status.code(),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_port_in_use_is_named_with_the_fix() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, _, stderr) = output(&mut command(&["serve", "--http", &addr]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{addr} is already in use")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--http ADDR"), "{stderr}");
+    assert!(stderr.contains("127.0.0.1:0"), "{stderr}");
+}
+
+#[test]
+fn localhost_is_accepted_as_an_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = command(&[
+        "serve",
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--http",
+        "localhost:0",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("serve --http localhost:0 printed nothing");
+    assert!(
+        line.contains("serving MCP over Streamable HTTP at http://127.0.0.1:"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_non_loopback_name_and_a_public_bind_without_auth_are_refused() {
+    let (code, _, stderr) = output(&mut command(&["serve", "--http", "example.invalid:80"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("example.invalid"), "{stderr}");
+    let (code, _, stderr) = output(&mut command(&["serve", "--http", "0.0.0.0:0"]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("without authentication"), "{stderr}");
+}
+
+#[test]
+fn a_bad_variable_is_reported_under_its_own_name() {
+    for (var, value, args) in [
+        ("CODOMYRMEX_MCP_TIMEOUT", "soon", &["serve"][..]),
+        ("CODOMYRMEX_MCP_TIMEOUT", "0", &["config"][..]),
+        ("CODOMYRMEX_MCP_PROFILE", "admin", &["tools"][..]),
+        ("CODOMYRMEX_MCP_HTTP", "nowhere", &["serve"][..]),
+        ("CODOMYRMEX_MCP_NO_RATE_LIMIT", "maybe", &["serve"][..]),
+    ] {
+        let (code, _, stderr) = output(command(args).env(var, value));
+        assert_eq!(code, Some(2), "{var}: {stderr}");
+        assert!(stderr.contains(var), "{var}: {stderr}");
+        assert!(stderr.contains(value), "{var}: {stderr}");
+    }
+    // The same value given as a flag is reported under the flag.
+    let (code, _, stderr) = output(&mut command(&["serve", "--timeout", "soon"]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--timeout"), "{stderr}");
+    assert!(!stderr.contains("CODOMYRMEX_MCP_TIMEOUT"), "{stderr}");
+}
+
+#[test]
+fn a_config_file_error_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "profile = \"readonly\"\n\ntimeout_secs = \"ten\"\n").unwrap();
+    let (code, _, stderr) = output(&mut command(&[
+        "config",
+        "--print",
+        "--config",
+        path.to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:3", path.display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn config_alone_prints_the_configuration() {
+    let (code, stdout, stderr) = output(&mut command(&["config"]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("profile = \"readonly\""), "{stdout}");
+    let (code, stdout, _) = output(&mut command(&["config", "--print"]));
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("profile = \"readonly\""), "{stdout}");
+    let (code, stdout, _) = output(&mut command(&["config", "--json"]));
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["profile"], "readonly");
+}
+
+const SERVE_ONLY_FLAGS: &[&str] = &[
+    "--http",
+    "--auth-token",
+    "--allowed-host",
+    "--allowed-origin",
+    "--cors-origin",
+    "--jwks",
+    "--issuer",
+    "--audience",
+    "--required-scope",
+];
+
+#[test]
+fn each_subcommand_help_shows_only_its_own_flags() {
+    for sub in ["tools", "config"] {
+        let (code, help, _) = output(&mut command(&[sub, "--help"]));
+        assert_eq!(code, Some(0));
+        assert!(help.contains("--root"), "{sub}: {help}");
+        for flag in SERVE_ONLY_FLAGS {
+            assert!(!help.contains(flag), "{sub} --help lists {flag}: {help}");
+        }
+    }
+    let (_, help, _) = output(&mut command(&["serve", "--help"]));
+    for flag in SERVE_ONLY_FLAGS {
+        assert!(help.contains(flag), "serve --help lacks {flag}: {help}");
+    }
+    // The variables still reach `config`.
+    let (code, stdout, stderr) =
+        output(command(&["config"]).env("CODOMYRMEX_MCP_HTTP", "127.0.0.1:9999"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("listen = \"127.0.0.1:9999\""), "{stdout}");
+}
