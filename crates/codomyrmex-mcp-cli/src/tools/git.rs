@@ -8,10 +8,11 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use codomyrmex_mcp::{mcp_tool, mcp_tools};
+use codomyrmex_mcp::{WithContent, mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::model_text::ModelText;
 use super::process::{capture, scrub_env};
 use super::{ToolError, Workspace, kinds};
 
@@ -44,7 +45,7 @@ impl GitTools {
         &self,
         /// Limit to this file or directory, relative to the root.
         path: Option<String>,
-    ) -> Result<StatusOutput, ToolError> {
+    ) -> Result<WithContent<StatusOutput>, ToolError> {
         let ws = &self.ws;
         let spec = pathspec(ws, path.as_deref())?;
         // Porcelain paths are relative to the repository's top; the prefix maps them to the
@@ -64,7 +65,7 @@ impl GitTools {
             ],
         )
         .await?;
-        Ok(parse_status(&run.stdout, &prefix))
+        Ok(parse_status(&run.stdout, &prefix).for_model())
     }
 
     #[mcp_tool(
@@ -92,7 +93,7 @@ impl GitTools {
         context_lines: Option<u32>,
         /// Only a summary of changed files (`--stat`). Default false.
         stat_only: Option<bool>,
-    ) -> Result<TextOutput, ToolError> {
+    ) -> Result<WithContent<TextOutput>, ToolError> {
         let ws = &self.ws;
         let spec = pathspec(ws, path.as_deref())?;
         let mut git: Vec<String> = vec![
@@ -118,7 +119,8 @@ impl GitTools {
         Ok(TextOutput {
             output: run.stdout,
             truncated: run.truncated,
-        })
+        }
+        .for_model())
     }
 
     #[mcp_tool(
@@ -141,7 +143,7 @@ impl GitTools {
         max_count: Option<u32>,
         /// Start from this revision or range instead of HEAD.
         revision: Option<String>,
-    ) -> Result<LogOutput, ToolError> {
+    ) -> Result<WithContent<LogOutput>, ToolError> {
         let ws = &self.ws;
         let spec = pathspec(ws, path.as_deref())?;
         let count = max_count.unwrap_or(20).clamp(1, 500);
@@ -159,7 +161,8 @@ impl GitTools {
         let run = run_git(ws, git).await?;
         Ok(LogOutput {
             commits: parse_log(&run.stdout),
-        })
+        }
+        .for_model())
     }
 
     #[mcp_tool(
@@ -181,7 +184,7 @@ impl GitTools {
         path: Option<String>,
         /// Only the commit message and a summary of changed files. Default false.
         stat_only: Option<bool>,
-    ) -> Result<TextOutput, ToolError> {
+    ) -> Result<WithContent<TextOutput>, ToolError> {
         let ws = &self.ws;
         let rev = self::revision(revision.as_deref().unwrap_or("HEAD"))?;
         let git: Vec<String> = match &path {
@@ -213,7 +216,8 @@ impl GitTools {
         Ok(TextOutput {
             output: run.stdout,
             truncated: run.truncated,
-        })
+        }
+        .for_model())
     }
 }
 
