@@ -12,6 +12,7 @@ mod cli;
 mod client_cmd;
 mod config;
 mod http_client;
+mod root_resources;
 mod serve;
 mod tools;
 

@@ -1,5 +1,6 @@
-//! What a model sees: the text blocks of every built-in tool's `tools/call` result, from the
-//! real `codomyrmex-mcp serve` binary over stdio, in a small git repository.
+//! What a model and a client see, from the real `codomyrmex-mcp serve` binary over stdio in a
+//! small git repository: the text blocks of every built-in tool's `tools/call` result, and
+//! the root's files in `resources/list`.
 
 // Test helpers fail by panicking, outside `#[test]` functions too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -280,4 +281,70 @@ async fn a_builtin_failure_is_text_with_is_error_and_no_structured_content() {
     let t = texts(&r);
     assert_eq!(t.len(), 1, "{r}");
     assert!(t[0].starts_with("NOT_FOUND: "), "{r}");
+}
+
+/// `resources/list` lists the root's files (not what `.gitignore` excludes, not hidden ones),
+/// by relative URI, paged at the server's page size (100), and a listed URI reads.
+#[tokio::test]
+async fn resources_list_pages_through_the_root_files() {
+    let dir = repository();
+    std::fs::create_dir_all(dir.path().join("many")).unwrap();
+    for i in 0..150 {
+        std::fs::write(dir.path().join(format!("many/f{i:03}.txt")), "x").unwrap();
+    }
+    std::fs::write(dir.path().join("with space.txt"), "spaced").unwrap();
+    let mut s = Server::start(dir.path()).await;
+    let mut uris = Vec::new();
+    let mut cursor: Option<Value> = None;
+    let mut pages = 0;
+    loop {
+        let params = cursor
+            .as_ref()
+            .map_or_else(|| json!({}), |c| json!({"cursor": c}));
+        let r = tokio::time::timeout(HANG_GUARD, s.client.request("resources/list", params))
+            .await
+            .unwrap()
+            .unwrap();
+        let items = r["resources"].as_array().unwrap();
+        assert!(items.len() <= 100, "{}", items.len());
+        for item in items {
+            let uri = item["uri"].as_str().unwrap();
+            assert!(!item["name"].as_str().unwrap().starts_with('/'), "{item}");
+            uris.push(uri.to_owned());
+        }
+        pages += 1;
+        match r.get("nextCursor") {
+            Some(c) => cursor = Some(c.clone()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 2);
+    assert_eq!(uris.len(), 153, "{uris:?}");
+    let mut sorted = uris.clone();
+    sorted.sort();
+    assert_eq!(sorted, uris);
+    for want in [
+        "codomyrmex://root/data.json",
+        "codomyrmex://root/src/main.rs",
+        "codomyrmex://root/many/f149.txt",
+        "codomyrmex://root/with%20space.txt",
+    ] {
+        assert!(uris.iter().any(|u| u == want), "{want} missing: {uris:?}");
+    }
+    assert!(
+        !uris
+            .iter()
+            .any(|u| u.contains("target/") || u.contains("/.")),
+        "{uris:?}"
+    );
+    let read = s
+        .client
+        .request(
+            "resources/read",
+            json!({"uri": "codomyrmex://root/with%20space.txt"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(read["contents"][0]["text"], "spaced", "{read}");
+    s.child.kill().await.unwrap();
 }

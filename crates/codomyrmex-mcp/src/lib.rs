@@ -76,7 +76,9 @@ pub use registry::{
     McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
     ToolRegistration, ToolSettings,
 };
-pub use resources::{McpResourceRegistry, ResourceDefinition, ResourceTemplateDefinition};
+pub use resources::{
+    McpResourceRegistry, ResourceDefinition, ResourceLister, ResourceTemplateDefinition,
+};
 pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
 pub use server::McpServer;
 pub use tool_content::WithContent;

@@ -926,16 +926,17 @@ pub struct ListOutput {
     pub skipped_non_utf8: u64,
 }
 
-struct WalkOptions {
-    include_hidden: bool,
-    respect_gitignore: bool,
-    max_depth: Option<usize>,
-    max_filesize: Option<u64>,
+/// How [`walker`] walks (also used by the root's resource listing).
+pub(crate) struct WalkOptions {
+    pub(crate) include_hidden: bool,
+    pub(crate) respect_gitignore: bool,
+    pub(crate) max_depth: Option<usize>,
+    pub(crate) max_filesize: Option<u64>,
 }
 
 /// A .gitignore-aware walker that never follows symlinks and skips non-UTF-8 names (counted in
 /// the returned counter).
-fn walker(
+pub(crate) fn walker(
     dir: &Path,
     o: &WalkOptions,
     overrides: Option<ignore::overrides::Override>,
