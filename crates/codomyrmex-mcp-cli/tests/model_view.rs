@@ -74,9 +74,14 @@ struct Server {
 
 impl Server {
     async fn start(root: &Path) -> Self {
+        Self::start_with(root, &[]).await
+    }
+
+    async fn start_with(root: &Path, extra: &[&str]) -> Self {
         let mut child = tokio::process::Command::new(BIN)
             .args(["serve", "--stdio", "--profile", "full", "--root"])
             .arg(root)
+            .args(extra)
             .env_remove("CODOMYRMEX_MCP_CONFIG")
             .env_remove("CODOMYRMEX_MCP_HTTP")
             .env_remove("CODOMYRMEX_MCP_PROFILE")
@@ -346,5 +351,18 @@ async fn resources_list_pages_through_the_root_files() {
         .await
         .unwrap();
     assert_eq!(read["contents"][0]["text"], "spaced", "{read}");
+    s.child.kill().await.unwrap();
+}
+
+/// `serve --stdio` serves stdio even when the configuration file names an HTTP address.
+#[tokio::test]
+async fn serve_stdio_wins_over_the_files_http_address() {
+    let dir = repository();
+    let config = dir.path().join("server.toml");
+    std::fs::write(&config, "[http]\nlisten = \"127.0.0.1:0\"\n").unwrap();
+    let mut s = Server::start_with(dir.path(), &["--config", config.to_str().unwrap()]).await;
+    // `start_with` initialised over stdio; a call works too.
+    let r = s.call("codomyrmex.list_registered_tools", json!({})).await;
+    assert!(!texts(&r).is_empty());
     s.child.kill().await.unwrap();
 }

@@ -443,6 +443,11 @@ mod tests {
         assert!(e.message.contains("undefined"), "{e}");
         let e = eval("import \"x\" as x; .", Value::Null).unwrap_err();
         assert!(e.message.contains("cannot load module"), "{e}");
+        // Nor is reading further inputs.
+        for filter in ["input", "[inputs]"] {
+            let e = eval(filter, Value::Null).unwrap_err();
+            assert!(e.message.contains("undefined"), "{filter}: {e}");
+        }
     }
 
     #[test]
