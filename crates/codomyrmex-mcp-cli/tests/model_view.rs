@@ -158,6 +158,15 @@ async fn every_builtin_tool_shows_the_model_plain_text() {
         ]
     );
 
+    // With encoding "base64": the base64 text.
+    let r = s
+        .call(
+            "file_system.read",
+            json!({"path": "data.json", "encoding": "base64"}),
+        )
+        .await;
+    assert_eq!(texts(&r), ["eyJhIjogWzEsICJ0d28iXX0="]);
+
     let r = s
         .call("file_system.list_directory", json!({"recursive": true}))
         .await;
