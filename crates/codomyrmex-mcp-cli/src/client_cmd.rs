@@ -362,22 +362,32 @@ pub fn render_tools(tools: &[Value]) -> String {
     out
 }
 
-/// A `CallToolResult` as readable text.
+/// A `CallToolResult` as readable text: its content blocks as the model reads them (text as
+/// text, not JSON-escaped), or its `structuredContent` pretty-printed when the only text is
+/// that structure's JSON (the default rendering of a structured result).
 fn render_call(result: &Value) -> String {
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    let blocks = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
     if !is_error && let Some(structured) = result.get("structuredContent") {
-        return pretty(structured);
+        let only_json = match blocks {
+            [] => true,
+            [block] => str_of(block, "text")
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .is_some_and(|v| &v == structured),
+            _ => false,
+        };
+        if only_json {
+            return pretty(structured);
+        }
     }
     let mut out = String::new();
     if is_error {
         out.push_str("tool error: ");
     }
-    for block in result
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for block in blocks {
         out.push_str(&render_block(block));
         if !out.ends_with('\n') {
             out.push('\n');
@@ -564,6 +574,12 @@ mod tests {
     fn call_results_render_structured_content_or_text() {
         let r = json!({"content": [{"type": "text", "text": "{\"a\":1}"}], "structuredContent": {"a": 1}});
         assert_eq!(render_call(&r), "{\n  \"a\": 1\n}\n");
+        // Text that is more than the structure's JSON prints as it is.
+        let source = "fn main() {\n    println!(\"hi\");\n}\n";
+        let r = json!({"content": [{"type": "text", "text": source}], "structuredContent": {"content": source}});
+        assert_eq!(render_call(&r), source);
+        let r = json!({"content": [{"type": "text", "text": "out\n"}, {"type": "text", "text": "[exit code 0]"}], "structuredContent": {"a": 1}});
+        assert_eq!(render_call(&r), "out\n[exit code 0]\n");
         let r = json!({"content": [{"type": "text", "text": "NOT_FOUND: x"}], "isError": true});
         assert_eq!(render_call(&r), "tool error: NOT_FOUND: x\n");
         let r = json!({"content": [{"type": "image", "mimeType": "image/png", "data": "AAAA"}]});

@@ -13,6 +13,7 @@ mod client_cmd;
 mod config;
 mod http_client;
 mod logging;
+mod root_resources;
 mod serve;
 mod signals;
 mod tools;

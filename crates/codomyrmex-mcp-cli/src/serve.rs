@@ -15,6 +15,7 @@ use codomyrmex_mcp::{
 use serde_json::Value;
 
 use crate::config::{Effective, HttpSettings, Profile};
+use crate::root_resources::{MAX_WALKED_ENTRIES, RootFiles};
 use crate::signals::Signals;
 use crate::tools::{self, Sandbox, Workspace};
 
@@ -56,6 +57,11 @@ pub fn server(config: &Effective) -> Result<McpServer, String> {
     resources
         .serve_directory(workspace.sandbox().root(), RESOURCE_PREFIX, "root")
         .map_err(|e| e.to_string())?;
+    resources.add_lister(RootFiles::new(
+        workspace.sandbox().root().to_path_buf(),
+        RESOURCE_PREFIX,
+        MAX_WALKED_ENTRIES,
+    ));
     let prompts = Arc::new(McpPromptRegistry::new());
     prompts.add(
         PromptDefinition::new(

@@ -181,7 +181,22 @@ fn client_over_stdio_calls_tools() {
     assert_eq!(read["structuredContent"]["content"], "world\n");
     assert_ne!(read["isError"], true);
 
-    // Human output: the structured result, pretty-printed.
+    // Human output: the text the model reads, not JSON-escaped.
+    let human = client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "file_system.read",
+            "--args",
+            r#"{"path": "hello.txt"}"#,
+        ],
+    );
+    assert_eq!(human.code, Some(0), "{}", human.stderr);
+    assert_eq!(
+        human.stdout,
+        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap()
+    );
     let human = client(
         dir.path(),
         "",
@@ -193,8 +208,21 @@ fn client_over_stdio_calls_tools() {
         ],
     );
     assert_eq!(human.code, Some(0), "{}", human.stderr);
+    assert!(human.stdout.starts_with("src/lib.rs:"), "{}", human.stdout);
+    // A structured result whose text is only its JSON: pretty-printed.
+    let human = client(
+        dir.path(),
+        "",
+        &[
+            "call",
+            "file_system.stat",
+            "--args",
+            r#"{"path": "hello.txt"}"#,
+        ],
+    );
+    assert_eq!(human.code, Some(0), "{}", human.stderr);
     assert!(
-        human.stdout.contains("\"path\": \"src/lib.rs\""),
+        human.stdout.contains("\n  \"kind\": \"file\",\n"),
         "{}",
         human.stdout
     );

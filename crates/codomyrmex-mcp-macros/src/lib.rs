@@ -59,8 +59,14 @@ use tool::{Errors, Site};
 ///     json!({
 ///         "type": "object",
 ///         "properties": {
-///             "a": {"type": "integer", "format": "int64"},
-///             "b": {"type": "integer", "format": "int64", "description": "The second term", "default": 1},
+///             "a": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX},
+///             "b": {
+///                 "type": "integer",
+///                 "minimum": i64::MIN,
+///                 "maximum": i64::MAX,
+///                 "description": "The second term",
+///                 "default": 1,
+///             },
 ///         },
 ///         "required": ["a"],
 ///     })
@@ -151,7 +157,7 @@ use tool::{Errors, Site};
 ///         "properties": {
 ///             "word": {"type": "string", "minLength": 1},
 ///             "times": {"anyOf": [
-///                 {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 10},
+///                 {"type": "integer", "minimum": 1, "maximum": 10},
 ///                 {"type": "null"},
 ///             ]},
 ///         },

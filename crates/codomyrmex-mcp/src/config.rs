@@ -190,6 +190,22 @@ impl McpServerConfig {
 mod tests {
     use super::*;
 
+    /// The README's table of server defaults.
+    #[test]
+    fn defaults_are_the_readmes() {
+        let c = McpServerConfig::default();
+        assert_eq!(c.tool_timeout, Duration::from_secs(60));
+        let rate = c.rate_limit.unwrap();
+        assert_eq!((rate.per_second, rate.burst), (50.0, 100));
+        assert_eq!(c.max_message_size, 4 * 1024 * 1024);
+        assert_eq!(c.max_concurrent_requests, 256);
+        assert_eq!(c.page_size, 100);
+        assert_eq!(c.list_ttl, Duration::from_millis(60_000));
+        assert_eq!(c.cache_scope, CacheScope::Public);
+        assert_eq!(c.request_state_ttl, Duration::from_secs(600));
+        assert_eq!(c.shutdown_grace, Duration::from_secs(5));
+    }
+
     #[test]
     fn max_result_size_defaults_to_16_mib_and_is_at_least_one() {
         assert_eq!(McpServerConfig::default().max_result_size, 16 * 1024 * 1024);

@@ -58,6 +58,7 @@ pub mod registry;
 pub mod resources;
 pub mod schema;
 pub mod server;
+mod tool_content;
 mod tool_support;
 pub mod transport;
 pub mod uri_template;
@@ -75,9 +76,12 @@ pub use registry::{
     McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
     ToolRegistration, ToolSettings,
 };
-pub use resources::{McpResourceRegistry, ResourceDefinition, ResourceTemplateDefinition};
+pub use resources::{
+    McpResourceRegistry, ResourceDefinition, ResourceLister, ResourceTemplateDefinition,
+};
 pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
 pub use server::McpServer;
+pub use tool_content::WithContent;
 pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
 
 pub use codomyrmex_mcp_macros::{mcp_prompt, mcp_resource, mcp_tool, mcp_tools};

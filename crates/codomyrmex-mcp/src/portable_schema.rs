@@ -15,8 +15,15 @@
 //!   In `additionalProperties` and the like, where a boolean is the usual spelling, `{}`
 //!   becomes `true` instead.
 //! - a bare `false` into `{"not": {}}`.
+//! - a `format` that JSON Schema does not define into what it means: schemars's numeric
+//!   formats (`uint32`, `int64`, `uint`, `double`, ...) become the `minimum`/`maximum` of the
+//!   Rust integer type, written as exact JSON integers (up to 64 bits; a 128-bit type keeps
+//!   only `minimum: 0` if unsigned, as its bounds do not fit the integers serde_json holds),
+//!   and `float`/`double` nothing; any other format JSON Schema does not define is dropped.
+//!   MCP Inspector warns on every `tools/call` of a tool whose output schema names one.
 //!
-//! Each rewrite accepts exactly the values the original accepted. This is applied to the
+//! Each rewrite accepts exactly the values the original accepted, a numeric format read as
+//! the range of its Rust type (as schemars means it) and unknown formats as asserting nothing. This is applied to the
 //! schemas that `#[mcp_tool]` generates, never to a schema a user wrote by hand.
 
 use serde_json::{Map, Value, json};
@@ -124,6 +131,98 @@ fn applies_only_to(keyword: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// The formats JSON Schema 2020-12 defines; every other one is rewritten or dropped.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// The bounds of schemars's numeric format `format`, as exact JSON integers:
+/// `(minimum, maximum)`. `None` for a format that is not numeric.
+fn numeric_format_bounds(format: &str) -> Option<(Option<Value>, Option<Value>)> {
+    fn b(min: impl Into<Value>, max: impl Into<Value>) -> (Option<Value>, Option<Value>) {
+        (Some(min.into()), Some(max.into()))
+    }
+    Some(match format {
+        "int8" => b(i8::MIN, i8::MAX),
+        "int16" => b(i16::MIN, i16::MAX),
+        "int32" => b(i32::MIN, i32::MAX),
+        "int64" => b(i64::MIN, i64::MAX),
+        "int" => b(isize::MIN as i64, isize::MAX as i64),
+        "uint8" => b(0, u8::MAX),
+        "uint16" => b(0, u16::MAX),
+        "uint32" => b(0, u32::MAX),
+        "uint64" => b(0, u64::MAX),
+        "uint" => b(0, usize::MAX as u64),
+        "uint128" => (Some(0.into()), None),
+        "int128" | "float" | "double" => (None, None),
+        _ => return None,
+    })
+}
+
+/// Whether `a <= b`, exactly for integers.
+fn le(a: &serde_json::Number, b: &serde_json::Number) -> Option<bool> {
+    if let (Some(a), Some(b)) = (a.as_i64(), b.as_i64()) {
+        return Some(a <= b);
+    }
+    if let (Some(a), Some(b)) = (a.as_u64(), b.as_u64()) {
+        return Some(a <= b);
+    }
+    // One is negative and the other past i64::MAX, or one is a float.
+    match (a.as_i64(), b.as_u64(), a.as_u64(), b.as_i64()) {
+        (Some(_), Some(_), _, _) => Some(true),
+        (_, _, Some(_), Some(_)) => Some(false),
+        _ => Some(a.as_f64()? <= b.as_f64()?),
+    }
+}
+
+/// Replaces a non-standard `format` with the bounds it stands for, or drops it.
+fn standard_format(map: &mut Map<String, Value>) {
+    let Some(Value::String(format)) = map.get("format") else {
+        return;
+    };
+    if STANDARD_FORMATS.contains(&format.as_str()) {
+        return;
+    }
+    let bounds = numeric_format_bounds(format);
+    map.remove("format");
+    let Some((minimum, maximum)) = bounds else {
+        return;
+    };
+    // Keep a bound that is already as tight (or that is not a number: not ours to fix).
+    for (keyword, bound, tighter) in [("minimum", minimum, false), ("maximum", maximum, true)] {
+        let Some(Value::Number(bound)) = bound else {
+            continue;
+        };
+        let keep = match map.get(keyword) {
+            None => false,
+            Some(Value::Number(old)) if tighter => le(old, &bound).unwrap_or(true),
+            Some(Value::Number(old)) => le(&bound, old).unwrap_or(true),
+            Some(_) => true,
+        };
+        if !keep {
+            map.insert(keyword.into(), Value::Number(bound));
+        }
+    }
+}
+
 /// Where a subschema sits, which decides what its portable spelling is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Position {
@@ -153,6 +252,7 @@ fn visit(schema: &mut Value, position: Position, depth: usize) {
             };
         }
         Value::Object(map) => {
+            standard_format(map);
             split_type_union(map);
             if !constrains(map) {
                 match position {
@@ -314,10 +414,114 @@ mod tests {
                 "description": "How many.",
                 "default": null,
                 "anyOf": [
-                    {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 500},
+                    {"type": "integer", "minimum": 1, "maximum": 500},
                     {"type": "null"},
                 ],
             })
+        );
+    }
+
+    #[test]
+    fn non_standard_formats_become_bounds_or_go() {
+        let cases = [
+            (
+                json!({"type": "integer", "format": "uint8", "minimum": 0}),
+                json!({"type": "integer", "minimum": 0, "maximum": 255}),
+            ),
+            (
+                json!({"type": "integer", "format": "int32"}),
+                json!({"type": "integer", "minimum": -2147483648, "maximum": 2147483647}),
+            ),
+            (
+                json!({"type": "integer", "format": "uint32", "minimum": 1, "maximum": 500}),
+                json!({"type": "integer", "minimum": 1, "maximum": 500}),
+            ),
+            (
+                json!({"type": "integer", "format": "uint64", "minimum": 0}),
+                json!({"type": "integer", "minimum": 0, "maximum": 18446744073709551615u64}),
+            ),
+            (
+                json!({"type": "integer", "format": "int64"}),
+                json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}),
+            ),
+            (
+                json!({"type": "integer", "format": "uint128", "minimum": 0}),
+                json!({"type": "integer", "minimum": 0}),
+            ),
+            (
+                json!({"type": "number", "format": "double"}),
+                json!({"type": "number"}),
+            ),
+            (
+                json!({"type": "number", "format": "float"}),
+                json!({"type": "number"}),
+            ),
+            (
+                json!({"type": "string", "format": "ip"}),
+                json!({"type": "string"}),
+            ),
+            (
+                json!({"type": "string", "format": "date-time"}),
+                json!({"type": "string", "format": "date-time"}),
+            ),
+            (
+                json!({"type": "string", "format": "uuid"}),
+                json!({"type": "string", "format": "uuid"}),
+            ),
+        ];
+        for (before, after) in cases {
+            assert_eq!(portable(before.clone()), after, "{before}");
+        }
+    }
+
+    /// The formats of real schemars output: none but the standard ones survive.
+    #[test]
+    fn generated_schemas_name_only_standard_formats() {
+        #[derive(schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Numbers {
+            a: u8,
+            b: u16,
+            c: u32,
+            d: u64,
+            e: usize,
+            f: i8,
+            g: i32,
+            h: i64,
+            i: isize,
+            j: f32,
+            k: f64,
+            l: Option<u64>,
+            m: Vec<u32>,
+            n: std::net::IpAddr,
+        }
+        let mut schema = schemars::schema_for!(Numbers).to_value();
+        let before = schema.to_string();
+        assert!(before.contains("\"uint64\""), "{before}");
+        make_portable(&mut schema);
+        let mut formats = Vec::new();
+        fn walk(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::String(f)) = m.get("format") {
+                        out.push(f.clone());
+                    }
+                    m.values().for_each(|v| walk(v, out));
+                }
+                Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+                _ => {}
+            }
+        }
+        walk(&schema, &mut formats);
+        assert!(
+            formats
+                .iter()
+                .all(|f| STANDARD_FORMATS.contains(&f.as_str())),
+            "{formats:?} in {schema}"
+        );
+        assert_eq!(
+            schema["properties"]["d"],
+            json!({"type": "integer", "minimum": 0, "maximum": u64::MAX})
         );
     }
 
@@ -439,6 +643,96 @@ mod tests {
         assert!(!v.is_valid(&json!({"count": 0, "value": 1})));
     }
 
+    /// schemars's numeric formats, read as the ranges of their Rust types, in a keyword of its
+    /// own (`jsonschema` asserts no unknown format): the meaning the rewrite must keep.
+    struct RustFormat(&'static str);
+
+    impl RustFormat {
+        fn holds(&self, instance: &Value) -> bool {
+            let Value::Number(n) = instance else {
+                return true;
+            };
+            let range: Option<(i128, i128)> = match self.0 {
+                "int8" => Some((i8::MIN.into(), i8::MAX.into())),
+                "int16" => Some((i16::MIN.into(), i16::MAX.into())),
+                "int32" => Some((i32::MIN.into(), i32::MAX.into())),
+                "int64" | "int" => Some((i64::MIN.into(), i64::MAX.into())),
+                "uint8" => Some((0, u8::MAX.into())),
+                "uint16" => Some((0, u16::MAX.into())),
+                "uint32" => Some((0, u32::MAX.into())),
+                "uint64" | "uint" => Some((0, u64::MAX.into())),
+                _ => None,
+            };
+            let Some((lo, hi)) = range else {
+                return true;
+            };
+            if let Some(i) = n.as_i64() {
+                return (lo..=hi).contains(&i128::from(i));
+            }
+            if let Some(u) = n.as_u64() {
+                return (lo..=hi).contains(&i128::from(u));
+            }
+            let f = n.as_f64().unwrap();
+            (lo as f64) <= f && f <= (hi as f64)
+        }
+    }
+
+    impl<'i> jsonschema::Keyword<'i> for RustFormat {
+        fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+            if self.holds(instance) {
+                Ok(())
+            } else {
+                Err(jsonschema::ValidationError::custom(
+                    "out of the format's range",
+                ))
+            }
+        }
+
+        fn is_valid(&self, instance: &'i Value) -> bool {
+            self.holds(instance)
+        }
+    }
+
+    /// `schema` with every `format` renamed into the `x-rust-format` keyword.
+    fn formats_as_keyword(schema: &Value) -> Value {
+        match schema {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| {
+                        let k = if k == "format" && v.is_string() {
+                            "x-rust-format"
+                        } else {
+                            k
+                        };
+                        (k.to_owned(), formats_as_keyword(v))
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(formats_as_keyword).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// A validator of what `schema` means, numeric formats included.
+    fn reference(schema: &Value) -> Option<jsonschema::Validator> {
+        jsonschema::options()
+            .with_keyword("x-rust-format", |_, value, _| {
+                let format = match value.as_str() {
+                    Some(f) => [
+                        "int8", "int16", "int32", "int64", "int", "uint8", "uint16", "uint32",
+                        "uint64", "uint",
+                    ]
+                    .into_iter()
+                    .find(|n| *n == f)
+                    .unwrap_or(""),
+                    None => "",
+                };
+                Ok(Box::new(RustFormat(format)))
+            })
+            .build(&formats_as_keyword(schema))
+            .ok()
+    }
+
     /// Every rewrite accepts exactly what the original accepted (checked with the general
     /// validator on a spread of instances).
     #[test]
@@ -450,6 +744,11 @@ mod tests {
             json!({"type": ["object", "null"], "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
             json!({"type": "object", "properties": {"v": true, "w": false}}),
             json!({"type": ["boolean", "null"], "const": true}),
+            json!({"type": ["integer", "null"], "format": "uint8", "minimum": 0}),
+            json!({"type": "integer", "format": "int8"}),
+            json!({"type": "integer", "format": "uint64", "minimum": 0}),
+            json!({"type": "integer", "format": "int64"}),
+            json!({"type": "number", "format": "double", "minimum": 3}),
         ];
         let instances = [
             json!(null),
@@ -472,11 +771,20 @@ mod tests {
             json!({"a": "x", "b": 1}),
             json!({"v": [1, {"x": null}]}),
             json!({"w": 1}),
+            json!(-129),
+            json!(-128),
+            json!(127),
+            json!(255),
+            json!(256),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(1e20),
+            json!(-1e20),
         ];
         for schema in schemas {
             let rewritten = portable(schema.clone());
             assert_ne!(rewritten, schema);
-            let before = jsonschema::validator_for(&schema).unwrap();
+            let before = reference(&schema).unwrap();
             let after = jsonschema::validator_for(&rewritten).unwrap();
             for instance in &instances {
                 assert_eq!(
@@ -514,7 +822,27 @@ mod tests {
                 Just(("required".to_owned(), json!(["a"]))),
                 Just(("enum".to_owned(), json!([null, 1, "ab", [], {"a": 1}]))),
                 Just(("const".to_owned(), json!(1))),
-                Just(("format".to_owned(), json!("uint32"))),
+                prop::sample::select(vec![
+                    "uint8",
+                    "int8",
+                    "uint32",
+                    "int32",
+                    "uint64",
+                    "int64",
+                    "uint",
+                    "double",
+                    "date-time",
+                    "ip"
+                ])
+                .prop_map(|f| ("format".to_owned(), json!(f))),
+                prop::sample::select(vec![
+                    json!(-200),
+                    json!(127),
+                    json!(300),
+                    json!(u64::MAX),
+                    json!(2.5)
+                ])
+                .prop_map(|n| ("maximum".to_owned(), n)),
                 Just(("default".to_owned(), json!(null))),
                 inner.clone().prop_map(|s| ("items".to_owned(), s)),
                 inner.clone().prop_map(|s| ("not".to_owned(), s)),
@@ -547,6 +875,18 @@ mod tests {
             any::<bool>().prop_map(Value::Bool),
             (-3i64..4).prop_map(Value::from),
             Just(json!(2.5)),
+            prop::sample::select(vec![
+                json!(-129),
+                json!(128),
+                json!(256),
+                json!(70_000),
+                json!(-3_000_000_000i64),
+                json!(5_000_000_000u64),
+                json!(i64::MIN),
+                json!(u64::MAX),
+                json!(1e20),
+                json!(-1e20),
+            ]),
             "[ab]{0,3}".prop_map(Value::from),
         ];
         leaf.prop_recursive(2, 12, 3, |inner| {
@@ -568,13 +908,51 @@ mod tests {
             instances in prop::collection::vec(arb_instance(), 1..6),
         ) {
             let rewritten = portable(schema.clone());
-            let Ok(before) = jsonschema::validator_for(&schema) else {
+            let Some(before) = reference(&schema) else {
                 // Not a valid schema (an `enum` clash, say): nothing to compare.
                 return Ok(());
             };
             let after = jsonschema::validator_for(&rewritten);
             prop_assert!(after.is_ok(), "{schema} became the invalid {rewritten}");
             let after = after.unwrap();
+            for instance in &instances {
+                prop_assert_eq!(
+                    before.is_valid(instance),
+                    after.is_valid(instance),
+                    "{} vs {} on {}", schema, rewritten, instance
+                );
+            }
+        }
+
+        /// A numeric format, alone or with bounds of its own, means the same after the rewrite
+        /// (the range of its Rust type), at the edges of every range.
+        #[test]
+        fn numeric_formats_keep_their_meaning(
+            format in prop::sample::select(vec![
+                "uint8", "uint16", "uint32", "uint64", "uint", "int8", "int16", "int32", "int64",
+                "int", "float", "double",
+            ]),
+            ty in prop::sample::select(vec![json!("integer"), json!("number"), json!(["integer", "null"])]),
+            minimum in prop::option::of(prop::sample::select(vec![json!(-200), json!(0), json!(1), json!(i64::MIN), json!(0.5)])),
+            maximum in prop::option::of(prop::sample::select(vec![json!(100), json!(300), json!(u64::MAX), json!(-1), json!(1e30)])),
+            instances in prop::collection::vec(prop::sample::select(vec![
+                json!(0), json!(-1), json!(255), json!(256), json!(-128), json!(-129), json!(65_535),
+                json!(65_536), json!(i32::MIN), json!(i32::MAX), json!(u32::MAX), json!(4_294_967_296u64),
+                json!(i64::MIN), json!(i64::MAX), json!(u64::MAX), json!(1.5), json!(-0.5), json!(1e19),
+                json!(2e19), json!(-1e19), json!(null), json!("7"),
+            ]), 1..8),
+        ) {
+            let mut schema = json!({"type": ty, "format": format});
+            if let Some(m) = minimum {
+                schema["minimum"] = m;
+            }
+            if let Some(m) = maximum {
+                schema["maximum"] = m;
+            }
+            let rewritten = portable(schema.clone());
+            prop_assert!(rewritten.get("format").is_none(), "{}", rewritten);
+            let before = reference(&schema).unwrap();
+            let after = jsonschema::validator_for(&rewritten).unwrap();
             for instance in &instances {
                 prop_assert_eq!(
                     before.is_valid(instance),

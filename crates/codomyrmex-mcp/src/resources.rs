@@ -1,5 +1,9 @@
-//! [`McpResourceRegistry`]: static resources and URI templates, with text and binary
+//! [`McpResourceRegistry`]: static resources, listers and URI templates, with text and binary
 //! contents, list-change and update notifications, and a sandboxed directory server.
+//!
+//! A [`ResourceLister`] lists resources that are not registered one by one (the files of a
+//! directory, say): `resources/list` asks each lister for one page at a time, merged with
+//! the static resources in URI order. A lister only lists; reading goes through a template.
 //!
 //! Like the tool registry, it knows nothing of JSON-RPC; the engine maps it onto
 //! `resources/list`, `resources/templates/list`, `resources/read` and the subscriptions of
@@ -168,6 +172,20 @@ where
     }
 }
 
+/// Lists resources on demand, one page at a time, for `resources/list`.
+///
+/// The registry calls [`list`](Self::list) for every page a client asks for and never keeps
+/// the results: a lister lists lazily, and bounds its own work (how much it walks, say).
+pub trait ResourceLister: Send + Sync + 'static {
+    /// Up to `limit` resources whose URIs sort after `after` (from the first, when `None`),
+    /// in ascending byte order of their URIs.
+    fn list(
+        &self,
+        after: Option<String>,
+        limit: usize,
+    ) -> BoxFuture<'static, Vec<ResourceDefinition>>;
+}
+
 /// A completion provider for a template variable: given the partial value and the other
 /// arguments, returns candidates.
 pub type Completer = Arc<dyn Fn(&str, &BTreeMap<String, String>) -> Vec<String> + Send + Sync>;
@@ -197,6 +215,7 @@ pub enum ResourceEvent {
 pub struct McpResourceRegistry {
     resources: RwLock<BTreeMap<String, Arc<StaticResource>>>,
     templates: RwLock<Vec<Arc<Template>>>,
+    listers: RwLock<Vec<Arc<dyn ResourceLister>>>,
     generation: watch::Sender<u64>,
     updates: broadcast::Sender<ResourceEvent>,
 }
@@ -236,6 +255,7 @@ impl McpResourceRegistry {
         Self {
             resources: RwLock::new(BTreeMap::new()),
             templates: RwLock::new(Vec::new()),
+            listers: RwLock::new(Vec::new()),
             generation: watch::Sender::new(0),
             updates: broadcast::Sender::new(256),
         }
@@ -411,11 +431,82 @@ impl McpResourceRegistry {
 
     /// Whether nothing is registered.
     pub fn is_empty(&self) -> bool {
-        self.read_resources().is_empty() && self.read_templates().is_empty()
+        self.read_resources().is_empty()
+            && self.read_templates().is_empty()
+            && self.read_listers().is_empty()
+    }
+
+    /// Adds a lister: `resources/list` includes what it lists, after the static resources
+    /// in URI order (a static resource wins over a listed one with the same URI).
+    pub fn add_lister(&self, lister: impl ResourceLister) {
+        self.listers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::new(lister));
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    fn read_listers(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<dyn ResourceLister>>> {
+        self.listers.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `resources/list` needs [`page_listed`](Self::page_listed).
+    pub(crate) fn has_listers(&self) -> bool {
+        !self.read_listers().is_empty()
     }
 
     pub(crate) fn page(&self, after: Option<&str>, size: usize) -> (Vec<Value>, Option<String>) {
         crate::util::page_after(&self.read_resources(), after, size, |r| r.wire.clone())
+    }
+
+    /// One page of the static resources and every lister's, merged in URI order: the first
+    /// `size` URIs after `after`, and the cursor of the next page if there is one.
+    pub(crate) fn page_listed(
+        &self,
+        after: Option<String>,
+        size: usize,
+    ) -> impl Future<Output = (Vec<Value>, Option<String>)> + Send + 'static {
+        use std::ops::Bound;
+        let size = size.max(1);
+        // One more than a page from each source tells whether another page follows.
+        let mut merged: BTreeMap<String, Value> = BTreeMap::new();
+        let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let statics: Vec<(String, Value)> = self
+            .read_resources()
+            .range::<str, _>((lower, Bound::Unbounded))
+            .take(size + 1)
+            .map(|(k, r)| (k.clone(), r.wire.clone()))
+            .collect();
+        let pending: Vec<_> = self
+            .read_listers()
+            .iter()
+            .map(|l| l.list(after.clone(), size + 1))
+            .collect();
+        async move {
+            for listed in pending {
+                for definition in listed.await {
+                    // Only what the lister was asked for: after the cursor.
+                    if after
+                        .as_ref()
+                        .is_some_and(|a| definition.uri.as_str() <= a.as_str())
+                    {
+                        continue;
+                    }
+                    if let Ok(wire) = serde_json::to_value(&definition) {
+                        merged.insert(definition.uri, wire);
+                    }
+                }
+            }
+            merged.extend(statics);
+            let more = merged.len() > size;
+            let page: Vec<(String, Value)> = merged.into_iter().take(size).collect();
+            let next = if more {
+                page.last().map(|(k, _)| k.clone())
+            } else {
+                None
+            };
+            (page.into_iter().map(|(_, v)| v).collect(), next)
+        }
     }
 
     pub(crate) fn template_page(

@@ -55,10 +55,10 @@ fn integer_parameters() {
         json!({
             "type": "object",
             "properties": {
-                "a": {"type": "integer", "format": "int32"},
-                "b": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255},
-                "c": {"type": "integer", "format": "int64"},
-                "d": {"type": "integer", "format": "uint64", "minimum": 0},
+                "a": {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX},
+                "b": {"type": "integer", "minimum": 0, "maximum": 255},
+                "c": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX},
+                "d": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
             },
             "required": ["a", "b", "c", "d"],
         })
@@ -77,8 +77,8 @@ fn float_parameters() {
         json!({
             "type": "object",
             "properties": {
-                "x": {"type": "number", "format": "float"},
-                "y": {"type": "number", "format": "double"},
+                "x": {"type": "number"},
+                "y": {"type": "number"},
             },
             "required": ["x", "y"],
         })
@@ -122,7 +122,7 @@ fn option_parameters_are_not_required() {
                 // `Option<T>` is spelled as Pydantic spells `Optional[T]`: `anyOf` with a `null`
                 // branch, never a `type` array (which narrower client dialects reject).
                 "count": {"anyOf": [
-                    {"type": "integer", "format": "uint32", "minimum": 0},
+                    {"type": "integer", "minimum": 0, "maximum": u32::MAX},
                     {"type": "null"},
                 ]},
                 "label": {"anyOf": [{"type": "string"}, {"type": "null"}]},
@@ -140,7 +140,7 @@ fn sequences(words: Vec<String>, grid: Vec<Vec<i32>>, pair: (i32, String), rgb: 
 
 #[test]
 fn sequence_and_tuple_parameters() {
-    let byte = json!({"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255});
+    let byte = json!({"type": "integer", "minimum": 0, "maximum": 255});
     assert_eq!(
         input(sequences),
         json!({
@@ -149,11 +149,11 @@ fn sequence_and_tuple_parameters() {
                 "words": {"type": "array", "items": {"type": "string"}},
                 "grid": {
                     "type": "array",
-                    "items": {"type": "array", "items": {"type": "integer", "format": "int32"}},
+                    "items": {"type": "array", "items": {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX}},
                 },
                 "pair": {
                     "type": "array",
-                    "prefixItems": [{"type": "integer", "format": "int32"}, {"type": "string"}],
+                    "prefixItems": [{"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX}, {"type": "string"}],
                     "minItems": 2,
                     "maxItems": 2,
                 },
@@ -178,7 +178,7 @@ fn map_parameters() {
             "properties": {
                 "weights": {
                     "type": "object",
-                    "additionalProperties": {"type": "number", "format": "double"},
+                    "additionalProperties": {"type": "number"},
                 },
                 "flags": {"type": "object", "additionalProperties": {"type": "boolean"}},
             },
@@ -237,7 +237,7 @@ fn enum_parameters_are_referenced_from_defs() {
                             "type": "object",
                             "properties": {
                                 "kind": {"type": "string", "const": "circle"},
-                                "radius": {"type": "number", "format": "double"},
+                                "radius": {"type": "number"},
                             },
                             "required": ["kind", "radius"],
                         },
@@ -245,7 +245,7 @@ fn enum_parameters_are_referenced_from_defs() {
                             "type": "object",
                             "properties": {
                                 "kind": {"type": "string", "const": "square"},
-                                "side": {"type": "number", "format": "double"},
+                                "side": {"type": "number"},
                             },
                             "required": ["kind", "side"],
                         },
@@ -290,8 +290,8 @@ fn struct_parameters_share_one_definition() {
                     "description": "A point on the plane.",
                     "type": "object",
                     "properties": {
-                        "x": {"description": "Abscissa.", "type": "number", "format": "double"},
-                        "y": {"description": "Ordinate.", "type": "number", "format": "double"},
+                        "x": {"description": "Abscissa.", "type": "number"},
+                        "y": {"description": "Ordinate.", "type": "number"},
                         "label": {
                             "description": "An optional name.",
                             "anyOf": [{"type": "string"}, {"type": "null"}],
@@ -350,12 +350,11 @@ fn descriptions_defaults_and_renames() {
                 "count": {
                     "description": "The count, from a doc comment.",
                     "type": "integer",
-                    "format": "uint16",
                     "minimum": 0,
                     "maximum": 65535,
                 },
                 "text": {"description": "The text, from the attribute", "type": "string"},
-                "limit": {"type": "integer", "format": "int32", "default": 5},
+                "limit": {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX, "default": 5},
                 "language": {"type": "string", "description": "The language", "default": "en"},
                 "colour": {"$ref": "#/$defs/Colour", "default": "green"},
                 "type": {"type": "string"},
@@ -403,21 +402,20 @@ fn validation_keywords_and_denied_unknown_arguments() {
             "type": "object",
             "properties": {
                 "count": {"anyOf": [
-                    {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 500},
+                    {"type": "integer", "minimum": 1, "maximum": 500},
                     {"type": "null"},
                 ]},
                 "offset": {
                     "description": "An offset, from a doc comment.",
                     "type": "number",
-                    "format": "double",
                     "minimum": -2.5,
                     "maximum": 2.5,
                 },
-                "delta": {"type": "integer", "format": "int32", "minimum": -10},
+                "delta": {"type": "integer", "minimum": -10, "maximum": i32::MAX},
                 "name": {"type": "string", "minLength": 1, "maxLength": 64},
                 "items": {
                     "type": "array",
-                    "items": {"type": "integer", "format": "int64"},
+                    "items": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX},
                     "minItems": 1,
                     "maxItems": 3,
                     "default": [1],
@@ -431,7 +429,7 @@ fn validation_keywords_and_denied_unknown_arguments() {
         input(lenient),
         json!({
             "type": "object",
-            "properties": {"n": {"type": "integer", "format": "int32"}},
+            "properties": {"n": {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX}},
             "required": ["n"],
         })
     );
@@ -519,7 +517,7 @@ fn no_parameters() {}
 fn the_context_is_not_an_argument() {
     let expected = json!({
         "type": "object",
-        "properties": {"n": {"type": "integer", "format": "int32"}},
+        "properties": {"n": {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX}},
         "required": ["n"],
     });
     assert_eq!(input(with_context), expected);
@@ -590,14 +588,14 @@ fn object_results_are_their_own_output_schema() {
         "description": "Summary statistics.",
         "type": "object",
         "properties": {
-            "count": {"type": "integer", "format": "uint", "minimum": 0},
-            "mean": {"anyOf": [{"type": "number", "format": "double"}, {"type": "null"}]},
+            "count": {"type": "integer", "minimum": 0, "maximum": usize::MAX},
+            "mean": {"anyOf": [{"type": "number"}, {"type": "null"}]},
             "extremes": {"anyOf": [
                 {
                     "type": "array",
                     "prefixItems": [
-                        {"type": "number", "format": "double"},
-                        {"type": "number", "format": "double"},
+                        {"type": "number"},
+                        {"type": "number"},
                     ],
                     "minItems": 2,
                     "maxItems": 2,
@@ -616,7 +614,7 @@ fn object_results_are_their_own_output_schema() {
         Some(json!({
             "title": "Map_of_int64",
             "type": "object",
-            "additionalProperties": {"type": "integer", "format": "int64"},
+            "additionalProperties": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX},
         }))
     );
 }
@@ -627,7 +625,7 @@ fn other_results_are_wrapped_in_a_result_property() {
         output(integers),
         Some(json!({
             "type": "object",
-            "properties": {"result": {"type": "integer", "format": "int64"}},
+            "properties": {"result": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}},
             "required": ["result"],
         }))
     );
@@ -642,8 +640,8 @@ fn other_results_are_wrapped_in_a_result_property() {
                     "description": "A point on the plane.",
                     "type": "object",
                     "properties": {
-                        "x": {"description": "Abscissa.", "type": "number", "format": "double"},
-                        "y": {"description": "Ordinate.", "type": "number", "format": "double"},
+                        "x": {"description": "Abscissa.", "type": "number"},
+                        "y": {"description": "Ordinate.", "type": "number"},
                         "label": {
                             "description": "An optional name.",
                             "anyOf": [{"type": "string"}, {"type": "null"}],

@@ -2,12 +2,13 @@
 
 use std::sync::{Arc, Weak};
 
-use codomyrmex_mcp::{McpToolRegistry, mcp_tool, mcp_tools};
+use codomyrmex_mcp::{McpToolRegistry, WithContent, mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::ToolError;
+use super::model_text::ModelText;
 
 /// The `codomyrmex` tools. They hold the registry weakly (it holds them).
 pub struct CodomyrmexTools {
@@ -41,10 +42,11 @@ impl CodomyrmexTools {
         category = "codomyrmex",
         deny_unknown_arguments
     )]
-    async fn list_registered_tools(&self) -> Result<ListOutput, ToolError> {
+    async fn list_registered_tools(&self) -> Result<WithContent<ListOutput>, ToolError> {
         Ok(ListOutput {
             tools: self.registry()?.list_tools(),
-        })
+        }
+        .for_model())
     }
 
     #[mcp_tool(

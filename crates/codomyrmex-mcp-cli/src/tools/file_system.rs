@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
-use codomyrmex_mcp::{mcp_tool, mcp_tools};
+use codomyrmex_mcp::{WithContent, mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::model_text::ModelText;
 use super::sandbox::{open_checked, shorten};
 use super::{Cancel, ToolError, Workspace, blocking, kinds};
 
@@ -71,7 +72,7 @@ impl FileSystemTools {
         max_bytes: Option<u64>,
         /// `text` (default) or `base64`.
         encoding: Option<ReadEncoding>,
-    ) -> Result<ReadOutput, ToolError> {
+    ) -> Result<WithContent<ReadOutput>, ToolError> {
         let ws = self.ws.clone();
         let args = ReadArgs {
             path,
@@ -81,7 +82,9 @@ impl FileSystemTools {
             max_bytes,
             encoding,
         };
-        blocking(move |cancel| read_sync(&ws, &args, cancel)).await
+        blocking(move |cancel| read_sync(&ws, &args, cancel))
+            .await
+            .map(ModelText::for_model)
     }
 
     #[mcp_tool(
@@ -113,7 +116,7 @@ impl FileSystemTools {
         /// Skip what .gitignore, .ignore and .git/info/exclude exclude, and .git itself. Default
         /// true.
         respect_gitignore: Option<bool>,
-    ) -> Result<ListOutput, ToolError> {
+    ) -> Result<WithContent<ListOutput>, ToolError> {
         let ws = self.ws.clone();
         let args = ListArgs {
             path,
@@ -123,7 +126,9 @@ impl FileSystemTools {
             include_hidden,
             respect_gitignore,
         };
-        blocking(move |cancel| list_sync(&ws, &args, cancel)).await
+        blocking(move |cancel| list_sync(&ws, &args, cancel))
+            .await
+            .map(ModelText::for_model)
     }
 
     #[mcp_tool(
@@ -160,7 +165,7 @@ impl FileSystemTools {
         include_hidden: Option<bool>,
         /// Skip what .gitignore excludes. Default true.
         respect_gitignore: Option<bool>,
-    ) -> Result<SearchOutput, ToolError> {
+    ) -> Result<WithContent<SearchOutput>, ToolError> {
         let ws = self.ws.clone();
         let args = SearchArgs {
             pattern,
@@ -172,7 +177,9 @@ impl FileSystemTools {
             include_hidden,
             respect_gitignore,
         };
-        blocking(move |cancel| search_sync(&ws, &args, cancel)).await
+        blocking(move |cancel| search_sync(&ws, &args, cancel))
+            .await
+            .map(ModelText::for_model)
     }
 
     #[mcp_tool(
@@ -191,7 +198,7 @@ impl FileSystemTools {
         path: String,
         /// The algorithm; only `sha256`.
         algorithm: Option<ChecksumAlgorithm>,
-    ) -> Result<ChecksumOutput, ToolError> {
+    ) -> Result<WithContent<ChecksumOutput>, ToolError> {
         let ws = self.ws.clone();
         blocking(move |cancel| {
             let (path, mut file, _) = open_regular(&ws, &path)?;
@@ -225,6 +232,7 @@ impl FileSystemTools {
             })
         })
         .await
+        .map(ModelText::for_model)
     }
 
     #[mcp_tool(
@@ -913,16 +921,17 @@ pub struct ListOutput {
     pub skipped_non_utf8: u64,
 }
 
-struct WalkOptions {
-    include_hidden: bool,
-    respect_gitignore: bool,
-    max_depth: Option<usize>,
-    max_filesize: Option<u64>,
+/// How [`walker`] walks (also used by the root's resource listing).
+pub(crate) struct WalkOptions {
+    pub(crate) include_hidden: bool,
+    pub(crate) respect_gitignore: bool,
+    pub(crate) max_depth: Option<usize>,
+    pub(crate) max_filesize: Option<u64>,
 }
 
 /// A .gitignore-aware walker that never follows symlinks and skips non-UTF-8 names (counted in
 /// the returned counter).
-fn walker(
+pub(crate) fn walker(
     dir: &Path,
     o: &WalkOptions,
     overrides: Option<ignore::overrides::Override>,

@@ -5,11 +5,12 @@
 //! the root. Paths are literal pathspecs inside the root (not inside `.git` or a nested
 //! repository); revisions that look like options or name a path (`HEAD:file`) are refused.
 
-use codomyrmex_mcp::{mcp_tool, mcp_tools};
+use codomyrmex_mcp::{WithContent, mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::git_sandbox::{GitRun, repository_path, run_git};
+use super::model_text::ModelText;
 use super::{ToolError, Workspace};
 
 /// The `git` tools, over a workspace.
@@ -51,7 +52,7 @@ impl GitTools {
         &self,
         /// Limit to this file or directory, relative to the root.
         path: Option<String>,
-    ) -> Result<StatusOutput, ToolError> {
+    ) -> Result<WithContent<StatusOutput>, ToolError> {
         let ws = &self.ws;
         let spec = pathspec(ws, path.as_deref())?;
         // Porcelain paths are relative to the repository's top; the prefix maps them to the
@@ -72,7 +73,7 @@ impl GitTools {
                 spec,
             ])
             .await?;
-        Ok(parse_status(&run.stdout, &prefix))
+        Ok(parse_status(&run.stdout, &prefix).for_model())
     }
 
     #[mcp_tool(
@@ -100,7 +101,7 @@ impl GitTools {
         context_lines: Option<u32>,
         /// Only a summary of changed files (`--stat`). Default false.
         stat_only: Option<bool>,
-    ) -> Result<TextOutput, ToolError> {
+    ) -> Result<WithContent<TextOutput>, ToolError> {
         let ws = &self.ws;
         let spec = pathspec(ws, path.as_deref())?;
         let mut git: Vec<String> = vec![
@@ -127,7 +128,8 @@ impl GitTools {
         Ok(TextOutput {
             output: run.stdout,
             truncated: run.truncated,
-        })
+        }
+        .for_model())
     }
 
     #[mcp_tool(
@@ -150,7 +152,7 @@ impl GitTools {
         max_count: Option<u32>,
         /// Start from this revision or range instead of HEAD.
         revision: Option<String>,
-    ) -> Result<LogOutput, ToolError> {
+    ) -> Result<WithContent<LogOutput>, ToolError> {
         let ws = &self.ws;
         let spec = pathspec(ws, path.as_deref())?;
         let count = max_count.unwrap_or(20).clamp(1, 500);
@@ -168,7 +170,8 @@ impl GitTools {
         let run = self.run(git).await?;
         Ok(LogOutput {
             commits: parse_log(&run.stdout),
-        })
+        }
+        .for_model())
     }
 
     #[mcp_tool(
@@ -190,7 +193,7 @@ impl GitTools {
         path: Option<String>,
         /// Only the commit message and a summary of changed files. Default false.
         stat_only: Option<bool>,
-    ) -> Result<TextOutput, ToolError> {
+    ) -> Result<WithContent<TextOutput>, ToolError> {
         let ws = &self.ws;
         let rev = self::revision(revision.as_deref().unwrap_or("HEAD"))?;
         let git: Vec<String> = match &path {
@@ -222,7 +225,8 @@ impl GitTools {
         Ok(TextOutput {
             output: run.stdout,
             truncated: run.truncated,
-        })
+        }
+        .for_model())
     }
 }
 

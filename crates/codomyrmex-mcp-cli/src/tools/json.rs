@@ -17,12 +17,13 @@
 use std::io::{Read, Write};
 use std::process::Stdio;
 
-use codomyrmex_mcp::{mcp_tool, mcp_tools};
+use codomyrmex_mcp::{WithContent, mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
+use super::model_text::ModelText;
 use super::process::{ChildGroup, capture};
 use super::{Cancel, ToolError, Workspace, blocking, kinds};
 
@@ -88,7 +89,7 @@ impl JsonTools {
         /// The most results to return (default 100, at most 10000).
         #[arg(minimum = 1, maximum = 10000)]
         max_results: Option<u32>,
-    ) -> Result<QueryOutput, ToolError> {
+    ) -> Result<WithContent<QueryOutput>, ToolError> {
         let ws = &self.ws;
         let max = max_results.unwrap_or(DEFAULT_RESULTS).clamp(1, MAX_RESULTS) as usize;
         let input = match (path, input) {
@@ -114,6 +115,7 @@ impl JsonTools {
             Some(program) => run_worker(program, &request).await,
             None => blocking(move |cancel| evaluate_on_big_stack(request, cancel.clone())).await,
         }
+        .map(ModelText::for_model)
     }
 }
 
@@ -527,6 +529,11 @@ mod tests {
         assert!(e.message.contains("undefined"), "{e}");
         let e = eval("import \"x\" as x; .", Value::Null).unwrap_err();
         assert!(e.message.contains("cannot load module"), "{e}");
+        // Nor is reading further inputs.
+        for filter in ["input", "[inputs]"] {
+            let e = eval(filter, Value::Null).unwrap_err();
+            assert!(e.message.contains("undefined"), "{filter}: {e}");
+        }
     }
 
     #[test]

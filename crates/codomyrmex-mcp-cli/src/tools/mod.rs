@@ -16,7 +16,8 @@
 //!   `#[arg(minimum = ..., min_length = ...)]`;
 //! - the result is `Result<Output, ToolError>`, where `Output` derives `Serialize` and
 //!   `JsonSchema`; types nested in arguments or results are `#[schemars(inline)]`, so that the
-//!   schemas have no `$ref`.
+//!   schemas have no `$ref`. A result that is mainly text is `Result<WithContent<Output>,
+//!   ToolError>`, its text rendered by [`model_text`].
 
 pub mod codomyrmex;
 pub mod file_system;
@@ -25,6 +26,7 @@ pub mod git_sandbox;
 #[cfg(test)]
 mod hostile_root_tests;
 pub mod json;
+pub mod model_text;
 pub mod process;
 pub mod sandbox;
 pub mod shell;

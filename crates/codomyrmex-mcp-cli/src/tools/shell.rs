@@ -15,11 +15,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::{mcp_tool, mcp_tools};
+use codomyrmex_mcp::{WithContent, mcp_tool, mcp_tools};
 use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::model_text::ModelText;
 use super::process::{Captured, ChildGroup, scrub_env};
 use super::{ToolError, Workspace, kinds};
 
@@ -67,7 +68,7 @@ impl ShellTools {
         timeout_secs: Option<u64>,
         /// Text to send on standard input (default: none, stdin is closed).
         stdin: Option<String>,
-    ) -> Result<RunOutput, ToolError> {
+    ) -> Result<WithContent<RunOutput>, ToolError> {
         let ws = &self.ws;
         let settings = ws.shell();
         let Some(program) = argv.first().filter(|p| !p.is_empty()) else {
@@ -181,7 +182,8 @@ impl ShellTools {
             stderr: err.text(),
             timed_out,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        })
+        }
+        .for_model())
     }
 }
 

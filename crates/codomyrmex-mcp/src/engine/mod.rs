@@ -493,7 +493,9 @@ impl Engine {
             (_, "resources/read") if has_resources => {
                 return self.read_resource(session, id, params, scope, sink);
             }
-            (_, "resources/list") if has_resources => self.list_resources(&params, &scope),
+            (_, "resources/list") if has_resources => {
+                return self.list_resources(id, &params, scope);
+            }
             (_, "resources/templates/list") if has_resources => {
                 self.list_templates(&params, &scope)
             }
@@ -1039,17 +1041,34 @@ impl Engine {
         }
     }
 
+    /// `resources/list`: answered at once, or, when the registry has listers (which may walk
+    /// a directory), in a future.
     fn list_resources(
         &self,
+        id: RequestId,
         params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Result<Value, ErrorObject> {
+        scope: RequestScope,
+    ) -> Handled {
         let Some(resources) = &self.shared.resources else {
-            return Err(ErrorObject::method_not_found("resources/list"));
+            return error(&id, ErrorObject::method_not_found("resources/list"));
         };
-        let after = cursor(params)?;
-        let (items, next) = resources.page(after.as_deref(), self.shared.config.page_size);
-        Ok(self.page_result("resources", items, next, scope))
+        let after = match cursor(params) {
+            Ok(after) => after,
+            Err(e) => return error(&id, e),
+        };
+        let size = self.shared.config.page_size;
+        if !resources.has_listers() {
+            let (items, next) = resources.page(after.as_deref(), size);
+            let result = Ok(self.page_result("resources", items, next, &scope));
+            return Handled::Reply(self.respond(id, result, &scope));
+        }
+        let page = resources.page_listed(after, size);
+        let engine = self.clone();
+        Handled::Pending(Box::pin(async move {
+            let (items, next) = page.await;
+            let result = Ok(engine.page_result("resources", items, next, &scope));
+            Some(engine.respond(id, result, &scope))
+        }))
     }
 
     fn list_templates(
@@ -1539,8 +1558,13 @@ fn encode_cursor(after: &str) -> String {
     after.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The longest cursor accepted, in hex digits: room for the URI of a listed file whose path is
+/// as long as the CLI's sandbox accepts (4096 bytes, each percent-encoded in three), plus a
+/// prefix.
+const MAX_CURSOR_LEN: usize = 2 * (3 * 4096 + 512);
+
 fn decode_cursor(cursor: &str) -> Option<String> {
-    if !cursor.len().is_multiple_of(2) || cursor.len() > 512 {
+    if !cursor.len().is_multiple_of(2) || cursor.len() > MAX_CURSOR_LEN {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..cursor.len())
