@@ -43,6 +43,8 @@ pub struct Session {
 
 /// The most resource subscriptions one legacy session may hold.
 const MAX_SUBSCRIPTIONS: usize = 4096;
+/// The most bytes of subscribed URIs one legacy session may hold.
+const MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
 
 struct State {
     negotiated: Option<ProtocolVersion>,
@@ -126,10 +128,14 @@ impl Session {
     }
 
     /// Subscribes to a resource's updates (legacy `resources/subscribe`). `false` when the
-    /// session holds too many subscriptions.
+    /// session holds too many subscriptions, or too many bytes of them.
     pub(crate) fn subscribe(&self, uri: &str) -> bool {
         let mut subs = lock(&self.subscriptions);
-        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(uri) {
+        if subs.contains(uri) {
+            return true;
+        }
+        let bytes: usize = subs.iter().map(String::len).sum();
+        if subs.len() >= MAX_SUBSCRIPTIONS || bytes + uri.len() > MAX_SUBSCRIPTION_BYTES {
             return false;
         }
         subs.insert(uri.to_owned());
@@ -338,5 +344,25 @@ impl ClientRequester for SessionRequester {
                 },
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscriptions_are_bounded_in_bytes() {
+        // Issue #13 (an unbounded buffer): 4096 subscriptions, each as long as a message may
+        // be, held gigabytes per session.
+        let s = Session::new(Arc::new(Semaphore::new(1)));
+        let mut kept = 0;
+        for i in 0..MAX_SUBSCRIPTIONS {
+            let uri = format!("file:///{i}/{}", "x".repeat(8 * 1024));
+            if s.subscribe(&uri) {
+                kept += uri.len();
+            }
+        }
+        assert!(kept <= 1024 * 1024, "{kept} bytes of subscriptions");
     }
 }
