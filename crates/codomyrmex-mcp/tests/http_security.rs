@@ -612,3 +612,56 @@ async fn a_wrong_token_flood_does_not_rate_limit_the_token_holder() {
     assert!(limited, "the flood gets 429 from its own budget");
     s.stop().await;
 }
+
+#[test]
+fn the_documented_bounds_are_the_defaults_and_bad_ones_are_refused() {
+    const MIB: usize = 1024 * 1024;
+    let d = HttpConfig::default();
+    assert_eq!(
+        (
+            d.replay_events,
+            d.replay_event_bytes,
+            d.replay_stream_bytes,
+            d.replay_session_bytes,
+            d.replay_total_bytes
+        ),
+        (256, 17 * MIB, 17 * MIB, 34 * MIB, 256 * MIB)
+    );
+    assert_eq!(
+        d.auth_failure_rate_limit,
+        Some(codomyrmex_mcp::RateLimit {
+            per_second: 10.0,
+            burst: 20,
+        })
+    );
+    for bad in [
+        HttpConfig {
+            replay_event_bytes: 0,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            replay_event_bytes: 18 * MIB,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            replay_session_bytes: 300 * MIB,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            replay_events: 0,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            auth_failure_rate_limit: Some(codomyrmex_mcp::RateLimit {
+                per_second: 0.0,
+                burst: 1,
+            }),
+            ..HttpConfig::default()
+        },
+    ] {
+        assert!(
+            matches!(server(bad.clone()).validate(), Err(HttpError::Config(_))),
+            "{bad:?}"
+        );
+    }
+}
