@@ -310,7 +310,9 @@ impl StreamLog {
         if after_seq < s.evicted_through {
             return Err(Evicted);
         }
-        Ok(self.new_reader(&mut s, after_seq))
+        // An id this log never issued (from another server, say) follows from now on.
+        let after = after_seq.min(s.next_seq - 1);
+        Ok(self.new_reader(&mut s, after))
     }
 
     /// A reader of every event retained, from the oldest; ends any earlier reader.
@@ -464,6 +466,19 @@ mod tests {
         assert_eq!(log.lock().events.len(), 4);
         assert!(next(&mut rx).await.is_none());
         assert_eq!(log.attach(0).err(), Some(Evicted));
+    }
+
+    #[test]
+    fn an_id_never_issued_follows_from_now_on() {
+        let log = StreamLog::new(1, limits(8), Vec::new());
+        log.append(&note(1));
+        let mut c = log.attach(1_000).unwrap();
+        log.append(&note(2));
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match c.poll_next(&mut cx) {
+            Poll::Ready(Some(b)) => assert!(starts(&b, "id: 1-2\n")),
+            other => panic!("the next event is not delivered: {other:?}"),
+        }
     }
 
     #[tokio::test]
