@@ -581,11 +581,15 @@ impl McpResourceRegistry {
             .as_ref()
             .canonicalize()
             .unwrap_or_else(|_| root.as_ref().to_path_buf());
+        // Clients see the directory's own name, never where it is on this machine.
+        let description = match root.file_name() {
+            Some(n) => format!("Files under {}", n.to_string_lossy()),
+            None => "Files of the served directory".to_owned(),
+        };
         let root = Arc::new(root);
         let template = format!("{uri_prefix}{{+path}}");
         self.add_template(
-            ResourceTemplateDefinition::new(template, name)
-                .with_description(format!("Files under {}", root.display())),
+            ResourceTemplateDefinition::new(template, name).with_description(description),
             move |req: ResourceRequest| {
                 let root = root.clone();
                 async move {
@@ -784,6 +788,39 @@ mod tests {
             r.read("file:///missing.txt", ToolContext::detached()).await,
             Err(ResourceError::NotFound(_))
         ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&outside);
+    }
+
+    #[tokio::test]
+    async fn directory_serving_never_shows_the_roots_absolute_path() {
+        let dir = std::env::temp_dir().join(format!("cmcp-leak-{}", std::process::id()));
+        let outside = std::env::temp_dir().join(format!("cmcp-leak-out-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("s.txt"), "s").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, dir.join("escape")).unwrap();
+        let root = dir.canonicalize().unwrap();
+        let abs = root.to_string_lossy().into_owned();
+        let r = McpResourceRegistry::new();
+        r.serve_directory(&dir, "file:///", "files").unwrap();
+        for t in r.templates() {
+            let shown = serde_json::to_string(&t).unwrap();
+            assert!(!shown.contains(&abs), "a template shows the root: {shown}");
+        }
+        for uri in [
+            "file:///missing.txt",
+            "file:///sub",
+            "file:///../x",
+            "file:///escape/s.txt",
+            "file:///sub/../../x",
+        ] {
+            if let Err(e) = r.read(uri, ToolContext::detached()).await {
+                let shown = format!("{e} {e:?}");
+                assert!(!shown.contains(&abs), "{uri}: {shown}");
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&outside);
     }

@@ -584,3 +584,55 @@ async fn calls_still_running_when_the_grace_ends_get_a_shutting_down_error() {
         assert!(out.unwrap().is_ok());
     }
 }
+
+#[tokio::test]
+async fn resuming_before_evicted_events_gets_410_and_the_session_lives_on() {
+    let s = start(HttpConfig {
+        replay_events: 1,
+        ..config()
+    })
+    .await;
+    let sid = s.legacy_session().await;
+    let call = legacy(
+        "tools/call",
+        Some(7),
+        json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "t"}}),
+        Some(&sid),
+    );
+    let post = s.open(&call).await;
+    assert_eq!(post.status, 200);
+    // The priming event names the stream; the body ends when the call is done (or when
+    // this reader fell behind what the one-event history keeps).
+    let text = tokio::time::timeout(HANG, post.body()).await.unwrap();
+    let stream = text
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .and_then(|id| id.split_once('-'))
+        .map(|(s, _)| s.to_owned())
+        .expect("a priming event id");
+    let resume = |id: String| {
+        Req::new("GET", "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &sid)
+            .header("mcp-protocol-version", LEGACY)
+            .header("last-event-id", id)
+    };
+    // Event 1 (the first progress notification) is gone: no silent gap, a 410.
+    let r = s.send(&resume(format!("{stream}-0"))).await;
+    assert_eq!(r.status, 410, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.error_code(), -32600);
+    // After the last progress notification, the response is still there.
+    let mut resumed = s.open(&resume(format!("{stream}-3"))).await;
+    assert_eq!(resumed.status, 200);
+    let e = tokio::time::timeout(HANG, resumed.next_event())
+        .await
+        .unwrap()
+        .expect("the response");
+    assert_eq!(e.data["id"], 7);
+    // The session is untouched.
+    let r = s
+        .send(&legacy("ping", Some(8), json!({}), Some(&sid)))
+        .await;
+    assert_eq!(r.status, 200);
+    s.stop().await;
+}

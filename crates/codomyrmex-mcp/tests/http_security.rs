@@ -511,3 +511,157 @@ async fn cors_allows_explicit_origins_only() {
     assert!(r.header("access-control-allow-origin").is_none());
     s.stop().await;
 }
+
+/// Two static tokens for two principals.
+fn two_principals() -> AuthConfig {
+    let mut auth = AuthConfig::static_token("alice", "alice-token");
+    auth.static_tokens
+        .push(codomyrmex_mcp::transport::http::StaticToken::new(
+            "bob",
+            "bob-token",
+        ));
+    auth
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_the_principal_that_created_it() {
+    let s = start(HttpConfig {
+        auth: Some(two_principals()),
+        ..config()
+    })
+    .await;
+    let r = s
+        .send(&bearer(
+            legacy("initialize", Some(1), initialize_body(), None),
+            "alice-token",
+        ))
+        .await;
+    assert_eq!(r.status, 200);
+    let sid = r.header("mcp-session-id").unwrap().to_owned();
+    let as_bob = |req: Req| bearer(req, "bob-token");
+    let ping = || legacy("ping", Some(2), json!({}), Some(&sid));
+    let stream = || {
+        Req::new("GET", "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", sid.clone())
+            .header("mcp-protocol-version", LEGACY)
+    };
+    let delete = || {
+        Req::new("DELETE", "/mcp")
+            .header("mcp-session-id", sid.clone())
+            .header("mcp-protocol-version", LEGACY)
+    };
+    // Bob holds Alice's session id: everything answers as if it did not exist.
+    let r = s.send(&as_bob(ping())).await;
+    assert_eq!(
+        r.status,
+        404,
+        "POST: {:?}",
+        String::from_utf8_lossy(&r.body)
+    );
+    let r = s.send(&as_bob(stream())).await;
+    assert_eq!(r.status, 404, "GET");
+    let r = s
+        .send(&as_bob(stream().header("last-event-id", "0-0")))
+        .await;
+    assert_eq!(r.status, 404, "GET with Last-Event-ID");
+    let r = s.send(&as_bob(delete())).await;
+    assert_eq!(r.status, 404, "DELETE");
+    // Alice's session is untouched.
+    let r = s.send(&bearer(ping(), "alice-token")).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["id"], 2);
+    let r = s.send(&bearer(delete(), "alice-token")).await;
+    assert_eq!(r.status, 204);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_wrong_token_flood_does_not_rate_limit_the_token_holder() {
+    let s = start(HttpConfig {
+        auth: Some(two_principals()),
+        rate_limit: Some(codomyrmex_mcp::RateLimit {
+            per_second: 0.01,
+            burst: 5,
+        }),
+        auth_failure_rate_limit: Some(codomyrmex_mcp::RateLimit {
+            per_second: 0.01,
+            burst: 5,
+        }),
+        ..config()
+    })
+    .await;
+    // The flood, from the same address as the token holder.
+    let mut limited = false;
+    for _ in 0..50 {
+        let r = s.send(&bearer(list(), "wrong-token")).await;
+        match r.status {
+            401 => {}
+            429 => {
+                limited = true;
+                break;
+            }
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!(
+        s.send(&bearer(list(), "alice-token")).await.status,
+        200,
+        "the token holder is not starved by the flood"
+    );
+    assert!(limited, "the flood gets 429 from its own budget");
+    s.stop().await;
+}
+
+#[test]
+fn the_documented_bounds_are_the_defaults_and_bad_ones_are_refused() {
+    const MIB: usize = 1024 * 1024;
+    let d = HttpConfig::default();
+    assert_eq!(
+        (
+            d.replay_events,
+            d.replay_event_bytes,
+            d.replay_stream_bytes,
+            d.replay_session_bytes,
+            d.replay_total_bytes
+        ),
+        (256, 17 * MIB, 17 * MIB, 34 * MIB, 256 * MIB)
+    );
+    assert_eq!(
+        d.auth_failure_rate_limit,
+        Some(codomyrmex_mcp::RateLimit {
+            per_second: 10.0,
+            burst: 20,
+        })
+    );
+    for bad in [
+        HttpConfig {
+            replay_event_bytes: 0,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            replay_event_bytes: 18 * MIB,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            replay_session_bytes: 300 * MIB,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            replay_events: 0,
+            ..HttpConfig::default()
+        },
+        HttpConfig {
+            auth_failure_rate_limit: Some(codomyrmex_mcp::RateLimit {
+                per_second: 0.0,
+                burst: 1,
+            }),
+            ..HttpConfig::default()
+        },
+    ] {
+        assert!(
+            matches!(server(bad.clone()).validate(), Err(HttpError::Config(_))),
+            "{bad:?}"
+        );
+    }
+}

@@ -15,7 +15,7 @@ use super::policy::{ExecutionPolicy, Failure, HandlerKind, Refusal};
 use super::{Engine, Handled, RequestScope, Session, error};
 use crate::resources::Completer;
 use crate::schema::McpErrorDetail;
-use crate::wire::{ErrorCode, ErrorObject, RequestId};
+use crate::wire::{ErrorObject, RequestId};
 
 /// Completion values returned in one response; `total` and `hasMore` tell the rest.
 const MAX_COMPLETIONS: usize = 100;
@@ -156,14 +156,9 @@ impl Engine {
             Ok(t) => t,
             Err(refusal) => return error(&id, refusal_error(refusal)),
         };
-        let Some(guard) = session.begin_request(id.clone()) else {
-            return error(
-                &id,
-                ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Invalid request: a request with this id is already in progress",
-                ),
-            );
+        let guard = match session.begin_request(id.clone()) {
+            Ok(guard) => guard,
+            Err(refused) => return error(&id, refused.error()),
         };
         let partial = partial.to_owned();
         let engine = self.clone();

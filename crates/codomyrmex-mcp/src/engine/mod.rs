@@ -762,12 +762,9 @@ impl Engine {
         } else {
             None
         };
-        let guard = session.begin_request(id.clone()).ok_or_else(|| {
-            ErrorObject::new(
-                ErrorCode::INVALID_REQUEST,
-                "Invalid request: a request with this id is already in progress",
-            )
-        })?;
+        let guard = session
+            .begin_request(id.clone())
+            .map_err(|refused| refused.error())?;
         let meta = match params.remove("_meta") {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
@@ -1298,14 +1295,9 @@ impl Engine {
             list.sort();
             ack.insert("resourceSubscriptions".into(), json!(list));
         }
-        let Some(guard) = session.begin_request(id.clone()) else {
-            return error(
-                &id,
-                ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Invalid request: a request with this id is already in progress",
-                ),
-            );
+        let guard = match session.begin_request(id.clone()) {
+            Ok(guard) => guard,
+            Err(refused) => return error(&id, refused.error()),
         };
         let mut events = self.events();
         let sink = sink.clone();

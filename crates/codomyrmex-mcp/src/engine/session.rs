@@ -44,8 +44,38 @@ pub struct Session {
     one_shot: bool,
 }
 
+/// The most requests one session may have in flight (running or waiting for a permit).
+const MAX_IN_FLIGHT: usize = 1024;
+
+/// Why a request could not begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotBegun {
+    /// A request with this id is already in flight.
+    Duplicate,
+    /// The session has [`MAX_IN_FLIGHT`] requests in flight.
+    Full,
+}
+
+impl NotBegun {
+    /// The error the client gets.
+    pub(crate) fn error(self) -> ErrorObject {
+        match self {
+            Self::Duplicate => ErrorObject::new(
+                crate::wire::ErrorCode::INVALID_REQUEST,
+                "Invalid request: a request with this id is already in progress",
+            ),
+            Self::Full => ErrorObject::new(
+                crate::wire::ErrorCode::INVALID_REQUEST,
+                format!("Too many requests in progress on this session (at most {MAX_IN_FLIGHT})"),
+            ),
+        }
+    }
+}
+
 /// The most resource subscriptions one legacy session may hold.
 const MAX_SUBSCRIPTIONS: usize = 4096;
+/// The most bytes of subscribed URIs one legacy session may hold.
+const MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
 
 struct State {
     negotiated: Option<ProtocolVersion>,
@@ -137,10 +167,14 @@ impl Session {
     }
 
     /// Subscribes to a resource's updates (legacy `resources/subscribe`). `false` when the
-    /// session holds too many subscriptions.
+    /// session holds too many subscriptions, or too many bytes of them.
     pub(crate) fn subscribe(&self, uri: &str) -> bool {
         let mut subs = lock(&self.subscriptions);
-        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(uri) {
+        if subs.contains(uri) {
+            return true;
+        }
+        let bytes: usize = subs.iter().map(String::len).sum();
+        if subs.len() >= MAX_SUBSCRIPTIONS || bytes + uri.len() > MAX_SUBSCRIPTION_BYTES {
             return false;
         }
         subs.insert(uri.to_owned());
@@ -240,11 +274,15 @@ impl Session {
         lock(&self.state).initialized_notified = true;
     }
 
-    /// Registers an in-flight request; `None` if the id is already in flight.
-    pub(crate) fn begin_request(self: &Arc<Self>, id: RequestId) -> Option<InFlightGuard> {
+    /// Registers an in-flight request; refused if the id is already in flight or the session
+    /// has too many.
+    pub(crate) fn begin_request(
+        self: &Arc<Self>,
+        id: RequestId,
+    ) -> Result<InFlightGuard, NotBegun> {
         let token = CancellationToken::new();
         if self.one_shot {
-            return Some(InFlightGuard {
+            return Ok(InFlightGuard {
                 session: self.clone(),
                 id: None,
                 token,
@@ -252,10 +290,13 @@ impl Session {
         }
         let mut map = lock(&self.in_flight);
         if map.contains_key(&id) {
-            return None;
+            return Err(NotBegun::Duplicate);
+        }
+        if map.len() >= MAX_IN_FLIGHT {
+            return Err(NotBegun::Full);
         }
         map.insert(id.clone(), token.clone());
-        Some(InFlightGuard {
+        Ok(InFlightGuard {
             session: self.clone(),
             id: Some(id),
             token,
@@ -350,5 +391,46 @@ impl ClientRequester for SessionRequester {
                 },
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_in_flight_table_is_bounded() {
+        // Issue #13 (an unbounded buffer): requests past the concurrency limit wait, each in
+        // the table with its arguments, and streamed legacy calls hold no HTTP slot.
+        let s = Arc::new(Session::new(Arc::new(Semaphore::new(1))));
+        let mut guards = Vec::new();
+        for n in 0..MAX_IN_FLIGHT as i64 {
+            guards.push(s.begin_request(RequestId::from(n)).expect("room"));
+        }
+        assert_eq!(
+            s.begin_request(RequestId::from(-1)).err(),
+            Some(NotBegun::Full)
+        );
+        assert_eq!(
+            s.begin_request(RequestId::from(0)).err(),
+            Some(NotBegun::Duplicate)
+        );
+        guards.pop();
+        assert!(s.begin_request(RequestId::from(-1)).is_ok(), "room again");
+    }
+
+    #[test]
+    fn subscriptions_are_bounded_in_bytes() {
+        // Issue #13 (an unbounded buffer): 4096 subscriptions, each as long as a message may
+        // be, held gigabytes per session.
+        let s = Session::new(Arc::new(Semaphore::new(1)));
+        let mut kept = 0;
+        for i in 0..MAX_SUBSCRIPTIONS {
+            let uri = format!("file:///{i}/{}", "x".repeat(8 * 1024));
+            if s.subscribe(&uri) {
+                kept += uri.len();
+            }
+        }
+        assert!(kept <= 1024 * 1024, "{kept} bytes of subscriptions");
     }
 }

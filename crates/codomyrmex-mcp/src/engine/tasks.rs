@@ -1442,14 +1442,9 @@ impl Engine {
             Ok(e) => e,
             Err(e) => return error(&id, e),
         };
-        let Some(guard) = session.begin_request(id.clone()) else {
-            return error(
-                &id,
-                ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Invalid request: a request with this id is already in progress",
-                ),
-            );
+        let guard = match session.begin_request(id.clone()) {
+            Ok(guard) => guard,
+            Err(refused) => return error(&id, refused.error()),
         };
         let sink = sink.clone();
         Handled::Pending(Box::pin(async move {

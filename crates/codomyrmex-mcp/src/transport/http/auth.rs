@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -40,9 +40,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tower::{Layer, Service};
 
+use crate::config::RateLimit;
 use crate::context::Principal;
 use crate::wire::{ErrorCode, ErrorObject};
 
+use super::limits::{Buckets, client_key, too_many_requests};
 use super::rpc_error;
 
 /// The RFC 9728 well-known path prefix.
@@ -435,6 +437,8 @@ struct Authenticator {
     /// Paths served without authentication.
     public_paths: HashSet<String>,
     audiences: Vec<String>,
+    /// The budget refused requests draw from, per client address.
+    failures: Option<Arc<Buckets>>,
 }
 
 impl Authenticator {
@@ -603,6 +607,10 @@ impl std::fmt::Debug for AuthLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthLayer")
             .field("public_paths", &self.auth.public_paths)
+            .field(
+                "failure_limit",
+                &self.auth.failures.as_ref().map(|b| b.limit()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -632,22 +640,41 @@ impl AuthLayer {
                 metadata_url,
                 public_paths: HashSet::new(),
                 audiences,
+                failures: None,
             }),
         })
     }
 
     /// Serves `path` without authentication (used for a public `/health`).
     pub fn allow_path(mut self, path: impl Into<String>) -> Self {
-        let mut auth = Authenticator {
+        let mut auth = self.copy();
+        auth.public_paths.insert(path.into());
+        self.auth = Arc::new(auth);
+        self
+    }
+
+    /// Limits refused requests (missing or bad credentials) per client address: past
+    /// `limit`, they get `429` with `Retry-After` instead of `401`/`403`. Only refused
+    /// requests draw from this budget, so a flood of bad tokens never slows down a client
+    /// that authenticates, even from the same address. Place this layer before
+    /// [`ClientRateLimitLayer`](super::ClientRateLimitLayer) so that refused requests do not
+    /// spend that limit either.
+    pub fn with_failure_limit(mut self, limit: RateLimit) -> Self {
+        let mut auth = self.copy();
+        auth.failures = Some(Arc::new(Buckets::new(limit)));
+        self.auth = Arc::new(auth);
+        self
+    }
+
+    fn copy(&self) -> Authenticator {
+        Authenticator {
             config: self.auth.config.clone(),
             static_digests: self.auth.static_digests.clone(),
             metadata_url: self.auth.metadata_url.clone(),
             public_paths: self.auth.public_paths.clone(),
             audiences: self.auth.audiences.clone(),
-        };
-        auth.public_paths.insert(path.into());
-        self.auth = Arc::new(auth);
-        self
+            failures: self.auth.failures.clone(),
+        }
     }
 }
 
@@ -712,6 +739,13 @@ where
                 super::PolicyFuture::passed(self.inner.call(req))
             }
             Err(refusal) => {
+                if let Some(failures) = &self.auth.failures {
+                    let client = client_key(&req);
+                    if let Err(after) = failures.take(client, Instant::now()) {
+                        tracing::debug!(%client, "rate limited refused authentications");
+                        return super::PolicyFuture::refused(too_many_requests(after));
+                    }
+                }
                 if refusal != Refusal::Missing {
                     tracing::info!(?refusal, "refused a request's credentials");
                 }

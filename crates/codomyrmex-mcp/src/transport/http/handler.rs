@@ -17,8 +17,9 @@ use crate::engine::{Handled, META_LOG_LEVEL, META_PROTOCOL_VERSION};
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
 
+use super::replay::LogSink;
 use super::sessions::HttpSession;
-use super::sse::{ChannelSink, LogSink, SseBody};
+use super::sse::{ChannelSink, SseBody};
 use super::{AppState, rpc_error};
 
 static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -258,7 +259,9 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
             initialize(&app, message, principal)
         }
-        (Route::Legacy, decoded, Some(sid)) => legacy(&app, &headers, accepts, sid, decoded).await,
+        (Route::Legacy, decoded, Some(sid)) => {
+            legacy(&app, &headers, accepts, sid, principal.as_ref(), decoded).await
+        }
         _ => bad(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::INTERNAL_ERROR,
@@ -416,14 +419,11 @@ async fn legacy(
     headers: &HeaderMap,
     accepts: Accepts,
     sid: &str,
+    principal: Option<&Principal>,
     decoded: Decoded,
 ) -> Response<Body> {
-    let Some(session) = app.sessions.get(sid) else {
-        return bad(
-            StatusCode::NOT_FOUND,
-            ErrorCode::INVALID_REQUEST,
-            "Session not found",
-        );
+    let Some(session) = app.sessions.get(sid, principal) else {
+        return session_not_found();
     };
     if let Err(resp) = check_legacy_version(headers) {
         return resp;
@@ -456,7 +456,8 @@ async fn legacy(
         let sink: Arc<dyn MessageSink> = Arc::new(LogSink(log.clone()));
         let handled = app.engine.handle(&session.session, message, &sink);
         let handled = app.drain.watch(id, handled);
-        let events = log.attach(0);
+        // Nothing was evicted from a stream this new: a failure would only end the body.
+        let events = log.follow_from_start();
         let prime = log.prime(Duration::from_millis(1000));
         match handled {
             Handled::Nothing => {
@@ -492,20 +493,18 @@ async fn legacy(
 
 /// GET: the standalone SSE stream of a legacy session, or a resumption with `Last-Event-ID`.
 /// Modern clients have no GET: `405`.
-pub(crate) async fn get(State(app): State<AppState>, headers: HeaderMap) -> Response<Body> {
-    let sid = match session_id(&headers) {
+pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let headers = req.headers();
+    let principal = req.extensions().get::<Principal>();
+    let sid = match session_id(headers) {
         Ok(Some(s)) => s.to_owned(),
         Ok(None) => return method_not_allowed(),
         Err(resp) => return resp,
     };
-    let Some(session) = app.sessions.get(&sid) else {
-        return bad(
-            StatusCode::NOT_FOUND,
-            ErrorCode::INVALID_REQUEST,
-            "Session not found",
-        );
+    let Some(session) = app.sessions.get(&sid, principal) else {
+        return session_not_found();
     };
-    if !Accepts::of(&headers).sse {
+    if !Accepts::of(headers).sse {
         return bad(
             StatusCode::NOT_ACCEPTABLE,
             ErrorCode::INVALID_REQUEST,
@@ -517,37 +516,55 @@ pub(crate) async fn get(State(app): State<AppState>, headers: HeaderMap) -> Resp
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().split_once('-'))
         .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-    let (log, after) = match last {
-        Some((stream, seq)) => match session.stream(stream) {
-            Some(log) => (log, seq),
+    let events = match last {
+        Some((stream, seq)) => match session.stream(stream).map(|log| log.attach(seq)) {
+            Some(Ok(events)) => events,
+            // The stream existed, but what followed this id is no longer retained: replaying
+            // the rest would silently skip events.
+            Some(Err(_)) => return gone(),
+            None if session.opened(stream) => return gone(),
             None => {
                 return bad(
                     StatusCode::NOT_FOUND,
                     ErrorCode::INVALID_REQUEST,
-                    "Unknown or expired event stream",
+                    "Unknown event stream",
                 );
             }
         },
-        None => (session.standalone.clone(), u64::MAX),
+        None => session.standalone.follow(),
     };
-    let events = log.attach(after);
     sse_response(SseBody::follow(None, events, Some(app.config.keep_alive)).until(&app.shutdown))
 }
 
+fn session_not_found() -> Response<Body> {
+    bad(
+        StatusCode::NOT_FOUND,
+        ErrorCode::INVALID_REQUEST,
+        "Session not found",
+    )
+}
+
+/// `410 Gone`: a resumption from an event id whose successors were evicted from the replay
+/// history. The session itself lives on.
+fn gone() -> Response<Body> {
+    bad(
+        StatusCode::GONE,
+        ErrorCode::INVALID_REQUEST,
+        "The events after this Last-Event-ID are no longer retained; the stream cannot be resumed",
+    )
+}
+
 /// DELETE: ends a legacy session.
-pub(crate) async fn delete(State(app): State<AppState>, headers: HeaderMap) -> Response<Body> {
-    match session_id(&headers) {
+pub(crate) async fn delete(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let principal = req.extensions().get::<Principal>();
+    match session_id(req.headers()) {
         Ok(Some(sid)) => {
-            if app.sessions.remove(sid) {
+            if app.sessions.remove(sid, principal) {
                 let mut resp = Response::new(Body::empty());
                 *resp.status_mut() = StatusCode::NO_CONTENT;
                 resp
             } else {
-                bad(
-                    StatusCode::NOT_FOUND,
-                    ErrorCode::INVALID_REQUEST,
-                    "Session not found",
-                )
+                session_not_found()
             }
         }
         Ok(None) => method_not_allowed(),

@@ -108,7 +108,7 @@ where
     }
 }
 
-fn with_retry_after(mut resp: Response<Body>, after: Duration) -> Response<Body> {
+pub(crate) fn with_retry_after(mut resp: Response<Body>, after: Duration) -> Response<Body> {
     let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
     resp.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
@@ -211,14 +211,27 @@ struct Bucket {
     last: Instant,
 }
 
-struct Buckets {
+/// Token buckets per client address: the per-client rate limit's, and the authentication
+/// failures' own.
+pub(crate) struct Buckets {
     limit: RateLimit,
     map: Mutex<HashMap<IpAddr, Bucket>>,
 }
 
 impl Buckets {
+    pub(crate) fn new(limit: RateLimit) -> Self {
+        Self {
+            limit,
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn limit(&self) -> RateLimit {
+        self.limit
+    }
+
     /// Takes a token for `client`, or says how long until one is available.
-    fn take(&self, client: IpAddr, now: Instant) -> Result<(), Duration> {
+    pub(crate) fn take(&self, client: IpAddr, now: Instant) -> Result<(), Duration> {
         let rate = self.limit.per_second.max(f64::MIN_POSITIVE);
         let burst = f64::from(self.limit.burst.max(1));
         let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
@@ -251,7 +264,7 @@ impl Buckets {
 /// The client a request counts against: its peer address (from the connection's
 /// [`ConnectInfo`]), with IPv6 addresses grouped by `/64` (one host usually holds a whole
 /// `/64`). Requests without a peer address share one bucket.
-fn client_key<B>(req: &Request<B>) -> IpAddr {
+pub(crate) fn client_key<B>(req: &Request<B>) -> IpAddr {
     match req.extensions().get::<ConnectInfo<SocketAddr>>() {
         Some(ConnectInfo(addr)) => match addr.ip() {
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -286,10 +299,7 @@ impl ClientRateLimitLayer {
     /// A limit of `limit` per client.
     pub fn new(limit: RateLimit) -> Self {
         Self {
-            buckets: Arc::new(Buckets {
-                limit,
-                map: Mutex::new(HashMap::new()),
-            }),
+            buckets: Arc::new(Buckets::new(limit)),
         }
     }
 }
@@ -338,15 +348,20 @@ where
         let client = client_key(&req);
         if let Err(after) = self.buckets.take(client, Instant::now()) {
             tracing::debug!(%client, "rate limited");
-            let resp = rpc_error(
-                StatusCode::TOO_MANY_REQUESTS,
-                None,
-                ErrorObject::new(SERVER_BUSY, "Too many requests; slow down"),
-            );
-            return PolicyFuture::refused(with_retry_after(resp, after));
+            return PolicyFuture::refused(too_many_requests(after));
         }
         PolicyFuture::passed(self.inner.call(req))
     }
+}
+
+/// `429 Too Many Requests` with `Retry-After`.
+pub(crate) fn too_many_requests(after: Duration) -> Response<Body> {
+    let resp = rpc_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        None,
+        ErrorObject::new(SERVER_BUSY, "Too many requests; slow down"),
+    );
+    with_retry_after(resp, after)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@
 //! - **2025-11-25 and earlier**: `initialize` mints an `Mcp-Session-Id`; sessions live in a
 //!   bounded store with idle expiry. GET opens the session's standalone SSE stream (list
 //!   changes, server-to-client requests); streams are resumable with `Last-Event-ID` from a
-//!   bounded replay log; DELETE ends the session.
+//!   replay log bounded in events and bytes (a resumption past evicted events gets `410`);
+//!   DELETE ends the session. A session belongs to the principal that created it: to anyone
+//!   else it does not exist (`404`).
 //!
 //! Each request's era follows the spec's backward-compatibility rules: modern `_meta` selects
 //! the stateless path, `initialize` or an `Mcp-Session-Id` the legacy one.
@@ -17,10 +19,11 @@
 //! 1. [`HeaderLimitLayer`]: oversized request heads get `431`;
 //! 2. [`OriginLayer`]: DNS-rebinding protection, a foreign `Host` or `Origin` gets `403`;
 //! 3. CORS ([`cors_layer`]), only when origins are configured;
-//! 4. [`ClientRateLimitLayer`]: a per-client token bucket, `429` with `Retry-After`;
-//! 5. [`InFlightLimitLayer`]: load shedding past the concurrent-request limit, `503`;
-//! 6. [`AuthLayer`]: bearer tokens and JWTs, `401`/`403` with `WWW-Authenticate`, only when
-//!    authentication is configured.
+//! 4. [`AuthLayer`]: bearer tokens and JWTs, `401`/`403` with `WWW-Authenticate`, only when
+//!    authentication is configured; refusals draw from a per-client budget of their own
+//!    (`429` once it is spent), so they never spend an authenticated client's;
+//! 5. [`ClientRateLimitLayer`]: a per-client token bucket, `429` with `Retry-After`;
+//! 6. [`InFlightLimitLayer`]: load shedding past the concurrent-request limit, `503`.
 //!
 //! Bodies larger than `max_body_bytes` get `413`, bodies slower than `request_timeout` `408`.
 //! Every refusal carries a JSON-RPC error body with no id. The connection loop adds the rest:
@@ -38,6 +41,7 @@ mod guard;
 mod handler;
 pub(crate) mod headers;
 mod limits;
+mod replay;
 mod sessions;
 mod sse;
 
@@ -99,6 +103,10 @@ pub enum HealthAccess {
 /// | `max_sessions` | 10 000 legacy sessions |
 /// | `session_idle_timeout` | 10 minutes |
 /// | `replay_events` | 256 events per SSE stream for `Last-Event-ID` |
+/// | `replay_event_bytes` | 17 MiB: the largest event kept (a 16 MiB result and its framing); a larger response is replaced by an error, a larger notification dropped |
+/// | `replay_stream_bytes` | 17 MiB of history per SSE stream |
+/// | `replay_session_bytes` | 34 MiB of history per legacy session, over its streams |
+/// | `replay_total_bytes` | 256 MiB of history for the whole server |
 /// | `always_sse` | `false`: SSE only when a call may stream (progress, logs, input requests) |
 /// | `keep_alive` | 15 s SSE comment keep-alives |
 /// | `max_body_bytes` | 4 MiB (`413`) |
@@ -108,7 +116,8 @@ pub enum HealthAccess {
 /// | `idle_timeout` | 60 s with no byte moving and no handler running closes a connection (slow read) |
 /// | `max_connections` | 1024; more wait in the listen backlog |
 /// | `max_concurrent_requests` | 256; more are shed with `503` |
-/// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`) |
+/// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`), counted after authentication |
+/// | `auth_failure_rate_limit` | 10 refused authentications/s per client IP, burst 20 (`429`), a budget of their own |
 /// | `shutdown_grace` | 10 s |
 /// | `health` | `Authenticated` (public when no authentication is configured) |
 #[derive(Debug, Clone)]
@@ -134,6 +143,15 @@ pub struct HttpConfig {
     pub session_idle_timeout: Duration,
     /// Events kept per SSE stream for resumption.
     pub replay_events: usize,
+    /// The largest SSE event kept for resumption, in bytes.
+    pub replay_event_bytes: usize,
+    /// Bytes of resumption history kept per SSE stream (oldest evicted first).
+    pub replay_stream_bytes: usize,
+    /// Bytes of resumption history kept per legacy session, over all its streams (oldest
+    /// evicted first).
+    pub replay_session_bytes: usize,
+    /// Bytes of resumption history kept by the whole server (oldest evicted first).
+    pub replay_total_bytes: usize,
     /// Answer every tool call with an SSE stream.
     pub always_sse: bool,
     /// Interval of SSE keep-alive comments; must be shorter than `idle_timeout`.
@@ -153,13 +171,19 @@ pub struct HttpConfig {
     pub max_connections: usize,
     /// The most requests handled at once; more get `503`.
     pub max_concurrent_requests: usize,
-    /// Per-client (peer IP) request rate limit; `None` turns it off.
+    /// Per-client (peer IP) request rate limit, counted after authentication; `None` turns it
+    /// off.
     pub rate_limit: Option<RateLimit>,
+    /// Per-client (peer IP) limit of refused authentications (missing or bad credentials),
+    /// which only those requests draw from; `None` turns it off. Only used with `auth`.
+    pub auth_failure_rate_limit: Option<RateLimit>,
     /// Time in-flight requests get to finish after shutdown begins.
     pub shutdown_grace: Duration,
     /// Who may read `GET /health`.
     pub health: HealthAccess,
 }
+
+const MIB: usize = 1024 * 1024;
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -174,6 +198,10 @@ impl Default for HttpConfig {
             max_sessions: 10_000,
             session_idle_timeout: Duration::from_secs(600),
             replay_events: 256,
+            replay_event_bytes: 17 * MIB,
+            replay_stream_bytes: 17 * MIB,
+            replay_session_bytes: 34 * MIB,
+            replay_total_bytes: 256 * MIB,
             always_sse: false,
             keep_alive: Duration::from_secs(15),
             max_body_bytes: 4 * 1024 * 1024,
@@ -186,6 +214,10 @@ impl Default for HttpConfig {
             rate_limit: Some(RateLimit {
                 per_second: 100.0,
                 burst: 200,
+            }),
+            auth_failure_rate_limit: Some(RateLimit {
+                per_second: 10.0,
+                burst: 20,
             }),
             shutdown_grace: Duration::from_secs(10),
             health: HealthAccess::Authenticated,
@@ -274,7 +306,7 @@ fn router_with_drain(
         sessions: Arc::new(SessionStore::new(
             config.max_sessions,
             config.session_idle_timeout,
-            config.replay_events,
+            replay::ReplayLimits::of(config),
         )),
         config: Arc::new(config.clone()),
     };
@@ -399,11 +431,26 @@ impl HttpServer {
                 c.keep_alive, c.idle_timeout
             )));
         }
-        if let Some(r) = &c.rate_limit
-            && (r.per_second.is_nan() || r.per_second <= 0.0 || r.burst == 0)
+        for r in [&c.rate_limit, &c.auth_failure_rate_limit]
+            .into_iter()
+            .flatten()
+        {
+            if r.per_second.is_nan() || r.per_second <= 0.0 || r.burst == 0 {
+                return Err(HttpError::Config(
+                    "a rate limit needs a positive rate and burst (or None to turn it off)".into(),
+                ));
+            }
+        }
+        if c.replay_events == 0
+            || c.replay_event_bytes == 0
+            || c.replay_event_bytes > c.replay_stream_bytes
+            || c.replay_stream_bytes > c.replay_session_bytes
+            || c.replay_session_bytes > c.replay_total_bytes
         {
             return Err(HttpError::Config(
-                "the rate limit needs a positive rate and burst (or None to turn it off)".into(),
+                "replay bounds must be positive, with replay_event_bytes <= replay_stream_bytes \
+                 <= replay_session_bytes <= replay_total_bytes"
+                    .into(),
             ));
         }
         if !c.bind.ip().is_loopback() && c.auth.is_none() {
@@ -471,6 +518,9 @@ impl HttpServer {
             Some(auth) => {
                 app = app.merge(protected_resource_router(auth, &c.path));
                 let mut layer = AuthLayer::new(auth.clone())?;
+                if let Some(limit) = c.auth_failure_rate_limit {
+                    layer = layer.with_failure_limit(limit);
+                }
                 if c.health == HealthAccess::Public {
                     layer = layer.allow_path("/health");
                 }
@@ -486,9 +536,11 @@ impl HttpServer {
             .layer(HeaderLimitLayer::new(c.max_header_bytes))
             .layer(OriginLayer::new(self.origin_policy(port)))
             .option_layer(cors)
+            // Authentication first, so that refused requests (which have their own budget)
+            // never spend an authenticated client's.
+            .option_layer(auth)
             .option_layer(c.rate_limit.map(ClientRateLimitLayer::new))
             .layer(InFlightLimitLayer::new(c.max_concurrent_requests))
-            .option_layer(auth)
             .service(app))
     }
 

@@ -1,13 +1,16 @@
-//! The legacy-era session store: bounded, with idle expiry, so sessions never leak.
+//! The legacy-era session store: bounded, with idle expiry, so sessions never leak. Each
+//! session belongs to the principal that created it, and its replay history draws from a
+//! per-session and a server-wide byte budget ([`replay`](super::replay)).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::context::Principal;
 use crate::engine::Session;
 
-use super::sse::StreamLog;
+use super::replay::{Budget, LogSink, ReplayLimits, StreamLog};
 
 /// One legacy session over HTTP: the engine's session plus its SSE streams.
 pub(crate) struct HttpSession {
@@ -19,24 +22,42 @@ pub(crate) struct HttpSession {
     pub(crate) standalone_sink: Arc<dyn crate::context::MessageSink>,
     streams: Mutex<VecDeque<Arc<StreamLog>>>,
     next_stream: AtomicU64,
-    replay: usize,
+    limits: ReplayLimits,
+    /// This session's budget, then the server's.
+    budgets: Vec<Arc<Budget>>,
 }
 
 /// How many finished POST streams a session keeps for resumption.
 const RETAINED_STREAMS: usize = 32;
 
 impl HttpSession {
-    fn new(session: Arc<Session>, replay: usize) -> Self {
-        let standalone = StreamLog::new(0, replay);
+    fn new(session: Arc<Session>, limits: ReplayLimits, server: &Arc<Budget>) -> Self {
+        let budgets = vec![Budget::new(limits.session_bytes), server.clone()];
+        let standalone = StreamLog::new(0, limits, budgets.clone());
         Self {
             session,
             last_seen: Mutex::new(Instant::now()),
-            standalone_sink: Arc::new(super::sse::LogSink(standalone.clone())),
+            standalone_sink: Arc::new(LogSink(standalone.clone())),
             standalone,
             streams: Mutex::new(VecDeque::new()),
             next_stream: AtomicU64::new(1),
-            replay,
+            limits,
+            budgets,
         }
+    }
+
+    /// Whether `principal` may use this session: the one that created it (by subject), or
+    /// anyone when it was created without authentication.
+    fn belongs_to(&self, principal: Option<&Principal>) -> bool {
+        match self.session.principal() {
+            None => true,
+            Some(owner) => principal.is_some_and(|p| p.subject == owner.subject),
+        }
+    }
+
+    /// Whether stream `id` was opened by this session, even if it is no longer retained.
+    pub(crate) fn opened(&self, id: u64) -> bool {
+        id < self.next_stream.load(Ordering::Relaxed)
     }
 
     pub(crate) fn touch(&self) {
@@ -58,7 +79,7 @@ impl HttpSession {
     /// A new resumable stream for a POST response.
     pub(crate) fn open_stream(&self) -> Arc<StreamLog> {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let log = StreamLog::new(id, self.replay);
+        let log = StreamLog::new(id, self.limits, self.budgets.clone());
         let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
         if streams.len() >= RETAINED_STREAMS {
             // Forget the oldest finished stream; running ones stay resumable.
@@ -108,17 +129,26 @@ pub(crate) struct SessionStore {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     max: usize,
     idle: Duration,
-    replay: usize,
+    replay: ReplayLimits,
+    /// The server-wide replay budget.
+    retained: Arc<Budget>,
 }
 
 impl SessionStore {
-    pub(crate) fn new(max: usize, idle: Duration, replay: usize) -> Self {
+    pub(crate) fn new(max: usize, idle: Duration, replay: ReplayLimits) -> Self {
         Self {
             sessions: Mutex::new(HashMap::new()),
             max,
             idle,
             replay,
+            retained: Budget::new(replay.total_bytes),
         }
+    }
+
+    /// The bytes of replay history retained by all sessions.
+    #[cfg(test)]
+    pub(crate) fn retained_bytes(&self) -> usize {
+        self.retained.used()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
@@ -144,26 +174,33 @@ impl SessionStore {
             }
         }
         let id = new_session_id();
-        let http = Arc::new(HttpSession::new(session, self.replay));
+        let http = Arc::new(HttpSession::new(session, self.replay, &self.retained));
         map.insert(id.clone(), http.clone());
         Ok((id, http))
     }
 
-    /// A live session, refreshed.
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+    /// A live session of `principal`, refreshed. Another principal's session is not found.
+    pub(crate) fn get(&self, id: &str, principal: Option<&Principal>) -> Option<Arc<HttpSession>> {
         let s = self.lock().get(id).cloned()?;
+        if !s.belongs_to(principal) {
+            return None;
+        }
         if s.idle_for(Instant::now()) > self.idle {
-            self.remove(id);
+            self.remove(id, principal);
             return None;
         }
         s.touch();
         Some(s)
     }
 
-    /// Ends a session; returns whether it existed.
-    pub(crate) fn remove(&self, id: &str) -> bool {
+    /// Ends a session of `principal`; returns whether it existed (another principal's does
+    /// not).
+    pub(crate) fn remove(&self, id: &str, principal: Option<&Principal>) -> bool {
         let removed = {
             let mut map = self.lock();
+            if !map.get(id).is_some_and(|s| s.belongs_to(principal)) {
+                return false;
+            }
             let removed = map.remove(id);
             shrink_if_sparse(&mut map);
             removed
@@ -234,28 +271,39 @@ mod tests {
     use super::*;
     use tokio::sync::Semaphore;
 
+    fn defaults() -> ReplayLimits {
+        ReplayLimits::of(&super::super::HttpConfig::default())
+    }
+
+    fn limits() -> ReplayLimits {
+        ReplayLimits {
+            events: 8,
+            ..defaults()
+        }
+    }
+
     fn session() -> Arc<Session> {
         Arc::new(Session::new(Arc::new(Semaphore::new(4))))
     }
 
     #[test]
     fn store_is_bounded_and_ids_are_unique() {
-        let store = SessionStore::new(2, Duration::from_secs(60), 8);
+        let store = SessionStore::new(2, Duration::from_secs(60), limits());
         let (a, _) = store.insert(session()).unwrap();
         let (b, _) = store.insert(session()).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
         assert_eq!(store.insert(session()).err(), Some(StoreFull));
-        assert!(store.remove(&a));
-        assert!(!store.remove(&a));
-        assert!(store.get(&a).is_none());
-        assert!(store.get(&b).is_some());
+        assert!(store.remove(&a, None));
+        assert!(!store.remove(&a, None));
+        assert!(store.get(&a, None).is_none());
+        assert!(store.get(&b, None).is_some());
         assert!(store.insert(session()).is_ok());
     }
 
     #[test]
     fn the_table_shrinks_when_sessions_go() {
-        let store = SessionStore::new(10_000, Duration::from_millis(0), 8);
+        let store = SessionStore::new(10_000, Duration::from_millis(0), limits());
         let ids: Vec<String> = (0..1000)
             .map(|_| store.insert(session()).unwrap().0)
             .collect();
@@ -263,7 +311,7 @@ mod tests {
         assert!(full >= 1000);
         // Ended one by one (DELETE).
         for id in &ids[..900] {
-            assert!(store.remove(id));
+            assert!(store.remove(id, None));
         }
         let sparse = store.lock().capacity();
         assert!(
@@ -278,13 +326,120 @@ mod tests {
         assert!(store.lock().capacity() <= 64);
     }
 
+    /// What a session's logs hold for `Last-Event-ID` replay, in bytes, read back through
+    /// replay itself.
+    async fn replayable_bytes(s: &HttpSession) -> usize {
+        let mut total = 0;
+        for id in 0..=64 {
+            let Some(log) = s.stream(id) else { continue };
+            log.close();
+            // From the oldest event retained (what was evicted cannot be replayed).
+            let mut after = 0;
+            let mut rx = loop {
+                match log.attach(after) {
+                    Ok(c) => break c,
+                    Err(_) => after += 1,
+                }
+            };
+            while let Some(b) = std::future::poll_fn(|cx| rx.poll_next(cx)).await {
+                total += b.len();
+            }
+        }
+        total
+    }
+
+    fn big(n: usize) -> crate::wire::OutgoingMessage {
+        crate::wire::OutgoingMessage::Notification {
+            method: "notifications/message",
+            params: serde_json::json!({"level": "info", "data": "x".repeat(n)}),
+        }
+    }
+
+    #[tokio::test]
+    async fn replay_history_is_bounded_in_bytes() {
+        // Issue #13: two sessions with 32 large streaming calls each kept everything until
+        // idle expiry (32 streams x 256 events per session, whatever their size).
+        let store = SessionStore::new(10_000, Duration::from_secs(600), defaults());
+        let mut sessions = Vec::new();
+        for _ in 0..2 {
+            let (_, s) = store.insert(session()).unwrap();
+            for _ in 0..32 {
+                let log = s.open_stream();
+                for _ in 0..2 {
+                    log.append(&big(1024 * 1024));
+                }
+                log.close();
+            }
+            sessions.push(s);
+        }
+        let mut total = 0;
+        for s in &sessions {
+            let b = replayable_bytes(s).await;
+            assert!(b <= 34 * 1024 * 1024, "one session retains {b} bytes");
+            total += b;
+        }
+        assert!(
+            total <= 68 * 1024 * 1024,
+            "two sessions retain {total} bytes"
+        );
+        assert_eq!(
+            store.retained_bytes(),
+            total,
+            "the store's own accounting agrees"
+        );
+    }
+
+    #[test]
+    fn the_server_budget_spans_sessions_and_evicts_the_oldest() {
+        let store = SessionStore::new(
+            100,
+            Duration::from_secs(600),
+            ReplayLimits {
+                total_bytes: 3 * 1024 * 1024,
+                ..defaults()
+            },
+        );
+        let (_, old) = store.insert(session()).unwrap();
+        let first = old.open_stream();
+        first.append(&big(1024 * 1024));
+        for _ in 0..10 {
+            let (_, s) = store.insert(session()).unwrap();
+            s.open_stream().append(&big(1024 * 1024));
+            assert!(store.retained_bytes() <= 3 * 1024 * 1024);
+        }
+        assert!(store.retained_bytes() > 2 * 1024 * 1024);
+        // The oldest event went first.
+        assert!(first.attach(0).is_err());
+    }
+
+    #[test]
+    fn sessions_belong_to_their_principal() {
+        let store = SessionStore::new(10, Duration::from_secs(60), limits());
+        let alice = Principal {
+            subject: "alice".into(),
+            scopes: Vec::new(),
+        };
+        let bob = Principal {
+            subject: "bob".into(),
+            scopes: Vec::new(),
+        };
+        let (id, _) = store
+            .insert(session().with_principal(Some(alice.clone())))
+            .unwrap();
+        assert!(store.get(&id, Some(&bob)).is_none());
+        assert!(store.get(&id, None).is_none());
+        assert!(!store.remove(&id, Some(&bob)));
+        assert!(store.get(&id, Some(&alice)).is_some());
+        assert!(store.remove(&id, Some(&alice)));
+    }
+
     #[test]
     fn idle_sessions_expire() {
-        let store = SessionStore::new(10, Duration::from_millis(0), 8);
+        let store = SessionStore::new(10, Duration::from_millis(0), limits());
         let (a, s) = store.insert(session()).unwrap();
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(store.sweep(), 1);
-        assert!(store.get(&a).is_none());
+        assert!(store.get(&a, None).is_none());
         assert!(s.standalone.is_closed());
         assert_eq!(store.len(), 0);
     }

@@ -1,9 +1,8 @@
-//! Server-Sent Events: framing, replayable stream logs and the response body.
+//! Server-Sent Events: framing and the response body. The replay logs behind `Last-Event-ID`
+//! are in [`replay`](super::replay).
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -14,6 +13,8 @@ use tokio::sync::mpsc;
 use crate::context::MessageSink;
 use crate::registry::BoxFuture;
 use crate::wire::OutgoingMessage;
+
+use super::replay::Cursor;
 
 /// Frames one message as an SSE `message` event, with an optional event id.
 pub(crate) fn frame(message: &OutgoingMessage, id: Option<&str>) -> Bytes {
@@ -32,114 +33,6 @@ pub(crate) fn frame(message: &OutgoingMessage, id: Option<&str>) -> Bytes {
 
 const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
-/// A bounded, replayable log of one SSE stream's events (legacy era), so a client that lost
-/// the connection can resume with `Last-Event-ID`.
-pub(crate) struct StreamLog {
-    id: u64,
-    capacity: usize,
-    state: Mutex<LogState>,
-}
-
-struct LogState {
-    events: VecDeque<(u64, Bytes)>,
-    next_seq: u64,
-    closed: bool,
-    live: Option<mpsc::Sender<Bytes>>,
-}
-
-impl StreamLog {
-    pub(crate) fn new(id: u64, capacity: usize) -> Arc<Self> {
-        Arc::new(Self {
-            id,
-            capacity: capacity.max(1),
-            state: Mutex::new(LogState {
-                events: VecDeque::new(),
-                next_seq: 1,
-                closed: false,
-                live: None,
-            }),
-        })
-    }
-
-    pub(crate) fn id(&self) -> u64 {
-        self.id
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Appends a message; delivers it live if a reader keeps up. A reader that does not is
-    /// detached (it can resume from the log) so the server never buffers without bound.
-    pub(crate) fn append(&self, message: &OutgoingMessage) -> bool {
-        let mut s = self.lock();
-        if s.closed {
-            return false;
-        }
-        let seq = s.next_seq;
-        s.next_seq += 1;
-        let bytes = frame(message, Some(&format!("{}-{}", self.id, seq)));
-        if s.events.len() >= self.capacity {
-            s.events.pop_front();
-        }
-        s.events.push_back((seq, bytes.clone()));
-        if let Some(live) = &s.live
-            && live.try_send(bytes).is_err()
-        {
-            s.live = None;
-        }
-        true
-    }
-
-    /// Writes the priming event (an id and empty data) that lets a client resume.
-    pub(crate) fn prime(&self, retry: Duration) -> Bytes {
-        let s = self.lock();
-        let last = s.next_seq - 1;
-        Bytes::from(format!(
-            "id: {}-{}\nretry: {}\ndata: \n\n",
-            self.id,
-            last,
-            retry.as_millis()
-        ))
-    }
-
-    /// Ends the stream: live readers finish after what they have.
-    pub(crate) fn close(&self) {
-        let mut s = self.lock();
-        s.closed = true;
-        s.live = None;
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.lock().closed
-    }
-
-    /// Attaches a new live reader, replaying events after `after_seq`. Replaces any earlier
-    /// reader.
-    pub(crate) fn attach(&self, after_seq: u64) -> mpsc::Receiver<Bytes> {
-        let mut s = self.lock();
-        let (tx, rx) = mpsc::channel(self.capacity + 16);
-        for (seq, bytes) in &s.events {
-            if *seq > after_seq {
-                let _ = tx.try_send(bytes.clone());
-            }
-        }
-        if !s.closed {
-            s.live = Some(tx);
-        }
-        rx
-    }
-}
-
-/// A sink that appends to a stream log.
-pub(crate) struct LogSink(pub(crate) Arc<StreamLog>);
-
-impl MessageSink for LogSink {
-    fn send(&self, message: OutgoingMessage) -> bool {
-        self.0.append(&message)
-    }
-}
-
 /// A sink feeding a per-request (non-resumable) stream.
 pub(crate) struct ChannelSink(pub(crate) mpsc::Sender<OutgoingMessage>);
 
@@ -156,7 +49,7 @@ impl MessageSink for ChannelSink {
 /// body is dropped, the work is dropped too — which cancels it (modern era).
 pub(crate) struct SseBody {
     prelude: Option<Bytes>,
-    events: Option<mpsc::Receiver<Bytes>>,
+    events: Option<Cursor>,
     notes: Option<mpsc::Receiver<OutgoingMessage>>,
     work: Option<BoxFuture<'static, Option<OutgoingMessage>>>,
     final_message: Option<Option<OutgoingMessage>>,
@@ -170,7 +63,7 @@ impl SseBody {
     /// A body that replays and follows a stream log.
     pub(crate) fn follow(
         prelude: Option<Bytes>,
-        events: mpsc::Receiver<Bytes>,
+        events: Cursor,
         keep_alive: Option<Duration>,
     ) -> Self {
         Self {
@@ -243,7 +136,7 @@ impl Body for SseBody {
         }
         // Mode 1: following a log.
         if let Some(events) = &mut this.events {
-            match events.poll_recv(cx) {
+            match events.poll_next(cx) {
                 Poll::Ready(Some(b)) => return Poll::Ready(Some(Ok(Frame::data(b)))),
                 Poll::Ready(None) => {
                     this.done = true;
@@ -301,13 +194,6 @@ mod tests {
     use crate::wire::RequestId;
     use serde_json::json;
 
-    fn note(n: i64) -> OutgoingMessage {
-        OutgoingMessage::Notification {
-            method: "notifications/progress",
-            params: json!({"progress": n}),
-        }
-    }
-
     #[test]
     fn frames_are_single_data_lines() {
         let b = frame(
@@ -322,48 +208,5 @@ mod tests {
             s,
             "id: 3-1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"a\\nb\"}}\n\n"
         );
-    }
-
-    #[tokio::test]
-    async fn logs_replay_after_an_id_and_stay_bounded() {
-        let log = StreamLog::new(7, 3);
-        for n in 0..5 {
-            assert!(log.append(&note(n)));
-        }
-        let mut rx = log.attach(3);
-        let first = rx.recv().await.unwrap();
-        assert!(
-            std::str::from_utf8(&first)
-                .unwrap()
-                .starts_with("id: 7-4\n")
-        );
-        let second = rx.recv().await.unwrap();
-        assert!(
-            std::str::from_utf8(&second)
-                .unwrap()
-                .starts_with("id: 7-5\n")
-        );
-        log.close();
-        assert!(rx.recv().await.is_none());
-        assert!(!log.append(&note(9)));
-        // Only the last three were kept.
-        let mut all = log.attach(0);
-        let mut n = 0;
-        while all.recv().await.is_some() {
-            n += 1;
-        }
-        assert_eq!(n, 3);
-    }
-
-    #[tokio::test]
-    async fn a_slow_reader_is_detached_not_buffered() {
-        let log = StreamLog::new(1, 4);
-        let rx = log.attach(0);
-        for n in 0..100 {
-            log.append(&note(n));
-        }
-        // The channel holds at most capacity + 16; the rest is only in the bounded log.
-        assert!(rx.len() <= 4 + 16);
-        assert!(log.lock().live.is_none());
     }
 }
