@@ -357,6 +357,18 @@ pub(crate) mod test_support {
             .map(|e| e.error_type.clone())
             .unwrap_or_else(|| format!("not a failure: {:?}", result.data()))
     }
+
+    /// Calls a tool that must succeed and returns its structured result.
+    pub async fn ok(registry: &McpToolRegistry, name: &str, args: Value) -> Value {
+        let r = call(registry, name, args.clone()).await;
+        assert_eq!(r.status(), "success", "{name} {args}: {:?}", r.error());
+        Value::Object(r.data().cloned().unwrap_or_default())
+    }
+
+    /// Calls a tool that must fail and returns its error kind.
+    pub async fn fail(registry: &McpToolRegistry, name: &str, args: Value) -> String {
+        error_kind(&call(registry, name, args).await)
+    }
 }
 
 #[cfg(test)]
