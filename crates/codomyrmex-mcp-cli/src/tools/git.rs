@@ -411,9 +411,7 @@ fn parse_log(out: &str) -> Vec<Commit> {
 #[cfg(test)]
 mod tests {
     use codomyrmex_mcp::McpToolRegistry;
-    use serde_json::{Value, json};
-
-    use std::path::Path;
+    use serde_json::json;
 
     use super::*;
     use crate::config::Profile;
@@ -435,53 +433,13 @@ mod tests {
         !available
     }
 
-    fn git(dir: &Path, args: &[&str]) {
-        let out = std::process::Command::new(GIT)
-            .args([
-                "-c",
-                "user.name=Test User",
-                "-c",
-                "user.email=test@example.com",
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
     /// A repository with two commits, a staged and an unstaged change, and an untracked file.
     fn repo() -> Fixture {
-        let fx = Fixture::new();
-        let d = fx.dir.path();
-        git(d, &["init", "-q"]);
-        fx.write("a.txt", "one\n");
-        fx.write("sub/b.txt", "bee\n");
-        git(d, &["add", "."]);
-        git(d, &["commit", "-q", "-m", "first commit"]);
-        fx.write("a.txt", "one\ntwo\n");
-        git(d, &["commit", "-q", "-am", "second commit"]);
-        fx.write("a.txt", "one\ntwo\nthree\n");
+        let fx = repo_with_history("sub/b.txt");
         fx.write("sub/b.txt", "bee staged\n");
-        git(d, &["add", "sub/b.txt"]);
+        git(fx.dir.path(), &["add", "sub/b.txt"]);
         fx.write("new.txt", "untracked\n");
         fx
-    }
-
-    async fn ok(registry: &McpToolRegistry, name: &str, args: Value) -> Value {
-        let r = call(registry, name, args.clone()).await;
-        assert_eq!(r.status(), "success", "{name} {args}: {:?}", r.error());
-        Value::Object(r.data().cloned().unwrap_or_default())
     }
 
     #[tokio::test]

@@ -5,9 +5,9 @@
 //! Each hostile repository writes a marker file when one of its programs runs; the tests check
 //! that the marker never appears while the git tools still work.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::git::GitTools;
 use super::test_support::*;
@@ -30,34 +30,6 @@ fn gits() -> Vec<String> {
     found
 }
 
-/// Runs git as a test's setup step (never through the tools), ignoring the user's config.
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test User",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "protocol.file.allow=always",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A repository in the fixture's root with one commit of `a.txt` and a modified `a.txt`, and
 /// a marker directory outside the root that hostile programs write into.
 struct Hostile {
@@ -68,16 +40,7 @@ struct Hostile {
 
 impl Hostile {
     fn new() -> Self {
-        let fx = Fixture::new();
-        let d = fx.dir.path();
-        git(d, &["init", "-q"]);
-        fx.write("a.txt", "one\n");
-        fx.write("b.bin", "bee\n");
-        git(d, &["add", "."]);
-        git(d, &["commit", "-q", "-m", "first"]);
-        fx.write("a.txt", "one\ntwo\n");
-        git(d, &["commit", "-q", "-am", "second"]);
-        fx.write("a.txt", "one\ntwo\nthree\n");
+        let fx = repo_with_history("b.bin");
         Self {
             fx,
             markers: tempfile::tempdir().unwrap(),
@@ -138,12 +101,6 @@ fn tools_with(ws: Workspace, program: &str) -> McpToolRegistry {
     r.register_methods(std::sync::Arc::new(GitTools::with_program(ws, program)))
         .unwrap();
     r
-}
-
-async fn ok(registry: &McpToolRegistry, name: &str, args: Value) -> Value {
-    let r = call(registry, name, args.clone()).await;
-    assert_eq!(r.status(), "success", "{name} {args}: {:?}", r.error());
-    Value::Object(r.data().cloned().unwrap_or_default())
 }
 
 fn message(result: &codomyrmex_mcp::McpToolResult) -> String {

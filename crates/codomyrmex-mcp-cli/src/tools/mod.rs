@@ -357,6 +357,63 @@ pub(crate) mod test_support {
             .map(|e| e.error_type.clone())
             .unwrap_or_else(|| format!("not a failure: {:?}", result.data()))
     }
+
+    /// Calls a tool that must succeed and returns its structured result.
+    pub async fn ok(registry: &McpToolRegistry, name: &str, args: Value) -> Value {
+        let r = call(registry, name, args.clone()).await;
+        assert_eq!(r.status(), "success", "{name} {args}: {:?}", r.error());
+        Value::Object(r.data().cloned().unwrap_or_default())
+    }
+
+    /// Calls a tool that must fail and returns its error kind.
+    pub async fn fail(registry: &McpToolRegistry, name: &str, args: Value) -> String {
+        error_kind(&call(registry, name, args).await)
+    }
+
+    /// Runs git as a test's setup step (never through the tools), ignoring the user's config.
+    pub fn git(dir: &std::path::Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=Test User",
+                "-c",
+                "user.email=test@example.com",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "protocol.file.allow=always",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A repository in a new fixture's root with history: `a.txt` and `other` (`bee\n`)
+    /// committed as "first commit", `a.txt` changed and committed as "second commit", then
+    /// `a.txt` changed again and left modified.
+    pub fn repo_with_history(other: &str) -> Fixture {
+        let fx = Fixture::new();
+        let d = fx.dir.path();
+        git(d, &["init", "-q"]);
+        fx.write("a.txt", "one\n");
+        fx.write(other, "bee\n");
+        git(d, &["add", "."]);
+        git(d, &["commit", "-q", "-m", "first commit"]);
+        fx.write("a.txt", "one\ntwo\n");
+        git(d, &["commit", "-q", "-am", "second commit"]);
+        fx.write("a.txt", "one\ntwo\nthree\n");
+        fx
+    }
 }
 
 #[cfg(test)]

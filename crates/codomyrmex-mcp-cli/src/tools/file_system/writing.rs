@@ -1,0 +1,265 @@
+//! The full profile's writing tools: `file_system.write`, `edit`, `make_directory` and `move`.
+//! Every target is resolved with the sandbox's writable checks (never into `.git`, never out
+//! of the root, the root itself never replaced) and opened without following a swapped-in
+//! FIFO or link; this module does not read files for the reading tools.
+
+use std::fs;
+use std::io::{self, BufReader, Read, Write};
+
+use base64::Engine as _;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::super::sandbox::{open_checked, shorten};
+use super::super::{ToolError, Workspace, kinds};
+use super::{ReadEncoding, io_err, open_regular};
+
+/// How `file_system.write` treats an existing file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum WriteMode {
+    /// Replace the file's content (default).
+    #[default]
+    Overwrite,
+    /// Fail if the file exists.
+    Create,
+    /// Add to the end of the file (created if missing).
+    Append,
+}
+
+/// Result of `file_system.write`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct WriteOutput {
+    /// The file, relative to the root.
+    pub path: String,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Whether the file was created.
+    pub created: bool,
+}
+
+/// Result of `file_system.edit`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EditOutput {
+    /// The file, relative to the root.
+    pub path: String,
+    /// How many occurrences were replaced.
+    pub replacements: u64,
+    /// The file's new size in bytes.
+    pub size: u64,
+}
+
+/// Result of `file_system.make_directory`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MakeDirectoryOutput {
+    /// The directory, relative to the root.
+    pub path: String,
+    /// Whether it was created (false: it already existed).
+    pub created: bool,
+}
+
+/// Result of `file_system.move`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MoveOutput {
+    /// The old path, relative to the root.
+    pub source: String,
+    /// The new path, relative to the root.
+    pub destination: String,
+}
+
+/// The work of `file_system.write`.
+pub(super) fn write_sync(
+    ws: &Workspace,
+    path: &str,
+    content: String,
+    encoding: Option<ReadEncoding>,
+    mode: Option<WriteMode>,
+    create_parents: Option<bool>,
+) -> Result<WriteOutput, ToolError> {
+    let bytes = match encoding.unwrap_or_default() {
+        ReadEncoding::Text => content.into_bytes(),
+        ReadEncoding::Base64 => base64::engine::general_purpose::STANDARD
+            .decode(content.as_bytes())
+            .map_err(|e| ToolError::invalid_argument(format!("invalid base64: {e}")))?,
+    };
+    let path = ws.sandbox().resolve_writable(path)?;
+    let shown = ws.sandbox().relative(&path);
+    let existing = fs::metadata(&path).ok();
+    if let Some(m) = &existing {
+        if m.is_dir() {
+            return Err(ToolError::new(
+                kinds::IS_A_DIRECTORY,
+                format!("{shown} is a directory"),
+            ));
+        }
+        if !m.is_file() {
+            return Err(ToolError::invalid_argument(format!(
+                "{shown} is not a regular file"
+            )));
+        }
+    }
+    if create_parents.unwrap_or(false)
+        && let Some(parent) = path.parent()
+    {
+        fs::create_dir_all(parent).map_err(io_err(&shown))?;
+    }
+    let mut options = fs::OpenOptions::new();
+    match mode.unwrap_or_default() {
+        WriteMode::Overwrite => options.write(true).create(true).truncate(true),
+        WriteMode::Create => options.write(true).create_new(true),
+        WriteMode::Append => options.append(true).create(true),
+    };
+    let mut file = open_checked(&mut options, &path, &shown)?;
+    file.write_all(&bytes).map_err(io_err(&shown))?;
+    file.flush().map_err(io_err(&shown))?;
+    Ok(WriteOutput {
+        path: shown,
+        bytes_written: bytes.len() as u64,
+        created: existing.is_none(),
+    })
+}
+
+/// The work of `file_system.edit`.
+pub(super) fn edit_sync(
+    ws: &Workspace,
+    path: &str,
+    old_string: &str,
+    new_string: &str,
+    replace_all: Option<bool>,
+) -> Result<EditOutput, ToolError> {
+    if old_string.is_empty() {
+        return Err(ToolError::invalid_argument("old_string is empty"));
+    }
+    if old_string == new_string {
+        return Err(ToolError::invalid_argument(
+            "old_string and new_string are the same",
+        ));
+    }
+    ws.sandbox().resolve_writable(path)?;
+    let (path, file, size) = open_regular(ws, path)?;
+    let shown = ws.sandbox().relative(&path);
+    if size > ws.limits().max_edit_bytes {
+        return Err(ToolError::new(
+            kinds::TOO_LARGE,
+            format!(
+                "{shown} is {size} bytes; edit handles files up to {} bytes",
+                ws.limits().max_edit_bytes
+            ),
+        ));
+    }
+    let mut text = String::new();
+    BufReader::new(file)
+        .read_to_string(&mut text)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => {
+                ToolError::invalid_argument(format!("{shown} is not UTF-8 text"))
+            }
+            _ => ToolError::io(&e, &shown),
+        })?;
+    let count = text.matches(old_string).count();
+    if count == 0 {
+        return Err(ToolError::new(
+            kinds::NO_MATCH,
+            format!(
+                "old_string was not found in {shown}; it must match exactly, whitespace included"
+            ),
+        ));
+    }
+    let replace_all = replace_all.unwrap_or(false);
+    if count > 1 && !replace_all {
+        return Err(ToolError::new(
+            kinds::AMBIGUOUS_MATCH,
+            format!(
+                "old_string occurs {count} times in {shown}; add context to make it unique or set replace_all"
+            ),
+        ));
+    }
+    let new_text = text.replace(old_string, new_string);
+    let mut options = fs::OpenOptions::new();
+    options.write(true).truncate(true);
+    let mut out = open_checked(&mut options, &path, &shown)?;
+    out.write_all(new_text.as_bytes()).map_err(io_err(&shown))?;
+    Ok(EditOutput {
+        path: shown,
+        replacements: count as u64,
+        size: new_text.len() as u64,
+    })
+}
+
+/// The work of `file_system.make_directory`.
+pub(super) fn make_directory_sync(
+    ws: &Workspace,
+    path: &str,
+    parents: Option<bool>,
+) -> Result<MakeDirectoryOutput, ToolError> {
+    let path = ws.sandbox().resolve_writable(path)?;
+    let shown = ws.sandbox().relative(&path);
+    match fs::metadata(&path) {
+        Ok(m) if m.is_dir() => {
+            return Ok(MakeDirectoryOutput {
+                path: shown,
+                created: false,
+            });
+        }
+        Ok(_) => {
+            return Err(ToolError::new(
+                kinds::ALREADY_EXISTS,
+                format!("{shown} exists and is not a directory"),
+            ));
+        }
+        Err(_) => {}
+    }
+    if parents.unwrap_or(true) {
+        fs::create_dir_all(&path)
+    } else {
+        fs::create_dir(&path)
+    }
+    .map_err(io_err(&shown))?;
+    Ok(MakeDirectoryOutput {
+        path: shown,
+        created: true,
+    })
+}
+
+/// The work of `file_system.move`.
+pub(super) fn move_sync(
+    ws: &Workspace,
+    raw_source: &str,
+    destination: &str,
+    overwrite: Option<bool>,
+) -> Result<MoveOutput, ToolError> {
+    let sb = ws.sandbox();
+    let source = sb.resolve_entry_writable(raw_source, true)?;
+    let destination = sb.resolve_entry_writable(destination, false)?;
+    if source == sb.root() || destination == sb.root() {
+        return Err(ToolError::access_denied(
+            "the root itself cannot be moved or replaced",
+        ));
+    }
+    let (src_shown, dst_shown) = (sb.relative(&source), sb.relative(&destination));
+    if destination.starts_with(&source) {
+        return Err(ToolError::invalid_argument(format!(
+            "cannot move {src_shown} into itself"
+        )));
+    }
+    if let Ok(existing) = fs::symlink_metadata(&destination) {
+        if !overwrite.unwrap_or(false) {
+            return Err(ToolError::new(
+                kinds::ALREADY_EXISTS,
+                format!("{dst_shown} exists; set overwrite to replace it"),
+            ));
+        }
+        if existing.is_dir() {
+            return Err(ToolError::new(
+                kinds::ALREADY_EXISTS,
+                format!("{dst_shown} is a directory; it is never replaced"),
+            ));
+        }
+    }
+    fs::rename(&source, &destination).map_err(io_err(&shorten(raw_source)))?;
+    Ok(MoveOutput {
+        source: src_shown,
+        destination: dst_shown,
+    })
+}
