@@ -1,8 +1,8 @@
 //! Benchmarks for codomyrmex-mcp. Nothing here is published.
 //!
 //! - `benches/engine.rs`: criterion benchmarks of the in-memory engine path.
-//! - `src/bin/stdio_load.rs`: whole-process stdio round trips against any server command.
-//! - `src/bin/http_load.rs`: whole-process Streamable HTTP load (1 and 64 keep-alive
+//! - `src/bin/stdio_load/`: whole-process stdio round trips against any server command.
+//! - `src/bin/http_load/`: whole-process Streamable HTTP load (1 and 64 keep-alive
 //!   connections, both protocol eras) and the idle-sessions memory case, against any server
 //!   command.
 //! - `src/bin/rmcp_echo.rs`: the comparison subject, the same echo tool on rmcp (stdio).
