@@ -138,8 +138,8 @@ impl Sealer {
 
     fn mac(&self, payload: &[u8]) -> Option<Hmac<Sha256>> {
         // A block-sized (64-byte) key makes HMAC's keyed constructor infallible.
-        let key = hmac::digest::generic_array::GenericArray::from_slice(self.key.as_ref()?);
-        let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(key);
+        let key: &hmac::digest::Key<Hmac<Sha256>> = self.key.as_ref()?.into();
+        let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new(key);
         mac.update(payload);
         Some(mac)
     }
