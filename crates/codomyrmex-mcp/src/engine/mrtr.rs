@@ -138,8 +138,8 @@ impl Sealer {
 
     fn mac(&self, payload: &[u8]) -> Option<Hmac<Sha256>> {
         // A block-sized (64-byte) key makes HMAC's keyed constructor infallible.
-        let key = hmac::digest::generic_array::GenericArray::from_slice(self.key.as_ref()?);
-        let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(key);
+        let key: &hmac::digest::Key<Hmac<Sha256>> = self.key.as_ref()?.into();
+        let mut mac = <Hmac<Sha256> as hmac::KeyInit>::new(key);
         mac.update(payload);
         Some(mac)
     }
@@ -259,6 +259,34 @@ mod tests {
         );
         let other = Sealer::new(None, Duration::from_secs(60));
         assert!(other.open(&sealed, &b("tools/call", "t", None)).is_err());
+    }
+
+    /// The tag is plain HMAC-SHA256 over the payload: RFC 4231 test case 2 (key "Jefe", which
+    /// HMAC zero-pads to the block size just as the sealer pads a 32-byte key).
+    #[test]
+    fn the_tag_is_hmac_sha256_rfc_4231() {
+        let mut key = [0u8; 32];
+        key[..4].copy_from_slice(b"Jefe");
+        let s = Sealer::new(Some(key), Duration::from_secs(60));
+        assert_eq!(
+            s.seal_payload(b"what do ya want for nothing?").unwrap(),
+            // base64url("what do ya want for nothing?") "." base64url(5bdcc146...64ec3843)
+            "d2hhdCBkbyB5YSB3YW50IGZvciBub3RoaW5nPw.W9zBRr9gdU5qBCQmCJV1x1oAPwidJzmDnexYuWTsOEM"
+        );
+    }
+
+    /// A state sealed by an earlier build (same key) still opens: the format and the MAC do
+    /// not change with the crates that compute them.
+    #[test]
+    fn a_state_sealed_by_an_earlier_build_opens() {
+        let key: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let s = Sealer::new(Some(key), Duration::from_secs(60));
+        let payload = br#"{"v":1,"m":"tools/call","t":"t","p":null,"exp":99999999999,"r":{"k":"yes"},"s":{"step":2}}"#;
+        let sealed = "eyJ2IjoxLCJtIjoidG9vbHMvY2FsbCIsInQiOiJ0IiwicCI6bnVsbCwiZXhwIjo5OTk5OTk5OTk5OSwiciI6eyJrIjoieWVzIn0sInMiOnsic3RlcCI6Mn19.qapX2dBe6fdKZs8Q_Ozk5hoJjgM_3cj3lPZ_yhPHImw";
+        assert_eq!(s.seal_payload(payload).unwrap(), sealed);
+        let (r, st) = s.open(sealed, &b("tools/call", "t", None)).unwrap();
+        assert_eq!(r["k"], "yes");
+        assert_eq!(st, Some(json!({"step": 2})));
     }
 
     #[test]
