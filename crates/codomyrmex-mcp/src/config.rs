@@ -199,6 +199,7 @@ mod tests {
         assert_eq!((rate.per_second, rate.burst), (50.0, 100));
         assert_eq!(c.max_message_size, 4 * 1024 * 1024);
         assert_eq!(c.max_concurrent_requests, 256);
+        assert_eq!(c.max_queued_requests, 256);
         assert_eq!(c.page_size, 100);
         assert_eq!(c.list_ttl, Duration::from_millis(60_000));
         assert_eq!(c.cache_scope, CacheScope::Public);
