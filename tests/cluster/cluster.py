@@ -1,0 +1,213 @@
+"""Cluster test: three `codomyrmex-mcp serve --http` instances behind nginx (round robin,
+retry to the next instance on connection errors), driven by the official Python MCP SDK.
+
+Usage: cluster.py PATH_TO_CODOMYRMEX_MCP_BINARY
+
+Starts the instances and nginx (`nginx.conf.template` beside this file) on free loopback
+ports, then checks, through nginx:
+
+- the SDK's `Client(mode="auto")` settles on 2026-07-28, lists the tools and calls one;
+- a load of 2026-07-28 calls from several clients reaches all three instances (nginx's
+  access log names the instance of every request);
+- one instance killed with SIGKILL in the middle of that load costs zero failed calls, and
+  the calls go on on the other two.
+
+The 2025-11-25 checks (sessions rotating across instances, resumption, server-to-client
+requests, tasks and listen across instances) need the shared store of issue #16 and are not
+part of this script yet. Everything it starts is stopped on exit. Exits non-zero on the
+first mismatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+TOKEN = "cluster-" + os.urandom(8).hex()
+TOOL = "codomyrmex.list_registered_tools"
+INSTANCES = 3
+WORKERS = 8
+LOAD_SECONDS = 6.0
+KILL_AFTER = 2.0
+
+
+class Mismatch(Exception):
+    pass
+
+
+def check(condition: bool, what: str) -> None:
+    if not condition:
+        raise Mismatch(what)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Mismatch(f"{what} exited early with status {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise Mismatch(f"{what} did not listen on port {port} within {timeout} s")
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+    if found is None:
+        raise Mismatch("nginx is not installed (apt-get install -y nginx-light)")
+    return found
+
+
+def http_client() -> Any:
+    return create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+async def check_modern_client(url: str) -> None:
+    async with http_client() as hc:
+        async with Client(streamable_http_client(url, http_client=hc), mode="auto", read_timeout_seconds=30) as client:
+            check(client.protocol_version == "2026-07-28", f"auto mode negotiated {client.protocol_version!r}")
+            listed = await client.list_tools()
+            check(TOOL in {t.name for t in listed.tools}, f"tools/list through nginx: {listed.tools!r}")
+            result = await client.call_tool(TOOL, {})
+            check(not result.is_error, f"{TOOL} through nginx reported an error: {result}")
+    print("ok: Client(mode='auto') through nginx settles on 2026-07-28, lists and calls")
+
+
+async def load(url: str, victim: subprocess.Popen[bytes]) -> tuple[int, int, list[str]]:
+    """Runs WORKERS clients calling TOOL until LOAD_SECONDS have passed, kills `victim` with
+    SIGKILL after KILL_AFTER seconds; returns (calls before the kill, calls after it, failures)."""
+    failures: list[str] = []
+    counts = {"before": 0, "after": 0}
+    killed = asyncio.Event()
+    stop = time.monotonic() + LOAD_SECONDS
+
+    async def worker(n: int) -> None:
+        async with http_client() as hc:
+            async with Client(
+                streamable_http_client(url, http_client=hc), mode="auto", read_timeout_seconds=30
+            ) as client:
+                while time.monotonic() < stop:
+                    phase = "after" if killed.is_set() else "before"
+                    try:
+                        result = await client.call_tool(TOOL, {})
+                    except Exception as e:  # noqa: BLE001 - every failure counts
+                        failures.append(f"worker {n}, {phase} the kill: {type(e).__name__}: {e}")
+                        continue
+                    if result.is_error:
+                        failures.append(f"worker {n}, {phase} the kill: an error result: {result}")
+                    else:
+                        counts[phase] += 1
+
+    async def killer() -> None:
+        await asyncio.sleep(KILL_AFTER)
+        victim.send_signal(signal.SIGKILL)
+        killed.set()
+
+    await asyncio.gather(killer(), *(worker(n) for n in range(WORKERS)))
+    return counts["before"], counts["after"], failures
+
+
+def served_by(access_log: Path) -> dict[str, int]:
+    """How many requests each upstream address answered, from nginx's access log (an entry
+    that was retried lists every instance tried; the last one answered)."""
+    counts: dict[str, int] = {}
+    for line in access_log.read_text().splitlines():
+        addrs, _, _status = line.rpartition(" ")
+        last = addrs.split(",")[-1].strip()
+        if last and last != "-":
+            counts[last] = counts.get(last, 0) + 1
+    return counts
+
+
+def run(binary: str) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="cmcp-cluster-"))
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        ports = [free_port() for _ in range(INSTANCES)]
+        nginx_port = free_port()
+        env = dict(os.environ, CODOMYRMEX_MCP_AUTH_TOKEN=TOKEN)
+        instances = []
+        for port in ports:
+            proc = subprocess.Popen(
+                [binary, "serve", "--http", f"127.0.0.1:{port}", "--root", str(scratch), "--no-rate-limit",
+                 # nginx passes the client's Host on: the public name must be allowed.
+                 "--allowed-host", f"127.0.0.1:{nginx_port}"],
+                env=env,
+            )
+            procs.append(proc)
+            instances.append(proc)
+        for port, proc in zip(ports, instances):
+            wait_listening(port, proc, f"the instance on port {port}")
+
+        upstreams = "\n".join(
+            f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=30s;" for p in ports
+        )
+        conf = (Path(__file__).parent / "nginx.conf.template").read_text()
+        conf = conf.replace("@PORT@", str(nginx_port)).replace("@UPSTREAMS@", upstreams)
+        conf = conf.replace("@PREFIX@", str(scratch))
+        (scratch / "nginx.conf").write_text(conf)
+        nginx = subprocess.Popen([nginx_binary(), "-p", str(scratch), "-c", str(scratch / "nginx.conf")])
+        procs.append(nginx)
+        wait_listening(nginx_port, nginx, "nginx")
+        url = f"http://127.0.0.1:{nginx_port}/mcp"
+
+        asyncio.run(asyncio.wait_for(check_modern_client(url), timeout=60))
+
+        victim = instances[1]
+        before, after, failures = asyncio.run(asyncio.wait_for(load(url, victim), timeout=120))
+        check(victim.wait(timeout=10) == -signal.SIGKILL, "the killed instance did not die of SIGKILL")
+        check(not failures, f"{len(failures)} failed calls under load, first: {failures[:3]!r}")
+        check(before > 0 and after > 0, f"calls before the kill: {before}, after: {after}")
+        print(f"ok: {before} calls before and {after} after one instance got SIGKILL, none failed")
+
+        served = served_by(scratch / "access.log")
+        for port in ports:
+            check(served.get(f"127.0.0.1:{port}", 0) > 0, f"instance {port} served no request: {served!r}")
+        print(f"ok: requests per instance (nginx's access log): {served}")
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                # SIGTERM: nginx's master stops its workers on it (SIGKILL would orphan them).
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: cluster.py PATH_TO_CODOMYRMEX_MCP", file=sys.stderr)
+        sys.exit(2)
+    try:
+        run(sys.argv[1])
+    except TimeoutError:
+        print("MISMATCH: the cluster run did not finish in time", file=sys.stderr)
+        sys.exit(1)
+    except Mismatch as e:
+        print(f"MISMATCH: {e}", file=sys.stderr)
+        sys.exit(1)
+    print("cluster: all checks passed")

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The cluster test (tests/cluster/cluster.py): three instances of the binary behind nginx,
+# driven by the official Python SDK. Installs nginx from the distribution's packages when it
+# is missing (CI runs as root), and reuses the interop virtualenv and binary (setup.sh).
+#
+#   bash tests/cluster/run_cluster.sh
+set -euo pipefail
+
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+    echo "cluster: installing nginx-light"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
+fi
+
+# shellcheck source=tests/interop/setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../interop/setup.sh"
+
+echo "cluster: three instances of $binary behind nginx"
+"$venv/bin/python" "$root/tests/cluster/cluster.py" "$binary"
