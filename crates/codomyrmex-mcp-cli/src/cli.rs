@@ -63,6 +63,30 @@ pub enum Command {
     },
     /// Connect to any MCP server and list or call what it offers.
     Client(ClientArgs),
+    /// Mount many MCP servers under namespaces (so far: `--check` a configuration and print
+    /// the merged catalogue).
+    Gateway(GatewayArgs),
+}
+
+/// `gateway`: the configuration and what to do with it.
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// The gateway's TOML file: one `[[upstream]]` table per server.
+    #[arg(
+        long,
+        short = 'c',
+        value_name = "FILE",
+        env = "CODOMYRMEX_MCP_GATEWAY_CONFIG"
+    )]
+    pub config: PathBuf,
+    /// Check the configuration, connect to every upstream and print the merged catalogue.
+    /// Exits 0 when every upstream answered and nothing was left out, 1 otherwise, 2 on an
+    /// invalid configuration.
+    #[arg(long)]
+    pub check: bool,
+    /// Print the catalogue as JSON.
+    #[arg(long, requires = "check")]
+    pub json: bool,
 }
 
 /// Settings of a server; shared by `serve`, `tools` and `config`.

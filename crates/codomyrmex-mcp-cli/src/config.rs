@@ -145,19 +145,27 @@ impl FileConfig {
 
     /// Parses a file's text; an error comes with the `line:column` (1-based) it is at.
     fn parse_located(text: &str) -> Result<Self, (Option<String>, String)> {
-        toml::from_str(text).map_err(|e: toml::de::Error| {
-            let at = e.span().map(|span| {
-                let before = text.get(..span.start).unwrap_or(text);
-                let line = before.matches('\n').count() + 1;
-                let column = before
-                    .rfind('\n')
-                    .map_or(before.len(), |i| before.len() - i - 1)
-                    + 1;
-                format!("{line}:{column}")
-            });
-            (at, e.message().trim().to_owned())
-        })
+        parse_toml(text)
     }
+}
+
+/// Parses a TOML file's text into `T`; an error comes with the `line:column` (1-based) it is
+/// at. Shared by every configuration file the binary reads (`serve`'s and the gateway's).
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, (Option<String>, String)> {
+    toml::from_str(text).map_err(|e: toml::de::Error| {
+        let at = e.span().map(|span| {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before
+                .rfind('\n')
+                .map_or(before.len(), |i| before.len() - i - 1)
+                + 1;
+            format!("{line}:{column}")
+        });
+        (at, e.message().trim().to_owned())
+    })
 }
 
 /// A secret: never printed.
@@ -174,6 +182,12 @@ impl Secret {
     /// The secret's value.
     pub fn expose(&self) -> &str {
         &self.0
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Self(value)
     }
 }
 

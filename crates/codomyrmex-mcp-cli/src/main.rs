@@ -11,6 +11,7 @@
 mod cli;
 mod client_cmd;
 mod config;
+mod gateway;
 mod http_client;
 mod logging;
 mod root_resources;
@@ -110,5 +111,6 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Client(args) => client_cmd::run(args).await,
+        Command::Gateway(args) => gateway::run(args).await,
     }
 }

@@ -1,0 +1,550 @@
+//! The gateway's merged catalogue: what each upstream offers, under local names, and the way
+//! back from a local name to the upstream and its own name.
+//!
+//! Naming is one rule applied in both directions:
+//! - tools and prompts: `NAMESPACE.name` (a tool may be renamed: `NAMESPACE.new`);
+//! - resources and templates: the namespace joins the URI scheme, `file:///a` of upstream
+//!   `fs` becomes `fs+file:///a`. A `+` can never be part of a namespace, so the split back is
+//!   unambiguous, and a template stays a valid RFC 6570 template.
+//!
+//! Upstreams are untrusted: an entry that is not an object, has no usable name or URI, would
+//! get a local name the spec does not allow, or collides with an entry of an earlier upstream
+//! is left out and reported as a [`Problem`]; the rest of the upstream is still mounted. This
+//! module is pure data: it talks to no upstream.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// The longest tool or prompt name clients are guaranteed to accept.
+const MAX_NAME: usize = 128;
+/// The most entries of one kind mounted from one upstream.
+pub const MAX_ENTRIES: usize = 10_000;
+
+/// Whether `name` is a tool or prompt name every client accepts: 1 to 128 characters of
+/// `A-Z a-z 0-9 _ - .`.
+pub fn valid_local_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// A name pattern of an include or exclude list: exact, or with `*` matching any run of
+/// characters.
+#[derive(Debug, Clone)]
+struct Pattern(String);
+
+impl Pattern {
+    fn matches(&self, name: &str) -> bool {
+        let mut parts = self.0.split('*');
+        let Some(first) = parts.next() else {
+            return false;
+        };
+        let Some(mut rest) = name.strip_prefix(first) else {
+            return false;
+        };
+        let parts: Vec<&str> = parts.collect();
+        let Some((last, middle)) = parts.split_last() else {
+            return rest.is_empty();
+        };
+        for part in middle {
+            match rest.find(part) {
+                Some(i) => rest = &rest[i + part.len()..],
+                None => return false,
+            }
+        }
+        rest.len() >= last.len() && rest.ends_with(last)
+    }
+}
+
+/// Which of an upstream's tools and prompts are mounted, and the tools renamed.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    include: Vec<Pattern>,
+    exclude: Vec<Pattern>,
+    rename: BTreeMap<String, String>,
+}
+
+impl Filter {
+    /// A filter: with a non-empty `include`, only matching names; then none matching
+    /// `exclude`. `rename` maps an upstream tool name to its local name (before the
+    /// namespace).
+    pub fn new(
+        include: &[String],
+        exclude: &[String],
+        rename: BTreeMap<String, String>,
+    ) -> Result<Self, String> {
+        let patterns = |list: &[String], key: &str| {
+            list.iter()
+                .map(|p| {
+                    if p.is_empty() {
+                        Err(format!("an empty pattern in `{key}`"))
+                    } else {
+                        Ok(Pattern(p.clone()))
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(Self {
+            include: patterns(include, "include")?,
+            exclude: patterns(exclude, "exclude")?,
+            rename,
+        })
+    }
+
+    /// Whether the upstream name `name` is mounted.
+    pub fn admits(&self, name: &str) -> bool {
+        (self.include.is_empty() || self.include.iter().any(|p| p.matches(name)))
+            && !self.exclude.iter().any(|p| p.matches(name))
+    }
+
+    /// The renames whose upstream tool did not appear in `listed`: most likely typos.
+    fn unused_renames<'a>(&'a self, listed: &'a [String]) -> impl Iterator<Item = &'a str> {
+        self.rename
+            .keys()
+            .filter(move |k| !listed.iter().any(|n| n == *k))
+            .map(String::as_str)
+    }
+}
+
+/// Whether `scheme` is an RFC 3986 scheme: a letter, then letters, digits, `+`, `-`, `.`.
+fn valid_scheme(scheme: &str) -> bool {
+    let mut bytes = scheme.bytes();
+    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic())
+        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+}
+
+/// The local URI (or template) of an upstream's `uri`: the namespace joins its scheme.
+/// `None` when `uri` has no valid scheme to join.
+pub fn local_uri(namespace: &str, uri: &str) -> Option<String> {
+    let (scheme, _) = uri.split_once(':')?;
+    valid_scheme(scheme).then(|| format!("{namespace}+{uri}"))
+}
+
+/// The namespace and upstream URI of a local URI, the inverse of [`local_uri`]. (Routing
+/// `resources/read` needs it; until the gateway serves, only the tests call it.)
+#[allow(dead_code)]
+pub fn split_local_uri(local: &str) -> Option<(&str, &str)> {
+    let (namespace, uri) = local.split_once('+')?;
+    let (scheme, _) = uri.split_once(':')?;
+    (super::config::valid_namespace(namespace) && valid_scheme(scheme)).then_some((namespace, uri))
+}
+
+/// What one upstream listed, as it sent it.
+#[derive(Debug, Default, Clone)]
+pub struct Listing {
+    /// `tools/list` entries.
+    pub tools: Vec<Value>,
+    /// `prompts/list` entries.
+    pub prompts: Vec<Value>,
+    /// `resources/list` entries.
+    pub resources: Vec<Value>,
+    /// `resources/templates/list` entries.
+    pub templates: Vec<Value>,
+}
+
+/// One mounted entry.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Index of its upstream in the configuration.
+    pub upstream: usize,
+    /// Its name (tools, prompts) or URI (resources, templates) at the upstream.
+    pub upstream_name: String,
+    /// Its definition as clients see it: the upstream's, with the local name or URI.
+    pub definition: Value,
+}
+
+/// Something of an upstream that was not mounted, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The upstream's namespace.
+    pub upstream: String,
+    /// What was left out, and why.
+    pub message: String,
+}
+
+/// The upstreams' offers, merged.
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    /// Tools by local name.
+    pub tools: BTreeMap<String, Entry>,
+    /// Prompts by local name.
+    pub prompts: BTreeMap<String, Entry>,
+    /// Resources by local URI.
+    pub resources: BTreeMap<String, Entry>,
+    /// Resource templates by local URI template.
+    pub templates: BTreeMap<String, Entry>,
+    /// What was left out.
+    pub problems: Vec<Problem>,
+}
+
+/// One upstream's part in [`Catalogue::build`].
+#[derive(Debug, Clone, Copy)]
+pub struct Mount<'a> {
+    /// The namespace.
+    pub namespace: &'a str,
+    /// Its filter and renames.
+    pub filter: &'a Filter,
+    /// What it listed.
+    pub listing: &'a Listing,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Tool,
+    Prompt,
+    Resource,
+    Template,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Prompt => "prompt",
+            Self::Resource => "resource",
+            Self::Template => "resource template",
+        }
+    }
+
+    /// The member naming the entry.
+    fn key(self) -> &'static str {
+        match self {
+            Self::Tool | Self::Prompt => "name",
+            Self::Resource => "uri",
+            Self::Template => "uriTemplate",
+        }
+    }
+}
+
+impl Catalogue {
+    /// Merges the upstreams' listings, in order: on a clash of local names the earlier
+    /// upstream keeps the name and the later entry is reported.
+    pub fn build(mounts: &[Mount<'_>]) -> Self {
+        let mut catalogue = Self::default();
+        for (index, mount) in mounts.iter().enumerate() {
+            let listing = mount.listing;
+            for (kind, entries) in [
+                (Kind::Tool, &listing.tools),
+                (Kind::Prompt, &listing.prompts),
+                (Kind::Resource, &listing.resources),
+                (Kind::Template, &listing.templates),
+            ] {
+                catalogue.add(index, mount, kind, entries);
+            }
+            let tool_names: Vec<String> = listing
+                .tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+                .collect();
+            for unused in mount.filter.unused_renames(&tool_names) {
+                catalogue.problems.push(Problem {
+                    upstream: mount.namespace.to_owned(),
+                    message: format!("rename of {unused:?}: the upstream has no such tool"),
+                });
+            }
+        }
+        catalogue
+    }
+
+    fn add(&mut self, index: usize, mount: &Mount<'_>, kind: Kind, entries: &[Value]) {
+        let namespace = mount.namespace;
+        let problem = |message: String| Problem {
+            upstream: namespace.to_owned(),
+            message,
+        };
+        if entries.len() > MAX_ENTRIES {
+            let p = problem(format!(
+                "listed {} {}s; only the first {MAX_ENTRIES} are mounted",
+                entries.len(),
+                kind.noun()
+            ));
+            self.problems.push(p);
+        }
+        for entry in entries.iter().take(MAX_ENTRIES) {
+            let Some(object) = entry.as_object() else {
+                let p = problem(format!("a {} that is not a JSON object", kind.noun()));
+                self.problems.push(p);
+                continue;
+            };
+            let Some(upstream_name) = object.get(kind.key()).and_then(Value::as_str) else {
+                let p = problem(format!(
+                    "a {} without a string `{}`",
+                    kind.noun(),
+                    kind.key()
+                ));
+                self.problems.push(p);
+                continue;
+            };
+            let shown: String = upstream_name.chars().take(80).collect();
+            let local = match kind {
+                Kind::Tool | Kind::Prompt => {
+                    if !mount.filter.admits(upstream_name) {
+                        continue;
+                    }
+                    let suffix = match kind {
+                        Kind::Tool => mount
+                            .filter
+                            .rename
+                            .get(upstream_name)
+                            .map_or(upstream_name, String::as_str),
+                        _ => upstream_name,
+                    };
+                    let local = format!("{namespace}.{suffix}");
+                    if !valid_local_name(&local) {
+                        let p = problem(format!(
+                            "{} {shown:?}: its local name would not be 1 to 128 characters of \
+                             A-Z, a-z, 0-9, '_', '-' and '.'",
+                            kind.noun()
+                        ));
+                        self.problems.push(p);
+                        continue;
+                    }
+                    local
+                }
+                Kind::Resource | Kind::Template => match local_uri(namespace, upstream_name) {
+                    Some(local) => local,
+                    None => {
+                        let p = problem(format!(
+                            "{} {shown:?}: not a URI with a scheme",
+                            kind.noun()
+                        ));
+                        self.problems.push(p);
+                        continue;
+                    }
+                },
+            };
+            let table = match kind {
+                Kind::Tool => &mut self.tools,
+                Kind::Prompt => &mut self.prompts,
+                Kind::Resource => &mut self.resources,
+                Kind::Template => &mut self.templates,
+            };
+            if let Some(earlier) = table.get(&local) {
+                let message = if earlier.upstream == index {
+                    format!(
+                        "{} {local:?} appears twice (listed twice, or renamed onto another name)",
+                        kind.noun()
+                    )
+                } else {
+                    format!(
+                        "{} {local:?} is already taken by an earlier upstream",
+                        kind.noun()
+                    )
+                };
+                self.problems.push(problem(message));
+                continue;
+            }
+            let mut definition = object.clone();
+            definition.insert(kind.key().to_owned(), Value::String(local.clone()));
+            table.insert(
+                local,
+                Entry {
+                    upstream: index,
+                    upstream_name: upstream_name.to_owned(),
+                    definition: Value::Object(definition),
+                },
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn filter(include: &[&str], exclude: &[&str], rename: &[(&str, &str)]) -> Filter {
+        let s = |l: &[&str]| l.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        Filter::new(
+            &s(include),
+            &s(exclude),
+            rename
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn patterns_match_exactly_or_with_stars() {
+        let p = |s: &str| Pattern(s.into());
+        assert!(p("log").matches("log"));
+        assert!(!p("log").matches("logs"));
+        assert!(p("git_*").matches("git_log"));
+        assert!(p("git_*").matches("git_"));
+        assert!(!p("git_*").matches("gi"));
+        assert!(p("*_file").matches("read_file"));
+        assert!(!p("*_file").matches("read_files"));
+        assert!(p("a*b*c").matches("a-b-c"));
+        assert!(p("a*b*c").matches("abc"));
+        assert!(!p("a*b*c").matches("acb"));
+        assert!(!p("ab*ba").matches("aba"));
+        assert!(p("*").matches(""));
+    }
+
+    #[test]
+    fn uris_round_trip_through_the_namespace() {
+        assert_eq!(
+            local_uri("fs", "file:///etc/x").as_deref(),
+            Some("fs+file:///etc/x")
+        );
+        assert_eq!(
+            split_local_uri("fs+file:///etc/x"),
+            Some(("fs", "file:///etc/x"))
+        );
+        assert_eq!(
+            local_uri("fs", "file:///{path}").as_deref(),
+            Some("fs+file:///{path}")
+        );
+        assert_eq!(
+            split_local_uri("a+git+ssh://h/r"),
+            Some(("a", "git+ssh://h/r"))
+        );
+        assert_eq!(local_uri("fs", "no-scheme"), None);
+        assert_eq!(local_uri("fs", "{scheme}://x"), None);
+        assert_eq!(split_local_uri("file:///x"), None);
+        assert_eq!(split_local_uri("Bad+file:///x"), None);
+    }
+
+    #[test]
+    fn names_are_namespaced_filtered_and_renamed() {
+        let listing = Listing {
+            tools: vec![
+                json!({"name": "log", "description": "d", "inputSchema": {"type": "object"}}),
+                json!({"name": "diff", "inputSchema": {"type": "object"}}),
+                json!({"name": "secret_dump", "inputSchema": {"type": "object"}}),
+            ],
+            prompts: vec![json!({"name": "review"})],
+            resources: vec![json!({"uri": "file:///README.md", "name": "readme"})],
+            templates: vec![json!({"uriTemplate": "file:///{path}", "name": "files"})],
+        };
+        let f = filter(&[], &["secret_*"], &[("log", "history")]);
+        let c = Catalogue::build(&[Mount {
+            namespace: "git",
+            filter: &f,
+            listing: &listing,
+        }]);
+        assert_eq!(
+            c.tools.keys().collect::<Vec<_>>(),
+            ["git.diff", "git.history"]
+        );
+        let history = &c.tools["git.history"];
+        assert_eq!(history.upstream_name, "log");
+        assert_eq!(history.definition["name"], "git.history");
+        assert_eq!(history.definition["description"], "d");
+        assert!(c.prompts.contains_key("git.review"));
+        assert_eq!(
+            c.resources["git+file:///README.md"].definition["uri"],
+            "git+file:///README.md"
+        );
+        assert_eq!(
+            c.templates["git+file:///{path}"].upstream_name,
+            "file:///{path}"
+        );
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+    }
+
+    #[test]
+    fn include_lists_select() {
+        let listing = Listing {
+            tools: vec![json!({"name": "a"}), json!({"name": "b"})],
+            ..Listing::default()
+        };
+        let f = filter(&["b"], &[], &[]);
+        let c = Catalogue::build(&[Mount {
+            namespace: "x",
+            filter: &f,
+            listing: &listing,
+        }]);
+        assert_eq!(c.tools.keys().collect::<Vec<_>>(), ["x.b"]);
+    }
+
+    #[test]
+    fn a_lying_upstream_is_contained_and_reported() {
+        let long = "n".repeat(200);
+        let liar = Listing {
+            tools: vec![
+                json!("not an object"),
+                json!({"description": "no name"}),
+                json!({"name": 7}),
+                json!({"name": "has space"}),
+                json!({"name": long}),
+                json!({"name": "ok"}),
+                json!({"name": "ok"}),
+            ],
+            resources: vec![json!({"uri": "relative/path"})],
+            ..Listing::default()
+        };
+        let f = filter(&[], &[], &[("missing", "m")]);
+        let c = Catalogue::build(&[Mount {
+            namespace: "liar",
+            filter: &f,
+            listing: &liar,
+        }]);
+        assert_eq!(c.tools.keys().collect::<Vec<_>>(), ["liar.ok"]);
+        assert!(c.resources.is_empty());
+        let messages: Vec<&str> = c.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(messages.len(), 8, "{messages:#?}");
+        assert!(c.problems.iter().all(|p| p.upstream == "liar"));
+        assert!(messages.iter().any(|m| m.contains("appears twice")));
+        assert!(messages.iter().any(|m| m.contains("no such tool")));
+        assert!(messages.iter().all(|m| m.len() < 300), "{messages:#?}");
+    }
+
+    #[test]
+    fn namespaces_keep_upstreams_apart_and_a_rename_onto_a_taken_name_is_reported() {
+        let a = Listing {
+            tools: vec![json!({"name": "t"})],
+            ..Listing::default()
+        };
+        let b = Listing {
+            tools: vec![json!({"name": "u"}), json!({"name": "t"})],
+            ..Listing::default()
+        };
+        // Upstream "b" renames `u` to `t`, which it also lists: the first one listed keeps
+        // the name. Upstream "a"'s `t` lives in its own namespace and is untouched.
+        let fa = filter(&[], &[], &[]);
+        let fb = filter(&[], &[], &[("u", "t")]);
+        let c = Catalogue::build(&[
+            Mount {
+                namespace: "a",
+                filter: &fa,
+                listing: &a,
+            },
+            Mount {
+                namespace: "b",
+                filter: &fb,
+                listing: &b,
+            },
+        ]);
+        assert_eq!(c.tools.keys().collect::<Vec<_>>(), ["a.t", "b.t"]);
+        assert_eq!(c.tools["b.t"].upstream_name, "u");
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+        assert_eq!(c.problems[0].upstream, "b");
+        assert!(c.problems[0].message.contains("renamed onto"));
+    }
+
+    #[test]
+    fn an_oversized_listing_is_cut_and_reported() {
+        let listing = Listing {
+            tools: (0..MAX_ENTRIES + 5)
+                .map(|i| json!({"name": format!("t{i}")}))
+                .collect(),
+            ..Listing::default()
+        };
+        let f = Filter::default();
+        let c = Catalogue::build(&[Mount {
+            namespace: "big",
+            filter: &f,
+            listing: &listing,
+        }]);
+        assert_eq!(c.tools.len(), MAX_ENTRIES);
+        assert_eq!(c.problems.len(), 1);
+    }
+}

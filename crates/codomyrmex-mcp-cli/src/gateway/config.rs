@@ -1,0 +1,405 @@
+//! The gateway's configuration file: one `[[upstream]]` table per server to mount.
+//!
+//! ```toml
+//! [[upstream]]
+//! name = "everything"          # the namespace: its tools appear as everything.<tool>
+//! command = "node"             # a stdio child (args, env, cwd optional)
+//! args = ["server.js", "stdio"]
+//!
+//! [[upstream]]
+//! name = "echo"
+//! url = "http://127.0.0.1:9000/mcp"   # a remote Streamable HTTP server (token optional)
+//! ```
+//!
+//! This module only reads and checks the file: every rule an upstream must follow (a
+//! namespace usable in tool names and URI schemes, exactly one transport, keys that belong to
+//! that transport, valid filters and renames) is checked here, so the rest of the gateway
+//! never sees an inconsistent upstream. It starts nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::catalog::{Filter, valid_local_name};
+use crate::config::{Secret, parse_toml};
+
+/// The longest namespace.
+const MAX_NAMESPACE: usize = 32;
+/// Default per-call timeout of an upstream.
+const DEFAULT_TIMEOUT_SECS: u64 = 60;
+/// Default number of calls in flight to one upstream.
+const DEFAULT_MAX_CONCURRENT: usize = 16;
+
+/// The file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    upstream: Vec<UpstreamFile>,
+}
+
+/// One `[[upstream]]` table as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpstreamFile {
+    name: String,
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    token: Option<String>,
+    #[serde(default)]
+    include: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+    #[serde(default)]
+    rename: BTreeMap<String, String>,
+    timeout_secs: Option<u64>,
+    max_concurrent: Option<usize>,
+}
+
+/// A checked gateway configuration.
+#[derive(Debug)]
+pub struct GatewayConfig {
+    /// The upstreams, in the file's order (which decides who wins a name clash).
+    pub upstreams: Vec<Upstream>,
+}
+
+/// One checked upstream.
+#[derive(Debug)]
+pub struct Upstream {
+    /// The namespace: tools `NAME.tool`, resources `NAME+scheme:...`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: UpstreamTransport,
+    /// Which of its names are mounted, and under which local names.
+    pub filter: Filter,
+    /// The longest a call to it may take.
+    pub timeout: Duration,
+    /// How many calls to it may be in flight at once.
+    pub max_concurrent: usize,
+}
+
+/// How an upstream is reached.
+#[derive(Debug)]
+pub enum UpstreamTransport {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables set for it, over the gateway's own environment.
+        env: BTreeMap<String, String>,
+        /// Its working directory (relative paths are relative to the configuration file).
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint's URL.
+        url: String,
+        /// A bearer token sent to it (and only to it).
+        token: Option<Secret>,
+    },
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayConfigError {
+    /// The file could not be read.
+    #[error("cannot read the gateway configuration {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or has unknown keys or wrong types.
+    #[error(
+        "invalid gateway configuration {}{}: {message}",
+        path.display(),
+        at.as_ref().map(|a| format!(":{a}")).unwrap_or_default()
+    )]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// `line:column` of the error, when known.
+        at: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+    /// An upstream breaks a rule.
+    #[error("invalid gateway configuration {}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the upstream.
+        message: String,
+    },
+}
+
+impl GatewayConfig {
+    /// Reads and checks the file at `path`.
+    pub fn load(path: &Path) -> Result<Self, GatewayConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| GatewayConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = std::path::absolute(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        Self::parse(&text, base.as_deref()).map_err(|e| match e {
+            ParseError::Syntax { at, message } => GatewayConfigError::Parse {
+                path: path.to_path_buf(),
+                at,
+                message,
+            },
+            ParseError::Invalid(message) => GatewayConfigError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            },
+        })
+    }
+
+    /// Parses and checks a file's text; relative `cwd`s are taken relative to `base`.
+    fn parse(text: &str, base: Option<&Path>) -> Result<Self, ParseError> {
+        let file: File =
+            parse_toml(text).map_err(|(at, message)| ParseError::Syntax { at, message })?;
+        if file.upstream.is_empty() {
+            return Err(ParseError::Invalid(
+                "no [[upstream]] table: the gateway needs at least one server to mount".into(),
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        let mut upstreams = Vec::with_capacity(file.upstream.len());
+        for (i, u) in file.upstream.into_iter().enumerate() {
+            let upstream = check_upstream(u, base)
+                .map_err(|m| ParseError::Invalid(format!("upstream #{}: {m}", i + 1)))?;
+            if !seen.insert(upstream.name.clone()) {
+                return Err(ParseError::Invalid(format!(
+                    "upstream #{}: the name {:?} is used twice; each upstream needs its own namespace",
+                    i + 1,
+                    upstream.name
+                )));
+            }
+            upstreams.push(upstream);
+        }
+        Ok(Self { upstreams })
+    }
+}
+
+/// A refusal before the file's path is known.
+#[derive(Debug)]
+enum ParseError {
+    Syntax { at: Option<String>, message: String },
+    Invalid(String),
+}
+
+/// Whether `name` can be a namespace: a lowercase ASCII letter, then lowercase letters,
+/// digits and `-`; at most 32 characters. Such a name is valid both as a tool-name prefix and
+/// as the first part of a URI scheme (`name+file`).
+pub fn valid_namespace(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && name.len() <= MAX_NAMESPACE
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-'))
+}
+
+fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, String> {
+    if !valid_namespace(&u.name) {
+        return Err(format!(
+            "name {:?} is not a valid namespace: a lowercase letter, then lowercase letters, \
+             digits or '-', at most {MAX_NAMESPACE} characters",
+            u.name
+        ));
+    }
+    let name = u.name;
+    let transport = match (u.command, u.url) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{name:?} has both `command` and `url`: an upstream is either a child process or a URL"
+            ));
+        }
+        (None, None) => {
+            return Err(format!(
+                "{name:?} has neither `command` (a stdio child) nor `url` (Streamable HTTP)"
+            ));
+        }
+        (Some(command), None) => {
+            if u.token.is_some() {
+                return Err(format!(
+                    "{name:?}: `token` is for `url` upstreams; a child gets its secrets through `env`"
+                ));
+            }
+            if command.trim().is_empty() {
+                return Err(format!("{name:?}: `command` is empty"));
+            }
+            let cwd = u.cwd.map(|c| match base {
+                Some(b) if c.is_relative() => b.join(c),
+                _ => c,
+            });
+            UpstreamTransport::Stdio {
+                command,
+                args: u.args.unwrap_or_default(),
+                env: u.env.unwrap_or_default(),
+                cwd,
+            }
+        }
+        (None, Some(url)) => {
+            for (key, set) in [
+                ("args", u.args.is_some()),
+                ("env", u.env.is_some()),
+                ("cwd", u.cwd.is_some()),
+            ] {
+                if set {
+                    return Err(format!(
+                        "{name:?}: `{key}` is for `command` upstreams, not for `url`"
+                    ));
+                }
+            }
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "{name:?}: url {url:?} must start with http:// or https://"
+                ));
+            }
+            UpstreamTransport::Http {
+                url,
+                token: u.token.map(Secret::from),
+            }
+        }
+    };
+    for (from, to) in &u.rename {
+        if !valid_local_name(to) {
+            return Err(format!(
+                "{name:?}: rename {from:?} -> {to:?}: the new name must be 1 to 64 characters \
+                 of A-Z, a-z, 0-9, '_', '-' and '.'"
+            ));
+        }
+    }
+    let filter =
+        Filter::new(&u.include, &u.exclude, u.rename).map_err(|e| format!("{name:?}: {e}"))?;
+    let timeout_secs = u.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    if timeout_secs == 0 {
+        return Err(format!("{name:?}: timeout_secs must be at least 1"));
+    }
+    let max_concurrent = u.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT);
+    if max_concurrent == 0 {
+        return Err(format!("{name:?}: max_concurrent must be at least 1"));
+    }
+    Ok(Upstream {
+        name,
+        transport,
+        filter,
+        timeout: Duration::from_secs(timeout_secs),
+        max_concurrent,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn invalid(text: &str) -> String {
+        match GatewayConfig::parse(text, None) {
+            Err(ParseError::Invalid(m)) => m,
+            Err(ParseError::Syntax { at, message }) => format!("syntax {at:?}: {message}"),
+            Ok(c) => panic!("accepted: {c:?}"),
+        }
+    }
+
+    #[test]
+    fn the_issues_example_is_accepted() {
+        let c = GatewayConfig::parse(
+            r#"
+[[upstream]]
+name = "everything"
+command = "node"
+args = ["server.js", "stdio"]
+
+[[upstream]]
+name = "echo"
+url = "http://127.0.0.1:9000/mcp"
+"#,
+            Some(Path::new("/etc/gw")),
+        )
+        .unwrap();
+        assert_eq!(c.upstreams.len(), 2);
+        assert_eq!(c.upstreams[0].name, "everything");
+        assert!(matches!(
+            &c.upstreams[0].transport,
+            UpstreamTransport::Stdio { command, args, .. } if command == "node" && args.len() == 2
+        ));
+        assert!(
+            matches!(&c.upstreams[1].transport, UpstreamTransport::Http { url, token: None } if url.ends_with("/mcp"))
+        );
+        assert_eq!(c.upstreams[1].timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn relative_cwds_are_relative_to_the_file() {
+        let c = GatewayConfig::parse(
+            "[[upstream]]\nname = \"a\"\ncommand = \"x\"\ncwd = \"sub\"\n",
+            Some(Path::new("/etc/gw")),
+        )
+        .unwrap();
+        let UpstreamTransport::Stdio { cwd, .. } = &c.upstreams[0].transport else {
+            panic!()
+        };
+        assert_eq!(cwd.as_deref(), Some(Path::new("/etc/gw/sub")));
+    }
+
+    #[test]
+    fn each_rule_is_checked_with_a_message_naming_the_upstream() {
+        assert!(invalid("").contains("no [[upstream]]"));
+        assert!(invalid("[[upstream]]\nname = \"Git\"\ncommand = \"x\"\n").contains("namespace"));
+        assert!(invalid("[[upstream]]\nname = \"a.b\"\ncommand = \"x\"\n").contains("namespace"));
+        assert!(invalid("[[upstream]]\nname = \"a\"\n").contains("neither"));
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/\"\n")
+                .contains("both")
+        );
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\nurl = \"http://h/\"\nargs = []\n")
+                .contains("`args` is for `command`")
+        );
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ntoken = \"t\"\n")
+                .contains("`token` is for `url`")
+        );
+        assert!(invalid("[[upstream]]\nname = \"a\"\nurl = \"ftp://h/\"\n").contains("http://"));
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\n[[upstream]]\nname = \"a\"\ncommand = \"y\"\n")
+                .contains("used twice")
+        );
+        assert!(
+            invalid(
+                "[[upstream]]\nname = \"a\"\ncommand = \"x\"\nrename = { log = \"has space\" }\n"
+            )
+            .contains("rename")
+        );
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ninclude = [\"\"]\n")
+                .contains("empty")
+        );
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ntimeout_secs = 0\n")
+                .contains("timeout_secs")
+        );
+        let syntax = invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nbogus = 1\n");
+        assert!(syntax.starts_with("syntax Some(\"4:1\")"), "{syntax}");
+    }
+
+    #[test]
+    fn the_token_is_never_printed() {
+        let c = GatewayConfig::parse(
+            "[[upstream]]\nname = \"a\"\nurl = \"https://h/mcp\"\ntoken = \"s3cret\"\n",
+            None,
+        )
+        .unwrap();
+        assert!(!format!("{c:?}").contains("s3cret"));
+    }
+}

@@ -1,0 +1,248 @@
+//! `gateway --check` against real upstreams: this binary's own server mounted twice (a stdio
+//! child and a Streamable HTTP instance) beside one that cannot start. The catalogue names
+//! every tool under its namespace, applies renames and filters, and reports what is down.
+
+// Test helpers fail by panicking, outside `#[test]` functions too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("CODOMYRMEX_MCP_") {
+            c.env_remove(k);
+        }
+    }
+    c.stdin(Stdio::null());
+    c
+}
+
+fn output(cmd: &mut Command) -> (Option<i32>, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().unwrap();
+    (
+        status.code(),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+/// A `serve --http 127.0.0.1:0` instance and its URL; killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_server(root: &std::path::Path) -> HttpServer {
+    let mut child = command(&[
+        "serve",
+        "--root",
+        root.to_str().unwrap(),
+        "--http",
+        "127.0.0.1:0",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    HttpServer { child, url }
+}
+
+#[test]
+fn check_prints_the_merged_catalogue_of_real_upstreams() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "hello").unwrap();
+    let server = http_server(root.path());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    let root_s = root.path().to_str().unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[upstream]]
+name = "files"
+command = "{BIN}"
+args = ["serve", "--root", "{root_s}"]
+exclude = ["git.*", "shell.*"]
+rename = {{ "file_system.read" = "cat" }}
+
+[[upstream]]
+name = "remote"
+url = "{url}"
+include = ["codomyrmex.*"]
+"#,
+            url = server.url
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = output(&mut command(&[
+        "gateway",
+        "--check",
+        "--json",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    let out: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let tools: Vec<&str> = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"files.cat"), "{tools:?}");
+    assert!(!tools.contains(&"files.file_system.read"), "{tools:?}");
+    assert!(
+        tools.contains(&"files.file_system.list_directory"),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.iter().any(|t| t.starts_with("files.git.")),
+        "{tools:?}"
+    );
+    assert!(
+        tools.contains(&"remote.codomyrmex.list_registered_tools"),
+        "{tools:?}"
+    );
+    assert!(
+        tools
+            .iter()
+            .filter(|t| t.starts_with("remote."))
+            .all(|t| t.starts_with("remote.codomyrmex.")),
+        "{tools:?}"
+    );
+    // Definitions come through, under the local name.
+    let cat = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "files.cat")
+        .unwrap();
+    assert_eq!(cat["inputSchema"]["type"], "object");
+    // The root's file is a resource of both upstreams (filters select tools and prompts),
+    // its URI under each namespace.
+    let resources: Vec<&str> = out["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        resources,
+        ["files+codomyrmex://root/a.txt", "remote+codomyrmex://root/a.txt"]
+    );
+    assert_eq!(out["unreachable"], serde_json::json!([]));
+    assert_eq!(out["problems"], serde_json::json!([]));
+}
+
+#[test]
+fn an_unreachable_upstream_and_a_typo_are_reported_and_fail_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[upstream]]
+name = "ok"
+command = "{BIN}"
+args = ["serve", "--root", "{root}"]
+rename = {{ "no_such_tool" = "x" }}
+
+[[upstream]]
+name = "gone"
+command = "{root}/no-such-program"
+timeout_secs = 5
+"#,
+            root = dir.path().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = output(&mut command(&[
+        "gateway",
+        "--check",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("ok.file_system.read"), "{stdout}");
+    assert!(
+        stdout.contains("unreachable: gone: cannot start"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("left out: ok: rename of \"no_such_tool\""),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_invalid_configuration_exits_2_with_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        "[[upstream]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/\"\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = output(&mut command(&[
+        "gateway",
+        "--check",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("gateway.toml"), "{stderr}");
+    assert!(stderr.contains("both `command` and `url`"), "{stderr}");
+    std::fs::write(&config, "[[upstream]]\nname = \"a\"\ncomand = \"x\"\n").unwrap();
+    let (code, _, stderr) = output(&mut command(&[
+        "gateway",
+        "--check",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("gateway.toml:3:1"), "{stderr}");
+    // Serving is not built yet, and says so.
+    std::fs::write(&config, "[[upstream]]\nname = \"a\"\ncommand = \"x\"\n").unwrap();
+    let (code, _, stderr) = output(&mut command(&[
+        "gateway",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not built yet"), "{stderr}");
+}
