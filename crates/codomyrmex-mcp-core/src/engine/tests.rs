@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::sync::CancellationToken;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::config::{CacheScope, McpServerConfig, RateLimit};
@@ -1996,12 +1996,9 @@ async fn request_states_handed_out_stay_valid_after_with_resources_and_with_prom
 
 #[tokio::test]
 async fn without_randomness_multi_round_trips_fail_closed_and_the_rest_still_works() {
-    fn broken(_: &mut [u8]) -> Result<(), getrandom::Error> {
-        Err(getrandom::Error::UNSUPPORTED)
-    }
     let mut h = Harness::standard();
     h.engine = Engine::builder(config(), Arc::new(registry()))
-        .entropy(broken)
+        .entropy(Arc::new(crate::platform::NoEntropy))
         .build();
     let e = h.err("tools/call", ask_with_elicitation(json!({}))).await;
     assert_eq!(e["code"], -32603, "{e}");

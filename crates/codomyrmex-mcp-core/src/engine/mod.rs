@@ -5,7 +5,8 @@
 //! transport to drive; dropping that future cancels the work. Notifications produced while a
 //! request runs go to the [`MessageSink`] the transport passed in with the request.
 //!
-//! The engine never touches sockets, pipes, HTTP or the clock beyond tokio's timers. Both
+//! The engine never touches sockets, pipes, HTTP, the clock or a runtime: spawning, timers
+//! and time come from its [`Platform`](crate::platform::Platform). Both
 //! protocol eras share it: a request carrying modern `_meta` is served statelessly under
 //! `2026-07-28`; an `initialize` request opens a legacy session on the [`Session`] it arrived on.
 
@@ -21,8 +22,9 @@ pub(crate) mod tasks;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::sync::CancellationToken;
+use futures_util::FutureExt as _;
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::config::McpServerConfig;
 use crate::context::{ContextInner, InputMode, MessageSink, ToolContext};
@@ -41,7 +43,7 @@ pub use events::{EventStream, ServerEvent};
 use mrtr::{Binding, RoundTrip, Sealer};
 use policy::{ExecutionPolicy, Gate, HandlerKind};
 pub use session::Session;
-pub(crate) use session::no_capabilities;
+
 pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig};
 
 /// `_meta` key: the request's protocol version (modern era).
@@ -119,6 +121,8 @@ struct Shared {
     /// Created once per engine: every `requestState` it hands out stays verifiable.
     sealer: Arc<Sealer>,
     tasks: Arc<tasks::TaskStore>,
+    /// Spawning, timers, the clock and entropy: the core's only way to them.
+    platform: crate::platform::Platform,
 }
 
 impl std::fmt::Debug for Engine {
@@ -152,6 +156,9 @@ impl Engine {
             prompts: None,
             tasks: TaskConfig::default(),
             sealer: None,
+            runtime: None,
+            time: None,
+            entropy: None,
         }
     }
 
@@ -166,6 +173,9 @@ impl Engine {
             prompts: s.prompts.clone(),
             tasks: s.tasks.config().clone(),
             sealer: Some(s.sealer.clone()),
+            runtime: Some(s.platform.runtime.clone()),
+            time: Some(s.platform.time.clone()),
+            entropy: Some(s.platform.entropy.clone()),
         }
     }
 
@@ -424,7 +434,7 @@ impl Engine {
                         era: Era::Modern,
                         version: v,
                         client_capabilities: match caps.as_object() {
-                            Some(c) if c.is_empty() => session::no_capabilities(),
+                            Some(c) if c.is_empty() => crate::context::no_capabilities(),
                             _ => Arc::new(caps.clone()),
                         },
                         log_level,
@@ -447,7 +457,7 @@ impl Engine {
             return Ok(RequestScope {
                 era: Era::Legacy,
                 version: ProtocolVersion::LATEST_LEGACY,
-                client_capabilities: session::no_capabilities(),
+                client_capabilities: crate::context::no_capabilities(),
                 log_level: None,
             });
         }
@@ -610,7 +620,7 @@ impl Engine {
             &RequestScope {
                 era: Era::Modern,
                 version: ProtocolVersion::LATEST_MODERN,
-                client_capabilities: session::no_capabilities(),
+                client_capabilities: crate::context::no_capabilities(),
                 log_level: None,
             },
         )
@@ -916,7 +926,16 @@ impl Engine {
             let _guard = guard;
             let timeout = engine.tool_timeout(&tool, &name);
             let run = tool.invoke(arguments, context);
-            let output = match ExecutionPolicy::run(ticket, Some(timeout), &cancel, run).await? {
+            let output = match ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                Some(timeout),
+                &cancel,
+                run,
+            )
+            .await?
+            {
                 Ok(output) => output,
                 Err(failure) => ToolOutput::failure(invoke::tool_failure(&name, failure)),
             };
@@ -990,6 +1009,8 @@ impl Engine {
             let _guard = guard;
             let timeout = engine.shared.config.tool_timeout;
             let read = ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
                 ticket,
                 Some(timeout),
                 &cancel,
@@ -1228,7 +1249,15 @@ impl Engine {
             // future is caught too.
             let render = async move { prompt.handler.get(request).await };
             let timeout = engine.shared.config.tool_timeout;
-            let got = ExecutionPolicy::run(ticket, Some(timeout), &cancel, render).await?;
+            let got = ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                Some(timeout),
+                &cancel,
+                render,
+            )
+            .await?;
             let outcome = engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
             let result = match (outcome, got) {
                 (Some(r), _) => r,
@@ -1320,10 +1349,9 @@ impl Engine {
                 params: tag(first),
             });
             loop {
-                let event = tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => return None,
-                    e = events.next() => e,
+                let event = futures_util::select_biased! {
+                    () = cancel.cancelled().fuse() => return None,
+                    e = events.next().fuse() => e,
                 };
                 let Some(event) = event else {
                     // The server is going away: end the subscription gracefully.

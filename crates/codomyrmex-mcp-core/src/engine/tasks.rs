@@ -32,18 +32,23 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::Poll;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use futures_channel::oneshot;
+use futures_util::FutureExt as _;
 use serde_json::{Map, Value, json};
-use tokio::sync::{oneshot, watch};
-use tokio_util::sync::CancellationToken;
+
+use crate::platform::{Platform, TimeSource};
+use crate::sync::{CancellationToken, Generation};
 
 use super::mrtr::RoundTrip;
 use super::policy::{ExecutionPolicy, Failure, Ticket};
 use super::session::{Session, SessionRequester};
 use super::{Engine, Handled, Prepared, RequestScope, decode_cursor, encode_cursor, error};
 use crate::McpErrorDetail;
-use crate::context::{ClientRequestError, ClientRequester, InputMode, InputRequest, MessageSink};
+use crate::context::{
+    ClientRequestError, ClientRequester, InputMode, InputRequest, MessageSink, TaskInput,
+};
 use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
 
@@ -207,12 +212,14 @@ pub(crate) struct TaskEntry {
     seq: u64,
     created: SystemTime,
     ttl: Duration,
-    deadline: tokio::time::Instant,
+    deadline: Instant,
     owner: Owner,
+    /// The clock of `lastUpdatedAt`.
+    time: Arc<dyn TimeSource>,
     legacy: bool,
     cancel: CancellationToken,
     state: Mutex<TaskState>,
-    changed: watch::Sender<u64>,
+    changed: Generation,
     relay: Arc<Relay>,
     next_waiter: AtomicU64,
     /// The encoded size of the kept result, counted against `max_retained_bytes`.
@@ -247,10 +254,9 @@ impl Waiter {
         let Some(rx) = self.rx.take() else {
             return Err(ClientRequestError::Cancelled);
         };
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(ClientRequestError::Cancelled),
-            r = rx => r.map_err(|_| ClientRequestError::Cancelled),
+        futures_util::select_biased! {
+            () = cancel.cancelled().fuse() => Err(ClientRequestError::Cancelled),
+            r = rx.fuse() => r.map_err(|_| ClientRequestError::Cancelled),
         }
     }
 }
@@ -273,23 +279,24 @@ impl Drop for Waiter {
 }
 
 impl TaskEntry {
-    fn new(id: String, seq: u64, ttl: Duration, owner: Owner) -> Self {
+    fn new(id: String, seq: u64, ttl: Duration, owner: Owner, time: Arc<dyn TimeSource>) -> Self {
         let legacy = matches!(owner, Owner::Legacy { .. });
-        let now = SystemTime::now();
+        let now = time.wall();
         Self {
             id,
             seq,
             created: now,
             ttl,
-            deadline: tokio::time::Instant::now() + ttl,
+            deadline: time.now() + ttl,
             owner,
+            time,
             legacy,
             cancel: CancellationToken::new(),
             state: Mutex::new(TaskState {
                 updated: Some(now),
                 ..TaskState::default()
             }),
-            changed: watch::Sender::new(0),
+            changed: Generation::new(),
             relay: Arc::new(Relay::default()),
             next_waiter: AtomicU64::new(0),
             size: AtomicUsize::new(0),
@@ -305,14 +312,14 @@ impl TaskEntry {
         lock(&self.state).status(self.legacy)
     }
 
-    fn expired(&self, now: tokio::time::Instant) -> bool {
+    fn expired(&self, now: Instant) -> bool {
         now >= self.deadline
     }
 
     /// Records a change: `lastUpdatedAt` and the change signal.
     fn touch(&self) {
-        lock(&self.state).updated = Some(SystemTime::now());
-        self.changed.send_modify(|v| *v = v.wrapping_add(1));
+        lock(&self.state).updated = Some(self.time.wall());
+        self.changed.bump();
     }
 
     /// Ends the task with `outcome`, unless it already ended. Returns whether it did.
@@ -488,10 +495,13 @@ impl TaskEntry {
 const SESSION_CHECK: Duration = Duration::from_secs(2);
 
 /// Resolves when a 2025-11-25 task's session is gone; never for a 2026-07-28 task.
-async fn orphaned(owner: &Owner) {
+async fn orphaned(owner: &Owner, platform: &Platform) {
     match owner {
         Owner::Legacy { session, .. } => loop {
-            tokio::time::sleep(SESSION_CHECK).await;
+            platform
+                .runtime
+                .sleep_until(platform.time.now() + SESSION_CHECK)
+                .await;
             if session.strong_count() == 0 {
                 return;
             }
@@ -602,6 +612,8 @@ impl Drop for RelayGuard {
 pub(crate) struct TaskStore {
     config: TaskConfig,
     inner: Arc<Mutex<StoreInner>>,
+    /// The clock of expiry and timestamps, the entropy of task ids.
+    platform: Platform,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -633,8 +645,7 @@ impl StoreInner {
         Some(entry)
     }
 
-    fn purge_expired(&mut self) {
-        let now = tokio::time::Instant::now();
+    fn purge_expired(&mut self, now: Instant) {
         let expired: Vec<String> = self
             .tasks
             .values()
@@ -683,11 +694,19 @@ impl Drop for Reservation {
 }
 
 impl TaskStore {
-    pub(crate) fn new(config: TaskConfig) -> Self {
+    pub(crate) fn new(config: TaskConfig, platform: Platform) -> Self {
         Self {
             config,
             inner: Arc::new(Mutex::new(StoreInner::default())),
+            platform,
         }
+    }
+
+    /// 128 random bits, as 32 hex digits. `None` without entropy.
+    fn random_id(&self) -> Option<String> {
+        let mut bytes = [0u8; 16];
+        self.platform.entropy.fill(&mut bytes).ok()?;
+        Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
     }
 
     pub(crate) fn config(&self) -> &TaskConfig {
@@ -698,7 +717,7 @@ impl TaskStore {
     /// `None` when every slot holds a running task.
     pub(crate) fn reserve(&self) -> Option<Reservation> {
         let mut inner = lock(&self.inner);
-        inner.purge_expired();
+        inner.purge_expired(self.platform.time.now());
         if inner.tasks.len() + inner.reserved >= self.config.max_tasks.max(1) {
             let oldest = inner.oldest_finished(None)?;
             inner.take(&oldest);
@@ -719,7 +738,7 @@ impl TaskStore {
     pub(crate) fn get(&self, id: &str) -> Option<Arc<TaskEntry>> {
         let mut inner = lock(&self.inner);
         let entry = inner.tasks.get(id)?.clone();
-        if entry.expired(tokio::time::Instant::now()) {
+        if entry.expired(self.platform.time.now()) {
             inner.take(id);
             return None;
         }
@@ -761,7 +780,7 @@ impl TaskStore {
     /// The 2025-11-25 tasks of `session`, oldest first.
     fn list(&self, session: &Arc<Session>) -> Vec<Arc<TaskEntry>> {
         let mut inner = lock(&self.inner);
-        inner.purge_expired();
+        inner.purge_expired(self.platform.time.now());
         let mut tasks: Vec<Arc<TaskEntry>> = inner
             .tasks
             .values()
@@ -793,13 +812,6 @@ fn encoded_len(value: &Value) -> usize {
     let mut count = Count(0);
     let _ = serde_json::to_writer(&mut count, value);
     count.0
-}
-
-/// 128 random bits, as 32 hex digits. `None` without OS randomness.
-fn random_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// An RFC 3339 UTC timestamp with milliseconds.
@@ -881,7 +893,7 @@ impl TaskLink {
     }
 
     /// [`ToolContext::input`](crate::ToolContext::input) of a task.
-    pub(crate) async fn input(
+    async fn task_input(
         &self,
         key: &str,
         request: &InputRequest,
@@ -940,7 +952,7 @@ impl TaskLink {
 
     /// [`ToolContext::input_all`](crate::ToolContext::input_all) of a parked task: every
     /// request is pending at once, and the task waits for all answers.
-    pub(crate) async fn input_all(
+    async fn task_input_all(
         &self,
         requests: Vec<(String, InputRequest)>,
         capabilities: &Value,
@@ -969,6 +981,39 @@ impl TaskLink {
             });
         }
         Ok(answers)
+    }
+}
+
+impl TaskInput for TaskLink {
+    fn start(&self) -> bool {
+        TaskLink::start(self)
+    }
+    fn parks(&self) -> bool {
+        TaskLink::parks(self)
+    }
+    fn task_id(&self) -> &str {
+        TaskLink::task_id(self)
+    }
+    fn round(&self) -> Option<&Arc<RoundTrip>> {
+        TaskLink::round(self)
+    }
+    fn input<'a>(
+        &'a self,
+        key: &'a str,
+        request: &'a InputRequest,
+        declared: bool,
+        sink: &'a Arc<dyn MessageSink>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Value, ClientRequestError>> {
+        Box::pin(self.task_input(key, request, declared, sink, cancel))
+    }
+    fn input_all<'a>(
+        &'a self,
+        requests: Vec<(String, InputRequest)>,
+        capabilities: &'a Value,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClientRequestError>> {
+        Box::pin(self.task_input_all(requests, capabilities, cancel))
     }
 }
 
@@ -1080,7 +1125,7 @@ impl Engine {
         plan: TaskPlan,
         ticket: Ticket,
     ) -> Handled {
-        let Some(task_id) = random_id() else {
+        let Some(task_id) = self.shared.tasks.random_id() else {
             return error(&id, ErrorObject::internal("Could not create a task"));
         };
         let legacy = scope.era == Era::Legacy;
@@ -1089,6 +1134,7 @@ impl Engine {
             plan.reservation.seq,
             plan.ttl,
             Owner::of(scope.era, session),
+            self.shared.platform.time.clone(),
         ));
         let Prepared {
             guard,
@@ -1124,13 +1170,12 @@ impl Engine {
             }
             // The tool runs inline until it first waits: a call that finishes at once is
             // answered as usual.
-            let first = tokio::select! {
-                biased;
-                () = request_cancel.cancelled() => {
+            let first = futures_util::select_biased! {
+                () = request_cancel.cancelled().fuse() => {
                     entry.cancel.cancel();
                     return None;
                 }
-                p = poll_once(&mut run) => p,
+                p = poll_once(&mut run).fuse() => p,
             };
             let output = match first {
                 Poll::Ready(output) => output,
@@ -1193,7 +1238,16 @@ impl Engine {
             // A child token: a timeout stops this run without marking the task cancelled.
             let cancel = context.cancellation_token().child_token();
             let run = tool.try_invoke(arguments, context);
-            match ExecutionPolicy::run(ticket, timeout, &cancel, run).await {
+            match ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                timeout,
+                &cancel,
+                run,
+            )
+            .await
+            {
                 Some(Ok(output)) => output,
                 Some(Err(Failure::TimedOut(t))) => {
                     Some(ToolOutput::failure(super::invoke::timeout_error(&name, t)))
@@ -1214,21 +1268,22 @@ impl Engine {
         scope: RequestScope,
     ) {
         let engine = self.clone();
-        tokio::spawn(async move {
+        let runtime = engine.shared.platform.runtime.clone();
+        runtime.spawn(Box::pin(async move {
             let deadline = entry.deadline;
+            let platform = &engine.shared.platform;
             // Dropping `run` when another branch wins stops the tool.
-            let finished = tokio::select! {
-                biased;
-                () = entry.cancel.cancelled() => None,
-                () = tokio::time::sleep_until(deadline) => None,
-                () = orphaned(&entry.owner) => {
+            let finished = futures_util::select_biased! {
+                () = entry.cancel.cancelled().fuse() => None,
+                () = platform.runtime.sleep_until(deadline).fuse() => None,
+                () = orphaned(&entry.owner, platform).fuse() => {
                     // Its session is gone, and nobody else may see it: stop and forget it.
                     entry.cancel.cancel();
                     entry.finish(Outcome::Cancelled, Some("The session ended.".into()));
                     engine.shared.tasks.remove(&entry);
                     return;
                 }
-                output = run => Some(output),
+                output = run.fuse() => Some(output),
             };
             match finished {
                 Some(Some(output)) => {
@@ -1263,10 +1318,10 @@ impl Engine {
                     );
                 }
             }
-            tokio::time::sleep_until(deadline).await;
+            platform.runtime.sleep_until(deadline).await;
             entry.cancel.cancel();
             engine.shared.tasks.remove(&entry);
-        });
+        }));
     }
 
     /// Finds the task a `tasks/*` request names, if the requester may see it.
@@ -1456,10 +1511,9 @@ impl Engine {
                 if let Some(outcome) = entry.final_result() {
                     break outcome;
                 }
-                tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => return None,
-                    changed = changes.changed() => {
+                futures_util::select_biased! {
+                    () = cancel.cancelled().fuse() => return None,
+                    changed = changes.changed().fuse() => {
                         if changed.is_err() {
                             break Err(ErrorObject::internal("The task is gone"));
                         }
@@ -1569,8 +1623,20 @@ mod tests {
         Owner::Modern { principal: None }
     }
 
+    fn time() -> Arc<dyn TimeSource> {
+        Arc::new(crate::platform::testing::TokioTime)
+    }
+
+    fn store(config: TaskConfig) -> TaskStore {
+        TaskStore::new(config, crate::platform::testing::platform())
+    }
+
+    fn random_id() -> Option<String> {
+        store(TaskConfig::default()).random_id()
+    }
+
     fn entry(ttl: Duration, owner: Owner) -> Arc<TaskEntry> {
-        Arc::new(TaskEntry::new(random_id().unwrap(), 1, ttl, owner))
+        Arc::new(TaskEntry::new(random_id().unwrap(), 1, ttl, owner, time()))
     }
 
     fn ask(e: &Arc<TaskEntry>, key: &str, max: usize) -> Result<Asked, ClientRequestError> {
@@ -1637,7 +1703,7 @@ mod tests {
 
     #[test]
     fn a_tool_error_fails_a_2025_11_25_task() {
-        let session = Arc::new(Session::new(Arc::new(tokio::sync::Semaphore::new(1))));
+        let session = Arc::new(Session::new(1));
         let e = entry(Duration::from_secs(60), Owner::of(Era::Legacy, &session));
         let value = json!({"content": [], "isError": true});
         e.finish(
@@ -1743,7 +1809,7 @@ mod tests {
 
     #[test]
     fn the_store_is_bounded_and_makes_room_from_finished_tasks() {
-        let store = TaskStore::new(TaskConfig {
+        let store = store(TaskConfig {
             max_tasks: 2,
             ..TaskConfig::default()
         });
@@ -1771,7 +1837,7 @@ mod tests {
 
     #[test]
     fn finished_results_are_kept_within_a_byte_budget() {
-        let store = TaskStore::new(TaskConfig {
+        let store = store(TaskConfig {
             max_retained_bytes: 100,
             ..TaskConfig::default()
         });
@@ -1783,6 +1849,7 @@ mod tests {
                 r.seq,
                 Duration::from_secs(60),
                 modern_owner(),
+                time(),
             ));
             r.commit(e.clone());
             e.finish(Outcome::Cancelled, None);
@@ -1835,7 +1902,7 @@ mod tests {
 
     #[tokio::test]
     async fn expired_tasks_are_removed_and_cancelled() {
-        let store = TaskStore::new(TaskConfig::default());
+        let store = store(TaskConfig::default());
         let e = entry(Duration::from_millis(300), modern_owner());
         store.reserve().unwrap().commit(e.clone());
         assert!(store.get(&e.id).is_some(), "not before its TTL");
@@ -1847,13 +1914,12 @@ mod tests {
 
     #[test]
     fn tasks_are_bound_to_their_principal_and_session() {
-        let s1 = Arc::new(Session::new(Arc::new(tokio::sync::Semaphore::new(1))));
-        let s2 = Arc::new(Session::new(Arc::new(tokio::sync::Semaphore::new(1))));
-        let alice = Arc::new(Session::new(Arc::new(tokio::sync::Semaphore::new(1))))
-            .with_principal(Some(crate::context::Principal {
-                subject: "alice".into(),
-                scopes: vec![],
-            }));
+        let s1 = Arc::new(Session::new(1));
+        let s2 = Arc::new(Session::new(1));
+        let alice = Arc::new(Session::new(1)).with_principal(Some(crate::context::Principal {
+            subject: "alice".into(),
+            scopes: vec![],
+        }));
         let modern = Owner::of(Era::Modern, &s1);
         assert!(modern.admits(Era::Modern, &s2), "no sessions on 2026-07-28");
         assert!(!modern.admits(Era::Modern, &alice));
@@ -1903,7 +1969,7 @@ mod tests {
         assert_eq!(got["error"]["code"], -32603);
         assert!(!got.contains_key("result"));
 
-        let session = Arc::new(Session::new(Arc::new(tokio::sync::Semaphore::new(1))));
+        let session = Arc::new(Session::new(1));
         let legacy = entry(Duration::from_secs(60), Owner::of(Era::Legacy, &session));
         legacy.finish(
             Outcome::Result {

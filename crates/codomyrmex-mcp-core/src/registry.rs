@@ -10,23 +10,21 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::sync::{Changes, Generation};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::watch;
 
 use crate::context::ToolContext;
 use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
+use crate::util::catch_unwind;
 use crate::validation::SchemaValidator;
 use crate::wire::{ContentBlock, ToolAnnotations};
 
 /// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::platform::BoxFuture;
 
 /// The longest tool name MCP allows.
 pub const MAX_TOOL_NAME_LEN: usize = 128;
@@ -435,8 +433,7 @@ pub(crate) struct RegisteredTool {
     pub(crate) wire: Value,
     pub(crate) settings: ToolSettings,
     /// The parameters a modern HTTP client mirrors in `Mcp-Param-*` headers.
-    #[cfg(feature = "http")]
-    pub(crate) header_params: Vec<crate::transport::http::headers::HeaderParam>,
+    pub(crate) header_params: Vec<HeaderParam>,
     input_validator: SchemaValidator,
     output_validator: Option<SchemaValidator>,
     handler: Arc<dyn ToolHandler>,
@@ -446,10 +443,9 @@ pub(crate) struct RegisteredTool {
 /// Tools by invocation name.
 pub struct McpToolRegistry {
     tools: RwLock<BTreeMap<String, Arc<RegisteredTool>>>,
-    generation: watch::Sender<u64>,
+    generation: Generation,
     /// Whether any tool ever registered has `Mcp-Param-*` parameters; until one has, the
     /// modern HTTP header check need not look the called tool up.
-    #[cfg(feature = "http")]
     header_params_seen: std::sync::atomic::AtomicBool,
 }
 
@@ -557,8 +553,7 @@ impl McpToolRegistry {
     pub fn new() -> Self {
         Self {
             tools: RwLock::new(BTreeMap::new()),
-            generation: watch::Sender::new(0),
-            #[cfg(feature = "http")]
+            generation: Generation::new(),
             header_params_seen: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -615,8 +610,7 @@ impl McpToolRegistry {
             .map(|s| compile_schema(&definition.name, "output", s, false))
             .transpose()?;
         let tool = Arc::new(RegisteredTool {
-            #[cfg(feature = "http")]
-            header_params: crate::transport::http::headers::header_params(&definition.input_schema),
+            header_params: header_params(&definition.input_schema),
             definition,
             wire,
             settings,
@@ -637,14 +631,13 @@ impl McpToolRegistry {
                     }),
                 };
             }
-            #[cfg(feature = "http")]
             if !tool.header_params.is_empty() {
                 self.header_params_seen
                     .store(true, std::sync::atomic::Ordering::Release);
             }
             tools.insert(tool.definition.name.clone(), tool);
         }
-        self.generation.send_modify(|g| *g += 1);
+        self.generation.bump();
         Ok(())
     }
 
@@ -652,7 +645,7 @@ impl McpToolRegistry {
     pub fn unregister(&self, name: &str) -> bool {
         let removed = self.write().remove(name).is_some();
         if removed {
-            self.generation.send_modify(|g| *g += 1);
+            self.generation.bump();
         }
         removed
     }
@@ -683,15 +676,26 @@ impl McpToolRegistry {
     }
 
     /// A receiver that changes whenever the set of tools changes.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> Changes {
         self.generation.subscribe()
     }
 
     /// Whether any tool registered so far has `Mcp-Param-*` parameters.
-    #[cfg(feature = "http")]
-    pub(crate) fn has_header_params(&self) -> bool {
+    #[doc(hidden)]
+    pub fn has_header_params(&self) -> bool {
         self.header_params_seen
             .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Runs `f` on the `x-mcp-header` parameters of tool `name`, if it exists (the HTTP
+    /// transport maps them onto header names).
+    #[doc(hidden)]
+    pub fn with_header_params<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&[HeaderParam]) -> R,
+    ) -> Option<R> {
+        self.lookup(name).map(|tool| f(&tool.header_params))
     }
 
     pub(crate) fn lookup(&self, name: &str) -> Option<Arc<RegisteredTool>> {
@@ -796,18 +800,15 @@ impl RegisteredTool {
         }
         let context = context.with_tool_name(&self.definition.name);
         let fut = catch_unwind(self.handler.clone().call(arguments, context));
-        let blocking_pool = self
-            .settings
-            .blocking
-            .then(tokio::runtime::Handle::try_current)
-            .and_then(Result::ok);
-        let outcome = match blocking_pool {
-            // Off the runtime's workers. A panic is caught inside; the join fails only if the
+        let outcome = if self.settings.blocking {
+            // Off the runtime's workers. A panic is caught inside; the run fails only if the
             // runtime shuts down, which ends the call like a panic would.
-            Some(handle) => tokio::task::spawn_blocking(move || handle.block_on(fut))
+            let runtime = crate::platform::Platform::default_platform().runtime;
+            crate::platform::blocking(runtime.as_ref(), fut)
                 .await
-                .unwrap_or(Err(())),
-            None => fut.await,
+                .unwrap_or(Err(()))
+        } else {
+            fut.await
         };
         let output = match outcome {
             Ok(output) => output,
@@ -853,27 +854,6 @@ impl RegisteredTool {
 }
 
 /// Catches a panic raised while polling `fut`.
-pub(crate) fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
-    CatchUnwind { fut: Box::pin(fut) }
-}
-
-pub(crate) struct CatchUnwind<F> {
-    fut: Pin<Box<F>>,
-}
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, ()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let fut = self.fut.as_mut();
-        match std::panic::catch_unwind(AssertUnwindSafe(move || fut.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(_) => Poll::Ready(Err(())),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -955,11 +935,11 @@ mod tests {
             r.register(n, schema(), add).unwrap();
         }
         assert_eq!(r.list_tools(), ["alpha", "mid.tool", "zeta"]);
-        let gen_before = *rx.borrow();
+        let gen_before = rx.borrow();
         // Same schema with keys in another order.
         let reordered = json!({"required":["a","b"],"properties":{"b":{"type":"integer"},"a":{"type":"integer"}},"type":"object"});
         r.register("alpha", reordered, add).unwrap();
-        assert_eq!(*rx.borrow(), gen_before);
+        assert_eq!(rx.borrow(), gen_before);
         assert_eq!(r.len(), 3);
     }
 
@@ -1113,4 +1093,39 @@ mod tests {
         let res = r.execute(&call("out", json!({}))).await;
         assert_eq!(res.error().unwrap().error_type, "OutputValidationError");
     }
+}
+
+/// A tool parameter that a client must mirror in an `Mcp-Param-{Name}` header (its schema
+/// property carries `x-mcp-header`), as plain data: the HTTP transport maps `name` to a
+/// header name itself. Worked out once, when the tool is registered.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderParam {
+    /// The property path from the arguments object to the parameter.
+    pub path: Vec<String>,
+    /// The `x-mcp-header` name, as declared.
+    pub name: String,
+}
+
+/// The `x-mcp-header` parameters of an input schema, in schema order.
+fn header_params(schema: &Value) -> Vec<HeaderParam> {
+    fn collect(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>) {
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+            return;
+        };
+        for (key, prop) in props {
+            path.push(key.clone());
+            if let Some(name) = prop.get("x-mcp-header").and_then(Value::as_str) {
+                out.push(HeaderParam {
+                    path: path.clone(),
+                    name: name.to_owned(),
+                });
+            }
+            collect(prop, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    collect(schema, &mut Vec::new(), &mut out);
+    out
 }
