@@ -1669,7 +1669,7 @@ mod tests {
         assert_eq!(iso8601(t), "2099-12-31T23:59:59.000Z");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn status_follows_the_lifecycle() {
         let e = entry(Duration::from_secs(60), modern_owner());
         assert_eq!(e.status(), Status::Working);
@@ -1737,7 +1737,7 @@ mod tests {
         ));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn cancelling_stops_the_work_and_wakes_waiters() {
         let e = entry(Duration::from_secs(60), modern_owner());
         let Ok(Asked::Waiting(w)) = ask(&e, "k", 8) else {
@@ -1754,7 +1754,7 @@ mod tests {
         assert_eq!(e.cancel(), Err(Status::Cancelled));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn partial_updates_keep_the_task_waiting_for_the_rest() {
         let e = entry(Duration::from_secs(60), modern_owner());
         let (Ok(Asked::Waiting(a)), Ok(Asked::Waiting(b))) = (ask(&e, "a", 8), ask(&e, "b", 8))
@@ -1900,7 +1900,7 @@ mod tests {
         drop(guard);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn expired_tasks_are_removed_and_cancelled() {
         let store = store(TaskConfig::default());
         let e = entry(Duration::from_millis(300), modern_owner());
@@ -2213,7 +2213,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_task_supporting_call_becomes_a_task_and_completes() {
         let c = Client::new(&engine(TaskConfig::default()));
         let created = c.call("slow", json!({"ms": 50})).await;
@@ -2258,7 +2258,7 @@ mod tests {
         assert_eq!(c.session.in_flight(), 0);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn without_the_extension_calls_are_synchronous_and_tasks_methods_refused() {
         let c = Client::new(&engine(TaskConfig::default()));
         let sync = c
@@ -2294,7 +2294,7 @@ mod tests {
         assert_eq!(created["resultType"], "task");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn tool_errors_complete_and_protocol_errors_fail() {
         let c = Client::new(&engine(TaskConfig::default()));
         let created = c.call("required", json!({})).await;
@@ -2316,7 +2316,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn cancel_acknowledges_and_settles_cancelled() {
         let c = Client::new(&engine(TaskConfig::default()));
         let created = c.call("slow", json!({"ms": 60_000})).await;
@@ -2343,7 +2343,7 @@ mod tests {
         assert_eq!(e.code, -32602);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn removed_and_unknown_tasks_methods_are_not_found() {
         let c = Client::new(&engine(TaskConfig::default()));
         for method in ["tasks/result", "tasks/list", "tasks/nope"] {
@@ -2355,7 +2355,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn input_parks_the_task_until_tasks_update() {
         let c = Client::new(&engine(TaskConfig::default()));
         let created = c.call("ask", json!({})).await;
@@ -2390,7 +2390,7 @@ mod tests {
         assert_eq!(e.code, -32602, "answers are objects");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn several_inputs_are_pending_at_once_and_answered_one_by_one() {
         let c = Client::new(&engine(TaskConfig::default()));
         let created = c.call("two", json!({})).await;
@@ -2424,7 +2424,7 @@ mod tests {
         assert_eq!(done["result"]["content"][0]["text"], "x and y");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn multi_round_trip_input_comes_before_the_task() {
         let c = Client::new(&engine(TaskConfig::default()));
         let r1 = c.call("mrtr_then_task", json!({})).await;
@@ -2449,7 +2449,7 @@ mod tests {
         assert_eq!(done["result"]["content"][0]["text"], "Hello, Alice!");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_full_store_runs_calls_synchronously() {
         let c = Client::new(&engine(TaskConfig {
             max_tasks: 1,
@@ -2462,7 +2462,7 @@ mod tests {
         assert_eq!(c.engine.shared.tasks.len(), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn tasks_end_and_disappear_when_their_ttl_elapses() {
         let c = Client::new(&engine(TaskConfig {
             ttl: Duration::from_millis(400),
@@ -2481,7 +2481,7 @@ mod tests {
         assert_eq!(c.engine.shared.tasks.len(), 0);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
         let c = Client::new(&engine(TaskConfig::default()));
         let d = c.modern("server/discover", json!({}), false).await.unwrap();
@@ -2539,7 +2539,7 @@ mod tests {
         panic!("no terminal status")
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn experimental_2025_11_25_tasks() {
         let e = engine(TaskConfig::default());
         let c = legacy(&e, json!({})).await;
@@ -2648,7 +2648,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn experimental_tasks_list_pages() {
         let cfg = McpServerConfig::default()
             .with_rate_limit(None)
@@ -2678,7 +2678,7 @@ mod tests {
         assert_eq!(e2.code, -32602);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn experimental_tool_errors_fail_the_task() {
         let e = engine(TaskConfig::default());
         let c = legacy(&e, json!({})).await;
@@ -2706,7 +2706,7 @@ mod tests {
         assert_eq!(e2.code, -32603);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn experimental_task_input_is_a_related_task_request() {
         let e = engine(TaskConfig::default());
         let c = legacy(&e, json!({"elicitation": {}})).await;
@@ -2765,7 +2765,7 @@ mod tests {
         assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], id);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_experimental_task_ends_with_its_session() {
         let e = engine(TaskConfig::default());
         let c = legacy(&e, json!({})).await;
@@ -2791,7 +2791,7 @@ mod tests {
         assert_eq!(entry.status(), Status::Cancelled);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn earlier_revisions_have_no_tasks() {
         let e = engine(TaskConfig::default());
         let c = Client::new(&e);
