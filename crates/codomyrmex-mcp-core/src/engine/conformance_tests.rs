@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::context::{InputRequest, MessageSink, NullSink, ToolContext};
 use crate::registry::{McpToolRegistry, ToolOutput};
+use crate::wire::ContentBlock;
 use crate::wire::jsonrpc::decode;
 
 fn engine() -> Engine {
