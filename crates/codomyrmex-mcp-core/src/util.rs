@@ -1,5 +1,10 @@
 //! Small helpers shared by the registries.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 /// Standard base64 with padding.
 pub fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
@@ -87,6 +92,29 @@ fn sniff(bytes: &[u8]) -> &'static str {
     }
 }
 
+/// Catches a panic while polling a future: `Err(())` instead of unwinding.
+pub fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
+    CatchUnwind { fut: Box::pin(fut) }
+}
+
+/// The future of [`catch_unwind`].
+pub struct CatchUnwind<F> {
+    fut: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let fut = self.fut.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(move || fut.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,33 +143,5 @@ mod tests {
             mime_for("noext", &[0xff, 0x00, 0xfe]),
             "application/octet-stream"
         );
-    }
-}
-
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-/// Catches a panic while polling a future: `Err(())` instead of unwinding.
-pub fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
-    CatchUnwind { fut: Box::pin(fut) }
-}
-
-/// The future of [`catch_unwind`].
-pub struct CatchUnwind<F> {
-    fut: Pin<Box<F>>,
-}
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, ()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let fut = self.fut.as_mut();
-        match std::panic::catch_unwind(AssertUnwindSafe(move || fut.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(_) => Poll::Ready(Err(())),
-        }
     }
 }
