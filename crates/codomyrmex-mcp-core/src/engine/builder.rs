@@ -62,6 +62,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Runs on `platform`: its runtime, time source and entropy (see the three methods below).
+    pub fn platform(self, platform: Platform) -> Self {
+        self.runtime(platform.runtime)
+            .time_source(platform.time)
+            .entropy(platform.entropy)
+    }
+
     /// Runs background work, timers and blocking handlers on `runtime` instead of the
     /// default platform's ([`Platform::default_platform`]).
     pub fn runtime(mut self, runtime: Arc<dyn Runtime>) -> Self {
@@ -87,7 +94,7 @@ impl EngineBuilder {
     }
 
     /// The platform the engine runs on: what was set, the default platform's for the rest.
-    fn platform(&self) -> Platform {
+    fn resolved_platform(&self) -> Platform {
         let default = Platform::default_platform();
         Platform {
             runtime: self.runtime.clone().unwrap_or(default.runtime),
@@ -98,13 +105,16 @@ impl EngineBuilder {
 
     /// The engine.
     pub fn build(self) -> Engine {
-        let tasks = Arc::new(tasks::TaskStore::new(self.tasks.clone(), self.platform()));
+        let tasks = Arc::new(tasks::TaskStore::new(
+            self.tasks.clone(),
+            self.resolved_platform(),
+        ));
         self.build_sharing_tasks(tasks)
     }
 
     /// The engine, with `tasks` as its task store.
     pub(super) fn build_sharing_tasks(self, tasks: Arc<tasks::TaskStore>) -> Engine {
-        let platform = self.platform();
+        let platform = self.resolved_platform();
         let Self {
             config,
             registry,
