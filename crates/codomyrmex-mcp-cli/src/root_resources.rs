@@ -8,7 +8,7 @@
 //! template). URIs are `PREFIX` + the percent-encoded path relative to the root, never an
 //! absolute path.
 //!
-//! It lists only; `McpResourceRegistry::serve_directory` reads.
+//! It lists only; `ServeDirectory::serve_directory` reads.
 
 use std::path::PathBuf;
 

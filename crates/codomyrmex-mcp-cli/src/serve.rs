@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::ServeDirectory as _;
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::transport::http::{
     AuthConfig, HttpConfig, HttpError, HttpServer, Jwks, JwtConfig, StaticToken,

@@ -63,3 +63,75 @@ fn each_hash_crate_is_locked_at_one_version() {
         locked.get("generic-array")
     );
 }
+
+/// `cargo tree -p codomyrmex-mcp-core -e normal -i <spec> --depth 1`: the crate and the
+/// crates in the core's normal tree that depend on it directly (empty when it is absent).
+fn core_dependents(spec: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml");
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "--manifest-path",
+            manifest,
+            "-p",
+            "codomyrmex-mcp-core",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--depth",
+            "1",
+            "-i",
+            spec,
+        ])
+        .output()
+        .expect("cargo tree runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        // A crate that is in the lock file but not in the core's tree is "not found".
+        assert!(
+            stderr.contains("did not match any packages") || stderr.contains("nothing to print"),
+            "cargo tree -i {spec} failed: {stderr}"
+        );
+        return Vec::new();
+    }
+    stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// Issue #14: the protocol core has no async runtime, HTTP stack or OS randomness in its
+/// normal dependency tree, not even transitively, so the compiler enforces that it does no
+/// I/O and takes time and randomness as inputs.
+#[test]
+fn the_core_has_no_runtime_no_http_and_no_os_randomness() {
+    let locked = locked_versions();
+    for name in ["tokio", "tokio-util", "hyper", "axum", "mio"] {
+        for version in locked.get(name).into_iter().flatten() {
+            let spec = format!("{name}@{version}");
+            let found = core_dependents(&spec);
+            assert!(
+                found.is_empty(),
+                "{spec} is in the core's tree, through {found:?}"
+            );
+        }
+    }
+    // `jsonschema` pulls `ahash` with its default features, whose `getrandom` seeds hash
+    // maps against collision attacks; the core itself never draws from it (it has no
+    // `getrandom` dependency: entropy is the platform's).
+    for version in locked.get("getrandom").into_iter().flatten() {
+        let spec = format!("getrandom@{version}");
+        let found = core_dependents(&spec);
+        assert!(
+            found.iter().all(|d| d == "ahash"),
+            "{spec} is in the core's tree through {found:?}, not only through ahash"
+        );
+    }
+}

@@ -1,72 +1,14 @@
-//! Internals exposed for the fuzz targets in `fuzz/` and for robustness tests.
+//! Internals exposed for the fuzz targets in `fuzz/` and for robustness tests: the core's
+//! (`requestState` sealing) and the HTTP transport's (header checks).
 //!
-//! Not a stable API: hidden from the documentation, and free to change in any release. Each
-//! function is a thin forwarder to crate-private code, so the fuzzers exercise exactly what
-//! the server runs.
+//! Not a stable API: hidden from the documentation, and free to change in any release.
 
-use std::time::Duration;
-
+#[cfg(feature = "http")]
 use serde_json::{Map, Value};
 
-use crate::engine::mrtr::{Binding, Sealer};
+#[cfg(feature = "http")]
 use crate::wire::ErrorObject;
-
-/// Seals and opens multi round-trip `requestState` values exactly as the engine does.
-pub struct RequestStateSealer(Sealer);
-
-impl std::fmt::Debug for RequestStateSealer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RequestStateSealer(..)")
-    }
-}
-
-impl RequestStateSealer {
-    /// A sealer with a fixed key and time to live.
-    pub fn new(key: [u8; 32], ttl: Duration) -> Self {
-        Self(Sealer::new(Some(key), ttl))
-    }
-
-    /// Seals the earlier responses and the handler's state for a request.
-    pub fn seal(
-        &self,
-        method: &str,
-        target: &str,
-        principal: Option<&str>,
-        responses: &Map<String, Value>,
-        state: Option<&Value>,
-    ) -> String {
-        let binding = Binding {
-            method,
-            target,
-            principal,
-        };
-        // A keyed sealer always seals.
-        self.0.seal(&binding, responses, state).unwrap_or_default()
-    }
-
-    /// Seals arbitrary payload bytes with a valid tag, so that a fuzzer reaches the payload
-    /// checks behind the integrity check.
-    pub fn seal_payload(&self, payload: &[u8]) -> String {
-        self.0.seal_payload(payload).unwrap_or_default()
-    }
-
-    /// Verifies and opens a sealed state for a request, as `tools/call`, `prompts/get` and
-    /// `resources/read` do with a client's `requestState`.
-    pub fn open(
-        &self,
-        sealed: &str,
-        method: &str,
-        target: &str,
-        principal: Option<&str>,
-    ) -> Result<(Map<String, Value>, Option<Value>), ErrorObject> {
-        let binding = Binding {
-            method,
-            target,
-            principal,
-        };
-        self.0.open(sealed, &binding)
-    }
-}
+pub use codomyrmex_mcp_core::fuzzing::*;
 
 /// Checks a modern-era request's `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and
 /// `Mcp-Param-*` headers against its body, as the HTTP transport does before routing it.

@@ -11,6 +11,10 @@
 //!   whose invariants hold for every value that exists.
 //! - [`registry`]: [`McpToolRegistry`], tools by invocation name with JSON Schema validation.
 //! - [`engine`]: the protocol logic, with no I/O. It turns decoded messages into responses.
+//!   It lives in the `codomyrmex-mcp-core` crate (no tokio, no HTTP, no clock), re-exported
+//!   here with the registries, the data model and the wire format under the same paths.
+//! - [`runtime`]: the tokio/OS [`platform::Platform`] the engine runs on (spawning, timers,
+//!   the blocking pool, the clock, `getrandom`), registered as the default.
 //! - [`transport`]: thin adapters around the engine: stdio and Streamable HTTP.
 //! - [`McpServer`] and [`McpServerConfig`]: the pieces put together.
 //! - [`McpClient`]: a small client for tests and tools.
@@ -47,47 +51,45 @@
 #![warn(missing_docs)]
 
 pub mod client;
-pub mod config;
-pub mod context;
-pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
-mod portable_schema;
-pub mod prompts;
-pub mod registry;
-pub mod resources;
-pub mod schema;
+pub mod runtime;
+pub mod serve_directory;
 pub mod server;
-mod tool_content;
-mod tool_support;
 pub mod transport;
-pub mod uri_template;
-mod util;
-mod validation;
-pub mod wire;
+
+// The protocol core, under the paths this crate has always had.
+#[doc(hidden)]
+pub use codomyrmex_mcp_core::util;
+pub use codomyrmex_mcp_core::{
+    config, context, engine, platform, prompts, registry, resources, schema, sync, uri_template,
+    wire,
+};
 
 pub use client::{ClientError, McpClient};
-pub use config::{CacheScope, McpServerConfig, RateLimit};
-pub use context::{ClientRequestError, InputRequest, Principal, ToolContext};
-pub use prompts::{
+pub use codomyrmex_mcp_core::config::{CacheScope, McpServerConfig, RateLimit};
+pub use codomyrmex_mcp_core::context::{ClientRequestError, InputRequest, Principal, ToolContext};
+pub use codomyrmex_mcp_core::prompts::{
     McpPromptRegistry, PromptArgument, PromptDefinition, PromptMessage, PromptResult,
 };
-pub use registry::{
+pub use codomyrmex_mcp_core::registry::{
     McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
     ToolRegistration, ToolSettings,
 };
-pub use resources::{
+pub use codomyrmex_mcp_core::resources::{
     McpResourceRegistry, ResourceDefinition, ResourceLister, ResourceTemplateDefinition,
 };
-pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
+pub use codomyrmex_mcp_core::schema::{
+    ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
+};
+pub use codomyrmex_mcp_core::wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
+pub use codomyrmex_mcp_core::{FnRegistrationError, McpTools, WithContent};
+pub use serve_directory::ServeDirectory;
 pub use server::McpServer;
-pub use tool_content::WithContent;
-pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
 
-pub use codomyrmex_mcp_macros::{mcp_prompt, mcp_resource, mcp_tool, mcp_tools};
 #[doc(hidden)]
-pub use tool_support::__private;
-pub use tool_support::{FnRegistrationError, McpTools};
+pub use codomyrmex_mcp_core::__private;
+pub use codomyrmex_mcp_macros::{mcp_prompt, mcp_resource, mcp_tool, mcp_tools};
 
 /// The crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

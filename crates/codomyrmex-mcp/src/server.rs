@@ -30,7 +30,10 @@ impl McpServer {
     /// A server for `registry`.
     pub fn new(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> Self {
         Self {
-            engine: Engine::new(config, registry),
+            // The tokio/OS platform, named rather than left to the registered default.
+            engine: Engine::builder(config, registry)
+                .platform(crate::runtime::platform())
+                .build(),
         }
     }
 

@@ -121,7 +121,7 @@ proptest! {
         let mut model: BTreeMap<String, (usize, Option<usize>)> = BTreeMap::new();
         for op in ops {
             let before = registry.definitions();
-            let changed_before = changes.has_changed().unwrap_or(false);
+            let changed_before = changes.has_changed();
             prop_assert!(!changed_before);
             let (name, outcome, wanted) = match op {
                 Op::Register { name, schema: s } => {
@@ -142,7 +142,7 @@ proptest! {
                     let name = NAMES[name];
                     let removed = registry.unregister(name);
                     prop_assert_eq!(removed, model.remove(name).is_some());
-                    prop_assert_eq!(changes.has_changed().unwrap_or(false), removed);
+                    prop_assert_eq!(changes.has_changed(), removed);
                     changes.mark_unchanged();
                     prop_assert_eq!(registry.list_tools(), model.keys().cloned().collect::<Vec<_>>());
                     continue;
@@ -153,19 +153,19 @@ proptest! {
                     // Idempotent: the same definition again changes nothing.
                     prop_assert_eq!(*existing, wanted);
                     prop_assert_eq!(registry.definitions(), before);
-                    prop_assert!(!changes.has_changed().unwrap_or(true));
+                    prop_assert!(!changes.has_changed());
                 }
                 (Ok(()), None) => {
                     prop_assert!(valid_name(name));
                     prop_assert!(wanted.0 < 4, "an invalid schema was accepted");
                     model.insert(name.to_owned(), wanted);
-                    prop_assert!(changes.has_changed().unwrap_or(false));
+                    prop_assert!(changes.has_changed());
                     changes.mark_unchanged();
                 }
                 (Err(e), existing) => {
                     // Refused: nothing changed, and the reason is the right one.
                     prop_assert_eq!(registry.definitions(), before);
-                    prop_assert!(!changes.has_changed().unwrap_or(true));
+                    prop_assert!(!changes.has_changed());
                     match e {
                         McpRegistrationError::InvalidName { .. } => prop_assert!(!valid_name(name)),
                         McpRegistrationError::Conflict { .. } => {

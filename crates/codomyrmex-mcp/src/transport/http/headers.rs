@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use crate::registry::McpToolRegistry;
+use crate::registry::{HeaderParam, McpToolRegistry};
 use crate::wire::{ErrorCode, ErrorObject};
 
 /// `MCP-Protocol-Version`, in the parsed form a lookup needs (a `&str` name is parsed anew on
@@ -115,13 +115,12 @@ pub(crate) fn validate(
     if method == "tools/call"
         && registry.has_header_params()
         && let Some(name) = params.get("name").and_then(Value::as_str)
-        // `lookup` shares the registered tool; `get` would clone its whole definition (the
-        // schemas included) on every call.
-        && let Some(tool) = registry.lookup(name)
-        && !tool.header_params.is_empty()
     {
         let args = params.get("arguments").and_then(Value::as_object);
-        validate_params(headers, &tool.header_params, args)?;
+        // Borrowed from the registered tool, not cloned with its definition.
+        registry
+            .with_header_params(name, |annotated| validate_params(headers, annotated, args))
+            .unwrap_or(Ok(()))?;
     }
     Ok(())
 }
@@ -144,10 +143,13 @@ fn validate_params(
                     .get(last)
             })
             .filter(|v| !v.is_null());
-        let raw = match &param.header {
-            Some(h) => header(headers, h)?,
+        // The registry holds the declared name; the header is this transport's concern.
+        let raw = match HeaderName::from_bytes(
+            format!("mcp-param-{}", name.to_ascii_lowercase()).as_bytes(),
+        ) {
+            Ok(h) => header(headers, &h)?,
             // Not a valid header name, so no such header can have been sent.
-            None => None,
+            Err(_) => None,
         };
         match (value, raw) {
             (None, None) => {}
@@ -179,46 +181,6 @@ fn validate_params(
         }
     }
     Ok(())
-}
-
-/// A tool parameter that a client must mirror in an `Mcp-Param-{Name}` header (its schema
-/// property carries `x-mcp-header`). Worked out once, when the tool is registered.
-#[derive(Debug, Clone)]
-pub(crate) struct HeaderParam {
-    /// The property path from the arguments object to the parameter.
-    path: Vec<String>,
-    /// The `x-mcp-header` name, as declared.
-    name: String,
-    /// `mcp-param-{name}`, lowercased; `None` when that is no valid header name.
-    header: Option<HeaderName>,
-}
-
-/// The `x-mcp-header` parameters of an input schema, in schema order.
-pub(crate) fn header_params(schema: &Value) -> Vec<HeaderParam> {
-    let mut out = Vec::new();
-    collect(schema, &mut Vec::new(), &mut out);
-    out
-}
-
-fn collect(schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>) {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (key, prop) in props {
-        path.push(key.clone());
-        if let Some(name) = prop.get("x-mcp-header").and_then(Value::as_str) {
-            out.push(HeaderParam {
-                path: path.clone(),
-                name: name.to_owned(),
-                header: HeaderName::from_bytes(
-                    format!("mcp-param-{}", name.to_ascii_lowercase()).as_bytes(),
-                )
-                .ok(),
-            });
-        }
-        collect(prop, path, out);
-        path.pop();
-    }
 }
 
 #[cfg(test)]

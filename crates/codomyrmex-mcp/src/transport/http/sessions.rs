@@ -269,7 +269,6 @@ fn new_session_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::sync::Semaphore;
 
     fn defaults() -> ReplayLimits {
         ReplayLimits::of(&super::super::HttpConfig::default())
@@ -283,7 +282,11 @@ mod tests {
     }
 
     fn session() -> Arc<Session> {
-        Arc::new(Session::new(Arc::new(Semaphore::new(4))))
+        crate::engine::Engine::new(
+            crate::McpServerConfig::default(),
+            Arc::new(crate::McpToolRegistry::new()),
+        )
+        .new_session()
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Server-side changes that clients may hear about: list changes and resource updates.
 
-use tokio::sync::{broadcast, watch};
+use futures_util::FutureExt as _;
+
+use crate::sync::{Changes, Receiver, Recv};
 
 use crate::resources::ResourceEvent;
 
@@ -20,10 +22,10 @@ pub enum ServerEvent {
 
 /// A stream of [`ServerEvent`]s, from [`Engine::events`](super::Engine::events).
 pub struct EventStream {
-    pub(crate) tools: watch::Receiver<u64>,
-    pub(crate) prompts: Option<watch::Receiver<u64>>,
-    pub(crate) resources: Option<watch::Receiver<u64>>,
-    pub(crate) updates: Option<broadcast::Receiver<ResourceEvent>>,
+    pub(crate) tools: Changes,
+    pub(crate) prompts: Option<Changes>,
+    pub(crate) resources: Option<Changes>,
+    pub(crate) updates: Option<Receiver<ResourceEvent>>,
 }
 
 impl std::fmt::Debug for EventStream {
@@ -32,7 +34,7 @@ impl std::fmt::Debug for EventStream {
     }
 }
 
-async fn changed(rx: &mut Option<watch::Receiver<u64>>) -> bool {
+async fn changed(rx: &mut Option<Changes>) -> bool {
     match rx {
         Some(r) => {
             if r.changed().await.is_ok() {
@@ -56,24 +58,24 @@ impl EventStream {
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
-                r = self.tools.changed() => {
+            let got = futures_util::select! {
+                r = self.tools.changed().fuse() => {
                     if r.is_err() {
                         return None;
                     }
                     return Some(ServerEvent::ToolsListChanged);
                 }
-                true = changed(&mut self.prompts) => return Some(ServerEvent::PromptsListChanged),
-                true = changed(&mut self.resources) => return Some(ServerEvent::ResourcesListChanged),
-                u = updates => match u {
-                    Ok(ResourceEvent::Updated(uri)) => return Some(ServerEvent::ResourceUpdated(uri)),
-                    // A slow listener skipped some updates; keep going with the newest.
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(broadcast::error::RecvError::Closed) => {
-                        self.updates = None;
-                        continue;
-                    }
-                },
+                p = changed(&mut self.prompts).fuse() => if p { return Some(ServerEvent::PromptsListChanged) } else { None },
+                r = changed(&mut self.resources).fuse() => if r { return Some(ServerEvent::ResourcesListChanged) } else { None },
+                u = updates.fuse() => Some(u),
+            };
+            match got {
+                Some(Recv::Value(ResourceEvent::Updated(uri))) => {
+                    return Some(ServerEvent::ResourceUpdated(uri));
+                }
+                // A slow listener skipped some updates; keep going with the newest.
+                Some(Recv::Lagged(_)) | None => continue,
+                Some(Recv::Closed) => self.updates = None,
             }
         }
     }

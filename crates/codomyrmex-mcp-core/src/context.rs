@@ -7,8 +7,10 @@
 
 use std::sync::Arc;
 
+use crate::platform::BoxFuture;
+use crate::round::RoundTrip;
+use crate::sync::CancellationToken;
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::wire::{Era, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
 
@@ -34,7 +36,8 @@ impl MessageSink for NullSink {
 
 impl NullSink {
     /// One shared null sink, so that a request without a stream need not allocate one.
-    pub(crate) fn shared() -> Arc<dyn MessageSink> {
+    #[doc(hidden)]
+    pub fn shared() -> Arc<dyn MessageSink> {
         static SHARED: std::sync::LazyLock<Arc<dyn MessageSink>> =
             std::sync::LazyLock::new(|| Arc::new(NullSink));
         SHARED.clone()
@@ -146,7 +149,44 @@ pub(crate) trait ClientRequester: Send + Sync + 'static {
         params: Value,
         sink: Arc<dyn MessageSink>,
         cancel: CancellationToken,
-    ) -> crate::registry::BoxFuture<'static, Result<Value, ClientRequestError>>;
+    ) -> crate::platform::BoxFuture<'static, Result<Value, ClientRequestError>>;
+}
+
+/// An empty capabilities object, shared: most requests' scopes and every new session start
+/// with one, and sharing it spares an allocation each.
+pub(crate) fn no_capabilities() -> Arc<Value> {
+    static EMPTY: std::sync::LazyLock<Arc<Value>> =
+        std::sync::LazyLock::new(|| Arc::new(Value::Object(Map::new())));
+    EMPTY.clone()
+}
+
+/// The task side of a tool's input, for a call that is (or may become) a task. The engine's
+/// task link implements it; the context only calls it, so it names no engine type.
+pub(crate) trait TaskInput: Send + Sync + 'static {
+    /// Turns the call into a task now; `false` if it already is one.
+    fn start(&self) -> bool;
+    /// Whether input parks the task (it is a task, answered by `tasks/update`).
+    fn parks(&self) -> bool;
+    /// The task's id.
+    fn task_id(&self) -> &str;
+    /// The multi round-trip round the call runs in before it becomes a task.
+    fn round(&self) -> Option<&Arc<RoundTrip>>;
+    /// [`ToolContext::input`] of a task.
+    fn input<'a>(
+        &'a self,
+        key: &'a str,
+        request: &'a InputRequest,
+        declared: bool,
+        sink: &'a Arc<dyn MessageSink>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Value, ClientRequestError>>;
+    /// [`ToolContext::input_all`] of a parked task.
+    fn input_all<'a>(
+        &'a self,
+        requests: Vec<(String, InputRequest)>,
+        capabilities: &'a Value,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClientRequestError>>;
 }
 
 /// What a tool sees of the request that invoked it.
@@ -179,9 +219,9 @@ pub(crate) enum InputMode {
     /// Legacy era: server-to-client JSON-RPC requests.
     Requests(Arc<dyn ClientRequester>),
     /// Modern era: multi round-trip requests.
-    RoundTrip(Arc<crate::engine::mrtr::RoundTrip>),
+    RoundTrip(Arc<RoundTrip>),
     /// A call that is (or may become) a task: input parks the task until the client answers.
-    Task(Arc<crate::engine::tasks::TaskLink>),
+    Task(Arc<dyn TaskInput>),
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -207,7 +247,7 @@ impl ToolContext {
             log_level: None,
             era: Era::Modern,
             protocol_version: ProtocolVersion::LATEST_MODERN,
-            client_capabilities: crate::engine::no_capabilities(),
+            client_capabilities: no_capabilities(),
             principal: None,
             input: InputMode::Unavailable,
         })

@@ -7,7 +7,7 @@
 //! `base64url(payload) "." base64url(HMAC-SHA256(key, payload))`; the payload binds the method,
 //! the target (tool, prompt or URI), the principal and an expiry.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -16,69 +16,9 @@ use hmac::{Hmac, Mac};
 use serde_json::{Map, Value, json};
 use sha2::Sha256;
 
+use crate::platform::{Entropy, TimeSource};
+pub(crate) use crate::round::RoundTrip;
 use crate::wire::ErrorObject;
-
-/// The input gathered for one round of a request, and what the handler asks for next.
-#[derive(Debug, Default)]
-pub(crate) struct RoundTrip {
-    /// Responses from every earlier round, by input key.
-    pub(crate) responses: Map<String, Value>,
-    /// State the handler saved in an earlier round.
-    pub(crate) state: Option<Value>,
-    /// Inputs requested this round.
-    pub(crate) requested: Mutex<Map<String, Value>>,
-    /// State the handler saves for the next round.
-    pub(crate) next_state: Mutex<Option<Value>>,
-    /// A capability the handler needed and the client lacked.
-    pub(crate) missing_capability: Mutex<Option<&'static str>>,
-}
-
-impl RoundTrip {
-    pub(crate) fn request(&self, key: &str, request: Value) {
-        self.requested
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key.to_owned(), request);
-    }
-
-    pub(crate) fn take_requested(&self) -> Map<String, Value> {
-        std::mem::take(
-            &mut *self
-                .requested
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
-    }
-
-    pub(crate) fn take_next_state(&self) -> Option<Value> {
-        self.next_state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    pub(crate) fn set_next_state(&self, state: Value) {
-        *self
-            .next_state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(state);
-    }
-
-    pub(crate) fn note_missing(&self, capability: &'static str) {
-        let mut m = self
-            .missing_capability
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        m.get_or_insert(capability);
-    }
-
-    pub(crate) fn missing(&self) -> Option<&'static str> {
-        *self
-            .missing_capability
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 /// Seals and opens `requestState`.
 ///
@@ -87,10 +27,9 @@ impl RoundTrip {
 pub(crate) struct Sealer {
     key: Option<[u8; 64]>,
     ttl: Duration,
+    /// The wall clock expiry is set and checked against.
+    time: Arc<dyn TimeSource>,
 }
-
-/// A source of secure random bytes: `getrandom::fill` unless a test injects a failing one.
-pub(crate) type Entropy = fn(&mut [u8]) -> Result<(), getrandom::Error>;
 
 /// What a state is bound to.
 pub(crate) struct Binding<'a> {
@@ -99,9 +38,8 @@ pub(crate) struct Binding<'a> {
     pub(crate) principal: Option<&'a str>,
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
+fn secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default()
 }
@@ -111,21 +49,22 @@ fn invalid(reason: &str) -> ErrorObject {
 }
 
 impl Sealer {
-    /// A sealer with `key`, or a random key from the OS when `None`.
-    pub(crate) fn new(key: Option<[u8; 32]>, ttl: Duration) -> Self {
-        Self::with_entropy(key, ttl, getrandom::fill)
-    }
-
     /// A sealer with `key`, or a key drawn from `entropy` when `None`. If `entropy` fails,
-    /// the sealer has no key: it never falls back to a guessable one.
-    pub(crate) fn with_entropy(key: Option<[u8; 32]>, ttl: Duration, entropy: Entropy) -> Self {
+    /// the sealer has no key: it never falls back to a guessable one. Expiry follows `time`'s
+    /// wall clock.
+    pub(crate) fn new(
+        key: Option<[u8; 32]>,
+        ttl: Duration,
+        entropy: &dyn Entropy,
+        time: Arc<dyn TimeSource>,
+    ) -> Self {
         let mut full = [0u8; 64];
         let key = match key {
             Some(k) => {
                 full[..32].copy_from_slice(&k);
                 Some(full)
             }
-            None => match entropy(&mut full) {
+            None => match entropy.fill(&mut full) {
                 Ok(()) => Some(full),
                 Err(e) => {
                     tracing::error!(error = %e, "no OS randomness for the requestState key; multi round-trip requests are refused");
@@ -133,7 +72,7 @@ impl Sealer {
                 }
             },
         };
-        Self { key, ttl }
+        Self { key, ttl, time }
     }
 
     fn mac(&self, payload: &[u8]) -> Option<Hmac<Sha256>> {
@@ -155,7 +94,7 @@ impl Sealer {
             "m": binding.method,
             "t": binding.target,
             "p": binding.principal,
-            "exp": now_secs() + self.ttl.as_secs(),
+            "exp": secs(self.time.wall()) + self.ttl.as_secs(),
             "r": responses,
             "s": state,
         });
@@ -199,7 +138,10 @@ impl Sealer {
         if payload["v"] != 1 {
             return Err(invalid("unknown version"));
         }
-        if payload["exp"].as_u64().is_none_or(|e| e < now_secs()) {
+        if payload["exp"]
+            .as_u64()
+            .is_none_or(|e| e < secs(self.time.wall()))
+        {
             return Err(invalid("expired"));
         }
         if payload["m"] != binding.method || payload["t"] != binding.target {
@@ -220,6 +162,26 @@ impl Sealer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::{FrozenTime, NoEntropy};
+
+    /// Distinct bytes on every draw (so two sealers get two keys); never all zero.
+    struct TestEntropy;
+    impl Entropy for TestEntropy {
+        fn fill(&self, buf: &mut [u8]) -> Result<(), crate::platform::EntropyError> {
+            crate::platform::testing::platform().entropy.fill(buf)
+        }
+    }
+
+    fn clock() -> Arc<FrozenTime> {
+        Arc::new(FrozenTime::starting_at(
+            crate::platform::test_origin(),
+            UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        ))
+    }
+
+    fn sealer(key: Option<[u8; 32]>, ttl: Duration) -> Sealer {
+        Sealer::new(key, ttl, &TestEntropy, clock())
+    }
 
     fn b<'a>(m: &'a str, t: &'a str, p: Option<&'a str>) -> Binding<'a> {
         Binding {
@@ -231,7 +193,7 @@ mod tests {
 
     #[test]
     fn round_trips_and_rejects_tampering() {
-        let s = Sealer::new(None, Duration::from_secs(60));
+        let s = sealer(None, Duration::from_secs(60));
         let mut r = Map::new();
         r.insert("k".into(), json!({"action": "accept"}));
         let sealed = s
@@ -257,7 +219,7 @@ mod tests {
             s.open(&sealed, &b("tools/call", "t", Some("mallory")))
                 .is_err()
         );
-        let other = Sealer::new(None, Duration::from_secs(60));
+        let other = sealer(None, Duration::from_secs(60));
         assert!(other.open(&sealed, &b("tools/call", "t", None)).is_err());
     }
 
@@ -267,7 +229,7 @@ mod tests {
     fn the_tag_is_hmac_sha256_rfc_4231() {
         let mut key = [0u8; 32];
         key[..4].copy_from_slice(b"Jefe");
-        let s = Sealer::new(Some(key), Duration::from_secs(60));
+        let s = sealer(Some(key), Duration::from_secs(60));
         assert_eq!(
             s.seal_payload(b"what do ya want for nothing?").unwrap(),
             // base64url("what do ya want for nothing?") "." base64url(5bdcc146...64ec3843)
@@ -280,7 +242,7 @@ mod tests {
     #[test]
     fn a_state_sealed_by_an_earlier_build_opens() {
         let key: [u8; 32] = std::array::from_fn(|i| i as u8);
-        let s = Sealer::new(Some(key), Duration::from_secs(60));
+        let s = sealer(Some(key), Duration::from_secs(60));
         let payload = br#"{"v":1,"m":"tools/call","t":"t","p":null,"exp":99999999999,"r":{"k":"yes"},"s":{"step":2}}"#;
         let sealed = "eyJ2IjoxLCJtIjoidG9vbHMvY2FsbCIsInQiOiJ0IiwicCI6bnVsbCwiZXhwIjo5OTk5OTk5OTk5OSwiciI6eyJrIjoieWVzIn0sInMiOnsic3RlcCI6Mn19.qapX2dBe6fdKZs8Q_Ozk5hoJjgM_3cj3lPZ_yhPHImw";
         assert_eq!(s.seal_payload(payload).unwrap(), sealed);
@@ -291,11 +253,19 @@ mod tests {
 
     #[test]
     fn expired_states_are_refused() {
-        let s = Sealer::new(Some([7; 32]), Duration::from_secs(0));
+        let time = clock();
+        let s = Sealer::new(
+            Some([7; 32]),
+            Duration::from_secs(0),
+            &TestEntropy,
+            time.clone(),
+        );
         let sealed = s
             .seal(&b("tools/call", "t", None), &Map::new(), None)
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1100));
+        assert!(s.open(&sealed, &b("tools/call", "t", None)).is_ok());
+        // On the virtual clock: no sleep.
+        time.advance(Duration::from_millis(1100));
         assert!(
             s.open(&sealed, &b("tools/call", "t", None))
                 .unwrap_err()
@@ -306,22 +276,19 @@ mod tests {
 
     #[test]
     fn without_randomness_the_sealer_fails_closed() {
-        fn broken(_: &mut [u8]) -> Result<(), getrandom::Error> {
-            Err(getrandom::Error::UNSUPPORTED)
-        }
-        let s = Sealer::with_entropy(None, Duration::from_secs(60), broken);
+        let s = Sealer::new(None, Duration::from_secs(60), &NoEntropy, clock());
         let err = s
             .seal(&b("tools/call", "t", None), &Map::new(), None)
             .unwrap_err();
         assert_eq!(err.code, -32603);
         // Nothing opens either, not even a state sealed with the all-zero key.
-        let zero = Sealer::new(Some([0; 32]), Duration::from_secs(60));
+        let zero = sealer(Some([0; 32]), Duration::from_secs(60));
         let forged = zero
             .seal(&b("tools/call", "t", None), &Map::new(), None)
             .unwrap();
         assert!(s.open(&forged, &b("tools/call", "t", None)).is_err());
         // A configured key needs no randomness.
-        let keyed = Sealer::with_entropy(Some([3; 32]), Duration::from_secs(60), broken);
+        let keyed = Sealer::new(Some([3; 32]), Duration::from_secs(60), &NoEntropy, clock());
         assert!(
             keyed
                 .seal(&b("tools/call", "t", None), &Map::new(), None)

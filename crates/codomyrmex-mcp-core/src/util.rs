@@ -1,14 +1,19 @@
 //! Small helpers shared by the registries.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 /// Standard base64 with padding.
-pub(crate) fn base64_encode(bytes: &[u8]) -> String {
+pub fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// One page of a name-sorted map: up to `size` (at least 1) wire values after the key
 /// `after`, and the key to continue from when more follow.
-pub(crate) fn page_after<V>(
+pub fn page_after<V>(
     map: &std::collections::BTreeMap<String, V>,
     after: Option<&str>,
     size: usize,
@@ -27,7 +32,7 @@ pub(crate) fn page_after<V>(
 }
 
 /// A MIME type from a file name's extension, falling back to a sniff of the content.
-pub(crate) fn mime_for(name: &str, bytes: &[u8]) -> &'static str {
+pub fn mime_for(name: &str, bytes: &[u8]) -> &'static str {
     let ext = name
         .rsplit_once('.')
         .map(|(_, e)| e.to_ascii_lowercase())
@@ -84,6 +89,29 @@ fn sniff(bytes: &[u8]) -> &'static str {
         ] => "audio/wav",
         _ if std::str::from_utf8(bytes).is_ok() => "text/plain",
         _ => "application/octet-stream",
+    }
+}
+
+/// Catches a panic while polling a future: `Err(())` instead of unwinding.
+pub fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
+    CatchUnwind { fut: Box::pin(fut) }
+}
+
+/// The future of [`catch_unwind`].
+pub struct CatchUnwind<F> {
+    fut: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let fut = self.fut.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(move || fut.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(_) => Poll::Ready(Err(())),
+        }
     }
 }
 

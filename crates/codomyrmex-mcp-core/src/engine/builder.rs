@@ -11,12 +11,11 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::limits::RateLimiter;
-#[cfg(test)]
-use super::mrtr::Entropy;
 use super::mrtr::Sealer;
 use super::policy::{ExecutionPolicy, Gate};
 use super::{Engine, Shared, TaskConfig, tasks};
 use crate::config::McpServerConfig;
+use crate::platform::{Entropy, Platform, Runtime, TimeSource};
 use crate::prompts::McpPromptRegistry;
 use crate::registry::McpToolRegistry;
 use crate::resources::McpResourceRegistry;
@@ -31,6 +30,9 @@ pub struct EngineBuilder {
     pub(super) prompts: Option<Arc<McpPromptRegistry>>,
     pub(super) tasks: TaskConfig,
     pub(super) sealer: Option<Arc<Sealer>>,
+    pub(super) runtime: Option<Arc<dyn Runtime>>,
+    pub(super) time: Option<Arc<dyn TimeSource>>,
+    pub(super) entropy: Option<Arc<dyn Entropy>>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -60,27 +62,59 @@ impl EngineBuilder {
         self
     }
 
-    /// Draws the `requestState` key (when none is configured) from `entropy` instead of the
-    /// OS. Tests use it to make randomness fail.
-    #[cfg(test)]
-    pub(crate) fn entropy(mut self, entropy: Entropy) -> Self {
-        let c = &self.config;
-        self.sealer = Some(Arc::new(Sealer::with_entropy(
-            c.request_state_key,
-            c.request_state_ttl,
-            entropy,
-        )));
+    /// Runs on `platform`: its runtime, time source and entropy (see the three methods below).
+    pub fn platform(self, platform: Platform) -> Self {
+        self.runtime(platform.runtime)
+            .time_source(platform.time)
+            .entropy(platform.entropy)
+    }
+
+    /// Runs background work, timers and blocking handlers on `runtime` instead of the
+    /// default platform's ([`Platform::default_platform`]).
+    pub fn runtime(mut self, runtime: Arc<dyn Runtime>) -> Self {
+        self.runtime = Some(runtime);
         self
+    }
+
+    /// Takes monotonic and wall time from `time` instead of the default platform's: rate
+    /// limits, deadlines, `requestState` expiry and task timestamps follow it (tests use a
+    /// virtual clock).
+    pub fn time_source(mut self, time: Arc<dyn TimeSource>) -> Self {
+        self.time = Some(time);
+        self
+    }
+
+    /// Draws the `requestState` key (when none is configured) and task ids from `entropy`
+    /// instead of the default platform's. With neither a configured key nor working entropy,
+    /// sealing fails closed.
+    pub fn entropy(mut self, entropy: Arc<dyn Entropy>) -> Self {
+        self.entropy = Some(entropy);
+        self.sealer = None;
+        self
+    }
+
+    /// The platform the engine runs on: what was set, the default platform's for the rest.
+    fn resolved_platform(&self) -> Platform {
+        let default = Platform::default_platform();
+        Platform {
+            runtime: self.runtime.clone().unwrap_or(default.runtime),
+            time: self.time.clone().unwrap_or(default.time),
+            entropy: self.entropy.clone().unwrap_or(default.entropy),
+        }
     }
 
     /// The engine.
     pub fn build(self) -> Engine {
-        let tasks = Arc::new(tasks::TaskStore::new(self.tasks.clone()));
+        let tasks = Arc::new(tasks::TaskStore::new(
+            self.tasks.clone(),
+            self.resolved_platform(),
+        ));
         self.build_sharing_tasks(tasks)
     }
 
     /// The engine, with `tasks` as its task store.
     pub(super) fn build_sharing_tasks(self, tasks: Arc<tasks::TaskStore>) -> Engine {
+        let platform = self.resolved_platform();
         let Self {
             config,
             registry,
@@ -88,6 +122,9 @@ impl EngineBuilder {
             prompts,
             tasks: _,
             sealer,
+            runtime: _,
+            time: _,
+            entropy: _,
         } = self;
         let server_info = Implementation::new(config.name.clone(), config.version.clone());
         let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
@@ -95,6 +132,8 @@ impl EngineBuilder {
             Arc::new(Sealer::new(
                 config.request_state_key,
                 config.request_state_ttl,
+                platform.entropy.as_ref(),
+                platform.time.clone(),
             ))
         });
         let stateless_gate = Arc::new(Gate::new(
@@ -110,7 +149,8 @@ impl EngineBuilder {
                 prompts,
                 stateless_gate,
                 server_info,
-                policy: ExecutionPolicy::new(limiter),
+                policy: ExecutionPolicy::new(limiter, platform.time.clone()),
+                platform,
                 sealer,
                 tasks,
             }),

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::sync::CancellationToken;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::config::{CacheScope, McpServerConfig, RateLimit};
@@ -336,7 +336,9 @@ fn registry() -> McpToolRegistry {
     r
 }
 
-/// Waits (in real time, bounded) until `f` holds, letting spawned tasks run.
+/// Waits (in real time, bounded) until `f` holds, letting spawned tasks run. The real clock
+/// here is a hang guard of the test, not time the engine sees.
+#[allow(clippy::disallowed_methods)]
 async fn wait_until(what: &str, f: impl Fn() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !f() {
@@ -461,7 +463,7 @@ impl Gated {
 // JSON-RPC 2.0
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn request_ids_are_echoed_exactly() {
     let h = Harness::standard();
     h.init().await;
@@ -499,7 +501,7 @@ async fn request_ids_are_echoed_exactly() {
     assert_eq!(r["id"], json!(18446744073709551615u64));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn notifications_are_never_answered() {
     let h = Harness::standard();
     h.init().await;
@@ -533,7 +535,7 @@ async fn notifications_are_never_answered() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn parse_errors_answer_with_null_id() {
     let h = Harness::standard();
     for bad in [
@@ -559,7 +561,7 @@ async fn parse_errors_answer_with_null_id() {
     assert_eq!(h.ok("ping", json!({})).await, json!({}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn invalid_requests_answer_minus_32600() {
     let h = Harness::standard();
     h.init().await;
@@ -588,7 +590,7 @@ async fn invalid_requests_answer_minus_32600() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn unknown_methods_answer_minus_32601() {
     let h = Harness::standard();
     h.init().await;
@@ -614,7 +616,7 @@ async fn unknown_methods_answer_minus_32601() {
     assert!(e["message"].as_str().unwrap().len() < 300, "{e}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn invalid_params_answer_minus_32602() {
     let h = Harness::standard();
     // initialize without a string protocolVersion, or with non-object capabilities.
@@ -647,7 +649,7 @@ async fn invalid_params_answer_minus_32602() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn panics_do_not_leak_into_answers() {
     let h = Harness::standard();
     h.init().await;
@@ -666,7 +668,7 @@ async fn panics_do_not_leak_into_answers() {
 // Lifecycle (2025-11-25 and earlier)
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn initialize_negotiates_each_legacy_version() {
     for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] {
         let h = Harness::standard();
@@ -688,7 +690,7 @@ async fn initialize_negotiates_each_legacy_version() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn initialize_reports_capabilities_identity_and_instructions() {
     let h = Harness::standard();
     let r = h.init().await;
@@ -717,7 +719,7 @@ async fn initialize_reports_capabilities_identity_and_instructions() {
     assert!(r.get("instructions").is_none(), "{r}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn initialize_twice_is_refused() {
     let h = Harness::standard();
     h.init_with("2025-06-18", json!({})).await;
@@ -735,7 +737,7 @@ async fn initialize_twice_is_refused() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn requests_before_initialize_are_refused_but_ping_is_allowed() {
     let registry = registry();
     let gated = Gated::register(&registry, "gated");
@@ -761,7 +763,7 @@ async fn requests_before_initialize_are_refused_but_ping_is_allowed() {
     assert!(!tools["tools"].as_array().unwrap().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tools_list_changed_goes_only_to_initialised_sessions() {
     let h = Harness::standard();
     assert!(h.engine.tools_list_changed(&h.session).is_none());
@@ -783,7 +785,7 @@ async fn tools_list_changed_goes_only_to_initialised_sessions() {
 const PING_BATCH: &str =
     r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#;
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn batches_are_rejected_from_2025_06_18_on_and_in_the_modern_era() {
     for version in ["2025-06-18", "2025-11-25"] {
         let h = Harness::standard();
@@ -805,7 +807,7 @@ async fn batches_are_rejected_from_2025_06_18_on_and_in_the_modern_era() {
     assert!(h.sent().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn batches_are_answered_as_an_array_for_2025_03_26() {
     for version in ["2025-03-26", "2024-11-05"] {
         let h = Harness::standard();
@@ -863,7 +865,7 @@ fn names(page: &Value) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tools_list_paginates_with_the_configured_page_size() {
     let h = Harness::new(config().with_page_size(4), registry());
     h.init().await;
@@ -916,7 +918,7 @@ async fn tools_list_paginates_with_the_configured_page_size() {
     assert!(p2.get("nextCursor").is_none(), "{p2}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn invalid_cursors_answer_minus_32602() {
     let h = Harness::new(config().with_page_size(2), registry());
     h.init().await;
@@ -937,7 +939,7 @@ async fn invalid_cursors_answer_minus_32602() {
     assert_eq!(e["code"], -32602, "{e}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn legacy_lists_carry_no_modern_fields() {
     let h = Harness::standard();
     h.init().await;
@@ -956,7 +958,7 @@ async fn call(h: &Harness, name: &str, args: Value) -> Value {
         .await
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn success_maps_to_structured_content_and_a_json_text_block() {
     let h = Harness::standard();
     h.init().await;
@@ -976,7 +978,7 @@ async fn success_maps_to_structured_content_and_a_json_text_block() {
     assert_eq!(r["structuredContent"], json!({}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn no_change_needed_is_a_success_with_the_explanation() {
     let h = Harness::standard();
     h.init().await;
@@ -987,7 +989,7 @@ async fn no_change_needed_is_a_success_with_the_explanation() {
     assert_eq!(text_of(&content[0]), "The file already has that content.");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn failures_are_is_error_results_with_the_error_detail() {
     let h = Harness::standard();
     h.init().await;
@@ -1006,7 +1008,7 @@ async fn failures_are_is_error_results_with_the_error_detail() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn unknown_tools_are_protocol_errors() {
     let h = Harness::standard();
     h.init().await;
@@ -1026,7 +1028,7 @@ async fn unknown_tools_are_protocol_errors() {
     assert_eq!(e["message"], "Unknown tool: nope.tool");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn invalid_arguments_are_tool_execution_errors() {
     let h = Harness::standard();
     h.init().await;
@@ -1044,7 +1046,7 @@ async fn invalid_arguments_are_tool_execution_errors() {
     assert!(text.starts_with("ValidationError: "), "{text}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn content_blocks_pass_through_unchanged() {
     let h = Harness::standard();
     h.init().await;
@@ -1063,7 +1065,7 @@ async fn content_blocks_pass_through_unchanged() {
     assert_ne!(r["isError"], true);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn output_schemas_govern_structured_content() {
     let r = registry();
     let schema =
@@ -1117,7 +1119,7 @@ fn assert_modern_result(r: &Value, server: &str) {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn server_discover_describes_the_server() {
     let mut cfg = config();
     cfg.list_ttl = Duration::from_millis(1234);
@@ -1146,7 +1148,7 @@ async fn server_discover_describes_the_server() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_requests_need_version_and_capabilities_in_meta() {
     let h = Harness::standard();
     let cases = [
@@ -1177,7 +1179,7 @@ async fn modern_requests_need_version_and_capabilities_in_meta() {
     assert!(h.sent().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn unsupported_versions_answer_minus_32022() {
     let h = Harness::standard();
     for requested in ["1900-01-01", "2027-01-01", ""] {
@@ -1211,7 +1213,7 @@ async fn unsupported_versions_answer_minus_32022() {
     assert!(e["data"]["requested"].as_str().unwrap().len() <= 64, "{e}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn every_modern_result_carries_result_type_and_server_info() {
     let h = Harness::new(config().with_page_size(3), registry());
     let discover = h.ok("server/discover", modern(json!({}))).await;
@@ -1249,7 +1251,7 @@ async fn every_modern_result_carries_result_type_and_server_info() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn ping_and_set_level_do_not_exist_in_the_modern_era() {
     let h = Harness::standard();
     for (method, params) in [
@@ -1266,7 +1268,7 @@ async fn ping_and_set_level_do_not_exist_in_the_modern_era() {
     assert_eq!(h.ok("ping", json!({})).await, json!({}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn both_eras_share_one_connection() {
     let h = Harness::standard();
     h.init_with("2025-06-18", json!({})).await;
@@ -1290,7 +1292,7 @@ async fn both_eras_share_one_connection() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_log_level_is_per_request() {
     let h = Harness::standard();
     // No logLevel: no notifications/message, whatever the tool does.
@@ -1335,7 +1337,7 @@ async fn modern_log_level_is_per_request() {
 // Logging and progress (legacy)
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn set_level_filters_log_messages() {
     let h = Harness::standard();
     h.init().await;
@@ -1370,7 +1372,7 @@ async fn set_level_filters_log_messages() {
     assert!(other.sent().is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn progress_notifications_follow_the_progress_token() {
     let h = Harness::standard();
     h.init().await;
@@ -1424,7 +1426,7 @@ async fn progress_notifications_follow_the_progress_token() {
 // Cancellation, timeouts, rate limits, concurrency
 // ---------------------------------------------------------------------------------------------
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancellation_stops_the_tool_and_suppresses_the_response() {
     let r = registry();
     let hang = Hanging::register(&r, "hang", ToolSettings::default());
@@ -1471,7 +1473,7 @@ async fn cancellation_stops_the_tool_and_suppresses_the_response() {
     assert_eq!(again["result"]["structuredContent"], json!({"x": 1}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancellation_before_the_work_starts() {
     let r = registry();
     let hang = Hanging::register(&r, "hang", ToolSettings::default());
@@ -1488,7 +1490,7 @@ async fn cancellation_before_the_work_starts() {
     assert_eq!(h.session.in_flight(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_requests_are_cancellable_too() {
     let r = registry();
     let hang = Hanging::register(&r, "hang", ToolSettings::default());
@@ -1503,7 +1505,7 @@ async fn modern_requests_are_cancellable_too() {
     assert!(hang.token().is_cancelled());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn dropping_the_pending_work_cancels_the_tool() {
     // What a transport does when it gives up on a request (HTTP client disconnect, shutdown).
     let r = registry();
@@ -1525,7 +1527,7 @@ async fn dropping_the_pending_work_cancels_the_tool() {
     assert_eq!(h.session.in_flight(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn timeouts_cancel_the_tool_and_fail_with_timeout() {
     let r = registry();
     let by_default = Hanging::register(&r, "hang", ToolSettings::default());
@@ -1563,7 +1565,7 @@ async fn timeouts_cancel_the_tool_and_fail_with_timeout() {
     assert_eq!(h.session.in_flight(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn rate_limits_fail_with_rate_limited() {
     let h = Harness::new(
         config().with_rate_limit(Some(RateLimit {
@@ -1616,7 +1618,7 @@ async fn rate_limits_fail_with_rate_limited() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn concurrency_is_bounded_by_config() {
     let r = registry();
     let gated = Gated::register(&r, "gated");
@@ -1666,7 +1668,7 @@ async fn concurrency_is_bounded_by_config() {
     assert_eq!(gated.finished.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn stateless_sessions_share_one_concurrency_bound() {
     let r = registry();
     let gated = Gated::register(&r, "gated");
@@ -1714,7 +1716,7 @@ async fn stateless_sessions_share_one_concurrency_bound() {
     assert_eq!(gated.finished.load(Ordering::SeqCst), 4);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_duplicate_in_flight_id_is_refused() {
     let r = registry();
     let gated = Gated::register(&r, "gated");
@@ -1770,7 +1772,7 @@ async fn server_request(h: &Harness) -> Value {
     sent.into_iter().next().unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn elicitation_round_trips_through_the_client() {
     let h = Harness::standard();
     h.init_with("2025-11-25", json!({"elicitation": {}})).await;
@@ -1812,7 +1814,7 @@ async fn elicitation_round_trips_through_the_client() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn elicitation_needs_the_declared_capability() {
     let h = Harness::standard();
     h.init_with("2025-11-25", json!({"sampling": {}})).await;
@@ -1825,7 +1827,7 @@ async fn elicitation_needs_the_declared_capability() {
     assert!(h.sent().is_empty(), "the client is never asked");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancelling_a_call_that_waits_for_the_client() {
     let h = Harness::standard();
     h.init_with("2025-11-25", json!({"elicitation": {}})).await;
@@ -1841,7 +1843,7 @@ async fn cancelling_a_call_that_waits_for_the_client() {
     assert_eq!(h.ok("ping", json!({})).await, json!({}));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn modern_requests_ask_for_input_with_input_required_results() {
     // On 2026-07-28 a server never writes requests of its own: input is asked for with an
     // InputRequiredResult, and the client retries with the answers.
@@ -1968,7 +1970,7 @@ fn ask_with_elicitation(extra: Value) -> Value {
     params
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn request_states_handed_out_stay_valid_after_with_resources_and_with_prompts() {
     let mut h = Harness::standard();
     let first = h.ok("tools/call", ask_with_elicitation(json!({}))).await;
@@ -1994,14 +1996,11 @@ async fn request_states_handed_out_stay_valid_after_with_resources_and_with_prom
     assert_eq!(second["resultType"], "complete", "{second}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn without_randomness_multi_round_trips_fail_closed_and_the_rest_still_works() {
-    fn broken(_: &mut [u8]) -> Result<(), getrandom::Error> {
-        Err(getrandom::Error::UNSUPPORTED)
-    }
     let mut h = Harness::standard();
     h.engine = Engine::builder(config(), Arc::new(registry()))
-        .entropy(broken)
+        .entropy(Arc::new(crate::platform::NoEntropy))
         .build();
     let e = h.err("tools/call", ask_with_elicitation(json!({}))).await;
     assert_eq!(e["code"], -32603, "{e}");

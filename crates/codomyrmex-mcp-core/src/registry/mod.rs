@@ -10,23 +10,25 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::sync::{Changes, Generation};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::watch;
 
 use crate::context::ToolContext;
 use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
+use crate::util::catch_unwind;
+
+mod header_params;
 use crate::validation::SchemaValidator;
 use crate::wire::{ContentBlock, ToolAnnotations};
+pub use header_params::HeaderParam;
+use header_params::header_params;
 
 /// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::platform::BoxFuture;
 
 /// The longest tool name MCP allows.
 pub const MAX_TOOL_NAME_LEN: usize = 128;
@@ -435,8 +437,7 @@ pub(crate) struct RegisteredTool {
     pub(crate) wire: Value,
     pub(crate) settings: ToolSettings,
     /// The parameters a modern HTTP client mirrors in `Mcp-Param-*` headers.
-    #[cfg(feature = "http")]
-    pub(crate) header_params: Vec<crate::transport::http::headers::HeaderParam>,
+    pub(crate) header_params: Vec<HeaderParam>,
     input_validator: SchemaValidator,
     output_validator: Option<SchemaValidator>,
     handler: Arc<dyn ToolHandler>,
@@ -446,10 +447,9 @@ pub(crate) struct RegisteredTool {
 /// Tools by invocation name.
 pub struct McpToolRegistry {
     tools: RwLock<BTreeMap<String, Arc<RegisteredTool>>>,
-    generation: watch::Sender<u64>,
+    generation: Generation,
     /// Whether any tool ever registered has `Mcp-Param-*` parameters; until one has, the
     /// modern HTTP header check need not look the called tool up.
-    #[cfg(feature = "http")]
     header_params_seen: std::sync::atomic::AtomicBool,
 }
 
@@ -557,8 +557,7 @@ impl McpToolRegistry {
     pub fn new() -> Self {
         Self {
             tools: RwLock::new(BTreeMap::new()),
-            generation: watch::Sender::new(0),
-            #[cfg(feature = "http")]
+            generation: Generation::new(),
             header_params_seen: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -615,8 +614,7 @@ impl McpToolRegistry {
             .map(|s| compile_schema(&definition.name, "output", s, false))
             .transpose()?;
         let tool = Arc::new(RegisteredTool {
-            #[cfg(feature = "http")]
-            header_params: crate::transport::http::headers::header_params(&definition.input_schema),
+            header_params: header_params(&definition.input_schema),
             definition,
             wire,
             settings,
@@ -637,14 +635,13 @@ impl McpToolRegistry {
                     }),
                 };
             }
-            #[cfg(feature = "http")]
             if !tool.header_params.is_empty() {
                 self.header_params_seen
                     .store(true, std::sync::atomic::Ordering::Release);
             }
             tools.insert(tool.definition.name.clone(), tool);
         }
-        self.generation.send_modify(|g| *g += 1);
+        self.generation.bump();
         Ok(())
     }
 
@@ -652,7 +649,7 @@ impl McpToolRegistry {
     pub fn unregister(&self, name: &str) -> bool {
         let removed = self.write().remove(name).is_some();
         if removed {
-            self.generation.send_modify(|g| *g += 1);
+            self.generation.bump();
         }
         removed
     }
@@ -683,15 +680,26 @@ impl McpToolRegistry {
     }
 
     /// A receiver that changes whenever the set of tools changes.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> Changes {
         self.generation.subscribe()
     }
 
     /// Whether any tool registered so far has `Mcp-Param-*` parameters.
-    #[cfg(feature = "http")]
-    pub(crate) fn has_header_params(&self) -> bool {
+    #[doc(hidden)]
+    pub fn has_header_params(&self) -> bool {
         self.header_params_seen
             .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Runs `f` on the `x-mcp-header` parameters of tool `name`, if it exists (the HTTP
+    /// transport maps them onto header names).
+    #[doc(hidden)]
+    pub fn with_header_params<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&[HeaderParam]) -> R,
+    ) -> Option<R> {
+        self.lookup(name).map(|tool| f(&tool.header_params))
     }
 
     pub(crate) fn lookup(&self, name: &str) -> Option<Arc<RegisteredTool>> {
@@ -796,18 +804,15 @@ impl RegisteredTool {
         }
         let context = context.with_tool_name(&self.definition.name);
         let fut = catch_unwind(self.handler.clone().call(arguments, context));
-        let blocking_pool = self
-            .settings
-            .blocking
-            .then(tokio::runtime::Handle::try_current)
-            .and_then(Result::ok);
-        let outcome = match blocking_pool {
-            // Off the runtime's workers. A panic is caught inside; the join fails only if the
+        let outcome = if self.settings.blocking {
+            // Off the runtime's workers. A panic is caught inside; the run fails only if the
             // runtime shuts down, which ends the call like a panic would.
-            Some(handle) => tokio::task::spawn_blocking(move || handle.block_on(fut))
+            let runtime = crate::platform::Platform::default_platform().runtime;
+            crate::platform::blocking(runtime.as_ref(), fut)
                 .await
-                .unwrap_or(Err(())),
-            None => fut.await,
+                .unwrap_or(Err(()))
+        } else {
+            fut.await
         };
         let output = match outcome {
             Ok(output) => output,
@@ -853,264 +858,5 @@ impl RegisteredTool {
 }
 
 /// Catches a panic raised while polling `fut`.
-pub(crate) fn catch_unwind<F: Future>(fut: F) -> CatchUnwind<F> {
-    CatchUnwind { fut: Box::pin(fut) }
-}
-
-pub(crate) struct CatchUnwind<F> {
-    fut: Pin<Box<F>>,
-}
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, ()>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let fut = self.fut.as_mut();
-        match std::panic::catch_unwind(AssertUnwindSafe(move || fut.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(_) => Poll::Ready(Err(())),
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn schema() -> Value {
-        json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]})
-    }
-
-    fn add(args: JsonObject) -> Result<Value, McpErrorDetail> {
-        let a = args.get("a").and_then(Value::as_i64).unwrap_or(0);
-        let b = args.get("b").and_then(Value::as_i64).unwrap_or(0);
-        Ok(json!(a + b))
-    }
-
-    fn call(name: &str, args: Value) -> McpToolCall {
-        let Value::Object(m) = args else { panic!() };
-        McpToolCall::new(name, m)
-    }
-
-    #[test]
-    fn names_follow_the_mcp_rule() {
-        for ok in [
-            "a",
-            "file_utility.read_file_content",
-            "A-b_c.9",
-            &"x".repeat(128),
-        ] {
-            assert!(validate_tool_name(ok).is_ok(), "{ok}");
-        }
-        for bad in ["", "has space", "slash/x", "ü", &"x".repeat(129), "a,b"] {
-            assert!(validate_tool_name(bad).is_err(), "{bad}");
-        }
-        let r = McpToolRegistry::new();
-        assert!(matches!(
-            r.register("bad name", schema(), add),
-            Err(McpRegistrationError::InvalidName { .. })
-        ));
-        assert!(r.is_empty());
-    }
-
-    #[test]
-    fn schemas_must_be_valid_object_schemas() {
-        let r = McpToolRegistry::new();
-        for bad in [
-            json!([]),
-            json!({"type":"string"}),
-            json!({"properties":{}}),
-            json!({"type":"object","properties":{"a":{"type":"nope"}}}),
-            json!({"type":"object","minProperties":-1}),
-        ] {
-            let e = r.register("t", bad.clone(), add).unwrap_err();
-            assert!(
-                matches!(
-                    e,
-                    McpRegistrationError::InvalidSchema { which: "input", .. }
-                ),
-                "{bad}: {e}"
-            );
-        }
-        assert!(r.is_empty());
-        let e = r
-            .register(
-                "t",
-                json!({"type":"object","properties":{"a":{"$ref":"https://example.com/s.json"}}}),
-                add,
-            )
-            .unwrap_err();
-        assert!(
-            matches!(e, McpRegistrationError::InvalidSchema { .. }),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn listing_is_sorted_and_idempotent_registration_changes_nothing() {
-        let r = McpToolRegistry::new();
-        let rx = r.subscribe();
-        for n in ["zeta", "alpha", "mid.tool"] {
-            r.register(n, schema(), add).unwrap();
-        }
-        assert_eq!(r.list_tools(), ["alpha", "mid.tool", "zeta"]);
-        let gen_before = *rx.borrow();
-        // Same schema with keys in another order.
-        let reordered = json!({"required":["a","b"],"properties":{"b":{"type":"integer"},"a":{"type":"integer"}},"type":"object"});
-        r.register("alpha", reordered, add).unwrap();
-        assert_eq!(*rx.borrow(), gen_before);
-        assert_eq!(r.len(), 3);
-    }
-
-    #[test]
-    fn conflicting_registration_fails_closed() {
-        let r = McpToolRegistry::new();
-        r.register("t", schema(), add).unwrap();
-        let other = json!({"type":"object","properties":{"a":{"type":"string"}}});
-        let e = r.register("t", other, add).unwrap_err();
-        let text = e.to_string();
-        assert!(text.contains("\"t\""), "{text}");
-        assert!(text.contains("/inputSchema"), "{text}");
-        assert_eq!(r.get("t").unwrap().input_schema, schema());
-        let _: &dyn std::error::Error = &e;
-    }
-
-    #[test]
-    fn definitions_serialise_as_mcp_tools() {
-        let r = McpToolRegistry::new();
-        r.register_tool(ToolRegistration::new(
-            ToolDefinition::new("t", schema())
-                .with_description("adds")
-                .with_annotations(ToolAnnotations {
-                    read_only_hint: Some(true),
-                    ..Default::default()
-                })
-                .with_meta("category", json!("math")),
-            add,
-        ))
-        .unwrap();
-        let v = serde_json::to_value(r.get("t").unwrap()).unwrap();
-        assert_eq!(
-            v,
-            json!({"name":"t","description":"adds","inputSchema":schema(),"annotations":{"readOnlyHint":true},"_meta":{"category":"math"}})
-        );
-    }
-
-    #[test]
-    fn unregister_reports_presence() {
-        let r = McpToolRegistry::new();
-        r.register("t", schema(), add).unwrap();
-        assert!(r.unregister("t"));
-        assert!(!r.unregister("t"));
-        assert!(r.get("t").is_none());
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn execute_success_failure_and_wrapping() {
-        let r = McpToolRegistry::new();
-        r.register("add", schema(), add).unwrap();
-        r.register(
-            "obj",
-            json!({"type":"object"}),
-            |_: JsonObject| -> Result<Value, McpErrorDetail> { Ok(json!({"k": 1})) },
-        )
-        .unwrap();
-        r.register(
-            "err",
-            json!({"type":"object"}),
-            |_: JsonObject| -> Result<Value, McpErrorDetail> {
-                Err(McpErrorDetail::new("Nope", "it failed"))
-            },
-        )
-        .unwrap();
-        r.register("direct", json!({"type":"object"}), |_: JsonObject| {
-            McpToolResult::no_change_needed("already fine")
-        })
-        .unwrap();
-        r.register("async", json!({"type":"object"}), |_: JsonObject| async {
-            Ok::<_, McpErrorDetail>(json!("later"))
-        })
-        .unwrap();
-        r.register(
-            "ctx",
-            json!({"type":"object"}),
-            |_: JsonObject, cx: ToolContext| async move {
-                Ok::<_, McpErrorDetail>(json!(cx.tool_name()))
-            },
-        )
-        .unwrap();
-
-        let ok = r.execute(&call("add", json!({"a": 2, "b": 3}))).await;
-        assert_eq!(ok.status(), "success");
-        assert_eq!(ok.data().unwrap().get("result"), Some(&json!(5)));
-
-        let obj = r.execute(&call("obj", json!({}))).await;
-        assert_eq!(obj.data().unwrap().get("k"), Some(&json!(1)));
-
-        let err = r.execute(&call("err", json!({}))).await;
-        assert!(err.is_failure());
-        assert_eq!(err.error().unwrap().error_type, "Nope");
-
-        let direct = r.execute(&call("direct", json!({}))).await;
-        assert_eq!(direct.status(), "no_change_needed");
-
-        let later = r.execute(&call("async", json!({}))).await;
-        assert_eq!(later.data().unwrap().get("result"), Some(&json!("later")));
-
-        let named = r.execute(&call("ctx", json!({}))).await;
-        assert_eq!(named.data().unwrap().get("result"), Some(&json!("ctx")));
-
-        let missing = r.execute(&call("nope", json!({}))).await;
-        assert_eq!(missing.error().unwrap().error_type, "ToolNotFound");
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn invalid_arguments_list_every_violation() {
-        let r = McpToolRegistry::new();
-        r.register("add", schema(), add).unwrap();
-        let res = r.execute(&call("add", json!({"a": "x"}))).await;
-        let e = res.error().unwrap();
-        assert_eq!(e.error_type, "ValidationError");
-        let details = serde_json::to_value(e.error_details.as_ref().unwrap()).unwrap();
-        let v = details["violations"].as_array().unwrap();
-        assert_eq!(v.len(), 2, "{details}");
-        let rules: Vec<&str> = v.iter().map(|x| x["rule"].as_str().unwrap()).collect();
-        assert!(
-            rules.contains(&"type") && rules.contains(&"required"),
-            "{rules:?}"
-        );
-        assert!(v.iter().any(|x| x["pointer"] == "/a"));
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn panics_become_internal_errors_and_the_registry_survives() {
-        let r = McpToolRegistry::new();
-        r.register(
-            "boom",
-            json!({"type":"object"}),
-            |_: JsonObject| -> Result<Value, McpErrorDetail> { panic!("secret path /etc/shadow") },
-        )
-        .unwrap();
-        r.register("add", schema(), add).unwrap();
-        let res = r.execute(&call("boom", json!({}))).await;
-        let e = res.error().unwrap();
-        assert_eq!(e.error_type, "InternalError");
-        assert!(!e.error_message.contains("shadow"));
-        let ok = r.execute(&call("add", json!({"a": 1, "b": 1}))).await;
-        assert_eq!(ok.status(), "success");
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn output_schema_is_enforced() {
-        let r = McpToolRegistry::new();
-        r.register_tool(ToolRegistration::new(
-            ToolDefinition::new("out", json!({"type":"object"}))
-                .with_output_schema(json!({"type":"object","properties":{"result":{"type":"string"}},"required":["result"]})),
-            |_: JsonObject| -> Result<Value, McpErrorDetail> { Ok(json!(5)) },
-        ))
-        .unwrap();
-        let res = r.execute(&call("out", json!({}))).await;
-        assert_eq!(res.error().unwrap().error_type, "OutputValidationError");
-    }
-}
+mod tests;

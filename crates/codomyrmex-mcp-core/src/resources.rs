@@ -11,12 +11,11 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use crate::sync::{Broadcast, Changes, Generation, Receiver};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::sync::{broadcast, watch};
 
 use crate::context::ToolContext;
 use crate::registry::BoxFuture;
@@ -216,8 +215,8 @@ pub struct McpResourceRegistry {
     resources: RwLock<BTreeMap<String, Arc<StaticResource>>>,
     templates: RwLock<Vec<Arc<Template>>>,
     listers: RwLock<Vec<Arc<dyn ResourceLister>>>,
-    generation: watch::Sender<u64>,
-    updates: broadcast::Sender<ResourceEvent>,
+    generation: Generation,
+    updates: Broadcast<ResourceEvent>,
 }
 
 impl Default for McpResourceRegistry {
@@ -256,8 +255,8 @@ impl McpResourceRegistry {
             resources: RwLock::new(BTreeMap::new()),
             templates: RwLock::new(Vec::new()),
             listers: RwLock::new(Vec::new()),
-            generation: watch::Sender::new(0),
-            updates: broadcast::Sender::new(256),
+            generation: Generation::new(),
+            updates: Broadcast::new(256),
         }
     }
 
@@ -298,7 +297,7 @@ impl McpResourceRegistry {
             }),
         );
         drop(map);
-        self.generation.send_modify(|g| *g += 1);
+        self.generation.bump();
         Ok(())
     }
 
@@ -371,7 +370,7 @@ impl McpResourceRegistry {
             completers,
         }));
         drop(list);
-        self.generation.send_modify(|g| *g += 1);
+        self.generation.bump();
         Ok(())
     }
 
@@ -393,23 +392,23 @@ impl McpResourceRegistry {
             list.len() != before
         };
         if a || b {
-            self.generation.send_modify(|g| *g += 1);
+            self.generation.bump();
         }
         a || b
     }
 
     /// Tells subscribers that `uri`'s contents changed.
     pub fn notify_updated(&self, uri: impl Into<String>) {
-        let _ = self.updates.send(ResourceEvent::Updated(uri.into()));
+        self.updates.send(ResourceEvent::Updated(uri.into()));
     }
 
     /// Changes whenever the lists change.
-    pub fn subscribe_list(&self) -> watch::Receiver<u64> {
+    pub fn subscribe_list(&self) -> Changes {
         self.generation.subscribe()
     }
 
     /// Receives resource updates.
-    pub fn subscribe_updates(&self) -> broadcast::Receiver<ResourceEvent> {
+    pub fn subscribe_updates(&self) -> Receiver<ResourceEvent> {
         self.updates.subscribe()
     }
 
@@ -443,7 +442,7 @@ impl McpResourceRegistry {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Arc::new(lister));
-        self.generation.send_modify(|g| *g += 1);
+        self.generation.bump();
     }
 
     fn read_listers(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<dyn ResourceLister>>> {
@@ -567,106 +566,6 @@ impl McpResourceRegistry {
             .find(|t| t.definition.uri_template == template)?;
         Some(t.completers.get(variable).cloned())
     }
-
-    /// Serves the files under `root` as `{uri_prefix}{+path}` (for example
-    /// `file:///{+path}`). Paths are confined to `root`: `..`, absolute paths and symlinks that
-    /// leave it are refused. MIME types are detected from the extension and content.
-    pub fn serve_directory(
-        &self,
-        root: impl AsRef<Path>,
-        uri_prefix: &str,
-        name: &str,
-    ) -> Result<(), ResourceRegistrationError> {
-        let root = root
-            .as_ref()
-            .canonicalize()
-            .unwrap_or_else(|_| root.as_ref().to_path_buf());
-        // Clients see the directory's own name, never where it is on this machine.
-        let description = match root.file_name() {
-            Some(n) => format!("Files under {}", n.to_string_lossy()),
-            None => "Files of the served directory".to_owned(),
-        };
-        let root = Arc::new(root);
-        let template = format!("{uri_prefix}{{+path}}");
-        self.add_template(
-            ResourceTemplateDefinition::new(template, name).with_description(description),
-            move |req: ResourceRequest| {
-                let root = root.clone();
-                async move {
-                    let rel = req.variables.get("path").cloned().unwrap_or_default();
-                    let path = confine(&root, &rel).map_err(ResourceError::AccessDenied)?;
-                    let bytes = tokio::task::spawn_blocking(move || read_capped(&path))
-                        .await
-                        .map_err(|_| ResourceError::Failed("read task failed".into()))?
-                        .map_err(|e| match e.kind() {
-                            std::io::ErrorKind::NotFound => {
-                                ResourceError::NotFound(req.uri.clone())
-                            }
-                            _ => ResourceError::Failed(format!("cannot read {rel}: {}", e.kind())),
-                        })?;
-                    let mime = crate::util::mime_for(&rel, &bytes);
-                    Ok(vec![match String::from_utf8(bytes) {
-                        Ok(text) => ResourceContents::Text {
-                            uri: req.uri,
-                            mime_type: Some(mime.into()),
-                            text,
-                            meta: None,
-                        },
-                        Err(e) => ResourceContents::Blob {
-                            uri: req.uri,
-                            mime_type: Some(mime.into()),
-                            blob: crate::util::base64_encode(e.as_bytes()),
-                            meta: None,
-                        },
-                    }])
-                }
-            },
-            BTreeMap::new(),
-        )
-    }
-}
-
-/// The largest file `serve_directory` reads.
-const MAX_SERVED_FILE: u64 = 16 * 1024 * 1024;
-
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "not a file",
-        ));
-    }
-    if meta.len() > MAX_SERVED_FILE {
-        return Err(std::io::Error::other("file too large"));
-    }
-    std::fs::read(path)
-}
-
-/// Resolves `rel` under `root`, refusing anything that would leave it.
-pub(crate) fn confine(root: &Path, rel: &str) -> Result<PathBuf, String> {
-    if rel.len() > 4096 {
-        return Err("path is too long".into());
-    }
-    let rel_path = Path::new(rel);
-    if rel_path.is_absolute() || rel.starts_with('/') || rel.starts_with('\\') {
-        return Err("absolute paths are not allowed".into());
-    }
-    if rel_path.components().any(|c| {
-        !matches!(
-            c,
-            std::path::Component::Normal(_) | std::path::Component::CurDir
-        )
-    }) {
-        return Err("'..' and other special path components are not allowed".into());
-    }
-    let joined = root.join(rel_path);
-    match joined.canonicalize() {
-        Ok(real) if real.starts_with(root) => Ok(real),
-        Ok(_) => Err("the path leaves the served directory (through a symlink)".into()),
-        // Let the caller report a missing file as not found.
-        Err(_) => Ok(joined),
-    }
 }
 
 #[cfg(test)]
@@ -744,84 +643,5 @@ mod tests {
             r.add_text(ResourceDefinition::new("test://bin", "dup"), "x"),
             Err(ResourceRegistrationError::Duplicate(_))
         ));
-    }
-
-    #[tokio::test]
-    async fn directory_serving_is_sandboxed() {
-        let dir = std::env::temp_dir().join(format!("cmcp-res-{}", std::process::id()));
-        let outside = std::env::temp_dir().join(format!("cmcp-out-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("sub")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(dir.join("sub/a.txt"), "inside").unwrap();
-        std::fs::write(outside.join("secret.txt"), "secret").unwrap();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(&outside, dir.join("escape")).unwrap();
-        let r = McpResourceRegistry::new();
-        r.serve_directory(&dir, "file:///", "files").unwrap();
-        let ok = r
-            .read("file:///sub/a.txt", ToolContext::detached())
-            .await
-            .unwrap();
-        assert!(
-            matches!(&ok[0], ResourceContents::Text { text, mime_type: Some(m), .. } if text == "inside" && m == "text/plain")
-        );
-        for bad in [
-            "file:///../etc/passwd",
-            "file:////etc/passwd",
-            "file:///sub/../../x",
-        ] {
-            assert!(
-                matches!(
-                    r.read(bad, ToolContext::detached()).await,
-                    Err(ResourceError::AccessDenied(_))
-                ),
-                "{bad}"
-            );
-        }
-        #[cfg(unix)]
-        assert!(matches!(
-            r.read("file:///escape/secret.txt", ToolContext::detached())
-                .await,
-            Err(ResourceError::AccessDenied(_))
-        ));
-        assert!(matches!(
-            r.read("file:///missing.txt", ToolContext::detached()).await,
-            Err(ResourceError::NotFound(_))
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&outside);
-    }
-
-    #[tokio::test]
-    async fn directory_serving_never_shows_the_roots_absolute_path() {
-        let dir = std::env::temp_dir().join(format!("cmcp-leak-{}", std::process::id()));
-        let outside = std::env::temp_dir().join(format!("cmcp-leak-out-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("sub")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("s.txt"), "s").unwrap();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(&outside, dir.join("escape")).unwrap();
-        let root = dir.canonicalize().unwrap();
-        let abs = root.to_string_lossy().into_owned();
-        let r = McpResourceRegistry::new();
-        r.serve_directory(&dir, "file:///", "files").unwrap();
-        for t in r.templates() {
-            let shown = serde_json::to_string(&t).unwrap();
-            assert!(!shown.contains(&abs), "a template shows the root: {shown}");
-        }
-        for uri in [
-            "file:///missing.txt",
-            "file:///sub",
-            "file:///../x",
-            "file:///escape/s.txt",
-            "file:///sub/../../x",
-        ] {
-            if let Err(e) = r.read(uri, ToolContext::detached()).await {
-                let shown = format!("{e} {e:?}");
-                assert!(!shown.contains(&abs), "{uri}: {shown}");
-            }
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&outside);
     }
 }

@@ -165,17 +165,26 @@ impl Engine {
         Handled::Pending(Box::pin(async move {
             let cancel = guard.token();
             let _guard = guard;
+            let runtime = engine.shared.platform.runtime.clone();
             let work = async move {
-                match tokio::task::spawn_blocking(move || completer(&partial, &context)).await {
+                let run = async move { completer(&partial, &context) };
+                match crate::platform::blocking(runtime.as_ref(), run).await {
                     Ok(values) => values,
                     // Re-raised here so that the policy's unwind guard reports it.
-                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                    // The runtime is shutting down.
-                    Err(_) => Vec::new(),
+                    Err(()) => std::panic::resume_unwind(Box::new("a completer panicked")),
                 }
             };
             let timeout = engine.shared.config.tool_timeout;
-            let result = match ExecutionPolicy::run(ticket, Some(timeout), &cancel, work).await? {
+            let result = match ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                Some(timeout),
+                &cancel,
+                work,
+            )
+            .await?
+            {
                 Ok(values) => Ok(completion(values)),
                 Err(failure) => Err(failure_error(HandlerKind::Completer, "Completion", failure)),
             };

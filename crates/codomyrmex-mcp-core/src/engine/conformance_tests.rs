@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::context::{InputRequest, MessageSink, NullSink, ToolContext};
 use crate::registry::{McpToolRegistry, ToolOutput};
+use crate::wire::ContentBlock;
 use crate::wire::jsonrpc::decode;
 
 fn engine() -> Engine {
@@ -37,7 +38,7 @@ async fn answer(engine: &Engine, request: Value) -> Value {
 /// server-stateless, `sep-2575-http-server-method-not-found-404-initialize`: under 2026-07-28
 /// `initialize` is a removed method, so a request carrying modern `_meta` gets -32601, not a
 /// complaint about its missing `protocolVersion` parameter.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn initialize_with_modern_meta_is_method_not_found() {
     let e = engine();
     let reply = answer(
@@ -96,7 +97,7 @@ fn greet_call(input_responses: Value) -> Value {
 
 /// input-required-result-validate-input, `sep-2322-validate-input-responses`: an input response
 /// that is not a result object is refused with -32602 rather than handed to the tool.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn malformed_input_responses_are_invalid_params() {
     let e = greeter();
     let reply = answer(&e, greet_call(json!({"user_name": 12345}))).await;

@@ -23,11 +23,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
-use tokio_util::sync::CancellationToken;
+use async_lock::{Semaphore, SemaphoreGuardArc};
+use futures_util::FutureExt as _;
+
+use crate::platform::Runtime;
+use crate::platform::TimeSource;
+use crate::sync::CancellationToken;
 
 use super::limits::RateLimiter;
-use crate::registry::catch_unwind;
+use crate::util::catch_unwind;
 
 /// What kind of handler an invocation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +61,8 @@ pub(crate) struct Gate {
 impl Gate {
     /// A gate for `running` handlers at once (at least 1) and `waiting` more in line.
     pub(crate) fn new(running: usize, waiting: usize) -> Self {
-        let running = running.clamp(1, Semaphore::MAX_PERMITS / 2);
-        let waiting = waiting.min(Semaphore::MAX_PERMITS / 2);
+        let running = running.clamp(1, usize::MAX / 4);
+        let waiting = waiting.min(usize::MAX / 4);
         Self {
             permits: Arc::new(Semaphore::new(running)),
             slots: Arc::new(Semaphore::new(running + waiting)),
@@ -69,7 +73,7 @@ impl Gate {
 /// An admitted invocation: holds its slot in the [`Gate`] until dropped.
 #[derive(Debug)]
 pub(crate) struct Ticket {
-    _slot: OwnedSemaphorePermit,
+    _slot: SemaphoreGuardArc,
     permits: Arc<Semaphore>,
 }
 
@@ -94,11 +98,13 @@ pub(crate) enum Failure {
 /// The rules every handler invocation runs under. One per engine.
 pub(crate) struct ExecutionPolicy {
     limiter: RateLimiter,
+    /// The clock rate limits refill from.
+    time: std::sync::Arc<dyn TimeSource>,
 }
 
 impl ExecutionPolicy {
-    pub(crate) fn new(limiter: RateLimiter) -> Self {
-        Self { limiter }
+    pub(crate) fn new(limiter: RateLimiter, time: std::sync::Arc<dyn TimeSource>) -> Self {
+        Self { limiter, time }
     }
 
     /// Admits an invocation of `name` (a tool name, URI, prompt name, ...) into `gate`, or
@@ -110,15 +116,12 @@ impl ExecutionPolicy {
         kind: HandlerKind,
         name: &str,
     ) -> Result<Ticket, Refusal> {
-        let slot = gate
-            .slots
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| Refusal::Overloaded)?;
+        let slot = gate.slots.try_acquire_arc().ok_or(Refusal::Overloaded)?;
+        let now = self.time.now();
         let checked = match kind {
-            HandlerKind::Tool | HandlerKind::Task => self.limiter.check(name),
+            HandlerKind::Tool | HandlerKind::Task => self.limiter.check(name, now),
             HandlerKind::Resource | HandlerKind::Prompt | HandlerKind::Completer => {
-                self.limiter.check_global()
+                self.limiter.check_global(now)
             }
         };
         checked.map_err(Refusal::RateLimited)?;
@@ -129,9 +132,12 @@ impl ExecutionPolicy {
     }
 
     /// Runs `work` for an admitted invocation: waits for a permit, then runs it under
-    /// `deadline` (none: unbounded here) and an unwind guard. `None` when `cancel` fired
-    /// first; on a timeout `cancel` is cancelled, so the handler's context sees it.
+    /// `deadline` (none: unbounded here) and an unwind guard, with `runtime`'s timer and
+    /// `time`'s clock. `None` when `cancel` fired first; on a timeout `cancel` is cancelled,
+    /// so the handler's context sees it.
     pub(crate) async fn run<F: Future>(
+        runtime: &dyn Runtime,
+        time: &dyn TimeSource,
         ticket: Ticket,
         deadline: Option<Duration>,
         cancel: &CancellationToken,
@@ -141,33 +147,32 @@ impl ExecutionPolicy {
             return None;
         }
         // A free permit is taken at once; only a full gate waits, cancellably.
-        let _permit = match ticket.permits.clone().try_acquire_owned() {
-            Ok(p) => Some(p),
-            Err(TryAcquireError::Closed) => None,
-            Err(TryAcquireError::NoPermits) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                p = ticket.permits.clone().acquire_owned() => p.ok(),
+        let _permit = match ticket.permits.try_acquire_arc() {
+            Some(p) => p,
+            None => futures_util::select_biased! {
+                () = cancel.cancelled().fuse() => return None,
+                p = ticket.permits.acquire_arc().fuse() => p,
             },
         };
-        let guarded = catch_unwind(work);
+        let guarded = catch_unwind(work).fuse();
+        futures_util::pin_mut!(guarded);
         let outcome = match deadline {
-            None => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
+            None => futures_util::select_biased! {
+                () = cancel.cancelled().fuse() => return None,
                 r = guarded => r,
             },
-            Some(limit) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                r = tokio::time::timeout(limit, guarded) => match r {
-                    Ok(r) => r,
-                    Err(_) => {
+            Some(limit) => {
+                let timer = runtime.sleep_until(time.now() + limit).fuse();
+                futures_util::pin_mut!(timer);
+                futures_util::select_biased! {
+                    () = cancel.cancelled().fuse() => return None,
+                    r = guarded => r,
+                    () = timer => {
                         cancel.cancel();
                         return Some(Err(Failure::TimedOut(limit)));
                     }
-                },
-            },
+                }
+            }
         };
         Some(outcome.map_err(|()| Failure::Panicked))
     }
@@ -180,8 +185,30 @@ mod tests {
     use super::*;
     use crate::config::RateLimit;
 
+    use crate::platform::testing::{TokioTestRuntime, TokioTime};
+
     fn policy(global: Option<RateLimit>) -> ExecutionPolicy {
-        ExecutionPolicy::new(RateLimiter::new(global, HashMap::new()))
+        ExecutionPolicy::new(
+            RateLimiter::new(global, HashMap::new()),
+            std::sync::Arc::new(TokioTime),
+        )
+    }
+
+    async fn run<F: Future>(
+        ticket: Ticket,
+        deadline: Option<Duration>,
+        cancel: &CancellationToken,
+        work: F,
+    ) -> Option<Result<F::Output, Failure>> {
+        ExecutionPolicy::run(
+            &TokioTestRuntime,
+            &TokioTime,
+            ticket,
+            deadline,
+            cancel,
+            work,
+        )
+        .await
     }
 
     #[tokio::test(start_paused = true)]
@@ -190,20 +217,19 @@ mod tests {
         let gate = Gate::new(1, 0);
         let cancel = CancellationToken::new();
         let t = p.admit(&gate, HandlerKind::Completer, "c").unwrap();
-        let r: Option<Result<(), Failure>> =
-            ExecutionPolicy::run(t, None, &cancel, async { panic!("boom") }).await;
+        let r: Option<Result<(), Failure>> = run(t, None, &cancel, async { panic!("boom") }).await;
         assert_eq!(r, Some(Err(Failure::Panicked)));
 
         let t = p.admit(&gate, HandlerKind::Prompt, "p").unwrap();
         let limit = Duration::from_secs(5);
-        let r = ExecutionPolicy::run(t, Some(limit), &cancel, std::future::pending::<()>()).await;
+        let r = run(t, Some(limit), &cancel, std::future::pending::<()>()).await;
         assert_eq!(r, Some(Err(Failure::TimedOut(limit))));
         assert!(cancel.is_cancelled(), "a timeout cancels the request");
 
         // The permit and slot came back both times.
         let cancel = CancellationToken::new();
         let t = p.admit(&gate, HandlerKind::Resource, "r").unwrap();
-        let r = ExecutionPolicy::run(t, Some(limit), &cancel, async { 7 }).await;
+        let r = run(t, Some(limit), &cancel, async { 7 }).await;
         assert_eq!(r, Some(Ok(7)));
     }
 
@@ -222,13 +248,13 @@ mod tests {
         let cancel = CancellationToken::new();
         let first = tokio::spawn({
             let cancel = cancel.clone();
-            async move { ExecutionPolicy::run(running, None, &cancel, hold).await }
+            async move { run(running, None, &cancel, hold).await }
         });
         tokio::task::yield_now().await;
         let other = CancellationToken::new();
         let second = tokio::spawn({
             let other = other.clone();
-            async move { ExecutionPolicy::run(waiting, None, &other, async { 2 }).await }
+            async move { run(waiting, None, &other, async { 2 }).await }
         });
         tokio::task::yield_now().await;
         assert!(!second.is_finished(), "it waits for the permit");
@@ -244,16 +270,13 @@ mod tests {
         let gate = Gate::new(1, 1);
         let _running = {
             let t = p.admit(&gate, HandlerKind::Tool, "t").unwrap();
-            let _permit = t.permits.clone().try_acquire_owned().unwrap();
+            let _permit = t.permits.try_acquire_arc().unwrap();
             (t, _permit)
         };
         let waiting = p.admit(&gate, HandlerKind::Task, "t").unwrap();
         let cancel = CancellationToken::new();
         cancel.cancel();
-        assert_eq!(
-            ExecutionPolicy::run(waiting, None, &cancel, async { 1 }).await,
-            None
-        );
+        assert_eq!(run(waiting, None, &cancel, async { 1 }).await, None);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Token-bucket rate limiting for handler calls (see `policy.rs`).
+//! Token-bucket rate limiting for handler calls (see `policy.rs`). Buckets refill from the
+//! `now` each check is given: the limiter never reads a clock.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -9,22 +10,25 @@ use crate::config::RateLimit;
 struct Bucket {
     limit: RateLimit,
     tokens: f64,
-    last: Instant,
+    last: Option<Instant>,
 }
 
 impl Bucket {
+    /// A full bucket. `last` starts unset: the first take refills nothing.
     fn new(limit: RateLimit) -> Self {
         Self {
             limit,
             tokens: f64::from(limit.burst),
-            last: Instant::now(),
+            last: None,
         }
     }
 
     /// Takes a token, or says how long until one is available.
     fn take(&mut self, now: Instant) -> Result<(), Duration> {
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.last = now;
+        let elapsed = self.last.map_or(0.0, |last| {
+            now.saturating_duration_since(last).as_secs_f64()
+        });
+        self.last = Some(now);
         self.tokens =
             (self.tokens + elapsed * self.limit.per_second).min(f64::from(self.limit.burst));
         if self.tokens >= 1.0 {
@@ -58,8 +62,7 @@ impl RateLimiter {
     }
 
     /// Admits a call to `tool`, or says how long to wait.
-    pub(crate) fn check(&self, tool: &str) -> Result<(), Duration> {
-        let now = Instant::now();
+    pub(crate) fn check(&self, tool: &str, now: Instant) -> Result<(), Duration> {
         if let Some(b) = self.per_tool.get(tool) {
             b.lock().unwrap_or_else(PoisonError::into_inner).take(now)?;
         }
@@ -70,11 +73,9 @@ impl RateLimiter {
     }
 
     /// Admits a call that only the global limit applies to (resources, prompts, completers).
-    pub(crate) fn check_global(&self) -> Result<(), Duration> {
+    pub(crate) fn check_global(&self, now: Instant) -> Result<(), Duration> {
         if let Some(b) = &self.global {
-            b.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take(Instant::now())?;
+            b.lock().unwrap_or_else(PoisonError::into_inner).take(now)?;
         }
         Ok(())
     }
@@ -90,7 +91,7 @@ mod tests {
             per_second: 10.0,
             burst: 3,
         });
-        let t0 = b.last;
+        let t0 = crate::platform::test_origin();
         assert!(b.take(t0).is_ok());
         assert!(b.take(t0).is_ok());
         assert!(b.take(t0).is_ok());
@@ -115,8 +116,9 @@ mod tests {
                 },
             )]),
         );
-        assert!(l.check("slow").is_ok());
-        assert!(l.check("slow").is_err());
-        assert!(l.check("fast").is_ok());
+        let t0 = crate::platform::test_origin();
+        assert!(l.check("slow", t0).is_ok());
+        assert!(l.check("slow", t0 + Duration::from_secs(3600)).is_err());
+        assert!(l.check("fast", t0).is_ok());
     }
 }

@@ -5,27 +5,20 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use futures_channel::oneshot;
+use futures_util::FutureExt as _;
 use serde_json::Value;
-#[cfg(test)]
-use tokio::sync::Semaphore;
-use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
+
+use crate::sync::CancellationToken;
 
 use super::policy::Gate;
+pub(crate) use crate::context::no_capabilities;
 use crate::context::{ClientRequestError, ClientRequester, MessageSink, Principal};
 use crate::registry::BoxFuture;
 use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
 
 /// The most server-to-client requests awaiting an answer at once, per session.
 const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
-
-/// An empty capabilities object, shared: most requests' scopes and every new session start
-/// with one, and sharing it spares an allocation each.
-pub(crate) fn no_capabilities() -> Arc<Value> {
-    static EMPTY: std::sync::LazyLock<Arc<Value>> =
-        std::sync::LazyLock::new(|| Arc::new(Value::Object(serde_json::Map::new())));
-    EMPTY.clone()
-}
 
 /// The state of one connection (stdio) or one legacy session (HTTP).
 ///
@@ -145,10 +138,9 @@ impl Session {
         }
     }
 
-    /// A session whose handlers run `permits` at once, with as many waiting (tests).
+    /// A session whose handlers run `n` at once, with as many waiting (tests).
     #[cfg(test)]
-    pub(crate) fn new(permits: Arc<Semaphore>) -> Self {
-        let n = permits.available_permits();
+    pub(crate) fn new(n: usize) -> Self {
         Self::with_gate(Arc::new(Gate::new(n, n)))
     }
 
@@ -219,7 +211,8 @@ impl Session {
         lock(&self.in_flight).len()
     }
 
-    pub(crate) fn principal(&self) -> Option<Principal> {
+    #[doc(hidden)]
+    pub fn principal(&self) -> Option<Principal> {
         self.principal.clone()
     }
 
@@ -238,14 +231,16 @@ impl Session {
     }
 
     /// Whether the client declared any of `names` among its capabilities.
-    pub(crate) fn has_any_client_capability(&self, names: &[&str]) -> bool {
+    #[doc(hidden)]
+    pub fn has_any_client_capability(&self, names: &[&str]) -> bool {
         let state = lock(&self.state);
         names
             .iter()
             .any(|n| state.client_capabilities.get(n).is_some())
     }
 
-    pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
+    #[doc(hidden)]
+    pub fn log_level(&self) -> Option<LoggingLevel> {
         lock(&self.state).log_level
     }
 
@@ -381,10 +376,9 @@ impl ClientRequester for SessionRequester {
             }) {
                 return Err(ClientRequestError::Unavailable);
             }
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => Err(ClientRequestError::Cancelled),
-                r = rx => match r {
+            futures_util::select_biased! {
+                () = cancel.cancelled().fuse() => Err(ClientRequestError::Cancelled),
+                r = rx.fuse() => match r {
                     Ok(Ok(v)) => Ok(v),
                     Ok(Err(e)) => Err(ClientRequestError::Client { code: e.code, message: e.message }),
                     Err(_) => Err(ClientRequestError::Unavailable),
@@ -402,7 +396,7 @@ mod tests {
     fn the_in_flight_table_is_bounded() {
         // Issue #13 (an unbounded buffer): requests past the concurrency limit wait, each in
         // the table with its arguments, and streamed legacy calls hold no HTTP slot.
-        let s = Arc::new(Session::new(Arc::new(Semaphore::new(1))));
+        let s = Arc::new(Session::new(1));
         let mut guards = Vec::new();
         for n in 0..MAX_IN_FLIGHT as i64 {
             guards.push(s.begin_request(RequestId::from(n)).expect("room"));
@@ -423,7 +417,7 @@ mod tests {
     fn subscriptions_are_bounded_in_bytes() {
         // Issue #13 (an unbounded buffer): 4096 subscriptions, each as long as a message may
         // be, held gigabytes per session.
-        let s = Session::new(Arc::new(Semaphore::new(1)));
+        let s = Session::new(1);
         let mut kept = 0;
         for i in 0..MAX_SUBSCRIPTIONS {
             let uri = format!("file:///{i}/{}", "x".repeat(8 * 1024));

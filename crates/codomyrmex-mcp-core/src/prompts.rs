@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use crate::sync::{Changes, Generation};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tokio::sync::watch;
 
 use crate::context::ToolContext;
 use crate::registry::BoxFuture;
@@ -168,7 +168,7 @@ pub(crate) struct RegisteredPrompt {
 /// Prompts by name.
 pub struct McpPromptRegistry {
     prompts: RwLock<BTreeMap<String, Arc<RegisteredPrompt>>>,
-    generation: watch::Sender<u64>,
+    generation: Generation,
 }
 
 impl Default for McpPromptRegistry {
@@ -190,7 +190,7 @@ impl McpPromptRegistry {
     pub fn new() -> Self {
         Self {
             prompts: RwLock::new(BTreeMap::new()),
-            generation: watch::Sender::new(0),
+            generation: Generation::new(),
         }
     }
 
@@ -225,7 +225,7 @@ impl McpPromptRegistry {
             }),
         );
         drop(map);
-        self.generation.send_modify(|g| *g += 1);
+        self.generation.bump();
         true
     }
 
@@ -238,7 +238,7 @@ impl McpPromptRegistry {
             .remove(name)
             .is_some();
         if removed {
-            self.generation.send_modify(|g| *g += 1);
+            self.generation.bump();
         }
         removed
     }
@@ -249,7 +249,7 @@ impl McpPromptRegistry {
     }
 
     /// Changes whenever the list changes.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> Changes {
         self.generation.subscribe()
     }
 

@@ -1,0 +1,840 @@
+//! The protocol engine: MCP semantics with no I/O.
+//!
+//! The engine takes decoded [`IncomingMessage`]s and a [`Session`], and returns what to send
+//! back ([`Handled`]). Work that must wait (a tool call) comes back as a future for the
+//! transport to drive; dropping that future cancels the work. Notifications produced while a
+//! request runs go to the [`MessageSink`] the transport passed in with the request.
+//!
+//! The engine never touches sockets, pipes, HTTP, the clock or a runtime: spawning, timers
+//! and time come from its [`Platform`](crate::platform::Platform). Both
+//! protocol eras share it: a request carrying modern `_meta` is served statelessly under
+//! `2026-07-28`; an `initialize` request opens a legacy session on the [`Session`] it arrived on.
+
+mod builder;
+mod events;
+mod invoke;
+mod limits;
+mod listen;
+pub(crate) mod mrtr;
+pub(crate) mod policy;
+mod prompts;
+mod resources;
+mod results;
+mod session;
+pub(crate) mod tasks;
+mod tools;
+
+use std::sync::Arc;
+
+use crate::sync::CancellationToken;
+use serde_json::{Map, Value, json};
+
+use crate::config::McpServerConfig;
+use crate::context::{ContextInner, InputMode, MessageSink, ToolContext};
+use crate::prompts::McpPromptRegistry;
+use crate::registry::{BoxFuture, McpToolRegistry};
+use crate::resources::McpResourceRegistry;
+use crate::wire::jsonrpc::Decoded;
+use crate::wire::{
+    Era, ErrorCode, ErrorObject, Implementation, IncomingMessage, LoggingLevel, OutgoingMessage,
+    ProtocolVersion, RequestId,
+};
+
+pub use builder::EngineBuilder;
+pub use events::{EventStream, ServerEvent};
+use mrtr::{Binding, RoundTrip, Sealer};
+use policy::{ExecutionPolicy, Gate, HandlerKind};
+use results::blocks_value;
+pub use session::Session;
+
+pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig};
+
+/// `_meta` key: the request's protocol version (modern era).
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities for the request (modern era).
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's identity (modern era).
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the request's minimum log level (modern era).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key: the server's identity on results (modern era).
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key: the subscription a notification belongs to (modern era).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// What the engine made of a message.
+pub enum Handled {
+    /// Nothing to send (a notification, or a response to one of our requests).
+    Nothing,
+    /// Send this now.
+    Reply(OutgoingMessage),
+    /// Drive this future; send what it yields, if anything. Dropping it cancels the work.
+    Pending(BoxFuture<'static, Option<OutgoingMessage>>),
+}
+
+impl std::fmt::Debug for Handled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Nothing => f.write_str("Nothing"),
+            Self::Reply(m) => f.debug_tuple("Reply").field(m).finish(),
+            Self::Pending(_) => f.write_str("Pending(..)"),
+        }
+    }
+}
+
+impl Handled {
+    /// Resolves to the message to send, awaiting pending work.
+    pub async fn into_message(self) -> Option<OutgoingMessage> {
+        match self {
+            Self::Nothing => None,
+            Self::Reply(m) => Some(m),
+            Self::Pending(f) => f.await,
+        }
+    }
+}
+
+/// How a request is being served: its era, version and the client's declarations.
+#[derive(Debug, Clone)]
+struct RequestScope {
+    era: Era,
+    version: ProtocolVersion,
+    /// Shared, not copied, with the session and the tool context.
+    client_capabilities: Arc<Value>,
+    log_level: Option<LoggingLevel>,
+}
+
+/// The protocol engine. Cheap to clone; clones share state.
+#[derive(Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: McpServerConfig,
+    registry: Arc<McpToolRegistry>,
+    resources: Option<Arc<McpResourceRegistry>>,
+    prompts: Option<Arc<McpPromptRegistry>>,
+    server_info: Implementation,
+    /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
+    server_info_meta: Value,
+    /// The admission bound that stateless sessions share.
+    stateless_gate: Arc<Gate>,
+    /// Admission, rate limit, timeout and unwind guard of every handler invocation.
+    policy: ExecutionPolicy,
+    /// Created once per engine: every `requestState` it hands out stays verifiable.
+    sealer: Arc<Sealer>,
+    tasks: Arc<tasks::TaskStore>,
+    /// Spawning, timers, the clock and entropy: the core's only way to them.
+    platform: crate::platform::Platform,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("server_info", &self.shared.server_info)
+            .finish_non_exhaustive()
+    }
+}
+
+fn error(id: &RequestId, e: ErrorObject) -> Handled {
+    Handled::Reply(OutgoingMessage::Error {
+        id: Some(id.clone()),
+        error: e,
+    })
+}
+
+impl Engine {
+    /// An engine serving `registry` under `config`.
+    pub fn new(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> Self {
+        Self::builder(config, registry).build()
+    }
+
+    /// A builder for an engine serving `registry` under `config`: add resources, prompts
+    /// and a task configuration, then [`build`](EngineBuilder::build) once.
+    pub fn builder(config: McpServerConfig, registry: Arc<McpToolRegistry>) -> EngineBuilder {
+        EngineBuilder {
+            config,
+            registry,
+            resources: None,
+            prompts: None,
+            tasks: TaskConfig::default(),
+            sealer: None,
+            runtime: None,
+            time: None,
+            entropy: None,
+        }
+    }
+
+    /// A builder holding what this engine was built from, sharing its `requestState` key
+    /// and its task store (so tasks and states already handed out stay valid).
+    fn rebuild(&self) -> EngineBuilder {
+        let s = &self.shared;
+        EngineBuilder {
+            config: s.config.clone(),
+            registry: s.registry.clone(),
+            resources: s.resources.clone(),
+            prompts: s.prompts.clone(),
+            tasks: s.tasks.config().clone(),
+            sealer: Some(s.sealer.clone()),
+            runtime: Some(s.platform.runtime.clone()),
+            time: Some(s.platform.time.clone()),
+            entropy: Some(s.platform.entropy.clone()),
+        }
+    }
+
+    /// This engine, also serving `resources` (and advertising the `resources` capability).
+    /// Call it while setting up, before serving. A thin wrapper of [`EngineBuilder`]: the
+    /// new engine keeps this one's `requestState` key and task store.
+    pub fn with_resources(&self, resources: Arc<McpResourceRegistry>) -> Self {
+        self.rebuild()
+            .resources(resources)
+            .build_sharing_tasks(self.shared.tasks.clone())
+    }
+
+    /// This engine, also serving `prompts` (and advertising the `prompts` capability).
+    /// Call it while setting up, before serving. A thin wrapper of [`EngineBuilder`]: the
+    /// new engine keeps this one's `requestState` key and task store.
+    pub fn with_prompts(&self, prompts: Arc<McpPromptRegistry>) -> Self {
+        self.rebuild()
+            .prompts(prompts)
+            .build_sharing_tasks(self.shared.tasks.clone())
+    }
+
+    /// The resources being served, if any.
+    pub fn resources(&self) -> Option<&Arc<McpResourceRegistry>> {
+        self.shared.resources.as_ref()
+    }
+
+    /// The prompts being served, if any.
+    pub fn prompts(&self) -> Option<&Arc<McpPromptRegistry>> {
+        self.shared.prompts.as_ref()
+    }
+
+    /// A stream of list changes and resource updates, for transports to relay.
+    pub fn events(&self) -> EventStream {
+        let mut tools = self.shared.registry.subscribe();
+        tools.mark_unchanged();
+        EventStream {
+            tools,
+            prompts: self.shared.prompts.as_ref().map(|p| {
+                let mut r = p.subscribe();
+                r.mark_unchanged();
+                r
+            }),
+            resources: self.shared.resources.as_ref().map(|r| {
+                let mut w = r.subscribe_list();
+                w.mark_unchanged();
+                w
+            }),
+            updates: self
+                .shared
+                .resources
+                .as_ref()
+                .map(|r| r.subscribe_updates()),
+        }
+    }
+
+    /// The notification a legacy session should receive for `event`, if any. Modern clients
+    /// hear about changes only on `subscriptions/listen` streams.
+    pub fn legacy_notification(
+        &self,
+        session: &Session,
+        event: &ServerEvent,
+    ) -> Option<OutgoingMessage> {
+        session.negotiated()?;
+        let (method, params) = match event {
+            ServerEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
+            ServerEvent::PromptsListChanged => ("notifications/prompts/list_changed", json!({})),
+            ServerEvent::ResourcesListChanged => {
+                ("notifications/resources/list_changed", json!({}))
+            }
+            ServerEvent::ResourceUpdated(uri) => {
+                if !session.is_subscribed(uri) {
+                    return None;
+                }
+                ("notifications/resources/updated", json!({"uri": uri}))
+            }
+        };
+        Some(OutgoingMessage::Notification { method, params })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.shared.config
+    }
+
+    /// The registry being served.
+    pub fn registry(&self) -> &Arc<McpToolRegistry> {
+        &self.shared.registry
+    }
+
+    /// A fresh session bounded by the configured concurrency.
+    pub fn new_session(&self) -> Arc<Session> {
+        let c = &self.shared.config;
+        Arc::new(Session::with_gate(Arc::new(Gate::new(
+            c.max_concurrent_requests,
+            c.max_queued_requests,
+        ))))
+    }
+
+    /// A session for one stateless (`2026-07-28`) request, as Streamable HTTP makes for each
+    /// POST. Unlike [`new_session`](Self::new_session)'s, these sessions share one
+    /// concurrency bound: `max_concurrent_requests` applies across all of them.
+    pub fn new_stateless_session(&self) -> Arc<Session> {
+        Arc::new(Session::one_shot(self.shared.stateless_gate.clone()))
+    }
+
+    /// `notifications/tools/list_changed`, if `session` is a legacy session that should hear
+    /// about it (modern clients hear through `subscriptions/listen`).
+    pub fn tools_list_changed(&self, session: &Session) -> Option<OutgoingMessage> {
+        session.negotiated()?;
+        Some(OutgoingMessage::Notification {
+            method: "notifications/tools/list_changed",
+            params: json!({}),
+        })
+    }
+
+    /// Handles a decoded line or body: one message or a batch.
+    pub fn handle_decoded(
+        &self,
+        session: &Arc<Session>,
+        decoded: Decoded,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        match decoded {
+            Decoded::Single(Ok(m)) => self.handle(session, m, sink),
+            Decoded::Single(Err(e)) => Handled::Reply(e.to_response()),
+            Decoded::Batch(items) => self.handle_batch(session, items, sink),
+        }
+    }
+
+    fn handle_batch(
+        &self,
+        session: &Arc<Session>,
+        items: Vec<Result<IncomingMessage, crate::wire::DecodeError>>,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let allowed = session
+            .negotiated()
+            .is_some_and(ProtocolVersion::allows_batches);
+        if !allowed {
+            return Handled::Reply(OutgoingMessage::Error {
+                id: None,
+                error: ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid request: JSON-RPC batches are not supported by the negotiated protocol version",
+                ),
+            });
+        }
+        let handled: Vec<Handled> = items
+            .into_iter()
+            .map(|item| match item {
+                Ok(IncomingMessage::Request {
+                    ref method, ref id, ..
+                }) if method == "initialize" => error(
+                    id,
+                    ErrorObject::new(
+                        ErrorCode::INVALID_REQUEST,
+                        "Invalid request: initialize must not be part of a batch",
+                    ),
+                ),
+                Ok(m) => self.handle(session, m, sink),
+                Err(e) => Handled::Reply(e.to_response()),
+            })
+            .collect();
+        Handled::Pending(Box::pin(async move {
+            let mut out = Vec::new();
+            for h in handled {
+                if let Some(m) = h.into_message().await {
+                    out.push(m);
+                }
+            }
+            (!out.is_empty()).then_some(OutgoingMessage::Batch(out))
+        }))
+    }
+
+    /// Handles one message.
+    pub fn handle(
+        &self,
+        session: &Arc<Session>,
+        message: IncomingMessage,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        match message {
+            IncomingMessage::Request { id, method, params } => {
+                self.handle_request(session, id, &method, params.unwrap_or_default(), sink)
+            }
+            IncomingMessage::Notification { method, params } => {
+                self.handle_notification(session, &method, params.unwrap_or_default());
+                Handled::Nothing
+            }
+            IncomingMessage::Response { id, result } => {
+                session.resolve_client_request(&id, Ok(result));
+                Handled::Nothing
+            }
+            IncomingMessage::Error { id, error } => {
+                if let Some(id) = id {
+                    session.resolve_client_request(&id, Err(error));
+                } else {
+                    tracing::debug!(
+                        code = error.code,
+                        "the client reported an error without an id"
+                    );
+                }
+                Handled::Nothing
+            }
+        }
+    }
+
+    fn handle_notification(&self, session: &Session, method: &str, params: Map<String, Value>) {
+        match method {
+            "notifications/initialized" => session.mark_initialized(),
+            "notifications/cancelled" => {
+                if let Some(id) = params
+                    .get("requestId")
+                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
+                {
+                    session.cancel(&id);
+                }
+            }
+            _ => tracing::trace!(method, "ignoring notification"),
+        }
+    }
+
+    /// Works out the era and version a request is served under, or the error it deserves.
+    fn scope(
+        &self,
+        session: &Session,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Result<RequestScope, ErrorObject> {
+        let meta = params.get("_meta").and_then(Value::as_object);
+        let requested = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
+        if let Some(requested) = requested {
+            let Some(text) = requested.as_str() else {
+                return Err(ErrorObject::invalid_params(format!(
+                    "_meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
+                )));
+            };
+            let version = ProtocolVersion::parse(text);
+            match version {
+                Some(v) if v.era() == Era::Modern => {
+                    let caps = meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES));
+                    let Some(caps @ Value::Object(_)) = caps else {
+                        return Err(ErrorObject::invalid_params(format!(
+                            "Missing required _meta field \"{META_CLIENT_CAPABILITIES}\" (an object)"
+                        )));
+                    };
+                    let log_level = match meta.and_then(|m| m.get(META_LOG_LEVEL)) {
+                        None => None,
+                        Some(l) => Some(serde_json::from_value(l.clone()).map_err(|_| {
+                            ErrorObject::invalid_params(format!(
+                                "_meta[\"{META_LOG_LEVEL}\"] is not a log level"
+                            ))
+                        })?),
+                    };
+                    return Ok(RequestScope {
+                        era: Era::Modern,
+                        version: v,
+                        client_capabilities: match caps.as_object() {
+                            Some(c) if c.is_empty() => crate::context::no_capabilities(),
+                            _ => Arc::new(caps.clone()),
+                        },
+                        log_level,
+                    });
+                }
+                Some(v) if session.negotiated() == Some(v) => {}
+                _ => return Err(self.unsupported_version(text)),
+            }
+        }
+        if let Some((version, client_capabilities, log_level)) = session.negotiated_scope() {
+            return Ok(RequestScope {
+                era: Era::Legacy,
+                version,
+                client_capabilities,
+                log_level,
+            });
+        }
+        if method == "ping" {
+            // Legacy clients may ping before initialising.
+            return Ok(RequestScope {
+                era: Era::Legacy,
+                version: ProtocolVersion::LATEST_LEGACY,
+                client_capabilities: crate::context::no_capabilities(),
+                log_level: None,
+            });
+        }
+        Err(ErrorObject::invalid_params(format!(
+            "Missing required _meta field \"{META_PROTOCOL_VERSION}\". Clients of protocol 2025-11-25 and earlier must send initialize first."
+        )))
+    }
+
+    fn unsupported_version(&self, requested: &str) -> ErrorObject {
+        let shown: String = requested.chars().take(64).collect();
+        ErrorObject::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(json!({
+            "supported": supported_versions(),
+            "requested": shown,
+        }))
+    }
+
+    fn handle_request(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        method: &str,
+        params: Map<String, Value>,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        // `initialize` exists only in the legacy era: a request carrying modern `_meta` is
+        // scoped like any other and so answered "method not found" (2026-07-28 removed it).
+        if method == "initialize" && !carries_meta_version(&params) {
+            return self.initialize(session, &id, &params);
+        }
+        let scope = match self.scope(session, method, &params) {
+            Ok(s) => s,
+            Err(e) => return error(&id, e),
+        };
+        let has_resources = self.shared.resources.is_some();
+        let has_prompts = self.shared.prompts.is_some();
+        let result = match (scope.era, method) {
+            (_, "tools/call") => return self.call_tool(session, id, params, scope, sink),
+            (_, "tools/list") => self.list_tools(&params, &scope),
+            (_, "resources/read") if has_resources => {
+                return self.read_resource(session, id, params, scope, sink);
+            }
+            (_, "resources/list") if has_resources => {
+                return self.list_resources(id, &params, scope);
+            }
+            (_, "resources/templates/list") if has_resources => {
+                self.list_templates(&params, &scope)
+            }
+            (Era::Legacy, "resources/subscribe") if has_resources => {
+                self.subscribe(session, &params, true)
+            }
+            (Era::Legacy, "resources/unsubscribe") if has_resources => {
+                self.subscribe(session, &params, false)
+            }
+            (_, "prompts/get") if has_prompts => {
+                return self.get_prompt(session, id, params, scope, sink);
+            }
+            (_, "prompts/list") if has_prompts => self.list_prompts(&params, &scope),
+            (_, "completion/complete") if has_prompts || has_resources => {
+                return self.complete(session, id, &params, scope);
+            }
+            (Era::Modern, "subscriptions/listen") => {
+                return self.listen(session, id, params, scope, sink);
+            }
+            (Era::Legacy, "ping") => Ok(json!({})),
+            (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
+            (Era::Modern, "server/discover") => Ok(self.discover()),
+            (_, m) if m.starts_with("tasks/") => {
+                return self.handle_tasks(session, id, m, &params, &scope, sink);
+            }
+            _ => Err(ErrorObject::method_not_found(method)),
+        };
+        Handled::Reply(self.respond(id, result, &scope))
+    }
+
+    /// The server's capabilities, reflecting what is registered.
+    pub fn capabilities(&self) -> Value {
+        let mut caps = Map::new();
+        caps.insert("tools".into(), json!({"listChanged": true}));
+        caps.insert("logging".into(), json!({}));
+        if self.shared.resources.is_some() {
+            caps.insert(
+                "resources".into(),
+                json!({"subscribe": true, "listChanged": true}),
+            );
+        }
+        if self.shared.prompts.is_some() {
+            caps.insert("prompts".into(), json!({"listChanged": true}));
+        }
+        if self.shared.resources.is_some() || self.shared.prompts.is_some() {
+            caps.insert("completions".into(), json!({}));
+        }
+        Value::Object(caps)
+    }
+
+    fn discover(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("supportedVersions".into(), json!(supported_versions()));
+        let caps = self.with_task_capabilities(self.capabilities(), ProtocolVersion::LATEST_MODERN);
+        obj.insert("capabilities".into(), caps);
+        if let Some(i) = &self.shared.config.instructions {
+            obj.insert("instructions".into(), json!(i));
+        }
+        self.cacheable(
+            obj,
+            &RequestScope {
+                era: Era::Modern,
+                version: ProtocolVersion::LATEST_MODERN,
+                client_capabilities: crate::context::no_capabilities(),
+                log_level: None,
+            },
+        )
+    }
+
+    fn initialize(
+        &self,
+        session: &Session,
+        id: &RequestId,
+        params: &Map<String, Value>,
+    ) -> Handled {
+        let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+            return error(
+                id,
+                ErrorObject::invalid_params("initialize: protocolVersion must be a string"),
+            );
+        };
+        let capabilities = match params.get("capabilities") {
+            None => json!({}),
+            Some(c @ Value::Object(_)) => c.clone(),
+            Some(_) => {
+                return error(
+                    id,
+                    ErrorObject::invalid_params("initialize: capabilities must be an object"),
+                );
+            }
+        };
+        let version = match ProtocolVersion::parse(requested) {
+            Some(v) if v.era() == Era::Legacy => v,
+            _ => ProtocolVersion::LATEST_LEGACY,
+        };
+        if !session.initialize(version, capabilities, params.get("clientInfo").cloned()) {
+            return error(
+                id,
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid request: this session is already initialized",
+                ),
+            );
+        }
+        let mut result = Map::new();
+        result.insert("protocolVersion".into(), json!(version.as_str()));
+        let caps = self.with_task_capabilities(self.capabilities(), version);
+        result.insert("capabilities".into(), caps);
+        result.insert(
+            "serverInfo".into(),
+            serde_json::to_value(&self.shared.server_info).unwrap_or_else(|_| json!({})),
+        );
+        if let Some(i) = &self.shared.config.instructions {
+            result.insert("instructions".into(), json!(i));
+        }
+        Handled::Reply(OutgoingMessage::Response {
+            id: id.clone(),
+            result: Value::Object(result),
+        })
+    }
+
+    fn set_level(
+        &self,
+        session: &Session,
+        params: &Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let level: LoggingLevel = params
+            .get("level")
+            .cloned()
+            .and_then(|l| serde_json::from_value(l).ok())
+            .ok_or_else(|| {
+                ErrorObject::invalid_params("logging/setLevel: level is not a log level")
+            })?;
+        session.set_log_level(level);
+        Ok(json!({}))
+    }
+
+    /// Sets up an MRTR-capable request (`tools/call`, `prompts/get`, `resources/read`): its
+    /// in-flight guard, round state and context.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        method: &'static str,
+        target: &str,
+        params: &mut Map<String, Value>,
+        scope: &RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Result<Prepared, ErrorObject> {
+        let round = if scope.era == Era::Modern {
+            let principal = session.principal().map(|p| p.subject);
+            let binding = Binding {
+                method,
+                target,
+                principal: principal.as_deref(),
+            };
+            let (mut responses, state) = match params.remove("requestState") {
+                None | Some(Value::Null) => (Map::new(), None),
+                Some(Value::String(sealed)) => self.shared.sealer.open(&sealed, &binding)?,
+                Some(_) => {
+                    return Err(ErrorObject::invalid_params("requestState must be a string"));
+                }
+            };
+            match params.remove("inputResponses") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(fresh)) => {
+                    // Each response is the result of an input request: always an object.
+                    if let Some((key, _)) = fresh.iter().find(|(_, v)| !v.is_object()) {
+                        let key: String = key.chars().take(64).collect();
+                        return Err(ErrorObject::invalid_params(format!(
+                            "inputResponses[{key:?}] must be the result object of its request"
+                        )));
+                    }
+                    responses.extend(fresh)
+                }
+                Some(_) => {
+                    return Err(ErrorObject::invalid_params(
+                        "inputResponses must be an object",
+                    ));
+                }
+            }
+            Some(Arc::new(RoundTrip {
+                responses,
+                state,
+                ..RoundTrip::default()
+            }))
+        } else {
+            None
+        };
+        let guard = session
+            .begin_request(id.clone())
+            .map_err(|refused| refused.error())?;
+        let meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let progress_token = meta
+            .get("progressToken")
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        let input = match &round {
+            Some(r) => InputMode::RoundTrip(r.clone()),
+            None => InputMode::Requests(Arc::new(session::SessionRequester(session.clone()))),
+        };
+        let cancel = guard.token();
+        let context = ToolContext::from_inner(ContextInner {
+            request_id: Some(id.clone()),
+            tool_name: target.to_owned(),
+            meta,
+            progress_token,
+            cancel: cancel.clone(),
+            sink: sink.clone(),
+            log_level: scope.log_level,
+            era: scope.era,
+            protocol_version: scope.version,
+            client_capabilities: scope.client_capabilities.clone(),
+            principal: session.principal(),
+            input,
+        });
+        Ok(Prepared {
+            guard,
+            context,
+            round,
+            cancel,
+        })
+    }
+
+    /// After an MRTR-capable request ran: the `InputRequiredResult` (or missing-capability
+    /// error) its round calls for, if any.
+    fn round_outcome(
+        &self,
+        session: &Session,
+        method: &'static str,
+        target: &str,
+        round: Option<&RoundTrip>,
+    ) -> Option<Result<Value, ErrorObject>> {
+        let round = round?;
+        if let Some(capability) = round.missing() {
+            let mut required = Map::new();
+            required.insert(capability.to_owned(), json!({}));
+            return Some(Err(ErrorObject::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("This request needs the client capability `{capability}`"),
+            )
+            .with_data(json!({"requiredCapabilities": required}))));
+        }
+        let requested = round.take_requested();
+        if requested.is_empty() {
+            return None;
+        }
+        let state = round.take_next_state().or_else(|| round.state.clone());
+        let principal = session.principal().map(|p| p.subject);
+        let binding = Binding {
+            method,
+            target,
+            principal: principal.as_deref(),
+        };
+        let sealed = match self
+            .shared
+            .sealer
+            .seal(&binding, &round.responses, state.as_ref())
+        {
+            Ok(sealed) => sealed,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": requested,
+            "requestState": sealed,
+        })))
+    }
+}
+
+struct Prepared {
+    guard: session::InFlightGuard,
+    context: ToolContext,
+    round: Option<Arc<RoundTrip>>,
+    cancel: CancellationToken,
+}
+
+/// Whether a request names its protocol version in `_meta`, as modern-era requests do.
+fn carries_meta_version(params: &Map<String, Value>) -> bool {
+    params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
+}
+
+/// The decoded `cursor` parameter.
+fn cursor(params: &Map<String, Value>) -> Result<Option<String>, ErrorObject> {
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(c)) => decode_cursor(c)
+            .map(Some)
+            .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor")),
+        Some(_) => Err(ErrorObject::invalid_params("Invalid cursor")),
+    }
+}
+
+/// Every protocol version served, newest first.
+pub fn supported_versions() -> Vec<&'static str> {
+    ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect()
+}
+
+fn encode_cursor(after: &str) -> String {
+    after.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The longest cursor accepted, in hex digits: room for the URI of a listed file whose path is
+/// as long as the CLI's sandbox accepts (4096 bytes, each percent-encoded in three), plus a
+/// prefix.
+const MAX_CURSOR_LEN: usize = 2 * (3 * 4096 + 512);
+
+fn decode_cursor(cursor: &str) -> Option<String> {
+    if !cursor.len().is_multiple_of(2) || cursor.len() > MAX_CURSOR_LEN {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..cursor.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(cursor.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+#[cfg(test)]
+mod conformance_tests;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,137 @@
+//! `prompts/list` and `prompts/get`.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::*;
+use crate::context::MessageSink;
+use crate::wire::{ErrorObject, RequestId};
+
+impl Engine {
+    pub(super) fn list_prompts(
+        &self,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Result<Value, ErrorObject> {
+        let Some(prompts) = &self.shared.prompts else {
+            return Err(ErrorObject::method_not_found("prompts/list"));
+        };
+        let after = cursor(params)?;
+        let (items, next) = prompts.page(after.as_deref(), self.shared.config.page_size);
+        Ok(self.page_result("prompts", items, next, scope))
+    }
+
+    pub(super) fn get_prompt(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        mut params: Map<String, Value>,
+        scope: RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let Some(Value::String(name)) = params.remove("name") else {
+            return error(
+                &id,
+                ErrorObject::invalid_params("prompts/get: name must be a string"),
+            );
+        };
+        let Some(prompt) = self.shared.prompts.as_ref().and_then(|p| p.lookup(&name)) else {
+            let shown: String = name.chars().take(128).collect();
+            return error(
+                &id,
+                ErrorObject::invalid_params(format!("Unknown prompt: {shown}")),
+            );
+        };
+        let arguments = match params.remove("arguments") {
+            None | Some(Value::Null) => std::collections::BTreeMap::new(),
+            Some(Value::Object(a)) => {
+                let mut out = std::collections::BTreeMap::new();
+                for (k, v) in a {
+                    match v {
+                        Value::String(s) => {
+                            out.insert(k, s);
+                        }
+                        _ => {
+                            return error(
+                                &id,
+                                ErrorObject::invalid_params(format!(
+                                    "prompts/get: argument {k:?} must be a string"
+                                )),
+                            );
+                        }
+                    }
+                }
+                out
+            }
+            Some(_) => {
+                return error(
+                    &id,
+                    ErrorObject::invalid_params("prompts/get: arguments must be an object"),
+                );
+            }
+        };
+        if let Err(message) = prompt.check_arguments(&arguments) {
+            return error(&id, ErrorObject::invalid_params(message));
+        }
+        let prepared = match self.prepare(
+            session,
+            &id,
+            "prompts/get",
+            &name,
+            &mut params,
+            &scope,
+            sink,
+        ) {
+            Ok(p) => p,
+            Err(e) => return error(&id, e),
+        };
+        let ticket = match self
+            .shared
+            .policy
+            .admit(session.gate(), HandlerKind::Prompt, &name)
+        {
+            Ok(t) => t,
+            Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
+        };
+        let engine = self.clone();
+        let session = session.clone();
+        Handled::Pending(Box::pin(async move {
+            let Prepared {
+                guard,
+                context,
+                round,
+                cancel,
+            } = prepared;
+            let _guard = guard;
+            let request = crate::prompts::PromptRequest { arguments, context };
+            // The handler is called inside the guarded future, so a panic while it builds its
+            // future is caught too.
+            let render = async move { prompt.handler.get(request).await };
+            let timeout = engine.shared.config.tool_timeout;
+            let got = ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                Some(timeout),
+                &cancel,
+                render,
+            )
+            .await?;
+            let outcome = engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
+            let result = match (outcome, got) {
+                (Some(r), _) => r,
+                (None, Err(failure)) => Err(invoke::failure_error(
+                    HandlerKind::Prompt,
+                    &format!("Prompt {name}"),
+                    failure,
+                )),
+                (None, Ok(Ok(rendered))) => serde_json::to_value(rendered)
+                    .map_err(|_| ErrorObject::internal("Prompt result could not be encoded"))
+                    .and_then(|v| engine.cap_result(v)),
+                (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
+            };
+            Some(engine.respond(id, result, &scope))
+        }))
+    }
+}

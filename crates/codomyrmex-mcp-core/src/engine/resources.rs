@@ -1,0 +1,192 @@
+//! `resources/read`, `resources/list`, `resources/templates/list` and the legacy
+//! `resources/subscribe`/`unsubscribe`.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::context::MessageSink;
+use crate::resources::ResourceError;
+use crate::wire::{Era, ErrorCode, ErrorObject, RequestId};
+
+impl Engine {
+    pub(super) fn read_resource(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        mut params: Map<String, Value>,
+        scope: RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let Some(Value::String(uri)) = params.remove("uri") else {
+            return error(
+                &id,
+                ErrorObject::invalid_params("resources/read: uri must be a string"),
+            );
+        };
+        let Some(resources) = self.shared.resources.clone() else {
+            return error(&id, ErrorObject::method_not_found("resources/read"));
+        };
+        let prepared = match self.prepare(
+            session,
+            &id,
+            "resources/read",
+            &uri,
+            &mut params,
+            &scope,
+            sink,
+        ) {
+            Ok(p) => p,
+            Err(e) => return error(&id, e),
+        };
+        let ticket = match self
+            .shared
+            .policy
+            .admit(session.gate(), HandlerKind::Resource, &uri)
+        {
+            Ok(t) => t,
+            Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
+        };
+        let engine = self.clone();
+        let session = session.clone();
+        Handled::Pending(Box::pin(async move {
+            let Prepared {
+                guard,
+                context,
+                round,
+                cancel,
+            } = prepared;
+            let _guard = guard;
+            let timeout = engine.shared.config.tool_timeout;
+            let read = ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                Some(timeout),
+                &cancel,
+                resources.read(&uri, context),
+            )
+            .await?;
+            let outcome = engine.round_outcome(&session, "resources/read", &uri, round.as_deref());
+            let result = match (outcome, read) {
+                (Some(Err(e)), _) => Err(e),
+                (Some(Ok(input_required)), _) => Ok(input_required),
+                (None, Err(failure)) => Err(invoke::failure_error(
+                    HandlerKind::Resource,
+                    "Reading the resource",
+                    failure,
+                )),
+                (None, Ok(Ok(contents))) => {
+                    let mut obj = Map::new();
+                    obj.insert(
+                        "contents".into(),
+                        serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
+                    );
+                    engine.cap_result(engine.cacheable(obj, &scope))
+                }
+                (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
+            };
+            Some(engine.respond(id, result, &scope))
+        }))
+    }
+
+    pub(super) fn resource_error(
+        &self,
+        uri: &str,
+        e: ResourceError,
+        scope: &RequestScope,
+    ) -> ErrorObject {
+        let shown: String = uri.chars().take(512).collect();
+        match e {
+            ResourceError::NotFound(_) => {
+                let code = if scope.era == Era::Modern {
+                    ErrorCode::INVALID_PARAMS
+                } else {
+                    ErrorCode::LEGACY_RESOURCE_NOT_FOUND
+                };
+                ErrorObject::new(code, "Resource not found").with_data(json!({"uri": shown}))
+            }
+            ResourceError::AccessDenied(reason) => {
+                ErrorObject::invalid_params(format!("Access denied: {reason}"))
+                    .with_data(json!({"uri": shown}))
+            }
+            ResourceError::Failed(reason) => ErrorObject::internal(reason),
+        }
+    }
+
+    /// `resources/list`: answered at once, or, when the registry has listers (which may walk
+    /// a directory), in a future.
+    pub(super) fn list_resources(
+        &self,
+        id: RequestId,
+        params: &Map<String, Value>,
+        scope: RequestScope,
+    ) -> Handled {
+        let Some(resources) = &self.shared.resources else {
+            return error(&id, ErrorObject::method_not_found("resources/list"));
+        };
+        let after = match cursor(params) {
+            Ok(after) => after,
+            Err(e) => return error(&id, e),
+        };
+        let size = self.shared.config.page_size;
+        if !resources.has_listers() {
+            let (items, next) = resources.page(after.as_deref(), size);
+            let result = Ok(self.page_result("resources", items, next, &scope));
+            return Handled::Reply(self.respond(id, result, &scope));
+        }
+        let page = resources.page_listed(after, size);
+        let engine = self.clone();
+        Handled::Pending(Box::pin(async move {
+            let (items, next) = page.await;
+            let result = Ok(engine.page_result("resources", items, next, &scope));
+            Some(engine.respond(id, result, &scope))
+        }))
+    }
+
+    pub(super) fn list_templates(
+        &self,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Result<Value, ErrorObject> {
+        let Some(resources) = &self.shared.resources else {
+            return Err(ErrorObject::method_not_found("resources/templates/list"));
+        };
+        let after = match cursor(params)? {
+            None => None,
+            Some(c) => Some(
+                c.parse::<usize>()
+                    .map_err(|_| ErrorObject::invalid_params("Invalid cursor"))?,
+            ),
+        };
+        let (items, next) = resources.template_page(after, self.shared.config.page_size);
+        Ok(self.page_result(
+            "resourceTemplates",
+            items,
+            next.map(|n| n.to_string()),
+            scope,
+        ))
+    }
+
+    pub(super) fn subscribe(
+        &self,
+        session: &Session,
+        params: &Map<String, Value>,
+        on: bool,
+    ) -> Result<Value, ErrorObject> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(ErrorObject::invalid_params("uri must be a string"));
+        };
+        if on {
+            if !session.subscribe(uri) {
+                return Err(ErrorObject::invalid_params(
+                    "Too many resource subscriptions",
+                ));
+            }
+        } else {
+            session.unsubscribe(uri);
+        }
+        Ok(json!({}))
+    }
+}

@@ -1,0 +1,292 @@
+//! Shaping results: what every result of an era carries, cacheable list results, and
+//! capping results at `max_result_size` (measured without encoding where possible).
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::registry::{RegisteredTool, ToolOutput};
+use crate::schema::McpErrorDetail;
+use crate::wire::{ContentBlock, Era, ErrorObject, OutgoingMessage, RequestId};
+
+impl Engine {
+    /// The response to request `id`: its result, finished for the era, or its error.
+    pub(super) fn respond(
+        &self,
+        id: RequestId,
+        result: Result<Value, ErrorObject>,
+        scope: &RequestScope,
+    ) -> OutgoingMessage {
+        match result {
+            Ok(result) => OutgoingMessage::Response {
+                id,
+                result: self.finish_result(result, scope),
+            },
+            Err(error) => OutgoingMessage::Error {
+                id: Some(id),
+                error,
+            },
+        }
+    }
+
+    /// Adds what every result of the request's era carries.
+    pub(super) fn finish_result(&self, result: Value, scope: &RequestScope) -> Value {
+        let Value::Object(mut obj) = result else {
+            return result;
+        };
+        if scope.era == Era::Modern {
+            obj.entry("resultType").or_insert_with(|| json!("complete"));
+            let meta = obj
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.insert(
+                    META_SERVER_INFO.into(),
+                    self.shared.server_info_meta.clone(),
+                );
+            }
+        }
+        Value::Object(obj)
+    }
+
+    pub(super) fn cacheable(&self, mut obj: Map<String, Value>, scope: &RequestScope) -> Value {
+        if scope.era == Era::Modern {
+            let ttl = u64::try_from(self.shared.config.list_ttl.as_millis()).unwrap_or(u64::MAX);
+            obj.insert("ttlMs".into(), json!(ttl));
+            obj.insert(
+                "cacheScope".into(),
+                json!(self.shared.config.cache_scope.as_str()),
+            );
+        }
+        Value::Object(obj)
+    }
+
+    pub(super) fn page_result(
+        &self,
+        key: &str,
+        items: Vec<Value>,
+        next: Option<String>,
+        scope: &RequestScope,
+    ) -> Value {
+        let mut obj = Map::new();
+        obj.insert(key.into(), Value::Array(items));
+        if let Some(next) = next {
+            obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
+        }
+        self.cacheable(obj, scope)
+    }
+
+    /// A tool's result, or a `RESULT_TOO_LARGE` failure in its place when its encoding exceeds
+    /// `max_result_size`.
+    pub(super) fn cap_tool_result(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        result: Value,
+        scope: &RequestScope,
+    ) -> Value {
+        let limit = self.shared.config.max_result_size;
+        if encodes_within(&result, limit) {
+            return result;
+        }
+        tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
+        drop(result);
+        let detail = McpErrorDetail::new(
+            "RESULT_TOO_LARGE",
+            format!(
+                "Tool {name} returned a result larger than the server's limit of {limit} bytes (max_result_size); it was discarded"
+            ),
+        )
+        .with_details(Map::from_iter([(
+            "max_result_size".to_owned(),
+            json!(limit),
+        )]));
+        self.call_tool_result(tool, ToolOutput::failure(detail), scope)
+    }
+
+    /// A resource or prompt result, or `-32603` when its encoding exceeds `max_result_size`.
+    pub(super) fn cap_result(&self, result: Value) -> Result<Value, ErrorObject> {
+        let limit = self.shared.config.max_result_size;
+        if encodes_within(&result, limit) {
+            return Ok(result);
+        }
+        Err(ErrorObject::internal(format!(
+            "The result is larger than the server's limit of {limit} bytes (max_result_size)"
+        ))
+        .with_data(json!({"max_result_size": limit})))
+    }
+}
+
+/// Content blocks as a JSON array, moving their text.
+pub(super) fn blocks_value(blocks: Vec<ContentBlock>) -> Value {
+    Value::Array(blocks.into_iter().map(ContentBlock::into_value).collect())
+}
+
+/// Whether `value`'s compact JSON encoding is at most `limit` bytes. A walk of the tree that
+/// counts nodes, not bytes, settles almost every case; only a value that might be over the
+/// limit is measured exactly.
+pub(super) fn encodes_within(value: &Value, limit: usize) -> bool {
+    encoded_len_bound(value) <= limit || encoded_len_within(value, limit).is_some()
+}
+
+/// An upper bound of `value`'s compact JSON encoding: every string byte escaped as `\u00XX`
+/// (6 bytes) and every number at its longest (24 bytes).
+pub(super) fn encoded_len_bound(value: &Value) -> usize {
+    let string = |s: &str| s.len().saturating_mul(6).saturating_add(2);
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => string(s),
+        Value::Array(items) => items.iter().fold(2usize, |n, v| {
+            n.saturating_add(encoded_len_bound(v)).saturating_add(1)
+        }),
+        Value::Object(map) => map.iter().fold(2usize, |n, (k, v)| {
+            n.saturating_add(string(k))
+                .saturating_add(encoded_len_bound(v))
+                .saturating_add(2)
+        }),
+    }
+}
+
+/// The length of `value`'s compact JSON encoding if it is at most `limit` bytes. Counts
+/// without allocating and stops as soon as the limit is passed.
+pub(super) fn encoded_len_within(value: &Value, limit: usize) -> Option<usize> {
+    struct Counter {
+        written: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written = self.written.saturating_add(buf.len());
+            if self.written > self.limit {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, limit };
+    serde_json::to_writer(&mut counter, value).ok()?;
+    Some(counter.written)
+}
+
+#[cfg(test)]
+mod result_size_tests {
+    use super::*;
+
+    #[test]
+    fn encoded_length_is_exact_up_to_the_limit() {
+        let v = json!({"content": [{"type": "text", "text": "x".repeat(100)}]});
+        let exact = serde_json::to_vec(&v).map(|b| b.len()).unwrap_or_default();
+        assert_eq!(encoded_len_within(&v, exact), Some(exact));
+        assert_eq!(encoded_len_within(&v, usize::MAX), Some(exact));
+        assert_eq!(encoded_len_within(&v, exact - 1), None);
+        assert_eq!(encoded_len_within(&json!(null), 3), None);
+    }
+
+    #[test]
+    fn the_quick_bound_is_never_below_the_exact_length() {
+        for v in [
+            json!(null),
+            json!(true),
+            json!(-1.7976931348623157e308),
+            json!(u64::MAX),
+            json!("\u{0}\u{1f}\"\\é✓"),
+            json!({"a": [1, {"b": "\n"}], "": []}),
+        ] {
+            let exact = serde_json::to_vec(&v).unwrap().len();
+            assert!(encoded_len_bound(&v) >= exact, "{v}");
+            assert!(encodes_within(&v, exact));
+            assert!(!encodes_within(&v, exact - 1));
+        }
+    }
+
+    #[test]
+    fn moved_content_blocks_equal_their_serde_encoding() {
+        let mut annotated = ContentBlock::text("hi");
+        if let ContentBlock::Text {
+            annotations, meta, ..
+        } = &mut annotated
+        {
+            *annotations = Some(Map::from_iter([("priority".to_owned(), json!(1))]));
+            *meta = Some(Map::from_iter([("k".to_owned(), json!("v"))]));
+        }
+        for block in [
+            ContentBlock::text("a \"quoted\" text"),
+            annotated,
+            ContentBlock::image("aGk=", "image/png"),
+            ContentBlock::audio("aGk=", "audio/wav"),
+            ContentBlock::resource_link("file:///x", "x"),
+        ] {
+            assert_eq!(
+                block.clone().into_value(),
+                serde_json::to_value(&block).unwrap()
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_oversized_tool_result_becomes_a_result_too_large_failure() {
+        let registry = Arc::new(McpToolRegistry::new());
+        registry
+            .register(
+                "big",
+                json!({"type": "object"}),
+                |_: Map<String, Value>| -> Result<Value, McpErrorDetail> {
+                    Ok(json!({"blob": "x".repeat(10_000)}))
+                },
+            )
+            .unwrap();
+        registry
+            .register(
+                "small",
+                json!({"type": "object"}),
+                |_: Map<String, Value>| -> Result<Value, McpErrorDetail> { Ok(json!({"ok": 1})) },
+            )
+            .unwrap();
+        let engine = Engine::new(
+            McpServerConfig::default()
+                .with_rate_limit(None)
+                .with_max_result_size(4096),
+            registry,
+        );
+        let session = engine.new_session();
+        let sink: Arc<dyn MessageSink> = Arc::new(crate::context::NullSink);
+        let call = |name: &str| {
+            let meta = json!({
+                META_PROTOCOL_VERSION: "2026-07-28",
+                META_CLIENT_CAPABILITIES: {},
+            });
+            IncomingMessage::Request {
+                id: RequestId::from(1),
+                method: "tools/call".into(),
+                params: json!({"name": name, "_meta": meta}).as_object().cloned(),
+            }
+        };
+        let answer = engine
+            .handle(&session, call("big"), &sink)
+            .into_message()
+            .await;
+        let Some(OutgoingMessage::Response { result, .. }) = answer else {
+            panic!("a response expected: {answer:?}")
+        };
+        assert_eq!(result["isError"], json!(true));
+        assert_eq!(
+            result["structuredContent"]["error_type"],
+            "RESULT_TOO_LARGE"
+        );
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("max_result_size"), "{text}");
+        assert!(serde_json::to_vec(&result).unwrap().len() < 4096);
+        let answer = engine
+            .handle(&session, call("small"), &sink)
+            .into_message()
+            .await;
+        let Some(OutgoingMessage::Response { result, .. }) = answer else {
+            panic!("a response expected: {answer:?}")
+        };
+        assert_eq!(result["structuredContent"], json!({"ok": 1}));
+        assert_eq!(session.in_flight(), 0);
+    }
+}

@@ -1,0 +1,292 @@
+//! The `tasks/*` methods of both eras, and the tasks capability.
+
+use std::sync::Arc;
+
+use futures_util::FutureExt as _;
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::context::MessageSink;
+use crate::engine::session::Session;
+use crate::engine::{Engine, Handled, RequestScope, decode_cursor, encode_cursor, error};
+use crate::registry::TaskSupport;
+use crate::wire::{Era, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
+
+impl Engine {
+    /// Finds the task a `tasks/*` request names, if the requester may see it.
+    pub(super) fn find_task(
+        &self,
+        session: &Arc<Session>,
+        era: Era,
+        params: &Map<String, Value>,
+    ) -> Result<Arc<TaskEntry>, ErrorObject> {
+        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
+            return Err(ErrorObject::invalid_params("taskId must be a string"));
+        };
+        self.shared
+            .tasks
+            .get(task_id)
+            .filter(|t| t.owner.admits(era, session))
+            .ok_or_else(|| ErrorObject::invalid_params("Failed to retrieve task: Task not found"))
+    }
+
+    /// `tasks/*` requests of both eras.
+    pub(in crate::engine) fn handle_tasks(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        method: &str,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        // A server with no task-supporting tool (and no task left) offers no tasks methods.
+        let served = self.shared.registry.supports_tasks() || self.shared.tasks.len() > 0;
+        let result = match scope.era {
+            _ if !served => Err(ErrorObject::method_not_found(method)),
+            Era::Modern => self.modern_tasks(session, method, params, scope),
+            Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => {
+                Err(ErrorObject::method_not_found(method))
+            }
+            Era::Legacy if method == "tasks/result" => {
+                return self.task_result(session, id, params, sink);
+            }
+            Era::Legacy => self.legacy_tasks(session, method, params),
+        };
+        match result {
+            Ok(result) => Handled::Reply(OutgoingMessage::Response {
+                id,
+                result: self.finish_result(result, scope),
+            }),
+            Err(e) => error(&id, e),
+        }
+    }
+
+    /// 2026-07-28: `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
+    /// extension. `tasks/result` and `tasks/list` do not exist there.
+    pub(super) fn modern_tasks(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Result<Value, ErrorObject> {
+        if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
+            return Err(ErrorObject::method_not_found(method));
+        }
+        if !declares_extension(&scope.client_capabilities) {
+            return Err(missing_extension(&format!(
+                "{method} needs the {TASKS_EXTENSION} extension"
+            )));
+        }
+        let entry = self.find_task(session, Era::Modern, params)?;
+        match method {
+            "tasks/get" => Ok(Value::Object(entry.json(&self.shared.tasks.config, true))),
+            "tasks/update" => {
+                let responses = match params.get("inputResponses") {
+                    Some(Value::Object(r)) => r,
+                    _ => {
+                        return Err(ErrorObject::invalid_params(
+                            "tasks/update: inputResponses must be an object",
+                        ));
+                    }
+                };
+                if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
+                    let key: String = key.chars().take(64).collect();
+                    return Err(ErrorObject::invalid_params(format!(
+                        "inputResponses[{key:?}] must be the result object of its request"
+                    )));
+                }
+                entry.update(responses);
+                Ok(json!({}))
+            }
+            // Idempotent: cancelling a finished task is acknowledged too.
+            _ => {
+                let _ = entry.cancel();
+                Ok(json!({}))
+            }
+        }
+    }
+
+    /// 2025-11-25: `tasks/get`, `tasks/list` and `tasks/cancel` (`tasks/result` blocks, so it
+    /// is [`task_result`](Self::task_result)).
+    pub(super) fn legacy_tasks(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Value, ErrorObject> {
+        let config = &self.shared.tasks.config;
+        match method {
+            "tasks/get" => {
+                let entry = self.find_task(session, Era::Legacy, params)?;
+                Ok(Value::Object(entry.json(config, false)))
+            }
+            "tasks/cancel" => {
+                let entry = self.find_task(session, Era::Legacy, params)?;
+                entry.cancel().map_err(|status| {
+                    ErrorObject::invalid_params(format!(
+                        "Cannot cancel task: already in terminal status '{}'",
+                        status.as_str()
+                    ))
+                })?;
+                Ok(Value::Object(entry.json(config, false)))
+            }
+            "tasks/list" => {
+                let after = match params.get("cursor") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(c)) => Some(
+                        decode_cursor(c)
+                            .and_then(|c| c.parse::<u64>().ok())
+                            .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
+                    ),
+                    Some(_) => return Err(ErrorObject::invalid_params("Invalid cursor")),
+                };
+                let size = self.shared.config.page_size.max(1);
+                let mut tasks = self
+                    .shared
+                    .tasks
+                    .list(session)
+                    .into_iter()
+                    .filter(|t| after.is_none_or(|a| t.seq > a));
+                let page: Vec<Arc<TaskEntry>> = tasks.by_ref().take(size).collect();
+                let mut obj = Map::new();
+                obj.insert(
+                    "tasks".into(),
+                    Value::Array(
+                        page.iter()
+                            .map(|t| Value::Object(t.json(config, false)))
+                            .collect(),
+                    ),
+                );
+                if tasks.next().is_some()
+                    && let Some(last) = page.last()
+                {
+                    obj.insert(
+                        "nextCursor".into(),
+                        json!(encode_cursor(&last.seq.to_string())),
+                    );
+                }
+                Ok(Value::Object(obj))
+            }
+            _ => Err(ErrorObject::method_not_found(method)),
+        }
+    }
+
+    /// 2025-11-25 `tasks/result`: waits for the task to end, relaying its server-to-client
+    /// requests meanwhile, and answers what the call itself would have.
+    pub(super) fn task_result(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: &Map<String, Value>,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let entry = match self.find_task(session, Era::Legacy, params) {
+            Ok(e) => e,
+            Err(e) => return error(&id, e),
+        };
+        let guard = match session.begin_request(id.clone()) {
+            Ok(guard) => guard,
+            Err(refused) => return error(&id, refused.error()),
+        };
+        let sink = sink.clone();
+        Handled::Pending(Box::pin(async move {
+            let cancel = guard.token();
+            let _guard = guard;
+            let _relay = entry.relay.attach(sink);
+            let mut changes = entry.changed.subscribe();
+            let outcome = loop {
+                if let Some(outcome) = entry.final_result() {
+                    break outcome;
+                }
+                futures_util::select_biased! {
+                    () = cancel.cancelled().fuse() => return None,
+                    changed = changes.changed().fuse() => {
+                        if changed.is_err() {
+                            break Err(ErrorObject::internal("The task is gone"));
+                        }
+                    }
+                }
+            };
+            Some(match outcome {
+                Ok(result) => OutgoingMessage::Response { id, result },
+                Err(error) => OutgoingMessage::Error {
+                    id: Some(id),
+                    error,
+                },
+            })
+        }))
+    }
+
+    /// The tasks capability of `version`, added to `capabilities` when a tool supports tasks:
+    /// `extensions["io.modelcontextprotocol/tasks"]` on 2026-07-28, `tasks` on 2025-11-25.
+    pub(in crate::engine) fn with_task_capabilities(
+        &self,
+        capabilities: Value,
+        version: ProtocolVersion,
+    ) -> Value {
+        let Value::Object(mut caps) = capabilities else {
+            return capabilities;
+        };
+        if !self.shared.registry.supports_tasks() {
+            return Value::Object(caps);
+        }
+        match version {
+            ProtocolVersion::V2026_07_28 => {
+                let extensions = caps
+                    .entry("extensions")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(e) = extensions {
+                    e.insert(TASKS_EXTENSION.into(), json!({}));
+                }
+            }
+            ProtocolVersion::V2025_11_25 => {
+                caps.insert(
+                    "tasks".into(),
+                    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+                );
+            }
+            _ => {}
+        }
+        Value::Object(caps)
+    }
+
+    /// Adds `execution.taskSupport` to a 2025-11-25 `tools/list` page.
+    pub(in crate::engine) fn with_task_support(
+        &self,
+        tools: Vec<Value>,
+        scope: &RequestScope,
+    ) -> Vec<Value> {
+        if scope.version != ProtocolVersion::V2025_11_25 {
+            return tools;
+        }
+        tools
+            .into_iter()
+            .map(|mut t| {
+                let support = t
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .and_then(|n| self.shared.registry.lookup(n))
+                    .map(|tool| tool.settings.task_support)
+                    .unwrap_or_default();
+                if support != TaskSupport::Forbidden
+                    && let Value::Object(obj) = &mut t
+                {
+                    obj.insert("execution".into(), json!({"taskSupport": support.as_str()}));
+                }
+                t
+            })
+            .collect()
+    }
+
+    /// This engine with task limits `config`. Call it while setting up, before serving.
+    pub fn with_task_config(&self, config: TaskConfig) -> Self {
+        self.rebuild().task_config(config).build()
+    }
+
+    /// The task limits.
+    pub fn task_config(&self) -> &TaskConfig {
+        self.shared.tasks.config()
+    }
+}

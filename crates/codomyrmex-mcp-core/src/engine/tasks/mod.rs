@@ -1,0 +1,666 @@
+//! Tasks: tool calls that run on after their request is answered, and that the client polls.
+//!
+//! Two wire shapes share one [`TaskStore`]:
+//!
+//! - **2026-07-28**, the `io.modelcontextprotocol/tasks` extension (SEP-2663). A client opts in
+//!   per request by declaring the extension in `_meta` client capabilities; the *server* decides
+//!   whether a call becomes a task. It answers `tools/call` with a flat `CreateTaskResult`
+//!   (`resultType: "task"`), and the client polls `tasks/get` (a `DetailedTask` that inlines
+//!   the result, the error or the pending `inputRequests`), answers input with `tasks/update`
+//!   and stops work with `tasks/cancel` (both acknowledge with an empty result).
+//! - **2025-11-25**, the experimental tasks. The client asks for a task with the `task`
+//!   parameter of `tools/call` on tools whose `execution.taskSupport` allows it, and gets
+//!   `{task}`; it polls `tasks/get`, fetches the outcome with the blocking `tasks/result`, lists
+//!   its tasks with `tasks/list` and cancels with `tasks/cancel`. Input goes out as
+//!   server-to-client requests tagged with `io.modelcontextprotocol/related-task`.
+//!
+//! A modern call that may become a task runs inline first, with multi round-trip input: if it
+//! finishes without waiting, the client gets an ordinary result (or an
+//! `InputRequiredResult`). The moment the tool first waits, or calls
+//! [`ToolContext::start_task`](crate::ToolContext::start_task), the call becomes a task: the
+//! client gets `CreateTaskResult` and the tool runs on in the background, where
+//! [`ToolContext::input`](crate::ToolContext::input) parks the task in `input_required` until
+//! `tasks/update` delivers the answers.
+//!
+//! The store is bounded: at most [`TaskConfig::max_tasks`] tasks, each removed (and cancelled
+//! if still running) when its TTL from creation elapses. Task ids are 128 random bits. Tasks
+//! are bound to the authenticated principal, and 2025-11-25 tasks also to their session.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_channel::oneshot;
+use futures_util::FutureExt as _;
+use serde_json::{Map, Value, json};
+
+use crate::platform::{Platform, TimeSource};
+use crate::sync::{CancellationToken, Generation};
+
+use super::session::{Session, SessionRequester};
+use crate::context::{ClientRequestError, ClientRequester, MessageSink};
+use crate::registry::BoxFuture;
+use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage};
+
+mod methods;
+mod runner;
+mod store;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use store::TaskStore;
+use store::*;
+
+/// The extension identifier (2026-07-28).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// `_meta` key tying a 2025-11-25 message to its task.
+pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The most answers a task remembers (for tools that ask the same key again).
+const MAX_ANSWERS: usize = 1024;
+/// The most messages a 2025-11-25 task holds for a client that is not reading `tasks/result`.
+const MAX_RELAYED: usize = 64;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Limits of the task store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskConfig {
+    /// The most tasks kept at once, running or finished. When the store is full the oldest
+    /// finished task makes room; when every task is still running, a 2026-07-28 call runs
+    /// synchronously instead and a 2025-11-25 task request is refused (`-32603`).
+    pub max_tasks: usize,
+    /// How long a task is kept from its creation (`ttlMs`); a task still running then is
+    /// cancelled. Also the longest a 2025-11-25 client may ask for with `task.ttl`. Tasks are
+    /// not bound by the server's `tool_timeout`, only by a tool's own timeout setting.
+    pub ttl: Duration,
+    /// The polling interval suggested to clients (`pollIntervalMs`).
+    pub poll_interval: Duration,
+    /// The most input requests one task may have outstanding at once.
+    pub max_pending_inputs: usize,
+    /// The most bytes of finished results (as encoded JSON) kept at once; beyond it the oldest
+    /// finished tasks are dropped early.
+    pub max_retained_bytes: usize,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self {
+            max_tasks: 1024,
+            ttl: Duration::from_secs(30 * 60),
+            poll_interval: Duration::from_millis(500),
+            max_pending_inputs: 64,
+            max_retained_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// A task's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub(crate) const fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// How a task ended.
+#[derive(Debug, Clone)]
+enum Outcome {
+    /// The request's result (for a tool, possibly with `isError: true`).
+    Result {
+        value: Value,
+        is_error: bool,
+    },
+    /// A JSON-RPC error (a protocol-level failure).
+    Error(ErrorObject),
+    Cancelled,
+}
+
+/// Who may see a task.
+enum Owner {
+    /// 2026-07-28: the principal that created it (no sessions in that era).
+    Modern { principal: Option<String> },
+    /// 2025-11-25: the session and principal that created it.
+    Legacy {
+        session: Weak<Session>,
+        principal: Option<String>,
+    },
+}
+
+impl Owner {
+    fn of(era: Era, session: &Arc<Session>) -> Self {
+        let principal = session.principal().map(|p| p.subject);
+        match era {
+            Era::Modern => Self::Modern { principal },
+            Era::Legacy => Self::Legacy {
+                session: Arc::downgrade(session),
+                principal,
+            },
+        }
+    }
+
+    fn admits(&self, era: Era, session: &Arc<Session>) -> bool {
+        let principal = session.principal().map(|p| p.subject);
+        match self {
+            Self::Modern { principal: p } => era == Era::Modern && *p == principal,
+            Self::Legacy {
+                session: s,
+                principal: p,
+            } => {
+                era == Era::Legacy
+                    && std::ptr::eq(s.as_ptr(), Arc::as_ptr(session))
+                    && *p == principal
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct TaskState {
+    outcome: Option<Outcome>,
+    /// Input requests waiting for `tasks/update`, by key (`{method, params}`).
+    pending: Map<String, Value>,
+    /// The tool futures waiting on each pending key, by waiter token.
+    waiters: HashMap<String, Vec<(u64, oneshot::Sender<Value>)>>,
+    /// Answers delivered so far, by key.
+    answers: Map<String, Value>,
+    /// 2025-11-25: server-to-client requests awaiting the client's answer.
+    outstanding: usize,
+    status_message: Option<String>,
+    updated: Option<SystemTime>,
+}
+
+impl TaskState {
+    fn status(&self, legacy: bool) -> Status {
+        match &self.outcome {
+            Some(Outcome::Cancelled) => Status::Cancelled,
+            Some(Outcome::Error(_)) => Status::Failed,
+            // 2025-11-25: a tool result with `isError` fails the task; 2026-07-28 reserves
+            // `failed` for protocol errors.
+            Some(Outcome::Result { is_error: true, .. }) if legacy => Status::Failed,
+            Some(Outcome::Result { .. }) => Status::Completed,
+            None if !self.pending.is_empty() || self.outstanding > 0 => Status::InputRequired,
+            None => Status::Working,
+        }
+    }
+}
+
+/// One task.
+pub(crate) struct TaskEntry {
+    id: String,
+    seq: u64,
+    created: SystemTime,
+    ttl: Duration,
+    deadline: Instant,
+    owner: Owner,
+    /// The clock of `lastUpdatedAt`.
+    time: Arc<dyn TimeSource>,
+    legacy: bool,
+    cancel: CancellationToken,
+    state: Mutex<TaskState>,
+    changed: Generation,
+    relay: Arc<Relay>,
+    next_waiter: AtomicU64,
+    /// The encoded size of the kept result, counted against `max_retained_bytes`.
+    size: AtomicUsize,
+}
+
+impl std::fmt::Debug for TaskEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskEntry")
+            .field("id", &self.id)
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`TaskEntry::register`] found for an input key.
+enum Asked {
+    Answered(Value),
+    Waiting(Waiter),
+}
+
+/// A tool waiting for one input; withdraws the request if dropped unanswered.
+struct Waiter {
+    entry: Arc<TaskEntry>,
+    key: String,
+    token: u64,
+    rx: Option<oneshot::Receiver<Value>>,
+}
+
+impl Waiter {
+    async fn wait(mut self, cancel: &CancellationToken) -> Result<Value, ClientRequestError> {
+        let Some(rx) = self.rx.take() else {
+            return Err(ClientRequestError::Cancelled);
+        };
+        futures_util::select_biased! {
+            () = cancel.cancelled().fuse() => Err(ClientRequestError::Cancelled),
+            r = rx.fuse() => r.map_err(|_| ClientRequestError::Cancelled),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let mut st = lock(&self.entry.state);
+        let Some(list) = st.waiters.get_mut(&self.key) else {
+            return;
+        };
+        list.retain(|(t, _)| *t != self.token);
+        if list.is_empty() {
+            st.waiters.remove(&self.key);
+            if st.pending.remove(&self.key).is_some() {
+                drop(st);
+                self.entry.touch();
+            }
+        }
+    }
+}
+
+impl TaskEntry {
+    fn new(id: String, seq: u64, ttl: Duration, owner: Owner, time: Arc<dyn TimeSource>) -> Self {
+        let legacy = matches!(owner, Owner::Legacy { .. });
+        let now = time.wall();
+        Self {
+            id,
+            seq,
+            created: now,
+            ttl,
+            deadline: time.now() + ttl,
+            owner,
+            time,
+            legacy,
+            cancel: CancellationToken::new(),
+            state: Mutex::new(TaskState {
+                updated: Some(now),
+                ..TaskState::default()
+            }),
+            changed: Generation::new(),
+            relay: Arc::new(Relay::default()),
+            next_waiter: AtomicU64::new(0),
+            size: AtomicUsize::new(0),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        lock(&self.state).status(self.legacy)
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        now >= self.deadline
+    }
+
+    /// Records a change: `lastUpdatedAt` and the change signal.
+    fn touch(&self) {
+        lock(&self.state).updated = Some(self.time.wall());
+        self.changed.bump();
+    }
+
+    /// Ends the task with `outcome`, unless it already ended. Returns whether it did.
+    fn finish(&self, outcome: Outcome, message: Option<String>) -> bool {
+        {
+            let mut st = lock(&self.state);
+            if st.outcome.is_some() {
+                return false;
+            }
+            st.outcome = Some(outcome);
+            st.status_message = message;
+            st.pending.clear();
+            // Dropping the senders wakes every waiting input with `Cancelled`.
+            st.waiters.clear();
+        }
+        self.touch();
+        true
+    }
+
+    /// `tasks/cancel`: moves a running task to `cancelled` and stops its work. The status it
+    /// already had when terminal.
+    fn cancel(&self) -> Result<(), Status> {
+        let status = self.status();
+        if status.is_terminal() {
+            return Err(status);
+        }
+        self.finish(
+            Outcome::Cancelled,
+            Some("The task was cancelled by request.".into()),
+        );
+        self.cancel.cancel();
+        Ok(())
+    }
+
+    /// Asks for input `key`: its answer if delivered already, otherwise a waiter.
+    fn register(
+        self: &Arc<Self>,
+        key: &str,
+        request: Value,
+        max_pending: usize,
+    ) -> Result<Asked, ClientRequestError> {
+        let token = self.next_waiter.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = lock(&self.state);
+            if st.outcome.is_some() {
+                return Err(ClientRequestError::Cancelled);
+            }
+            if let Some(answer) = st.answers.get(key) {
+                return Ok(Asked::Answered(answer.clone()));
+            }
+            if !st.pending.contains_key(key) {
+                if st.pending.len() >= max_pending {
+                    return Err(ClientRequestError::Unavailable);
+                }
+                st.pending.insert(key.to_owned(), request);
+            }
+            st.waiters
+                .entry(key.to_owned())
+                .or_default()
+                .push((token, tx));
+        }
+        self.touch();
+        Ok(Asked::Waiting(Waiter {
+            entry: self.clone(),
+            key: key.to_owned(),
+            token,
+            rx: Some(rx),
+        }))
+    }
+
+    /// `tasks/update`: delivers the answers to pending keys; others are ignored. Returns how
+    /// many were delivered.
+    fn update(&self, responses: &Map<String, Value>) -> usize {
+        let mut delivered = 0;
+        {
+            let mut st = lock(&self.state);
+            for (key, answer) in responses {
+                if st.pending.remove(key).is_none() {
+                    continue;
+                }
+                delivered += 1;
+                if st.answers.len() < MAX_ANSWERS {
+                    st.answers.insert(key.clone(), answer.clone());
+                }
+                for (_, tx) in st.waiters.remove(key).unwrap_or_default() {
+                    let _ = tx.send(answer.clone());
+                }
+            }
+        }
+        if delivered > 0 {
+            self.touch();
+        }
+        delivered
+    }
+
+    /// 2025-11-25: a server-to-client request is out; the task is `input_required` until the
+    /// returned guard drops.
+    fn outstanding(self: &Arc<Self>) -> Outstanding {
+        lock(&self.state).outstanding += 1;
+        self.touch();
+        Outstanding(self.clone())
+    }
+
+    /// The task object: `Task` of the era, and for a 2026-07-28 `tasks/get` (`detailed`) the
+    /// inlined `inputRequests`, `result` or `error`.
+    fn json(&self, config: &TaskConfig, detailed: bool) -> Map<String, Value> {
+        let st = lock(&self.state);
+        let status = st.status(self.legacy);
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
+        let mut obj = Map::new();
+        obj.insert("taskId".into(), json!(self.id));
+        obj.insert("status".into(), json!(status.as_str()));
+        if let Some(m) = &st.status_message {
+            obj.insert("statusMessage".into(), json!(m));
+        }
+        obj.insert("createdAt".into(), json!(iso8601(self.created)));
+        let updated = st.updated.unwrap_or(self.created);
+        obj.insert("lastUpdatedAt".into(), json!(iso8601(updated)));
+        if self.legacy {
+            obj.insert("ttl".into(), json!(ms(self.ttl)));
+            obj.insert("pollInterval".into(), json!(ms(config.poll_interval)));
+            return obj;
+        }
+        obj.insert("ttlMs".into(), json!(ms(self.ttl)));
+        obj.insert("pollIntervalMs".into(), json!(ms(config.poll_interval)));
+        if detailed {
+            match (&st.outcome, status) {
+                (None, Status::InputRequired) => {
+                    obj.insert("inputRequests".into(), Value::Object(st.pending.clone()));
+                }
+                (Some(Outcome::Result { value, .. }), _) => {
+                    obj.insert("result".into(), value.clone());
+                }
+                (Some(Outcome::Error(e)), _) => {
+                    obj.insert(
+                        "error".into(),
+                        serde_json::to_value(e).unwrap_or_else(|_| json!({})),
+                    );
+                }
+                _ => {}
+            }
+        }
+        obj
+    }
+
+    /// 2025-11-25 `tasks/result` of a finished task: what the call would have returned.
+    fn final_result(&self) -> Option<Result<Value, ErrorObject>> {
+        let st = lock(&self.state);
+        Some(match st.outcome.as_ref()? {
+            Outcome::Result { value, .. } => {
+                let mut value = value.clone();
+                if let Value::Object(obj) = &mut value {
+                    let meta = obj
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Value::Object(meta) = meta {
+                        meta.insert(META_RELATED_TASK.into(), json!({"taskId": self.id}));
+                    }
+                }
+                Ok(value)
+            }
+            Outcome::Error(e) => Err(e.clone()),
+            Outcome::Cancelled => Err(ErrorObject::invalid_params(format!(
+                "Task {} was cancelled; it has no result",
+                self.id
+            ))),
+        })
+    }
+}
+
+/// How often a 2025-11-25 task checks that its session is still there.
+const SESSION_CHECK: Duration = Duration::from_secs(2);
+
+/// Resolves when a 2025-11-25 task's session is gone; never for a 2026-07-28 task.
+async fn orphaned(owner: &Owner, platform: &Platform) {
+    match owner {
+        Owner::Legacy { session, .. } => loop {
+            platform
+                .runtime
+                .sleep_until(platform.time.now() + SESSION_CHECK)
+                .await;
+            if session.strong_count() == 0 {
+                return;
+            }
+        },
+        Owner::Modern { .. } => std::future::pending().await,
+    }
+}
+
+/// A 2025-11-25 task's server-to-client requests, through its session while that lasts (a task
+/// does not keep its session alive).
+struct WeakRequester(Weak<Session>);
+
+impl ClientRequester for WeakRequester {
+    fn request(
+        &self,
+        method: &'static str,
+        params: Value,
+        sink: Arc<dyn MessageSink>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<Value, ClientRequestError>> {
+        match self.0.upgrade() {
+            Some(session) => SessionRequester(session).request(method, params, sink, cancel),
+            None => Box::pin(async { Err(ClientRequestError::Unavailable) }),
+        }
+    }
+}
+
+/// Marks a 2025-11-25 server-to-client request as answered when dropped.
+struct Outstanding(Arc<TaskEntry>);
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        {
+            let mut st = lock(&self.0.state);
+            st.outstanding = st.outstanding.saturating_sub(1);
+        }
+        self.0.touch();
+    }
+}
+
+/// Where a 2025-11-25 task's messages go: the stream of the `tasks/result` call reading it, or
+/// a small buffer until one attaches.
+#[derive(Default)]
+struct Relay {
+    attached: Mutex<Option<Arc<dyn MessageSink>>>,
+    buffer: Mutex<VecDeque<OutgoingMessage>>,
+}
+
+impl MessageSink for Relay {
+    fn send(&self, message: OutgoingMessage) -> bool {
+        let attached = lock(&self.attached).clone();
+        if let Some(sink) = attached
+            && sink.send(message.clone())
+        {
+            return true;
+        }
+        let mut buffer = lock(&self.buffer);
+        if buffer.len() >= MAX_RELAYED {
+            // Advisory notifications give way; requests are never dropped for them.
+            let Some(i) = buffer
+                .iter()
+                .position(|m| matches!(m, OutgoingMessage::Notification { .. }))
+            else {
+                return false;
+            };
+            buffer.remove(i);
+        }
+        buffer.push_back(message);
+        true
+    }
+}
+
+impl Relay {
+    /// Sends to `sink` from now on, starting with what was buffered.
+    fn attach(self: &Arc<Self>, sink: Arc<dyn MessageSink>) -> RelayGuard {
+        *lock(&self.attached) = Some(sink.clone());
+        let buffered: Vec<OutgoingMessage> = lock(&self.buffer).drain(..).collect();
+        for m in buffered {
+            if !sink.send(m) {
+                break;
+            }
+        }
+        RelayGuard {
+            relay: self.clone(),
+            sink,
+        }
+    }
+}
+
+struct RelayGuard {
+    relay: Arc<Relay>,
+    sink: Arc<dyn MessageSink>,
+}
+
+impl Drop for RelayGuard {
+    fn drop(&mut self) {
+        let mut attached = lock(&self.relay.attached);
+        if attached
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &self.sink))
+        {
+            *attached = None;
+        }
+    }
+}
+
+/// The length of `value`'s compact JSON encoding, counted without allocating it.
+fn encoded_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// An RFC 3339 UTC timestamp with milliseconds.
+fn iso8601(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Whether the request's client capabilities declare the tasks extension.
+fn declares_extension(capabilities: &Value) -> bool {
+    capabilities
+        .get("extensions")
+        .and_then(|e| e.get(TASKS_EXTENSION))
+        .is_some_and(|v| !v.is_null())
+}
+
+/// `-32021`: the request needs the tasks extension.
+fn missing_extension(message: &str) -> ErrorObject {
+    ErrorObject::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message).with_data(json!({
+        "requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
+    }))
+}

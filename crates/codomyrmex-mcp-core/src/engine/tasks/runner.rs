@@ -1,0 +1,509 @@
+//! Running a task: the link a tool's context uses for input, deciding whether a call
+//! becomes a task, and driving its work in the background until it ends or expires.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
+use std::time::Duration;
+
+use futures_util::FutureExt as _;
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::McpErrorDetail;
+use crate::context::{
+    ClientRequestError, ClientRequester, InputMode, InputRequest, MessageSink, TaskInput,
+};
+use crate::engine::mrtr::RoundTrip;
+use crate::engine::policy::{ExecutionPolicy, Failure, Ticket};
+use crate::engine::session::Session;
+use crate::engine::{Engine, Handled, Prepared, RequestScope, error};
+use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
+use crate::sync::CancellationToken;
+use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
+
+/// What a tool running in (or towards) a task uses for input: [`InputMode::Task`].
+pub(crate) struct TaskLink {
+    pub(super) entry: Arc<TaskEntry>,
+    /// 2026-07-28, before the call became a task: its multi round-trip round.
+    pub(super) round: Option<Arc<RoundTrip>>,
+    /// 2025-11-25: server-to-client requests.
+    pub(super) requester: Option<Arc<dyn ClientRequester>>,
+    /// 2026-07-28: whether input parks the task (it is, or is about to be, a task).
+    pub(super) parks: AtomicBool,
+    pub(super) max_pending: usize,
+}
+
+impl TaskLink {
+    /// [`ToolContext::start_task`](crate::ToolContext::start_task).
+    pub(crate) fn start(&self) -> bool {
+        self.parks.store(true, Ordering::Release);
+        true
+    }
+
+    /// Whether input parks the task (2026-07-28 once it is a task).
+    pub(crate) fn parks(&self) -> bool {
+        self.requester.is_none() && self.parks.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn task_id(&self) -> &str {
+        &self.entry.id
+    }
+
+    /// The multi round-trip round of the call before it became a task.
+    pub(crate) fn round(&self) -> Option<&Arc<RoundTrip>> {
+        self.round.as_ref()
+    }
+
+    /// An answer the client gave during the multi round-trip phase.
+    pub(super) fn answered(&self, key: &str) -> Option<Value> {
+        self.round.as_ref()?.responses.get(key).cloned()
+    }
+
+    /// [`ToolContext::input`](crate::ToolContext::input) of a task.
+    pub(super) async fn task_input(
+        &self,
+        key: &str,
+        request: &InputRequest,
+        declared: bool,
+        sink: &Arc<dyn MessageSink>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ClientRequestError> {
+        let capability = request.capability();
+        if let Some(requester) = &self.requester {
+            // 2025-11-25: a server-to-client request tagged with the task, while the task
+            // reports `input_required`.
+            if !declared {
+                return Err(ClientRequestError::MissingCapability(capability));
+            }
+            let mut params = request.params();
+            if let Value::Object(p) = &mut params {
+                p.insert(
+                    "_meta".into(),
+                    json!({ META_RELATED_TASK: {"taskId": self.entry.id} }),
+                );
+            }
+            let _outstanding = self.entry.outstanding();
+            return requester
+                .request(request.method(), params, sink.clone(), cancel.clone())
+                .await;
+        }
+        if !self.parks() {
+            // Not a task (yet): an ordinary multi round-trip round.
+            let Some(round) = &self.round else {
+                return Err(ClientRequestError::Unavailable);
+            };
+            if !declared {
+                round.note_missing(capability);
+                return Err(ClientRequestError::MissingCapability(capability));
+            }
+            if let Some(answer) = round.responses.get(key) {
+                return Ok(answer.clone());
+            }
+            round.request(key, envelope(request));
+            return Err(ClientRequestError::InputRequired);
+        }
+        if !declared {
+            return Err(ClientRequestError::MissingCapability(capability));
+        }
+        if let Some(answer) = self.answered(key) {
+            return Ok(answer);
+        }
+        match self
+            .entry
+            .register(key, envelope(request), self.max_pending)?
+        {
+            Asked::Answered(v) => Ok(v),
+            Asked::Waiting(w) => w.wait(cancel).await,
+        }
+    }
+
+    /// [`ToolContext::input_all`](crate::ToolContext::input_all) of a parked task: every
+    /// request is pending at once, and the task waits for all answers.
+    pub(super) async fn task_input_all(
+        &self,
+        requests: Vec<(String, InputRequest)>,
+        capabilities: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Value>, ClientRequestError> {
+        if let Some((_, r)) = requests
+            .iter()
+            .find(|(_, r)| capabilities.get(r.capability()).is_none())
+        {
+            return Err(ClientRequestError::MissingCapability(r.capability()));
+        }
+        let mut asked = Vec::with_capacity(requests.len());
+        for (key, request) in &requests {
+            asked.push(match self.answered(key) {
+                Some(v) => Asked::Answered(v),
+                None => self
+                    .entry
+                    .register(key, envelope(request), self.max_pending)?,
+            });
+        }
+        let mut answers = Vec::with_capacity(asked.len());
+        for a in asked {
+            answers.push(match a {
+                Asked::Answered(v) => v,
+                Asked::Waiting(w) => w.wait(cancel).await?,
+            });
+        }
+        Ok(answers)
+    }
+}
+
+impl TaskInput for TaskLink {
+    fn start(&self) -> bool {
+        TaskLink::start(self)
+    }
+    fn parks(&self) -> bool {
+        TaskLink::parks(self)
+    }
+    fn task_id(&self) -> &str {
+        TaskLink::task_id(self)
+    }
+    fn round(&self) -> Option<&Arc<RoundTrip>> {
+        TaskLink::round(self)
+    }
+    fn input<'a>(
+        &'a self,
+        key: &'a str,
+        request: &'a InputRequest,
+        declared: bool,
+        sink: &'a Arc<dyn MessageSink>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Value, ClientRequestError>> {
+        Box::pin(self.task_input(key, request, declared, sink, cancel))
+    }
+    fn input_all<'a>(
+        &'a self,
+        requests: Vec<(String, InputRequest)>,
+        capabilities: &'a Value,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Vec<Value>, ClientRequestError>> {
+        Box::pin(self.task_input_all(requests, capabilities, cancel))
+    }
+}
+
+/// An input request as `inputRequests` carries it.
+pub(super) fn envelope(request: &InputRequest) -> Value {
+    json!({"method": request.method(), "params": request.params()})
+}
+
+/// A call that may become a task, decided before the tool runs.
+pub(in crate::engine) struct TaskPlan {
+    pub(super) reservation: Reservation,
+    pub(super) ttl: Duration,
+}
+
+/// Polls `f` once.
+pub(super) fn poll_once<F: Future + Unpin>(
+    f: &mut F,
+) -> impl Future<Output = Poll<F::Output>> + '_ {
+    std::future::poll_fn(move |cx| Poll::Ready(Pin::new(&mut *f).poll(cx)))
+}
+
+impl Engine {
+    /// Decides whether a `tools/call` may become a task, or the error it deserves (`-32021`
+    /// for a required-task tool without the extension on 2026-07-28; `-32601` on 2025-11-25
+    /// for a forbidden-task tool called as a task, or a required-task tool called without).
+    /// Removes the 2025-11-25 `task` parameter, which 2026-07-28 ignores.
+    pub(in crate::engine) fn task_plan(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        scope: &RequestScope,
+        params: &mut Map<String, Value>,
+    ) -> Result<Option<TaskPlan>, ErrorObject> {
+        let requested = params.remove("task").filter(|t| !t.is_null());
+        let support = tool.settings.task_support;
+        let store = &self.shared.tasks;
+        // Only the refusals name the tool.
+        let shown = || name.chars().take(128).collect::<String>();
+        match scope.era {
+            Era::Modern => {
+                if support == TaskSupport::Forbidden {
+                    return Ok(None);
+                }
+                if !declares_extension(&scope.client_capabilities) {
+                    if support == TaskSupport::Required {
+                        return Err(missing_extension(&format!(
+                            "Tool {} runs only as a task: declare the {TASKS_EXTENSION} extension",
+                            shown()
+                        )));
+                    }
+                    return Ok(None);
+                }
+                // A full store: the call runs synchronously.
+                Ok(store.reserve().map(|reservation| TaskPlan {
+                    reservation,
+                    ttl: store.config.ttl,
+                }))
+            }
+            // Earlier revisions have no tasks and ignore the parameter.
+            Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => Ok(None),
+            Era::Legacy => match (requested, support) {
+                (None, TaskSupport::Required) => Err(ErrorObject::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!(
+                        "Tool {} must be called as a task (the task parameter)",
+                        shown()
+                    ),
+                )),
+                (None, _) => Ok(None),
+                (Some(_), TaskSupport::Forbidden) => Err(ErrorObject::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("Tool {} does not support task-augmented calls", shown()),
+                )),
+                (Some(Value::Object(task)), _) => {
+                    let ttl = match task.get("ttl") {
+                        None | Some(Value::Null) => store.config.ttl,
+                        Some(t) => {
+                            let ms = t.as_u64().ok_or_else(|| {
+                                ErrorObject::invalid_params(
+                                    "tools/call: task.ttl must be a non-negative integer",
+                                )
+                            })?;
+                            Duration::from_millis(ms)
+                                .max(Duration::from_secs(1))
+                                .min(store.config.ttl)
+                        }
+                    };
+                    let reservation = store
+                        .reserve()
+                        .ok_or_else(|| ErrorObject::internal("Too many tasks; try again later"))?;
+                    Ok(Some(TaskPlan { reservation, ttl }))
+                }
+                (Some(_), _) => Err(ErrorObject::invalid_params(
+                    "tools/call: task must be an object",
+                )),
+            },
+        }
+    }
+
+    /// Runs a `tools/call` that may become a task (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::engine) fn call_tool_as_task(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        tool: Arc<RegisteredTool>,
+        name: String,
+        arguments: Map<String, Value>,
+        prepared: Prepared,
+        scope: RequestScope,
+        plan: TaskPlan,
+        ticket: Ticket,
+    ) -> Handled {
+        let Some(task_id) = self.shared.tasks.random_id() else {
+            return error(&id, ErrorObject::internal("Could not create a task"));
+        };
+        let legacy = scope.era == Era::Legacy;
+        let entry = Arc::new(TaskEntry::new(
+            task_id,
+            plan.reservation.seq,
+            plan.ttl,
+            Owner::of(scope.era, session),
+            self.shared.platform.time.clone(),
+        ));
+        let Prepared {
+            guard,
+            context,
+            round,
+            cancel: request_cancel,
+        } = prepared;
+        let link = Arc::new(TaskLink {
+            entry: entry.clone(),
+            round: round.clone(),
+            requester: legacy.then(|| {
+                Arc::new(WeakRequester(Arc::downgrade(session))) as Arc<dyn ClientRequester>
+            }),
+            parks: AtomicBool::new(false),
+            max_pending: self.shared.tasks.config.max_pending_inputs,
+        });
+        let sink = legacy.then(|| entry.relay.clone() as Arc<dyn MessageSink>);
+        let context = context.rebind(entry.cancel.clone(), sink, InputMode::Task(link.clone()));
+        let mut run = self.task_runner(tool.clone(), name.clone(), arguments, context, ticket);
+        let engine = self.clone();
+        let session = session.clone();
+        Handled::Pending(Box::pin(async move {
+            let _guard = guard;
+            let config = &engine.shared.tasks.config;
+            if legacy {
+                plan.reservation.commit(entry.clone());
+                let task = entry.json(config, false);
+                engine.drive_task(run, entry, tool, name, scope);
+                return Some(OutgoingMessage::Response {
+                    id,
+                    result: json!({"task": task}),
+                });
+            }
+            // The tool runs inline until it first waits: a call that finishes at once is
+            // answered as usual.
+            let first = futures_util::select_biased! {
+                () = request_cancel.cancelled().fuse() => {
+                    entry.cancel.cancel();
+                    return None;
+                }
+                p = poll_once(&mut run).fuse() => p,
+            };
+            let output = match first {
+                Poll::Ready(output) => output,
+                Poll::Pending => {
+                    link.start();
+                    plan.reservation.commit(entry.clone());
+                    let mut task = entry.json(config, false);
+                    task.insert("resultType".into(), json!("task"));
+                    engine.drive_task(run, entry, tool, name, scope.clone());
+                    return Some(OutgoingMessage::Response {
+                        id,
+                        result: engine.finish_result(Value::Object(task), &scope),
+                    });
+                }
+            };
+            drop(plan);
+            let output = output.unwrap_or_else(|| {
+                ToolOutput::failure(McpErrorDetail::new(
+                    "InternalError",
+                    format!("Tool {name} failed with an internal error"),
+                ))
+            });
+            let result = match engine.round_outcome(&session, "tools/call", &name, round.as_deref())
+            {
+                Some(Err(e)) => {
+                    return Some(OutgoingMessage::Error {
+                        id: Some(id),
+                        error: e,
+                    });
+                }
+                Some(Ok(input_required)) => input_required,
+                None => {
+                    let result = engine.call_tool_result(&tool, output, &scope);
+                    engine.cap_tool_result(&tool, &name, result, &scope)
+                }
+            };
+            Some(OutgoingMessage::Response {
+                id,
+                result: engine.finish_result(result, &scope),
+            })
+        }))
+    }
+
+    /// The tool's run under the execution policy (admitted as `ticket`): its own timeout if
+    /// it has one, and panics reported as `None`. The task's time to live bounds the rest.
+    pub(super) fn task_runner(
+        &self,
+        tool: Arc<RegisteredTool>,
+        name: String,
+        arguments: Map<String, Value>,
+        context: crate::ToolContext,
+        ticket: Ticket,
+    ) -> BoxFuture<'static, Option<ToolOutput>> {
+        let engine = self.clone();
+        Box::pin(async move {
+            let timeout = tool
+                .settings
+                .timeout
+                .or_else(|| engine.shared.config.tool_timeouts.get(&name).copied());
+            // A child token: a timeout stops this run without marking the task cancelled.
+            let cancel = context.cancellation_token().child_token();
+            let run = tool.try_invoke(arguments, context);
+            match ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                timeout,
+                &cancel,
+                run,
+            )
+            .await
+            {
+                Some(Ok(output)) => output,
+                Some(Err(Failure::TimedOut(t))) => Some(ToolOutput::failure(
+                    crate::engine::invoke::timeout_error(&name, t),
+                )),
+                Some(Err(Failure::Panicked)) | None => None,
+            }
+        })
+    }
+
+    /// Runs a task's tool in the background until it ends, is cancelled or outlives its TTL,
+    /// records the outcome, and removes the task when its TTL elapses.
+    pub(super) fn drive_task(
+        &self,
+        run: BoxFuture<'static, Option<ToolOutput>>,
+        entry: Arc<TaskEntry>,
+        tool: Arc<RegisteredTool>,
+        name: String,
+        scope: RequestScope,
+    ) {
+        let engine = self.clone();
+        let runtime = engine.shared.platform.runtime.clone();
+        runtime.spawn(Box::pin(async move {
+            let deadline = entry.deadline;
+            let platform = &engine.shared.platform;
+            // Dropping `run` when another branch wins stops the tool.
+            let finished = futures_util::select_biased! {
+                () = entry.cancel.cancelled().fuse() => None,
+                () = platform.runtime.sleep_until(deadline).fuse() => None,
+                () = orphaned(&entry.owner, platform).fuse() => {
+                    // Its session is gone, and nobody else may see it: stop and forget it.
+                    entry.cancel.cancel();
+                    entry.finish(Outcome::Cancelled, Some("The session ended.".into()));
+                    engine.shared.tasks.remove(&entry);
+                    return;
+                }
+                output = run.fuse() => Some(output),
+            };
+            match finished {
+                Some(Some(output)) => {
+                    let result = engine.call_tool_result(&tool, output, &scope);
+                    let result = engine.cap_tool_result(&tool, &name, result, &scope);
+                    let is_error = result.get("isError") == Some(&Value::Bool(true));
+                    let message = is_error.then(|| failure_message(&result));
+                    let value = engine.finish_result(result, &scope);
+                    let bytes = encoded_len(&value);
+                    if entry.finish(Outcome::Result { value, is_error }, message) {
+                        engine.shared.tasks.retain(&entry, bytes);
+                    }
+                }
+                Some(None) => {
+                    entry.finish(
+                        Outcome::Error(ErrorObject::internal(format!(
+                            "Tool {name} failed with an internal error"
+                        ))),
+                        Some("The tool failed with an internal error".into()),
+                    );
+                }
+                None if entry.cancel.is_cancelled() => {
+                    entry.finish(Outcome::Cancelled, Some("The task was cancelled.".into()));
+                }
+                None => {
+                    entry.cancel.cancel();
+                    entry.finish(
+                        Outcome::Error(ErrorObject::internal(
+                            "The task did not finish within its time to live",
+                        )),
+                        Some("The task expired before it finished".into()),
+                    );
+                }
+            }
+            platform.runtime.sleep_until(deadline).await;
+            entry.cancel.cancel();
+            engine.shared.tasks.remove(&entry);
+        }));
+    }
+}
+
+/// A short diagnostic for a failed 2025-11-25 task: the first text of the tool's error.
+pub(super) fn failure_message(result: &Value) -> String {
+    let text = result
+        .get("content")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find_map(|b| b.get("text").and_then(Value::as_str)))
+        .unwrap_or("the tool reported an error");
+    let short: String = text.chars().take(256).collect();
+    format!("Tool execution failed: {short}")
+}

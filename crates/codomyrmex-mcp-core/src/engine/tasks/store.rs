@@ -1,0 +1,200 @@
+//! The task store: bounded, with TTL expiry, holding the live task entries.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::*;
+use crate::engine::session::Session;
+use crate::platform::Platform;
+use crate::wire::Era;
+
+/// The task store: bounded, with TTL expiry.
+pub(crate) struct TaskStore {
+    pub(super) config: TaskConfig,
+    pub(super) inner: Arc<Mutex<StoreInner>>,
+    /// The clock of expiry and timestamps, the entropy of task ids.
+    pub(super) platform: Platform,
+}
+
+impl std::fmt::Debug for TaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStore")
+            .field("config", &self.config)
+            .field("tasks", &lock(&self.inner).tasks.len())
+            .finish()
+    }
+}
+
+#[derive(Default)]
+pub(super) struct StoreInner {
+    pub(super) tasks: HashMap<String, Arc<TaskEntry>>,
+    pub(super) reserved: usize,
+    pub(super) next_seq: u64,
+    /// Bytes of finished results kept.
+    pub(super) retained: usize,
+}
+
+impl StoreInner {
+    /// Removes a task, stopping its work.
+    pub(super) fn take(&mut self, id: &str) -> Option<Arc<TaskEntry>> {
+        let entry = self.tasks.remove(id)?;
+        entry.cancel.cancel();
+        self.retained = self
+            .retained
+            .saturating_sub(entry.size.load(Ordering::Relaxed));
+        Some(entry)
+    }
+
+    pub(super) fn purge_expired(&mut self, now: Instant) {
+        let expired: Vec<String> = self
+            .tasks
+            .values()
+            .filter(|t| t.expired(now))
+            .map(|t| t.id.clone())
+            .collect();
+        for id in expired {
+            self.take(&id);
+        }
+    }
+
+    /// The oldest finished task other than `except`.
+    pub(super) fn oldest_finished(&self, except: Option<&str>) -> Option<String> {
+        self.tasks
+            .values()
+            .filter(|t| Some(t.id.as_str()) != except && t.status().is_terminal())
+            .min_by_key(|t| t.seq)
+            .map(|t| t.id.clone())
+    }
+}
+
+/// A slot in the store, held while a call may still become a task.
+pub(crate) struct Reservation {
+    pub(super) inner: Arc<Mutex<StoreInner>>,
+    pub(super) seq: u64,
+    pub(super) armed: bool,
+}
+
+impl Reservation {
+    /// Puts `entry` in the store: from now on `tasks/get` finds it.
+    pub(super) fn commit(mut self, entry: Arc<TaskEntry>) {
+        let mut inner = lock(&self.inner);
+        inner.reserved = inner.reserved.saturating_sub(1);
+        inner.tasks.insert(entry.id.clone(), entry);
+        self.armed = false;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut inner = lock(&self.inner);
+            inner.reserved = inner.reserved.saturating_sub(1);
+        }
+    }
+}
+
+impl TaskStore {
+    pub(crate) fn new(config: TaskConfig, platform: Platform) -> Self {
+        Self {
+            config,
+            inner: Arc::new(Mutex::new(StoreInner::default())),
+            platform,
+        }
+    }
+
+    /// 128 random bits, as 32 hex digits. `None` without entropy.
+    pub(super) fn random_id(&self) -> Option<String> {
+        let mut bytes = [0u8; 16];
+        self.platform.entropy.fill(&mut bytes).ok()?;
+        Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    pub(crate) fn config(&self) -> &TaskConfig {
+        &self.config
+    }
+
+    /// A slot for a new task, making room by dropping the oldest finished task if needed.
+    /// `None` when every slot holds a running task.
+    pub(crate) fn reserve(&self) -> Option<Reservation> {
+        let mut inner = lock(&self.inner);
+        inner.purge_expired(self.platform.time.now());
+        if inner.tasks.len() + inner.reserved >= self.config.max_tasks.max(1) {
+            let oldest = inner.oldest_finished(None)?;
+            inner.take(&oldest);
+            if inner.tasks.len() + inner.reserved >= self.config.max_tasks.max(1) {
+                return None;
+            }
+        }
+        inner.reserved += 1;
+        inner.next_seq += 1;
+        Some(Reservation {
+            inner: self.inner.clone(),
+            seq: inner.next_seq,
+            armed: true,
+        })
+    }
+
+    /// A live task by id.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<TaskEntry>> {
+        let mut inner = lock(&self.inner);
+        let entry = inner.tasks.get(id)?.clone();
+        if entry.expired(self.platform.time.now()) {
+            inner.take(id);
+            return None;
+        }
+        Some(entry)
+    }
+
+    pub(super) fn remove(&self, entry: &Arc<TaskEntry>) {
+        let mut inner = lock(&self.inner);
+        if inner
+            .tasks
+            .get(&entry.id)
+            .is_some_and(|t| Arc::ptr_eq(t, entry))
+        {
+            inner.take(&entry.id);
+        }
+    }
+
+    /// Counts a finished task's result of `bytes` against `max_retained_bytes`, dropping the
+    /// oldest other finished tasks while over it.
+    pub(super) fn retain(&self, entry: &Arc<TaskEntry>, bytes: usize) {
+        let mut inner = lock(&self.inner);
+        if !inner
+            .tasks
+            .get(&entry.id)
+            .is_some_and(|t| Arc::ptr_eq(t, entry))
+        {
+            return;
+        }
+        entry.size.store(bytes, Ordering::Relaxed);
+        inner.retained = inner.retained.saturating_add(bytes);
+        while inner.retained > self.config.max_retained_bytes {
+            let Some(oldest) = inner.oldest_finished(Some(&entry.id)) else {
+                break;
+            };
+            inner.take(&oldest);
+        }
+    }
+
+    /// The 2025-11-25 tasks of `session`, oldest first.
+    pub(super) fn list(&self, session: &Arc<Session>) -> Vec<Arc<TaskEntry>> {
+        let mut inner = lock(&self.inner);
+        inner.purge_expired(self.platform.time.now());
+        let mut tasks: Vec<Arc<TaskEntry>> = inner
+            .tasks
+            .values()
+            .filter(|t| t.owner.admits(Era::Legacy, session))
+            .cloned()
+            .collect();
+        tasks.sort_by_key(|t| t.seq);
+        tasks
+    }
+
+    /// The number of tasks held.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.inner).tasks.len()
+    }
+}

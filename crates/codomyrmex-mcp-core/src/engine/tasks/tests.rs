@@ -1,0 +1,1219 @@
+//! Tests of the task store, its entries and the `tasks/*` methods of both eras.
+
+use super::*;
+use crate::McpErrorDetail;
+use crate::config::McpServerConfig;
+use crate::context::InputRequest;
+use crate::context::ToolContext;
+use crate::engine::{Engine, Handled};
+use crate::registry::{McpToolRegistry, ToolDefinition, ToolRegistration, ToolSettings};
+use crate::registry::{TaskSupport, ToolOutput};
+use crate::wire::{ContentBlock, IncomingMessage, RequestId};
+
+// ----- the store and its entries -----
+
+fn modern_owner() -> Owner {
+    Owner::Modern { principal: None }
+}
+
+fn time() -> Arc<dyn TimeSource> {
+    Arc::new(crate::platform::testing::TokioTime)
+}
+
+fn store(config: TaskConfig) -> TaskStore {
+    TaskStore::new(config, crate::platform::testing::platform())
+}
+
+fn random_id() -> Option<String> {
+    store(TaskConfig::default()).random_id()
+}
+
+fn entry(ttl: Duration, owner: Owner) -> Arc<TaskEntry> {
+    Arc::new(TaskEntry::new(random_id().unwrap(), 1, ttl, owner, time()))
+}
+
+fn ask(e: &Arc<TaskEntry>, key: &str, max: usize) -> Result<Asked, ClientRequestError> {
+    e.register(
+        key,
+        json!({"method": "elicitation/create", "params": {}}),
+        max,
+    )
+}
+
+#[test]
+fn task_ids_are_128_random_bits() {
+    let ids: std::collections::HashSet<String> = (0..1000).map(|_| random_id().unwrap()).collect();
+    assert_eq!(ids.len(), 1000);
+    for id in ids {
+        assert_eq!(id.len(), 32);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+}
+
+#[test]
+fn timestamps_are_iso_8601_utc() {
+    assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+    assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
+    let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+    assert_eq!(iso8601(t), "2023-11-14T22:13:20.123Z");
+    let t = UNIX_EPOCH + Duration::from_secs(4_102_444_799);
+    assert_eq!(iso8601(t), "2099-12-31T23:59:59.000Z");
+}
+
+#[tokio::test(start_paused = true)]
+async fn status_follows_the_lifecycle() {
+    let e = entry(Duration::from_secs(60), modern_owner());
+    assert_eq!(e.status(), Status::Working);
+    let Ok(Asked::Waiting(w)) = ask(&e, "k", 8) else {
+        panic!("a waiter expected")
+    };
+    assert_eq!(e.status(), Status::InputRequired);
+    assert_eq!(
+        e.update(&Map::from_iter([("k".into(), json!({"action": "accept"}))])),
+        1
+    );
+    assert_eq!(e.status(), Status::Working);
+    assert_eq!(
+        w.wait(&CancellationToken::new()).await.unwrap(),
+        json!({"action": "accept"})
+    );
+    let value = json!({"content": [], "isError": true});
+    assert!(e.finish(
+        Outcome::Result {
+            value,
+            is_error: true
+        },
+        None
+    ));
+    // 2026-07-28 reserves `failed` for protocol errors: a tool error completes.
+    assert_eq!(e.status(), Status::Completed);
+    let e = entry(Duration::from_secs(60), modern_owner());
+    e.finish(Outcome::Error(ErrorObject::internal("x")), None);
+    assert_eq!(e.status(), Status::Failed);
+}
+
+#[test]
+fn a_tool_error_fails_a_2025_11_25_task() {
+    let session = Arc::new(Session::new(1));
+    let e = entry(Duration::from_secs(60), Owner::of(Era::Legacy, &session));
+    let value = json!({"content": [], "isError": true});
+    e.finish(
+        Outcome::Result {
+            value,
+            is_error: true,
+        },
+        Some("m".into()),
+    );
+    assert_eq!(e.status(), Status::Failed);
+}
+
+#[test]
+fn a_terminal_status_never_changes() {
+    let e = entry(Duration::from_secs(60), modern_owner());
+    assert!(e.finish(
+        Outcome::Result {
+            value: json!({}),
+            is_error: false
+        },
+        None
+    ));
+    assert!(!e.finish(Outcome::Error(ErrorObject::internal("late")), None));
+    assert!(!e.finish(Outcome::Cancelled, None));
+    assert_eq!(e.cancel(), Err(Status::Completed));
+    assert_eq!(e.status(), Status::Completed);
+    assert!(!e.cancel.is_cancelled());
+    assert!(matches!(
+        ask(&e, "k", 8),
+        Err(ClientRequestError::Cancelled)
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_stops_the_work_and_wakes_waiters() {
+    let e = entry(Duration::from_secs(60), modern_owner());
+    let Ok(Asked::Waiting(w)) = ask(&e, "k", 8) else {
+        panic!("a waiter expected")
+    };
+    assert_eq!(e.cancel(), Ok(()));
+    assert!(e.cancel.is_cancelled());
+    assert_eq!(e.status(), Status::Cancelled);
+    assert!(lock(&e.state).pending.is_empty());
+    assert_eq!(
+        w.wait(&CancellationToken::new()).await,
+        Err(ClientRequestError::Cancelled)
+    );
+    assert_eq!(e.cancel(), Err(Status::Cancelled));
+}
+
+#[tokio::test(start_paused = true)]
+async fn partial_updates_keep_the_task_waiting_for_the_rest() {
+    let e = entry(Duration::from_secs(60), modern_owner());
+    let (Ok(Asked::Waiting(a)), Ok(Asked::Waiting(b))) = (ask(&e, "a", 8), ask(&e, "b", 8)) else {
+        panic!("two waiters expected")
+    };
+    let unknown = Map::from_iter([("zzz".into(), json!({"ignored": true}))]);
+    assert_eq!(e.update(&unknown), 0, "unknown keys are ignored");
+    assert_eq!(
+        e.update(&Map::from_iter([("a".into(), json!({"n": 1}))])),
+        1
+    );
+    assert_eq!(e.status(), Status::InputRequired);
+    let pending = e.json(&TaskConfig::default(), true)["inputRequests"].clone();
+    assert!(
+        pending.get("a").is_none() && pending.get("b").is_some(),
+        "{pending}"
+    );
+    let cancel = CancellationToken::new();
+    assert_eq!(a.wait(&cancel).await.unwrap(), json!({"n": 1}));
+    assert_eq!(
+        e.update(&Map::from_iter([("a".into(), json!({"n": 9}))])),
+        0,
+        "an answered key is not pending any more"
+    );
+    e.update(&Map::from_iter([("b".into(), json!({"n": 2}))]));
+    assert_eq!(b.wait(&cancel).await.unwrap(), json!({"n": 2}));
+    assert_eq!(e.status(), Status::Working);
+    // A key asked again gets the answer it already has.
+    assert!(matches!(ask(&e, "a", 8), Ok(Asked::Answered(v)) if v == json!({"n": 1})));
+}
+
+#[test]
+fn a_dropped_waiter_withdraws_its_request_and_inputs_are_bounded() {
+    let e = entry(Duration::from_secs(60), modern_owner());
+    let w1 = ask(&e, "a", 2);
+    let w2 = ask(&e, "a", 2);
+    let _w3 = ask(&e, "b", 2).unwrap();
+    assert!(matches!(
+        ask(&e, "c", 2),
+        Err(ClientRequestError::Unavailable)
+    ));
+    drop(w1);
+    assert!(
+        lock(&e.state).pending.contains_key("a"),
+        "another waiter remains"
+    );
+    drop(w2);
+    assert!(!lock(&e.state).pending.contains_key("a"));
+    assert!(matches!(ask(&e, "c", 2), Ok(Asked::Waiting(_))));
+}
+
+#[test]
+fn the_store_is_bounded_and_makes_room_from_finished_tasks() {
+    let store = store(TaskConfig {
+        max_tasks: 2,
+        ..TaskConfig::default()
+    });
+    let first = entry(Duration::from_secs(60), modern_owner());
+    let second = entry(Duration::from_secs(60), modern_owner());
+    store.reserve().unwrap().commit(first.clone());
+    let r = store.reserve().unwrap();
+    assert!(store.reserve().is_none(), "a reservation holds its slot");
+    r.commit(second.clone());
+    assert!(store.reserve().is_none(), "every task is running");
+    first.finish(Outcome::Cancelled, None);
+    let r = store.reserve().unwrap();
+    assert!(
+        store.get(&first.id).is_none(),
+        "the oldest finished task made room"
+    );
+    assert!(store.get(&second.id).is_some());
+    drop(r);
+    assert_eq!(store.len(), 1);
+    assert!(
+        store.reserve().is_some(),
+        "a dropped reservation frees its slot"
+    );
+}
+
+#[test]
+fn finished_results_are_kept_within_a_byte_budget() {
+    let store = store(TaskConfig {
+        max_retained_bytes: 100,
+        ..TaskConfig::default()
+    });
+    let done = |bytes| {
+        let r = store.reserve().unwrap();
+        let id = random_id().unwrap();
+        let e = Arc::new(TaskEntry::new(
+            id,
+            r.seq,
+            Duration::from_secs(60),
+            modern_owner(),
+            time(),
+        ));
+        r.commit(e.clone());
+        e.finish(Outcome::Cancelled, None);
+        store.retain(&e, bytes);
+        e
+    };
+    let a = done(40);
+    let b = done(40);
+    assert!(store.get(&a.id).is_some() && store.get(&b.id).is_some());
+    let c = done(40);
+    assert!(store.get(&a.id).is_none(), "the oldest made room");
+    assert!(store.get(&b.id).is_some() && store.get(&c.id).is_some());
+    let big = done(500);
+    assert!(store.get(&big.id).is_some(), "the newest result is kept");
+    assert_eq!(store.len(), 1);
+    store.remove(&big);
+    assert_eq!(lock(&store.inner).retained, 0);
+    assert_eq!(
+        encoded_len(&json!({"a": [1, "x"]})),
+        r#"{"a":[1,"x"]}"#.len()
+    );
+}
+
+#[test]
+fn a_full_relay_drops_notifications_before_requests() {
+    let relay = Relay::default();
+    let note = || OutgoingMessage::Notification {
+        method: "notifications/progress",
+        params: json!({}),
+    };
+    let req = |n: i64| OutgoingMessage::Request {
+        id: RequestId::from(n),
+        method: "elicitation/create",
+        params: json!({}),
+    };
+    for _ in 0..MAX_RELAYED {
+        assert!(relay.send(note()));
+    }
+    assert!(relay.send(req(1)), "a request displaces a notification");
+    for n in 2..=MAX_RELAYED {
+        assert!(relay.send(req(i64::try_from(n).unwrap())));
+    }
+    assert!(!relay.send(req(0)), "a buffer of requests is full");
+    let capture = Arc::new(Capture::default());
+    let guard = Arc::new(relay).attach(capture.clone());
+    assert_eq!(lock(&capture.0).len(), MAX_RELAYED);
+    assert!(guard.relay.send(note()), "an attached relay forwards");
+    drop(guard);
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_tasks_are_removed_and_cancelled() {
+    let store = store(TaskConfig::default());
+    let e = entry(Duration::from_millis(300), modern_owner());
+    store.reserve().unwrap().commit(e.clone());
+    assert!(store.get(&e.id).is_some(), "not before its TTL");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(store.get(&e.id).is_none());
+    assert!(e.cancel.is_cancelled());
+    assert_eq!(store.len(), 0);
+}
+
+#[test]
+fn tasks_are_bound_to_their_principal_and_session() {
+    let s1 = Arc::new(Session::new(1));
+    let s2 = Arc::new(Session::new(1));
+    let alice = Arc::new(Session::new(1)).with_principal(Some(crate::context::Principal {
+        subject: "alice".into(),
+        scopes: vec![],
+    }));
+    let modern = Owner::of(Era::Modern, &s1);
+    assert!(modern.admits(Era::Modern, &s2), "no sessions on 2026-07-28");
+    assert!(!modern.admits(Era::Modern, &alice));
+    assert!(!modern.admits(Era::Legacy, &s1));
+    let legacy = Owner::of(Era::Legacy, &s1);
+    assert!(legacy.admits(Era::Legacy, &s1));
+    assert!(!legacy.admits(Era::Legacy, &s2));
+    assert!(!legacy.admits(Era::Modern, &s1));
+    assert!(Owner::of(Era::Modern, &alice).admits(Era::Modern, &alice));
+}
+
+#[test]
+fn wire_shapes_of_both_eras() {
+    let config = TaskConfig::default();
+    let e = entry(Duration::from_secs(60), modern_owner());
+    let created = e.json(&config, false);
+    assert_eq!(created["ttlMs"], json!(60_000));
+    assert_eq!(created["pollIntervalMs"], json!(500));
+    for absent in [
+        "ttl",
+        "pollInterval",
+        "requestState",
+        "result",
+        "error",
+        "task",
+    ] {
+        assert!(!created.contains_key(absent), "{absent}");
+    }
+    assert!(created["createdAt"].as_str().unwrap().ends_with('Z'));
+    let value = json!({"content": [{"type": "text", "text": "ok"}]});
+    e.finish(
+        Outcome::Result {
+            value: value.clone(),
+            is_error: false,
+        },
+        None,
+    );
+    let got = e.json(&config, true);
+    assert_eq!(got["result"], value);
+    assert!(
+        got["result"].get("_meta").is_none(),
+        "no related-task on inlined results"
+    );
+    let failed = entry(Duration::from_secs(60), modern_owner());
+    failed.finish(Outcome::Error(ErrorObject::internal("boom")), None);
+    let got = failed.json(&config, true);
+    assert_eq!(got["error"]["code"], -32603);
+    assert!(!got.contains_key("result"));
+
+    let session = Arc::new(Session::new(1));
+    let legacy = entry(Duration::from_secs(60), Owner::of(Era::Legacy, &session));
+    legacy.finish(
+        Outcome::Result {
+            value,
+            is_error: false,
+        },
+        None,
+    );
+    let task = legacy.json(&config, true);
+    assert_eq!(task["ttl"], json!(60_000));
+    assert_eq!(task["pollInterval"], json!(500));
+    assert!(!task.contains_key("ttlMs") && !task.contains_key("result"));
+    let result = legacy.final_result().unwrap().unwrap();
+    assert_eq!(
+        result["_meta"][META_RELATED_TASK]["taskId"],
+        json!(legacy.id())
+    );
+}
+
+// ----- the engine -----
+
+fn settings(task_support: TaskSupport) -> ToolSettings {
+    ToolSettings {
+        task_support,
+        ..ToolSettings::default()
+    }
+}
+
+fn add<M>(
+    r: &McpToolRegistry,
+    name: &str,
+    support: TaskSupport,
+    handler: impl crate::registry::IntoToolHandler<M>,
+) {
+    let definition = ToolDefinition::new(name, json!({"type": "object"}));
+    r.register_tool(ToolRegistration::new(definition, handler).with_settings(settings(support)))
+        .unwrap();
+}
+
+fn explode() -> ToolOutput {
+    panic!("kaboom-secret")
+}
+
+fn text(t: impl Into<String>) -> ToolOutput {
+    ToolOutput::content(vec![ContentBlock::text(t)])
+}
+
+fn form() -> InputRequest {
+    InputRequest::form("Name?", json!({"type": "object"}))
+}
+
+fn name_of(answer: &Value) -> String {
+    answer["content"]["name"].as_str().unwrap_or("?").to_owned()
+}
+
+fn task_registry() -> Arc<McpToolRegistry> {
+    let r = McpToolRegistry::new();
+    add(
+        &r,
+        "echo",
+        TaskSupport::Forbidden,
+        |_: Map<String, Value>| text("echo"),
+    );
+    add(
+        &r,
+        "instant",
+        TaskSupport::Optional,
+        |_: Map<String, Value>| text("instant"),
+    );
+    add(
+        &r,
+        "slow",
+        TaskSupport::Optional,
+        |a: Map<String, Value>| async move {
+            let ms = a.get("ms").and_then(Value::as_u64).unwrap_or(100);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            text(format!("slept {ms}"))
+        },
+    );
+    add(
+        &r,
+        "required",
+        TaskSupport::Required,
+        |_: Map<String, Value>| async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            ToolOutput::failure(McpErrorDetail::new("JobFailed", "always"))
+        },
+    );
+    add(
+        &r,
+        "boom",
+        TaskSupport::Optional,
+        |_: Map<String, Value>| async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            explode()
+        },
+    );
+    add(
+        &r,
+        "ask",
+        TaskSupport::Optional,
+        |_: Map<String, Value>, cx: ToolContext| async move {
+            cx.start_task();
+            match cx.input("confirm", form()).await {
+                Ok(answer) => text(format!("confirmed by {}", name_of(&answer))),
+                Err(e) => ToolOutput::failure(e.into()),
+            }
+        },
+    );
+    add(
+        &r,
+        "two",
+        TaskSupport::Optional,
+        |_: Map<String, Value>, cx: ToolContext| async move {
+            cx.start_task();
+            let asked = vec![("a".to_owned(), form()), ("b".to_owned(), form())];
+            match cx.input_all(asked).await {
+                Ok(v) => text(format!("{} and {}", name_of(&v[0]), name_of(&v[1]))),
+                Err(e) => ToolOutput::failure(e.into()),
+            }
+        },
+    );
+    add(
+        &r,
+        "mrtr_then_task",
+        TaskSupport::Required,
+        |_: Map<String, Value>, cx: ToolContext| async move {
+            let answer = match cx.input("user_name", form()).await {
+                Ok(a) => a,
+                Err(e) => return ToolOutput::failure(e.into()),
+            };
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            text(format!("Hello, {}!", name_of(&answer)))
+        },
+    );
+    Arc::new(r)
+}
+
+struct Client {
+    engine: Engine,
+    session: Arc<Session>,
+    sink: Arc<dyn MessageSink>,
+    next: std::sync::atomic::AtomicI64,
+}
+
+#[derive(Default)]
+struct Capture(Mutex<Vec<OutgoingMessage>>);
+
+impl MessageSink for Capture {
+    fn send(&self, message: OutgoingMessage) -> bool {
+        lock(&self.0).push(message);
+        true
+    }
+}
+
+fn engine(config: TaskConfig) -> Engine {
+    let cfg = McpServerConfig::default().with_rate_limit(None);
+    Engine::new(cfg, task_registry()).with_task_config(config)
+}
+
+impl Client {
+    fn new(engine: &Engine) -> Self {
+        Self {
+            engine: engine.clone(),
+            session: engine.new_session(),
+            sink: Arc::new(crate::context::NullSink),
+            next: std::sync::atomic::AtomicI64::new(1),
+        }
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let id = RequestId::from(self.next.fetch_add(1, Ordering::Relaxed));
+        let message = IncomingMessage::Request {
+            id,
+            method: method.into(),
+            params: params.as_object().cloned(),
+        };
+        match self
+            .engine
+            .handle(&self.session, message, &self.sink)
+            .into_message()
+            .await
+        {
+            Some(OutgoingMessage::Response { result, .. }) => Ok(result),
+            Some(OutgoingMessage::Error { error, .. }) => Err(error),
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+
+    /// A modern request; `ext` declares the tasks extension.
+    async fn modern(
+        &self,
+        method: &str,
+        mut params: Value,
+        ext: bool,
+    ) -> Result<Value, ErrorObject> {
+        let mut caps = json!({"elicitation": {}});
+        if ext {
+            caps["extensions"] = json!({TASKS_EXTENSION: {}});
+        }
+        params["_meta"] = json!({
+            super::super::META_PROTOCOL_VERSION: "2026-07-28",
+            super::super::META_CLIENT_CAPABILITIES: caps,
+        });
+        self.request(method, params).await
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> Value {
+        self.modern("tools/call", json!({"name": tool, "arguments": args}), true)
+            .await
+            .unwrap()
+    }
+
+    async fn get(&self, task_id: &Value) -> Value {
+        self.modern("tasks/get", json!({"taskId": task_id}), true)
+            .await
+            .unwrap()
+    }
+
+    async fn until(&self, task_id: &Value, done: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..500 {
+            let task = self.get(task_id).await;
+            if done(&task) {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("task {task_id} did not get there")
+    }
+
+    async fn terminal(&self, task_id: &Value) -> Value {
+        self.until(task_id, |t| {
+            matches!(
+                t["status"].as_str(),
+                Some("completed" | "failed" | "cancelled")
+            )
+        })
+        .await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_supporting_call_becomes_a_task_and_completes() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let created = c.call("slow", json!({"ms": 50})).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    for absent in [
+        "task",
+        "result",
+        "error",
+        "inputRequests",
+        "requestState",
+        "ttl",
+        "content",
+    ] {
+        assert!(created.get(absent).is_none(), "{absent}: {created}");
+    }
+    assert!(created["ttlMs"].as_u64().unwrap() > 0);
+    let id = &created["taskId"];
+    // Durable at once.
+    let now = c.get(id).await;
+    assert_eq!(now["taskId"], *id);
+    assert_eq!(now["resultType"], "complete");
+    let done = c.terminal(id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "slept 50");
+    assert!(done.get("error").is_none());
+    // A sync-only tool stays sync, with or without a legacy `task` hint.
+    let sync = c
+        .modern(
+            "tools/call",
+            json!({"name": "echo", "task": {"ttl": 1000}}),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(sync["resultType"], "complete");
+    assert_eq!(sync["content"][0]["text"], "echo");
+    // A tool that finishes without waiting answers at once.
+    let instant = c.call("instant", json!({})).await;
+    assert_eq!(instant["resultType"], "complete");
+    assert!(instant.get("taskId").is_none());
+    assert_eq!(c.session.in_flight(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_the_extension_calls_are_synchronous_and_tasks_methods_refused() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let sync = c
+        .modern(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 5}}),
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(sync["resultType"], "complete");
+    assert_eq!(sync["content"][0]["text"], "slept 5");
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": "x"})),
+        ("tasks/update", json!({"taskId": "x", "inputResponses": {}})),
+        ("tasks/cancel", json!({"taskId": "x"})),
+    ] {
+        let e = c.modern(method, params, false).await.unwrap_err();
+        assert_eq!(e.code, -32021, "{method}");
+        assert_eq!(
+            e.data.unwrap()["requiredCapabilities"]["extensions"][TASKS_EXTENSION],
+            json!({})
+        );
+    }
+    let e = c
+        .modern("tools/call", json!({"name": "required"}), false)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, -32021);
+    assert!(e.data.unwrap()["requiredCapabilities"]["extensions"][TASKS_EXTENSION].is_object());
+    // The per-request declaration is what counts.
+    let created = c.call("required", json!({})).await;
+    assert_eq!(created["resultType"], "task");
+}
+
+#[tokio::test(start_paused = true)]
+async fn tool_errors_complete_and_protocol_errors_fail() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let created = c.call("required", json!({})).await;
+    let done = c.terminal(&created["taskId"]).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"]["isError"], true);
+    let created = c.call("boom", json!({})).await;
+    let done = c.terminal(&created["taskId"]).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(done["error"]["code"], -32603);
+    assert!(done["error"]["message"].is_string());
+    assert!(done.get("result").is_none());
+    assert!(
+        !done["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("kaboom"),
+        "no panic text leaks"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_acknowledges_and_settles_cancelled() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let created = c.call("slow", json!({"ms": 60_000})).await;
+    let id = &created["taskId"];
+    let ack = c
+        .modern("tasks/cancel", json!({"taskId": id}), true)
+        .await
+        .unwrap();
+    assert_eq!(ack["resultType"], "complete");
+    for field in ["taskId", "status", "result", "error", "inputRequests"] {
+        assert!(ack.get(field).is_none(), "{field}: {ack}");
+    }
+    assert_eq!(c.get(id).await["status"], "cancelled");
+    let again = c.modern("tasks/cancel", json!({"taskId": id}), true).await;
+    assert_eq!(again.unwrap()["resultType"], "complete", "idempotent");
+    for method in ["tasks/get", "tasks/cancel"] {
+        let e = c
+            .modern(method, json!({"taskId": "nope"}), true)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, -32602, "{method}");
+    }
+    let e = c.modern("tasks/get", json!({}), true).await.unwrap_err();
+    assert_eq!(e.code, -32602);
+}
+
+#[tokio::test(start_paused = true)]
+async fn removed_and_unknown_tasks_methods_are_not_found() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    for method in ["tasks/result", "tasks/list", "tasks/nope"] {
+        let e = c
+            .modern(method, json!({"taskId": "x"}), true)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, -32601, "{method}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn input_parks_the_task_until_tasks_update() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let created = c.call("ask", json!({})).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert!(created.get("inputRequests").is_none());
+    let id = &created["taskId"];
+    let parked = c.until(id, |t| t["status"] == "input_required").await;
+    assert_eq!(
+        parked["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
+    let ack = c
+        .modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"name": "Ada"}}}}),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ack["resultType"], "complete");
+    assert!(ack.get("status").is_none());
+    let done = c.terminal(id).await;
+    assert_eq!(done["result"]["content"][0]["text"], "confirmed by Ada");
+    let e = c
+        .modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"k": 1}}),
+            true,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, -32602, "answers are objects");
+}
+
+#[tokio::test(start_paused = true)]
+async fn several_inputs_are_pending_at_once_and_answered_one_by_one() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let created = c.call("two", json!({})).await;
+    let id = &created["taskId"];
+    let parked = c
+        .until(id, |t| {
+            t["inputRequests"].as_object().is_some_and(|m| m.len() == 2)
+        })
+        .await;
+    assert_eq!(parked["status"], "input_required");
+    let answer = |name: &str| json!({"action": "accept", "content": {"name": name}});
+    c.modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"a": answer("x")}}),
+        true,
+    )
+    .await
+    .unwrap();
+    let half = c.get(id).await;
+    assert_eq!(half["status"], "input_required");
+    let keys: Vec<&String> = half["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["b"]);
+    c.modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"b": answer("y")}}),
+        true,
+    )
+    .await
+    .unwrap();
+    let done = c.terminal(id).await;
+    assert_eq!(done["result"]["content"][0]["text"], "x and y");
+}
+
+#[tokio::test(start_paused = true)]
+async fn multi_round_trip_input_comes_before_the_task() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let r1 = c.call("mrtr_then_task", json!({})).await;
+    assert_eq!(r1["resultType"], "input_required", "{r1}");
+    assert!(r1.get("taskId").is_none());
+    assert!(r1["inputRequests"]["user_name"].is_object());
+    let r2 = c
+        .modern(
+            "tools/call",
+            json!({
+                "name": "mrtr_then_task",
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}},
+                "requestState": r1["requestState"],
+            }),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r2["resultType"], "task", "{r2}");
+    assert!(r2.get("requestState").is_none() && r2.get("inputRequests").is_none());
+    let done = c.terminal(&r2["taskId"]).await;
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Alice!");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_store_runs_calls_synchronously() {
+    let c = Client::new(&engine(TaskConfig {
+        max_tasks: 1,
+        ..TaskConfig::default()
+    }));
+    let first = c.call("slow", json!({"ms": 60_000})).await;
+    assert_eq!(first["resultType"], "task");
+    let second = c.call("slow", json!({"ms": 5})).await;
+    assert_eq!(second["resultType"], "complete", "{second}");
+    assert_eq!(c.engine.shared.tasks.len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_end_and_disappear_when_their_ttl_elapses() {
+    let c = Client::new(&engine(TaskConfig {
+        ttl: Duration::from_millis(400),
+        ..TaskConfig::default()
+    }));
+    let created = c.call("slow", json!({"ms": 3_600_000})).await;
+    assert_eq!(created["ttlMs"], 400);
+    let id = created["taskId"].clone();
+    assert_eq!(c.get(&id).await["status"], "working");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let e = c
+        .modern("tasks/get", json!({"taskId": id}), true)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, -32602);
+    assert_eq!(c.engine.shared.tasks.len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let d = c.modern("server/discover", json!({}), false).await.unwrap();
+    assert_eq!(d["capabilities"]["extensions"][TASKS_EXTENSION], json!({}));
+    assert!(d["capabilities"].get("tasks").is_none());
+    let plain = Engine::new(McpServerConfig::default(), Arc::new(McpToolRegistry::new()));
+    let d = Client::new(&plain)
+        .modern("server/discover", json!({}), false)
+        .await
+        .unwrap();
+    assert!(d["capabilities"].get("extensions").is_none(), "{d}");
+    let e = Client::new(&plain)
+        .modern("tasks/get", json!({"taskId": "x"}), true)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, -32601, "no task tools, no tasks methods");
+    // No `execution` on the 2026-07-28 tools/list.
+    let list = c.modern("tools/list", json!({}), true).await.unwrap();
+    assert!(
+        list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("execution").is_none())
+    );
+}
+
+// ----- 2025-11-25 -----
+
+async fn legacy(engine: &Engine, capabilities: Value) -> Client {
+    let c = Client::new(engine);
+    let r = c
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r["capabilities"]["tasks"],
+        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+    );
+    assert!(r["capabilities"].get("extensions").is_none());
+    c
+}
+
+async fn legacy_terminal(c: &Client, id: &Value) -> Value {
+    for _ in 0..500 {
+        let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+        if Status::Working.as_str() != t["status"] && t["status"] != "input_required" {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no terminal status")
+}
+
+#[tokio::test(start_paused = true)]
+async fn experimental_2025_11_25_tasks() {
+    let e = engine(TaskConfig::default());
+    let c = legacy(&e, json!({})).await;
+    let list = c.request("tools/list", json!({})).await.unwrap();
+    let support = |name: &str| {
+        list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["execution"]["taskSupport"].clone())
+            .unwrap()
+    };
+    assert_eq!(support("slow"), "optional");
+    assert_eq!(support("required"), "required");
+    assert_eq!(
+        support("echo"),
+        Value::Null,
+        "forbidden is the default, left out"
+    );
+    let created = c
+        .request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 30}, "task": {"ttl": 60_000}}),
+        )
+        .await
+        .unwrap();
+    let task = &created["task"];
+    assert_eq!(task["status"], "working", "{created}");
+    assert_eq!(task["ttl"], 60_000);
+    assert!(task["pollInterval"].is_u64() && task.get("ttlMs").is_none());
+    assert!(created.get("resultType").is_none());
+    let id = &task["taskId"];
+    let got = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+    assert_eq!(got["taskId"], *id);
+    let result = c
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "slept 30");
+    assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], *id);
+    assert_eq!(
+        c.request("tasks/get", json!({"taskId": id})).await.unwrap()["status"],
+        "completed"
+    );
+    let listed = c.request("tasks/list", json!({})).await.unwrap();
+    assert_eq!(listed["tasks"][0]["taskId"], *id);
+    let e2 = c
+        .request("tasks/cancel", json!({"taskId": id}))
+        .await
+        .unwrap_err();
+    assert_eq!(e2.code, -32602, "a terminal task cannot be cancelled");
+    // Tool-level negotiation.
+    let e2 = c
+        .request("tools/call", json!({"name": "required"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e2.code, -32601);
+    let e2 = c
+        .request("tools/call", json!({"name": "echo", "task": {}}))
+        .await
+        .unwrap_err();
+    assert_eq!(e2.code, -32601);
+    // A running task is cancelled at once and reports it.
+    let long = c
+        .request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60_000}, "task": {}}),
+        )
+        .await
+        .unwrap();
+    let long_id = &long["task"]["taskId"];
+    let cancelled = c
+        .request("tasks/cancel", json!({"taskId": long_id}))
+        .await
+        .unwrap();
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(
+        c.request("tasks/result", json!({"taskId": long_id}))
+            .await
+            .unwrap_err()
+            .code,
+        -32602
+    );
+    // tasks/update is a 2026-07-28 method.
+    assert_eq!(
+        c.request("tasks/update", json!({"taskId": id, "inputResponses": {}}))
+            .await
+            .unwrap_err()
+            .code,
+        -32601
+    );
+    // Another session sees none of these tasks.
+    let other = legacy(&e, json!({})).await;
+    assert_eq!(
+        other
+            .request("tasks/get", json!({"taskId": id}))
+            .await
+            .unwrap_err()
+            .code,
+        -32602
+    );
+    assert_eq!(
+        other.request("tasks/list", json!({})).await.unwrap()["tasks"],
+        json!([])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn experimental_tasks_list_pages() {
+    let cfg = McpServerConfig::default()
+        .with_rate_limit(None)
+        .with_page_size(2);
+    let e = Engine::new(cfg, task_registry());
+    let c = legacy(&e, json!({})).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let r = c
+            .request("tools/call", json!({"name": "instant", "task": {}}))
+            .await
+            .unwrap();
+        ids.push(r["task"]["taskId"].clone());
+    }
+    let p1 = c.request("tasks/list", json!({})).await.unwrap();
+    assert_eq!(p1["tasks"].as_array().unwrap().len(), 2);
+    let p2 = c
+        .request("tasks/list", json!({"cursor": p1["nextCursor"]}))
+        .await
+        .unwrap();
+    assert_eq!(p2["tasks"][0]["taskId"], ids[2]);
+    assert!(p2.get("nextCursor").is_none());
+    let e2 = c
+        .request("tasks/list", json!({"cursor": "zz"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e2.code, -32602);
+}
+
+#[tokio::test(start_paused = true)]
+async fn experimental_tool_errors_fail_the_task() {
+    let e = engine(TaskConfig::default());
+    let c = legacy(&e, json!({})).await;
+    let created = c
+        .request("tools/call", json!({"name": "required", "task": {}}))
+        .await
+        .unwrap();
+    let id = &created["task"]["taskId"];
+    let done = legacy_terminal(&c, id).await;
+    assert_eq!(done["status"], "failed");
+    assert!(done["statusMessage"].as_str().unwrap().contains("always"));
+    let result = c
+        .request("tasks/result", json!({"taskId": id}))
+        .await
+        .unwrap();
+    assert_eq!(result["isError"], true);
+    let created = c
+        .request("tools/call", json!({"name": "boom", "task": {}}))
+        .await
+        .unwrap();
+    let e2 = c
+        .request("tasks/result", json!({"taskId": created["task"]["taskId"]}))
+        .await
+        .unwrap_err();
+    assert_eq!(e2.code, -32603);
+}
+
+#[tokio::test(start_paused = true)]
+async fn experimental_task_input_is_a_related_task_request() {
+    let e = engine(TaskConfig::default());
+    let c = legacy(&e, json!({"elicitation": {}})).await;
+    let created = c
+        .request("tools/call", json!({"name": "ask", "task": {}}))
+        .await
+        .unwrap();
+    let id = created["task"]["taskId"].clone();
+    // The request waits for a tasks/result reader.
+    for _ in 0..500 {
+        let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+        if t["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let capture = Arc::new(Capture::default());
+    let sink: Arc<dyn MessageSink> = capture.clone();
+    let message = IncomingMessage::Request {
+        id: RequestId::from(900),
+        method: "tasks/result".into(),
+        params: json!({"taskId": id}).as_object().cloned(),
+    };
+    let Handled::Pending(result) = e.handle(&c.session, message, &sink) else {
+        panic!("tasks/result waits")
+    };
+    let result = tokio::spawn(result);
+    let request = loop {
+        if let Some(m) = lock(&capture.0).first().cloned() {
+            break m;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let OutgoingMessage::Request {
+        id: rid,
+        method,
+        params,
+    } = request
+    else {
+        panic!("a server-to-client request expected: {request:?}")
+    };
+    assert_eq!(method, "elicitation/create");
+    assert_eq!(params["_meta"][META_RELATED_TASK]["taskId"], id);
+    e.handle(
+        &c.session,
+        IncomingMessage::Response {
+            id: rid,
+            result: json!({"action": "accept", "content": {"name": "Grace"}}),
+        },
+        &sink,
+    );
+    let Some(OutgoingMessage::Response { result, .. }) = result.await.unwrap() else {
+        panic!("a result expected")
+    };
+    assert_eq!(result["content"][0]["text"], "confirmed by Grace");
+    assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], id);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_experimental_task_ends_with_its_session() {
+    let e = engine(TaskConfig::default());
+    let c = legacy(&e, json!({})).await;
+    let created = c
+        .request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 600_000}, "task": {}}),
+        )
+        .await
+        .unwrap();
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let entry = e.shared.tasks.get(&id).unwrap();
+    drop(c);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while e.shared.tasks.get(&id).is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task outlived its session"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(entry.cancel.is_cancelled());
+    assert_eq!(entry.status(), Status::Cancelled);
+}
+
+#[tokio::test(start_paused = true)]
+async fn earlier_revisions_have_no_tasks() {
+    let e = engine(TaskConfig::default());
+    let c = Client::new(&e);
+    let r = c
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+        )
+        .await
+        .unwrap();
+    assert!(r["capabilities"].get("tasks").is_none());
+    let list = c.request("tools/list", json!({})).await.unwrap();
+    assert!(
+        list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("execution").is_none())
+    );
+    // The parameter is ignored and required-task tools run.
+    let r = c
+        .request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 1}, "task": {}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], "slept 1");
+    assert_eq!(
+        c.request("tasks/get", json!({"taskId": "x"}))
+            .await
+            .unwrap_err()
+            .code,
+        -32601
+    );
+}

@@ -1,0 +1,207 @@
+//! `tools/list` and `tools/call`: paging the registry, running a call under the execution
+//! policy, and mapping its output onto `CallToolResult`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::context::MessageSink;
+use crate::registry::{RegisteredTool, ToolOutput};
+use crate::schema::McpErrorDetail;
+use crate::wire::{ContentBlock, ErrorObject, OutgoingMessage, RequestId};
+
+impl Engine {
+    pub(super) fn list_tools(
+        &self,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Result<Value, ErrorObject> {
+        let after = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(
+                decode_cursor(c).ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
+            ),
+            Some(_) => return Err(ErrorObject::invalid_params("Invalid cursor")),
+        };
+        let (tools, next) = self
+            .shared
+            .registry
+            .page(after.as_deref(), self.shared.config.page_size);
+        let tools = self.with_task_support(tools, scope);
+        let mut obj = Map::new();
+        obj.insert("tools".into(), Value::Array(tools));
+        if let Some(next) = next {
+            obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
+        }
+        Ok(self.cacheable(obj, scope))
+    }
+
+    pub(super) fn call_tool(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: Map<String, Value>,
+        scope: RequestScope,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        let mut params = params;
+        let Some(Value::String(name)) = params.remove("name") else {
+            return error(
+                &id,
+                ErrorObject::invalid_params("tools/call: name must be a string"),
+            );
+        };
+        let arguments = match params.remove("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(a)) => a,
+            Some(_) => {
+                return error(
+                    &id,
+                    ErrorObject::invalid_params("tools/call: arguments must be an object"),
+                );
+            }
+        };
+        let Some(tool) = self.shared.registry.lookup(&name) else {
+            let shown: String = name.chars().take(128).collect();
+            return error(
+                &id,
+                ErrorObject::invalid_params(format!("Unknown tool: {shown}")),
+            );
+        };
+        let task = match self.task_plan(&tool, &name, &scope, &mut params) {
+            Ok(t) => t,
+            Err(e) => return error(&id, e),
+        };
+        let prepared =
+            match self.prepare(session, &id, "tools/call", &name, &mut params, &scope, sink) {
+                Ok(p) => p,
+                Err(e) => return error(&id, e),
+            };
+        let kind = if task.is_some() {
+            HandlerKind::Task
+        } else {
+            HandlerKind::Tool
+        };
+        let ticket = match self.shared.policy.admit(session.gate(), kind, &name) {
+            Ok(t) => t,
+            Err(refusal) => {
+                let output = ToolOutput::failure(invoke::tool_refusal(&name, refusal));
+                let result = self.call_tool_result(&tool, output, &scope);
+                return Handled::Reply(self.respond(id, Ok(result), &scope));
+            }
+        };
+        if let Some(plan) = task {
+            return self.call_tool_as_task(
+                session, id, tool, name, arguments, prepared, scope, plan, ticket,
+            );
+        }
+        let engine = self.clone();
+        let session = session.clone();
+        Handled::Pending(Box::pin(async move {
+            let Prepared {
+                guard,
+                context,
+                round,
+                cancel,
+            } = prepared;
+            let _guard = guard;
+            let timeout = engine.tool_timeout(&tool, &name);
+            let run = tool.invoke(arguments, context);
+            let output = match ExecutionPolicy::run(
+                engine.shared.platform.runtime.as_ref(),
+                engine.shared.platform.time.as_ref(),
+                ticket,
+                Some(timeout),
+                &cancel,
+                run,
+            )
+            .await?
+            {
+                Ok(output) => output,
+                Err(failure) => ToolOutput::failure(invoke::tool_failure(&name, failure)),
+            };
+            let result = match engine.round_outcome(&session, "tools/call", &name, round.as_deref())
+            {
+                Some(Err(e)) => {
+                    return Some(OutgoingMessage::Error {
+                        id: Some(id),
+                        error: e,
+                    });
+                }
+                Some(Ok(input_required)) => input_required,
+                None => {
+                    let result = engine.call_tool_result(&tool, output, &scope);
+                    engine.cap_tool_result(&tool, &name, result, &scope)
+                }
+            };
+            Some(OutgoingMessage::Response {
+                id,
+                result: engine.finish_result(result, &scope),
+            })
+        }))
+    }
+
+    /// The deadline of a call to `tool`: its own setting, else the per-name one, else
+    /// `tool_timeout`.
+    pub(super) fn tool_timeout(&self, tool: &RegisteredTool, name: &str) -> Duration {
+        tool.settings
+            .timeout
+            .or_else(|| self.shared.config.tool_timeouts.get(name).copied())
+            .unwrap_or(self.shared.config.tool_timeout)
+    }
+
+    /// Maps a tool's output onto `CallToolResult`.
+    pub(super) fn call_tool_result(
+        &self,
+        tool: &RegisteredTool,
+        output: ToolOutput,
+        _scope: &RequestScope,
+    ) -> Value {
+        let ToolOutput { result, content } = output;
+        let mut obj = Map::new();
+        if result.is_failure() {
+            let detail = result.error().cloned().unwrap_or_else(|| {
+                McpErrorDetail::new("InternalError", "the tool failed without detail")
+            });
+            let mut text = format!("{}: {}", detail.error_type, detail.error_message);
+            if let Some(details) = &detail.error_details
+                && let Ok(d) = serde_json::to_string(details)
+            {
+                text.push_str("\nDetails: ");
+                text.push_str(&d);
+            }
+            let blocks = content.unwrap_or_else(|| vec![ContentBlock::text(text)]);
+            obj.insert("content".into(), blocks_value(blocks));
+            if tool.definition.output_schema.is_none()
+                && let Ok(v) = serde_json::to_value(&detail)
+            {
+                obj.insert("structuredContent".into(), v);
+            }
+            obj.insert("isError".into(), json!(true));
+            return Value::Object(obj);
+        }
+        let data = result.data();
+        let blocks = match content {
+            Some(blocks) => blocks,
+            None => {
+                let mut blocks = Vec::with_capacity(2);
+                if let Some(data) = data {
+                    blocks.push(ContentBlock::text(
+                        serde_json::to_string(data).unwrap_or_default(),
+                    ));
+                }
+                if let Some(explanation) = result.explanation() {
+                    blocks.push(ContentBlock::text(explanation));
+                }
+                blocks
+            }
+        };
+        obj.insert("content".into(), blocks_value(blocks));
+        if let Some(data) = data {
+            obj.insert("structuredContent".into(), Value::Object(data.clone()));
+        }
+        Value::Object(obj)
+    }
+}

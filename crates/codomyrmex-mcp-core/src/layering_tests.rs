@@ -1,0 +1,133 @@
+//! Layering checks over the crate's own source: no import cycles between top-level modules.
+//!
+//! Reads `src/`, builds the graph of `crate::<module>` references between top-level modules
+//! (a module is `src/<name>.rs` or `src/<name>/`), and fails on any cycle, naming it. Test
+//! files (`*tests.rs`) are left out: tests may reach anywhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every `crate::<name>` in `text`, code only (comments and doc lines skipped).
+fn referenced(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            let after = &rest[i + "crate::".len()..];
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+                out.insert(name);
+            }
+            rest = after;
+        }
+    }
+    out
+}
+
+/// The module graph: module → the modules its non-test code names.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    files_under(&src, &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let file_name = rel.file_name().unwrap().to_string_lossy().into_owned();
+        if file_name.ends_with("tests.rs") || file_name == "lib.rs" {
+            continue;
+        }
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_owned();
+        let text = std::fs::read_to_string(&file).unwrap();
+        // The in-file `#[cfg(test)] mod tests` is the tail of a file, by house style.
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        let edges = graph.entry(top.clone()).or_default();
+        edges.extend(referenced(code).into_iter().filter(|m| *m != top));
+    }
+    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    for edges in graph.values_mut() {
+        edges.retain(|m| modules.contains(m));
+    }
+    graph
+}
+
+/// A cycle through `start`, if any (depth-first search).
+fn cycle_from(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+    fn walk(
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        node: &str,
+        start: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in graph.get(node).into_iter().flatten() {
+            if next == start {
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(graph, next, start, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![start.to_owned()];
+    let mut seen = BTreeSet::new();
+    walk(graph, start, start, &mut path, &mut seen).then(|| {
+        path.push(start.to_owned());
+        path
+    })
+}
+
+#[test]
+fn the_top_level_modules_import_each_other_without_cycles() {
+    let graph = graph();
+    assert!(graph.contains_key("engine") && graph.contains_key("context"));
+    let cycles: Vec<String> = graph
+        .keys()
+        .filter_map(|m| cycle_from(&graph, m))
+        .map(|c| c.join(" -> "))
+        .collect();
+    assert!(cycles.is_empty(), "import cycles: {cycles:#?}");
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    g.entry("a".into()).or_default().insert("b".into());
+    g.entry("b".into()).or_default().insert("c".into());
+    g.entry("c".into()).or_default().insert("a".into());
+    assert_eq!(
+        cycle_from(&g, "a"),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    g.get_mut("c").unwrap().clear();
+    assert_eq!(cycle_from(&g, "a"), None);
+}

@@ -1,0 +1,67 @@
+//! # codomyrmex-mcp-core
+//!
+//! The protocol core of codomyrmex-mcp: the Codomyrmex data model ([`schema`]), the MCP wire
+//! format ([`wire`]), the tool, resource and prompt registries, and the dual-era protocol
+//! [`engine`] — with no I/O of its own.
+//!
+//! ## What it is
+//! - Protocol logic for both MCP eras (`2026-07-28` stateless, `2025-11-25` sessions):
+//!   dispatch, negotiation, `requestState` sealing, task state, subscriptions, result shaping.
+//! - Runtime-neutral: no tokio, hyper, axum, mio or getrandom in its dependency tree (a test
+//!   checks it). Spawning, timers, the blocking pool, the clock and randomness come in
+//!   through [`platform`]; clippy's `disallowed-methods` (this crate's `clippy.toml`) bans
+//!   `Instant::now`, `SystemTime::now`, `thread::sleep` and `thread::spawn` here.
+//!
+//! ## What it is not
+//! - Not a transport or a server: `codomyrmex-mcp` builds the stdio and Streamable HTTP
+//!   transports and `McpServer` on it, provides the tokio/OS [`platform::Platform`], and
+//!   re-exports every module here under the same path. Use that crate unless you write your
+//!   own driver.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod context;
+pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod platform;
+mod portable_schema;
+pub mod prompts;
+pub mod registry;
+pub mod resources;
+mod round;
+pub mod schema;
+pub mod sync;
+mod tool_content;
+mod tool_support;
+pub mod uri_template;
+#[doc(hidden)]
+pub mod util;
+mod validation;
+pub mod wire;
+
+pub use config::{CacheScope, McpServerConfig, RateLimit};
+pub use context::{ClientRequestError, InputRequest, Principal, ToolContext};
+pub use prompts::{
+    McpPromptRegistry, PromptArgument, PromptDefinition, PromptMessage, PromptResult,
+};
+pub use registry::{
+    McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
+    ToolRegistration, ToolSettings,
+};
+pub use resources::{
+    McpResourceRegistry, ResourceDefinition, ResourceLister, ResourceTemplateDefinition,
+};
+pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
+pub use tool_content::WithContent;
+pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
+
+#[doc(hidden)]
+pub use tool_support::__private;
+pub use tool_support::{FnRegistrationError, McpTools};
+
+/// The crate's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(test)]
+mod layering_tests;

@@ -1,0 +1,216 @@
+//! [`ServeDirectory`]: serving a directory's files as resources.
+//!
+//! File I/O is not the protocol core's: the core's [`McpResourceRegistry`] only knows
+//! handlers, and this module registers one (a `{uri_prefix}{+path}` template) that reads the
+//! files on tokio's blocking pool, confined to the served root.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::resources::{
+    McpResourceRegistry, ResourceError, ResourceRegistrationError, ResourceRequest,
+    ResourceTemplateDefinition,
+};
+use crate::wire::ResourceContents;
+
+/// Serves a directory's files through a resource registry.
+pub trait ServeDirectory {
+    /// Serves the files under `root` as `{uri_prefix}{+path}` (for example
+    /// `file:///{+path}`). Paths are confined to `root`: `..`, absolute paths and symlinks that
+    /// leave it are refused. MIME types are detected from the extension and content.
+    fn serve_directory(
+        &self,
+        root: impl AsRef<Path>,
+        uri_prefix: &str,
+        name: &str,
+    ) -> Result<(), ResourceRegistrationError>;
+}
+
+impl ServeDirectory for McpResourceRegistry {
+    /// Serves the files under `root` as `{uri_prefix}{+path}` (for example
+    /// `file:///{+path}`). Paths are confined to `root`: `..`, absolute paths and symlinks that
+    /// leave it are refused. MIME types are detected from the extension and content.
+    fn serve_directory(
+        &self,
+        root: impl AsRef<Path>,
+        uri_prefix: &str,
+        name: &str,
+    ) -> Result<(), ResourceRegistrationError> {
+        let root = root
+            .as_ref()
+            .canonicalize()
+            .unwrap_or_else(|_| root.as_ref().to_path_buf());
+        // Clients see the directory's own name, never where it is on this machine.
+        let description = match root.file_name() {
+            Some(n) => format!("Files under {}", n.to_string_lossy()),
+            None => "Files of the served directory".to_owned(),
+        };
+        let root = Arc::new(root);
+        let template = format!("{uri_prefix}{{+path}}");
+        self.add_template(
+            ResourceTemplateDefinition::new(template, name).with_description(description),
+            move |req: ResourceRequest| {
+                let root = root.clone();
+                async move {
+                    let rel = req.variables.get("path").cloned().unwrap_or_default();
+                    let path = confine(&root, &rel).map_err(ResourceError::AccessDenied)?;
+                    // Files are read on the blocking pool, off the runtime's workers.
+                    let bytes = tokio::task::spawn_blocking(move || read_capped(&path))
+                        .await
+                        .map_err(|_| ResourceError::Failed("read task failed".into()))?
+                        .map_err(|e| match e.kind() {
+                            std::io::ErrorKind::NotFound => {
+                                ResourceError::NotFound(req.uri.clone())
+                            }
+                            _ => ResourceError::Failed(format!("cannot read {rel}: {}", e.kind())),
+                        })?;
+                    let mime = codomyrmex_mcp_core::util::mime_for(&rel, &bytes);
+                    Ok(vec![match String::from_utf8(bytes) {
+                        Ok(text) => ResourceContents::Text {
+                            uri: req.uri,
+                            mime_type: Some(mime.into()),
+                            text,
+                            meta: None,
+                        },
+                        Err(e) => ResourceContents::Blob {
+                            uri: req.uri,
+                            mime_type: Some(mime.into()),
+                            blob: codomyrmex_mcp_core::util::base64_encode(e.as_bytes()),
+                            meta: None,
+                        },
+                    }])
+                }
+            },
+            BTreeMap::new(),
+        )
+    }
+}
+
+/// The largest file `serve_directory` reads.
+const MAX_SERVED_FILE: u64 = 16 * 1024 * 1024;
+
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not a file",
+        ));
+    }
+    if meta.len() > MAX_SERVED_FILE {
+        return Err(std::io::Error::other("file too large"));
+    }
+    std::fs::read(path)
+}
+
+/// Resolves `rel` under `root`, refusing anything that would leave it.
+fn confine(root: &Path, rel: &str) -> Result<PathBuf, String> {
+    if rel.len() > 4096 {
+        return Err("path is too long".into());
+    }
+    let rel_path = Path::new(rel);
+    if rel_path.is_absolute() || rel.starts_with('/') || rel.starts_with('\\') {
+        return Err("absolute paths are not allowed".into());
+    }
+    if rel_path.components().any(|c| {
+        !matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    }) {
+        return Err("'..' and other special path components are not allowed".into());
+    }
+    let joined = root.join(rel_path);
+    match joined.canonicalize() {
+        Ok(real) if real.starts_with(root) => Ok(real),
+        Ok(_) => Err("the path leaves the served directory (through a symlink)".into()),
+        // Let the caller report a missing file as not found.
+        Err(_) => Ok(joined),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolContext;
+
+    #[tokio::test]
+    async fn directory_serving_is_sandboxed() {
+        let dir = std::env::temp_dir().join(format!("cmcp-res-{}", std::process::id()));
+        let outside = std::env::temp_dir().join(format!("cmcp-out-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(dir.join("sub/a.txt"), "inside").unwrap();
+        std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, dir.join("escape")).unwrap();
+        let r = McpResourceRegistry::new();
+        r.serve_directory(&dir, "file:///", "files").unwrap();
+        let ok = r
+            .read("file:///sub/a.txt", ToolContext::detached())
+            .await
+            .unwrap();
+        assert!(
+            matches!(&ok[0], ResourceContents::Text { text, mime_type: Some(m), .. } if text == "inside" && m == "text/plain")
+        );
+        for bad in [
+            "file:///../etc/passwd",
+            "file:////etc/passwd",
+            "file:///sub/../../x",
+        ] {
+            assert!(
+                matches!(
+                    r.read(bad, ToolContext::detached()).await,
+                    Err(ResourceError::AccessDenied(_))
+                ),
+                "{bad}"
+            );
+        }
+        #[cfg(unix)]
+        assert!(matches!(
+            r.read("file:///escape/secret.txt", ToolContext::detached())
+                .await,
+            Err(ResourceError::AccessDenied(_))
+        ));
+        assert!(matches!(
+            r.read("file:///missing.txt", ToolContext::detached()).await,
+            Err(ResourceError::NotFound(_))
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&outside);
+    }
+
+    #[tokio::test]
+    async fn directory_serving_never_shows_the_roots_absolute_path() {
+        let dir = std::env::temp_dir().join(format!("cmcp-leak-{}", std::process::id()));
+        let outside = std::env::temp_dir().join(format!("cmcp-leak-out-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("s.txt"), "s").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, dir.join("escape")).unwrap();
+        let root = dir.canonicalize().unwrap();
+        let abs = root.to_string_lossy().into_owned();
+        let r = McpResourceRegistry::new();
+        r.serve_directory(&dir, "file:///", "files").unwrap();
+        for t in r.templates() {
+            let shown = serde_json::to_string(&t).unwrap();
+            assert!(!shown.contains(&abs), "a template shows the root: {shown}");
+        }
+        for uri in [
+            "file:///missing.txt",
+            "file:///sub",
+            "file:///../x",
+            "file:///escape/s.txt",
+            "file:///sub/../../x",
+        ] {
+            if let Err(e) = r.read(uri, ToolContext::detached()).await {
+                let shown = format!("{e} {e:?}");
+                assert!(!shown.contains(&abs), "{uri}: {shown}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&outside);
+    }
+}
