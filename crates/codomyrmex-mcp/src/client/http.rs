@@ -208,6 +208,9 @@ struct Conn {
     state: Mutex<State>,
     inbound: mpsc::Sender<Inbound>,
     stop: CancellationToken,
+    /// Held while a new session is opened, so that requests that all met the expired
+    /// session open one new session between them, not one each.
+    reinit: tokio::sync::Mutex<()>,
 }
 
 type Response = hyper::Response<Incoming>;
@@ -237,6 +240,7 @@ pub(crate) fn connect(target: HttpTarget) -> Result<(ClientEnds, Closer), Client
         state: Mutex::new(State::default()),
         inbound: in_tx,
         stop: CancellationToken::new(),
+        reinit: tokio::sync::Mutex::new(()),
     });
     let main = conn.clone();
     let posts = tokio::spawn(async move {
@@ -409,7 +413,7 @@ impl Conn {
         let mut reinitialized = false;
         loop {
             let headers = self.legacy_headers(&message);
-            let had_session = lock(&self.state).session.is_some();
+            let had_session = lock(&self.state).session.clone();
             let response = match self
                 .send(hyper::Method::POST, &headers, bytes.clone())
                 .await
@@ -418,10 +422,14 @@ impl Conn {
                 Err(e) => return self.fail(id.as_ref(), None, e).await,
             };
             let status = response.status().as_u16();
-            if status == 404 && had_session && !is_initialize && !reinitialized {
-                // The session expired: open a new one, then send this message again.
+            if status == 404 && had_session.is_some() && !is_initialize && !reinitialized {
+                // The session expired: open a new one (unless another request already did),
+                // then send this message again.
                 reinitialized = true;
-                if let Err(e) = self.reinitialize().await {
+                let _one_at_a_time = self.reinit.lock().await;
+                if lock(&self.state).session == had_session
+                    && let Err(e) = self.reinitialize().await
+                {
                     return self.fail(id.as_ref(), Some(404), e).await;
                 }
                 continue;

@@ -522,9 +522,14 @@ impl McpClient {
         }
     }
 
-    /// `ping`.
+    /// Checks the server answers: `ping` in the legacy era; 2026-07-28 has no `ping`, so a
+    /// modern client asks `server/discover`.
     pub async fn ping(&self) -> Result<(), ClientError> {
-        self.request("ping", json!({})).await.map(|_| ())
+        let method = match self.era() {
+            Era::Legacy => "ping",
+            Era::Modern => "server/discover",
+        };
+        self.request(method, json!({})).await.map(|_| ())
     }
 
     /// Every item of a paginated list (`key` is the result's array field), honouring
