@@ -10,8 +10,8 @@
 
 mod cli;
 mod client_cmd;
+mod client_input;
 mod config;
-mod http_client;
 mod logging;
 mod root_resources;
 mod serve;
