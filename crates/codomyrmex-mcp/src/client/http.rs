@@ -14,7 +14,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -23,7 +22,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{ClientEnds, ClientError, Closer, Inbound, lock};
+use super::param_headers::header_value;
+use super::{ClientEnds, ClientError, Closer, Inbound, Outgoing, lock};
 use crate::engine::META_PROTOCOL_VERSION;
 use crate::wire::RequestId;
 
@@ -232,7 +232,7 @@ pub(crate) fn connect(target: HttpTarget) -> Result<(ClientEnds, Closer), Client
             return Err(transport(format!("invalid header {name:?}")));
         }
     }
-    let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
+    let (out_tx, mut out_rx) = mpsc::channel::<Outgoing>(256);
     let (in_tx, in_rx) = mpsc::channel::<Inbound>(256);
     let conn = Arc::new(Conn {
         endpoint,
@@ -244,16 +244,16 @@ pub(crate) fn connect(target: HttpTarget) -> Result<(ClientEnds, Closer), Client
     });
     let main = conn.clone();
     let posts = tokio::spawn(async move {
-        while let Some(bytes) = out_rx.recv().await {
+        while let Some(Outgoing { bytes, headers }) = out_rx.recv().await {
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 continue;
             };
             let method = message.get("method").and_then(Value::as_str).unwrap_or("");
             if method == "initialize" {
                 // Later messages need the session id it returns.
-                main.clone().post(message, bytes).await;
+                main.clone().post(message, bytes, headers).await;
             } else {
-                tokio::spawn(main.clone().post(message, bytes));
+                tokio::spawn(main.clone().post(message, bytes, headers));
             }
         }
         // The client is gone: the GET stream stops too.
@@ -272,17 +272,6 @@ pub(crate) fn connect(target: HttpTarget) -> Result<(ClientEnds, Closer), Client
     // The transport's own reference to `inbound` goes when every task holding `conn` ends.
     drop(conn);
     Ok(((out_tx, in_rx), closer))
-}
-
-fn header_value(text: &str) -> String {
-    if text.chars().all(|c| c.is_ascii_graphic() || c == ' ') && !text.starts_with(' ') {
-        text.to_owned()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
-        )
-    }
 }
 
 /// The headers of one POST.
@@ -308,22 +297,23 @@ fn headers_for(
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .and_then(Value::as_str);
+    // The standard headers mirror the body; legacy servers ignore them.
+    if let Some(method) = message.get("method").and_then(Value::as_str) {
+        h.push(("Mcp-Method".into(), method.to_owned()));
+        let field = match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+            _ => None,
+        };
+        if let Some(name) = field
+            .and_then(|f| params.and_then(|p| p.get(f)))
+            .and_then(Value::as_str)
+        {
+            h.push(("Mcp-Name".into(), header_value(name)));
+        }
+    }
     if let Some(version) = modern_version {
         h.push(("MCP-Protocol-Version".into(), version.to_owned()));
-        if let Some(method) = message.get("method").and_then(Value::as_str) {
-            h.push(("Mcp-Method".into(), method.to_owned()));
-            let field = match method {
-                "tools/call" | "prompts/get" => Some("name"),
-                "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
-                _ => None,
-            };
-            if let Some(name) = field
-                .and_then(|f| params.and_then(|p| p.get(f)))
-                .and_then(Value::as_str)
-            {
-                h.push(("Mcp-Name".into(), header_value(name)));
-            }
-        }
     } else {
         if let Some(session) = session {
             h.push(("Mcp-Session-Id".into(), session.to_owned()));
@@ -398,7 +388,7 @@ impl Conn {
     }
 
     /// Sends one message and hands back what answers it.
-    async fn post(self: Arc<Self>, message: Value, bytes: Vec<u8>) {
+    async fn post(self: Arc<Self>, message: Value, bytes: Vec<u8>, extra: Vec<(String, String)>) {
         let id: Option<RequestId> = message
             .get("method")
             .and(message.get("id"))
@@ -412,7 +402,8 @@ impl Conn {
         }
         let mut reinitialized = false;
         loop {
-            let headers = self.legacy_headers(&message);
+            let mut headers = self.legacy_headers(&message);
+            headers.extend(extra.iter().cloned());
             let had_session = lock(&self.state).session.clone();
             let response = match self
                 .send(hyper::Method::POST, &headers, bytes.clone())
@@ -523,6 +514,30 @@ impl Conn {
                 .await;
         }
         let success = (200..300).contains(&status);
+        if status == 401 || status == 403 {
+            // Authorization failed: the transport's, whatever the body says.
+            let bytes = read_body(response.into_body()).await.unwrap_or_default();
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let why = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .map_or_else(
+                    || String::from_utf8_lossy(&bytes).chars().take(300).collect(),
+                    str::to_owned,
+                );
+            let name = if status == 401 {
+                "Unauthorized"
+            } else {
+                "Forbidden"
+            };
+            return self
+                .fail(
+                    id,
+                    Some(status),
+                    format!("HTTP {status} {name}: {}", why.trim()),
+                )
+                .await;
+        }
         if success && content_type.starts_with("text/event-stream") {
             self.clone().consume_sse(id, is_initialize, response).await;
         } else {

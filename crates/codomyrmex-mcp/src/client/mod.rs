@@ -12,6 +12,7 @@
 mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod param_headers;
 pub mod proto;
 mod stdio;
 
@@ -130,9 +131,26 @@ pub(crate) enum Inbound {
     },
 }
 
+/// One message for the transport: its bytes, and headers an HTTP transport adds to its POST
+/// (`Mcp-Param-*`); other transports ignore them.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) headers: Vec<(String, String)>,
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self {
+            bytes,
+            headers: Vec::new(),
+        }
+    }
+}
+
 /// The client's ends of a transport: where its messages go (one JSON-RPC message each;
 /// closing it ends the transport's output) and what arrives (its end closes the connection).
-pub(crate) type ClientEnds = (mpsc::Sender<Vec<u8>>, mpsc::Receiver<Inbound>);
+pub(crate) type ClientEnds = (mpsc::Sender<Outgoing>, mpsc::Receiver<Inbound>);
 
 /// Closes the transport: a stdio child's shutdown, an HTTP session's DELETE.
 pub(crate) type Closer = Box<dyn FnOnce(Duration) -> BoxFuture<()> + Send>;
@@ -158,8 +176,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct McpClient {
     era: Mutex<Era>,
     version: Mutex<Option<ProtocolVersion>>,
-    outbox: mpsc::Sender<Vec<u8>>,
+    outbox: mpsc::Sender<Outgoing>,
     shared: Arc<Shared>,
+    /// The `x-mcp-header` parameters of each listed tool.
+    tool_headers: Mutex<HashMap<String, Vec<param_headers::ParamHeader>>>,
     notifications: tokio::sync::Mutex<mpsc::Receiver<Value>>,
     identity: ClientIdentity,
     request_timeout: Option<Duration>,
@@ -257,6 +277,7 @@ impl McpClient {
             identity,
             request_timeout: options.request_timeout,
             closer: Mutex::new(closer),
+            tool_headers: Mutex::new(HashMap::new()),
             next_progress: std::sync::atomic::AtomicU64::new(1),
         }
     }
@@ -380,8 +401,12 @@ impl McpClient {
             token,
             done: false,
         };
-        let bytes = proto::request_bytes(&id, method, &params);
-        if self.outbox.send(bytes).await.is_err() {
+        let headers = self.param_headers(method, &params);
+        let message = Outgoing {
+            bytes: proto::request_bytes(&id, method, &params),
+            headers,
+        };
+        if self.outbox.send(message).await.is_err() {
             guard.done = true;
             return Err(self.closed_error());
         }
@@ -391,6 +416,23 @@ impl McpClient {
             Ok(r) => r,
             Err(_) => Err(self.closed_error()),
         }
+    }
+
+    /// The `Mcp-Param-*` headers of a modern `tools/call` of a listed tool.
+    fn param_headers(&self, method: &str, params: &Value) -> Vec<(String, String)> {
+        if method != "tools/call" || self.era() != Era::Modern {
+            return Vec::new();
+        }
+        let (Some(name), Some(args)) = (
+            params.get("name").and_then(Value::as_str),
+            params.get("arguments").and_then(Value::as_object),
+        ) else {
+            return Vec::new();
+        };
+        lock(&self.tool_headers)
+            .get(name)
+            .map(|p| param_headers::param_headers(p, args))
+            .unwrap_or_default()
     }
 
     fn closed_error(&self) -> ClientError {
@@ -411,7 +453,7 @@ impl McpClient {
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
         self.outbox
-            .send(proto::notification_bytes(method, &params))
+            .send(proto::notification_bytes(method, &params).into())
             .await
             .map_err(|_| ClientError::Closed)
     }
@@ -419,7 +461,7 @@ impl McpClient {
     /// Sends raw bytes as one message (for testing servers with malformed input).
     pub async fn send_raw(&self, bytes: &[u8]) -> Result<(), ClientError> {
         self.outbox
-            .send(bytes.to_vec())
+            .send(bytes.to_vec().into())
             .await
             .map_err(|_| ClientError::Closed)
     }
@@ -573,9 +615,30 @@ impl McpClient {
         }
     }
 
-    /// Every tool, following pagination.
+    /// Every tool, following pagination. A tool whose `x-mcp-header` annotations are invalid
+    /// is left out (2026-07-28 asks clients to reject it); the others' annotations are kept
+    /// for the `Mcp-Param-*` headers of their calls.
     pub async fn list_tools(&self) -> Result<Vec<Value>, ClientError> {
-        self.list_all("tools/list", "tools").await
+        let mut tools = self.list_all("tools/list", "tools").await?;
+        let mut headers = HashMap::new();
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+            match param_headers::annotated_params(schema) {
+                Ok(params) => {
+                    if !params.is_empty() {
+                        headers.insert(name.to_owned(), params);
+                    }
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!("client: leaving out tool {name:?}: {why}");
+                    false
+                }
+            }
+        });
+        *lock(&self.tool_headers) = headers;
+        Ok(tools)
     }
 
     /// Every prompt.
@@ -702,10 +765,8 @@ impl Drop for InFlight<'_> {
         }
         let waiting = lock(&self.client.shared.table).take(&self.id).is_some();
         if waiting {
-            let _ = self.client.outbox.try_send(proto::cancel_bytes(
-                &self.id,
-                "the client cancelled the request",
-            ));
+            let cancel = proto::cancel_bytes(&self.id, "the client cancelled the request");
+            let _ = self.client.outbox.try_send(cancel.into());
         }
     }
 }
@@ -715,7 +776,7 @@ impl Drop for InFlight<'_> {
 async fn dispatch(
     mut inbound: mpsc::Receiver<Inbound>,
     shared: Arc<Shared>,
-    outbox: mpsc::WeakSender<Vec<u8>>,
+    outbox: mpsc::WeakSender<Outgoing>,
     notifications: mpsc::Sender<Value>,
 ) {
     let mut last_failure = None;
@@ -760,7 +821,7 @@ async fn dispatch(
                         .await;
                     // The client closed meanwhile: nobody to answer for.
                     if let Some(outbox) = outbox.upgrade() {
-                        let _ = outbox.send(proto::answer_bytes(&id, &outcome)).await;
+                        let _ = outbox.send(proto::answer_bytes(&id, &outcome).into()).await;
                     }
                 });
             }

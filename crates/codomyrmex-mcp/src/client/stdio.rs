@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use super::{ClientEnds, ClientError, Closer, Inbound, MAX_LINE};
+use super::{ClientEnds, ClientError, Closer, Inbound, MAX_LINE, Outgoing};
 
 /// A server to start: program, arguments, extra environment and working directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -80,11 +80,11 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
+    let (out_tx, mut out_rx) = mpsc::channel::<Outgoing>(256);
     let (in_tx, in_rx) = mpsc::channel::<Inbound>(256);
     tokio::spawn(async move {
         let mut writer = writer;
-        while let Some(mut bytes) = out_rx.recv().await {
+        while let Some(Outgoing { mut bytes, .. }) = out_rx.recv().await {
             bytes.push(b'\n');
             if writer.write_all(&bytes).await.is_err() || writer.flush().await.is_err() {
                 break;
