@@ -329,6 +329,11 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             ok(show(&result, render_read))
         }
         ClientAction::Subscribe { uri } => {
+            if client.era() == codomyrmex_mcp::Era::Modern {
+                // 2026-07-28: resource updates come on the stream of `subscriptions/listen`.
+                let params = json!({"notifications": {"resourceSubscriptions": [uri]}});
+                return listen_on(client, params, args.json).await;
+            }
             client.subscribe(uri).await?;
             eprintln!("subscribed to {uri}; printing updates until --timeout");
             listen(client, args.json).await
@@ -388,7 +393,7 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             ok(pretty(&task))
         }
         ClientAction::Tasks { id: None } => {
-            let tasks = client.list_tasks().await?;
+            let tasks = optional(client.list_tasks().await)?;
             ok(if args.json {
                 pretty(&Value::Array(tasks))
             } else if tasks.is_empty() {
@@ -410,14 +415,21 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             if client.era() == codomyrmex_mcp::Era::Modern {
                 // 2026-07-28: notifications come on the stream of `subscriptions/listen`.
                 let params = json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}});
-                let listen_future = client.request("subscriptions/listen", params);
-                tokio::select! {
-                    r = listen_future => { r?; return ok(String::new()); }
-                    out = listen(client, args.json) => return out,
-                }
+                return listen_on(client, params, args.json).await;
             }
             listen(client, args.json).await
         }
+    }
+}
+
+/// `subscriptions/listen` with `params`, printing what its stream carries.
+async fn listen_on(client: &McpClient, params: Value, json: bool) -> Result<Outcome, Failure> {
+    tokio::select! {
+        r = client.request("subscriptions/listen", params) => {
+            r?;
+            Ok(Outcome { text: String::new(), failed: false })
+        }
+        out = listen(client, json) => out,
     }
 }
 

@@ -284,3 +284,42 @@ fn era_modern_against_a_legacy_server_says_what_to_do() {
     assert_eq!(r.code, Some(0), "auto falls back: {}", r.stderr);
     assert!(r.stdout.contains("old.tool"), "{}", r.stdout);
 }
+
+#[test]
+fn tasks_listen_and_subscribe_in_both_eras() {
+    let dir = project();
+    let s = serve(dir.path());
+    for era in ["legacy", "modern"] {
+        let r = run(&["client", "--stdio", &s, "--era", era, "tasks"]);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (Some(0), "(no tasks)\n"),
+            "{era}: {}",
+            r.stderr
+        );
+        // Listening ends at the timeout, which is no failure for it.
+        let r = run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "--timeout",
+            "1",
+            "listen",
+        ]);
+        assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
+        let r = run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "--timeout",
+            "1",
+            "subscribe",
+            "codomyrmex://root/hello.txt",
+        ]);
+        assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
+    }
+}
