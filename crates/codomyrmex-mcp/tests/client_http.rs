@@ -320,3 +320,23 @@ async fn a_legacy_http_server_makes_auto_fall_back() {
     assert_eq!(c.era(), Era::Legacy);
     c.ping().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_get_stream_carries_server_messages() {
+    let (url, _) = fake(|seen, log| {
+        if seen.method == "GET" {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "from the GET stream"}});
+            return format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nretry: 60000\r\ndata: {note}\r\n\r\n").into_bytes();
+        }
+        legacy_server(&[])(seen, log)
+    })
+    .await;
+    let c = connect(&url, None);
+    c.negotiate(EraPreference::Legacy, HANG).await.unwrap();
+    let note = tokio::time::timeout(HANG, c.next_notification())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(note["params"]["data"], "from the GET stream", "{note}");
+    c.close(HANG).await;
+}
