@@ -5,14 +5,16 @@
 //! is the client's behaviour on the wire, so this program only does what a user of the
 //! library would: negotiate, list, call, answer input.
 //!
-//! Authorization scenarios (`auth/*`) are not implemented: the client has no OAuth yet
-//! (`.ci/conformance-client-expected-failures.txt`).
+//! Authorization scenarios (`auth/*`) run through the client's OAuth support
+//! (`client::oauth`); what does not pass yet is listed in
+//! `.ci/conformance-client-expected-failures.txt`.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use codomyrmex_mcp::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
+use codomyrmex_mcp::client::oauth::OAuthConfig;
 use codomyrmex_mcp::client::{ClientError, ClientHandlers, ClientOptions, EraPreference};
 use serde_json::{Map, Value, json};
 
@@ -213,7 +215,26 @@ async fn main() -> ExitCode {
         info: json!({"name": "codomyrmex-mcp-conformance-client", "version": codomyrmex_mcp::VERSION}),
         request_timeout: Some(Duration::from_secs(25)),
     };
-    let client = match McpClient::connect_http(HttpTarget::new(url), options) {
+    // Authorization: registration by metadata document URL or dynamically, or the
+    // pre-registered credentials the suite passes in MCP_CONFORMANCE_CONTEXT.
+    let mut oauth = OAuthConfig::new("http://localhost:3000/callback");
+    oauth.client_name = "codomyrmex-mcp-conformance-client".into();
+    oauth.client_metadata_url = Some("https://conformance-test.local/client-metadata.json".into());
+    if let Some(context) = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str::<Value>(&c).ok())
+    {
+        oauth.client_id = context
+            .get("client_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        oauth.client_secret = context
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        oauth.client_credentials = scenario.contains("client-credentials");
+    }
+    let client = match McpClient::connect_http_oauth(HttpTarget::new(url), oauth, options) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("conformance_client: {e}");

@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::oauth::{self, OAuthConfig};
 use super::param_headers::header_value;
 use super::{ClientEnds, ClientError, Closer, Inbound, Outgoing, lock};
 use crate::engine::META_PROTOCOL_VERSION;
@@ -208,6 +209,11 @@ struct Conn {
     state: Mutex<State>,
     inbound: mpsc::Sender<Inbound>,
     stop: CancellationToken,
+    /// The bearer token sent now (given, or obtained by OAuth).
+    token: Mutex<Option<String>>,
+    oauth: Option<OAuthConfig>,
+    /// Held while authorizing, so that concurrent 401s authorize once.
+    authorizing: tokio::sync::Mutex<()>,
     /// Held while a new session is opened, so that requests that all met the expired
     /// session open one new session between them, not one each.
     reinit: tokio::sync::Mutex<()>,
@@ -223,7 +229,10 @@ fn transport(message: String) -> ClientError {
 }
 
 /// Starts the transport: the client's ends and the closer that sends DELETE.
-pub(crate) fn connect(target: HttpTarget) -> Result<(ClientEnds, Closer), ClientError> {
+pub(crate) fn connect(
+    target: HttpTarget,
+    oauth: Option<OAuthConfig>,
+) -> Result<(ClientEnds, Closer), ClientError> {
     let endpoint = parse_url(&target.url).map_err(transport)?;
     for (name, value) in &target.headers {
         if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err()
@@ -234,8 +243,17 @@ pub(crate) fn connect(target: HttpTarget) -> Result<(ClientEnds, Closer), Client
     }
     let (out_tx, mut out_rx) = mpsc::channel::<Outgoing>(256);
     let (in_tx, in_rx) = mpsc::channel::<Inbound>(256);
+    let token = target.token.clone().or_else(|| {
+        oauth
+            .as_ref()
+            .and_then(|o| o.store.get(&target.url))
+            .map(|t| t.access_token)
+    });
     let conn = Arc::new(Conn {
         endpoint,
+        token: Mutex::new(token),
+        oauth,
+        authorizing: tokio::sync::Mutex::new(()),
         target,
         state: Mutex::new(State::default()),
         inbound: in_tx,
@@ -278,6 +296,7 @@ pub(crate) fn connect(target: HttpTarget) -> Result<(ClientEnds, Closer), Client
 fn headers_for(
     message: &Value,
     target: &HttpTarget,
+    token: Option<&str>,
     session: Option<&str>,
     version: Option<&str>,
 ) -> Vec<(String, String)> {
@@ -288,7 +307,7 @@ fn headers_for(
             "application/json, text/event-stream".to_owned(),
         ),
     ];
-    if let Some(t) = &target.token {
+    if let Some(t) = token {
         h.push(("Authorization".into(), format!("Bearer {t}")));
     }
     h.extend(target.headers.iter().cloned());
@@ -327,10 +346,12 @@ fn headers_for(
 
 impl Conn {
     fn legacy_headers(&self, message: &Value) -> Vec<(String, String)> {
+        let token = lock(&self.token).clone();
         let s = lock(&self.state);
         headers_for(
             message,
             &self.target,
+            token.as_deref(),
             s.session.as_deref(),
             s.protocol_version.as_deref(),
         )
@@ -355,36 +376,54 @@ impl Conn {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<Response, String> {
-        let e = &self.endpoint;
-        let stream = tokio::net::TcpStream::connect((e.host.as_str(), e.port))
-            .await
-            .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
-        let _ = stream.set_nodelay(true);
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream))
-                .await
-                .map_err(|err| format!("HTTP handshake with {} failed: {err}", e.authority))?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let mut request = hyper::Request::builder()
-            .method(method)
-            .uri(e.path.as_str())
-            .header(hyper::header::HOST, e.authority.as_str())
-            .header(
-                hyper::header::USER_AGENT,
-                concat!("codomyrmex-mcp/", env!("CARGO_PKG_VERSION")),
-            );
-        for (name, value) in headers {
-            request = request.header(name.as_str(), value.as_str());
+        send_to(&self.endpoint, method, headers, body).await
+    }
+
+    /// Authorizes after `response` refused the token; `Ok(true)`: send again.
+    async fn authorize(
+        &self,
+        response: &Response,
+        sent_token: Option<&str>,
+        attempts: &mut usize,
+    ) -> Result<bool, String> {
+        let Some(config) = &self.oauth else {
+            return Ok(false);
+        };
+        let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get(hyper::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(oauth::parse_challenge)
+            .unwrap_or_default();
+        if status == 403 && challenge.error.as_deref() != Some("insufficient_scope") {
+            return Ok(false);
         }
-        let request = request
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|err| format!("cannot build the request: {err}"))?;
-        sender
-            .send_request(request)
-            .await
-            .map_err(|err| format!("HTTP request to {} failed: {err}", e.authority))
+        *attempts += 1;
+        if *attempts > config.max_step_ups + 1 {
+            return Err(format!(
+                "HTTP {status}: still refused after {} authorizations",
+                *attempts - 1
+            ));
+        }
+        let _one_at_a_time = self.authorizing.lock().await;
+        if lock(&self.token).as_deref() != sent_token {
+            // Another request authorized meanwhile.
+            return Ok(true);
+        }
+        let previous = config.store.get(&self.target.url).and_then(|t| t.scope);
+        let fetch = fetcher();
+        let tokens = oauth::authorize(
+            &fetch,
+            config,
+            &self.target.url,
+            &challenge,
+            previous.as_deref(),
+        )
+        .await
+        .map_err(|e| format!("authorization failed: {e}"))?;
+        *lock(&self.token) = Some(tokens.access_token);
+        Ok(true)
     }
 
     /// Sends one message and hands back what answers it.
@@ -401,6 +440,7 @@ impl Conn {
             s.protocol_version = None;
         }
         let mut reinitialized = false;
+        let mut authorizations = 0;
         loop {
             let mut headers = self.legacy_headers(&message);
             headers.extend(extra.iter().cloned());
@@ -413,6 +453,17 @@ impl Conn {
                 Err(e) => return self.fail(id.as_ref(), None, e).await,
             };
             let status = response.status().as_u16();
+            if status == 401 || status == 403 {
+                let sent = lock(&self.token).clone();
+                match self
+                    .authorize(&response, sent.as_deref(), &mut authorizations)
+                    .await
+                {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => return self.fail(id.as_ref(), Some(status), e).await,
+                }
+            }
             if status == 404 && had_session.is_some() && !is_initialize && !reinitialized {
                 // The session expired: open a new one (unless another request already did),
                 // then send this message again.
@@ -446,7 +497,8 @@ impl Conn {
             return Err("the session expired and there is no initialize to replay".into());
         };
         let message: Value = serde_json::from_slice(&init).map_err(|e| e.to_string())?;
-        let headers = headers_for(&message, &self.target, None, None);
+        let token = lock(&self.token).clone();
+        let headers = headers_for(&message, &self.target, token.as_deref(), None, None);
         let response = self.send(hyper::Method::POST, &headers, init).await?;
         if !response.status().is_success() {
             return Err(format!(
@@ -766,12 +818,76 @@ impl Conn {
         if let Some(v) = lock(&self.state).protocol_version.clone() {
             headers.push(("MCP-Protocol-Version".into(), v));
         }
-        if let Some(t) = &self.target.token {
+        if let Some(t) = lock(&self.token).clone() {
             headers.push(("Authorization".into(), format!("Bearer {t}")));
         }
         headers.extend(self.target.headers.iter().cloned());
         let _ = self.send(hyper::Method::DELETE, &headers, Vec::new()).await;
     }
+}
+
+/// One request on a new connection to `e`.
+async fn send_to(
+    e: &Endpoint,
+    method: hyper::Method,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Result<Response, String> {
+    let stream = tokio::net::TcpStream::connect((e.host.as_str(), e.port))
+        .await
+        .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream))
+            .await
+            .map_err(|err| format!("HTTP handshake with {} failed: {err}", e.authority))?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(e.path.as_str())
+        .header(hyper::header::HOST, e.authority.as_str())
+        .header(
+            hyper::header::USER_AGENT,
+            concat!("codomyrmex-mcp/", env!("CARGO_PKG_VERSION")),
+        );
+    for (name, value) in headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|err| format!("cannot build the request: {err}"))?;
+    sender
+        .send_request(request)
+        .await
+        .map_err(|err| format!("HTTP request to {} failed: {err}", e.authority))
+}
+
+/// The OAuth flow's HTTP: any `http://` URL, redirects not followed, bodies bounded.
+fn fetcher() -> oauth::Fetch {
+    Arc::new(
+        |method: &'static str, url: String, headers: Vec<(String, String)>, body: Vec<u8>| {
+            Box::pin(async move {
+                let endpoint = parse_url(&url)?;
+                let method =
+                    hyper::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+                let response = send_to(&endpoint, method, &headers, body).await?;
+                let status = response.status().as_u16();
+                let location = response
+                    .headers()
+                    .get(hyper::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let body = read_body(response.into_body()).await?;
+                Ok(oauth::Fetched {
+                    status,
+                    location,
+                    body,
+                })
+            })
+        },
+    )
 }
 
 async fn next_chunk(body: &mut Incoming) -> Result<Option<Bytes>, String> {
@@ -902,7 +1018,13 @@ mod tests {
             token: Some("tok".into()),
         };
         let m = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "file_system.read", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
-        let h = headers_for(&m, &target, Some("s"), Some("2025-11-25"));
+        let h = headers_for(
+            &m,
+            &target,
+            target.token.as_deref(),
+            Some("s"),
+            Some("2025-11-25"),
+        );
         let get = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
         assert_eq!(get("MCP-Protocol-Version"), Some("2026-07-28"));
         assert_eq!(get("Mcp-Method"), Some("tools/call"));
@@ -911,13 +1033,19 @@ mod tests {
         assert_eq!(get("X-Custom"), Some("1"));
         assert_eq!(get("Mcp-Session-Id"), None);
         let m = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "x://é", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
-        let h = headers_for(&m, &HttpTarget::default(), None, None);
+        let h = headers_for(&m, &HttpTarget::default(), None, None, None);
         assert!(
             h.iter()
                 .any(|(k, v)| k == "Mcp-Name" && v.starts_with("=?base64?"))
         );
         let m = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
-        let h = headers_for(&m, &HttpTarget::default(), Some("s1"), Some("2025-11-25"));
+        let h = headers_for(
+            &m,
+            &HttpTarget::default(),
+            None,
+            Some("s1"),
+            Some("2025-11-25"),
+        );
         assert!(h.contains(&("Mcp-Session-Id".into(), "s1".into())));
         assert!(h.contains(&("MCP-Protocol-Version".into(), "2025-11-25".into())));
     }

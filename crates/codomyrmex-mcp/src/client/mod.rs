@@ -12,6 +12,8 @@
 mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+pub mod oauth;
 pub mod param_headers;
 pub mod proto;
 mod stdio;
@@ -244,7 +246,19 @@ impl McpClient {
         target: http::HttpTarget,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let (link, closer) = http::connect(target)?;
+        let (link, closer) = http::connect(target, None)?;
+        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+    }
+
+    /// Connects to a Streamable HTTP endpoint that may ask for OAuth: on a `401` (or a
+    /// `403 insufficient_scope`) the transport authorizes with `oauth` and sends again.
+    #[cfg(feature = "http")]
+    pub fn connect_http_oauth(
+        target: http::HttpTarget,
+        oauth: oauth::OAuthConfig,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let (link, closer) = http::connect(target, Some(oauth))?;
         Ok(Self::start(link, Era::Legacy, options, Some(closer)))
     }
 
@@ -532,7 +546,7 @@ impl McpClient {
             Err(ClientError::Transport {
                 status: Some(status),
                 message,
-            }) if (400..500).contains(status) => {
+            }) if (400..500).contains(status) && *status != 401 && *status != 403 => {
                 DiscoverOutcome::Legacy(format!("HTTP {status}: {message}"))
             }
             Err(ClientError::Timeout(_)) => DiscoverOutcome::Legacy("no answer".into()),
