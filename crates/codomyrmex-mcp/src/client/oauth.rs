@@ -703,7 +703,7 @@ mod tests {
         ];
         let (v, c) = pkce(bytes);
         assert_eq!(v, "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk");
-        assert_eq!(c, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGcSjp-cM");
+        assert_eq!(c, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
         let q = query_params("http://l/cb?code=a%20b&state=s+t&iss=http%3A%2F%2Fx&bad=%zz");
         assert_eq!(q["code"], "a b");
         assert_eq!(q["state"], "s t");
