@@ -418,3 +418,22 @@ async fn an_input_loop_is_bounded() {
         codomyrmex_mcp::client::proto::MAX_INPUT_ROUNDS
     );
 }
+
+#[tokio::test]
+async fn results_come_typed_with_the_raw_json() {
+    let (c, _) = client(Era::Legacy, ClientHandlers::new());
+    c.initialize().await.unwrap();
+    let r = c.call_tool_typed("progress", json!({})).await.unwrap();
+    assert_eq!(r.value.is_error, None);
+    assert_eq!(r.value.content.len(), 1);
+    assert_eq!(r.raw["content"][0]["text"], "done");
+    // A result that is not the type is a protocol error, not a panic.
+    let e = c
+        .request_typed::<codomyrmex_mcp::wire::types::CallToolResult>("tools/list", json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ClientError::Protocol(ref m) if m.contains("tools/list")),
+        "{e:?}"
+    );
+}

@@ -66,6 +66,15 @@ pub enum ClientError {
     Era(String),
 }
 
+/// A typed result with the JSON it was read from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed<T> {
+    /// The result, typed.
+    pub value: T,
+    /// The result as the server sent it (fields the type does not name included).
+    pub raw: Value,
+}
+
 /// Progress notifications' params (`progress`, `total`, `message`) for one request.
 pub type ProgressHandler = Arc<dyn Fn(Value) + Send + Sync>;
 
@@ -674,6 +683,28 @@ impl McpClient {
     /// Calls a tool and returns the `CallToolResult`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ClientError> {
         self.request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// A request whose result is read as `T` (the raw JSON kept beside it).
+    pub async fn request_typed<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Typed<T>, ClientError> {
+        let raw = self.request(method, params).await?;
+        let value = serde_json::from_value(raw.clone())
+            .map_err(|e| ClientError::Protocol(format!("{method} result: {e}")))?;
+        Ok(Typed { value, raw })
+    }
+
+    /// Calls a tool; the result typed as a `CallToolResult`.
+    pub async fn call_tool_typed(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Typed<crate::wire::types::CallToolResult>, ClientError> {
+        self.request_typed("tools/call", json!({"name": name, "arguments": arguments}))
             .await
     }
 
