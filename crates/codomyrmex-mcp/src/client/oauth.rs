@@ -561,14 +561,19 @@ pub async fn authorize(
     .await
 }
 
+/// HTTP headers, as name and value.
+type Headers = Vec<(String, String)>;
+/// One form field.
+type Pair<'a> = (&'a str, &'a str);
+
 /// The token endpoint authentication: `client_secret_basic` (an `Authorization` header),
 /// `client_secret_post` (in the body) or `none` (the client id in the body).
 fn client_auth<'a>(
     method: &str,
     client_id: &'a str,
     secret: Option<&'a str>,
-    mut pairs: Vec<(&'a str, &'a str)>,
-) -> (Vec<(String, String)>, Vec<(&'a str, &'a str)>) {
+    mut pairs: Vec<Pair<'a>>,
+) -> (Headers, Vec<Pair<'a>>) {
     let mut headers = vec![(
         "Content-Type".to_owned(),
         "application/x-www-form-urlencoded".to_owned(),
