@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::oauth::{self, OAuthConfig};
+use super::oauth::{self, Authorizer};
 use super::param_headers::header_value;
 use super::{ClientEnds, ClientError, Closer, Inbound, Outgoing, lock};
 use crate::engine::META_PROTOCOL_VERSION;
@@ -211,7 +211,7 @@ struct Conn {
     stop: CancellationToken,
     /// The bearer token sent now (given, or obtained by OAuth).
     token: Mutex<Option<String>>,
-    oauth: Option<OAuthConfig>,
+    oauth: Option<Arc<dyn Authorizer>>,
     /// Held while authorizing, so that concurrent 401s authorize once.
     authorizing: tokio::sync::Mutex<()>,
     /// Held while a new session is opened, so that requests that all met the expired
@@ -231,7 +231,7 @@ fn transport(message: String) -> ClientError {
 /// Starts the transport: the client's ends and the closer that sends DELETE.
 pub(crate) fn connect(
     target: HttpTarget,
-    oauth: Option<OAuthConfig>,
+    oauth: Option<Arc<dyn Authorizer>>,
 ) -> Result<(ClientEnds, Closer), ClientError> {
     let endpoint = parse_url(&target.url).map_err(transport)?;
     for (name, value) in &target.headers {
@@ -246,7 +246,7 @@ pub(crate) fn connect(
     let token = target.token.clone().or_else(|| {
         oauth
             .as_ref()
-            .and_then(|o| o.store.get(&target.url))
+            .and_then(|o| o.stored(&target.url))
             .map(|t| t.access_token)
     });
     let conn = Arc::new(Conn {
@@ -386,7 +386,7 @@ impl Conn {
         sent_token: Option<&str>,
         attempts: &mut usize,
     ) -> Result<bool, String> {
-        let Some(config) = &self.oauth else {
+        let Some(authorizer) = &self.oauth else {
             return Ok(false);
         };
         let status = response.status().as_u16();
@@ -400,7 +400,7 @@ impl Conn {
             return Ok(false);
         }
         *attempts += 1;
-        if *attempts > config.max_step_ups + 1 {
+        if *attempts > authorizer.max_step_ups() + 1 {
             return Err(format!(
                 "HTTP {status}: still refused after {} authorizations",
                 *attempts - 1
@@ -411,17 +411,10 @@ impl Conn {
             // Another request authorized meanwhile.
             return Ok(true);
         }
-        let previous = config.store.get(&self.target.url).and_then(|t| t.scope);
-        let fetch = fetcher();
-        let tokens = oauth::authorize(
-            &fetch,
-            config,
-            &self.target.url,
-            &challenge,
-            previous.as_deref(),
-        )
-        .await
-        .map_err(|e| format!("authorization failed: {e}"))?;
+        let tokens = authorizer
+            .authorize(self.target.url.clone(), challenge)
+            .await
+            .map_err(|e| format!("authorization failed: {e}"))?;
         *lock(&self.token) = Some(tokens.access_token);
         Ok(true)
     }
@@ -865,7 +858,7 @@ async fn send_to(
 }
 
 /// The OAuth flow's HTTP: any `http://` URL, redirects not followed, bodies bounded.
-fn fetcher() -> oauth::Fetch {
+pub(crate) fn fetcher() -> oauth::Fetch {
     Arc::new(
         |method: &'static str, url: String, headers: Vec<(String, String)>, body: Vec<u8>| {
             Box::pin(async move {

@@ -267,7 +267,11 @@ impl McpClient {
         oauth: oauth::OAuthConfig,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let (link, closer) = http::connect(target, Some(oauth))?;
+        let flow = oauth::Flow {
+            config: oauth,
+            fetch: http::fetcher(),
+        };
+        let (link, closer) = http::connect(target, Some(Arc::new(flow)))?;
         Ok(Self::start(link, Era::Legacy, options, Some(closer)))
     }
 

@@ -629,6 +629,58 @@ async fn token_request(
     Ok(tokens)
 }
 
+/// What the HTTP transport asks when a request is refused: tokens kept for a resource, and
+/// a fresh authorization. A trait object, so that a client built without OAuth links none
+/// of the flow.
+pub(crate) trait Authorizer: Send + Sync {
+    /// The tokens kept for `resource_url`.
+    fn stored(&self, resource_url: &str) -> Option<Tokens>;
+    /// How many re-authorizations one request may make.
+    fn max_step_ups(&self) -> usize;
+    /// Authorizes for `resource_url` after `challenge`.
+    fn authorize(
+        &self,
+        resource_url: String,
+        challenge: Challenge,
+    ) -> BoxFuture<Result<Tokens, String>>;
+}
+
+/// The OAuth flow over a fetch: the [`Authorizer`] of [`McpClient::connect_http_oauth`](super::McpClient::connect_http_oauth).
+pub(crate) struct Flow {
+    pub(crate) config: OAuthConfig,
+    pub(crate) fetch: Fetch,
+}
+
+impl Authorizer for Flow {
+    fn stored(&self, resource_url: &str) -> Option<Tokens> {
+        self.config.store.get(resource_url)
+    }
+
+    fn max_step_ups(&self) -> usize {
+        self.config.max_step_ups
+    }
+
+    fn authorize(
+        &self,
+        resource_url: String,
+        challenge: Challenge,
+    ) -> BoxFuture<Result<Tokens, String>> {
+        let config = self.config.clone();
+        let fetch = self.fetch.clone();
+        Box::pin(async move {
+            let previous = config.store.get(&resource_url).and_then(|t| t.scope);
+            authorize(
+                &fetch,
+                &config,
+                &resource_url,
+                &challenge,
+                previous.as_deref(),
+            )
+            .await
+        })
+    }
+}
+
 /// Whether the metadata's `resource` identifies `url` (same origin, a path prefix).
 fn resource_matches(resource: &str, url: &str) -> bool {
     match (split_url(resource), split_url(url)) {
