@@ -16,6 +16,8 @@ pub mod http;
 pub mod oauth;
 pub mod param_headers;
 pub mod proto;
+#[cfg(feature = "http")]
+mod sse;
 mod stdio;
 
 use std::collections::HashMap;
