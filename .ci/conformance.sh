@@ -253,7 +253,8 @@ run_suite() {
 
 install
 log "building the everything example (release)"
-cargo build --release -p codomyrmex-mcp --example everything
+# The same invocation as .ci/conformance-client.sh: one build serves both scripts.
+cargo build --release -p codomyrmex-mcp --example everything --example conformance_client
 
 if [ -n "${CONFORMANCE_KEEP:-}" ]; then
   WORK=$CONFORMANCE_KEEP

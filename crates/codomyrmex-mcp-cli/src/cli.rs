@@ -298,19 +298,26 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 
 /// `client`: where the server is and what to ask it.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 success; 1 the tool reported an error (isError); 2 usage \
+(bad flags or arguments); 3 the server answered with a JSON-RPC error; 4 the server could not be \
+started or reached, or the connection failed (HTTP errors included); 5 no answer within --timeout; \
+6 the server's protocol era or answer was not one this client speaks."
+)]
 pub struct ClientArgs {
     /// Launch CMD (split into words like a shell would, but run without a shell) and speak
     /// MCP over its stdin and stdout.
-    #[arg(
-        long,
-        value_name = "CMD",
-        conflicts_with = "http",
-        required_unless_present = "http"
-    )]
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["http", "server"])]
     pub stdio: Option<String>,
     /// Connect to a Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp (plain http only).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with = "server")]
     pub http: Option<String>,
+    /// A server by name from an mcp.json file (the Claude Desktop format: `mcpServers`).
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// The mcp.json file --server reads.
+    #[arg(long, value_name = "FILE", default_value = "mcp.json")]
+    pub mcp_config: PathBuf,
     /// With --http: send `Authorization: Bearer TOKEN`.
     #[arg(
         long,
@@ -319,14 +326,23 @@ pub struct ClientArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
-    /// The protocol era to speak: `legacy` (initialize handshake, 2025-11-25; every MCP server
-    /// speaks it) or `modern` (stateless 2026-07-28).
-    #[arg(long, value_enum, default_value_t = EraArg::Legacy)]
+    /// With --http: an extra header `K:V` on every request (repeatable).
+    #[arg(long = "header", value_name = "K:V")]
+    pub headers: Vec<String>,
+    /// For a stdio server: an environment variable `K=V` (repeatable).
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// For a stdio server: its working directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The protocol era: `auto` (probe with 2026-07-28 `server/discover`, fall back to the
+    /// `initialize` handshake), `legacy` (2025-11-25) or `modern` (2026-07-28 only).
+    #[arg(long, value_enum, default_value_t = EraArg::Auto)]
     pub era: EraArg,
     /// Print raw JSON results (for scripts) instead of a human-readable rendering.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Seconds to wait for the whole exchange.
+    /// Seconds the whole exchange may take, server shutdown included.
     #[arg(long, global = true, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
     /// What to ask.
@@ -337,6 +353,8 @@ pub struct ClientArgs {
 /// Protocol eras.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EraArg {
+    /// Probe with `server/discover`; fall back to `initialize`.
+    Auto,
     /// `initialize` handshake (2025-11-25 and earlier).
     Legacy,
     /// Stateless requests (2026-07-28).
@@ -352,19 +370,70 @@ pub enum ClientAction {
     Call {
         /// The tool's name.
         name: String,
-        /// The arguments: a JSON object, or @FILE to read it from a file.
-        #[arg(long, value_name = "JSON", default_value = "{}")]
-        args: String,
+        /// Arguments as KEY=VALUE, converted by the tool's input schema (numbers, booleans,
+        /// JSON for objects and arrays).
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+        /// The arguments: a JSON object, @FILE to read it from a file, @- from stdin.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
     },
     /// List the server's resources and resource templates.
     Resources,
+    /// List the server's resource templates.
+    Templates,
     /// Read a resource.
     Read {
         /// The resource's URI.
         uri: String,
     },
+    /// Subscribe to a resource and print its updates until --timeout.
+    Subscribe {
+        /// The resource's URI.
+        uri: String,
+    },
     /// List the server's prompts.
     Prompts,
+    /// Get a prompt.
+    Prompt {
+        /// The prompt's name.
+        name: String,
+        /// Arguments as KEY=VALUE (prompt arguments are strings).
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+        /// The arguments: a JSON object, @FILE or @-.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+    },
+    /// Ask for completions of a prompt argument or a resource-template variable.
+    Complete {
+        /// The prompt (`ref/prompt`).
+        #[arg(
+            long,
+            value_name = "NAME",
+            conflicts_with = "resource",
+            required_unless_present = "resource"
+        )]
+        prompt: Option<String>,
+        /// The resource template URI (`ref/resource`).
+        #[arg(long, value_name = "URI")]
+        resource: Option<String>,
+        /// The argument or variable name.
+        argument: String,
+        /// What has been typed so far.
+        #[arg(default_value = "")]
+        value: String,
+    },
+    /// Check that the server answers.
+    Ping,
+    /// List the server's tasks (2025-11-25 experimental tasks), or one task by id.
+    Tasks {
+        /// A task id: print that task.
+        id: Option<String>,
+    },
+    /// Print the server's notifications (list changes, updates, logs) as they come, until
+    /// --timeout.
+    Listen,
 }
 
 #[cfg(test)]
@@ -443,7 +512,6 @@ mod tests {
 
     #[test]
     fn client_needs_exactly_one_transport() {
-        assert!(Cli::try_parse_from(["codomyrmex-mcp", "client", "tools"]).is_err());
         assert!(
             Cli::try_parse_from([
                 "codomyrmex-mcp",

@@ -1,145 +1,218 @@
-//! `client`: connect to any MCP server over stdio or Streamable HTTP and list or call what it
-//! offers.
+//! `client`: connect to any MCP server over stdio or Streamable HTTP, through the library's
+//! [`McpClient`], and list, call, read, prompt, complete or listen to what it offers.
+//!
+//! Exit status (documented in `client --help` and the README): 0 success; 1 the tool
+//! reported an error; 2 usage; 3 a JSON-RPC error from the server; 4 the server could not be
+//! started or reached, or the connection failed; 5 no answer within `--timeout`; 6 an era or
+//! answer this client does not speak.
 
 use std::fmt::Write as _;
-use std::process::{ExitCode, Stdio};
-use std::time::Duration;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::{ClientError, Era, McpClient};
+use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
+use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Value, json};
 
 use crate::cli::{ClientAction, ClientArgs, EraArg};
+use crate::client_input::{self, ServerSpec};
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
 
-/// A connection, and the server process behind it when we started one.
-struct Connection {
-    client: McpClient,
-    child: Option<Child>,
+/// How long a stdio server gets to exit after its stdin closes, at most.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// The exit statuses scripts can rely on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// 0.
+    Ok = 0,
+    /// 1: the tool ran and reported an error (`isError`).
+    ToolError = 1,
+    /// 2: bad flags or arguments.
+    Usage = 2,
+    /// 3: the server answered with a JSON-RPC error.
+    ServerError = 3,
+    /// 4: the server could not be started or reached, or the connection failed.
+    Connection = 4,
+    /// 5: no answer within `--timeout`.
+    Timeout = 5,
+    /// 6: a protocol era or answer this client does not speak.
+    Protocol = 6,
 }
 
-struct Child {
-    process: tokio::process::Child,
-    stdin_pump: tokio::task::JoinHandle<()>,
+/// A failure: what to print and the exit status.
+struct Failure {
+    status: Status,
+    message: String,
 }
 
-impl Connection {
-    /// Closes the server's stdin and gives it a moment to exit.
-    async fn close(self) {
-        let Some(mut child) = self.child else { return };
-        drop(self.client);
-        child.stdin_pump.abort();
-        let _ = child.stdin_pump.await;
-        if tokio::time::timeout(Duration::from_secs(5), child.process.wait())
-            .await
-            .is_err()
-        {
-            let _ = child.process.kill().await;
-        }
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        status: Status::Usage,
+        message: message.into(),
     }
 }
 
-fn spawn_stdio(command: &str, era: Era) -> Result<Connection, String> {
-    let words = shlex::split(command)
-        .ok_or_else(|| format!("cannot split {command:?} into words (unbalanced quotes?)"))?;
-    let Some((program, args)) = words.split_first() else {
-        return Err("--stdio needs a command".into());
-    };
-    let mut process = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start {program:?}: {e}"))?;
-    let (Some(mut stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
-        return Err("the server's pipes are missing".into());
-    };
-    // The client writes into a pipe pumped to the server's stdin, so that closing the pump
-    // closes the server's stdin.
-    let (client_side, mut pump_side) = tokio::io::duplex(1 << 20);
-    let stdin_pump = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut pump_side, &mut stdin).await;
-    });
-    let (_, client_write) = tokio::io::split(client_side);
-    Ok(Connection {
-        client: McpClient::connect(stdout, client_write, era),
-        child: Some(Child {
-            process,
-            stdin_pump,
-        }),
-    })
-}
-
-fn connect(args: &ClientArgs) -> Result<Connection, String> {
-    let era = match args.era {
-        EraArg::Legacy => Era::Legacy,
-        EraArg::Modern => Era::Modern,
-    };
-    match (&args.stdio, &args.http) {
-        (Some(command), None) => spawn_stdio(command, era),
-        (None, Some(url)) => {
-            let endpoint = crate::http_client::parse_url(url)?;
-            Ok(Connection {
-                client: crate::http_client::connect(endpoint, args.token.clone(), era),
-                child: None,
-            })
-        }
-        _ => Err("give exactly one of --stdio CMD and --http URL".into()),
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        let (status, message) = match &e {
+            ClientError::Server(err) => (
+                Status::ServerError,
+                format!(
+                    "the server answered with error {}: {}",
+                    err.code, err.message
+                ),
+            ),
+            ClientError::Closed => (
+                Status::Connection,
+                "the connection closed (did the server start? see its messages above)".into(),
+            ),
+            ClientError::Transport { message, .. } => (Status::Connection, message.clone()),
+            ClientError::Timeout(_) => (Status::Timeout, e.to_string()),
+            ClientError::Protocol(p) => (Status::Protocol, format!("unexpected answer: {p}")),
+            ClientError::Era(hint) => (Status::Protocol, hint.clone()),
+            other => (Status::Protocol, other.to_string()),
+        };
+        Self { status, message }
     }
 }
 
-/// What a command produced: text for stdout and whether it counts as a failure.
+/// What a command produced: text for stdout and whether the tool reported an error.
 struct Outcome {
     text: String,
     failed: bool,
 }
 
-fn describe(e: &ClientError) -> String {
-    match e {
-        ClientError::Server(err) => format!(
-            "the server answered with error {}: {}",
-            err.code, err.message
-        ),
-        ClientError::Closed => {
-            "the connection closed (did the server start? see its messages above)".into()
+fn server_spec(args: &ClientArgs) -> Result<ServerSpec, Failure> {
+    let mut spec = match (&args.stdio, &args.http, &args.server) {
+        (Some(command), None, None) => {
+            ServerSpec::Stdio(client_input::stdio_command(command).map_err(usage)?)
         }
-        ClientError::Protocol(p) => format!("unexpected answer: {p}"),
-        other => other.to_string(),
+        (None, Some(url), None) => {
+            ServerSpec::Http(codomyrmex_mcp::client::http::HttpTarget::new(url.clone()))
+        }
+        (None, None, Some(name)) => {
+            client_input::from_mcp_json(&args.mcp_config, name).map_err(usage)?
+        }
+        _ => {
+            return Err(usage(
+                "give exactly one of --stdio CMD, --http URL and --server NAME",
+            ));
+        }
+    };
+    match &mut spec {
+        ServerSpec::Stdio(command) => {
+            for pair in &args.env {
+                command
+                    .env
+                    .push(client_input::env_pair(pair).map_err(usage)?);
+            }
+            if let Some(dir) = &args.cwd {
+                command.cwd = Some(dir.clone());
+            }
+            if !args.headers.is_empty() || args.token.is_some() && args.stdio.is_some() {
+                return Err(usage("--header and --token apply to HTTP servers only"));
+            }
+        }
+        ServerSpec::Http(target) => {
+            for pair in &args.headers {
+                target
+                    .headers
+                    .push(client_input::header_pair(pair).map_err(usage)?);
+            }
+            if args.token.is_some() {
+                target.token.clone_from(&args.token);
+            }
+            if !args.env.is_empty() || args.cwd.is_some() {
+                return Err(usage("--env and --cwd apply to stdio servers only"));
+            }
+        }
+    }
+    Ok(spec)
+}
+
+/// What the command-line client can answer: its working directory as the one root.
+fn handlers() -> ClientHandlers {
+    let mut handlers = ClientHandlers::new();
+    if let Ok(dir) = std::env::current_dir() {
+        let uri = format!("file://{}", dir.display());
+        handlers = handlers.roots(vec![json!({"uri": uri, "name": "cwd"})]);
+    }
+    handlers.logging(|params| {
+        let level = params
+            .get("level")
+            .and_then(Value::as_str)
+            .unwrap_or("info");
+        let data = params.get("data").cloned().unwrap_or(Value::Null);
+        let text = data
+            .as_str()
+            .map_or_else(|| data.to_string(), ToOwned::to_owned);
+        eprintln!("[server {level}] {text}");
+    })
+}
+
+fn connect(spec: &ServerSpec) -> Result<McpClient, Failure> {
+    let options = ClientOptions {
+        handlers: handlers(),
+        ..ClientOptions::default()
+    };
+    match spec {
+        ServerSpec::Stdio(command) => Ok(McpClient::spawn(command, options)?),
+        ServerSpec::Http(target) => {
+            codomyrmex_mcp::client::http::parse_url(&target.url).map_err(usage)?;
+            Ok(McpClient::connect_http(target.clone(), options)?)
+        }
     }
 }
 
 /// `client ...`.
 pub async fn run(args: ClientArgs) -> ExitCode {
-    let connection = match connect(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("codomyrmex-mcp client: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let started = Instant::now();
     let timeout = Duration::from_secs(args.timeout);
-    let outcome = tokio::time::timeout(timeout, act(&connection.client, &args)).await;
-    connection.close().await;
-    match outcome {
-        Err(_) => {
-            eprintln!("codomyrmex-mcp client: no answer within {} s", args.timeout);
-            ExitCode::FAILURE
-        }
-        Ok(Err(e)) => {
-            eprintln!("codomyrmex-mcp client: {e}");
-            ExitCode::FAILURE
-        }
-        Ok(Ok(out)) => {
-            if out.failed {
-                eprint!("{}", out.text);
-                ExitCode::FAILURE
-            } else {
-                crate::emit(&out.text);
-                ExitCode::SUCCESS
+    let result = async {
+        let spec = server_spec(&args)?;
+        let client = connect(&spec)?;
+        let outcome = tokio::time::timeout(timeout, act(&client, &args, timeout)).await;
+        // The deadline holds for the shutdown too: what is left of it, at most the grace.
+        let left = timeout
+            .saturating_sub(started.elapsed())
+            .min(SHUTDOWN_GRACE);
+        client.close(left).await;
+        match outcome {
+            Ok(r) => r,
+            Err(_)
+                if matches!(
+                    args.action,
+                    ClientAction::Listen | ClientAction::Subscribe { .. }
+                ) =>
+            {
+                Ok(Outcome {
+                    text: String::new(),
+                    failed: false,
+                })
             }
+            Err(_) => Err(Failure {
+                status: Status::Timeout,
+                message: format!("no answer within {} s", args.timeout),
+            }),
+        }
+    }
+    .await;
+    match result {
+        Err(f) => {
+            eprintln!("codomyrmex-mcp client: {}", f.message);
+            ExitCode::from(f.status as u8)
+        }
+        Ok(out) if out.failed => {
+            eprint!("{}", out.text);
+            ExitCode::from(Status::ToolError as u8)
+        }
+        Ok(out) => {
+            crate::emit(&out.text);
+            ExitCode::from(Status::Ok as u8)
         }
     }
 }
@@ -150,106 +223,255 @@ fn pretty(v: &Value) -> String {
     s
 }
 
-async fn act(client: &McpClient, args: &ClientArgs) -> Result<Outcome, String> {
-    client.initialize().await.map_err(|e| describe(&e))?;
+fn era_preference(era: EraArg) -> EraPreference {
+    match era {
+        EraArg::Auto => EraPreference::Auto,
+        EraArg::Legacy => EraPreference::Legacy,
+        EraArg::Modern => EraPreference::Modern,
+    }
+}
+
+/// Progress on stderr, one line per notification.
+fn progress_printer() -> CallOptions {
+    CallOptions {
+        progress: Some(Arc::new(|p: Value| {
+            let done = p.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
+            let mut line = match p.get("total").and_then(Value::as_f64) {
+                Some(total) => format!("progress: {done}/{total}"),
+                None => format!("progress: {done}"),
+            };
+            if let Some(m) = p.get("message").and_then(Value::as_str) {
+                let _ = write!(line, " {m}");
+            }
+            eprintln!("{line}");
+        })),
+        timeout: None,
+    }
+}
+
+async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result<Outcome, Failure> {
+    // The probe gets the whole budget: a server that never answers is the timeout's to report.
+    client.negotiate(era_preference(args.era), timeout).await?;
     let ok = |text| {
         Ok(Outcome {
             text,
             failed: false,
         })
     };
+    let show =
+        |v: &Value, human: fn(&Value) -> String| if args.json { pretty(v) } else { human(v) };
     match &args.action {
         ClientAction::Tools => {
-            let tools = client.list_tools().await.map_err(|e| describe(&e))?;
-            if args.json {
-                ok(pretty(&Value::Array(tools)))
+            let tools = client.list_tools().await?;
+            ok(if args.json {
+                pretty(&Value::Array(tools))
             } else {
-                ok(render_tools(&tools))
-            }
+                render_tools(&tools)
+            })
         }
-        ClientAction::Call { name, args: raw } => {
-            let arguments = parse_arguments(raw)?;
-            let result = client
-                .call_tool(name, arguments)
-                .await
-                .map_err(|e| describe(&e))?;
-            let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
-            let text = if args.json {
-                pretty(&result)
+        ClientAction::Call {
+            name,
+            pairs,
+            args: raw,
+        } => {
+            let schema = if pairs.is_empty() {
+                None
             } else {
-                render_call(&result)
+                let tools = client.list_tools().await?;
+                let Some(tool) = tools
+                    .iter()
+                    .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+                else {
+                    return Err(usage(format!("the server has no tool {name:?}")));
+                };
+                Some(
+                    tool.get("inputSchema")
+                        .cloned()
+                        .unwrap_or_else(|| json!({})),
+                )
             };
-            Ok(Outcome { text, failed })
+            let schema = schema.unwrap_or_else(|| json!({}));
+            let arguments =
+                client_input::arguments(pairs, raw.as_deref(), Some(&schema)).map_err(usage)?;
+            let options = if args.json {
+                CallOptions::default()
+            } else {
+                progress_printer()
+            };
+            let result = client
+                .call_tool_with(name, Value::Object(arguments), &options)
+                .await?;
+            let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
+            Ok(Outcome {
+                text: show(&result, render_call),
+                failed,
+            })
         }
         ClientAction::Resources => {
-            let resources = list_all(client, "resources/list", "resources").await?;
-            let templates =
-                list_all(client, "resources/templates/list", "resourceTemplates").await?;
-            if args.json {
-                ok(pretty(
-                    &json!({"resources": resources, "resourceTemplates": templates}),
-                ))
+            let resources = optional(client.list_resources().await)?;
+            let templates = optional(client.list_resource_templates().await)?;
+            ok(if args.json {
+                pretty(&json!({"resources": resources, "resourceTemplates": templates}))
             } else {
-                ok(render_resources(&resources, &templates))
-            }
+                render_resources(&resources, &templates)
+            })
+        }
+        ClientAction::Templates => {
+            let templates = optional(client.list_resource_templates().await)?;
+            ok(if args.json {
+                pretty(&Value::Array(templates))
+            } else {
+                render_resources(&[], &templates)
+            })
         }
         ClientAction::Read { uri } => {
-            let result = client
-                .request("resources/read", json!({"uri": uri}))
-                .await
-                .map_err(|e| describe(&e))?;
-            if args.json {
-                ok(pretty(&result))
-            } else {
-                ok(render_read(&result))
+            let result = client.read_resource(uri).await?;
+            ok(show(&result, render_read))
+        }
+        ClientAction::Subscribe { uri } => {
+            if client.era() == codomyrmex_mcp::Era::Modern {
+                // 2026-07-28: resource updates come on the stream of `subscriptions/listen`.
+                let params = json!({"notifications": {"resourceSubscriptions": [uri]}});
+                return listen_on(client, params, args.json).await;
             }
+            client.subscribe(uri).await?;
+            eprintln!("subscribed to {uri}; printing updates until --timeout");
+            listen(client, args.json).await
         }
         ClientAction::Prompts => {
-            let prompts = list_all(client, "prompts/list", "prompts").await?;
-            if args.json {
-                ok(pretty(&Value::Array(prompts)))
+            let prompts = optional(client.list_prompts().await)?;
+            ok(if args.json {
+                pretty(&Value::Array(prompts))
             } else {
-                ok(render_prompts(&prompts))
+                render_prompts(&prompts)
+            })
+        }
+        ClientAction::Prompt {
+            name,
+            pairs,
+            args: raw,
+        } => {
+            let arguments = client_input::arguments(pairs, raw.as_deref(), None).map_err(usage)?;
+            let result = client.get_prompt(name, Value::Object(arguments)).await?;
+            ok(show(&result, render_prompt))
+        }
+        ClientAction::Complete {
+            prompt,
+            resource,
+            argument,
+            value,
+        } => {
+            let reference = match (prompt, resource) {
+                (Some(p), _) => json!({"type": "ref/prompt", "name": p}),
+                (None, Some(r)) => json!({"type": "ref/resource", "uri": r}),
+                (None, None) => return Err(usage("give --prompt NAME or --resource URI")),
+            };
+            let result = client.complete(reference, argument, value, None).await?;
+            ok(show(&result, |r| {
+                let values: Vec<&str> = r
+                    .pointer("/completion/values")
+                    .and_then(Value::as_array)
+                    .map(|v| v.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if values.is_empty() {
+                    "(no completions)\n".into()
+                } else {
+                    format!("{}\n", values.join("\n"))
+                }
+            }))
+        }
+        ClientAction::Ping => {
+            client.ping().await?;
+            ok(if args.json {
+                "{}\n".into()
+            } else {
+                "ok\n".into()
+            })
+        }
+        ClientAction::Tasks { id: Some(id) } => {
+            let task = client.get_task(id).await?;
+            ok(pretty(&task))
+        }
+        ClientAction::Tasks { id: None } => {
+            let tasks = optional(client.list_tasks().await)?;
+            ok(if args.json {
+                pretty(&Value::Array(tasks))
+            } else if tasks.is_empty() {
+                "(no tasks)\n".into()
+            } else {
+                tasks
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{}  {}\n",
+                            str_of(t, "taskId").unwrap_or("?"),
+                            str_of(t, "status").unwrap_or("?")
+                        )
+                    })
+                    .collect()
+            })
+        }
+        ClientAction::Listen => {
+            if client.era() == codomyrmex_mcp::Era::Modern {
+                // 2026-07-28: notifications come on the stream of `subscriptions/listen`.
+                let params = json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}});
+                return listen_on(client, params, args.json).await;
             }
+            listen(client, args.json).await
         }
     }
 }
 
-/// `--args`: a JSON object, or `@FILE`.
-fn parse_arguments(raw: &str) -> Result<Value, String> {
-    let text = match raw.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the arguments file {path}: {e}"))?,
-        None => raw.to_owned(),
-    };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("--args must be a JSON object, e.g. '{\"path\": \"README.md\"}'".into()),
-        Err(e) => Err(format!("--args is not valid JSON: {e}")),
+/// `subscriptions/listen` with `params`, printing what its stream carries.
+async fn listen_on(client: &McpClient, params: Value, json: bool) -> Result<Outcome, Failure> {
+    tokio::select! {
+        r = client.request("subscriptions/listen", params) => {
+            r?;
+            Ok(Outcome { text: String::new(), failed: false })
+        }
+        out = listen(client, json) => out,
     }
 }
 
-/// Every item of a paginated list; a server without the feature has none.
-async fn list_all(client: &McpClient, method: &str, key: &str) -> Result<Vec<Value>, String> {
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let params = cursor
-            .as_ref()
-            .map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        let page = match client.request(method, params).await {
-            Ok(p) => p,
-            Err(ClientError::Server(e)) if e.code == METHOD_NOT_FOUND => return Ok(items),
-            Err(e) => return Err(describe(&e)),
+/// A list a server without the feature answers with method-not-found: empty.
+fn optional(r: Result<Vec<Value>, ClientError>) -> Result<Vec<Value>, Failure> {
+    match r {
+        Err(ClientError::Server(e)) if e.code == METHOD_NOT_FOUND => Ok(Vec::new()),
+        other => Ok(other?),
+    }
+}
+
+/// Prints notifications as they come, until the connection ends (or the timeout).
+async fn listen(client: &McpClient, json: bool) -> Result<Outcome, Failure> {
+    while let Some(n) = client.next_notification().await {
+        let line = if json {
+            format!("{n}\n")
+        } else {
+            let method = str_of(&n, "method").unwrap_or("?");
+            let params = n.get("params").cloned().unwrap_or(Value::Null);
+            format!("{method} {params}\n")
         };
-        if let Some(list) = page.get(key).and_then(Value::as_array) {
-            items.extend(list.iter().cloned());
-        }
-        match page.get("nextCursor").and_then(Value::as_str) {
-            Some(c) if Some(c) != cursor.as_deref() => cursor = Some(c.to_owned()),
-            _ => return Ok(items),
-        }
+        crate::emit(&line);
     }
+    Err(ClientError::Closed.into())
+}
+
+fn render_prompt(result: &Value) -> String {
+    let mut out = String::new();
+    if let Some(d) = str_of(result, "description") {
+        let _ = writeln!(out, "{d}\n");
+    }
+    for m in result
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let role = str_of(m, "role").unwrap_or("?");
+        let content = m.get("content").map_or_else(String::new, render_block);
+        let _ = writeln!(out, "[{role}] {content}");
+    }
+    out
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -514,21 +736,6 @@ fn render_prompts(prompts: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arguments_must_be_an_object() {
-        assert_eq!(parse_arguments("{\"a\": 1}").unwrap(), json!({"a": 1}));
-        assert!(parse_arguments("[1]").is_err());
-        assert!(parse_arguments("{nope").is_err());
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("args.json");
-        std::fs::write(&f, "{\"path\": \"x\"}").unwrap();
-        assert_eq!(
-            parse_arguments(&format!("@{}", f.display())).unwrap(),
-            json!({"path": "x"})
-        );
-        assert!(parse_arguments("@/nonexistent/args.json").is_err());
-    }
 
     #[test]
     fn tools_render_with_their_arguments() {

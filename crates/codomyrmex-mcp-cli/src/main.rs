@@ -10,9 +10,9 @@
 
 mod cli;
 mod client_cmd;
+mod client_input;
 mod config;
 mod gateway;
-mod http_client;
 mod logging;
 mod root_resources;
 mod serve;

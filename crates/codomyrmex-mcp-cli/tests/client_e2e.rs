@@ -277,7 +277,7 @@ fn client_over_stdio_calls_tools() {
         "",
         &["call", "file_system.read", "--args", "[1]"],
     );
-    assert_eq!(bad.code, Some(1));
+    assert_eq!(bad.code, Some(2), "bad arguments are a usage error");
     assert!(bad.stderr.contains("JSON object"), "{}", bad.stderr);
 }
 
@@ -354,7 +354,7 @@ fn resources_read_and_prompts() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(r.stdout, "hello\nworld\n");
     let r = client(dir.path(), "", &["read", "codomyrmex://root/../etc/passwd"]);
-    assert_eq!(r.code, Some(1));
+    assert_eq!(r.code, Some(3), "a JSON-RPC error: {}", r.stderr);
     let r = json_of(&client(dir.path(), "", &["prompts", "--json"]));
     assert_eq!(r[0]["name"], "codomyrmex.explore");
     let r = client(dir.path(), "", &["prompts"]);
@@ -394,7 +394,11 @@ fn full_profile_writes_and_runs_commands() {
             r#"{"path": "x", "content": "y"}"#,
         ],
     );
-    assert_eq!(readonly.code, Some(1));
+    assert_eq!(
+        readonly.code,
+        Some(3),
+        "an unknown tool is a JSON-RPC error"
+    );
     assert!(!dir.path().join("x").exists());
     #[cfg(unix)]
     {
@@ -542,7 +546,12 @@ fn full_profile_over_http_requires_authentication() {
         &[("CODOMYRMEX_MCP_AUTH_TOKEN", "s3cret-token")],
     );
     let r = ran(command(&["client", "--http", &url, "tools"]));
-    assert_eq!(r.code, Some(1), "{}", r.stdout);
+    assert_eq!(
+        r.code,
+        Some(4),
+        "an HTTP refusal is a connection failure: {}",
+        r.stdout
+    );
     assert!(r.stderr.contains("Unauthorized"), "{}", r.stderr);
     let r = json_of(&ran(command(&[
         "client",

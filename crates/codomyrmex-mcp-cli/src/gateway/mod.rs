@@ -10,16 +10,17 @@
 pub mod catalog;
 pub mod config;
 
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::Duration;
 
-use codomyrmex_mcp::{Era, McpClient};
+use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::http::HttpTarget;
+use codomyrmex_mcp::client::{ClientOptions, EraPreference, StdioCommand};
 use serde_json::{Value, json};
 
 use self::catalog::{Catalogue, Listing, Mount};
 use self::config::{GatewayConfig, Upstream, UpstreamTransport};
 use crate::cli::GatewayArgs;
-use crate::http_client;
 
 /// The most pages read from one list method of one upstream.
 const MAX_PAGES: usize = 100;
@@ -143,48 +144,41 @@ enum Target {
 }
 
 async fn list_upstream(target: Target, timeout: Duration) -> Result<Listing, String> {
-    // The child, if any, lives as long as this function: dropping it kills it.
-    let (client, _child) = match target {
+    let client = match target {
         Target::Stdio {
             command,
             args,
             env,
             cwd,
         } => {
-            let mut cmd = tokio::process::Command::new(&command);
-            cmd.args(&args)
-                .envs(env)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .kill_on_drop(true);
-            if let Some(cwd) = cwd {
-                cmd.current_dir(cwd);
-            }
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| format!("cannot start {command:?}: {e}"))?;
-            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                return Err(format!("{command:?}: no stdio pipes"));
-            };
-            (McpClient::connect(stdout, stdin, Era::Legacy), Some(child))
+            let mut c = StdioCommand::new(command.clone());
+            c.args = args;
+            c.env = env;
+            c.cwd = cwd;
+            McpClient::spawn(&c, ClientOptions::default())
+                .map_err(|e| format!("cannot start {command:?}: {e}"))?
         }
         Target::Http { url, token } => {
-            let endpoint = http_client::parse_url(&url).map_err(|e| format!("url {url:?}: {e}"))?;
-            (http_client::connect(endpoint, token, Era::Legacy), None)
+            let mut t = HttpTarget::new(url.clone());
+            t.token = token;
+            McpClient::connect_http(t, ClientOptions::default())
+                .map_err(|e| format!("url {url:?}: {e}"))?
         }
     };
-    tokio::time::timeout(timeout, list_all(&client))
+    let listed = tokio::time::timeout(timeout, list_all(&client))
         .await
-        .map_err(|_| format!("no complete listing within {} s", timeout.as_secs()))?
+        .map_err(|_| format!("no complete listing within {} s", timeout.as_secs()));
+    // Ends the session (DELETE) or the child.
+    client.close(Duration::from_secs(2)).await;
+    listed?
 }
 
-/// `initialize`, then every list method the server's capabilities declare.
+/// The era's handshake (2026-07-28 first), then every list method the server's capabilities declare.
 async fn list_all(client: &McpClient) -> Result<Listing, String> {
     let init = client
-        .initialize()
+        .negotiate(EraPreference::Auto, Duration::from_secs(5))
         .await
-        .map_err(|e| format!("initialize failed: {e}"))?;
+        .map_err(|e| format!("no connection: {e}"))?;
     let caps = init.get("capabilities").cloned().unwrap_or(Value::Null);
     let has = |c: &str| caps.get(c).is_some_and(|v| !v.is_null());
     let mut listing = Listing::default();

@@ -1,0 +1,325 @@
+//! The `client` command's flags, commands and exit statuses, against our own server in both
+//! eras and against hand-written servers (a legacy-only one, one that never answers, one
+//! that is not there).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("CODOMYRMEX_MCP_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+fn finish(mut child: Child) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        assert!(start.elapsed() < HANG_GUARD, "hung");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_with(mut cmd: Command, stdin: Option<&str>) -> Ran {
+    let mut child = cmd
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    let out = finish(child);
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn run(args: &[&str]) -> Ran {
+    run_with(command(args), None)
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
+    dir
+}
+
+fn serve(root: &Path) -> String {
+    format!("'{BIN}' serve --root '{}'", root.display())
+}
+
+fn json_of(r: &Ran) -> Value {
+    assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+#[test]
+fn key_value_arguments_and_args_from_stdin_in_every_era() {
+    let dir = project();
+    let s = serve(dir.path());
+    for era in ["auto", "legacy", "modern"] {
+        let r = json_of(&run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "call",
+            "file_system.read",
+            "path=hello.txt",
+            "--json",
+        ]));
+        assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
+        let mut cmd = command(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "call",
+            "file_system.read",
+            "--args",
+            "@-",
+            "--json",
+        ]);
+        cmd.env_remove("X");
+        let r = json_of(&run_with(cmd, Some(r#"{"path": "hello.txt"}"#)));
+        assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
+        // A value the schema cannot take is a usage error, before anything is called.
+        let r = run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "call",
+            "file_system.list_directory",
+            "max_depth=deep",
+        ]);
+        assert_eq!(r.code, Some(2), "{era}: {}", r.stderr);
+        assert!(r.stderr.contains("max_depth=deep"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn prompt_ping_complete_and_templates() {
+    let dir = project();
+    let s = serve(dir.path());
+    for era in ["legacy", "modern"] {
+        let r = run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "prompt",
+            "codomyrmex.explore",
+            "goal=find the tests",
+        ]);
+        assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
+        assert!(
+            r.stdout.contains("[user] Goal: find the tests."),
+            "{}",
+            r.stdout
+        );
+        let r = run(&["client", "--stdio", &s, "--era", era, "ping"]);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (Some(0), "ok\n"),
+            "{era}: {}",
+            r.stderr
+        );
+        let r = json_of(&run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "complete",
+            "--prompt",
+            "codomyrmex.explore",
+            "goal",
+            "x",
+            "--json",
+        ]));
+        assert!(r["completion"]["values"].is_array(), "{r}");
+        let r = run(&["client", "--stdio", &s, "--era", era, "templates"]);
+        assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn env_and_cwd_reach_a_stdio_server_and_mcp_json_names_it() {
+    let dir = project();
+    // A relative root resolves against --cwd; the profile comes from --env.
+    let r = json_of(&run(&[
+        "client",
+        "--stdio",
+        &format!("'{BIN}' serve --root ."),
+        "--cwd",
+        &dir.path().display().to_string(),
+        "--env",
+        "CODOMYRMEX_MCP_PROFILE=full",
+        "tools",
+        "--json",
+    ]));
+    assert_eq!(r.as_array().unwrap().len(), 17, "the full profile: {r}");
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"here": {"command": BIN, "args": ["serve", "--root", dir.path()]}}}).to_string(),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let r = run(&[
+        "client",
+        "--server",
+        "here",
+        "--mcp-config",
+        &config,
+        "read",
+        "codomyrmex://root/hello.txt",
+    ]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "hello\nworld\n"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&[
+        "client",
+        "--server",
+        "elsewhere",
+        "--mcp-config",
+        &config,
+        "tools",
+    ]);
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("here"), "{}", r.stderr);
+}
+
+#[test]
+fn a_server_that_never_answers_is_a_timeout() {
+    let r = run(&["client", "--stdio", "sleep 30", "--timeout", "1", "tools"]);
+    assert_eq!(r.code, Some(5), "{}", r.stderr);
+    assert!(r.stderr.contains("no answer within 1 s"), "{}", r.stderr);
+}
+
+#[test]
+fn an_unreachable_server_is_a_connection_failure() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    drop(listener);
+    let r = run(&["client", "--http", &url, "tools"]);
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
+    assert!(r.stderr.contains("cannot connect"), "{}", r.stderr);
+    assert!(!r.stderr.contains("-32099"), "{}", r.stderr);
+    let r = run(&["client", "--stdio", "/nonexistent/server", "tools"]);
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
+    let r = run(&["client", "tools"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+}
+
+/// A 2025-only stdio server (Python): refuses `server/discover`, serves `initialize`.
+const LEGACY_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m.get("method") == "initialize":
+        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}}}
+    elif m.get("method") == "tools/list":
+        r = {"result": {"tools": [{"name": "old.tool", "inputSchema": {"type": "object"}}]}}
+    else:
+        r = {"error": {"code": -32601, "message": "Method not found"}}
+    r.update({"jsonrpc": "2.0", "id": m["id"]})
+    print(json.dumps(r), flush=True)
+"#;
+
+#[test]
+fn era_modern_against_a_legacy_server_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("legacy.py");
+    std::fs::write(&script, LEGACY_SERVER).unwrap();
+    let s = format!("python3 '{}'", script.display());
+    let r = run(&["client", "--stdio", &s, "--era", "modern", "tools"]);
+    assert_eq!(r.code, Some(6), "{}", r.stderr);
+    assert!(r.stderr.contains("--era auto"), "{}", r.stderr);
+    let r = run(&["client", "--stdio", &s, "tools"]);
+    assert_eq!(r.code, Some(0), "auto falls back: {}", r.stderr);
+    assert!(r.stdout.contains("old.tool"), "{}", r.stdout);
+}
+
+#[test]
+fn tasks_listen_and_subscribe_in_both_eras() {
+    let dir = project();
+    let s = serve(dir.path());
+    for era in ["legacy", "modern"] {
+        let r = run(&["client", "--stdio", &s, "--era", era, "tasks"]);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (Some(0), "(no tasks)\n"),
+            "{era}: {}",
+            r.stderr
+        );
+        // Listening ends at the timeout, which is no failure for it.
+        let r = run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "--timeout",
+            "1",
+            "listen",
+        ]);
+        assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
+        let r = run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "--timeout",
+            "1",
+            "subscribe",
+            "codomyrmex://root/hello.txt",
+        ]);
+        assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
+    }
+}

@@ -1,0 +1,948 @@
+//! The client's Streamable HTTP transport on hyper's HTTP/1.1 client: each message the client
+//! sends becomes a POST; each message in the answer (a JSON body or SSE events) is handed
+//! back. It keeps the legacy session (`Mcp-Session-Id` from `initialize`, the negotiated
+//! `MCP-Protocol-Version`), opens the GET stream for server messages, resumes a broken SSE
+//! stream with `Last-Event-ID` after the server's `retry` delay, re-initializes once after a
+//! 404 for an expired session, mirrors the modern era's `Mcp-Method` / `Mcp-Name` headers,
+//! and ends the session with DELETE on close.
+//!
+//! It never follows redirects, so a token is only ever sent to the endpoint's own origin; a
+//! 3xx answer is a transport error. Not HTTPS (plain `http://` only). It decides no protocol
+//! rule beyond the transport's own: ids, eras and retries of input are
+//! [`proto`](super::proto)'s.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::oauth::{self, Authorizer};
+use super::param_headers::header_value;
+pub use super::sse::{SseEvent, SseParser};
+use super::{ClientEnds, ClientError, Closer, Inbound, Outgoing, lock};
+use crate::engine::META_PROTOCOL_VERSION;
+use crate::wire::RequestId;
+
+/// The largest JSON body or SSE event accepted.
+pub const MAX_BODY: usize = 64 * 1024 * 1024;
+/// How many times a broken SSE stream is resumed before the request fails.
+const MAX_RESUMES: usize = 5;
+/// The delay before resuming when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+
+/// Where the endpoint is and what every request carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpTarget {
+    /// `http://HOST[:PORT]/PATH`.
+    pub url: String,
+    /// Extra headers sent with every request (`Mcp-Param-*` custom headers, say).
+    pub headers: Vec<(String, String)>,
+    /// Sent as `Authorization: Bearer TOKEN`, to the endpoint's origin only.
+    pub token: Option<String>,
+}
+
+impl HttpTarget {
+    /// A target with no extra headers and no token.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A parsed `http://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP (without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+    /// Path and query, starting with `/`.
+    pub path: String,
+    /// The `Host` header value.
+    pub authority: String,
+}
+
+/// Parses an `http://` URL.
+pub fn parse_url(url: &str) -> Result<Endpoint, String> {
+    let rest = if let Some(r) = url.strip_prefix("http://") {
+        r
+    } else if url.starts_with("https://") {
+        return Err(
+            "https is not supported by this client; use http on a trusted network or a local \
+             TLS-terminating proxy"
+                .into(),
+        );
+    } else {
+        return Err(format!("{url:?} is not an http:// URL"));
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest[i..].starts_with('/') => (&rest[..i], rest[i..].to_owned()),
+        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+        None => (rest, "/".to_owned()),
+    };
+    let path = path.split('#').next().unwrap_or("/").to_owned();
+    if authority.is_empty() || authority.contains('@') {
+        return Err(format!("{url:?}: expected http://HOST[:PORT]/PATH"));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("{url:?}: unclosed IPv6 bracket"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| format!("{url:?}: bad port"))?,
+            None if after.is_empty() => 80,
+            None => return Err(format!("{url:?}: bad authority")),
+        };
+        (h.to_owned(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (
+                h.to_owned(),
+                p.parse().map_err(|_| format!("{url:?}: bad port"))?,
+            ),
+            None => (authority.to_owned(), 80),
+        }
+    };
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{url:?}: bad host"));
+    }
+    Ok(Endpoint {
+        host,
+        port,
+        path,
+        authority: authority.to_owned(),
+    })
+}
+
+/// Per-connection state shared by the requests.
+#[derive(Debug, Default)]
+struct State {
+    session: Option<String>,
+    protocol_version: Option<String>,
+    /// The `initialize` request, replayed after a 404 for an expired session.
+    initialize: Option<Vec<u8>>,
+    get_stream: bool,
+}
+
+struct Conn {
+    endpoint: Endpoint,
+    target: HttpTarget,
+    state: Mutex<State>,
+    inbound: mpsc::Sender<Inbound>,
+    stop: CancellationToken,
+    /// The bearer token sent now (given, or obtained by OAuth).
+    token: Mutex<Option<String>>,
+    oauth: Option<Arc<dyn Authorizer>>,
+    /// Held while authorizing, so that concurrent 401s authorize once.
+    authorizing: tokio::sync::Mutex<()>,
+    /// Held while a new session is opened, so that requests that all met the expired
+    /// session open one new session between them, not one each.
+    reinit: tokio::sync::Mutex<()>,
+}
+
+type Response = hyper::Response<Incoming>;
+
+fn transport(message: String) -> ClientError {
+    ClientError::Transport {
+        status: None,
+        message,
+    }
+}
+
+/// Starts the transport: the client's ends and the closer that sends DELETE.
+pub(crate) fn connect(
+    target: HttpTarget,
+    oauth: Option<Arc<dyn Authorizer>>,
+) -> Result<(ClientEnds, Closer), ClientError> {
+    let endpoint = parse_url(&target.url).map_err(transport)?;
+    for (name, value) in &target.headers {
+        if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+            || hyper::header::HeaderValue::from_str(value).is_err()
+        {
+            return Err(transport(format!("invalid header {name:?}")));
+        }
+    }
+    let (out_tx, mut out_rx) = mpsc::channel::<Outgoing>(256);
+    let (in_tx, in_rx) = mpsc::channel::<Inbound>(256);
+    let token = target.token.clone().or_else(|| {
+        oauth
+            .as_ref()
+            .and_then(|o| o.stored(&target.url))
+            .map(|t| t.access_token)
+    });
+    let conn = Arc::new(Conn {
+        endpoint,
+        token: Mutex::new(token),
+        oauth,
+        authorizing: tokio::sync::Mutex::new(()),
+        target,
+        state: Mutex::new(State::default()),
+        inbound: in_tx,
+        stop: CancellationToken::new(),
+        reinit: tokio::sync::Mutex::new(()),
+    });
+    let main = conn.clone();
+    let posts = tokio::spawn(async move {
+        while let Some(Outgoing { bytes, headers }) = out_rx.recv().await {
+            let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+            if method == "initialize" {
+                // Later messages need the session id it returns.
+                main.clone().post(message, bytes, headers).await;
+            } else {
+                tokio::spawn(main.clone().post(message, bytes, headers));
+            }
+        }
+        // The client is gone: the GET stream stops too.
+        main.stop.cancel();
+    });
+    let closing = conn.clone();
+    let closer: Closer = Box::new(move |grace: Duration| {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(grace, async {
+                let _ = posts.await;
+                closing.delete().await;
+            })
+            .await;
+        })
+    });
+    // The transport's own reference to `inbound` goes when every task holding `conn` ends.
+    drop(conn);
+    Ok(((out_tx, in_rx), closer))
+}
+
+/// The headers of one POST.
+fn headers_for(
+    message: &Value,
+    target: &HttpTarget,
+    token: Option<&str>,
+    session: Option<&str>,
+    version: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut h = vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+    ];
+    if let Some(t) = token {
+        h.push(("Authorization".into(), format!("Bearer {t}")));
+    }
+    h.extend(target.headers.iter().cloned());
+    let params = message.get("params");
+    let modern_version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    // The standard headers mirror the body; legacy servers ignore them.
+    if let Some(method) = message.get("method").and_then(Value::as_str) {
+        h.push(("Mcp-Method".into(), method.to_owned()));
+        let field = match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+            _ => None,
+        };
+        if let Some(name) = field
+            .and_then(|f| params.and_then(|p| p.get(f)))
+            .and_then(Value::as_str)
+        {
+            h.push(("Mcp-Name".into(), header_value(name)));
+        }
+    }
+    if let Some(version) = modern_version {
+        h.push(("MCP-Protocol-Version".into(), version.to_owned()));
+    } else {
+        if let Some(session) = session {
+            h.push(("Mcp-Session-Id".into(), session.to_owned()));
+        }
+        if let Some(version) = version {
+            h.push(("MCP-Protocol-Version".into(), version.to_owned()));
+        }
+    }
+    h
+}
+
+impl Conn {
+    fn legacy_headers(&self, message: &Value) -> Vec<(String, String)> {
+        let token = lock(&self.token).clone();
+        let s = lock(&self.state);
+        headers_for(
+            message,
+            &self.target,
+            token.as_deref(),
+            s.session.as_deref(),
+            s.protocol_version.as_deref(),
+        )
+    }
+
+    async fn deliver(&self, item: Inbound) {
+        let _ = self.inbound.send(item).await;
+    }
+
+    async fn fail(&self, id: Option<&RequestId>, status: Option<u16>, message: String) {
+        self.deliver(Inbound::Failed {
+            id: id.cloned(),
+            status,
+            message,
+        })
+        .await;
+    }
+
+    async fn send(
+        &self,
+        method: hyper::Method,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+    ) -> Result<Response, String> {
+        send_to(&self.endpoint, method, headers, body).await
+    }
+
+    /// Authorizes after `response` refused the token; `Ok(true)`: send again.
+    async fn authorize(
+        &self,
+        response: &Response,
+        sent_token: Option<&str>,
+        attempts: &mut usize,
+    ) -> Result<bool, String> {
+        let Some(authorizer) = &self.oauth else {
+            return Ok(false);
+        };
+        let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get(hyper::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(oauth::parse_challenge)
+            .unwrap_or_default();
+        if status == 403 && challenge.error.as_deref() != Some("insufficient_scope") {
+            return Ok(false);
+        }
+        *attempts += 1;
+        if *attempts > authorizer.max_step_ups() + 1 {
+            return Err(format!(
+                "HTTP {status}: still refused after {} authorizations",
+                *attempts - 1
+            ));
+        }
+        let _one_at_a_time = self.authorizing.lock().await;
+        if lock(&self.token).as_deref() != sent_token {
+            // Another request authorized meanwhile.
+            return Ok(true);
+        }
+        let tokens = authorizer
+            .authorize(self.target.url.clone(), challenge)
+            .await
+            .map_err(|e| format!("authorization failed: {e}"))?;
+        *lock(&self.token) = Some(tokens.access_token);
+        Ok(true)
+    }
+
+    /// Sends one message and hands back what answers it.
+    async fn post(self: Arc<Self>, message: Value, bytes: Vec<u8>, extra: Vec<(String, String)>) {
+        let id: Option<RequestId> = message
+            .get("method")
+            .and(message.get("id"))
+            .and_then(|i| serde_json::from_value(i.clone()).ok());
+        let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+        if is_initialize {
+            let mut s = lock(&self.state);
+            s.initialize = Some(bytes.clone());
+            s.session = None;
+            s.protocol_version = None;
+        }
+        let mut reinitialized = false;
+        let mut authorizations = 0;
+        loop {
+            let mut headers = self.legacy_headers(&message);
+            headers.extend(extra.iter().cloned());
+            let had_session = lock(&self.state).session.clone();
+            let response = match self
+                .send(hyper::Method::POST, &headers, bytes.clone())
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => return self.fail(id.as_ref(), None, e).await,
+            };
+            let status = response.status().as_u16();
+            if status == 401 || status == 403 {
+                let sent = lock(&self.token).clone();
+                match self
+                    .authorize(&response, sent.as_deref(), &mut authorizations)
+                    .await
+                {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => return self.fail(id.as_ref(), Some(status), e).await,
+                }
+            }
+            if status == 404 && had_session.is_some() && !is_initialize && !reinitialized {
+                // The session expired: open a new one (unless another request already did),
+                // then send this message again.
+                reinitialized = true;
+                let _one_at_a_time = self.reinit.lock().await;
+                if lock(&self.state).session == had_session
+                    && let Err(e) = self.reinitialize().await
+                {
+                    return self.fail(id.as_ref(), Some(404), e).await;
+                }
+                continue;
+            }
+            if is_initialize
+                && let Some(session) = response
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+            {
+                lock(&self.state).session = Some(session.to_owned());
+            }
+            self.clone()
+                .answer(id.as_ref(), is_initialize, response)
+                .await;
+            return;
+        }
+    }
+
+    /// Replays `initialize` and `notifications/initialized` for a new session.
+    async fn reinitialize(&self) -> Result<(), String> {
+        let Some(init) = lock(&self.state).initialize.clone() else {
+            return Err("the session expired and there is no initialize to replay".into());
+        };
+        let message: Value = serde_json::from_slice(&init).map_err(|e| e.to_string())?;
+        let token = lock(&self.token).clone();
+        let headers = headers_for(&message, &self.target, token.as_deref(), None, None);
+        let response = self.send(hyper::Method::POST, &headers, init).await?;
+        if !response.status().is_success() {
+            return Err(format!(
+                "the session expired and initializing again failed with HTTP {}",
+                response.status().as_u16()
+            ));
+        }
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        // Read the initialize result for the negotiated version; it is not delivered (the
+        // client's own initialize was answered already).
+        let mut version = None;
+        let mut sink = |m: &Value| {
+            if let Some(v) = m.pointer("/result/protocolVersion").and_then(Value::as_str) {
+                version = Some(v.to_owned());
+            }
+        };
+        read_messages(response, &mut sink, &mut SseParser::default()).await?;
+        {
+            let mut s = lock(&self.state);
+            s.session = session;
+            if version.is_some() {
+                s.protocol_version = version;
+            }
+        }
+        let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let headers = self.legacy_headers(&note);
+        self.send(hyper::Method::POST, &headers, note.to_string().into_bytes())
+            .await?;
+        Ok(())
+    }
+
+    /// Hands back the messages of a POST's answer.
+    async fn answer(
+        self: Arc<Self>,
+        id: Option<&RequestId>,
+        is_initialize: bool,
+        response: Response,
+    ) {
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if (300..400).contains(&status) {
+            let location = response
+                .headers()
+                .get(hyper::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("?")
+                .to_owned();
+            return self
+                .fail(
+                    id,
+                    Some(status),
+                    format!(
+                        "HTTP {status}: a redirect to {location}, which this client does not follow"
+                    ),
+                )
+                .await;
+        }
+        let success = (200..300).contains(&status);
+        if status == 401 || status == 403 {
+            // Authorization failed: the transport's, whatever the body says.
+            let bytes = read_body(response.into_body()).await.unwrap_or_default();
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let why = body
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .map_or_else(
+                    || String::from_utf8_lossy(&bytes).chars().take(300).collect(),
+                    str::to_owned,
+                );
+            let name = if status == 401 {
+                "Unauthorized"
+            } else {
+                "Forbidden"
+            };
+            return self
+                .fail(
+                    id,
+                    Some(status),
+                    format!("HTTP {status} {name}: {}", why.trim()),
+                )
+                .await;
+        }
+        if success && content_type.starts_with("text/event-stream") {
+            self.clone().consume_sse(id, is_initialize, response).await;
+        } else {
+            let bytes = match read_body(response.into_body()).await {
+                Ok(b) => b,
+                Err(e) => return self.fail(id, Some(status), e).await,
+            };
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(Value::Array(items)) => {
+                    for m in items {
+                        self.deliver_message(m, id, is_initialize).await;
+                    }
+                }
+                Ok(m @ Value::Object(_)) => {
+                    self.deliver_message(m, id, is_initialize).await;
+                }
+                _ if success && bytes.iter().all(u8::is_ascii_whitespace) => {
+                    if id.is_some() {
+                        self.fail(
+                            id,
+                            Some(status),
+                            format!("HTTP {status} without a response"),
+                        )
+                        .await;
+                    }
+                }
+                _ => {
+                    let text: String = String::from_utf8_lossy(&bytes).chars().take(300).collect();
+                    self.fail(id, Some(status), format!("HTTP {status}: {}", text.trim()))
+                        .await;
+                }
+            }
+        }
+        if is_initialize && success {
+            let start = {
+                let mut s = lock(&self.state);
+                let start = s.session.is_some() && !s.get_stream;
+                s.get_stream |= start;
+                start
+            };
+            if start {
+                tokio::spawn(self.clone().get_stream());
+            }
+        }
+    }
+
+    /// Hands one message to the client; returns whether it answers `id`. An error without an
+    /// id (as HTTP refusals carry) is given the id of the request it answers.
+    async fn deliver_message(
+        &self,
+        mut m: Value,
+        id: Option<&RequestId>,
+        is_initialize: bool,
+    ) -> bool {
+        if is_initialize
+            && let Some(v) = m.pointer("/result/protocolVersion").and_then(Value::as_str)
+        {
+            lock(&self.state).protocol_version = Some(v.to_owned());
+        }
+        let is_response = m.get("method").is_none();
+        let mut answers = false;
+        if let (Some(id), Some(obj)) = (id, m.as_object_mut())
+            && is_response
+        {
+            let own = obj
+                .get("id")
+                .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok());
+            if own.is_none() && obj.contains_key("error") {
+                obj.insert("id".into(), serde_json::json!(id));
+                answers = true;
+            } else {
+                answers = own.as_ref() == Some(id);
+            }
+        }
+        self.deliver(Inbound::Message(m.to_string().into_bytes()))
+            .await;
+        answers
+    }
+
+    /// Delivers a POST's event stream; resumes it with `Last-Event-ID` when it breaks before
+    /// the response.
+    async fn consume_sse(
+        self: Arc<Self>,
+        id: Option<&RequestId>,
+        is_initialize: bool,
+        response: Response,
+    ) {
+        let mut parser = SseParser::default();
+        let mut body = response.into_body();
+        let mut resumes = 0;
+        loop {
+            let (answered, broken) = self.pump(&mut body, &mut parser, id, is_initialize).await;
+            if answered || id.is_none() {
+                return;
+            }
+            let Some(last) = parser.last_id.clone() else {
+                let why = broken.unwrap_or_else(|| "the stream ended".into());
+                return self
+                    .fail(
+                        id,
+                        None,
+                        format!("the event stream ended before the response ({why})"),
+                    )
+                    .await;
+            };
+            resumes += 1;
+            if resumes > MAX_RESUMES {
+                return self
+                    .fail(
+                        id,
+                        None,
+                        format!("the event stream broke {MAX_RESUMES} times"),
+                    )
+                    .await;
+            }
+            tokio::time::sleep(parser.retry.unwrap_or(DEFAULT_RETRY)).await;
+            match self.open_get(Some(&last)).await {
+                Ok(Some(next)) => body = next.into_body(),
+                Ok(None) => {
+                    return self
+                        .fail(
+                            id,
+                            None,
+                            "the server refused to resume the event stream".into(),
+                        )
+                        .await;
+                }
+                Err(e) => return self.fail(id, None, e).await,
+            }
+        }
+    }
+
+    /// Delivers events until the body ends; returns whether `id` was answered and why the
+    /// stream broke, if it did.
+    async fn pump(
+        &self,
+        body: &mut Incoming,
+        parser: &mut SseParser,
+        id: Option<&RequestId>,
+        is_initialize: bool,
+    ) -> (bool, Option<String>) {
+        let mut answered = false;
+        loop {
+            let chunk = tokio::select! {
+                c = next_chunk(body) => c,
+                () = self.stop.cancelled() => return (answered, Some("the client closed".into())),
+            };
+            match chunk {
+                Ok(Some(bytes)) => match parser.feed(&bytes) {
+                    Ok(events) => {
+                        for event in events {
+                            if let Ok(m) = serde_json::from_str::<Value>(&event.data) {
+                                answered |= self.deliver_message(m, id, is_initialize).await;
+                            }
+                        }
+                        if answered {
+                            return (true, None);
+                        }
+                    }
+                    Err(e) => return (answered, Some(e)),
+                },
+                Ok(None) => return (answered, None),
+                Err(e) => return (answered, Some(e)),
+            }
+        }
+    }
+
+    /// A GET of the endpoint's event stream; `Ok(None)` when the server offers none.
+    async fn open_get(&self, last_event_id: Option<&str>) -> Result<Option<Response>, String> {
+        let note = serde_json::json!({});
+        let mut headers: Vec<(String, String)> = self
+            .legacy_headers(&note)
+            .into_iter()
+            .filter(|(n, _)| n != "Content-Type")
+            .map(|(n, v)| {
+                if n == "Accept" {
+                    (n, "text/event-stream".to_owned())
+                } else {
+                    (n, v)
+                }
+            })
+            .collect();
+        if let Some(last) = last_event_id {
+            headers.push(("Last-Event-ID".into(), last.to_owned()));
+        }
+        let response = self.send(hyper::Method::GET, &headers, Vec::new()).await?;
+        let sse = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
+        Ok((response.status().is_success() && sse).then_some(response))
+    }
+
+    /// The legacy session's GET stream: server requests and notifications outside any
+    /// request, reopened (with `Last-Event-ID`) until the client closes.
+    async fn get_stream(self: Arc<Self>) {
+        let mut parser = SseParser::default();
+        let mut failures = 0;
+        while !self.stop.is_cancelled() && failures < 3 {
+            let last = parser.last_id.clone();
+            let opened = tokio::select! {
+                r = self.open_get(last.as_deref()) => r,
+                () = self.stop.cancelled() => return,
+            };
+            let Ok(Some(response)) = opened else {
+                // No GET stream (405) or no server: nothing more to do.
+                return;
+            };
+            let mut body = response.into_body();
+            let (_, broken) = self.pump(&mut body, &mut parser, None, false).await;
+            failures = if broken.is_some() { failures + 1 } else { 0 };
+            tokio::select! {
+                () = tokio::time::sleep(parser.retry.unwrap_or(DEFAULT_RETRY)) => {}
+                () = self.stop.cancelled() => return,
+            }
+        }
+    }
+
+    /// Ends the legacy session.
+    async fn delete(&self) {
+        let Some(session) = lock(&self.state).session.clone() else {
+            return;
+        };
+        let mut headers = vec![("Mcp-Session-Id".to_owned(), session)];
+        if let Some(v) = lock(&self.state).protocol_version.clone() {
+            headers.push(("MCP-Protocol-Version".into(), v));
+        }
+        if let Some(t) = lock(&self.token).clone() {
+            headers.push(("Authorization".into(), format!("Bearer {t}")));
+        }
+        headers.extend(self.target.headers.iter().cloned());
+        let _ = self.send(hyper::Method::DELETE, &headers, Vec::new()).await;
+    }
+}
+
+/// One request on a new connection to `e`.
+async fn send_to(
+    e: &Endpoint,
+    method: hyper::Method,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Result<Response, String> {
+    let stream = tokio::net::TcpStream::connect((e.host.as_str(), e.port))
+        .await
+        .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream))
+            .await
+            .map_err(|err| format!("HTTP handshake with {} failed: {err}", e.authority))?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(e.path.as_str())
+        .header(hyper::header::HOST, e.authority.as_str())
+        .header(
+            hyper::header::USER_AGENT,
+            concat!("codomyrmex-mcp/", env!("CARGO_PKG_VERSION")),
+        );
+    for (name, value) in headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|err| format!("cannot build the request: {err}"))?;
+    sender
+        .send_request(request)
+        .await
+        .map_err(|err| format!("HTTP request to {} failed: {err}", e.authority))
+}
+
+/// The OAuth flow's HTTP: any `http://` URL, redirects not followed, bodies bounded.
+pub(crate) fn fetcher() -> oauth::Fetch {
+    Arc::new(
+        |method: &'static str, url: String, headers: Vec<(String, String)>, body: Vec<u8>| {
+            Box::pin(async move {
+                let endpoint = parse_url(&url)?;
+                let method =
+                    hyper::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+                let response = send_to(&endpoint, method, &headers, body).await?;
+                let status = response.status().as_u16();
+                let location = response
+                    .headers()
+                    .get(hyper::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let body = read_body(response.into_body()).await?;
+                Ok(oauth::Fetched {
+                    status,
+                    location,
+                    body,
+                })
+            })
+        },
+    )
+}
+
+async fn next_chunk(body: &mut Incoming) -> Result<Option<Bytes>, String> {
+    loop {
+        match body.frame().await {
+            None => return Ok(None),
+            Some(Err(e)) => return Err(format!("reading the response failed: {e}")),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+            }
+        }
+    }
+}
+
+async fn read_body(mut body: Incoming) -> Result<Vec<u8>, String> {
+    let mut all = Vec::new();
+    while let Some(chunk) = next_chunk(&mut body).await? {
+        all.extend_from_slice(&chunk);
+        if all.len() > MAX_BODY {
+            return Err(format!("the response body is larger than {MAX_BODY} bytes"));
+        }
+    }
+    Ok(all)
+}
+
+/// Reads every message of a JSON or SSE body (for answers the client does not see).
+async fn read_messages(
+    response: Response,
+    sink: &mut (dyn FnMut(&Value) + Send),
+    parser: &mut SseParser,
+) -> Result<(), String> {
+    let mut body = response.into_body();
+    while let Some(chunk) = next_chunk(&mut body).await? {
+        for event in parser.feed(&chunk)? {
+            if let Ok(m) = serde_json::from_str::<Value>(&event.data) {
+                sink(&m);
+                return Ok(());
+            }
+        }
+        // A JSON body arrives whole or in a few chunks; try it as JSON as it grows.
+        if let Ok(m) = serde_json::from_slice::<Value>(&chunk) {
+            sink(&m);
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn urls_parse() {
+        let e = parse_url("http://127.0.0.1:8080/mcp").unwrap();
+        assert_eq!(
+            (
+                e.host.as_str(),
+                e.port,
+                e.path.as_str(),
+                e.authority.as_str()
+            ),
+            ("127.0.0.1", 8080, "/mcp", "127.0.0.1:8080")
+        );
+        let e = parse_url("http://example.com").unwrap();
+        assert_eq!((e.port, e.path.as_str()), (80, "/"));
+        let e = parse_url("http://[::1]:9000/a/b?x=1#frag").unwrap();
+        assert_eq!(
+            (
+                e.host.as_str(),
+                e.port,
+                e.path.as_str(),
+                e.authority.as_str()
+            ),
+            ("::1", 9000, "/a/b?x=1", "[::1]:9000")
+        );
+        assert_eq!(parse_url("http://h?q").unwrap().path, "/?q");
+        assert!(
+            parse_url("https://example.com/mcp")
+                .unwrap_err()
+                .contains("https")
+        );
+        for bad in [
+            "ftp://x",
+            "http://",
+            "http://user@h/",
+            "http://h:notaport/",
+            "http://[::1/",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn modern_headers_mirror_the_body() {
+        let target = HttpTarget {
+            url: String::new(),
+            headers: vec![("X-Custom".into(), "1".into())],
+            token: Some("tok".into()),
+        };
+        let m = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "file_system.read", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
+        let h = headers_for(
+            &m,
+            &target,
+            target.token.as_deref(),
+            Some("s"),
+            Some("2025-11-25"),
+        );
+        let get = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(get("MCP-Protocol-Version"), Some("2026-07-28"));
+        assert_eq!(get("Mcp-Method"), Some("tools/call"));
+        assert_eq!(get("Mcp-Name"), Some("file_system.read"));
+        assert_eq!(get("Authorization"), Some("Bearer tok"));
+        assert_eq!(get("X-Custom"), Some("1"));
+        assert_eq!(get("Mcp-Session-Id"), None);
+        let m = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "x://é", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
+        let h = headers_for(&m, &HttpTarget::default(), None, None, None);
+        assert!(
+            h.iter()
+                .any(|(k, v)| k == "Mcp-Name" && v.starts_with("=?base64?"))
+        );
+        let m = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+        let h = headers_for(
+            &m,
+            &HttpTarget::default(),
+            None,
+            Some("s1"),
+            Some("2025-11-25"),
+        );
+        assert!(h.contains(&("Mcp-Session-Id".into(), "s1".into())));
+        assert!(h.contains(&("MCP-Protocol-Version".into(), "2025-11-25".into())));
+    }
+}

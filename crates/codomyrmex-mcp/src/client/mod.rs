@@ -1,0 +1,927 @@
+//! [`McpClient`]: an MCP client of either era, over a stdio child process
+//! ([`McpClient::spawn`]), Streamable HTTP ([`McpClient::connect_http`], feature `http`), any
+//! newline-delimited byte stream ([`McpClient::connect`]) or an in-process server
+//! ([`McpClient::in_memory`]).
+//!
+//! The protocol logic (ids, negotiation, the multi round-trip loop, list caching) is in
+//! [`proto`], which does no I/O; this module is the tokio driver around it, and the
+//! transports only move messages. Server requests and `inputRequests` are answered by the
+//! [`ClientHandlers`] the client was built with, which also decide the capabilities it
+//! declares.
+
+mod handlers;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "http")]
+pub mod oauth;
+pub mod param_headers;
+pub mod proto;
+#[cfg(feature = "http")]
+mod sse;
+mod stdio;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+
+pub use handlers::{BoxFuture, ClientHandlers, InputHandler, NotificationHandler};
+use proto::{
+    ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable, ServerMessage,
+};
+pub use stdio::StdioCommand;
+
+use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
+
+/// Why a client call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error {}: {}", .0.code, .0.message)]
+    Server(ErrorObject),
+    /// The connection closed before the answer arrived.
+    #[error("the connection closed")]
+    Closed,
+    /// The answer was not what the protocol promises.
+    #[error("unexpected answer: {0}")]
+    Protocol(String),
+    /// The transport failed: the server could not be reached, the connection broke, or (over
+    /// HTTP) it answered with a status and no JSON-RPC message. Never a server's answer.
+    #[error("transport failure: {message}")]
+    Transport {
+        /// The HTTP status, when there was one.
+        status: Option<u16>,
+        /// What happened.
+        message: String,
+    },
+    /// No answer within the timeout; the request was cancelled on the server.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The server does not speak the era asked for (`--era modern` against a 2025-only
+    /// server, say).
+    #[error("{0}")]
+    Era(String),
+}
+
+/// A typed result with the JSON it was read from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed<T> {
+    /// The result, typed.
+    pub value: T,
+    /// The result as the server sent it (fields the type does not name included).
+    pub raw: Value,
+}
+
+/// Progress notifications' params (`progress`, `total`, `message`) for one request.
+pub type ProgressHandler = Arc<dyn Fn(Value) + Send + Sync>;
+
+/// Which era to speak, or how to find out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EraPreference {
+    /// Probe with `server/discover`; fall back to `initialize` on a non-modern error.
+    #[default]
+    Auto,
+    /// 2026-07-28 only: fail with a hint against a legacy server.
+    Modern,
+    /// The `initialize` handshake (2025-11-25 and earlier).
+    Legacy,
+}
+
+/// How a client behaves: its handlers, name and timeouts.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// Answers to server requests; their kinds are the declared capabilities.
+    pub handlers: ClientHandlers,
+    /// `clientInfo`.
+    pub info: Value,
+    /// The default timeout of each request (`None`: wait as long as the connection lives).
+    pub request_timeout: Option<Duration>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            handlers: ClientHandlers::default(),
+            info: json!({"name": "codomyrmex-mcp-client", "version": env!("CARGO_PKG_VERSION")}),
+            request_timeout: None,
+        }
+    }
+}
+
+/// Per-call options.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Receives the call's progress notifications (a `progressToken` is sent when set).
+    pub progress: Option<ProgressHandler>,
+    /// Overrides the client's request timeout.
+    pub timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("progress", &self.progress.is_some())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// What a transport hands the client.
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    /// One message's bytes.
+    Message(Vec<u8>),
+    /// The request `id` (or, without an id, the connection) failed in the transport.
+    Failed {
+        id: Option<RequestId>,
+        status: Option<u16>,
+        message: String,
+    },
+}
+
+/// One message for the transport: its bytes, and headers an HTTP transport adds to its POST
+/// (`Mcp-Param-*`); other transports ignore them.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) headers: Vec<(String, String)>,
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self {
+            bytes,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// The client's ends of a transport: where its messages go (one JSON-RPC message each;
+/// closing it ends the transport's output) and what arrives (its end closes the connection).
+pub(crate) type ClientEnds = (mpsc::Sender<Outgoing>, mpsc::Receiver<Inbound>);
+
+/// Closes the transport: a stdio child's shutdown, an HTTP session's DELETE.
+pub(crate) type Closer = Box<dyn FnOnce(Duration) -> BoxFuture<()> + Send>;
+
+type Waiter = oneshot::Sender<Result<Value, ClientError>>;
+
+struct Shared {
+    table: Mutex<RequestTable<Waiter>>,
+    /// Set (under the `table` lock) once the connection's input has ended.
+    closed: AtomicBool,
+    /// Why it ended, when a transport said.
+    close_reason: Mutex<Option<String>>,
+    progress: Mutex<HashMap<String, ProgressHandler>>,
+    cache: Mutex<ListCache>,
+    handlers: ClientHandlers,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A client connection.
+pub struct McpClient {
+    era: Mutex<Era>,
+    version: Mutex<Option<ProtocolVersion>>,
+    outbox: mpsc::Sender<Outgoing>,
+    shared: Arc<Shared>,
+    /// The `x-mcp-header` parameters of each listed tool.
+    tool_headers: Mutex<HashMap<String, Vec<param_headers::ParamHeader>>>,
+    notifications: tokio::sync::Mutex<mpsc::Receiver<Value>>,
+    identity: ClientIdentity,
+    request_timeout: Option<Duration>,
+    closer: Mutex<Option<Closer>>,
+    next_progress: std::sync::atomic::AtomicU64,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("era", &self.era())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The longest line accepted from a stdio server.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+impl McpClient {
+    /// Connects to `server` in memory, in the given era. A legacy client still has to call
+    /// [`initialize`](Self::initialize).
+    pub fn in_memory(server: &crate::McpServer, era: Era) -> Self {
+        let (client_io, server_io) = tokio::io::duplex(1 << 20);
+        let (sr, sw) = tokio::io::split(server_io);
+        let server = server.clone();
+        tokio::spawn(async move {
+            let _ = server.serve_stream(sr, sw).await;
+        });
+        let (cr, cw) = tokio::io::split(client_io);
+        Self::connect(cr, cw, era)
+    }
+
+    /// Connects over a reader and writer (newline-delimited JSON-RPC), without handlers.
+    pub fn connect<R, W>(reader: R, writer: W, era: Era) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        Self::connect_with(reader, writer, era, ClientOptions::default())
+    }
+
+    /// Connects over a reader and writer with `options`.
+    pub fn connect_with<R, W>(reader: R, writer: W, era: Era, options: ClientOptions) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let link = stdio::line_link(reader, writer);
+        Self::start(link, era, options, None)
+    }
+
+    /// Starts `command` and speaks MCP over its stdin and stdout. The era is decided by
+    /// [`negotiate`](Self::negotiate); until then requests are sent in the legacy form.
+    pub fn spawn(command: &StdioCommand, options: ClientOptions) -> Result<Self, ClientError> {
+        let (link, closer) = stdio::spawn(command)?;
+        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+    }
+
+    /// Connects to a Streamable HTTP endpoint.
+    #[cfg(feature = "http")]
+    pub fn connect_http(
+        target: http::HttpTarget,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let (link, closer) = http::connect(target, None)?;
+        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+    }
+
+    /// Connects to a Streamable HTTP endpoint that may ask for OAuth: on a `401` (or a
+    /// `403 insufficient_scope`) the transport authorizes with `oauth` and sends again.
+    #[cfg(feature = "http")]
+    pub fn connect_http_oauth(
+        target: http::HttpTarget,
+        oauth: oauth::OAuthConfig,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let flow = oauth::Flow {
+            config: oauth,
+            fetch: http::fetcher(),
+        };
+        let (link, closer) = http::connect(target, Some(Arc::new(flow)))?;
+        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+    }
+
+    fn start(
+        (outbox, link): ClientEnds,
+        era: Era,
+        options: ClientOptions,
+        closer: Option<Closer>,
+    ) -> Self {
+        let identity = ClientIdentity {
+            info: options.info,
+            capabilities: proto::capabilities(options.handlers.kinds()),
+        };
+        let shared = Arc::new(Shared {
+            table: Mutex::new(RequestTable::default()),
+            closed: AtomicBool::new(false),
+            close_reason: Mutex::new(None),
+            progress: Mutex::new(HashMap::new()),
+            cache: Mutex::new(ListCache::default()),
+            handlers: options.handlers,
+        });
+        let (note_tx, note_rx) = mpsc::channel::<Value>(4096);
+        tokio::spawn(dispatch(link, shared.clone(), outbox.downgrade(), note_tx));
+        Self {
+            era: Mutex::new(era),
+            version: Mutex::new(None),
+            outbox,
+            shared,
+            notifications: tokio::sync::Mutex::new(note_rx),
+            identity,
+            request_timeout: options.request_timeout,
+            closer: Mutex::new(closer),
+            tool_headers: Mutex::new(HashMap::new()),
+            next_progress: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    /// The era this client speaks.
+    pub fn era(&self) -> Era {
+        *lock(&self.era)
+    }
+
+    /// The negotiated protocol version, once [`initialize`](Self::initialize) or
+    /// [`negotiate`](Self::negotiate) succeeded.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        *lock(&self.version)
+    }
+
+    /// The capabilities this client declares.
+    pub fn capabilities(&self) -> &Value {
+        &self.identity.capabilities
+    }
+
+    fn modern_version(&self) -> &'static str {
+        lock(&self.version)
+            .filter(|v| v.era() == Era::Modern)
+            .unwrap_or(ProtocolVersion::LATEST_MODERN)
+            .as_str()
+    }
+
+    /// Sends a raw request and returns its result; in the modern era, adds the required
+    /// `_meta` fields and answers `InputRequiredResult`s with the handlers.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.request_with(method, params, &CallOptions::default())
+            .await
+    }
+
+    /// [`request`](Self::request) with progress and timeout options.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        let timeout = options.timeout.or(self.request_timeout);
+        let work = self.multi_round(method, params, options.progress.as_ref());
+        match timeout {
+            Some(t) => tokio::time::timeout(t, work)
+                .await
+                .map_err(|_| ClientError::Timeout(t))?,
+            None => work.await,
+        }
+    }
+
+    async fn multi_round(
+        &self,
+        method: &str,
+        params: Value,
+        progress: Option<&ProgressHandler>,
+    ) -> Result<Value, ClientError> {
+        let mut params = params;
+        for _ in 0..proto::MAX_INPUT_ROUNDS {
+            let result = self.round(method, params.clone(), progress).await?;
+            let Some(required) = proto::input_required(&result) else {
+                return Ok(result);
+            };
+            let required = required.map_err(ClientError::Protocol)?;
+            let mut responses = Map::new();
+            for (key, input_method, input_params) in required.requests {
+                let answer = self
+                    .shared
+                    .handlers
+                    .answer(InputRequest::classify(&input_method, input_params))
+                    .await
+                    .map_err(|e| {
+                        ClientError::Protocol(format!(
+                            "the server asked for {input_method}, which this client cannot \
+                             answer: {}",
+                            e.message
+                        ))
+                    })?;
+                responses.insert(key, answer);
+            }
+            params = proto::retry_params(&params, responses, required.request_state.as_deref());
+        }
+        Err(ClientError::Protocol(format!(
+            "the server still asked for input after {} rounds",
+            proto::MAX_INPUT_ROUNDS
+        )))
+    }
+
+    /// One request and its answer. Dropping the future cancels the request on the server.
+    async fn round(
+        &self,
+        method: &str,
+        params: Value,
+        progress: Option<&ProgressHandler>,
+    ) -> Result<Value, ClientError> {
+        let mut params = if self.era() == Era::Modern {
+            proto::modern_params(params, self.modern_version(), &self.identity)
+        } else {
+            params
+        };
+        let token = progress.map(|p| {
+            let n = self.next_progress.fetch_add(1, Ordering::Relaxed);
+            let token = format!("p{n}");
+            lock(&self.shared.progress).insert(token.clone(), p.clone());
+            token
+        });
+        if let Some(t) = &token {
+            params = proto::with_progress_token(params, &json!(t));
+        }
+        let (tx, rx) = oneshot::channel();
+        let id = {
+            let mut table = lock(&self.shared.table);
+            if self.shared.closed.load(Ordering::Acquire) {
+                return Err(self.closed_error());
+            }
+            table.insert(tx)
+        };
+        let mut guard = InFlight {
+            client: self,
+            id: id.clone(),
+            token,
+            done: false,
+        };
+        let headers = self.param_headers(method, &params);
+        let message = Outgoing {
+            bytes: proto::request_bytes(&id, method, &params),
+            headers,
+        };
+        if self.outbox.send(message).await.is_err() {
+            guard.done = true;
+            return Err(self.closed_error());
+        }
+        let outcome = rx.await;
+        guard.done = true;
+        match outcome {
+            Ok(r) => r,
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
+    /// The `Mcp-Param-*` headers of a modern `tools/call` of a listed tool.
+    fn param_headers(&self, method: &str, params: &Value) -> Vec<(String, String)> {
+        if method != "tools/call" || self.era() != Era::Modern {
+            return Vec::new();
+        }
+        let (Some(name), Some(args)) = (
+            params.get("name").and_then(Value::as_str),
+            params.get("arguments").and_then(Value::as_object),
+        ) else {
+            return Vec::new();
+        };
+        lock(&self.tool_headers)
+            .get(name)
+            .map(|p| param_headers::param_headers(p, args))
+            .unwrap_or_default()
+    }
+
+    fn closed_error(&self) -> ClientError {
+        match lock(&self.shared.close_reason).clone() {
+            Some(message) => ClientError::Transport {
+                status: None,
+                message,
+            },
+            None => ClientError::Closed,
+        }
+    }
+
+    /// The id the next request will use (for cancelling it).
+    pub fn next_request_id(&self) -> RequestId {
+        lock(&self.shared.table).peek_next()
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), ClientError> {
+        self.outbox
+            .send(proto::notification_bytes(method, &params).into())
+            .await
+            .map_err(|_| ClientError::Closed)
+    }
+
+    /// Sends raw bytes as one message (for testing servers with malformed input).
+    pub async fn send_raw(&self, bytes: &[u8]) -> Result<(), ClientError> {
+        self.outbox
+            .send(bytes.to_vec().into())
+            .await
+            .map_err(|_| ClientError::Closed)
+    }
+
+    /// The next notification (`{"method", "params"}`) or id-less error (`{"error", "code"}`)
+    /// from the server; `None` once the connection has closed.
+    pub async fn next_notification(&self) -> Option<Value> {
+        self.notifications.lock().await.recv().await
+    }
+
+    /// Legacy handshake: `initialize` then `notifications/initialized`. Returns the
+    /// `initialize` result. In the modern era, calls `server/discover` instead.
+    pub async fn initialize(&self) -> Result<Value, ClientError> {
+        if self.era() == Era::Modern {
+            return self.discover().await;
+        }
+        let result = self
+            .request("initialize", proto::initialize_params(&self.identity))
+            .await?;
+        let version = proto::negotiated_legacy_version(&result).map_err(ClientError::Protocol)?;
+        *lock(&self.version) = Some(version);
+        self.notify("notifications/initialized", json!({})).await?;
+        Ok(result)
+    }
+
+    /// `server/discover` (modern era).
+    async fn discover(&self) -> Result<Value, ClientError> {
+        let result = self.request("server/discover", json!({})).await?;
+        match proto::judge_discover(Ok(&result)) {
+            DiscoverOutcome::Modern(v) => {
+                *lock(&self.version) = Some(v);
+                Ok(result)
+            }
+            other => Err(ClientError::Era(format!(
+                "the server's discover result names no version this client speaks ({other:?})"
+            ))),
+        }
+    }
+
+    /// Finds the era to speak and opens the connection: `server/discover` first (unless
+    /// `Legacy`), `initialize` when the server answers with anything but a modern error (a
+    /// probe with no answer within `probe_timeout` counts as legacy too). Returns the
+    /// discover or `initialize` result.
+    pub async fn negotiate(
+        &self,
+        preference: EraPreference,
+        probe_timeout: Duration,
+    ) -> Result<Value, ClientError> {
+        if preference == EraPreference::Legacy {
+            *lock(&self.era) = Era::Legacy;
+            return self.initialize().await;
+        }
+        *lock(&self.era) = Era::Modern;
+        let probe = self
+            .request_with(
+                "server/discover",
+                json!({}),
+                &CallOptions {
+                    progress: None,
+                    timeout: Some(probe_timeout),
+                },
+            )
+            .await;
+        let outcome = match &probe {
+            Ok(result) => proto::judge_discover(Ok(result)),
+            Err(ClientError::Server(e)) => proto::judge_discover(Err(e)),
+            // Over HTTP a legacy server answers the modern request with a 4xx.
+            Err(ClientError::Transport {
+                status: Some(status),
+                message,
+            }) if (400..500).contains(status) && *status != 401 && *status != 403 => {
+                DiscoverOutcome::Legacy(format!("HTTP {status}: {message}"))
+            }
+            Err(ClientError::Timeout(_)) => DiscoverOutcome::Legacy("no answer".into()),
+            Err(e) => return Err(e.clone()),
+        };
+        match outcome {
+            DiscoverOutcome::Modern(v) => {
+                *lock(&self.version) = Some(v);
+                match probe {
+                    Ok(result) => Ok(result),
+                    // A modern error named a version we speak: ask again with it.
+                    Err(_) => self.discover().await,
+                }
+            }
+            DiscoverOutcome::ModernUnsupported(versions) => Err(ClientError::Era(format!(
+                "the server speaks only protocol versions {versions:?}, none of which this client speaks"
+            ))),
+            DiscoverOutcome::Legacy(why) if preference == EraPreference::Modern => {
+                *lock(&self.era) = Era::Legacy;
+                Err(ClientError::Era(format!(
+                    "the server does not speak 2026-07-28 (server/discover: {why}); it looks like a \
+                     2025-11-25 (or older) server: use --era auto or --era legacy"
+                )))
+            }
+            DiscoverOutcome::Legacy(_) => {
+                *lock(&self.era) = Era::Legacy;
+                self.initialize().await
+            }
+        }
+    }
+
+    /// Checks the server answers: `ping` in the legacy era; 2026-07-28 has no `ping`, so a
+    /// modern client asks `server/discover`.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        let method = match self.era() {
+            Era::Legacy => "ping",
+            Era::Modern => "server/discover",
+        };
+        self.request(method, json!({})).await.map(|_| ())
+    }
+
+    /// Every item of a paginated list (`key` is the result's array field), honouring
+    /// `ttlMs`: a page still fresh is not asked for again.
+    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0usize;
+        loop {
+            pages += 1;
+            if pages > 10_000 {
+                return Err(ClientError::Protocol(format!("{method}: too many pages")));
+            }
+            let cached = lock(&self.shared.cache).get(method, cursor.as_deref(), Instant::now());
+            let page = match cached {
+                Some(p) => p,
+                None => {
+                    let params = cursor
+                        .as_ref()
+                        .map_or_else(|| json!({}), |c| json!({"cursor": c}));
+                    let page = self.request(method, params).await?;
+                    lock(&self.shared.cache).store(
+                        method,
+                        cursor.as_deref(),
+                        &page,
+                        Instant::now(),
+                    );
+                    page
+                }
+            };
+            let Some(list) = page.get(key).and_then(Value::as_array) else {
+                return Err(ClientError::Protocol(format!(
+                    "{method} result has no {key} array"
+                )));
+            };
+            items.extend(list.iter().cloned());
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(c) if Some(c) != cursor.as_deref() => cursor = Some(c.to_owned()),
+                _ => return Ok(items),
+            }
+        }
+    }
+
+    /// Every tool, following pagination. A tool whose `x-mcp-header` annotations are invalid
+    /// is left out (2026-07-28 asks clients to reject it); the others' annotations are kept
+    /// for the `Mcp-Param-*` headers of their calls.
+    pub async fn list_tools(&self) -> Result<Vec<Value>, ClientError> {
+        let mut tools = self.list_all("tools/list", "tools").await?;
+        let mut headers = HashMap::new();
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+            match param_headers::annotated_params(schema) {
+                Ok(params) => {
+                    if !params.is_empty() {
+                        headers.insert(name.to_owned(), params);
+                    }
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!("client: leaving out tool {name:?}: {why}");
+                    false
+                }
+            }
+        });
+        *lock(&self.tool_headers) = headers;
+        Ok(tools)
+    }
+
+    /// Every prompt.
+    pub async fn list_prompts(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all("prompts/list", "prompts").await
+    }
+
+    /// Every resource.
+    pub async fn list_resources(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all("resources/list", "resources").await
+    }
+
+    /// Every resource template.
+    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all("resources/templates/list", "resourceTemplates")
+            .await
+    }
+
+    /// Calls a tool and returns the `CallToolResult`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ClientError> {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// A request whose result is read as `T` (the raw JSON kept beside it).
+    pub async fn request_typed<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Typed<T>, ClientError> {
+        let raw = self.request(method, params).await?;
+        let value = serde_json::from_value(raw.clone())
+            .map_err(|e| ClientError::Protocol(format!("{method} result: {e}")))?;
+        Ok(Typed { value, raw })
+    }
+
+    /// Calls a tool; the result typed as a `CallToolResult`.
+    pub async fn call_tool_typed(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Typed<crate::wire::types::CallToolResult>, ClientError> {
+        self.request_typed("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// Calls a tool with progress and timeout options.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        self.request_with(
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            options,
+        )
+        .await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, ClientError> {
+        self.request("prompts/get", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, ClientError> {
+        self.request("resources/read", json!({"uri": uri})).await
+    }
+
+    /// `resources/subscribe` (legacy era; modern servers use `subscriptions/listen`).
+    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.request("resources/subscribe", json!({"uri": uri}))
+            .await
+            .map(|_| ())
+    }
+
+    /// `completion/complete`: `reference` is `{"type": "ref/prompt", "name"}` or
+    /// `{"type": "ref/resource", "uri"}`.
+    pub async fn complete(
+        &self,
+        reference: Value,
+        argument: &str,
+        value: &str,
+        context: Option<Value>,
+    ) -> Result<Value, ClientError> {
+        let mut params = json!({"ref": reference, "argument": {"name": argument, "value": value}});
+        if let (Some(c), Value::Object(p)) = (context, &mut params) {
+            p.insert("context".into(), json!({"arguments": c}));
+        }
+        self.request("completion/complete", params).await
+    }
+
+    /// `logging/setLevel` (legacy era).
+    pub async fn set_log_level(&self, level: crate::LoggingLevel) -> Result<(), ClientError> {
+        self.request("logging/setLevel", json!({"level": level}))
+            .await
+            .map(|_| ())
+    }
+
+    /// `tasks/get` (both eras' task forms share the method).
+    pub async fn get_task(&self, task_id: &str) -> Result<Value, ClientError> {
+        self.request("tasks/get", json!({"taskId": task_id})).await
+    }
+
+    /// `tasks/list` (2025-11-25 experimental tasks).
+    pub async fn list_tasks(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all("tasks/list", "tasks").await
+    }
+
+    /// `tasks/cancel`.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Value, ClientError> {
+        self.request("tasks/cancel", json!({"taskId": task_id}))
+            .await
+    }
+
+    /// Ends the connection: a stdio child gets its stdin closed and `grace` to exit before
+    /// it is killed; an HTTP session is ended with DELETE (bounded by `grace`).
+    pub async fn close(self, grace: Duration) {
+        let closer = lock(&self.closer).take();
+        drop(self.outbox);
+        if let Some(closer) = closer {
+            closer(grace).await;
+        }
+    }
+}
+
+/// A request in flight: removed from the table however it ends; a request dropped before its
+/// answer is cancelled on the server.
+struct InFlight<'a> {
+    client: &'a McpClient,
+    id: RequestId,
+    token: Option<String>,
+    done: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = &self.token {
+            lock(&self.client.shared.progress).remove(t);
+        }
+        if self.done {
+            return;
+        }
+        let waiting = lock(&self.client.shared.table).take(&self.id).is_some();
+        if waiting {
+            let cancel = proto::cancel_bytes(&self.id, "the client cancelled the request");
+            let _ = self.client.outbox.try_send(cancel.into());
+        }
+    }
+}
+
+/// The reader side: routes each arriving message to its waiter, handler or the notification
+/// queue, until the transport ends.
+async fn dispatch(
+    mut inbound: mpsc::Receiver<Inbound>,
+    shared: Arc<Shared>,
+    outbox: mpsc::WeakSender<Outgoing>,
+    notifications: mpsc::Sender<Value>,
+) {
+    let mut last_failure = None;
+    while let Some(item) = inbound.recv().await {
+        let bytes = match item {
+            Inbound::Message(bytes) => bytes,
+            Inbound::Failed {
+                id: Some(id),
+                status,
+                message,
+            } => {
+                if let Some(w) = lock(&shared.table).take(&id) {
+                    let _ = w.send(Err(ClientError::Transport { status, message }));
+                }
+                continue;
+            }
+            Inbound::Failed {
+                id: None, message, ..
+            } => {
+                tracing::debug!("client transport: {message}");
+                last_failure = Some(message);
+                continue;
+            }
+        };
+        match proto::classify(&bytes) {
+            ServerMessage::Response { id, outcome } => {
+                let waiter = lock(&shared.table).take(&id);
+                match waiter {
+                    Some(w) => {
+                        let _ = w.send(outcome.map_err(ClientError::Server));
+                    }
+                    None => tracing::debug!("client: a response to unknown id {id}"),
+                }
+            }
+            ServerMessage::Request { id, method, params } => {
+                let shared = shared.clone();
+                let outbox = outbox.clone();
+                tokio::spawn(async move {
+                    let outcome = shared
+                        .handlers
+                        .answer(InputRequest::classify(&method, params))
+                        .await;
+                    // The client closed meanwhile: nobody to answer for.
+                    if let Some(outbox) = outbox.upgrade() {
+                        let _ = outbox.send(proto::answer_bytes(&id, &outcome).into()).await;
+                    }
+                });
+            }
+            ServerMessage::Notification { method, params } => {
+                match method.as_str() {
+                    "notifications/progress" => {
+                        let token = params.get("progressToken").and_then(Value::as_str);
+                        let handler = token.and_then(|t| lock(&shared.progress).get(t).cloned());
+                        if let Some(h) = handler {
+                            h(params.clone());
+                        }
+                    }
+                    "notifications/message" => {
+                        if let Some(h) = shared.handlers.logging_handler() {
+                            h(params.clone());
+                        }
+                    }
+                    m => {
+                        if let Some(list) = proto::list_changed_method(m) {
+                            lock(&shared.cache).invalidate(list);
+                        }
+                    }
+                }
+                let _ = notifications.try_send(json!({"method": method, "params": params}));
+            }
+            ServerMessage::Unaddressed(error) => {
+                let _ = notifications.try_send(json!({"error": error.message, "code": error.code}));
+            }
+            ServerMessage::Invalid(why) => {
+                tracing::debug!("client: an unreadable message from the server: {why}");
+            }
+        }
+    }
+    let waiters = {
+        let mut table = lock(&shared.table);
+        shared.closed.store(true, Ordering::Release);
+        if let Some(reason) = last_failure {
+            *lock(&shared.close_reason) = Some(reason);
+        }
+        table.drain()
+    };
+    let reason = lock(&shared.close_reason).clone();
+    for w in waiters {
+        let _ = w.send(Err(match &reason {
+            Some(message) => ClientError::Transport {
+                status: None,
+                message: message.clone(),
+            },
+            None => ClientError::Closed,
+        }));
+    }
+}

@@ -1,0 +1,773 @@
+//! OAuth 2.1 for the client's HTTP transport (MCP authorization): on a `401` the client
+//! discovers the protected resource metadata (RFC 9728: the `WWW-Authenticate`
+//! `resource_metadata`, then the well-known paths), the authorization server metadata (RFC
+//! 8414 and OpenID discovery, path-inserted then path-appended), registers (pre-registered
+//! credentials, a client ID metadata document URL, or dynamic registration), runs the
+//! authorization code flow with PKCE (S256) without a browser when the authorization
+//! endpoint redirects at once, checks `iss` (RFC 9207, plain string comparison), and
+//! exchanges the code (token endpoint auth `client_secret_basic`, `client_secret_post` or
+//! `none`). A `403 insufficient_scope` re-authorizes with the union of scopes, a bounded
+//! number of times. Tokens live in a pluggable [`TokenStore`].
+//!
+//! The pure pieces (parsing challenges, the metadata URL candidates, scope choice, PKCE
+//! values, the redirect's parameters) do no I/O; [`authorize`] drives them over an HTTP
+//! fetch the transport provides. Not an authorization server, and not a browser: an
+//! authorization endpoint that shows a login page is not supported yet.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::handlers::BoxFuture;
+use super::lock;
+
+/// Tokens for one resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tokens {
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, if one was issued.
+    pub refresh_token: Option<String>,
+    /// The scopes granted (space-separated), if known.
+    pub scope: Option<String>,
+}
+
+/// Where tokens are kept, by resource URL.
+pub trait TokenStore: Send + Sync {
+    /// The tokens for `resource`.
+    fn get(&self, resource: &str) -> Option<Tokens>;
+    /// Keeps `tokens` for `resource`.
+    fn put(&self, resource: &str, tokens: Tokens);
+}
+
+/// Tokens in memory, for the life of the process.
+#[derive(Debug, Default)]
+pub struct MemoryTokenStore(Mutex<HashMap<String, Tokens>>);
+
+impl TokenStore for MemoryTokenStore {
+    fn get(&self, resource: &str) -> Option<Tokens> {
+        lock(&self.0).get(resource).cloned()
+    }
+    fn put(&self, resource: &str, tokens: Tokens) {
+        lock(&self.0).insert(resource.to_owned(), tokens);
+    }
+}
+
+/// How the client authorizes.
+#[derive(Clone)]
+pub struct OAuthConfig {
+    /// Where the authorization server sends the code (never fetched by this client).
+    pub redirect_uri: String,
+    /// The name registered for the client.
+    pub client_name: String,
+    /// A pre-registered client id (and secret): used instead of registering.
+    pub client_id: Option<String>,
+    /// The pre-registered client's secret.
+    pub client_secret: Option<String>,
+    /// The URL of this client's metadata document, used as its client id when the server
+    /// supports client ID metadata documents.
+    pub client_metadata_url: Option<String>,
+    /// Where tokens are kept.
+    pub store: Arc<dyn TokenStore>,
+    /// How many times one request may re-authorize for more scope.
+    pub max_step_ups: usize,
+    /// Use the client credentials grant (a machine client with `client_id` and
+    /// `client_secret`) instead of the authorization code flow.
+    pub client_credentials: bool,
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("redirect_uri", &self.redirect_uri)
+            .field("client_id", &self.client_id)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthConfig {
+    /// A client that registers itself, with tokens in memory.
+    pub fn new(redirect_uri: impl Into<String>) -> Self {
+        Self {
+            redirect_uri: redirect_uri.into(),
+            client_name: "codomyrmex-mcp".into(),
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            store: Arc::new(MemoryTokenStore::default()),
+            max_step_ups: 2,
+            client_credentials: false,
+        }
+    }
+}
+
+/// A `WWW-Authenticate: Bearer ...` challenge.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Challenge {
+    /// `resource_metadata`.
+    pub resource_metadata: Option<String>,
+    /// `scope`.
+    pub scope: Option<String>,
+    /// `error` (`invalid_token`, `insufficient_scope`).
+    pub error: Option<String>,
+}
+
+/// Parses the parameters of a Bearer challenge (quoted or token values).
+pub fn parse_challenge(header: &str) -> Challenge {
+    let mut c = Challenge::default();
+    let rest = header.trim();
+    let rest = rest
+        .strip_prefix("Bearer")
+        .or_else(|| rest.strip_prefix("bearer"))
+        .unwrap_or(rest);
+    let mut chars = rest.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
+            chars.next();
+        }
+        let key: String =
+            std::iter::from_fn(|| chars.next_if(|c| *c != '=' && *c != ',')).collect();
+        if key.is_empty() {
+            break;
+        }
+        if chars.next() != Some('=') {
+            continue;
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(ch) = chars.next() {
+                match ch {
+                    '\\' => value.extend(chars.next()),
+                    '"' => break,
+                    ch => value.push(ch),
+                }
+            }
+        } else {
+            value = std::iter::from_fn(|| chars.next_if(|c| *c != ',')).collect();
+        }
+        match key.trim() {
+            "resource_metadata" => c.resource_metadata = Some(value.trim().to_owned()),
+            "scope" => c.scope = Some(value.trim().to_owned()),
+            "error" => c.error = Some(value.trim().to_owned()),
+            _ => {}
+        }
+    }
+    c
+}
+
+/// Splits `http://host:port/path?q` into origin and path (without the query).
+pub fn split_url(url: &str) -> Option<(String, String)> {
+    let scheme_end = url.find("://")? + 3;
+    let rest = &url[scheme_end..];
+    let path_start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let origin = url[..scheme_end + path_start].to_owned();
+    let path = rest[path_start..]
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .to_owned();
+    Some((origin, path))
+}
+
+/// Where the protected resource metadata may be, in order (RFC 9728 §3.1).
+pub fn prm_candidates(resource_url: &str, challenge: &Challenge) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(url) = &challenge.resource_metadata {
+        out.push(url.clone());
+    }
+    if let Some((origin, path)) = split_url(resource_url) {
+        let path = path.trim_end_matches('/');
+        if !path.is_empty() {
+            out.push(format!(
+                "{origin}/.well-known/oauth-protected-resource{path}"
+            ));
+        }
+        out.push(format!("{origin}/.well-known/oauth-protected-resource"));
+    }
+    out
+}
+
+/// Where an issuer's metadata may be, in order: OAuth then OpenID, path-inserted, and the
+/// OpenID path-appended form.
+pub fn metadata_candidates(issuer: &str) -> Vec<String> {
+    let Some((origin, path)) = split_url(issuer) else {
+        return Vec::new();
+    };
+    let path = path.trim_end_matches('/');
+    if path.is_empty() {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server"),
+            format!("{origin}/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}/.well-known/openid-configuration{path}"),
+            format!("{origin}{path}/.well-known/openid-configuration"),
+        ]
+    }
+}
+
+/// The scope to ask for: the challenge's, else the resource's `scopes_supported`, else none.
+pub fn choose_scope(challenge: &Challenge, prm: &Value) -> Option<String> {
+    if let Some(s) = challenge.scope.as_ref().filter(|s| !s.is_empty()) {
+        return Some(s.clone());
+    }
+    let scopes: Vec<&str> = prm
+        .get("scopes_supported")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
+/// The union of two space-separated scope lists, in order of first appearance.
+pub fn union_scopes(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for s in a.into_iter().chain(b).flat_map(str::split_whitespace) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" "))
+}
+
+/// A PKCE verifier and its S256 challenge, from 32 random bytes.
+pub fn pkce(random: [u8; 32]) -> (String, String) {
+    let verifier = URL_SAFE_NO_PAD.encode(random);
+    let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+    (verifier, challenge)
+}
+
+/// `application/x-www-form-urlencoded` encoding of one value.
+pub fn form_encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+fn form_decode(text: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A form body from pairs.
+pub fn form(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The query parameters of a URL.
+pub fn query_params(url: &str) -> HashMap<String, String> {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split('#').next().unwrap_or("");
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (form_decode(k), form_decode(v)),
+            None => (form_decode(p), String::new()),
+        })
+        .collect()
+}
+
+/// An HTTP answer: status, `Location`, body.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The status code.
+    pub status: u16,
+    /// The `Location` header, if any.
+    pub location: Option<String>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// The HTTP the flow needs: method, URL, headers, body. Never follows redirects.
+pub type Fetch = Arc<
+    dyn Fn(
+            &'static str,
+            String,
+            Vec<(String, String)>,
+            Vec<u8>,
+        ) -> BoxFuture<Result<Fetched, String>>
+        + Send
+        + Sync,
+>;
+
+async fn get_json(fetch: &Fetch, url: &str) -> Result<Option<Value>, String> {
+    let r = fetch(
+        "GET",
+        url.to_owned(),
+        vec![("Accept".into(), "application/json".into())],
+        Vec::new(),
+    )
+    .await?;
+    if r.status != 200 {
+        return Ok(None);
+    }
+    Ok(serde_json::from_slice(&r.body)
+        .ok()
+        .filter(Value::is_object))
+}
+
+/// Runs discovery, registration, the authorization code flow and the token exchange for
+/// `resource_url`; `previous` are scopes already granted (kept on step-up).
+pub async fn authorize(
+    fetch: &Fetch,
+    config: &OAuthConfig,
+    resource_url: &str,
+    challenge: &Challenge,
+    previous: Option<&str>,
+) -> Result<Tokens, String> {
+    // Protected resource metadata.
+    let mut prm = None;
+    for url in prm_candidates(resource_url, challenge) {
+        if let Some(doc) = get_json(fetch, &url).await? {
+            prm = Some(doc);
+            break;
+        }
+    }
+    let prm = prm.ok_or("no protected resource metadata was found")?;
+    let resource = prm
+        .get("resource")
+        .and_then(Value::as_str)
+        .unwrap_or(resource_url)
+        .to_owned();
+    if !resource_matches(&resource, resource_url) {
+        return Err(format!(
+            "the protected resource metadata names {resource:?}, not {resource_url:?}"
+        ));
+    }
+    let issuer = prm
+        .pointer("/authorization_servers/0")
+        .and_then(Value::as_str)
+        .ok_or("the protected resource metadata names no authorization server")?
+        .to_owned();
+    // Authorization server metadata.
+    let mut meta = None;
+    for url in metadata_candidates(&issuer) {
+        if let Some(doc) = get_json(fetch, &url).await? {
+            meta = Some(doc);
+            break;
+        }
+    }
+    let meta = meta.ok_or_else(|| format!("no metadata for the authorization server {issuer}"))?;
+    let recorded_issuer = meta.get("issuer").and_then(Value::as_str).unwrap_or("");
+    if recorded_issuer != issuer {
+        return Err(format!(
+            "the authorization server's metadata names issuer {recorded_issuer:?}, not {issuer:?}"
+        ));
+    }
+    let endpoint = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+    let authorization_endpoint =
+        endpoint("authorization_endpoint").ok_or("no authorization_endpoint")?;
+    let token_endpoint = endpoint("token_endpoint").ok_or("no token_endpoint")?;
+    let methods: Vec<&str> = meta
+        .get("token_endpoint_auth_methods_supported")
+        .and_then(Value::as_array)
+        .map(|m| m.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_else(|| vec!["client_secret_basic"]);
+    // Registration.
+    let (client_id, client_secret, auth_method) = if let Some(id) = &config.client_id {
+        let method = if config.client_secret.is_none() {
+            "none"
+        } else if methods.contains(&"client_secret_basic") {
+            "client_secret_basic"
+        } else {
+            "client_secret_post"
+        };
+        (id.clone(), config.client_secret.clone(), method.to_owned())
+    } else if let (Some(url), Some(true)) = (
+        &config.client_metadata_url,
+        meta.get("client_id_metadata_document_supported")
+            .and_then(Value::as_bool),
+    ) {
+        (url.clone(), None, "none".to_owned())
+    } else {
+        let register = endpoint("registration_endpoint")
+            .ok_or("the authorization server offers no registration and no client id was given")?;
+        let method = ["none", "client_secret_basic", "client_secret_post"]
+            .into_iter()
+            .find(|m| methods.contains(m))
+            .unwrap_or("client_secret_basic");
+        let body = json!({
+            "client_name": config.client_name,
+            "redirect_uris": [config.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": "native",
+        });
+        let r = fetch(
+            "POST",
+            register,
+            vec![("Content-Type".into(), "application/json".into())],
+            body.to_string().into_bytes(),
+        )
+        .await?;
+        let doc: Value = serde_json::from_slice(&r.body)
+            .map_err(|_| format!("registration failed with HTTP {}", r.status))?;
+        let id = doc
+            .get("client_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("registration failed with HTTP {}", r.status))?
+            .to_owned();
+        let secret = doc
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let method = doc
+            .get("token_endpoint_auth_method")
+            .and_then(Value::as_str)
+            .unwrap_or(method)
+            .to_owned();
+        (id, secret, method)
+    };
+    let scope = union_scopes(previous, choose_scope(challenge, &prm).as_deref());
+    if config.client_credentials {
+        let mut pairs = vec![
+            ("grant_type", "client_credentials"),
+            ("resource", resource.as_str()),
+        ];
+        if let Some(s) = &scope {
+            pairs.push(("scope", s.as_str()));
+        }
+        let (headers, pairs) =
+            client_auth(&auth_method, &client_id, client_secret.as_deref(), pairs);
+        return token_request(
+            fetch,
+            config,
+            resource_url,
+            token_endpoint,
+            headers,
+            &pairs,
+            scope.clone(),
+        )
+        .await;
+    }
+    // Authorization request.
+    let mut random = [0u8; 48];
+    getrandom::fill(&mut random).map_err(|e| format!("no randomness for PKCE: {e}"))?;
+    let mut verifier_bytes = [0u8; 32];
+    verifier_bytes.copy_from_slice(&random[..32]);
+    let (verifier, code_challenge) = pkce(verifier_bytes);
+    let state = URL_SAFE_NO_PAD.encode(&random[32..]);
+    let mut query = vec![
+        ("response_type", "code"),
+        ("client_id", client_id.as_str()),
+        ("redirect_uri", config.redirect_uri.as_str()),
+        ("code_challenge", code_challenge.as_str()),
+        ("code_challenge_method", "S256"),
+        ("state", state.as_str()),
+        ("resource", resource.as_str()),
+    ];
+    if let Some(s) = &scope {
+        query.push(("scope", s.as_str()));
+    }
+    let sep = if authorization_endpoint.contains('?') {
+        '&'
+    } else {
+        '?'
+    };
+    let url = format!("{authorization_endpoint}{sep}{}", form(&query));
+    let r = fetch("GET", url, Vec::new(), Vec::new()).await?;
+    let location = match (r.status, r.location) {
+        (300..=399, Some(l)) => l,
+        (status, _) => {
+            return Err(format!(
+                "the authorization endpoint answered HTTP {status} instead of redirecting (an interactive login is not supported yet)"
+            ));
+        }
+    };
+    let params = query_params(&location);
+    if let Some(e) = params.get("error") {
+        return Err(format!("authorization refused: {e}"));
+    }
+    if params.get("state") != Some(&state) {
+        return Err("the authorization response's state does not match".into());
+    }
+    let advertised = meta
+        .get("authorization_response_iss_parameter_supported")
+        .and_then(Value::as_bool)
+        == Some(true);
+    match params.get("iss") {
+        Some(iss) if iss != recorded_issuer => {
+            return Err(format!(
+                "the authorization response's iss {iss:?} is not the issuer {recorded_issuer:?}"
+            ));
+        }
+        None if advertised => {
+            return Err(
+                "the authorization response has no iss, though the server advertises it".into(),
+            );
+        }
+        _ => {}
+    }
+    let code = params
+        .get("code")
+        .ok_or("the authorization response has no code")?;
+    // Token request.
+    let pairs = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", config.redirect_uri.as_str()),
+        ("code_verifier", verifier.as_str()),
+        ("resource", resource.as_str()),
+    ];
+    let (headers, pairs) = client_auth(&auth_method, &client_id, client_secret.as_deref(), pairs);
+    token_request(
+        fetch,
+        config,
+        resource_url,
+        token_endpoint,
+        headers,
+        &pairs,
+        scope,
+    )
+    .await
+}
+
+/// HTTP headers, as name and value.
+type Headers = Vec<(String, String)>;
+/// One form field.
+type Pair<'a> = (&'a str, &'a str);
+
+/// The token endpoint authentication: `client_secret_basic` (an `Authorization` header),
+/// `client_secret_post` (in the body) or `none` (the client id in the body).
+fn client_auth<'a>(
+    method: &str,
+    client_id: &'a str,
+    secret: Option<&'a str>,
+    mut pairs: Vec<Pair<'a>>,
+) -> (Headers, Vec<Pair<'a>>) {
+    let mut headers = vec![(
+        "Content-Type".to_owned(),
+        "application/x-www-form-urlencoded".to_owned(),
+    )];
+    match (method, secret) {
+        ("client_secret_basic", Some(secret)) => {
+            let basic = STANDARD.encode(format!(
+                "{}:{}",
+                form_encode(client_id),
+                form_encode(secret)
+            ));
+            headers.push(("Authorization".into(), format!("Basic {basic}")));
+        }
+        ("client_secret_post", Some(secret)) => {
+            pairs.push(("client_id", client_id));
+            pairs.push(("client_secret", secret));
+        }
+        _ => pairs.push(("client_id", client_id)),
+    }
+    (headers, pairs)
+}
+
+async fn token_request(
+    fetch: &Fetch,
+    config: &OAuthConfig,
+    resource_url: &str,
+    token_endpoint: String,
+    headers: Vec<(String, String)>,
+    pairs: &[(&str, &str)],
+    scope: Option<String>,
+) -> Result<Tokens, String> {
+    let r = fetch("POST", token_endpoint, headers, form(pairs).into_bytes()).await?;
+    let doc: Value = serde_json::from_slice(&r.body)
+        .map_err(|_| format!("the token request failed with HTTP {}", r.status))?;
+    let access_token = doc
+        .get("access_token")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("the token request failed with HTTP {}", r.status))?
+        .to_owned();
+    let tokens = Tokens {
+        access_token,
+        refresh_token: doc
+            .get("refresh_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        scope: doc
+            .get("scope")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or(scope),
+    };
+    config.store.put(resource_url, tokens.clone());
+    Ok(tokens)
+}
+
+/// What the HTTP transport asks when a request is refused: tokens kept for a resource, and
+/// a fresh authorization. A trait object, so that a client built without OAuth links none
+/// of the flow.
+pub(crate) trait Authorizer: Send + Sync {
+    /// The tokens kept for `resource_url`.
+    fn stored(&self, resource_url: &str) -> Option<Tokens>;
+    /// How many re-authorizations one request may make.
+    fn max_step_ups(&self) -> usize;
+    /// Authorizes for `resource_url` after `challenge`.
+    fn authorize(
+        &self,
+        resource_url: String,
+        challenge: Challenge,
+    ) -> BoxFuture<Result<Tokens, String>>;
+}
+
+/// The OAuth flow over a fetch: the [`Authorizer`] of [`McpClient::connect_http_oauth`](super::McpClient::connect_http_oauth).
+pub(crate) struct Flow {
+    pub(crate) config: OAuthConfig,
+    pub(crate) fetch: Fetch,
+}
+
+impl Authorizer for Flow {
+    fn stored(&self, resource_url: &str) -> Option<Tokens> {
+        self.config.store.get(resource_url)
+    }
+
+    fn max_step_ups(&self) -> usize {
+        self.config.max_step_ups
+    }
+
+    fn authorize(
+        &self,
+        resource_url: String,
+        challenge: Challenge,
+    ) -> BoxFuture<Result<Tokens, String>> {
+        let config = self.config.clone();
+        let fetch = self.fetch.clone();
+        Box::pin(async move {
+            let previous = config.store.get(&resource_url).and_then(|t| t.scope);
+            authorize(
+                &fetch,
+                &config,
+                &resource_url,
+                &challenge,
+                previous.as_deref(),
+            )
+            .await
+        })
+    }
+}
+
+/// Whether the metadata's `resource` identifies `url` (same origin, a path prefix).
+fn resource_matches(resource: &str, url: &str) -> bool {
+    match (split_url(resource), split_url(url)) {
+        (Some((ro, rp)), Some((uo, up))) => {
+            ro.eq_ignore_ascii_case(&uo) && up.starts_with(rp.trim_end_matches('/'))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_parse() {
+        let c = parse_challenge(
+            r#"Bearer error="insufficient_scope", scope="a b", resource_metadata="http://h/.well-known/oauth-protected-resource""#,
+        );
+        assert_eq!(c.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(c.scope.as_deref(), Some("a b"));
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("http://h/.well-known/oauth-protected-resource")
+        );
+        assert_eq!(parse_challenge("Bearer"), Challenge::default());
+        assert_eq!(
+            parse_challenge("Bearer realm=x,error=invalid_token")
+                .error
+                .as_deref(),
+            Some("invalid_token")
+        );
+        let _ = parse_challenge("Bearer =\"\\");
+    }
+
+    #[test]
+    fn discovery_urls_follow_the_rfcs() {
+        assert_eq!(
+            prm_candidates("http://h:1/mcp", &Challenge::default()),
+            [
+                "http://h:1/.well-known/oauth-protected-resource/mcp",
+                "http://h:1/.well-known/oauth-protected-resource"
+            ]
+        );
+        assert_eq!(
+            metadata_candidates("http://a/tenant1"),
+            [
+                "http://a/.well-known/oauth-authorization-server/tenant1",
+                "http://a/.well-known/openid-configuration/tenant1",
+                "http://a/tenant1/.well-known/openid-configuration"
+            ]
+        );
+        assert_eq!(metadata_candidates("http://a").len(), 2);
+    }
+
+    #[test]
+    fn scopes_pkce_and_forms() {
+        let prm = json!({"scopes_supported": ["x", "y"]});
+        assert_eq!(
+            choose_scope(&Challenge::default(), &prm).as_deref(),
+            Some("x y")
+        );
+        let c = Challenge {
+            scope: Some("z".into()),
+            ..Challenge::default()
+        };
+        assert_eq!(choose_scope(&c, &prm).as_deref(), Some("z"));
+        assert_eq!(choose_scope(&Challenge::default(), &json!({})), None);
+        assert_eq!(
+            union_scopes(Some("a b"), Some("b c")).as_deref(),
+            Some("a b c")
+        );
+        // RFC 7636 appendix B.
+        let bytes = [
+            116, 24, 223, 180, 151, 153, 224, 37, 79, 250, 96, 125, 216, 173, 187, 186, 22, 212,
+            37, 77, 105, 214, 191, 240, 91, 88, 5, 88, 83, 132, 141, 121,
+        ];
+        let (v, c) = pkce(bytes);
+        assert_eq!(v, "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk");
+        assert_eq!(c, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+        let q = query_params("http://l/cb?code=a%20b&state=s+t&iss=http%3A%2F%2Fx&bad=%zz");
+        assert_eq!(q["code"], "a b");
+        assert_eq!(q["state"], "s t");
+        assert_eq!(q["iss"], "http://x");
+        assert_eq!(q["bad"], "%zz");
+        assert_eq!(form(&[("a b", "c&d")]), "a%20b=c%26d");
+        assert!(resource_matches("http://h:1/mcp", "http://h:1/mcp"));
+        assert!(!resource_matches("http://evil/mcp", "http://h:1/mcp"));
+    }
+}
