@@ -63,8 +63,8 @@ pub enum Command {
     },
     /// Connect to any MCP server and list or call what it offers.
     Client(ClientArgs),
-    /// Mount many MCP servers under namespaces (so far: `--check` a configuration and print
-    /// the merged catalogue).
+    /// Mount many MCP servers under namespaces and serve them as one, over stdio (`--check`
+    /// prints the merged catalogue instead).
     Gateway(GatewayArgs),
 }
 

@@ -162,7 +162,10 @@ include = ["codomyrmex.*"]
         .collect();
     assert_eq!(
         resources,
-        ["files+codomyrmex://root/a.txt", "remote+codomyrmex://root/a.txt"]
+        [
+            "files+codomyrmex://root/a.txt",
+            "remote+codomyrmex://root/a.txt"
+        ]
     );
     assert_eq!(out["unreachable"], serde_json::json!([]));
     assert_eq!(out["problems"], serde_json::json!([]));
@@ -236,13 +239,4 @@ fn an_invalid_configuration_exits_2_with_the_place() {
     ]));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("gateway.toml:3:1"), "{stderr}");
-    // Serving is not built yet, and says so.
-    std::fs::write(&config, "[[upstream]]\nname = \"a\"\ncommand = \"x\"\n").unwrap();
-    let (code, _, stderr) = output(&mut command(&[
-        "gateway",
-        "--config",
-        config.to_str().unwrap(),
-    ]));
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("not built yet"), "{stderr}");
 }

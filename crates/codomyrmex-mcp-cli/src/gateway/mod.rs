@@ -1,21 +1,24 @@
 //! `codomyrmex-mcp gateway`: many MCP servers mounted under namespaces behind one endpoint.
 //!
-//! What exists so far is `gateway --check --config FILE`: it reads and checks the
+//! `gateway --check --config FILE` reads and checks the
 //! configuration ([`config`]), connects to every upstream (a stdio child, or a Streamable
 //! HTTP URL), lists what each offers, merges the listings under their namespaces
 //! ([`catalog`]) and prints the merged catalogue with everything that was left out and why.
-//! Serving the catalogue (the proxying, the era bridge, restarts and health checks) is not
-//! built yet: `gateway` without `--check` says so and exits with status 2.
+//! Without `--check`, the gateway serves the catalogue over stdio ([`serve`]): each mounted
+//! tool and prompt forwards to its upstream. Not built yet: `--http`, resources, the era
+//! bridge for server-to-client requests, notifications, restarts and health checks.
 
 pub mod catalog;
 pub mod config;
+mod serve;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{ClientOptions, EraPreference, StdioCommand};
+use codomyrmex_mcp::{McpClient, McpPromptRegistry, McpServer, McpServerConfig, McpToolRegistry};
 use serde_json::{Value, json};
 
 use self::catalog::{Catalogue, Listing, Mount};
@@ -35,24 +38,30 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
         }
     };
     if !args.check {
-        eprintln!(
-            "codomyrmex-mcp: gateway: serving is not built yet; `gateway --check --config FILE` \
-             checks a configuration and prints the merged catalogue"
-        );
-        return ExitCode::from(2);
+        return match serve_stdio(config).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("codomyrmex-mcp: gateway: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
-    let listed = list_upstreams(&config.upstreams).await;
+    let connected = connect_upstreams(&config.upstreams).await;
     let mut down = Vec::new();
-    let listings: Vec<Listing> = listed
-        .into_iter()
-        .zip(&config.upstreams)
-        .map(|(r, u)| {
-            r.unwrap_or_else(|e| {
+    let mut listings = Vec::with_capacity(connected.len());
+    for (r, u) in connected.into_iter().zip(&config.upstreams) {
+        match r {
+            Ok((client, listing)) => {
+                // Ends the session (DELETE) or the child.
+                client.close(Duration::from_secs(2)).await;
+                listings.push(listing);
+            }
+            Err(e) => {
                 down.push(json!({"upstream": u.name, "error": e}));
-                Listing::default()
-            })
-        })
-        .collect();
+                listings.push(Listing::default());
+            }
+        }
+    }
     let mounts: Vec<Mount<'_>> = config
         .upstreams
         .iter()
@@ -93,8 +102,74 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
     }
 }
 
-/// Lists every upstream at once, each within its own timeout.
-async fn list_upstreams(upstreams: &[Upstream]) -> Vec<Result<Listing, String>> {
+/// Serves the merged catalogue over stdio until EOF or a signal.
+async fn serve_stdio(config: GatewayConfig) -> Result<(), String> {
+    let shutdown = crate::signals::Signals::install()?.shutdown();
+    let connected = connect_upstreams(&config.upstreams).await;
+    let mut listings = Vec::with_capacity(connected.len());
+    let mut live = Vec::with_capacity(connected.len());
+    for (r, u) in connected.into_iter().zip(&config.upstreams) {
+        match r {
+            Ok((client, listing)) => {
+                listings.push(listing);
+                live.push(Some(Arc::new(serve::Live {
+                    name: u.name.clone(),
+                    client: Arc::new(client),
+                    permits: Arc::new(tokio::sync::Semaphore::new(u.max_concurrent)),
+                    timeout: u.timeout,
+                })));
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %u.name, error = %e, "upstream unreachable; not mounted");
+                listings.push(Listing::default());
+                live.push(None);
+            }
+        }
+    }
+    let mounts: Vec<Mount<'_>> = config
+        .upstreams
+        .iter()
+        .zip(&listings)
+        .map(|(u, listing)| Mount {
+            namespace: &u.name,
+            filter: &u.filter,
+            listing,
+        })
+        .collect();
+    let catalogue = Catalogue::build(&mounts);
+    for p in &catalogue.problems {
+        tracing::warn!(upstream = %p.upstream, problem = %p.message, "left out");
+    }
+    let tools = Arc::new(McpToolRegistry::new());
+    let prompts = Arc::new(McpPromptRegistry::new());
+    for refused in serve::mount(&catalogue, &live, &tools, &prompts) {
+        tracing::warn!(%refused, "not mounted");
+    }
+    tracing::info!(
+        tools = tools.len(),
+        upstreams = config.upstreams.len(),
+        "gateway serving over stdio"
+    );
+    // The upstreams' own timeouts apply inside each call; the gateway's tool timeout only
+    // bounds a call whose upstream ignores them.
+    let longest = config
+        .upstreams
+        .iter()
+        .map(|u| u.timeout)
+        .max()
+        .unwrap_or(Duration::from_secs(60));
+    let server_config = McpServerConfig::new("codomyrmex-mcp-gateway", codomyrmex_mcp::VERSION)
+        .with_tool_timeout(longest + Duration::from_secs(5));
+    McpServer::new(server_config, tools)
+        .with_prompts(prompts)
+        .serve_stdio_until(shutdown)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Connects to every upstream at once and lists what each offers, each within its own
+/// timeout.
+async fn connect_upstreams(upstreams: &[Upstream]) -> Vec<Result<(McpClient, Listing), String>> {
     let handles: Vec<_> = upstreams
         .iter()
         .map(|u| {
@@ -116,7 +191,7 @@ async fn list_upstreams(upstreams: &[Upstream]) -> Vec<Result<Listing, String>> 
                 },
             };
             let timeout = u.timeout;
-            tokio::spawn(async move { list_upstream(transport, timeout).await })
+            tokio::spawn(async move { connect_upstream(transport, timeout).await })
         })
         .collect();
     let mut out = Vec::with_capacity(handles.len());
@@ -143,7 +218,10 @@ enum Target {
     },
 }
 
-async fn list_upstream(target: Target, timeout: Duration) -> Result<Listing, String> {
+async fn connect_upstream(
+    target: Target,
+    timeout: Duration,
+) -> Result<(McpClient, Listing), String> {
     let client = match target {
         Target::Stdio {
             command,
@@ -167,10 +245,15 @@ async fn list_upstream(target: Target, timeout: Duration) -> Result<Listing, Str
     };
     let listed = tokio::time::timeout(timeout, list_all(&client))
         .await
-        .map_err(|_| format!("no complete listing within {} s", timeout.as_secs()));
-    // Ends the session (DELETE) or the child.
-    client.close(Duration::from_secs(2)).await;
-    listed?
+        .map_err(|_| format!("no complete listing within {} s", timeout.as_secs()))
+        .and_then(|r| r);
+    match listed {
+        Ok(listing) => Ok((client, listing)),
+        Err(e) => {
+            client.close(Duration::from_secs(2)).await;
+            Err(e)
+        }
+    }
 }
 
 /// The era's handshake (2026-07-28 first), then every list method the server's capabilities declare.

@@ -1,0 +1,304 @@
+//! Serving the merged catalogue: each mounted tool and prompt becomes one of the gateway's
+//! own, whose handler forwards the call to its upstream under the upstream's local name,
+//! with the upstream's timeout and concurrency limit.
+//!
+//! The gateway is an ordinary `McpServer` (both eras, every limit of `serve`); what comes back
+//! from an upstream is checked like any input: a result that is not a `CallToolResult` the
+//! gateway can relay becomes a failure naming the upstream, and an upstream's transport error
+//! is reported as the upstream being unavailable, without its details (which may name hosts,
+//! paths or credentials). Not built yet: resources, server-to-client requests across the
+//! gateway (sampling, elicitation, roots), notifications, restarts and health checks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
+use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
+use codomyrmex_mcp::{
+    ClientError, ContentBlock, McpClient, McpErrorDetail, McpPromptRegistry, McpToolRegistry,
+    McpToolResult, ToolContext, ToolDefinition,
+};
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use super::catalog::{Catalogue, Entry};
+
+/// The longest upstream error message relayed to a client.
+const MAX_RELAYED_MESSAGE: usize = 500;
+
+/// One connected upstream, as the handlers use it.
+pub struct Live {
+    /// Its namespace.
+    pub name: String,
+    /// The connection.
+    pub client: Arc<McpClient>,
+    /// At most this many calls in flight to it.
+    pub permits: Arc<Semaphore>,
+    /// The longest a call may take.
+    pub timeout: Duration,
+}
+
+/// The gateway's tools and prompts, from the catalogue; returns what could not be mounted.
+pub fn mount(
+    catalogue: &Catalogue,
+    live: &[Option<Arc<Live>>],
+    tools: &McpToolRegistry,
+    prompts: &McpPromptRegistry,
+) -> Vec<String> {
+    let mut refused = Vec::new();
+    for (local, entry) in &catalogue.tools {
+        let Some(Some(upstream)) = live.get(entry.upstream) else {
+            continue;
+        };
+        if let Err(e) = mount_tool(local, entry, upstream.clone(), tools) {
+            refused.push(format!("{}: tool {local:?}: {e}", upstream.name));
+        }
+    }
+    for (local, entry) in &catalogue.prompts {
+        let Some(Some(upstream)) = live.get(entry.upstream) else {
+            continue;
+        };
+        if !mount_prompt(local, entry, upstream.clone(), prompts) {
+            refused.push(format!("{}: prompt {local:?} is taken", upstream.name));
+        }
+    }
+    refused
+}
+
+fn mount_tool(
+    local: &str,
+    entry: &Entry,
+    upstream: Arc<Live>,
+    tools: &McpToolRegistry,
+) -> Result<(), String> {
+    let d = &entry.definition;
+    let text = |k: &str| d.get(k).and_then(Value::as_str).map(str::to_owned);
+    let input_schema = match d.get("inputSchema") {
+        Some(s @ Value::Object(_)) => s.clone(),
+        _ => return Err("no inputSchema object".into()),
+    };
+    let mut definition = ToolDefinition::new(local, input_schema);
+    if let Some(t) = text("title") {
+        definition = definition.with_title(t);
+    }
+    if let Some(t) = text("description") {
+        definition = definition.with_description(t);
+    }
+    if let Some(Ok(a)) = d
+        .get("annotations")
+        .map(|a| serde_json::from_value(a.clone()))
+    {
+        definition = definition.with_annotations(a);
+    }
+    let name = entry.upstream_name.clone();
+    let handler = move |arguments: Map<String, Value>, _context: ToolContext| {
+        let upstream = upstream.clone();
+        let name = name.clone();
+        async move { forward_call(&upstream, &name, arguments).await }
+    };
+    tools
+        .register_tool(ToolRegistration::new(definition, handler))
+        .map_err(|e| e.to_string())
+}
+
+/// Calls `name` on `upstream` within its limits, and turns the answer into the gateway's.
+async fn forward_call(upstream: &Live, name: &str, arguments: Map<String, Value>) -> ToolOutput {
+    let Ok(_permit) = upstream.permits.acquire().await else {
+        return ToolOutput::failure(unavailable(&upstream.name));
+    };
+    let call = upstream.client.call_tool(name, Value::Object(arguments));
+    match tokio::time::timeout(upstream.timeout, call).await {
+        Err(_) => ToolOutput::failure(McpErrorDetail::new(
+            "UPSTREAM_TIMEOUT",
+            format!(
+                "upstream {} did not answer within {} s",
+                upstream.name,
+                upstream.timeout.as_secs()
+            ),
+        )),
+        Ok(Err(ClientError::Server(e))) => ToolOutput::failure(McpErrorDetail::new(
+            "UPSTREAM_ERROR",
+            format!(
+                "upstream {} refused the call: {}",
+                upstream.name,
+                relayed(&e.message)
+            ),
+        )),
+        Ok(Err(_)) => ToolOutput::failure(unavailable(&upstream.name)),
+        Ok(Ok(result)) => relay_result(&upstream.name, result),
+    }
+}
+
+fn unavailable(upstream: &str) -> McpErrorDetail {
+    McpErrorDetail::new(
+        "UPSTREAM_UNAVAILABLE",
+        format!("upstream {upstream} is not reachable"),
+    )
+}
+
+/// At most [`MAX_RELAYED_MESSAGE`] characters of an upstream's message.
+fn relayed(message: &str) -> String {
+    let mut out: String = message.chars().take(MAX_RELAYED_MESSAGE).collect();
+    if out.len() < message.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// An upstream's `CallToolResult` as the gateway's output: its content blocks, its
+/// `structuredContent`, and `isError` as a failure.
+fn relay_result(upstream: &str, result: Value) -> ToolOutput {
+    let malformed = |why: &str| {
+        ToolOutput::failure(McpErrorDetail::new(
+            "UPSTREAM_MALFORMED",
+            format!("upstream {upstream} sent a result the gateway cannot relay: {why}"),
+        ))
+    };
+    let Value::Object(mut result) = result else {
+        return malformed("not an object");
+    };
+    let content: Vec<ContentBlock> = match result.remove("content") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(c) => match serde_json::from_value(c) {
+            Ok(c) => c,
+            Err(_) => return malformed("its content is not a list of content blocks"),
+        },
+    };
+    let is_error = result
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if is_error {
+        let text: String = content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        return ToolOutput {
+            result: McpToolResult::failure(McpErrorDetail::new(
+                "UPSTREAM_TOOL_ERROR",
+                relayed(&text),
+            )),
+            content: Some(content),
+        };
+    }
+    match result.remove("structuredContent") {
+        Some(Value::Object(data)) => ToolOutput {
+            result: McpToolResult::success_value(Value::Object(data)),
+            content: Some(content),
+        },
+        None | Some(Value::Null) => ToolOutput::content(content),
+        Some(_) => malformed("its structuredContent is not an object"),
+    }
+}
+
+fn mount_prompt(
+    local: &str,
+    entry: &Entry,
+    upstream: Arc<Live>,
+    prompts: &McpPromptRegistry,
+) -> bool {
+    let d = &entry.definition;
+    let description = d
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut definition = PromptDefinition::new(local, description);
+    for arg in d
+        .get("arguments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = arg.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let about = arg
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        definition = definition.with_argument(
+            if arg.get("required").and_then(Value::as_bool) == Some(true) {
+                PromptArgument::required(name, about)
+            } else {
+                PromptArgument::optional(name, about)
+            },
+        );
+    }
+    let name = entry.upstream_name.clone();
+    prompts.add(
+        definition,
+        move |request: codomyrmex_mcp::prompts::PromptRequest| {
+            let upstream = upstream.clone();
+            let name = name.clone();
+            async move { forward_prompt(&upstream, &name, request.arguments).await }
+        },
+    )
+}
+
+async fn forward_prompt(
+    upstream: &Live,
+    name: &str,
+    arguments: std::collections::BTreeMap<String, String>,
+) -> Result<PromptResult, McpErrorDetail> {
+    let _permit = upstream
+        .permits
+        .acquire()
+        .await
+        .map_err(|_| unavailable(&upstream.name))?;
+    let args = serde_json::to_value(arguments).unwrap_or_default();
+    let got = tokio::time::timeout(upstream.timeout, upstream.client.get_prompt(name, args))
+        .await
+        .map_err(|_| {
+            McpErrorDetail::new(
+                "UPSTREAM_TIMEOUT",
+                format!("upstream {} did not answer in time", upstream.name),
+            )
+        })?;
+    let result = match got {
+        Ok(r) => r,
+        Err(ClientError::Server(e)) => {
+            return Err(McpErrorDetail::new(
+                "UPSTREAM_ERROR",
+                format!("upstream {}: {}", upstream.name, relayed(&e.message)),
+            ));
+        }
+        Err(_) => return Err(unavailable(&upstream.name)),
+    };
+    let malformed = || {
+        McpErrorDetail::new(
+            "UPSTREAM_MALFORMED",
+            format!(
+                "upstream {} sent a prompt the gateway cannot relay",
+                upstream.name
+            ),
+        )
+    };
+    let mut messages = Vec::new();
+    for m in result
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(malformed)?
+    {
+        let content: ContentBlock = m
+            .get("content")
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .ok_or_else(malformed)?;
+        messages.push(match m.get("role").and_then(Value::as_str) {
+            Some("assistant") => PromptMessage::assistant(content),
+            Some("user") => PromptMessage::user(content),
+            _ => return Err(malformed()),
+        });
+    }
+    Ok(PromptResult {
+        description: result
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        messages,
+    })
+}

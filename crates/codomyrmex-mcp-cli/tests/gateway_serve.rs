@@ -1,0 +1,136 @@
+//! `gateway --config FILE` serving over stdio, driven by the library's client in both eras:
+//! this binary's own server is mounted as a stdio upstream under the namespace `files`, and
+//! its tools and prompt are reached through the gateway under their local names.
+
+// Test helpers fail by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::{ClientOptions, EraPreference, StdioCommand};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+const GUARD: Duration = Duration::from_secs(60);
+
+async fn gateway(config: &std::path::Path, era: EraPreference) -> McpClient {
+    let mut c = StdioCommand::new(BIN);
+    c.args = vec![
+        "gateway".into(),
+        "--config".into(),
+        config.to_str().unwrap().into(),
+    ];
+    let client = McpClient::spawn(&c, ClientOptions::default()).unwrap();
+    tokio::time::timeout(GUARD, client.negotiate(era, Duration::from_secs(10)))
+        .await
+        .expect("no hang")
+        .expect("the gateway answers the handshake");
+    client
+}
+
+fn write_config(dir: &std::path::Path, root: &std::path::Path) -> std::path::PathBuf {
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[upstream]]
+name = "files"
+command = "{BIN}"
+args = ["serve", "--root", "{root}"]
+include = ["file_system.*", "codomyrmex.explore"]
+rename = {{ "file_system.read" = "cat" }}
+
+[[upstream]]
+name = "gone"
+command = "{root}/no-such-program"
+"#,
+            root = root.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    config
+}
+
+async fn check_gateway(era: EraPreference) {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "hello through the gateway").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), root.path());
+    let client = gateway(&config, era).await;
+
+    let tools = tokio::time::timeout(GUARD, client.list_tools())
+        .await
+        .unwrap()
+        .unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"files.cat"), "{names:?}");
+    assert!(
+        names.contains(&"files.file_system.list_directory"),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.starts_with("gone.")), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("git.")), "{names:?}");
+    let cat = tools.iter().find(|t| t["name"] == "files.cat").unwrap();
+    assert_eq!(cat["inputSchema"]["type"], "object");
+
+    // A call goes to the upstream under its own name, and its content comes back.
+    let read = tokio::time::timeout(
+        GUARD,
+        client.call_tool("files.cat", json!({"path": "a.txt"})),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_ne!(read["isError"], Value::Bool(true), "{read}");
+    assert!(
+        read.to_string().contains("hello through the gateway"),
+        "{read}"
+    );
+    // The upstream's failure is the gateway's failure, with its message.
+    let missing = tokio::time::timeout(
+        GUARD,
+        client.call_tool("files.cat", json!({"path": "missing.txt"})),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(missing["isError"], Value::Bool(true), "{missing}");
+    assert!(
+        missing.to_string().contains("UPSTREAM_TOOL_ERROR"),
+        "{missing}"
+    );
+    // Arguments are checked against the upstream's schema before anything is forwarded.
+    let bad = tokio::time::timeout(GUARD, client.call_tool("files.cat", json!({"path": 7})))
+        .await
+        .unwrap();
+    match bad {
+        Ok(r) => assert_eq!(r["isError"], Value::Bool(true), "{r}"),
+        Err(e) => assert!(e.to_string().contains("path"), "{e}"),
+    }
+
+    // The prompt is mounted and forwarded too.
+    let prompt = tokio::time::timeout(
+        GUARD,
+        client.get_prompt(
+            "files.codomyrmex.explore",
+            json!({"goal": "find the tests"}),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(prompt.to_string().contains("find the tests"), "{prompt}");
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn the_gateway_serves_mounted_tools_and_prompts_to_a_2025_client() {
+    check_gateway(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn the_gateway_serves_mounted_tools_and_prompts_to_a_2026_client() {
+    check_gateway(EraPreference::Modern).await;
+}
