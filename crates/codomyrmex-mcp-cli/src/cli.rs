@@ -87,6 +87,13 @@ pub struct GatewayArgs {
     /// Print the catalogue as JSON.
     #[arg(long, requires = "check")]
     pub json: bool,
+    /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio, with `serve`'s
+    /// policies: IP:PORT or localhost:PORT; a non-loopback ADDR needs --auth-token or --jwks.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, conflicts_with = "check")]
+    pub http: Option<SocketAddr>,
+    /// HTTP options.
+    #[command(flatten)]
+    pub http_options: HttpOptions,
 }
 
 /// Settings of a server; shared by `serve`, `tools` and `config`.

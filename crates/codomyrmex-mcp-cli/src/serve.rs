@@ -146,18 +146,27 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
             .serve_stdio_until(shutdown)
             .await
             .map_err(|e| e.to_string()),
-        Some(bind) => {
-            let http = HttpServer::new(server.engine().clone(), http_config(bind, &config.http)?);
-            let listener = http.bind().await.map_err(|e| bind_error(bind, e))?;
-            let addr = listener.local_addr().map_err(|e| e.to_string())?;
-            // One line on stderr, whatever the log level: with `--http 127.0.0.1:0` it is the
-            // only way to learn the port, and it tells a newcomer where to point a client.
-            eprintln!("codomyrmex-mcp: serving MCP over Streamable HTTP at http://{addr}/mcp");
-            http.serve(listener, shutdown)
-                .await
-                .map_err(|e| e.to_string())
-        }
+        Some(bind) => serve_http(&server, bind, &config.http, shutdown).await,
     }
+}
+
+/// Serves `server` over Streamable HTTP at `bind` with the transport's policies from
+/// `settings`, until `shutdown`. Shared by `serve` and `gateway`.
+pub async fn serve_http(
+    server: &McpServer,
+    bind: std::net::SocketAddr,
+    settings: &HttpSettings,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let http = HttpServer::new(server.engine().clone(), http_config(bind, settings)?);
+    let listener = http.bind().await.map_err(|e| bind_error(bind, e))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    // One line on stderr, whatever the log level: with `--http 127.0.0.1:0` it is the
+    // only way to learn the port, and it tells a newcomer where to point a client.
+    eprintln!("codomyrmex-mcp: serving MCP over Streamable HTTP at http://{addr}/mcp");
+    http.serve(listener, shutdown)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// What failed when binding `bind`, and what to do about it.

@@ -134,3 +134,64 @@ async fn the_gateway_serves_mounted_tools_and_prompts_to_a_2025_client() {
 async fn the_gateway_serves_mounted_tools_and_prompts_to_a_2026_client() {
     check_gateway(EraPreference::Modern).await;
 }
+
+#[tokio::test]
+async fn the_gateway_serves_streamable_http_with_serves_policies() {
+    use codomyrmex_mcp::client::http::HttpTarget;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "over http").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), root.path());
+    let mut child = Command::new(BIN)
+        .args(["gateway", "--config", config.to_str().unwrap()])
+        .args(["--http", "127.0.0.1:0"])
+        .env("CODOMYRMEX_MCP_AUTH_TOKEN", "gw-secret")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let url = loop {
+        let line = rx.recv_timeout(GUARD).expect("the gateway printed its URL");
+        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+            break url.to_owned();
+        }
+    };
+    let connect = |token: Option<&str>| {
+        let mut t = HttpTarget::new(url.clone());
+        t.token = token.map(str::to_owned);
+        McpClient::connect_http(t, ClientOptions::default()).unwrap()
+    };
+    // Without the token: refused, as `serve` refuses.
+    let anonymous = connect(None);
+    let refused =
+        tokio::time::timeout(GUARD, anonymous.negotiate(EraPreference::Auto, GUARD)).await;
+    assert!(matches!(refused, Ok(Err(_))), "{refused:?}");
+    let client = connect(Some("gw-secret"));
+    tokio::time::timeout(GUARD, client.negotiate(EraPreference::Auto, GUARD))
+        .await
+        .unwrap()
+        .unwrap();
+    let read = tokio::time::timeout(
+        GUARD,
+        client.call_tool("files.cat", json!({"path": "a.txt"})),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(read.to_string().contains("over http"), "{read}");
+    client.close(Duration::from_secs(5)).await;
+    let _ = child.kill();
+    let _ = child.wait();
+}

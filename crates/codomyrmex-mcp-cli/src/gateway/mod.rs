@@ -5,7 +5,8 @@
 //! HTTP URL), lists what each offers, merges the listings under their namespaces
 //! ([`catalog`]) and prints the merged catalogue with everything that was left out and why.
 //! Without `--check`, the gateway serves the catalogue over stdio ([`serve`]): each mounted
-//! tool and prompt forwards to its upstream. Not built yet: `--http`, resources, the era
+//! tool and prompt forwards to its upstream; `--http ADDR` serves Streamable HTTP instead,
+//! with `serve`'s policies. Not built yet: resources, the era
 //! bridge for server-to-client requests, notifications, restarts and health checks.
 
 pub mod catalog;
@@ -24,6 +25,7 @@ use serde_json::{Value, json};
 use self::catalog::{Catalogue, Listing, Mount};
 use self::config::{GatewayConfig, Upstream, UpstreamTransport};
 use crate::cli::GatewayArgs;
+use crate::config::{HttpSettings, Secret};
 
 /// The most pages read from one list method of one upstream.
 const MAX_PAGES: usize = 100;
@@ -38,7 +40,24 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
         }
     };
     if !args.check {
-        return match serve_stdio(config).await {
+        let o = &args.http_options;
+        let http = args.http.map(|listen| HttpSettings {
+            listen: Some(listen),
+            auth_token: o
+                .auth_token
+                .clone()
+                .filter(|t| !t.is_empty())
+                .map(Secret::from),
+            allowed_hosts: o.allowed_hosts.clone(),
+            allowed_origins: o.allowed_origins.clone(),
+            cors_origins: o.cors_origins.clone(),
+            jwks: o.jwks.clone(),
+            issuer: o.issuer.clone(),
+            audience: o.audience.clone(),
+            required_scopes: o.required_scopes.clone(),
+            ..HttpSettings::default()
+        });
+        return match serve_catalogue(config, http).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("codomyrmex-mcp: gateway: {e}");
@@ -102,8 +121,9 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
     }
 }
 
-/// Serves the merged catalogue over stdio until EOF or a signal.
-async fn serve_stdio(config: GatewayConfig) -> Result<(), String> {
+/// Serves the merged catalogue over stdio (until EOF or a signal), or over Streamable HTTP
+/// with `http`'s settings (until a signal).
+async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> Result<(), String> {
     let shutdown = crate::signals::Signals::install()?.shutdown();
     let connected = connect_upstreams(&config.upstreams).await;
     let mut listings = Vec::with_capacity(connected.len());
@@ -148,7 +168,12 @@ async fn serve_stdio(config: GatewayConfig) -> Result<(), String> {
     tracing::info!(
         tools = tools.len(),
         upstreams = config.upstreams.len(),
-        "gateway serving over stdio"
+        over = if http.is_some() {
+            "Streamable HTTP"
+        } else {
+            "stdio"
+        },
+        "gateway serving"
     );
     // The upstreams' own timeouts apply inside each call; the gateway's tool timeout only
     // bounds a call whose upstream ignores them.
@@ -160,11 +185,17 @@ async fn serve_stdio(config: GatewayConfig) -> Result<(), String> {
         .unwrap_or(Duration::from_secs(60));
     let server_config = McpServerConfig::new("codomyrmex-mcp-gateway", codomyrmex_mcp::VERSION)
         .with_tool_timeout(longest + Duration::from_secs(5));
-    McpServer::new(server_config, tools)
-        .with_prompts(prompts)
-        .serve_stdio_until(shutdown)
-        .await
-        .map_err(|e| e.to_string())
+    let server = McpServer::new(server_config, tools).with_prompts(prompts);
+    match http {
+        None => server
+            .serve_stdio_until(shutdown)
+            .await
+            .map_err(|e| e.to_string()),
+        Some(settings) => {
+            let bind = settings.listen.ok_or("no address to listen on")?;
+            crate::serve::serve_http(&server, bind, &settings, shutdown).await
+        }
+    }
 }
 
 /// Connects to every upstream at once and lists what each offers, each within its own
