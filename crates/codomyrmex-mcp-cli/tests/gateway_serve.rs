@@ -110,6 +110,43 @@ async fn check_gateway(era: EraPreference) {
         Err(e) => assert!(e.to_string().contains("path"), "{e}"),
     }
 
+    // Resources are read through under their local URIs, the contents renamed back.
+    let resources = tokio::time::timeout(GUARD, client.list_resources())
+        .await
+        .unwrap()
+        .unwrap();
+    let uris: Vec<&str> = resources
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(uris.contains(&"files+codomyrmex://root/a.txt"), "{uris:?}");
+    let contents =
+        tokio::time::timeout(GUARD, client.read_resource("files+codomyrmex://root/a.txt"))
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(
+        contents["contents"][0]["uri"], "files+codomyrmex://root/a.txt",
+        "{contents}"
+    );
+    assert_eq!(
+        contents["contents"][0]["text"], "hello through the gateway",
+        "{contents}"
+    );
+    // A template of the upstream reaches files no listing named.
+    std::fs::write(root.path().join("later.txt"), "written after the start").unwrap();
+    let later = tokio::time::timeout(
+        GUARD,
+        client.read_resource("files+codomyrmex://root/later.txt"),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        later["contents"][0]["text"], "written after the start",
+        "{later}"
+    );
+
     // The prompt is mounted and forwarded too.
     let prompt = tokio::time::timeout(
         GUARD,

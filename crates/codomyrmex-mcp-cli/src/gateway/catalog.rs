@@ -123,9 +123,7 @@ pub fn local_uri(namespace: &str, uri: &str) -> Option<String> {
     valid_scheme(scheme).then(|| format!("{namespace}+{uri}"))
 }
 
-/// The namespace and upstream URI of a local URI, the inverse of [`local_uri`]. (Routing
-/// `resources/read` needs it; until the gateway serves, only the tests call it.)
-#[allow(dead_code)]
+/// The namespace and upstream URI of a local URI, the inverse of [`local_uri`].
 pub fn split_local_uri(local: &str) -> Option<(&str, &str)> {
     let (namespace, uri) = local.split_once('+')?;
     let (scheme, _) = uri.split_once(':')?;

@@ -6,7 +6,7 @@
 //! ([`catalog`]) and prints the merged catalogue with everything that was left out and why.
 //! Without `--check`, the gateway serves the catalogue over stdio ([`serve`]): each mounted
 //! tool and prompt forwards to its upstream; `--http ADDR` serves Streamable HTTP instead,
-//! with `serve`'s policies. Not built yet: resources, the era
+//! with `serve`'s policies. Not built yet: the era
 //! bridge for server-to-client requests, notifications, restarts and health checks.
 
 pub mod catalog;
@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{ClientOptions, EraPreference, StdioCommand};
-use codomyrmex_mcp::{McpClient, McpPromptRegistry, McpServer, McpServerConfig, McpToolRegistry};
+use codomyrmex_mcp::{
+    McpClient, McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
+};
 use serde_json::{Value, json};
 
 use self::catalog::{Catalogue, Listing, Mount};
@@ -162,7 +164,13 @@ async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> R
     }
     let tools = Arc::new(McpToolRegistry::new());
     let prompts = Arc::new(McpPromptRegistry::new());
-    for refused in serve::mount(&catalogue, &live, &tools, &prompts) {
+    let resources = Arc::new(McpResourceRegistry::new());
+    let registries = serve::Registries {
+        tools: &tools,
+        prompts: &prompts,
+        resources: &resources,
+    };
+    for refused in serve::mount(&catalogue, &live, &registries) {
         tracing::warn!(%refused, "not mounted");
     }
     tracing::info!(
@@ -185,7 +193,9 @@ async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> R
         .unwrap_or(Duration::from_secs(60));
     let server_config = McpServerConfig::new("codomyrmex-mcp-gateway", codomyrmex_mcp::VERSION)
         .with_tool_timeout(longest + Duration::from_secs(5));
-    let server = McpServer::new(server_config, tools).with_prompts(prompts);
+    let server = McpServer::new(server_config, tools)
+        .with_prompts(prompts)
+        .with_resources(resources);
     match http {
         None => server
             .serve_stdio_until(shutdown)

@@ -6,7 +6,9 @@
 //! from an upstream is checked like any input: a result that is not a `CallToolResult` the
 //! gateway can relay becomes a failure naming the upstream, and an upstream's transport error
 //! is reported as the upstream being unavailable, without its details (which may name hosts,
-//! paths or credentials). Not built yet: resources, server-to-client requests across the
+//! paths or credentials). Resources and templates are read through under their local URIs
+//! (`NAMESPACE+scheme:...`), the contents renamed back. Not built yet: server-to-client
+//! requests across the
 //! gateway (sampling, elicitation, roots), notifications, restarts and health checks.
 
 use std::sync::Arc;
@@ -14,14 +16,18 @@ use std::time::Duration;
 
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
+use codomyrmex_mcp::resources::{
+    ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
+};
+use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
-    ClientError, ContentBlock, McpClient, McpErrorDetail, McpPromptRegistry, McpToolRegistry,
-    McpToolResult, ToolContext, ToolDefinition,
+    ClientError, ContentBlock, McpClient, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
+    McpToolRegistry, McpToolResult, ToolContext, ToolDefinition,
 };
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
-use super::catalog::{Catalogue, Entry};
+use super::catalog::{Catalogue, Entry, local_uri, split_local_uri};
 
 /// The longest upstream error message relayed to a client.
 const MAX_RELAYED_MESSAGE: usize = 500;
@@ -38,13 +44,20 @@ pub struct Live {
     pub timeout: Duration,
 }
 
-/// The gateway's tools and prompts, from the catalogue; returns what could not be mounted.
-pub fn mount(
-    catalogue: &Catalogue,
-    live: &[Option<Arc<Live>>],
-    tools: &McpToolRegistry,
-    prompts: &McpPromptRegistry,
-) -> Vec<String> {
+/// The gateway's registries, which [`mount`] fills.
+pub struct Registries<'a> {
+    /// Tools.
+    pub tools: &'a McpToolRegistry,
+    /// Prompts.
+    pub prompts: &'a McpPromptRegistry,
+    /// Resources and templates.
+    pub resources: &'a McpResourceRegistry,
+}
+
+/// The gateway's tools, prompts, resources and templates, from the catalogue; returns what
+/// could not be mounted.
+pub fn mount(catalogue: &Catalogue, live: &[Option<Arc<Live>>], r: &Registries<'_>) -> Vec<String> {
+    let (tools, prompts) = (r.tools, r.prompts);
     let mut refused = Vec::new();
     for (local, entry) in &catalogue.tools {
         let Some(Some(upstream)) = live.get(entry.upstream) else {
@@ -62,7 +75,138 @@ pub fn mount(
             refused.push(format!("{}: prompt {local:?} is taken", upstream.name));
         }
     }
+    for (local, entry) in &catalogue.resources {
+        let Some(Some(upstream)) = live.get(entry.upstream) else {
+            continue;
+        };
+        let d = &entry.definition;
+        let text = |k: &str| d.get(k).and_then(Value::as_str).map(str::to_owned);
+        let mut definition =
+            ResourceDefinition::new(local, text("name").unwrap_or_else(|| local.clone()));
+        if let Some(t) = text("description") {
+            definition = definition.with_description(t);
+        }
+        if let Some(t) = text("mimeType") {
+            definition = definition.with_mime_type(t);
+        }
+        let reader = reader(upstream.clone());
+        if let Err(e) = r.resources.add(definition, reader) {
+            refused.push(format!("{}: resource {local:?}: {e}", upstream.name));
+        }
+    }
+    for (local, entry) in &catalogue.templates {
+        let Some(Some(upstream)) = live.get(entry.upstream) else {
+            continue;
+        };
+        let d = &entry.definition;
+        let text = |k: &str| d.get(k).and_then(Value::as_str).map(str::to_owned);
+        let mut definition =
+            ResourceTemplateDefinition::new(local, text("name").unwrap_or_else(|| local.clone()));
+        if let Some(t) = text("description") {
+            definition = definition.with_description(t);
+        }
+        if let Some(t) = text("mimeType") {
+            definition = definition.with_mime_type(t);
+        }
+        let reader = reader(upstream.clone());
+        if let Err(e) =
+            r.resources
+                .add_template(definition, reader, std::collections::BTreeMap::new())
+        {
+            refused.push(format!("{}: template {local:?}: {e}", upstream.name));
+        }
+    }
     refused
+}
+
+/// A reader that reads the local URI's upstream URI from `upstream`, and names the contents
+/// by local URIs again.
+fn reader(
+    upstream: Arc<Live>,
+) -> impl Fn(
+    ResourceRequest,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<ResourceContents>, ResourceError>> + Send>,
+> + Send
++ Sync
++ 'static {
+    move |request: ResourceRequest| {
+        let upstream = upstream.clone();
+        Box::pin(async move { forward_read(&upstream, &request.uri).await })
+    }
+}
+
+async fn forward_read(
+    upstream: &Live,
+    local: &str,
+) -> Result<Vec<ResourceContents>, ResourceError> {
+    let failed = |m: String| ResourceError::Failed(m);
+    let Some((namespace, uri)) = split_local_uri(local).filter(|(n, _)| *n == upstream.name) else {
+        return Err(ResourceError::NotFound(local.to_owned()));
+    };
+    let _permit = upstream
+        .permits
+        .acquire()
+        .await
+        .map_err(|_| failed(format!("upstream {namespace} is not reachable")))?;
+    let got = tokio::time::timeout(upstream.timeout, upstream.client.read_resource(uri))
+        .await
+        .map_err(|_| failed(format!("upstream {namespace} did not answer in time")))?;
+    let result = match got {
+        Ok(r) => r,
+        Err(ClientError::Server(e)) => {
+            return Err(failed(format!(
+                "upstream {namespace}: {}",
+                relayed(&e.message)
+            )));
+        }
+        Err(_) => return Err(failed(format!("upstream {namespace} is not reachable"))),
+    };
+    let contents: Vec<ResourceContents> = result
+        .get("contents")
+        .cloned()
+        .and_then(|c| serde_json::from_value(c).ok())
+        .ok_or_else(|| {
+            failed(format!(
+                "upstream {namespace} sent contents the gateway cannot relay"
+            ))
+        })?;
+    contents
+        .into_iter()
+        .map(|c| {
+            let rename = |u: String| {
+                local_uri(namespace, &u).ok_or_else(|| {
+                    failed(format!(
+                        "upstream {namespace} named contents without a URI scheme"
+                    ))
+                })
+            };
+            Ok(match c {
+                ResourceContents::Text {
+                    uri,
+                    mime_type,
+                    text,
+                    meta,
+                } => ResourceContents::Text {
+                    uri: rename(uri)?,
+                    mime_type,
+                    text,
+                    meta,
+                },
+                ResourceContents::Blob {
+                    uri,
+                    mime_type,
+                    blob,
+                    meta,
+                } => ResourceContents::Blob {
+                    uri: rename(uri)?,
+                    mime_type,
+                    blob,
+                    meta,
+                },
+            })
+        })
+        .collect()
 }
 
 fn mount_tool(
