@@ -119,17 +119,14 @@ pub fn mount(catalogue: &Catalogue, live: &[Option<Arc<Live>>], r: &Registries<'
     refused
 }
 
+/// What a forwarded read returns.
+type ReadFuture = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<ResourceContents>, ResourceError>> + Send>,
+>;
+
 /// A reader that reads the local URI's upstream URI from `upstream`, and names the contents
 /// by local URIs again.
-fn reader(
-    upstream: Arc<Live>,
-) -> impl Fn(
-    ResourceRequest,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<Vec<ResourceContents>, ResourceError>> + Send>,
-> + Send
-+ Sync
-+ 'static {
+fn reader(upstream: Arc<Live>) -> impl Fn(ResourceRequest) -> ReadFuture + Send + Sync + 'static {
     move |request: ResourceRequest| {
         let upstream = upstream.clone();
         Box::pin(async move { forward_read(&upstream, &request.uri).await })
