@@ -17,6 +17,7 @@ use crate::engine::{Handled, META_LOG_LEVEL, META_PROTOCOL_VERSION};
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
 
+use super::limits::{SERVER_BUSY, with_retry_after};
 use super::replay::LogSink;
 use super::sessions::HttpSession;
 use super::sse::{ChannelSink, SseBody};
@@ -377,10 +378,14 @@ fn initialize(
         return json_response(StatusCode::BAD_REQUEST, &m);
     }
     match app.sessions.insert(session) {
-        Err(_) => bad(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::INTERNAL_ERROR,
-            "Too many sessions; try again later",
+        // Only when every session has a call in flight or an open stream: idle ones make room.
+        Err(_) => with_retry_after(
+            bad(
+                StatusCode::SERVICE_UNAVAILABLE,
+                SERVER_BUSY,
+                "Too many sessions in use; try again later",
+            ),
+            Duration::from_secs(1),
         ),
         Ok((sid, _)) => {
             let mut resp = json_response(StatusCode::OK, &m);

@@ -100,7 +100,7 @@ pub enum HealthAccess {
 /// | `allowed_hosts`, `allowed_origins` | none added |
 /// | `auth` | `None`: no authentication (then only loopback binds are allowed) |
 /// | `cors_origins` | none: CORS off |
-/// | `max_sessions` | 10 000 legacy sessions |
+/// | `max_sessions` | 10 000 legacy sessions; when full, the least recently used idle one (no call in flight, no open SSE response) is evicted, and only when all are busy is `initialize` refused (`503`, `Retry-After`) |
 /// | `session_idle_timeout` | 10 minutes |
 /// | `replay_events` | 256 events per SSE stream for `Last-Event-ID` |
 /// | `replay_event_bytes` | 17 MiB: the largest event kept (a 16 MiB result and its framing); a larger response is replaced by an error, a larger notification dropped |
@@ -137,7 +137,8 @@ pub struct HttpConfig {
     /// Origins allowed by CORS (and so by the Origin check); empty turns CORS off. Explicit
     /// origins only: a wildcard is refused.
     pub cors_origins: Vec<String>,
-    /// The most legacy sessions alive at once.
+    /// The most legacy sessions alive at once. A new session past it evicts the least recently
+    /// used idle one.
     pub max_sessions: usize,
     /// How long an unused legacy session lives.
     pub session_idle_timeout: Duration,

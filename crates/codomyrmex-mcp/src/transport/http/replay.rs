@@ -16,7 +16,7 @@
 //! for a reader.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -147,6 +147,8 @@ pub(crate) struct StreamLog {
     budgets: Vec<Arc<Budget>>,
     me: Weak<StreamLog>,
     state: Mutex<LogState>,
+    /// Readers alive (open SSE responses on this log), whether or not current.
+    readers: AtomicUsize,
 }
 
 struct LogState {
@@ -172,6 +174,7 @@ impl StreamLog {
             },
             budgets,
             me: me.clone(),
+            readers: AtomicUsize::new(0),
             state: Mutex::new(LogState {
                 events: VecDeque::new(),
                 bytes: 0,
@@ -303,6 +306,11 @@ impl StreamLog {
         self.lock().closed
     }
 
+    /// Whether a reader (an open SSE response) holds this log.
+    pub(crate) fn has_reader(&self) -> bool {
+        self.readers.load(Ordering::Relaxed) > 0
+    }
+
     /// A reader of the events after `after_seq`; ends any earlier reader. Refused when some
     /// of those events were evicted.
     pub(crate) fn attach(self: &Arc<Self>, after_seq: u64) -> Result<Cursor, Evicted> {
@@ -334,6 +342,7 @@ impl StreamLog {
         if let Some(w) = s.waker.take() {
             w.wake();
         }
+        self.readers.fetch_add(1, Ordering::Relaxed);
         Cursor {
             log: self.clone(),
             after,
@@ -388,6 +397,12 @@ impl Cursor {
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let log = self.log.clone();
         log.poll_next(self, cx)
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        self.log.readers.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

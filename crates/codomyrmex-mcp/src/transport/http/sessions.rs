@@ -1,6 +1,14 @@
 //! The legacy-era session store: bounded, with idle expiry, so sessions never leak. Each
 //! session belongs to the principal that created it, and its replay history draws from a
 //! per-session and a server-wide byte budget ([`replay`](super::replay)).
+//!
+//! A full table never locks new clients out: creating a session first drops the expired
+//! ones, then evicts the least recently used *idle* session, one with no call in flight and
+//! no open SSE response (a GET stream or a streamed POST still being read). Its client gets
+//! `404` on its next request and re-initializes, as the spec expects of a lost session. Only
+//! when every session is busy is a new one refused ([`StoreFull`]), and the endpoint answers
+//! `503` with `Retry-After`. Finding the victim scans the table; that happens only when it is
+//! full.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,13 +75,28 @@ impl HttpSession {
             .unwrap_or_else(PoisonError::into_inner) = Instant::now();
     }
 
+    fn last_seen(&self) -> Instant {
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn idle_for(&self, now: Instant) -> Duration {
-        now.saturating_duration_since(
-            *self
-                .last_seen
+        now.saturating_duration_since(self.last_seen())
+    }
+
+    /// Whether the session is in use: a call in flight, or an SSE response open on one of its
+    /// streams. A busy session is never evicted to make room.
+    fn is_busy(&self) -> bool {
+        self.session.in_flight() > 0
+            || self.standalone.has_reader()
+            || self
+                .streams
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|s| s.has_reader())
     }
 
     /// A new resumable stream for a POST response.
@@ -120,7 +143,7 @@ impl HttpSession {
     }
 }
 
-/// Why a session could not be created.
+/// Why a session could not be created: the table is full and every session in it is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StoreFull;
 
@@ -159,23 +182,38 @@ impl SessionStore {
         self.lock().len()
     }
 
-    /// Stores a session under a fresh random id.
+    /// Stores a session under a fresh random id. When the table is full, the expired
+    /// sessions go first, then the least recently used idle one (see the module docs).
     pub(crate) fn insert(
         &self,
         session: Arc<Session>,
     ) -> Result<(String, Arc<HttpSession>), StoreFull> {
         let mut map = self.lock();
+        let mut evicted = None;
         if map.len() >= self.max {
             drop(map);
             self.sweep();
             map = self.lock();
             if map.len() >= self.max {
-                return Err(StoreFull);
+                let victim = map
+                    .iter()
+                    .filter(|(_, s)| !s.is_busy())
+                    .min_by_key(|(_, s)| s.last_seen())
+                    .map(|(k, _)| k.clone());
+                let Some(victim) = victim else {
+                    return Err(StoreFull);
+                };
+                evicted = map.remove(&victim);
             }
         }
         let id = new_session_id();
         let http = Arc::new(HttpSession::new(session, self.replay, &self.retained));
         map.insert(id.clone(), http.clone());
+        drop(map);
+        if let Some(old) = evicted {
+            tracing::debug!("evicted the least recently used idle session to make room");
+            old.close();
+        }
         Ok((id, http))
     }
 
@@ -293,11 +331,42 @@ mod tests {
         let (b, _) = store.insert(session()).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert_eq!(store.insert(session()).err(), Some(StoreFull));
         assert!(store.remove(&a, None));
         assert!(!store.remove(&a, None));
         assert!(store.get(&a, None).is_none());
         assert!(store.get(&b, None).is_some());
+        assert!(store.insert(session()).is_ok());
+        assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn a_full_store_evicts_the_least_recently_used_idle_session() {
+        let store = SessionStore::new(2, Duration::from_secs(60), limits());
+        let (a, _) = store.insert(session()).unwrap();
+        let (b, b_session) = store.insert(session()).unwrap();
+        // `b` listens on its standalone stream: busy, never evicted.
+        let reader = b_session.standalone.follow();
+        let (c, _) = store.insert(session()).unwrap();
+        assert!(store.get(&a, None).is_none(), "the idle one went");
+        assert!(store.get(&b, None).is_some());
+        assert!(store.get(&c, None).is_some());
+        assert_eq!(store.len(), 2);
+        // `c` is idle too, and now the only candidate.
+        let (_d, _) = store.insert(session()).unwrap();
+        assert!(store.get(&c, None).is_none());
+        drop(reader);
+        // With the reader gone, `b` can make room as well.
+        assert!(store.insert(session()).is_ok());
+        assert!(store.get(&b, None).is_none());
+    }
+
+    #[test]
+    fn a_store_of_busy_sessions_refuses() {
+        let store = SessionStore::new(1, Duration::from_secs(60), limits());
+        let (_a, a) = store.insert(session()).unwrap();
+        let reader = a.standalone.follow();
+        assert_eq!(store.insert(session()).err(), Some(StoreFull));
+        drop(reader);
         assert!(store.insert(session()).is_ok());
     }
 
