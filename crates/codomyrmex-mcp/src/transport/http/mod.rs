@@ -17,6 +17,7 @@
 //! Policies are tower layers applied by [`HttpServer::router`], outermost first:
 //!
 //! 1. [`HeaderLimitLayer`]: oversized request heads get `431`;
+//!    then [`ForwardedLayer`], only with trusted proxies: names the client behind them;
 //! 2. [`OriginLayer`]: DNS-rebinding protection, a foreign `Host` or `Origin` gets `403`;
 //! 3. CORS ([`cors_layer`]), only when origins are configured;
 //! 4. [`AuthLayer`]: bearer tokens and JWTs, `401`/`403` with `WWW-Authenticate`, only when
@@ -37,6 +38,7 @@ mod auth;
 mod conn;
 mod cors;
 mod drain;
+mod forwarded;
 mod guard;
 mod handler;
 pub(crate) mod headers;
@@ -71,6 +73,7 @@ pub use auth::{
 };
 pub use cors::{CorsOriginError, check_origin, cors_layer};
 use drain::Drain;
+pub use forwarded::{ClientAddr, Forwarded, ForwardedLayer, ProxyNet, ProxyNetError};
 pub use guard::{OriginLayer, OriginPolicy, OriginService};
 pub use limits::{
     ClientRateLimit, ClientRateLimitLayer, HeaderLimit, HeaderLimitLayer, InFlightLimit,
@@ -118,6 +121,7 @@ pub enum HealthAccess {
 /// | `max_concurrent_requests` | 256; more are shed with `503` |
 /// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`), counted after authentication |
 /// | `auth_failure_rate_limit` | 10 refused authentications/s per client IP, burst 20 (`429`), a budget of their own |
+/// | `trusted_proxies` | none: the client is the peer address, `X-Forwarded-For` and `Forwarded` are ignored |
 /// | `shutdown_grace` | 10 s |
 /// | `health` | `Authenticated` (public when no authentication is configured) |
 #[derive(Debug, Clone)]
@@ -178,6 +182,10 @@ pub struct HttpConfig {
     /// Per-client (peer IP) limit of refused authentications (missing or bad credentials),
     /// which only those requests draw from; `None` turns it off. Only used with `auth`.
     pub auth_failure_rate_limit: Option<RateLimit>,
+    /// Reverse proxies (addresses or CIDR networks) whose `Forwarded: for=` or
+    /// `X-Forwarded-For` names the client that the per-client limits count (the rightmost hop
+    /// that is not itself trusted). Those headers from any other peer are ignored.
+    pub trusted_proxies: Vec<ProxyNet>,
     /// Time in-flight requests get to finish after shutdown begins.
     pub shutdown_grace: Duration,
     /// Who may read `GET /health`.
@@ -220,9 +228,26 @@ impl Default for HttpConfig {
                 per_second: 10.0,
                 burst: 20,
             }),
+            trusted_proxies: Vec::new(),
             shutdown_grace: Duration::from_secs(10),
             health: HealthAccess::Authenticated,
         }
+    }
+}
+
+impl HttpConfig {
+    /// Trusts the forwarded headers of these proxies (see
+    /// [`trusted_proxies`](Self::trusted_proxies)).
+    pub fn with_trusted_proxies(mut self, proxies: impl IntoIterator<Item = ProxyNet>) -> Self {
+        self.trusted_proxies = proxies.into_iter().collect();
+        self
+    }
+
+    /// Turns off every per-client rate limit: requests' and refused authentications'.
+    pub fn without_rate_limits(mut self) -> Self {
+        self.rate_limit = None;
+        self.auth_failure_rate_limit = None;
+        self
     }
 }
 
@@ -528,6 +553,8 @@ impl HttpServer {
                 Some(layer)
             }
         };
+        let forwarded =
+            (!c.trusted_proxies.is_empty()).then(|| ForwardedLayer::new(c.trusted_proxies.clone()));
         let cors = if c.cors_origins.is_empty() {
             None
         } else {
@@ -535,6 +562,8 @@ impl HttpServer {
         };
         Ok(ServiceBuilder::new()
             .layer(HeaderLimitLayer::new(c.max_header_bytes))
+            // Before the per-client limits: it names the client they count.
+            .option_layer(forwarded)
             .layer(OriginLayer::new(self.origin_policy(port)))
             .option_layer(cors)
             // Authentication first, so that refused requests (which have their own budget)
