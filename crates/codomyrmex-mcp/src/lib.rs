@@ -58,6 +58,7 @@ pub mod registry;
 pub mod resources;
 pub mod schema;
 pub mod server;
+pub mod store;
 mod tool_content;
 mod tool_support;
 pub mod transport;

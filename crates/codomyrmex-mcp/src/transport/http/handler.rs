@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::context::{MessageSink, NullSink, Principal};
 use crate::engine::{Handled, META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use crate::store::{EventId, EventStore, ReplayScope, StoreError};
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
 
@@ -258,7 +259,7 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
             modern(&app, &headers, accepts, message, principal).await
         }
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
-            initialize(&app, message, principal)
+            initialize(&app, message, principal).await
         }
         (Route::Legacy, decoded, Some(sid)) => {
             legacy(&app, &headers, accepts, sid, principal.as_ref(), decoded).await
@@ -359,7 +360,7 @@ fn reply(m: &OutgoingMessage) -> Response<Body> {
     json_response(status, m)
 }
 
-fn initialize(
+async fn initialize(
     app: &AppState,
     message: IncomingMessage,
     principal: Option<Principal>,
@@ -377,9 +378,9 @@ fn initialize(
     if !matches!(m, OutgoingMessage::Response { .. }) {
         return json_response(StatusCode::BAD_REQUEST, &m);
     }
-    match app.sessions.insert(session) {
+    match app.sessions.insert(session).await {
         // Only when every session has a call in flight or an open stream: idle ones make room.
-        Err(_) => with_retry_after(
+        Err(StoreError::Full) => with_retry_after(
             bad(
                 StatusCode::SERVICE_UNAVAILABLE,
                 SERVER_BUSY,
@@ -387,6 +388,7 @@ fn initialize(
             ),
             Duration::from_secs(1),
         ),
+        Err(e) => store_unavailable(&e),
         Ok((sid, _)) => {
             let mut resp = json_response(StatusCode::OK, &m);
             if let Ok(v) = HeaderValue::from_str(&sid) {
@@ -427,8 +429,10 @@ async fn legacy(
     principal: Option<&Principal>,
     decoded: Decoded,
 ) -> Response<Body> {
-    let Some(session) = app.sessions.get(sid, principal) else {
-        return session_not_found();
+    let session = match app.sessions.get(sid, principal).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return session_not_found(),
+        Err(e) => return store_unavailable(&e),
     };
     if let Err(resp) = check_legacy_version(headers) {
         return resp;
@@ -506,8 +510,10 @@ pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Resp
         Ok(None) => return method_not_allowed(),
         Err(resp) => return resp,
     };
-    let Some(session) = app.sessions.get(&sid, principal) else {
-        return session_not_found();
+    let session = match app.sessions.get(&sid, principal).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return session_not_found(),
+        Err(e) => return store_unavailable(&e),
     };
     if !Accepts::of(headers).sse {
         return bad(
@@ -519,26 +525,62 @@ pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Resp
     let last = headers
         .get(&LAST_EVENT_ID)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once('-'))
-        .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-    let events = match last {
-        Some((stream, seq)) => match session.stream(stream).map(|log| log.attach(seq)) {
-            Some(Ok(events)) => events,
-            // The stream existed, but what followed this id is no longer retained: replaying
-            // the rest would silently skip events.
-            Some(Err(_)) => return gone(),
-            None if session.opened(stream) => return gone(),
-            None => {
-                return bad(
-                    StatusCode::NOT_FOUND,
-                    ErrorCode::INVALID_REQUEST,
-                    "Unknown event stream",
-                );
-            }
-        },
-        None => session.standalone.follow(),
+        .and_then(|v| v.parse::<EventId>().ok());
+    let Some(after) = last else {
+        let events = session.standalone.follow();
+        return sse_response(
+            SseBody::follow(None, events, Some(app.config.keep_alive)).until(&app.shutdown),
+        );
     };
-    sse_response(SseBody::follow(None, events, Some(app.config.keep_alive)).until(&app.shutdown))
+    let owner = session.owner();
+    let scope = ReplayScope {
+        session: session.id(),
+        principal: owner.as_deref(),
+    };
+    let store = app.sessions.events();
+    // What is retained after the id, through the store; then the same log, live, from the
+    // last event replayed (so nothing is lost or repeated in between).
+    let replayed = match EventStore::replay_after(&**store, after, scope).await {
+        Ok(r) => r,
+        // What followed this id is no longer retained: replaying the rest would silently
+        // skip events.
+        Err(StoreError::Evicted) => return gone(),
+        Err(StoreError::UnknownStream) => {
+            return bad(
+                StatusCode::NOT_FOUND,
+                ErrorCode::INVALID_REQUEST,
+                "Unknown event stream",
+            );
+        }
+        Err(e) => return store_unavailable(&e),
+    };
+    let from = replayed.events.last().map_or(after.seq, |e| e.id.seq);
+    let events = match store.log(scope, after.stream).map(|log| log.attach(from)) {
+        Ok(Ok(events)) => events,
+        // Evicted between the replay and now.
+        Ok(Err(_)) | Err(StoreError::Evicted) => return gone(),
+        Err(e) => return store_unavailable(&e),
+    };
+    let mut prefix = Vec::new();
+    for e in &replayed.events {
+        prefix.extend_from_slice(&e.data);
+    }
+    let prefix = (!prefix.is_empty()).then(|| axum::body::Bytes::from(prefix));
+    sse_response(SseBody::follow(prefix, events, Some(app.config.keep_alive)).until(&app.shutdown))
+}
+
+/// `503` with `Retry-After`: the session store failed. Never `404`, which would make the
+/// client drop a session that may still exist.
+fn store_unavailable(e: &StoreError) -> Response<Body> {
+    tracing::warn!(error = %e, "session store error");
+    with_retry_after(
+        bad(
+            StatusCode::SERVICE_UNAVAILABLE,
+            SERVER_BUSY,
+            "The session store is unavailable; try again later",
+        ),
+        Duration::from_secs(1),
+    )
 }
 
 fn session_not_found() -> Response<Body> {
@@ -563,15 +605,15 @@ fn gone() -> Response<Body> {
 pub(crate) async fn delete(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
     let principal = req.extensions().get::<Principal>();
     match session_id(req.headers()) {
-        Ok(Some(sid)) => {
-            if app.sessions.remove(sid, principal) {
+        Ok(Some(sid)) => match app.sessions.remove(sid, principal).await {
+            Ok(true) => {
                 let mut resp = Response::new(Body::empty());
                 *resp.status_mut() = StatusCode::NO_CONTENT;
                 resp
-            } else {
-                session_not_found()
             }
-        }
+            Ok(false) => session_not_found(),
+            Err(e) => store_unavailable(&e),
+        },
         Ok(None) => method_not_allowed(),
         Err(resp) => resp,
     }

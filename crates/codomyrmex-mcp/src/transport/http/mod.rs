@@ -79,7 +79,9 @@ pub use limits::{
     ClientRateLimit, ClientRateLimitLayer, HeaderLimit, HeaderLimitLayer, InFlightLimit,
     InFlightLimitLayer, PolicyFuture, SERVER_BUSY,
 };
-use sessions::SessionStore;
+use sessions::SessionTable;
+
+use crate::store::{MemorySessionStore, SessionStore};
 
 /// Who may read `GET /health`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +123,7 @@ pub enum HealthAccess {
 /// | `max_concurrent_requests` | 256; more are shed with `503` |
 /// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`), counted after authentication |
 /// | `auth_failure_rate_limit` | 10 refused authentications/s per client IP, burst 20 (`429`), a budget of their own |
+/// | `session_store` | `None`: the records of legacy sessions in memory ([`MemorySessionStore`]) |
 /// | `trusted_proxies` | none: the client is the peer address, `X-Forwarded-For` and `Forwarded` are ignored |
 /// | `shutdown_grace` | 10 s |
 /// | `health` | `Authenticated` (public when no authentication is configured) |
@@ -186,6 +189,9 @@ pub struct HttpConfig {
     /// `X-Forwarded-For` names the client that the per-client limits count (the rightmost hop
     /// that is not itself trusted). Those headers from any other peer are ignored.
     pub trusted_proxies: Vec<ProxyNet>,
+    /// Where the records of legacy sessions live; `None` keeps them in memory. The store
+    /// decides the cap (`max_sessions`), the eviction of idle sessions and the idle expiry.
+    pub session_store: Option<Arc<dyn SessionStore>>,
     /// Time in-flight requests get to finish after shutdown begins.
     pub shutdown_grace: Duration,
     /// Who may read `GET /health`.
@@ -229,6 +235,7 @@ impl Default for HttpConfig {
                 burst: 20,
             }),
             trusted_proxies: Vec::new(),
+            session_store: None,
             shutdown_grace: Duration::from_secs(10),
             health: HealthAccess::Authenticated,
         }
@@ -240,6 +247,13 @@ impl HttpConfig {
     /// [`trusted_proxies`](Self::trusted_proxies)).
     pub fn with_trusted_proxies(mut self, proxies: impl IntoIterator<Item = ProxyNet>) -> Self {
         self.trusted_proxies = proxies.into_iter().collect();
+        self
+    }
+
+    /// Keeps the records of legacy sessions in `store` (see
+    /// [`session_store`](Self::session_store)).
+    pub fn with_session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = Some(store);
         self
     }
 
@@ -279,7 +293,7 @@ pub enum HttpError {
 #[derive(Clone)]
 pub(crate) struct AppState {
     engine: Engine,
-    sessions: Arc<SessionStore>,
+    sessions: Arc<SessionTable>,
     config: Arc<HttpConfig>,
     /// Cancelled when the server shuts down: ends the streams that never end on their own.
     shutdown: CancellationToken,
@@ -329,7 +343,11 @@ fn router_with_drain(
         shutdown,
         drain,
         engine,
-        sessions: Arc::new(SessionStore::new(
+        sessions: Arc::new(SessionTable::new(
+            config
+                .session_store
+                .clone()
+                .unwrap_or_else(|| Arc::new(MemorySessionStore::new())),
             config.max_sessions,
             config.session_idle_timeout,
             replay::ReplayLimits::of(config),
@@ -367,7 +385,9 @@ fn spawn_housekeeping(state: &AppState) {
             tokio::select! {
                 _ = tick.tick() => {
                     let Some(s) = sessions.upgrade() else { return };
-                    s.sweep();
+                    if let Err(e) = s.sweep().await {
+                        tracing::warn!(error = %e, "could not expire idle sessions");
+                    }
                 }
                 event = events.next() => {
                     let Some(event) = event else { return };
