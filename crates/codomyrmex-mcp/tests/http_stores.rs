@@ -118,6 +118,12 @@ async fn sessions_live_in_the_configured_store_and_its_faults_are_503() {
     }
     // The store is back: the session was never lost.
     store.down.store(false, Ordering::SeqCst);
+    let metrics = s.send(&Req::new("GET", "/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.lines().any(|l| l == "mcp_store_errors_total 3"),
+        "the three failures are counted: {text}"
+    );
     assert_eq!(s.send(&list).await.status, 200);
     let r = s
         .send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &sid))

@@ -19,6 +19,7 @@ use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
 
 use super::limits::{SERVER_BUSY, with_retry_after};
+use super::metrics::{Served, method_label};
 use super::replay::LogSink;
 use super::sessions::HttpSession;
 use super::sse::{ChannelSink, SseBody};
@@ -192,6 +193,28 @@ fn wants_stream(
 
 /// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
 pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let mut method = "none";
+    let mut resp = post_message(&app, req, &mut method).await;
+    resp.extensions_mut().insert(Served(method));
+    resp
+}
+
+/// The label of what a POST carried, for the metrics.
+fn message_label(decoded: &Decoded) -> &'static str {
+    match decoded {
+        Decoded::Single(Ok(IncomingMessage::Request { method, .. }))
+        | Decoded::Single(Ok(IncomingMessage::Notification { method, .. })) => method_label(method),
+        Decoded::Single(Ok(_)) => "response",
+        Decoded::Single(Err(_)) => "invalid",
+        _ => "batch",
+    }
+}
+
+async fn post_message(
+    app: &AppState,
+    req: Request<Body>,
+    label: &mut &'static str,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
     let principal = parts.extensions.get::<Principal>().cloned();
@@ -220,7 +243,7 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
             "Accept must include application/json and text/event-stream",
         );
     }
-    let body = match read_body(&app, body).await {
+    let body = match read_body(app, body).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };
@@ -229,6 +252,7 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
         Err(resp) => return resp,
     };
     let decoded = decode(&body);
+    *label = message_label(&decoded);
     let route = match (&decoded, &sid) {
         (Decoded::Single(Ok(IncomingMessage::Request { params, .. })), _) if is_modern(params) => {
             Route::Modern
@@ -256,13 +280,13 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
     };
     match (route, decoded, sid) {
         (Route::Modern, Decoded::Single(Ok(message)), _) => {
-            modern(&app, &headers, accepts, message, principal).await
+            modern(app, &headers, accepts, message, principal).await
         }
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
-            initialize(&app, message, principal).await
+            initialize(app, message, principal).await
         }
         (Route::Legacy, decoded, Some(sid)) => {
-            legacy(&app, &headers, accepts, sid, principal.as_ref(), decoded).await
+            legacy(app, &headers, accepts, sid, principal.as_ref(), decoded).await
         }
         _ => bad(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -388,7 +412,7 @@ async fn initialize(
             ),
             Duration::from_secs(1),
         ),
-        Err(e) => store_unavailable(&e),
+        Err(e) => store_unavailable(app, &e),
         Ok((sid, _)) => {
             let mut resp = json_response(StatusCode::OK, &m);
             if let Ok(v) = HeaderValue::from_str(&sid) {
@@ -432,7 +456,7 @@ async fn legacy(
     let session = match app.sessions.get(sid, principal).await {
         Ok(Some(s)) => s,
         Ok(None) => return session_not_found(),
-        Err(e) => return store_unavailable(&e),
+        Err(e) => return store_unavailable(app, &e),
     };
     if let Err(resp) = check_legacy_version(headers) {
         return resp;
@@ -503,6 +527,12 @@ async fn legacy(
 /// GET: the standalone SSE stream of a legacy session, or a resumption with `Last-Event-ID`.
 /// Modern clients have no GET: `405`.
 pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let mut resp = get_stream(&app, req).await;
+    resp.extensions_mut().insert(Served("GET"));
+    resp
+}
+
+async fn get_stream(app: &AppState, req: Request<Body>) -> Response<Body> {
     let headers = req.headers();
     let principal = req.extensions().get::<Principal>();
     let sid = match session_id(headers) {
@@ -513,7 +543,7 @@ pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Resp
     let session = match app.sessions.get(&sid, principal).await {
         Ok(Some(s)) => s,
         Ok(None) => return session_not_found(),
-        Err(e) => return store_unavailable(&e),
+        Err(e) => return store_unavailable(app, &e),
     };
     if !Accepts::of(headers).sse {
         return bad(
@@ -552,14 +582,14 @@ pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Resp
                 "Unknown event stream",
             );
         }
-        Err(e) => return store_unavailable(&e),
+        Err(e) => return store_unavailable(app, &e),
     };
     let from = replayed.events.last().map_or(after.seq, |e| e.id.seq);
     let events = match store.log(scope, after.stream).map(|log| log.attach(from)) {
         Ok(Ok(events)) => events,
         // Evicted between the replay and now.
         Ok(Err(_)) | Err(StoreError::Evicted) => return gone(),
-        Err(e) => return store_unavailable(&e),
+        Err(e) => return store_unavailable(app, &e),
     };
     let mut prefix = Vec::new();
     for e in &replayed.events {
@@ -571,8 +601,9 @@ pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Resp
 
 /// `503` with `Retry-After`: the session store failed. Never `404`, which would make the
 /// client drop a session that may still exist.
-fn store_unavailable(e: &StoreError) -> Response<Body> {
+fn store_unavailable(app: &AppState, e: &StoreError) -> Response<Body> {
     tracing::warn!(error = %e, "session store error");
+    app.metrics.store_error();
     with_retry_after(
         bad(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -603,6 +634,12 @@ fn gone() -> Response<Body> {
 
 /// DELETE: ends a legacy session.
 pub(crate) async fn delete(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let mut resp = end_session(&app, req).await;
+    resp.extensions_mut().insert(Served("DELETE"));
+    resp
+}
+
+async fn end_session(app: &AppState, req: Request<Body>) -> Response<Body> {
     let principal = req.extensions().get::<Principal>();
     match session_id(req.headers()) {
         Ok(Some(sid)) => match app.sessions.remove(sid, principal).await {
@@ -612,7 +649,7 @@ pub(crate) async fn delete(State(app): State<AppState>, req: Request<Body>) -> R
                 resp
             }
             Ok(false) => session_not_found(),
-            Err(e) => store_unavailable(&e),
+            Err(e) => store_unavailable(app, &e),
         },
         Ok(None) => method_not_allowed(),
         Err(resp) => resp,

@@ -43,6 +43,7 @@ mod guard;
 mod handler;
 pub(crate) mod headers;
 mod limits;
+mod metrics;
 mod replay;
 mod sessions;
 mod sse;
@@ -83,7 +84,7 @@ use sessions::SessionTable;
 
 use crate::store::{MemorySessionStore, SessionStore};
 
-/// Who may read `GET /health`.
+/// Who may read `GET /health` and `GET /metrics` (the Prometheus text format).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HealthAccess {
     /// No health endpoint.
@@ -299,6 +300,8 @@ pub(crate) struct AppState {
     shutdown: CancellationToken,
     /// The calls in flight, answered with an error when the shutdown grace period ends.
     drain: Arc<Drain>,
+    /// What `/metrics` shows.
+    metrics: Arc<metrics::HttpMetrics>,
 }
 
 /// A JSON-RPC error response with an HTTP status.
@@ -330,7 +333,13 @@ pub fn mcp_router_with_shutdown(
     config: &HttpConfig,
     shutdown: CancellationToken,
 ) -> Router {
-    router_with_drain(engine, config, shutdown, Arc::default())
+    router_with_drain(
+        engine,
+        config,
+        shutdown,
+        Arc::default(),
+        metrics::HttpMetrics::new(),
+    )
 }
 
 fn router_with_drain(
@@ -338,10 +347,12 @@ fn router_with_drain(
     config: &HttpConfig,
     shutdown: CancellationToken,
     drain: Arc<Drain>,
+    metrics: Arc<metrics::HttpMetrics>,
 ) -> Router {
     let state = AppState {
         shutdown,
         drain,
+        metrics,
         engine,
         sessions: Arc::new(SessionTable::new(
             config
@@ -363,7 +374,9 @@ fn router_with_drain(
             .fallback(|| async { handler::method_not_allowed() }),
     );
     if config.health != HealthAccess::Off {
-        router = router.route("/health", get(health));
+        router = router
+            .route("/health", get(health))
+            .route("/metrics", get(metrics_text));
     }
     router.with_state(state)
 }
@@ -379,6 +392,7 @@ fn spawn_housekeeping(state: &AppState) {
         .clamp(Duration::from_millis(50), Duration::from_secs(30));
     let mut events = state.engine.events();
     let engine = state.engine.clone();
+    let metrics = state.metrics.clone();
     handle.spawn(async move {
         let mut tick = tokio::time::interval(period);
         loop {
@@ -386,6 +400,7 @@ fn spawn_housekeeping(state: &AppState) {
                 _ = tick.tick() => {
                     let Some(s) = sessions.upgrade() else { return };
                     if let Err(e) = s.sweep().await {
+                        metrics.store_error();
                         tracing::warn!(error = %e, "could not expire idle sessions");
                     }
                 }
@@ -401,6 +416,14 @@ fn spawn_housekeeping(state: &AppState) {
             }
         }
     });
+}
+
+async fn metrics_text(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Response<Body> {
+    state
+        .metrics
+        .render(state.drain.in_flight(), state.sessions.len())
 }
 
 async fn health(axum::extract::State(state): axum::extract::State<AppState>) -> Response<Body> {
@@ -558,7 +581,8 @@ impl HttpServer {
     {
         self.validate()?;
         let c = &self.config;
-        let mut app = router_with_drain(self.engine.clone(), c, shutdown, drain);
+        let metrics = metrics::HttpMetrics::new();
+        let mut app = router_with_drain(self.engine.clone(), c, shutdown, drain, metrics.clone());
         let auth = match &c.auth {
             None => None,
             Some(auth) => {
@@ -568,7 +592,7 @@ impl HttpServer {
                     layer = layer.with_failure_limit(limit);
                 }
                 if c.health == HealthAccess::Public {
-                    layer = layer.allow_path("/health");
+                    layer = layer.allow_path("/health").allow_path("/metrics");
                 }
                 Some(layer)
             }
@@ -581,6 +605,8 @@ impl HttpServer {
             Some(cors_layer(&c.cors_origins)?)
         };
         Ok(ServiceBuilder::new()
+            // Outermost: it counts the other layers' refusals too.
+            .layer(metrics::MetricsLayer::new(metrics))
             .layer(HeaderLimitLayer::new(c.max_header_bytes))
             // Before the per-client limits: it names the client they count.
             .option_layer(forwarded)
