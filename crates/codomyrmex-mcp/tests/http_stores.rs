@@ -83,8 +83,8 @@ impl SessionStore for Flaky {
             Err(e) => failed(e),
         }
     }
-    fn len(&self) -> StoreFuture<'_, usize> {
-        self.inner.len()
+    fn count(&self) -> StoreFuture<'_, usize> {
+        self.inner.count()
     }
 }
 
@@ -144,7 +144,7 @@ async fn the_store_holds_the_cap() {
     .await;
     let a = s.legacy_session().await;
     let b = s.legacy_session().await;
-    assert_eq!(store.inner.len().await.unwrap(), 1);
+    assert_eq!(store.inner.count().await.unwrap(), 1);
     assert!(store.inner.load(&a, 0).await.unwrap().is_none());
     assert!(store.inner.load(&b, 0).await.unwrap().is_some());
     s.stop().await;

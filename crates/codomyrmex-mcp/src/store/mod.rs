@@ -81,6 +81,11 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// A future that is ready at once.
+pub(crate) fn ready<'a, T: Send + 'a>(value: Result<T, StoreError>) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(value))
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -147,9 +152,4 @@ mod tests {
             }
         }
     }
-}
-
-/// A future that is ready at once.
-pub(crate) fn ready<'a, T: Send + 'a>(value: Result<T, StoreError>) -> StoreFuture<'a, T> {
-    Box::pin(std::future::ready(value))
 }

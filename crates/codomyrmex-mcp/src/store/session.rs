@@ -175,7 +175,7 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn expire<'a>(&'a self, now: u64, keep: Keep<'a>) -> StoreFuture<'a, Vec<String>>;
 
     /// How many records are stored (expired ones not yet removed included).
-    fn len(&self) -> StoreFuture<'_, usize>;
+    fn count(&self) -> StoreFuture<'_, usize>;
 }
 
 /// The in-memory [`SessionStore`]: a map behind a mutex. Finding the least recently used
@@ -333,7 +333,7 @@ impl SessionStore for MemorySessionStore {
         ready(Ok(remove_expired(&mut records.map, now, keep)))
     }
 
-    fn len(&self) -> StoreFuture<'_, usize> {
+    fn count(&self) -> StoreFuture<'_, usize> {
         ready(Ok(self.lock().map.len()))
     }
 }
