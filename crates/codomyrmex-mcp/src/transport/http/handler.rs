@@ -23,7 +23,9 @@ use super::metrics::{Served, method_label};
 use super::replay::LogSink;
 use super::sessions::HttpSession;
 use super::sse::{ChannelSink, SseBody};
+use super::trace;
 use super::{AppState, rpc_error};
+use tracing::Instrument;
 
 static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
@@ -253,6 +255,25 @@ async fn post_message(
     };
     let decoded = decode(&body);
     *label = message_label(&decoded);
+    let params = match &decoded {
+        Decoded::Single(Ok(IncomingMessage::Request { params, .. }))
+        | Decoded::Single(Ok(IncomingMessage::Notification { params, .. })) => params.as_ref(),
+        _ => None,
+    };
+    let span = trace::request_span(label, trace::trace_parent(&headers, params).as_ref());
+    route_message(app, &headers, accepts, sid, principal, decoded)
+        .instrument(span)
+        .await
+}
+
+async fn route_message(
+    app: &AppState,
+    headers: &HeaderMap,
+    accepts: Accepts,
+    sid: Option<&str>,
+    principal: Option<Principal>,
+    decoded: Decoded,
+) -> Response<Body> {
     let route = match (&decoded, &sid) {
         (Decoded::Single(Ok(IncomingMessage::Request { params, .. })), _) if is_modern(params) => {
             Route::Modern
@@ -280,13 +301,13 @@ async fn post_message(
     };
     match (route, decoded, sid) {
         (Route::Modern, Decoded::Single(Ok(message)), _) => {
-            modern(app, &headers, accepts, message, principal).await
+            modern(app, headers, accepts, message, principal).await
         }
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
             initialize(app, message, principal).await
         }
         (Route::Legacy, decoded, Some(sid)) => {
-            legacy(app, &headers, accepts, sid, principal.as_ref(), decoded).await
+            legacy(app, headers, accepts, sid, principal.as_ref(), decoded).await
         }
         _ => bad(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -340,7 +361,8 @@ async fn modern(
     if stream {
         let (tx, rx) = mpsc::channel(256);
         let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx));
-        let handled = app.engine.handle(&session, message, &sink);
+        // Driven by the response body: in this request's span all the same.
+        let handled = trace::in_current_span(app.engine.handle(&session, message, &sink));
         // A subscription is no call: it ends with the server's streams, not its calls.
         let handled = if listen {
             handled
@@ -503,12 +525,15 @@ async fn legacy(
             }
             Handled::Pending(work) => {
                 let log = log.clone();
-                tokio::spawn(async move {
-                    if let Some(m) = work.await {
-                        log.append(&m);
+                tokio::spawn(
+                    async move {
+                        if let Some(m) = work.await {
+                            log.append(&m);
+                        }
+                        log.close();
                     }
-                    log.close();
-                });
+                    .in_current_span(),
+                );
             }
         }
         return sse_response(SseBody::follow(

@@ -47,6 +47,7 @@ mod metrics;
 mod replay;
 mod sessions;
 mod sse;
+mod trace;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
