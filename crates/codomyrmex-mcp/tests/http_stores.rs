@@ -149,3 +149,29 @@ async fn the_store_holds_the_cap() {
     assert!(store.inner.load(&b, 0).await.unwrap().is_some());
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_log_level_set_later_reaches_the_record() {
+    let store = Arc::new(Flaky::default());
+    let s = start(config().with_session_store(store.clone())).await;
+    let sid = s.legacy_session().await;
+    assert_eq!(
+        store.inner.load(&sid, 0).await.unwrap().unwrap().log_level,
+        None
+    );
+    let r = s
+        .send(
+            &legacy(
+                "logging/setLevel",
+                Some(3),
+                json!({"level": "debug"}),
+                Some(&sid),
+            )
+            .header("accept", "application/json"),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let record = store.inner.load(&sid, 0).await.unwrap().unwrap();
+    assert_eq!(record.log_level.as_deref(), Some("debug"));
+    s.stop().await;
+}

@@ -504,6 +504,8 @@ async fn legacy(
         return accepted();
     };
     let id = id.clone();
+    let sets_level =
+        matches!(&message, IncomingMessage::Request { method, .. } if method == "logging/setLevel");
     if wants_stream(app, accepts, &message, Some(&session)) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
         // nothing; the client can resume with Last-Event-ID.
@@ -543,6 +545,11 @@ async fn legacy(
         ));
     }
     let handled = app.engine.handle(&session.session, message, standalone);
+    if sets_level && let Err(e) = app.sessions.persist(&session).await {
+        // Set here all the same; only other instances would miss it.
+        tracing::warn!(error = %e, "could not store a session's log level");
+        app.metrics.store_error();
+    }
     match app.drain.watch(id, handled).into_message().await {
         Some(m) => json_response(StatusCode::OK, &m),
         None => accepted(),

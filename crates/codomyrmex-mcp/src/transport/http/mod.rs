@@ -11,10 +11,15 @@
 //!   DELETE ends the session. A session belongs to the principal that created it: to anyone
 //!   else it does not exist (`404`).
 //!
+//! Legacy session records live in a [`SessionStore`] ([`HttpConfig::session_store`], in
+//! memory by default), which decides the cap, the eviction of idle sessions and the idle
+//! expiry; resumption goes through the replay logs' [`EventStore`](crate::store::EventStore).
+//!
 //! Each request's era follows the spec's backward-compatibility rules: modern `_meta` selects
 //! the stateless path, `initialize` or an `Mcp-Session-Id` the legacy one.
 //!
-//! Policies are tower layers applied by [`HttpServer::router`], outermost first:
+//! Policies are tower layers applied by [`HttpServer::router`], outermost first (before
+//! them all, the metrics layer counts every request for `GET /metrics`):
 //!
 //! 1. [`HeaderLimitLayer`]: oversized request heads get `431`;
 //!    then [`ForwardedLayer`], only with trusted proxies: names the client behind them;

@@ -15,9 +15,11 @@
 //! when every session is busy is a new one refused ([`StoreError::Full`]), and the endpoint
 //! answers `503` with `Retry-After`.
 //!
-//! Not yet in the record after creation: a later `logging/setLevel` and resource
-//! subscriptions, which the engine's session holds (the core crate of issue #14 will report
-//! them); nor is a session restored from a record this process does not hold live.
+//! A later `logging/setLevel` (answered as JSON) is written back to the record
+//! ([`SessionTable::persist`]). Not yet in the record after creation: the level set on a
+//! streamed request, and resource subscriptions, which the engine's session holds without
+//! a way to list them (the core crate of issue #14 will report changes); nor is a session
+//! restored from a record this process does not hold live.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -276,6 +278,27 @@ impl SessionTable {
         let existed = self.records.delete(id).await?;
         self.forget(&[id.to_owned()]);
         Ok(existed)
+    }
+
+    /// Writes what the engine's session changed since creation (its log level) into the
+    /// record, with compare-and-set; a concurrent change is retried once.
+    pub(crate) async fn persist(&self, http: &HttpSession) -> Result<(), StoreError> {
+        let level = http.session.log_level().map(|l| l.as_str().to_owned());
+        for _ in 0..2 {
+            let Some(mut record) = self.records.load(&http.id, now_ms()).await? else {
+                return Ok(());
+            };
+            if record.log_level == level {
+                return Ok(());
+            }
+            let version = record.version;
+            record.log_level = level.clone();
+            match self.records.save(record, version).await {
+                Err(StoreError::Conflict { .. }) => continue,
+                other => return other.map(drop),
+            }
+        }
+        Ok(())
     }
 
     /// Every live session (for broadcasting list changes).
