@@ -579,7 +579,17 @@ impl MemoryEventStore {
 
     /// Closes and forgets every stream of `session`.
     pub(crate) fn end_session(&self, session: &str) {
-        let removed = self.lock().remove(session);
+        let removed = {
+            let mut map = self.lock();
+            let removed = map.remove(session);
+            // A map keeps its room after a burst of sessions: give it back once it is less
+            // than a quarter full (keeping room to double).
+            let len = map.len();
+            if map.capacity() > 64 && len < map.capacity() / 4 {
+                map.shrink_to(len * 2);
+            }
+            removed
+        };
         if let Some(s) = removed {
             // The logs release their budgets as they drop, outside the lock.
             for log in s.logs() {
