@@ -59,7 +59,7 @@ impl SessionStore for Flaky {
             Err(e) => failed(e),
         }
     }
-    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>> {
+    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>> {
         match self.check() {
             Ok(()) => self.inner.touch(id, now),
             Err(e) => failed(e),

@@ -44,8 +44,10 @@ pub async fn session_store(store: &dyn SessionStore) {
         .await
         .expect("b");
     // `a` is used after `b`: `b` is the least recently used.
-    let touched = store.touch("a", T0 + 20).await.expect("touch").expect("a");
-    assert_eq!(touched.expires_at, T0 + 20 + IDLE, "sliding expiry");
+    let expires = store.touch("a", T0 + 20).await.expect("touch");
+    assert_eq!(expires, Some(T0 + 20 + IDLE), "sliding expiry");
+    let a = store.load("a", T0 + 20).await.expect("load").expect("a");
+    assert_eq!((a.last_seen, a.expires_at), (T0 + 20, T0 + 20 + IDLE));
     let created = store
         .create(record("c", T0 + 30), 2, T0 + 30, &none)
         .await

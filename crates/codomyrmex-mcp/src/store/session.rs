@@ -137,7 +137,7 @@ pub type Keep<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 ///   used record that `keep` does not protect, and reports what it removed; when every record
 ///   is protected it fails with [`StoreError::Full`]. A duplicate id is [`StoreError::Exists`].
 /// - `load` and `touch` see only unexpired records; `touch` slides the expiry to
-///   `now + idle_timeout` and returns the updated record. An expired record is removed.
+///   `now + idle_timeout` and returns it. An expired record is removed.
 /// - `save` replaces a record if its version is still `expected_version`, else
 ///   [`StoreError::Conflict`]; it bumps the version.
 /// - `delete` removes a record and says whether it existed.
@@ -158,8 +158,9 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// The unexpired record `id`.
     fn load<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>>;
 
-    /// Marks `id` used at `now`; `None` when it does not exist or has expired.
-    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>>;
+    /// Marks `id` used at `now` and returns its new expiry; `None` when it does not exist or
+    /// has expired. (No record comes back: this runs on every request.)
+    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>>;
 
     /// Replaces the record if its stored version is `expected_version`; returns the new one.
     fn save<'a>(
@@ -277,7 +278,7 @@ impl SessionStore for MemorySessionStore {
         ready(Ok(found.filter(|r| !r.is_expired(now)).cloned()))
     }
 
-    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>> {
+    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>> {
         let mut records = self.lock();
         let tick = records.tick();
         let map = &mut records.map;
@@ -292,7 +293,7 @@ impl SessionStore for MemorySessionStore {
                 r.touch(now);
                 r.version += 1;
                 *used = tick;
-                Some(r.clone())
+                Some(r.expires_at)
             }
         };
         ready(Ok(out))
