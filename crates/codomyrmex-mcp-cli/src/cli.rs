@@ -112,7 +112,8 @@ pub struct ServerOptions {
     /// Default tool timeout, in seconds [default: 60].
     #[arg(long, value_name = "SECS", env = "CODOMYRMEX_MCP_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: Option<u64>,
-    /// Disable the tool-call rate limit (50 calls/s, burst 100 by default).
+    /// Disable every rate limit: the tool-call one (50 calls/s, burst 100 by default) and, over
+    /// HTTP, the per-client ones (requests, refused authentications).
     #[arg(long, env = "CODOMYRMEX_MCP_NO_RATE_LIMIT", value_parser = BoolishValueParser::new())]
     pub no_rate_limit: bool,
     /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio: IP:PORT or
@@ -158,6 +159,16 @@ pub struct HttpOptions {
     /// A scope every JWT must carry (repeatable).
     #[arg(long = "required-scope", value_name = "SCOPE", requires = "jwks")]
     pub required_scopes: Vec<String>,
+    /// A reverse proxy (IP or CIDR, repeatable; comma-separated in the variable) whose
+    /// `X-Forwarded-For`/`Forwarded` names the client the per-client limits count. Those
+    /// headers from any other peer are ignored.
+    #[arg(
+        long = "trusted-proxy",
+        value_name = "CIDR",
+        env = "CODOMYRMEX_MCP_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
 }
 
 /// The ids of the arguments only `serve` uses: hidden from the help of `tools` and `config`,
@@ -172,6 +183,7 @@ const SERVE_ONLY: &[&str] = &[
     "issuer",
     "audience",
     "required_scopes",
+    "trusted_proxies",
 ];
 
 /// The command line's definition: the derived one, with each subcommand's help showing only

@@ -14,6 +14,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use codomyrmex_mcp::transport::http::ProxyNet;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::cli::ServerOptions;
@@ -113,6 +114,7 @@ pub struct HttpFile {
     audience: Option<String>,
     required_scopes: Option<Vec<String>>,
     session_idle_timeout_secs: Option<u64>,
+    trusted_proxies: Option<Vec<String>>,
 }
 
 /// `[http] listen`: like `--http`, an IP address or a loopback name with a port.
@@ -232,6 +234,8 @@ pub struct HttpSettings {
     /// How long an unused legacy session lives, in seconds (default 600).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_idle_timeout_secs: Option<u64>,
+    /// Reverse proxies whose forwarded headers name the client (CIDR networks, normalized).
+    pub trusted_proxies: Vec<String>,
 }
 
 impl HttpSettings {
@@ -378,6 +382,14 @@ pub fn merge(
         audience: o.audience.clone().or(h.audience),
         required_scopes: or_file(&o.required_scopes, h.required_scopes),
         session_idle_timeout_secs: h.session_idle_timeout_secs,
+        trusted_proxies: or_file(&o.trusted_proxies, h.trusted_proxies)
+            .iter()
+            .map(|p| {
+                p.parse::<ProxyNet>()
+                    .map(|n| n.to_string())
+                    .map_err(|e| ConfigError::Invalid(format!("http.trusted_proxies: {e}")))
+            })
+            .collect::<Result<_, _>>()?,
     };
     if http
         .session_idle_timeout_secs
@@ -424,7 +436,8 @@ pub const EXAMPLE: &str = r#"# codomyrmex-mcp configuration (pass with --config 
 root = "."               # the sandbox root (--root, CODOMYRMEX_MCP_ROOT)
 profile = "readonly"     # or "full" (--profile, CODOMYRMEX_MCP_PROFILE)
 timeout_secs = 60        # default tool timeout (--timeout, CODOMYRMEX_MCP_TIMEOUT)
-rate_limit = true        # 50 calls/s, burst 100 (--no-rate-limit, CODOMYRMEX_MCP_NO_RATE_LIMIT)
+rate_limit = true        # 50 calls/s, burst 100; false (--no-rate-limit, CODOMYRMEX_MCP_NO_RATE_LIMIT)
+                         # also turns off the per-client HTTP limits
 
 [limits]
 max_read_bytes = 1048576
@@ -454,6 +467,9 @@ cors_origins = []
 # audience = "https://mcp.example.com/mcp"
 required_scopes = []
 # session_idle_timeout_secs = 600   # legacy (2025-11-25) sessions expire after this long unused
+trusted_proxies = []     # e.g. ["10.0.0.0/8"]: behind these, X-Forwarded-For/Forwarded names the
+                         # client the per-client limits count (--trusted-proxy,
+                         # CODOMYRMEX_MCP_TRUSTED_PROXIES); ignored from any other peer
 "#;
 
 #[cfg(test)]
@@ -563,10 +579,29 @@ allowed_hosts = ["a.example"]
         let file = FileConfig::parse("[http]\nsession_idle_timeout_secs = 20").unwrap();
         let e = merge(&opts(&[]), file, None).unwrap();
         assert_eq!(e.http.session_idle_timeout_secs, Some(20));
-        let h = crate::serve::http_config("127.0.0.1:0".parse().unwrap(), &e.http).unwrap();
+        let h = crate::serve::http_config("127.0.0.1:0".parse().unwrap(), &e).unwrap();
         assert_eq!(h.session_idle_timeout, std::time::Duration::from_secs(20));
         let default = merge(&opts(&[]), FileConfig::default(), None).unwrap();
         assert!(default.http.session_idle_timeout_secs.is_none());
+    }
+
+    #[test]
+    fn trusted_proxies_come_from_flags_variables_and_the_file() {
+        let file = FileConfig::parse("[http]\ntrusted_proxies = [\"10.1.0.0/16\"]").unwrap();
+        let e = merge(&opts(&[]), file.clone(), None).unwrap();
+        assert_eq!(e.http.trusted_proxies, ["10.1.0.0/16"]);
+        let e = merge(
+            &opts(&["--trusted-proxy", "127.0.0.1", "--trusted-proxy", "::1"]),
+            file,
+            None,
+        )
+        .unwrap();
+        assert_eq!(e.http.trusted_proxies, ["127.0.0.1/32", "::1/128"]);
+        let h = crate::serve::http_config("127.0.0.1:0".parse().unwrap(), &e).unwrap();
+        assert_eq!(h.trusted_proxies.len(), 2);
+        let bad = FileConfig::parse("[http]\ntrusted_proxies = [\"10.0.0.0/40\"]").unwrap();
+        let err = merge(&opts(&[]), bad, None).unwrap_err();
+        assert!(err.to_string().contains("trusted_proxies"), "{err}");
     }
 
     #[test]

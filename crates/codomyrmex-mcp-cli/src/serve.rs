@@ -7,7 +7,7 @@ use std::time::Duration;
 use codomyrmex_mcp::ServeDirectory as _;
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::transport::http::{
-    AuthConfig, HttpConfig, HttpError, HttpServer, Jwks, JwtConfig, StaticToken,
+    AuthConfig, HttpConfig, HttpError, HttpServer, Jwks, JwtConfig, ProxyNet, StaticToken,
 };
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
@@ -95,7 +95,17 @@ pub fn server(config: &Effective) -> Result<McpServer, String> {
 }
 
 /// The HTTP transport's configuration.
-pub fn http_config(bind: std::net::SocketAddr, h: &HttpSettings) -> Result<HttpConfig, String> {
+#[cfg(test)]
+pub fn http_config(bind: std::net::SocketAddr, config: &Effective) -> Result<HttpConfig, String> {
+    http_config_from(bind, &config.http, config.rate_limit)
+}
+
+/// The HTTP transport's configuration from HTTP settings, with every rate limit on or off.
+pub fn http_config_from(
+    bind: std::net::SocketAddr,
+    h: &HttpSettings,
+    rate_limit: bool,
+) -> Result<HttpConfig, String> {
     let mut auth = AuthConfig::default();
     if let Some(token) = &h.auth_token {
         auth.static_tokens
@@ -109,7 +119,7 @@ pub fn http_config(bind: std::net::SocketAddr, h: &HttpSettings) -> Result<HttpC
         auth.resource = Some(audience.clone());
     }
     let auth = (!auth.static_tokens.is_empty() || auth.jwt.is_some()).then_some(auth);
-    let mut config = HttpConfig {
+    let mut http = HttpConfig {
         bind,
         auth,
         allowed_hosts: h.allowed_hosts.clone(),
@@ -118,9 +128,18 @@ pub fn http_config(bind: std::net::SocketAddr, h: &HttpSettings) -> Result<HttpC
         ..HttpConfig::default()
     };
     if let Some(secs) = h.session_idle_timeout_secs {
-        config.session_idle_timeout = Duration::from_secs(secs);
+        http.session_idle_timeout = Duration::from_secs(secs);
     }
-    Ok(config)
+    if !rate_limit {
+        // `--no-rate-limit` turns off every rate limit, the per-client HTTP ones included.
+        http = http.without_rate_limits();
+    }
+    http.trusted_proxies = h
+        .trusted_proxies
+        .iter()
+        .map(|p| p.parse::<ProxyNet>().map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    Ok(http)
 }
 
 /// `serve`: stdio, or HTTP when an address is configured (unless `force_stdio`).
@@ -146,7 +165,7 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
             .serve_stdio_until(shutdown)
             .await
             .map_err(|e| e.to_string()),
-        Some(bind) => serve_http(&server, bind, &config.http, shutdown).await,
+        Some(bind) => serve_http(&server, bind, &config.http, config.rate_limit, shutdown).await,
     }
 }
 
@@ -156,9 +175,13 @@ pub async fn serve_http(
     server: &McpServer,
     bind: std::net::SocketAddr,
     settings: &HttpSettings,
+    rate_limit: bool,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
-    let http = HttpServer::new(server.engine().clone(), http_config(bind, settings)?);
+    let http = HttpServer::new(
+        server.engine().clone(),
+        http_config_from(bind, settings, rate_limit)?,
+    );
     let listener = http.bind().await.map_err(|e| bind_error(bind, e))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     // One line on stderr, whatever the log level: with `--http 127.0.0.1:0` it is the
@@ -206,7 +229,7 @@ fn render_tool_table(defs: &[ToolDefinition]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Limits, Secret, ShellSettings};
+    use crate::config::{HttpSettings, Limits, Secret, ShellSettings};
 
     fn effective(profile: Profile, listen: Option<&str>, token: Option<&str>) -> Effective {
         let dir = std::env::temp_dir();
@@ -238,11 +261,29 @@ mod tests {
     #[test]
     fn http_config_carries_the_token() {
         let c = effective(Profile::Full, Some("127.0.0.1:0"), Some("tok"));
-        let h = http_config("127.0.0.1:0".parse().unwrap(), &c.http).unwrap();
+        let h = http_config("127.0.0.1:0".parse().unwrap(), &c).unwrap();
         let auth = h.auth.unwrap();
         assert_eq!(auth.static_tokens.len(), 1);
-        let none = http_config("127.0.0.1:0".parse().unwrap(), &HttpSettings::default()).unwrap();
+        let none = http_config(
+            "127.0.0.1:0".parse().unwrap(),
+            &effective(Profile::Readonly, None, None),
+        )
+        .unwrap();
         assert!(none.auth.is_none());
+    }
+
+    #[test]
+    fn no_rate_limit_turns_off_the_http_limits_too() {
+        let mut c = effective(Profile::Readonly, Some("127.0.0.1:0"), Some("tok"));
+        let on = http_config("127.0.0.1:0".parse().unwrap(), &c).unwrap();
+        assert!(on.rate_limit.is_some() && on.auth_failure_rate_limit.is_some());
+        c.rate_limit = false;
+        let off = http_config("127.0.0.1:0".parse().unwrap(), &c).unwrap();
+        assert!(off.rate_limit.is_none(), "the per-client request limit");
+        assert!(
+            off.auth_failure_rate_limit.is_none(),
+            "the refused-auth budget"
+        );
     }
 
     #[test]

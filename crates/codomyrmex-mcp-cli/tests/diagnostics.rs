@@ -154,6 +154,7 @@ const SERVE_ONLY_FLAGS: &[&str] = &[
     "--issuer",
     "--audience",
     "--required-scope",
+    "--trusted-proxy",
 ];
 
 #[test]
@@ -175,4 +176,21 @@ fn each_subcommand_help_shows_only_its_own_flags() {
         output(command(&["config"]).env("CODOMYRMEX_MCP_HTTP", "127.0.0.1:9999"));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("listen = \"127.0.0.1:9999\""), "{stdout}");
+}
+
+#[test]
+fn trusted_proxies_come_from_the_variable_as_a_list() {
+    let (code, stdout, stderr) = output(
+        command(&["config", "--json"]).env("CODOMYRMEX_MCP_TRUSTED_PROXIES", "10.0.0.0/8,::1"),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["http"]["trusted_proxies"],
+        serde_json::json!(["10.0.0.0/8", "::1/128"])
+    );
+    let (code, _, stderr) =
+        output(command(&["config"]).env("CODOMYRMEX_MCP_TRUSTED_PROXIES", "10.0.0.0/99"));
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("trusted_proxies"), "{stderr}");
 }

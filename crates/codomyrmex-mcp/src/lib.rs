@@ -56,6 +56,7 @@ pub mod fuzzing;
 pub mod runtime;
 pub mod serve_directory;
 pub mod server;
+pub mod store;
 pub mod transport;
 
 // The protocol core, under the paths this crate has always had.

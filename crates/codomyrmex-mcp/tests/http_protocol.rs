@@ -348,29 +348,6 @@ async fn last_event_id_resumes_a_stream() {
 }
 
 #[tokio::test]
-async fn the_session_store_is_capped() {
-    let s = start(HttpConfig {
-        max_sessions: 2,
-        ..config()
-    })
-    .await;
-    let a = s.legacy_session().await;
-    let _b = s.legacy_session().await;
-    let r = s
-        .send(&legacy("initialize", Some(1), initialize_body(), None))
-        .await;
-    assert_eq!(r.status, 503, "the store is full");
-    r.error_code();
-    // Ending a session frees its place.
-    let r = s
-        .send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &a))
-        .await;
-    assert_eq!(r.status, 204);
-    let _c = s.legacy_session().await;
-    s.stop().await;
-}
-
-#[tokio::test]
 async fn idle_sessions_are_reclaimed() {
     let s = start(HttpConfig {
         max_sessions: 2,

@@ -221,8 +221,9 @@ impl Session {
         &self.gate
     }
 
-    /// The negotiated version with the client's capabilities and log level, read together.
-    pub(crate) fn negotiated_scope(
+    /// The negotiated version with the client's capabilities and log level, read together
+    /// (`None` before `initialize`). The HTTP transport writes them into the session's record.
+    pub fn negotiated_scope(
         &self,
     ) -> Option<(ProtocolVersion, Arc<Value>, Option<LoggingLevel>)> {
         let s = lock(&self.state);

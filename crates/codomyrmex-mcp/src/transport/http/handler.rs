@@ -14,13 +14,18 @@ use tokio::sync::mpsc;
 
 use crate::context::{MessageSink, NullSink, Principal};
 use crate::engine::{Handled, META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use crate::store::{EventId, EventStore, ReplayScope, StoreError};
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
 
+use super::limits::{SERVER_BUSY, with_retry_after};
+use super::metrics::{Served, method_label};
 use super::replay::LogSink;
 use super::sessions::HttpSession;
 use super::sse::{ChannelSink, SseBody};
+use super::trace;
 use super::{AppState, rpc_error};
+use tracing::Instrument;
 
 static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
@@ -190,6 +195,28 @@ fn wants_stream(
 
 /// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
 pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let mut method = "none";
+    let mut resp = post_message(&app, req, &mut method).await;
+    resp.extensions_mut().insert(Served(method));
+    resp
+}
+
+/// The label of what a POST carried, for the metrics.
+fn message_label(decoded: &Decoded) -> &'static str {
+    match decoded {
+        Decoded::Single(Ok(IncomingMessage::Request { method, .. }))
+        | Decoded::Single(Ok(IncomingMessage::Notification { method, .. })) => method_label(method),
+        Decoded::Single(Ok(_)) => "response",
+        Decoded::Single(Err(_)) => "invalid",
+        _ => "batch",
+    }
+}
+
+async fn post_message(
+    app: &AppState,
+    req: Request<Body>,
+    label: &mut &'static str,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
     let principal = parts.extensions.get::<Principal>().cloned();
@@ -218,7 +245,7 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
             "Accept must include application/json and text/event-stream",
         );
     }
-    let body = match read_body(&app, body).await {
+    let body = match read_body(app, body).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };
@@ -227,6 +254,26 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
         Err(resp) => return resp,
     };
     let decoded = decode(&body);
+    *label = message_label(&decoded);
+    let params = match &decoded {
+        Decoded::Single(Ok(IncomingMessage::Request { params, .. }))
+        | Decoded::Single(Ok(IncomingMessage::Notification { params, .. })) => params.as_ref(),
+        _ => None,
+    };
+    let span = trace::request_span(label, trace::trace_parent(&headers, params).as_ref());
+    route_message(app, &headers, accepts, sid, principal, decoded)
+        .instrument(span)
+        .await
+}
+
+async fn route_message(
+    app: &AppState,
+    headers: &HeaderMap,
+    accepts: Accepts,
+    sid: Option<&str>,
+    principal: Option<Principal>,
+    decoded: Decoded,
+) -> Response<Body> {
     let route = match (&decoded, &sid) {
         (Decoded::Single(Ok(IncomingMessage::Request { params, .. })), _) if is_modern(params) => {
             Route::Modern
@@ -254,13 +301,13 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
     };
     match (route, decoded, sid) {
         (Route::Modern, Decoded::Single(Ok(message)), _) => {
-            modern(&app, &headers, accepts, message, principal).await
+            modern(app, headers, accepts, message, principal).await
         }
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
-            initialize(&app, message, principal)
+            initialize(app, message, principal).await
         }
         (Route::Legacy, decoded, Some(sid)) => {
-            legacy(&app, &headers, accepts, sid, principal.as_ref(), decoded).await
+            legacy(app, headers, accepts, sid, principal.as_ref(), decoded).await
         }
         _ => bad(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -314,7 +361,8 @@ async fn modern(
     if stream {
         let (tx, rx) = mpsc::channel(256);
         let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx));
-        let handled = app.engine.handle(&session, message, &sink);
+        // Driven by the response body: in this request's span all the same.
+        let handled = trace::in_current_span(app.engine.handle(&session, message, &sink));
         // A subscription is no call: it ends with the server's streams, not its calls.
         let handled = if listen {
             handled
@@ -358,7 +406,7 @@ fn reply(m: &OutgoingMessage) -> Response<Body> {
     json_response(status, m)
 }
 
-fn initialize(
+async fn initialize(
     app: &AppState,
     message: IncomingMessage,
     principal: Option<Principal>,
@@ -376,12 +424,17 @@ fn initialize(
     if !matches!(m, OutgoingMessage::Response { .. }) {
         return json_response(StatusCode::BAD_REQUEST, &m);
     }
-    match app.sessions.insert(session) {
-        Err(_) => bad(
-            StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::INTERNAL_ERROR,
-            "Too many sessions; try again later",
+    match app.sessions.insert(session).await {
+        // Only when every session has a call in flight or an open stream: idle ones make room.
+        Err(StoreError::Full) => with_retry_after(
+            bad(
+                StatusCode::SERVICE_UNAVAILABLE,
+                SERVER_BUSY,
+                "Too many sessions in use; try again later",
+            ),
+            Duration::from_secs(1),
         ),
+        Err(e) => store_unavailable(app, &e),
         Ok((sid, _)) => {
             let mut resp = json_response(StatusCode::OK, &m);
             if let Ok(v) = HeaderValue::from_str(&sid) {
@@ -422,8 +475,10 @@ async fn legacy(
     principal: Option<&Principal>,
     decoded: Decoded,
 ) -> Response<Body> {
-    let Some(session) = app.sessions.get(sid, principal) else {
-        return session_not_found();
+    let session = match app.sessions.get(sid, principal).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return session_not_found(),
+        Err(e) => return store_unavailable(app, &e),
     };
     if let Err(resp) = check_legacy_version(headers) {
         return resp;
@@ -449,6 +504,8 @@ async fn legacy(
         return accepted();
     };
     let id = id.clone();
+    let sets_level =
+        matches!(&message, IncomingMessage::Request { method, .. } if method == "logging/setLevel");
     if wants_stream(app, accepts, &message, Some(&session)) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
         // nothing; the client can resume with Last-Event-ID.
@@ -470,12 +527,15 @@ async fn legacy(
             }
             Handled::Pending(work) => {
                 let log = log.clone();
-                tokio::spawn(async move {
-                    if let Some(m) = work.await {
-                        log.append(&m);
+                tokio::spawn(
+                    async move {
+                        if let Some(m) = work.await {
+                            log.append(&m);
+                        }
+                        log.close();
                     }
-                    log.close();
-                });
+                    .in_current_span(),
+                );
             }
         }
         return sse_response(SseBody::follow(
@@ -485,6 +545,11 @@ async fn legacy(
         ));
     }
     let handled = app.engine.handle(&session.session, message, standalone);
+    if sets_level && let Err(e) = app.sessions.persist(&session).await {
+        // Set here all the same; only other instances would miss it.
+        tracing::warn!(error = %e, "could not store a session's log level");
+        app.metrics.store_error();
+    }
     match app.drain.watch(id, handled).into_message().await {
         Some(m) => json_response(StatusCode::OK, &m),
         None => accepted(),
@@ -494,6 +559,12 @@ async fn legacy(
 /// GET: the standalone SSE stream of a legacy session, or a resumption with `Last-Event-ID`.
 /// Modern clients have no GET: `405`.
 pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let mut resp = get_stream(&app, req).await;
+    resp.extensions_mut().insert(Served("GET"));
+    resp
+}
+
+async fn get_stream(app: &AppState, req: Request<Body>) -> Response<Body> {
     let headers = req.headers();
     let principal = req.extensions().get::<Principal>();
     let sid = match session_id(headers) {
@@ -501,8 +572,10 @@ pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Resp
         Ok(None) => return method_not_allowed(),
         Err(resp) => return resp,
     };
-    let Some(session) = app.sessions.get(&sid, principal) else {
-        return session_not_found();
+    let session = match app.sessions.get(&sid, principal).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return session_not_found(),
+        Err(e) => return store_unavailable(app, &e),
     };
     if !Accepts::of(headers).sse {
         return bad(
@@ -514,26 +587,63 @@ pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Resp
     let last = headers
         .get(&LAST_EVENT_ID)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once('-'))
-        .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-    let events = match last {
-        Some((stream, seq)) => match session.stream(stream).map(|log| log.attach(seq)) {
-            Some(Ok(events)) => events,
-            // The stream existed, but what followed this id is no longer retained: replaying
-            // the rest would silently skip events.
-            Some(Err(_)) => return gone(),
-            None if session.opened(stream) => return gone(),
-            None => {
-                return bad(
-                    StatusCode::NOT_FOUND,
-                    ErrorCode::INVALID_REQUEST,
-                    "Unknown event stream",
-                );
-            }
-        },
-        None => session.standalone.follow(),
+        .and_then(|v| v.parse::<EventId>().ok());
+    let Some(after) = last else {
+        let events = session.standalone.follow();
+        return sse_response(
+            SseBody::follow(None, events, Some(app.config.keep_alive)).until(&app.shutdown),
+        );
     };
-    sse_response(SseBody::follow(None, events, Some(app.config.keep_alive)).until(&app.shutdown))
+    let owner = session.owner();
+    let scope = ReplayScope {
+        session: session.id(),
+        principal: owner.as_deref(),
+    };
+    let store = app.sessions.events();
+    // What is retained after the id, through the store; then the same log, live, from the
+    // last event replayed (so nothing is lost or repeated in between).
+    let replayed = match EventStore::replay_after(&**store, after, scope).await {
+        Ok(r) => r,
+        // What followed this id is no longer retained: replaying the rest would silently
+        // skip events.
+        Err(StoreError::Evicted) => return gone(),
+        Err(StoreError::UnknownStream) => {
+            return bad(
+                StatusCode::NOT_FOUND,
+                ErrorCode::INVALID_REQUEST,
+                "Unknown event stream",
+            );
+        }
+        Err(e) => return store_unavailable(app, &e),
+    };
+    let from = replayed.events.last().map_or(after.seq, |e| e.id.seq);
+    let events = match store.log(scope, after.stream).map(|log| log.attach(from)) {
+        Ok(Ok(events)) => events,
+        // Evicted between the replay and now.
+        Ok(Err(_)) | Err(StoreError::Evicted) => return gone(),
+        Err(e) => return store_unavailable(app, &e),
+    };
+    let mut prefix = Vec::new();
+    for e in &replayed.events {
+        prefix.extend_from_slice(&e.data);
+    }
+    let prefix = (!prefix.is_empty()).then(|| axum::body::Bytes::from(prefix));
+    sse_response(SseBody::follow(prefix, events, Some(app.config.keep_alive)).until(&app.shutdown))
+}
+
+/// `503` with `Retry-After`: the session store failed. Never `404`, which would make the
+/// client drop a session that may still exist.
+fn store_unavailable(app: &AppState, e: &StoreError) -> Response<Body> {
+    tracing::warn!(error = %e, "session store error");
+    app.metrics.store_error();
+    with_retry_after(
+        bad(
+            StatusCode::SERVICE_UNAVAILABLE,
+            SERVER_BUSY,
+            "The session store is unavailable; try again later",
+        ),
+        Duration::from_secs(1),
+    )
 }
 
 fn session_not_found() -> Response<Body> {
@@ -556,17 +666,23 @@ fn gone() -> Response<Body> {
 
 /// DELETE: ends a legacy session.
 pub(crate) async fn delete(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    let mut resp = end_session(&app, req).await;
+    resp.extensions_mut().insert(Served("DELETE"));
+    resp
+}
+
+async fn end_session(app: &AppState, req: Request<Body>) -> Response<Body> {
     let principal = req.extensions().get::<Principal>();
     match session_id(req.headers()) {
-        Ok(Some(sid)) => {
-            if app.sessions.remove(sid, principal) {
+        Ok(Some(sid)) => match app.sessions.remove(sid, principal).await {
+            Ok(true) => {
                 let mut resp = Response::new(Body::empty());
                 *resp.status_mut() = StatusCode::NO_CONTENT;
                 resp
-            } else {
-                session_not_found()
             }
-        }
+            Ok(false) => session_not_found(),
+            Err(e) => store_unavailable(app, &e),
+        },
         Ok(None) => method_not_allowed(),
         Err(resp) => resp,
     }

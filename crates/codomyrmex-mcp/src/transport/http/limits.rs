@@ -27,6 +27,7 @@ use tower::{Layer, Service};
 use crate::config::RateLimit;
 use crate::wire::{ErrorCode, ErrorObject};
 
+use super::forwarded::ClientAddr;
 use super::rpc_error;
 
 /// The JSON-RPC code of "try again later" refusals (`429`, `503`): implementation-defined
@@ -261,12 +262,18 @@ impl Buckets {
     }
 }
 
-/// The client a request counts against: its peer address (from the connection's
-/// [`ConnectInfo`]), with IPv6 addresses grouped by `/64` (one host usually holds a whole
-/// `/64`). Requests without a peer address share one bucket.
+/// The client a request counts against: its [`ClientAddr`] (set by
+/// [`ForwardedLayer`](super::ForwardedLayer) behind trusted proxies), else its peer address
+/// (from the connection's [`ConnectInfo`]), with IPv6 addresses grouped by `/64` (one host
+/// usually holds a whole `/64`). Requests with neither share one bucket.
 pub(crate) fn client_key<B>(req: &Request<B>) -> IpAddr {
-    match req.extensions().get::<ConnectInfo<SocketAddr>>() {
-        Some(ConnectInfo(addr)) => match addr.ip() {
+    let ext = req.extensions();
+    let client = ext
+        .get::<ClientAddr>()
+        .map(|c| c.0)
+        .or_else(|| ext.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()));
+    match client {
+        Some(ip) => match ip {
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
                 Some(v4) => IpAddr::V4(v4),
                 None => {

@@ -11,12 +11,18 @@
 //!   DELETE ends the session. A session belongs to the principal that created it: to anyone
 //!   else it does not exist (`404`).
 //!
+//! Legacy session records live in a [`SessionStore`] ([`HttpConfig::session_store`], in
+//! memory by default), which decides the cap, the eviction of idle sessions and the idle
+//! expiry; resumption goes through the replay logs' [`EventStore`](crate::store::EventStore).
+//!
 //! Each request's era follows the spec's backward-compatibility rules: modern `_meta` selects
 //! the stateless path, `initialize` or an `Mcp-Session-Id` the legacy one.
 //!
-//! Policies are tower layers applied by [`HttpServer::router`], outermost first:
+//! Policies are tower layers applied by [`HttpServer::router`], outermost first (before
+//! them all, the metrics layer counts every request for `GET /metrics`):
 //!
 //! 1. [`HeaderLimitLayer`]: oversized request heads get `431`;
+//!    then [`ForwardedLayer`], only with trusted proxies: names the client behind them;
 //! 2. [`OriginLayer`]: DNS-rebinding protection, a foreign `Host` or `Origin` gets `403`;
 //! 3. CORS ([`cors_layer`]), only when origins are configured;
 //! 4. [`AuthLayer`]: bearer tokens and JWTs, `401`/`403` with `WWW-Authenticate`, only when
@@ -37,13 +43,16 @@ mod auth;
 mod conn;
 mod cors;
 mod drain;
+mod forwarded;
 mod guard;
 mod handler;
 pub(crate) mod headers;
 mod limits;
+mod metrics;
 mod replay;
 mod sessions;
 mod sse;
+mod trace;
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -71,14 +80,17 @@ pub use auth::{
 };
 pub use cors::{CorsOriginError, check_origin, cors_layer};
 use drain::Drain;
+pub use forwarded::{ClientAddr, Forwarded, ForwardedLayer, ProxyNet, ProxyNetError};
 pub use guard::{OriginLayer, OriginPolicy, OriginService};
 pub use limits::{
     ClientRateLimit, ClientRateLimitLayer, HeaderLimit, HeaderLimitLayer, InFlightLimit,
     InFlightLimitLayer, PolicyFuture, SERVER_BUSY,
 };
-use sessions::SessionStore;
+use sessions::SessionTable;
 
-/// Who may read `GET /health`.
+use crate::store::{MemorySessionStore, SessionStore};
+
+/// Who may read `GET /health` and `GET /metrics` (the Prometheus text format).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HealthAccess {
     /// No health endpoint.
@@ -100,7 +112,7 @@ pub enum HealthAccess {
 /// | `allowed_hosts`, `allowed_origins` | none added |
 /// | `auth` | `None`: no authentication (then only loopback binds are allowed) |
 /// | `cors_origins` | none: CORS off |
-/// | `max_sessions` | 10 000 legacy sessions |
+/// | `max_sessions` | 10 000 legacy sessions; when full, the least recently used idle one (no call in flight, no open SSE response) is evicted, and only when all are busy is `initialize` refused (`503`, `Retry-After`) |
 /// | `session_idle_timeout` | 10 minutes |
 /// | `replay_events` | 256 events per SSE stream for `Last-Event-ID` |
 /// | `replay_event_bytes` | 17 MiB: the largest event kept (a 16 MiB result and its framing); a larger response is replaced by an error, a larger notification dropped |
@@ -118,6 +130,8 @@ pub enum HealthAccess {
 /// | `max_concurrent_requests` | 256; more are shed with `503` |
 /// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`), counted after authentication |
 /// | `auth_failure_rate_limit` | 10 refused authentications/s per client IP, burst 20 (`429`), a budget of their own |
+/// | `session_store` | `None`: the records of legacy sessions in memory ([`MemorySessionStore`]) |
+/// | `trusted_proxies` | none: the client is the peer address, `X-Forwarded-For` and `Forwarded` are ignored |
 /// | `shutdown_grace` | 10 s |
 /// | `health` | `Authenticated` (public when no authentication is configured) |
 #[derive(Debug, Clone)]
@@ -137,7 +151,8 @@ pub struct HttpConfig {
     /// Origins allowed by CORS (and so by the Origin check); empty turns CORS off. Explicit
     /// origins only: a wildcard is refused.
     pub cors_origins: Vec<String>,
-    /// The most legacy sessions alive at once.
+    /// The most legacy sessions alive at once. A new session past it evicts the least recently
+    /// used idle one.
     pub max_sessions: usize,
     /// How long an unused legacy session lives.
     pub session_idle_timeout: Duration,
@@ -177,6 +192,13 @@ pub struct HttpConfig {
     /// Per-client (peer IP) limit of refused authentications (missing or bad credentials),
     /// which only those requests draw from; `None` turns it off. Only used with `auth`.
     pub auth_failure_rate_limit: Option<RateLimit>,
+    /// Reverse proxies (addresses or CIDR networks) whose `Forwarded: for=` or
+    /// `X-Forwarded-For` names the client that the per-client limits count (the rightmost hop
+    /// that is not itself trusted). Those headers from any other peer are ignored.
+    pub trusted_proxies: Vec<ProxyNet>,
+    /// Where the records of legacy sessions live; `None` keeps them in memory. The store
+    /// decides the cap (`max_sessions`), the eviction of idle sessions and the idle expiry.
+    pub session_store: Option<Arc<dyn SessionStore>>,
     /// Time in-flight requests get to finish after shutdown begins.
     pub shutdown_grace: Duration,
     /// Who may read `GET /health`.
@@ -219,9 +241,34 @@ impl Default for HttpConfig {
                 per_second: 10.0,
                 burst: 20,
             }),
+            trusted_proxies: Vec::new(),
+            session_store: None,
             shutdown_grace: Duration::from_secs(10),
             health: HealthAccess::Authenticated,
         }
+    }
+}
+
+impl HttpConfig {
+    /// Trusts the forwarded headers of these proxies (see
+    /// [`trusted_proxies`](Self::trusted_proxies)).
+    pub fn with_trusted_proxies(mut self, proxies: impl IntoIterator<Item = ProxyNet>) -> Self {
+        self.trusted_proxies = proxies.into_iter().collect();
+        self
+    }
+
+    /// Keeps the records of legacy sessions in `store` (see
+    /// [`session_store`](Self::session_store)).
+    pub fn with_session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = Some(store);
+        self
+    }
+
+    /// Turns off every per-client rate limit: requests' and refused authentications'.
+    pub fn without_rate_limits(mut self) -> Self {
+        self.rate_limit = None;
+        self.auth_failure_rate_limit = None;
+        self
     }
 }
 
@@ -253,12 +300,14 @@ pub enum HttpError {
 #[derive(Clone)]
 pub(crate) struct AppState {
     engine: Engine,
-    sessions: Arc<SessionStore>,
+    sessions: Arc<SessionTable>,
     config: Arc<HttpConfig>,
     /// Cancelled when the server shuts down: ends the streams that never end on their own.
     shutdown: CancellationToken,
     /// The calls in flight, answered with an error when the shutdown grace period ends.
     drain: Arc<Drain>,
+    /// What `/metrics` shows.
+    metrics: Arc<metrics::HttpMetrics>,
 }
 
 /// A JSON-RPC error response with an HTTP status.
@@ -290,7 +339,13 @@ pub fn mcp_router_with_shutdown(
     config: &HttpConfig,
     shutdown: CancellationToken,
 ) -> Router {
-    router_with_drain(engine, config, shutdown, Arc::default())
+    router_with_drain(
+        engine,
+        config,
+        shutdown,
+        Arc::default(),
+        metrics::HttpMetrics::new(),
+    )
 }
 
 fn router_with_drain(
@@ -298,12 +353,18 @@ fn router_with_drain(
     config: &HttpConfig,
     shutdown: CancellationToken,
     drain: Arc<Drain>,
+    metrics: Arc<metrics::HttpMetrics>,
 ) -> Router {
     let state = AppState {
         shutdown,
         drain,
+        metrics,
         engine,
-        sessions: Arc::new(SessionStore::new(
+        sessions: Arc::new(SessionTable::new(
+            config
+                .session_store
+                .clone()
+                .unwrap_or_else(|| Arc::new(MemorySessionStore::new())),
             config.max_sessions,
             config.session_idle_timeout,
             replay::ReplayLimits::of(config),
@@ -319,7 +380,9 @@ fn router_with_drain(
             .fallback(|| async { handler::method_not_allowed() }),
     );
     if config.health != HealthAccess::Off {
-        router = router.route("/health", get(health));
+        router = router
+            .route("/health", get(health))
+            .route("/metrics", get(metrics_text));
     }
     router.with_state(state)
 }
@@ -335,13 +398,17 @@ fn spawn_housekeeping(state: &AppState) {
         .clamp(Duration::from_millis(50), Duration::from_secs(30));
     let mut events = state.engine.events();
     let engine = state.engine.clone();
+    let metrics = state.metrics.clone();
     handle.spawn(async move {
         let mut tick = tokio::time::interval(period);
         loop {
             tokio::select! {
                 _ = tick.tick() => {
                     let Some(s) = sessions.upgrade() else { return };
-                    s.sweep();
+                    if let Err(e) = s.sweep().await {
+                        metrics.store_error();
+                        tracing::warn!(error = %e, "could not expire idle sessions");
+                    }
                 }
                 event = events.next() => {
                     let Some(event) = event else { return };
@@ -355,6 +422,14 @@ fn spawn_housekeeping(state: &AppState) {
             }
         }
     });
+}
+
+async fn metrics_text(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Response<Body> {
+    state
+        .metrics
+        .render(state.drain.in_flight(), state.sessions.len())
 }
 
 async fn health(axum::extract::State(state): axum::extract::State<AppState>) -> Response<Body> {
@@ -512,7 +587,8 @@ impl HttpServer {
     {
         self.validate()?;
         let c = &self.config;
-        let mut app = router_with_drain(self.engine.clone(), c, shutdown, drain);
+        let metrics = metrics::HttpMetrics::new();
+        let mut app = router_with_drain(self.engine.clone(), c, shutdown, drain, metrics.clone());
         let auth = match &c.auth {
             None => None,
             Some(auth) => {
@@ -522,18 +598,24 @@ impl HttpServer {
                     layer = layer.with_failure_limit(limit);
                 }
                 if c.health == HealthAccess::Public {
-                    layer = layer.allow_path("/health");
+                    layer = layer.allow_path("/health").allow_path("/metrics");
                 }
                 Some(layer)
             }
         };
+        let forwarded =
+            (!c.trusted_proxies.is_empty()).then(|| ForwardedLayer::new(c.trusted_proxies.clone()));
         let cors = if c.cors_origins.is_empty() {
             None
         } else {
             Some(cors_layer(&c.cors_origins)?)
         };
         Ok(ServiceBuilder::new()
+            // Outermost: it counts the other layers' refusals too.
+            .layer(metrics::MetricsLayer::new(metrics))
             .layer(HeaderLimitLayer::new(c.max_header_bytes))
+            // Before the per-client limits: it names the client they count.
+            .option_layer(forwarded)
             .layer(OriginLayer::new(self.origin_policy(port)))
             .option_layer(cors)
             // Authentication first, so that refused requests (which have their own budget)

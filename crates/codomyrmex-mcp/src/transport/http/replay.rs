@@ -15,8 +15,8 @@
 //! This is not a message queue: nothing is delivered twice to one reader, and nothing waits
 //! for a reader.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -24,6 +24,9 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::context::MessageSink;
+use crate::store::{
+    EventId, EventStore, Replay, ReplayScope, StoreError, StoreFuture, StoredEvent,
+};
 use crate::wire::{ErrorObject, OutgoingMessage};
 
 use super::sse::frame;
@@ -128,6 +131,13 @@ impl Budget {
     }
 }
 
+/// Why [`StreamLog::push`] kept nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    Closed,
+    TooLarge,
+}
+
 /// Resuming would skip events that are no longer retained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Evicted;
@@ -147,6 +157,8 @@ pub(crate) struct StreamLog {
     budgets: Vec<Arc<Budget>>,
     me: Weak<StreamLog>,
     state: Mutex<LogState>,
+    /// Readers alive (open SSE responses on this log), whether or not current.
+    readers: AtomicUsize,
 }
 
 struct LogState {
@@ -172,6 +184,7 @@ impl StreamLog {
             },
             budgets,
             me: me.clone(),
+            readers: AtomicUsize::new(0),
             state: Mutex::new(LogState {
                 events: VecDeque::new(),
                 bytes: 0,
@@ -201,20 +214,33 @@ impl StreamLog {
     /// Appends a message and wakes the reader. Returns `false` when the stream is closed or
     /// the message was too large to keep (and was not a response, which is replaced).
     pub(crate) fn append(&self, message: &OutgoingMessage) -> bool {
-        {
+        self.push(|id| {
+            let bytes = frame(message, Some(id));
+            if bytes.len() <= self.limits.event_bytes {
+                return Some(bytes);
+            }
+            let Some(replacement) = self.too_large(message) else {
+                tracing::debug!(size = bytes.len(), "dropped an SSE event over the limit");
+                return None;
+            };
+            Some(frame(&replacement, Some(id)))
+        })
+        .is_ok()
+    }
+
+    /// Appends the bytes `make` returns for the next event id (`None`: nothing to keep), under
+    /// every bound, and wakes the reader. Returns the event's sequence number.
+    fn push(&self, make: impl FnOnce(&str) -> Option<Bytes>) -> Result<u64, Refused> {
+        let seq = {
             let mut s = self.lock();
             if s.closed {
-                return false;
+                return Err(Refused::Closed);
             }
             let seq = s.next_seq;
             let id = format!("{}-{}", self.id, seq);
-            let mut bytes = frame(message, Some(&id));
+            let bytes = make(&id).ok_or(Refused::TooLarge)?;
             if bytes.len() > self.limits.event_bytes {
-                let Some(replacement) = self.too_large(message) else {
-                    tracing::debug!(size = bytes.len(), "dropped an SSE event over the limit");
-                    return false;
-                };
-                bytes = frame(&replacement, Some(&id));
+                return Err(Refused::TooLarge);
             }
             s.next_seq += 1;
             let size = bytes.len();
@@ -233,11 +259,28 @@ impl StreamLog {
             if let Some(w) = s.waker.take() {
                 w.wake();
             }
-        }
+            seq
+        };
         for b in &self.budgets {
             b.enforce();
         }
-        true
+        Ok(seq)
+    }
+
+    /// The retained events after `after_seq` and whether the stream is closed, without
+    /// becoming its reader. Refused when some of those events were evicted.
+    fn events_after(&self, after_seq: u64) -> Result<(Vec<(u64, Bytes)>, bool), Evicted> {
+        let s = self.lock();
+        if after_seq < s.evicted_through {
+            return Err(Evicted);
+        }
+        let events = s
+            .events
+            .iter()
+            .filter(|e| e.seq > after_seq)
+            .map(|e| (e.seq, e.bytes.clone()))
+            .collect();
+        Ok((events, s.closed))
     }
 
     /// What replaces a message too large to keep: an error response for a response.
@@ -303,6 +346,11 @@ impl StreamLog {
         self.lock().closed
     }
 
+    /// Whether a reader (an open SSE response) holds this log.
+    pub(crate) fn has_reader(&self) -> bool {
+        self.readers.load(Ordering::Relaxed) > 0
+    }
+
     /// A reader of the events after `after_seq`; ends any earlier reader. Refused when some
     /// of those events were evicted.
     pub(crate) fn attach(self: &Arc<Self>, after_seq: u64) -> Result<Cursor, Evicted> {
@@ -334,6 +382,7 @@ impl StreamLog {
         if let Some(w) = s.waker.take() {
             w.wake();
         }
+        self.readers.fetch_add(1, Ordering::Relaxed);
         Cursor {
             log: self.clone(),
             after,
@@ -391,12 +440,236 @@ impl Cursor {
     }
 }
 
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        self.log.readers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// A sink that appends to a stream log.
 pub(crate) struct LogSink(pub(crate) Arc<StreamLog>);
 
 impl MessageSink for LogSink {
     fn send(&self, message: OutgoingMessage) -> bool {
         self.0.append(&message)
+    }
+}
+
+/// How many POST streams a session keeps for resumption, besides its standalone stream.
+const RETAINED_STREAMS: usize = 32;
+
+/// One session's history in a [`MemoryEventStore`].
+struct MemorySession {
+    principal: Option<String>,
+    budgets: Vec<Arc<Budget>>,
+    /// Stream 0.
+    standalone: Arc<StreamLog>,
+    /// POST streams, oldest first.
+    streams: VecDeque<Arc<StreamLog>>,
+    next_stream: u64,
+}
+
+impl MemorySession {
+    fn log(&self, stream: u64) -> Result<Arc<StreamLog>, StoreError> {
+        if stream == 0 {
+            return Ok(self.standalone.clone());
+        }
+        match self.streams.iter().find(|s| s.id() == stream) {
+            Some(log) => Ok(log.clone()),
+            // Issued, then forgotten: what followed cannot be replayed.
+            None if stream < self.next_stream => Err(StoreError::Evicted),
+            None => Err(StoreError::UnknownStream),
+        }
+    }
+
+    fn logs(&self) -> impl Iterator<Item = &Arc<StreamLog>> {
+        std::iter::once(&self.standalone).chain(self.streams.iter())
+    }
+}
+
+/// The in-memory [`EventStore`], and the replay logs of the HTTP transport: every session's
+/// [`StreamLog`]s under their [`Budget`]s (events and bytes per stream, bytes per session and
+/// for the whole store, the oldest evicted first). The transport appends to and follows the
+/// logs directly (a [`LogSink`], a [`Cursor`]); resumption goes through the trait. Bytes
+/// given through the trait are kept as they are; the transport's are SSE frames.
+pub(crate) struct MemoryEventStore {
+    limits: ReplayLimits,
+    server: Arc<Budget>,
+    sessions: Mutex<HashMap<String, MemorySession>>,
+}
+
+impl MemoryEventStore {
+    /// A store under `limits`.
+    pub(crate) fn new(limits: ReplayLimits) -> Self {
+        Self {
+            limits,
+            server: Budget::new(limits.total_bytes),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    // Lock order: this lock, then a log's, then a budget's.
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, MemorySession>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The bytes retained by all sessions.
+    #[cfg(test)]
+    pub(crate) fn retained_bytes(&self) -> usize {
+        self.server.used()
+    }
+
+    /// The standalone stream of `session`, whose history is created for `principal` if it
+    /// does not exist yet.
+    pub(crate) fn open_session(&self, session: &str, principal: Option<&str>) -> Arc<StreamLog> {
+        let mut map = self.lock();
+        let limits = self.limits;
+        let entry = map.entry(session.to_owned()).or_insert_with(|| {
+            let budgets = vec![Budget::new(limits.session_bytes), self.server.clone()];
+            MemorySession {
+                principal: principal.map(str::to_owned),
+                standalone: StreamLog::new(0, limits, budgets.clone()),
+                budgets,
+                streams: VecDeque::new(),
+                next_stream: 1,
+            }
+        });
+        entry.standalone.clone()
+    }
+
+    /// A new POST stream of `session`; `None` when the session has no history (it ended).
+    /// Past [`RETAINED_STREAMS`], the oldest finished stream is forgotten (the oldest running
+    /// one if none has finished).
+    pub(crate) fn new_log(&self, session: &str) -> Option<Arc<StreamLog>> {
+        let mut map = self.lock();
+        let s = map.get_mut(session)?;
+        let id = s.next_stream;
+        s.next_stream += 1;
+        let log = StreamLog::new(id, self.limits, s.budgets.clone());
+        if s.streams.len() >= RETAINED_STREAMS {
+            if let Some(pos) = s.streams.iter().position(|l| l.is_closed()) {
+                s.streams.remove(pos);
+            } else {
+                s.streams.pop_front();
+            }
+        }
+        s.streams.push_back(log.clone());
+        Some(log)
+    }
+
+    /// `stream` of the session in `scope`, if `scope` owns it.
+    pub(crate) fn log(
+        &self,
+        scope: ReplayScope<'_>,
+        stream: u64,
+    ) -> Result<Arc<StreamLog>, StoreError> {
+        let map = self.lock();
+        map.get(scope.session)
+            .filter(|s| s.principal.as_deref() == scope.principal)
+            .ok_or(StoreError::UnknownStream)?
+            .log(stream)
+    }
+
+    /// Whether an SSE response is open on any stream of `session`.
+    pub(crate) fn has_reader(&self, session: &str) -> bool {
+        self.lock()
+            .get(session)
+            .is_some_and(|s| s.logs().any(|l| l.has_reader()))
+    }
+
+    /// Closes and forgets every stream of `session`.
+    pub(crate) fn end_session(&self, session: &str) {
+        let removed = {
+            let mut map = self.lock();
+            let removed = map.remove(session);
+            // A map keeps its room after a burst of sessions: give it back once it is less
+            // than a quarter full (keeping room to double).
+            let len = map.len();
+            if map.capacity() > 64 && len < map.capacity() / 4 {
+                map.shrink_to(len * 2);
+            }
+            removed
+        };
+        if let Some(s) = removed {
+            // The logs release their budgets as they drop, outside the lock.
+            for log in s.logs() {
+                log.close();
+            }
+        }
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn open_stream<'a>(&'a self, scope: ReplayScope<'a>) -> StoreFuture<'a, u64> {
+        let owner = self
+            .lock()
+            .get(scope.session)
+            .map(|s| s.principal.as_deref() == scope.principal);
+        let out = match owner {
+            Some(false) => Err(StoreError::UnknownStream),
+            _ => {
+                self.open_session(scope.session, scope.principal);
+                self.new_log(scope.session)
+                    .map(|l| l.id())
+                    .ok_or(StoreError::UnknownStream)
+            }
+        };
+        Box::pin(std::future::ready(out))
+    }
+
+    fn append<'a>(
+        &'a self,
+        scope: ReplayScope<'a>,
+        stream: u64,
+        data: Vec<u8>,
+    ) -> StoreFuture<'a, EventId> {
+        let out = self.log(scope, stream).and_then(|log| {
+            let limit = self.limits.event_bytes;
+            log.push(|_| Some(Bytes::from(data)))
+                .map(|seq| EventId { stream, seq })
+                .map_err(|r| match r {
+                    Refused::Closed => StoreError::Closed,
+                    Refused::TooLarge => StoreError::TooLarge { limit },
+                })
+        });
+        Box::pin(std::future::ready(out))
+    }
+
+    fn replay_after<'a>(
+        &'a self,
+        after: EventId,
+        scope: ReplayScope<'a>,
+    ) -> StoreFuture<'a, Replay> {
+        let out = self.log(scope, after.stream).and_then(|log| {
+            let (events, closed) = log
+                .events_after(after.seq)
+                .map_err(|_| StoreError::Evicted)?;
+            Ok(Replay {
+                stream: after.stream,
+                events: events
+                    .into_iter()
+                    .map(|(seq, data)| StoredEvent {
+                        id: EventId {
+                            stream: after.stream,
+                            seq,
+                        },
+                        data: data.to_vec(),
+                    })
+                    .collect(),
+                closed,
+            })
+        });
+        Box::pin(std::future::ready(out))
+    }
+
+    fn close_stream<'a>(&'a self, scope: ReplayScope<'a>, stream: u64) -> StoreFuture<'a, ()> {
+        let out = self.log(scope, stream).map(|log| log.close());
+        Box::pin(std::future::ready(out))
+    }
+
+    fn drop_session<'a>(&'a self, session: &'a str) -> StoreFuture<'a, ()> {
+        self.end_session(session);
+        Box::pin(std::future::ready(Ok(())))
     }
 }
 
@@ -527,6 +800,18 @@ mod tests {
             log.append(&note(n));
             assert!(log.bytes() <= 1000);
         }
+    }
+
+    #[tokio::test]
+    async fn the_in_memory_event_store_keeps_the_contract() {
+        let store = MemoryEventStore::new(ReplayLimits {
+            events: 4,
+            event_bytes: 100,
+            stream_bytes: 300,
+            session_bytes: 400,
+            total_bytes: 600,
+        });
+        crate::store::contract::event_store(&store).await;
     }
 
     #[test]

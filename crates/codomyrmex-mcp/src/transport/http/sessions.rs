@@ -1,48 +1,66 @@
-//! The legacy-era session store: bounded, with idle expiry, so sessions never leak. Each
+//! The legacy-era session table: bounded, with idle expiry, so sessions never leak. Each
 //! session belongs to the principal that created it, and its replay history draws from a
 //! per-session and a server-wide byte budget ([`replay`](super::replay)).
+//!
+//! Two halves: the records ([`SessionRecord`]s, what another instance would need) live in a
+//! [`SessionStore`] (in memory by default, [`HttpConfig::session_store`](super::HttpConfig)
+//! to choose), which decides the cap, the eviction and the idle expiry on the `now` given
+//! here; the live state (the engine's [`Session`], its stream logs) stays in this process's
+//! table, keyed by the same id. A session is usable while both hold it.
+//!
+//! A full table never locks new clients out: creating a session first drops the expired
+//! ones, then evicts the least recently used *idle* session, one with no call in flight and
+//! no open SSE response (a GET stream or a streamed POST still being read). Its client gets
+//! `404` on its next request and re-initializes, as the spec expects of a lost session. Only
+//! when every session is busy is a new one refused ([`StoreError::Full`]), and the endpoint
+//! answers `503` with `Retry-After`.
+//!
+//! A later `logging/setLevel` (answered as JSON) is written back to the record
+//! ([`SessionTable::persist`]). Not yet in the record after creation: the level set on a
+//! streamed request, and resource subscriptions, which the engine's session holds without
+//! a way to list them (the core crate of issue #14 will report changes); nor is a session
+//! restored from a record this process does not hold live.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::context::Principal;
 use crate::engine::Session;
+use crate::store::{SessionRecord, SessionStore, StoreError, StoredPrincipal};
 
-use super::replay::{Budget, LogSink, ReplayLimits, StreamLog};
+use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 
-/// One legacy session over HTTP: the engine's session plus its SSE streams.
+/// One legacy session over HTTP: the engine's session plus its SSE streams, whose logs the
+/// table's [`MemoryEventStore`] holds.
 pub(crate) struct HttpSession {
+    id: String,
     pub(crate) session: Arc<Session>,
-    last_seen: Mutex<Instant>,
     /// Stream 0: the standalone GET stream, for messages not tied to a request.
     pub(crate) standalone: Arc<StreamLog>,
     /// [`standalone`](Self::standalone) as the sink of the session's JSON-answered requests.
     pub(crate) standalone_sink: Arc<dyn crate::context::MessageSink>,
-    streams: Mutex<VecDeque<Arc<StreamLog>>>,
-    next_stream: AtomicU64,
+    events: Arc<MemoryEventStore>,
     limits: ReplayLimits,
-    /// This session's budget, then the server's.
-    budgets: Vec<Arc<Budget>>,
 }
 
-/// How many finished POST streams a session keeps for resumption.
-const RETAINED_STREAMS: usize = 32;
-
 impl HttpSession {
-    fn new(session: Arc<Session>, limits: ReplayLimits, server: &Arc<Budget>) -> Self {
-        let budgets = vec![Budget::new(limits.session_bytes), server.clone()];
-        let standalone = StreamLog::new(0, limits, budgets.clone());
+    fn new(
+        id: String,
+        session: Arc<Session>,
+        events: &Arc<MemoryEventStore>,
+        limits: ReplayLimits,
+    ) -> Self {
+        let owner = session.principal().map(|p| p.subject);
+        let standalone = events.open_session(&id, owner.as_deref());
         Self {
+            id,
             session,
-            last_seen: Mutex::new(Instant::now()),
             standalone_sink: Arc::new(LogSink(standalone.clone())),
             standalone,
-            streams: Mutex::new(VecDeque::new()),
-            next_stream: AtomicU64::new(1),
+            events: events.clone(),
             limits,
-            budgets,
         }
     }
 
@@ -55,163 +73,232 @@ impl HttpSession {
         }
     }
 
-    /// Whether stream `id` was opened by this session, even if it is no longer retained.
-    pub(crate) fn opened(&self, id: u64) -> bool {
-        id < self.next_stream.load(Ordering::Relaxed)
+    /// The subject that owns this session's streams.
+    pub(crate) fn owner(&self) -> Option<String> {
+        self.session.principal().map(|p| p.subject)
     }
 
-    pub(crate) fn touch(&self) {
-        *self
-            .last_seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    /// The session's id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
     }
 
-    fn idle_for(&self, now: Instant) -> Duration {
-        now.saturating_duration_since(
-            *self
-                .last_seen
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+    /// Whether the session is in use: a call in flight, or an SSE response open on one of its
+    /// streams. A busy session is never evicted or expired.
+    fn is_busy(&self) -> bool {
+        self.session.in_flight() > 0 || self.events.has_reader(&self.id)
     }
 
-    /// A new resumable stream for a POST response.
+    /// A new resumable stream for a POST response (a closed, unbounded-by-nothing log if the
+    /// session just ended, so the caller needs no special case: nothing is kept).
     pub(crate) fn open_stream(&self) -> Arc<StreamLog> {
-        let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let log = StreamLog::new(id, self.limits, self.budgets.clone());
-        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
-        if streams.len() >= RETAINED_STREAMS {
-            // Forget the oldest finished stream; running ones stay resumable.
-            if let Some(pos) = streams.iter().position(|s| s.is_closed()) {
-                streams.remove(pos);
-            } else {
-                streams.pop_front();
-            }
-        }
-        streams.push_back(log.clone());
-        log
+        self.events.new_log(&self.id).unwrap_or_else(|| {
+            let log = StreamLog::new(0, self.limits, Vec::new());
+            log.close();
+            log
+        })
     }
 
     /// A stream by id (0 is the standalone stream).
+    #[cfg(test)]
     pub(crate) fn stream(&self, id: u64) -> Option<Arc<StreamLog>> {
-        if id == 0 {
-            return Some(self.standalone.clone());
-        }
-        self.streams
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|s| s.id() == id)
-            .cloned()
+        let owner = self.owner();
+        let scope = crate::store::ReplayScope {
+            session: &self.id,
+            principal: owner.as_deref(),
+        };
+        self.events.log(scope, id).ok()
     }
 
     fn close(&self) {
         self.session.cancel_all();
         self.standalone.close();
-        for s in self
-            .streams
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
-            s.close();
-        }
+        self.events.end_session(&self.id);
     }
 }
 
-/// Why a session could not be created.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct StoreFull;
+/// The record of `session`, created at `now`.
+fn record_of(session: &Session, id: &str, now: u64, idle: Duration) -> SessionRecord {
+    let version = session
+        .negotiated()
+        .map_or_else(String::new, |v| v.as_str().to_owned());
+    let idle = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+    let mut record = SessionRecord::new(id, version, now, idle);
+    if let Some((_, capabilities, level)) = session.negotiated_scope() {
+        record.client_capabilities = (*capabilities).clone();
+        record.log_level = level.map(|l| l.as_str().to_owned());
+    }
+    record.client_info = session.client_info();
+    record.principal = session.principal().map(|p| StoredPrincipal {
+        subject: p.subject,
+        scopes: p.scopes,
+    });
+    record
+}
 
-/// Sessions by id.
-pub(crate) struct SessionStore {
-    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+/// The wall clock, in milliseconds since the Unix epoch: the `now` of the session records.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Sessions by id: their records in a [`SessionStore`], their live state here.
+pub(crate) struct SessionTable {
+    live: Mutex<HashMap<String, Arc<HttpSession>>>,
+    records: Arc<dyn SessionStore>,
     max: usize,
     idle: Duration,
     replay: ReplayLimits,
-    /// The server-wide replay budget.
-    retained: Arc<Budget>,
+    /// Every session's replay logs.
+    events: Arc<MemoryEventStore>,
 }
 
-impl SessionStore {
-    pub(crate) fn new(max: usize, idle: Duration, replay: ReplayLimits) -> Self {
+impl SessionTable {
+    pub(crate) fn new(
+        records: Arc<dyn SessionStore>,
+        max: usize,
+        idle: Duration,
+        replay: ReplayLimits,
+    ) -> Self {
         Self {
-            sessions: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
+            records,
             max,
             idle,
             replay,
-            retained: Budget::new(replay.total_bytes),
+            events: Arc::new(MemoryEventStore::new(replay)),
         }
     }
 
     /// The bytes of replay history retained by all sessions.
     #[cfg(test)]
     pub(crate) fn retained_bytes(&self) -> usize {
-        self.retained.used()
+        self.events.retained_bytes()
     }
 
+    /// The replay logs, for resumption through [`EventStore`](crate::store::EventStore).
+    pub(crate) fn events(&self) -> &Arc<MemoryEventStore> {
+        &self.events
+    }
+
+    // Lock order: the record store's lock (if it has one), then this one. This one is never
+    // held while calling the store.
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Live sessions in this process.
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
 
-    /// Stores a session under a fresh random id.
-    pub(crate) fn insert(
+    fn is_busy(&self, id: &str) -> bool {
+        self.lock().get(id).is_some_and(|s| s.is_busy())
+    }
+
+    /// Drops the live state of `ids` and closes them.
+    fn forget(&self, ids: &[String]) {
+        let gone: Vec<Arc<HttpSession>> = {
+            let mut map = self.lock();
+            let gone = ids.iter().filter_map(|id| map.remove(id)).collect();
+            shrink_if_sparse(&mut map);
+            gone
+        };
+        for s in &gone {
+            s.close();
+        }
+    }
+
+    /// Stores a session under a fresh random id. When the table is full, the expired
+    /// sessions go first, then the least recently used idle one (see the module docs).
+    pub(crate) async fn insert(
         &self,
         session: Arc<Session>,
-    ) -> Result<(String, Arc<HttpSession>), StoreFull> {
-        let mut map = self.lock();
-        if map.len() >= self.max {
-            drop(map);
-            self.sweep();
-            map = self.lock();
-            if map.len() >= self.max {
-                return Err(StoreFull);
-            }
-        }
+    ) -> Result<(String, Arc<HttpSession>), StoreError> {
         let id = new_session_id();
-        let http = Arc::new(HttpSession::new(session, self.replay, &self.retained));
-        map.insert(id.clone(), http.clone());
+        let now = now_ms();
+        let keep = |id: &str| self.is_busy(id);
+        let created = self
+            .records
+            .create(
+                record_of(&session, &id, now, self.idle),
+                self.max,
+                now,
+                &keep,
+            )
+            .await?;
+        if !created.evicted.is_empty() {
+            tracing::debug!(
+                evicted = created.evicted.len(),
+                "made room in the session table"
+            );
+            self.forget(&created.evicted);
+        }
+        let http = Arc::new(HttpSession::new(
+            id.clone(),
+            session,
+            &self.events,
+            self.replay,
+        ));
+        self.lock().insert(id.clone(), http.clone());
         Ok((id, http))
     }
 
     /// A live session of `principal`, refreshed. Another principal's session is not found.
-    pub(crate) fn get(&self, id: &str, principal: Option<&Principal>) -> Option<Arc<HttpSession>> {
-        let s = self.lock().get(id).cloned()?;
+    pub(crate) async fn get(
+        &self,
+        id: &str,
+        principal: Option<&Principal>,
+    ) -> Result<Option<Arc<HttpSession>>, StoreError> {
+        let Some(s) = self.lock().get(id).cloned() else {
+            return Ok(None);
+        };
         if !s.belongs_to(principal) {
-            return None;
+            return Ok(None);
         }
-        if s.idle_for(Instant::now()) > self.idle {
-            self.remove(id, principal);
-            return None;
+        if self.records.touch(id, now_ms()).await?.is_none() {
+            // Expired, or ended elsewhere.
+            self.forget(&[id.to_owned()]);
+            return Ok(None);
         }
-        s.touch();
-        Some(s)
+        Ok(Some(s))
     }
 
     /// Ends a session of `principal`; returns whether it existed (another principal's does
     /// not).
-    pub(crate) fn remove(&self, id: &str, principal: Option<&Principal>) -> bool {
-        let removed = {
-            let mut map = self.lock();
-            if !map.get(id).is_some_and(|s| s.belongs_to(principal)) {
-                return false;
-            }
-            let removed = map.remove(id);
-            shrink_if_sparse(&mut map);
-            removed
-        };
-        match removed {
-            Some(s) => {
-                s.close();
-                true
-            }
-            None => false,
+    pub(crate) async fn remove(
+        &self,
+        id: &str,
+        principal: Option<&Principal>,
+    ) -> Result<bool, StoreError> {
+        if !self.lock().get(id).is_some_and(|s| s.belongs_to(principal)) {
+            return Ok(false);
         }
+        let existed = self.records.delete(id).await?;
+        self.forget(&[id.to_owned()]);
+        Ok(existed)
+    }
+
+    /// Writes what the engine's session changed since creation (its log level) into the
+    /// record, with compare-and-set; a concurrent change is retried once.
+    pub(crate) async fn persist(&self, http: &HttpSession) -> Result<(), StoreError> {
+        let level = http.session.log_level().map(|l| l.as_str().to_owned());
+        for _ in 0..2 {
+            let Some(mut record) = self.records.load(&http.id, now_ms()).await? else {
+                return Ok(());
+            };
+            if record.log_level == level {
+                return Ok(());
+            }
+            let version = record.version;
+            record.log_level = level.clone();
+            match self.records.save(record, version).await {
+                Err(StoreError::Conflict { .. }) => continue,
+                other => return other.map(drop),
+            }
+        }
+        Ok(())
     }
 
     /// Every live session (for broadcasting list changes).
@@ -219,30 +306,19 @@ impl SessionStore {
         self.lock().values().cloned().collect()
     }
 
-    /// Drops sessions idle for longer than the expiry, and gives their memory back.
-    pub(crate) fn sweep(&self) -> usize {
-        let now = Instant::now();
-        let expired: Vec<Arc<HttpSession>> = {
-            let mut map = self.lock();
-            let ids: Vec<String> = map
-                .iter()
-                .filter(|(_, s)| s.idle_for(now) > self.idle && s.session.in_flight() == 0)
-                .map(|(k, _)| k.clone())
-                .collect();
-            let out = ids.iter().filter_map(|k| map.remove(k)).collect();
-            shrink_if_sparse(&mut map);
-            out
-        };
-        for s in &expired {
-            s.close();
-        }
-        expired.len()
+    /// Drops sessions idle for longer than the expiry (busy ones stay), and gives their
+    /// memory back.
+    pub(crate) async fn sweep(&self) -> Result<usize, StoreError> {
+        let keep = |id: &str| self.is_busy(id);
+        let expired = self.records.expire(now_ms(), &keep).await?;
+        self.forget(&expired);
+        Ok(expired.len())
     }
 }
 
 /// A map never shrinks by itself: after a burst of 10,000 sessions its table would keep
 /// room for 10,000 (about 0.5 MiB) for the life of the server. Shrinks it once it is less
-/// than a quarter full, keeping room to double, so that a store going up and down around
+/// than a quarter full, keeping room to double, so that a table going up and down around
 /// one size does not reallocate on every change.
 fn shrink_if_sparse<V>(map: &mut HashMap<String, V>) {
     if map.capacity() > 64 && map.len() < map.capacity() / 4 {
@@ -281,6 +357,15 @@ mod tests {
         }
     }
 
+    fn table(max: usize, idle: Duration, replay: ReplayLimits) -> SessionTable {
+        SessionTable::new(
+            Arc::new(crate::store::MemorySessionStore::new()),
+            max,
+            idle,
+            replay,
+        )
+    }
+
     fn session() -> Arc<Session> {
         crate::engine::Engine::new(
             crate::McpServerConfig::default(),
@@ -289,32 +374,67 @@ mod tests {
         .new_session()
     }
 
-    #[test]
-    fn store_is_bounded_and_ids_are_unique() {
-        let store = SessionStore::new(2, Duration::from_secs(60), limits());
-        let (a, _) = store.insert(session()).unwrap();
-        let (b, _) = store.insert(session()).unwrap();
+    #[tokio::test]
+    async fn store_is_bounded_and_ids_are_unique() {
+        let store = table(2, Duration::from_secs(60), limits());
+        let (a, _) = store.insert(session()).await.unwrap();
+        let (b, _) = store.insert(session()).await.unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert_eq!(store.insert(session()).err(), Some(StoreFull));
-        assert!(store.remove(&a, None));
-        assert!(!store.remove(&a, None));
-        assert!(store.get(&a, None).is_none());
-        assert!(store.get(&b, None).is_some());
-        assert!(store.insert(session()).is_ok());
+        assert!(store.remove(&a, None).await.unwrap());
+        assert!(!store.remove(&a, None).await.unwrap());
+        assert!(store.get(&a, None).await.unwrap().is_none());
+        assert!(store.get(&b, None).await.unwrap().is_some());
+        assert!(store.insert(session()).await.is_ok());
+        assert_eq!(store.len(), 2);
     }
 
-    #[test]
-    fn the_table_shrinks_when_sessions_go() {
-        let store = SessionStore::new(10_000, Duration::from_millis(0), limits());
-        let ids: Vec<String> = (0..1000)
-            .map(|_| store.insert(session()).unwrap().0)
-            .collect();
+    #[tokio::test]
+    async fn a_full_store_evicts_the_least_recently_used_idle_session() {
+        let store = table(2, Duration::from_secs(60), limits());
+        let (a, _) = store.insert(session()).await.unwrap();
+        let (b, b_session) = store.insert(session()).await.unwrap();
+        // `b` listens on its standalone stream: busy, never evicted.
+        let reader = b_session.standalone.follow();
+        let (c, _) = store.insert(session()).await.unwrap();
+        assert!(
+            store.get(&a, None).await.unwrap().is_none(),
+            "the idle one went"
+        );
+        assert!(store.get(&b, None).await.unwrap().is_some());
+        assert!(store.get(&c, None).await.unwrap().is_some());
+        assert_eq!(store.len(), 2);
+        // `c` is idle too, and now the only candidate.
+        let (_d, _) = store.insert(session()).await.unwrap();
+        assert!(store.get(&c, None).await.unwrap().is_none());
+        drop(reader);
+        // With the reader gone, `b` can make room as well.
+        assert!(store.insert(session()).await.is_ok());
+        assert!(store.get(&b, None).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_store_of_busy_sessions_refuses() {
+        let store = table(1, Duration::from_secs(60), limits());
+        let (_a, a) = store.insert(session()).await.unwrap();
+        let reader = a.standalone.follow();
+        assert_eq!(store.insert(session()).await.err(), Some(StoreError::Full));
+        drop(reader);
+        assert!(store.insert(session()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_table_shrinks_when_sessions_go() {
+        let store = table(10_000, Duration::from_millis(0), limits());
+        let mut ids = Vec::new();
+        for _ in 0..1000 {
+            ids.push(store.insert(session()).await.unwrap().0);
+        }
         let full = store.lock().capacity();
         assert!(full >= 1000);
         // Ended one by one (DELETE).
         for id in &ids[..900] {
-            assert!(store.remove(id, None));
+            assert!(store.remove(id, None).await.unwrap());
         }
         let sparse = store.lock().capacity();
         assert!(
@@ -322,9 +442,8 @@ mod tests {
             "{sparse} of {full} kept for 100 sessions"
         );
         assert!(sparse >= 100);
-        // Expired all at once.
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(store.sweep(), 100);
+        // Expired all at once (an idle timeout of 0 expires at once).
+        assert_eq!(store.sweep().await.unwrap(), 100);
         assert_eq!(store.len(), 0);
         assert!(store.lock().capacity() <= 64);
     }
@@ -362,10 +481,10 @@ mod tests {
     async fn replay_history_is_bounded_in_bytes() {
         // Issue #13: two sessions with 32 large streaming calls each kept everything until
         // idle expiry (32 streams x 256 events per session, whatever their size).
-        let store = SessionStore::new(10_000, Duration::from_secs(600), defaults());
+        let store = table(10_000, Duration::from_secs(600), defaults());
         let mut sessions = Vec::new();
         for _ in 0..2 {
-            let (_, s) = store.insert(session()).unwrap();
+            let (_, s) = store.insert(session()).await.unwrap();
             for _ in 0..32 {
                 let log = s.open_stream();
                 for _ in 0..2 {
@@ -392,9 +511,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_server_budget_spans_sessions_and_evicts_the_oldest() {
-        let store = SessionStore::new(
+    #[tokio::test]
+    async fn the_server_budget_spans_sessions_and_evicts_the_oldest() {
+        let store = table(
             100,
             Duration::from_secs(600),
             ReplayLimits {
@@ -402,11 +521,11 @@ mod tests {
                 ..defaults()
             },
         );
-        let (_, old) = store.insert(session()).unwrap();
+        let (_, old) = store.insert(session()).await.unwrap();
         let first = old.open_stream();
         first.append(&big(1024 * 1024));
         for _ in 0..10 {
-            let (_, s) = store.insert(session()).unwrap();
+            let (_, s) = store.insert(session()).await.unwrap();
             s.open_stream().append(&big(1024 * 1024));
             assert!(store.retained_bytes() <= 3 * 1024 * 1024);
         }
@@ -415,9 +534,9 @@ mod tests {
         assert!(first.attach(0).is_err());
     }
 
-    #[test]
-    fn sessions_belong_to_their_principal() {
-        let store = SessionStore::new(10, Duration::from_secs(60), limits());
+    #[tokio::test]
+    async fn sessions_belong_to_their_principal() {
+        let store = table(10, Duration::from_secs(60), limits());
         let alice = Principal {
             subject: "alice".into(),
             scopes: Vec::new(),
@@ -428,21 +547,21 @@ mod tests {
         };
         let (id, _) = store
             .insert(session().with_principal(Some(alice.clone())))
+            .await
             .unwrap();
-        assert!(store.get(&id, Some(&bob)).is_none());
-        assert!(store.get(&id, None).is_none());
-        assert!(!store.remove(&id, Some(&bob)));
-        assert!(store.get(&id, Some(&alice)).is_some());
-        assert!(store.remove(&id, Some(&alice)));
+        assert!(store.get(&id, Some(&bob)).await.unwrap().is_none());
+        assert!(store.get(&id, None).await.unwrap().is_none());
+        assert!(!store.remove(&id, Some(&bob)).await.unwrap());
+        assert!(store.get(&id, Some(&alice)).await.unwrap().is_some());
+        assert!(store.remove(&id, Some(&alice)).await.unwrap());
     }
 
-    #[test]
-    fn idle_sessions_expire() {
-        let store = SessionStore::new(10, Duration::from_millis(0), limits());
-        let (a, s) = store.insert(session()).unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(store.sweep(), 1);
-        assert!(store.get(&a, None).is_none());
+    #[tokio::test]
+    async fn idle_sessions_expire() {
+        let store = table(10, Duration::from_millis(0), limits());
+        let (a, s) = store.insert(session()).await.unwrap();
+        assert_eq!(store.sweep().await.unwrap(), 1);
+        assert!(store.get(&a, None).await.unwrap().is_none());
         assert!(s.standalone.is_closed());
         assert_eq!(store.len(), 0);
     }

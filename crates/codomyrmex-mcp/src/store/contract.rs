@@ -1,0 +1,297 @@
+//! The contract tests of the store traits, as plain functions over any implementation, so
+//! that an implementation outside this crate (Redis) runs the same checks:
+//!
+//! ```ignore
+//! codomyrmex_mcp::store::contract::session_store(&my_store).await;
+//! ```
+//!
+//! They panic on the first violation. Times are explicit values: nothing sleeps. Each
+//! function expects an empty store; [`event_store`] also expects the bounds it names.
+
+// Test code for implementations, not for input: a violation is meant to panic.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
+use super::{EventId, EventStore, ReplayScope, SessionRecord, SessionStore, StoreError};
+
+const T0: u64 = 1_000_000;
+const IDLE: u64 = 60_000;
+
+fn record(id: &str, now: u64) -> SessionRecord {
+    SessionRecord::new(id, "2025-11-25", now, IDLE)
+}
+
+/// Checks a [`SessionStore`]: creation and its cap with LRU eviction of idle sessions, busy
+/// sessions kept, sliding expiry, compare-and-set, deletion and expiry.
+pub async fn session_store(store: &dyn SessionStore) {
+    let none = |_: &str| false;
+    // Create and load; a duplicate id is refused.
+    let created = store.create(record("a", T0), 2, T0, &none).await;
+    assert_eq!(created.map(|c| c.evicted), Ok(Vec::new()));
+    assert_eq!(
+        store.create(record("a", T0), 2, T0, &none).await,
+        Err(StoreError::Exists)
+    );
+    let a = store.load("a", T0).await.expect("load").expect("stored");
+    assert_eq!(a.protocol_version, "2025-11-25");
+    assert!(a.version >= 1);
+    // The record round-trips through its encoding.
+    assert_eq!(
+        SessionRecord::decode(&a.encode().expect("encode")),
+        Ok(a.clone())
+    );
+    store
+        .create(record("b", T0 + 10), 2, T0 + 10, &none)
+        .await
+        .expect("b");
+    // `a` is used after `b`: `b` is the least recently used.
+    let expires = store.touch("a", T0 + 20).await.expect("touch");
+    assert_eq!(expires, Some(T0 + 20 + IDLE), "sliding expiry");
+    let a = store.load("a", T0 + 20).await.expect("load").expect("a");
+    assert_eq!((a.last_seen, a.expires_at), (T0 + 20, T0 + 20 + IDLE));
+    let created = store
+        .create(record("c", T0 + 30), 2, T0 + 30, &none)
+        .await
+        .expect("room is made");
+    assert_eq!(created.evicted, ["b"]);
+    assert_eq!(store.load("b", T0 + 30).await, Ok(None));
+    // Busy sessions are never evicted; when all are busy, the store is full.
+    let busy = |_: &str| true;
+    assert_eq!(
+        store.create(record("d", T0 + 40), 2, T0 + 40, &busy).await,
+        Err(StoreError::Full)
+    );
+    let keep_a = |id: &str| id == "a";
+    let created = store
+        .create(record("d", T0 + 40), 2, T0 + 40, &keep_a)
+        .await
+        .expect("c goes");
+    assert_eq!(created.evicted, ["c"]);
+    // Within one millisecond, the order of use decides: `d` was used after `a` here.
+    store.touch("a", T0 + 40).await.expect("touch").expect("a");
+    store.touch("d", T0 + 40).await.expect("touch").expect("d");
+    let created = store
+        .create(record("x", T0 + 40), 3, T0 + 40, &none)
+        .await
+        .expect("room");
+    assert!(created.evicted.is_empty(), "a cap of 3 has room");
+    let created = store
+        .create(record("y", T0 + 40), 3, T0 + 40, &none)
+        .await
+        .expect("room");
+    assert_eq!(created.evicted, ["a"]);
+    store.touch("d", T0 + 40).await.expect("touch").expect("d");
+    store.delete("x").await.expect("delete");
+    store.delete("y").await.expect("delete");
+    store
+        .create(record("a", T0 + 20), 3, T0 + 20, &none)
+        .await
+        .expect("a again");
+    store.touch("a", T0 + 20).await.expect("touch").expect("a");
+    // Compare-and-set.
+    let d = store.load("d", T0 + 40).await.expect("load").expect("d");
+    let mut changed = d.clone();
+    changed.log_level = Some("debug".into());
+    let saved = store.save(changed.clone(), d.version).await.expect("save");
+    assert!(saved.version > d.version);
+    assert!(matches!(
+        store.save(changed, d.version).await,
+        Err(StoreError::Conflict { .. })
+    ));
+    let d = store.load("d", T0 + 40).await.expect("load").expect("d");
+    assert_eq!(d.log_level.as_deref(), Some("debug"));
+    // Expiry: `a` was touched at T0 + 20, `d` created at T0 + 40.
+    let later = T0 + 20 + IDLE;
+    assert_eq!(store.load("a", later).await, Ok(None), "expired");
+    assert_eq!(store.touch("a", later).await, Ok(None));
+    assert!(store.load("d", later).await.expect("load").is_some());
+    // A busy session outlives its expiry in `expire`, not in `touch`.
+    let far = T0 + 10 * IDLE;
+    let keep_d = |id: &str| id == "d";
+    assert_eq!(store.expire(far, &keep_d).await, Ok(Vec::new()));
+    assert_eq!(store.expire(far, &none).await, Ok(vec!["d".to_owned()]));
+    assert_eq!(store.count().await, Ok(0));
+    // Deletion.
+    store
+        .create(record("e", far), 2, far, &none)
+        .await
+        .expect("e");
+    assert_eq!(store.delete("e").await, Ok(true));
+    assert_eq!(store.delete("e").await, Ok(false));
+    assert_eq!(store.load("e", far).await, Ok(None));
+}
+
+/// Checks an [`EventStore`] built with these bounds: 4 events per stream, 100 bytes per
+/// event, 300 bytes per stream, 400 per session, 600 for the whole store.
+pub async fn event_store(store: &dyn EventStore) {
+    let alice = ReplayScope {
+        session: "s1",
+        principal: Some("alice"),
+    };
+    let stream = store.open_stream(alice).await.expect("open");
+    assert_ne!(stream, 0, "stream 0 is the standalone stream");
+    let mut ids = Vec::new();
+    for n in 0..3u8 {
+        ids.push(
+            store
+                .append(alice, stream, vec![n; 10])
+                .await
+                .expect("append"),
+        );
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ordered: {ids:?}");
+    assert!(
+        ids.iter().all(|id| id.stream == stream),
+        "ids name their stream"
+    );
+    let id: EventId = ids[0].to_string().parse().expect("ids parse back");
+    assert_eq!(id, ids[0]);
+    // Replay after the first: the other two, unchanged.
+    let replay = store.replay_after(ids[0], alice).await.expect("replay");
+    assert_eq!(replay.stream, stream);
+    let data: Vec<Vec<u8>> = replay.events.iter().map(|e| e.data.clone()).collect();
+    assert_eq!(data, [vec![1u8; 10], vec![2u8; 10]]);
+    assert!(!replay.closed);
+    // Only for the owner: another principal or session does not see the stream.
+    let bob = ReplayScope {
+        session: "s1",
+        principal: Some("bob"),
+    };
+    assert_eq!(
+        store.replay_after(ids[0], bob).await,
+        Err(StoreError::UnknownStream)
+    );
+    let other = ReplayScope {
+        session: "s2",
+        principal: Some("alice"),
+    };
+    assert_eq!(
+        store.replay_after(ids[0], other).await,
+        Err(StoreError::UnknownStream)
+    );
+    // Other streams' events are not replayed.
+    let second = store.open_stream(alice).await.expect("open");
+    store
+        .append(alice, second, vec![9; 10])
+        .await
+        .expect("append");
+    let replay = store.replay_after(ids[0], alice).await.expect("replay");
+    assert_eq!(replay.events.len(), 2);
+    // Bounds: an event over 100 bytes is refused; the stream keeps 4 events, oldest first.
+    assert_eq!(
+        store.append(alice, stream, vec![0; 101]).await,
+        Err(StoreError::TooLarge { limit: 100 })
+    );
+    for n in 3..6u8 {
+        store
+            .append(alice, stream, vec![n; 10])
+            .await
+            .expect("append");
+    }
+    // Event 1 is gone: resuming after it would skip event 2.
+    assert_eq!(
+        store.replay_after(ids[0], alice).await,
+        Err(StoreError::Evicted)
+    );
+    // The byte bound of the stream (300) evicts too.
+    for _ in 0..4 {
+        store
+            .append(alice, stream, vec![7; 100])
+            .await
+            .expect("append");
+    }
+    let last = EventId { stream, seq: 6 };
+    assert_eq!(
+        store.replay_after(last, alice).await,
+        Err(StoreError::Evicted)
+    );
+    let tail = store
+        .replay_after(EventId { stream, seq: 7 }, alice)
+        .await
+        .expect("replay");
+    assert_eq!(tail.events.len(), 3, "300 bytes hold three 100-byte events");
+    // The session's (400) and the store's (600) bounds span streams.
+    let third = store.open_stream(alice).await.expect("open");
+    for _ in 0..3 {
+        store
+            .append(alice, third, vec![8; 100])
+            .await
+            .expect("append");
+    }
+    let after = EventId {
+        stream: third,
+        seq: 0,
+    };
+    let mine = store.replay_after(after, alice).await.expect("replay");
+    assert_eq!(mine.events.len(), 3, "the newest events stay");
+    assert_eq!(
+        store.replay_after(EventId { stream, seq: 7 }, alice).await,
+        Err(StoreError::Evicted),
+        "the session's oldest events went"
+    );
+    let nine = EventId { stream, seq: 9 };
+    assert_eq!(
+        store
+            .replay_after(nine, alice)
+            .await
+            .expect("replay")
+            .events
+            .len(),
+        1
+    );
+    // The store's bound (600) spans sessions: another session's events evict this one's
+    // oldest.
+    let carol = ReplayScope {
+        session: "s2",
+        principal: Some("carol"),
+    };
+    let theirs = store.open_stream(carol).await.expect("open");
+    for _ in 0..3 {
+        store
+            .append(carol, theirs, vec![6; 100])
+            .await
+            .expect("append");
+    }
+    assert_eq!(
+        store.replay_after(nine, alice).await,
+        Err(StoreError::Evicted)
+    );
+    assert_eq!(
+        store
+            .replay_after(after, alice)
+            .await
+            .expect("replay")
+            .events
+            .len(),
+        3
+    );
+    // Past the end of a known stream: nothing yet.
+    let past = store
+        .replay_after(
+            EventId {
+                stream: third,
+                seq: 99,
+            },
+            alice,
+        )
+        .await
+        .expect("replay");
+    assert!(past.events.is_empty());
+    // Closing ends a stream; dropping the session forgets it.
+    store.close_stream(alice, third).await.expect("close");
+    assert!(
+        store
+            .replay_after(after, alice)
+            .await
+            .expect("replay")
+            .closed
+    );
+    assert_eq!(
+        store.append(alice, third, vec![1]).await,
+        Err(StoreError::Closed)
+    );
+    store.drop_session("s1").await.expect("drop");
+    assert_eq!(
+        store.replay_after(after, alice).await,
+        Err(StoreError::UnknownStream)
+    );
+}

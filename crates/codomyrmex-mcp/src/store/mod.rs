@@ -1,0 +1,155 @@
+//! The state seam: the traits a shared store (Redis, say) implements so that several server
+//! instances can serve one client, with serializable, versioned records.
+//!
+//! - [`SessionStore`]: 2025-11-25 sessions as [`SessionRecord`]s: create (with a cap, evicting
+//!   the least recently used idle session when full), load, touch (sliding idle expiry), save
+//!   (compare-and-set on the record version), delete, expire.
+//! - [`EventStore`]: the SSE history behind `Last-Event-ID`: append an event to a stream and
+//!   get its [`EventId`]; replay the events after an id, only for the session and principal
+//!   that own the stream.
+//!
+//! Time comes in as an argument (`now`, wall-clock milliseconds since the Unix epoch): no
+//! implementation reads a clock, so the contracts are testable with explicit values. Methods
+//! return boxed `Send` futures ([`StoreFuture`]), so the traits are dyn-compatible and need no
+//! async runtime; an in-memory implementation answers at once.
+//!
+//! This module imports only `std`, `serde`, `serde_json` and `thiserror`: no runtime, no HTTP
+//! types, nothing from the transports, so that it can move into the I/O-free core crate.
+//! What it is not: it holds no live objects (engine sessions, cancellation tokens, wakers),
+//! which stay with the instance that runs them; a record is the data another instance needs
+//! to recognise the session.
+//!
+//! The in-memory implementations are [`MemorySessionStore`] and the HTTP transport's replay
+//! logs (`transport::http`, bounded in events and bytes per stream, session and server).
+//! [`contract`] holds the tests every implementation must pass.
+
+mod events;
+mod session;
+
+pub mod contract;
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub use events::{EventId, EventIdError, EventStore, Replay, ReplayScope, StoredEvent};
+pub use session::{
+    Created, Keep, MemorySessionStore, SESSION_RECORD_SCHEMA, SessionEra, SessionRecord,
+    SessionStore, StoredPrincipal,
+};
+
+/// What a store method returns: a boxed future, `Send`, borrowing the store.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The session table is full and every session in it is busy.
+    #[error("the session store is full and every session is busy")]
+    Full,
+    /// A record with this id exists already.
+    #[error("a session with this id exists already")]
+    Exists,
+    /// A compare-and-set failed: the record changed since it was read.
+    #[error("the record changed concurrently (expected version {expected}, found {found})")]
+    Conflict {
+        /// The version the caller read.
+        expected: u64,
+        /// The version in the store.
+        found: u64,
+    },
+    /// The events after the requested id are no longer retained (HTTP `410`).
+    #[error("the events after this id are no longer retained")]
+    Evicted,
+    /// No such stream for this session and principal (HTTP `404`).
+    #[error("unknown event stream")]
+    UnknownStream,
+    /// An event over the per-event byte bound.
+    #[error("the event exceeds the {limit}-byte limit")]
+    TooLarge {
+        /// The bound.
+        limit: usize,
+    },
+    /// The stream no longer takes events.
+    #[error("the stream is closed")]
+    Closed,
+    /// The backing store cannot be reached (HTTP `503` with `Retry-After`).
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
+    /// A stored record does not decode (another version, or corrupt).
+    #[error("a stored record is unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// A future that is ready at once.
+pub(crate) fn ready<'a, T: Send + 'a>(value: Result<T, StoreError>) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    /// Drives a future that completes without waiting (the in-memory store's): no runtime.
+    fn block_on<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn the_in_memory_session_store_keeps_the_contract() {
+        block_on(super::contract::session_store(
+            &super::MemorySessionStore::new(),
+        ));
+    }
+
+    /// The module must stay movable into the I/O-free core crate: it names no runtime, no HTTP
+    /// stack and nothing of the transports.
+    #[test]
+    fn the_store_imports_no_runtime_and_no_transport() {
+        let files = [
+            ("mod.rs", include_str!("mod.rs")),
+            ("session.rs", include_str!("session.rs")),
+            ("events.rs", include_str!("events.rs")),
+            ("contract.rs", include_str!("contract.rs")),
+        ];
+        let forbidden = [
+            "tokio",
+            "hyper",
+            "axum",
+            "http",
+            "tower",
+            "bytes",
+            "transport",
+        ];
+        for (name, text) in files {
+            for line in text.lines().map(str::trim_start) {
+                if !line.starts_with("use ") && !line.starts_with("pub use ") {
+                    continue;
+                }
+                let allowed = [
+                    "use std",
+                    "use serde",
+                    "use thiserror",
+                    "use super",
+                    "use events",
+                    "use session",
+                ];
+                let path = line.trim_start_matches("pub ");
+                assert!(
+                    allowed.iter().any(|a| path.starts_with(a)),
+                    "{name}: {line}"
+                );
+                for f in forbidden {
+                    assert!(!path.contains(f), "{name}: {line}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! [`SessionStore`], its [`SessionRecord`], and the in-memory [`MemorySessionStore`].
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{StoreError, StoreFuture, ready};
+
+/// The schema version of [`SessionRecord`]; a store refuses records of another.
+pub const SESSION_RECORD_SCHEMA: u32 = 1;
+
+/// The protocol era a session was created in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum SessionEra {
+    /// 2025-11-25 and earlier: the `initialize` handshake and `Mcp-Session-Id`.
+    Legacy,
+}
+
+/// The principal a session belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredPrincipal {
+    /// Its subject: only this subject may use the session.
+    pub subject: String,
+    /// Its scopes when the session was created.
+    pub scopes: Vec<String>,
+}
+
+/// A session as a shared store keeps it: what another instance needs to recognise it.
+/// Times are wall-clock milliseconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionRecord {
+    /// [`SESSION_RECORD_SCHEMA`] when written.
+    pub schema: u32,
+    /// The `Mcp-Session-Id`.
+    pub id: String,
+    /// The era.
+    pub era: SessionEra,
+    /// The negotiated protocol version, such as `2025-11-25`.
+    pub protocol_version: String,
+    /// The client's `capabilities` from `initialize`.
+    pub client_capabilities: Value,
+    /// The client's `clientInfo`, if it sent one.
+    pub client_info: Option<Value>,
+    /// The principal that created the session; `None` without authentication.
+    pub principal: Option<StoredPrincipal>,
+    /// The level set with `logging/setLevel`, if any.
+    pub log_level: Option<String>,
+    /// Resource URIs the client subscribed to.
+    pub subscriptions: Vec<String>,
+    /// When the session was last used.
+    pub last_seen: u64,
+    /// How long it lives unused, in milliseconds.
+    pub idle_timeout: u64,
+    /// When it expires unless used again (`last_seen + idle_timeout`).
+    pub expires_at: u64,
+    /// Bumped by the store on every write: the compare-and-set token.
+    pub version: u64,
+}
+
+impl SessionRecord {
+    /// A fresh record of a legacy session `id` at `now`, living `idle_timeout` ms unused.
+    pub fn new(
+        id: impl Into<String>,
+        protocol_version: impl Into<String>,
+        now: u64,
+        idle_timeout: u64,
+    ) -> Self {
+        Self {
+            schema: SESSION_RECORD_SCHEMA,
+            id: id.into(),
+            era: SessionEra::Legacy,
+            protocol_version: protocol_version.into(),
+            client_capabilities: Value::Object(serde_json::Map::new()),
+            client_info: None,
+            principal: None,
+            log_level: None,
+            subscriptions: Vec::new(),
+            last_seen: now,
+            idle_timeout,
+            expires_at: now.saturating_add(idle_timeout),
+            version: 0,
+        }
+    }
+
+    /// Whether the record has expired at `now`.
+    pub fn is_expired(&self, now: u64) -> bool {
+        now >= self.expires_at
+    }
+
+    /// Marks the record used at `now` (sliding expiry).
+    pub fn touch(&mut self, now: u64) {
+        self.last_seen = self.last_seen.max(now);
+        self.expires_at = self.last_seen.saturating_add(self.idle_timeout);
+    }
+
+    /// The record as JSON, for a store that keeps bytes.
+    pub fn encode(&self) -> Result<Vec<u8>, StoreError> {
+        serde_json::to_vec(self).map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+
+    /// A record from [`encode`](Self::encode)'s bytes; refuses another schema version.
+    pub fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
+        let record: Self =
+            serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if record.schema != SESSION_RECORD_SCHEMA {
+            return Err(StoreError::Corrupt(format!(
+                "session record schema {} (this build reads {SESSION_RECORD_SCHEMA})",
+                record.schema
+            )));
+        }
+        Ok(record)
+    }
+}
+
+/// What [`SessionStore::create`] did to make room.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Created {
+    /// Sessions removed to make room (expired, or the least recently used idle one): their
+    /// live state must be dropped and their clients get `404`.
+    pub evicted: Vec<String>,
+}
+
+/// The predicate that protects busy sessions: `true` for a session id that must not be
+/// evicted or expired now (a call in flight, an open stream).
+pub type Keep<'a> = &'a (dyn Fn(&str) -> bool + Sync);
+
+/// Where 2025-11-25 sessions live.
+///
+/// The contract ([`contract::session_store`](super::contract::session_store) checks it):
+/// - `create` stores a new record (version 1). When `max_sessions` are stored, it first drops
+///   the expired records that `keep` does not protect, then, if still full, the least recently
+///   used record that `keep` does not protect, and reports what it removed; when every record
+///   is protected it fails with [`StoreError::Full`]. A duplicate id is [`StoreError::Exists`].
+/// - `load` and `touch` see only unexpired records; `touch` slides the expiry to
+///   `now + idle_timeout` and returns it. An expired record is removed.
+/// - `save` replaces a record if its version is still `expected_version`, else
+///   [`StoreError::Conflict`]; it bumps the version.
+/// - `delete` removes a record and says whether it existed.
+/// - `expire` removes the expired records that `keep` does not protect and returns their ids.
+///
+/// An implementation that spans instances protects busy sessions of other instances too, for
+/// example with a busy lease in its own bookkeeping; `keep` answers for this instance only.
+pub trait SessionStore: Send + Sync + std::fmt::Debug {
+    /// Stores `record` under its id (see the trait docs for the cap).
+    fn create<'a>(
+        &'a self,
+        record: SessionRecord,
+        max_sessions: usize,
+        now: u64,
+        keep: Keep<'a>,
+    ) -> StoreFuture<'a, Created>;
+
+    /// The unexpired record `id`.
+    fn load<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>>;
+
+    /// Marks `id` used at `now` and returns its new expiry; `None` when it does not exist or
+    /// has expired. (No record comes back: this runs on every request.)
+    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>>;
+
+    /// Replaces the record if its stored version is `expected_version`; returns the new one.
+    fn save<'a>(
+        &'a self,
+        record: SessionRecord,
+        expected_version: u64,
+    ) -> StoreFuture<'a, SessionRecord>;
+
+    /// Removes `id`; whether it existed.
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool>;
+
+    /// Removes the expired records `keep` does not protect; their ids.
+    fn expire<'a>(&'a self, now: u64, keep: Keep<'a>) -> StoreFuture<'a, Vec<String>>;
+
+    /// How many records are stored (expired ones not yet removed included).
+    fn count(&self) -> StoreFuture<'_, usize>;
+}
+
+/// The in-memory [`SessionStore`]: a map behind a mutex. Finding the least recently used
+/// record scans the map; that happens only when it is full. Records used in the same
+/// millisecond are ordered by when they were used.
+#[derive(Debug, Default)]
+pub struct MemorySessionStore {
+    records: Mutex<Records>,
+}
+
+/// Records with the order in which they were last used.
+#[derive(Debug, Default)]
+struct Records {
+    map: HashMap<String, (SessionRecord, u64)>,
+    tick: u64,
+}
+
+impl Records {
+    fn tick(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+}
+
+impl MemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Records> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A map never shrinks by itself: after a burst of sessions it would keep their room. Shrinks
+/// it once it is less than a quarter full, keeping room to double.
+fn shrink_if_sparse<V>(map: &mut HashMap<String, V>) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
+fn remove_expired(
+    map: &mut HashMap<String, (SessionRecord, u64)>,
+    now: u64,
+    keep: Keep<'_>,
+) -> Vec<String> {
+    let ids: Vec<String> = map
+        .values()
+        .filter(|(r, _)| r.is_expired(now) && !keep(&r.id))
+        .map(|(r, _)| r.id.clone())
+        .collect();
+    for id in &ids {
+        map.remove(id);
+    }
+    shrink_if_sparse(map);
+    ids
+}
+
+impl SessionStore for MemorySessionStore {
+    fn create<'a>(
+        &'a self,
+        mut record: SessionRecord,
+        max_sessions: usize,
+        now: u64,
+        keep: Keep<'a>,
+    ) -> StoreFuture<'a, Created> {
+        let mut records = self.lock();
+        let tick = records.tick();
+        let map = &mut records.map;
+        if map.contains_key(&record.id) {
+            return ready(Err(StoreError::Exists));
+        }
+        let mut created = Created::default();
+        if map.len() >= max_sessions {
+            created.evicted = remove_expired(map, now, keep);
+        }
+        if map.len() >= max_sessions {
+            let victim = map
+                .values()
+                .filter(|(r, _)| !keep(&r.id))
+                .min_by_key(|(r, used)| (r.last_seen, *used))
+                .map(|(r, _)| r.id.clone());
+            let Some(victim) = victim else {
+                return ready(Err(StoreError::Full));
+            };
+            map.remove(&victim);
+            created.evicted.push(victim);
+        }
+        record.version = 1;
+        map.insert(record.id.clone(), (record, tick));
+        ready(Ok(created))
+    }
+
+    fn load<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>> {
+        let records = self.lock();
+        let found = records.map.get(id).map(|(r, _)| r);
+        ready(Ok(found.filter(|r| !r.is_expired(now)).cloned()))
+    }
+
+    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>> {
+        let mut records = self.lock();
+        let tick = records.tick();
+        let map = &mut records.map;
+        let out = match map.get_mut(id) {
+            None => None,
+            Some((r, _)) if r.is_expired(now) => {
+                map.remove(id);
+                shrink_if_sparse(map);
+                None
+            }
+            Some((r, used)) => {
+                r.touch(now);
+                r.version += 1;
+                *used = tick;
+                Some(r.expires_at)
+            }
+        };
+        ready(Ok(out))
+    }
+
+    fn save<'a>(
+        &'a self,
+        mut record: SessionRecord,
+        expected_version: u64,
+    ) -> StoreFuture<'a, SessionRecord> {
+        let mut records = self.lock();
+        let Some((stored, _)) = records.map.get_mut(&record.id) else {
+            return ready(Err(StoreError::Conflict {
+                expected: expected_version,
+                found: 0,
+            }));
+        };
+        if stored.version != expected_version {
+            return ready(Err(StoreError::Conflict {
+                expected: expected_version,
+                found: stored.version,
+            }));
+        }
+        record.version = expected_version + 1;
+        *stored = record.clone();
+        ready(Ok(record))
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        let mut records = self.lock();
+        let existed = records.map.remove(id).is_some();
+        shrink_if_sparse(&mut records.map);
+        ready(Ok(existed))
+    }
+
+    fn expire<'a>(&'a self, now: u64, keep: Keep<'a>) -> StoreFuture<'a, Vec<String>> {
+        let mut records = self.lock();
+        ready(Ok(remove_expired(&mut records.map, now, keep)))
+    }
+
+    fn count(&self) -> StoreFuture<'_, usize> {
+        ready(Ok(self.lock().map.len()))
+    }
+}

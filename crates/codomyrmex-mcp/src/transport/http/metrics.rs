@@ -1,0 +1,281 @@
+//! `GET /metrics`: the HTTP transport's counters in the Prometheus text format, and the
+//! layer that counts.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `mcp_http_requests_total` | counter | `method` (the JSON-RPC method of a POST, from a fixed list, else `other`; `GET`, `DELETE`; `none` when a policy layer refused the request first), `outcome` (`ok`, `client_error`, `unauthorized`, `rate_limited`, `unavailable`, `server_error`) |
+//! | `mcp_http_request_duration_seconds` | histogram | until the response head is ready (an SSE stream's head comes first) |
+//! | `mcp_http_calls_in_flight` | gauge | calls running now |
+//! | `mcp_http_sessions` | gauge | 2025-11-25 sessions alive in this process |
+//! | `mcp_store_errors_total` | counter | failed session or event store operations |
+//!
+//! Label values are bounded: a method a client makes up counts as `other`. It follows the
+//! authentication rule of `/health` ([`HealthAccess`](super::HealthAccess)), and does not
+//! exist when `/health` is off. Not an OpenTelemetry exporter.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tower::{Layer, Service};
+
+/// The JSON-RPC methods counted under their own name; any other is `other`.
+const METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/result",
+    "tasks/cancel",
+    "tasks/list",
+    "tasks/update",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/roots/list_changed",
+];
+
+/// The method label of a JSON-RPC method name.
+pub(crate) fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// What the endpoint handled, as a response extension the [`MetricsLayer`] reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Served(pub(crate) &'static str);
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: &'static str,
+    outcome: &'static str,
+}
+
+fn outcome(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 | 403 => "unauthorized",
+        429 => "rate_limited",
+        503 => "unavailable",
+        s if s < 400 => "ok",
+        s if s < 500 => "client_error",
+        _ => "server_error",
+    }
+}
+
+/// The transport's metrics.
+pub(crate) struct HttpMetrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Histogram,
+    in_flight: Gauge<i64, std::sync::atomic::AtomicI64>,
+    sessions: Gauge<i64, std::sync::atomic::AtomicI64>,
+    store_errors: Counter<u64, AtomicU64>,
+}
+
+impl std::fmt::Debug for HttpMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpMetrics").finish_non_exhaustive()
+    }
+}
+
+impl HttpMetrics {
+    pub(crate) fn new() -> Arc<Self> {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "mcp_http_requests",
+            "HTTP requests by JSON-RPC method and outcome",
+            requests.clone(),
+        );
+        // 100 µs to about 26 s.
+        let latency = Histogram::new(exponential_buckets(0.0001, 2.0, 19));
+        registry.register(
+            "mcp_http_request_duration_seconds",
+            "Time until the response head is ready",
+            latency.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "mcp_http_calls_in_flight",
+            "Calls running now",
+            in_flight.clone(),
+        );
+        let sessions = Gauge::default();
+        registry.register(
+            "mcp_http_sessions",
+            "2025-11-25 sessions alive in this process",
+            sessions.clone(),
+        );
+        let store_errors = Counter::default();
+        registry.register(
+            "mcp_store_errors",
+            "Failed session or event store operations",
+            store_errors.clone(),
+        );
+        Arc::new(Self {
+            registry,
+            requests,
+            latency,
+            in_flight,
+            sessions,
+            store_errors,
+        })
+    }
+
+    fn record(&self, method: &'static str, status: StatusCode, started: Instant) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                method,
+                outcome: outcome(status),
+            })
+            .inc();
+        self.latency.observe(started.elapsed().as_secs_f64());
+    }
+
+    /// Counts a failed store operation.
+    pub(crate) fn store_error(&self) {
+        self.store_errors.inc();
+    }
+
+    /// The text exposition, with the gauges read now.
+    pub(crate) fn render(&self, in_flight: usize, sessions: usize) -> Response<Body> {
+        self.in_flight
+            .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
+        self.sessions
+            .set(i64::try_from(sessions).unwrap_or(i64::MAX));
+        let mut text = String::new();
+        let mut resp = match prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            Ok(()) => Response::new(Body::from(text)),
+            Err(_) => {
+                let mut r = Response::new(Body::empty());
+                *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                r
+            }
+        };
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        resp
+    }
+}
+
+/// Counts every request (refusals by the other layers included) and times it until its
+/// response head.
+#[derive(Debug, Clone)]
+pub(crate) struct MetricsLayer {
+    metrics: Arc<HttpMetrics>,
+}
+
+impl MetricsLayer {
+    pub(crate) fn new(metrics: Arc<HttpMetrics>) -> Self {
+        Self { metrics }
+    }
+}
+
+impl<S> Layer<S> for MetricsLayer {
+    type Service = Metered<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Metered {
+            inner,
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+/// The service [`MetricsLayer`] produces.
+#[derive(Debug, Clone)]
+pub(crate) struct Metered<S> {
+    inner: S,
+    metrics: Arc<HttpMetrics>,
+}
+
+impl<S, B> Service<Request<B>> for Metered<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = MeteredFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let counted = req.uri().path() != "/metrics";
+        MeteredFuture {
+            future: self.inner.call(req),
+            metrics: counted.then(|| self.metrics.clone()),
+            started: Instant::now(),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`Metered`].
+    pub(crate) struct MeteredFuture<F> {
+        #[pin]
+        future: F,
+        metrics: Option<Arc<HttpMetrics>>,
+        started: Instant,
+    }
+}
+
+impl<F, E> Future for MeteredFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let out = std::task::ready!(this.future.poll(cx));
+        if let (Some(metrics), Ok(resp)) = (this.metrics.take(), &out) {
+            let method = resp.extensions().get::<Served>().map_or("none", |h| h.0);
+            metrics.record(method, resp.status(), *this.started);
+        }
+        Poll::Ready(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_bounded() {
+        assert_eq!(method_label("tools/call"), "tools/call");
+        assert_eq!(method_label("x".repeat(1000).as_str()), "other");
+        assert_eq!(outcome(StatusCode::TOO_MANY_REQUESTS), "rate_limited");
+        assert_eq!(outcome(StatusCode::ACCEPTED), "ok");
+        assert_eq!(outcome(StatusCode::NOT_FOUND), "client_error");
+    }
+}

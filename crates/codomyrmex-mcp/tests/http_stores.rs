@@ -1,0 +1,177 @@
+//! The HTTP transport keeps its legacy session records in the `SessionStore` its config
+//! names (issue #14 item 5): every create, touch and delete goes through it, and a store that
+//! fails gets `503` with `Retry-After`, never a `404` that would make a client drop a
+//! session that may still exist.
+#![cfg(feature = "http")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod http_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use codomyrmex_mcp::store::{
+    Created, Keep, MemorySessionStore, SessionRecord, SessionStore, StoreError, StoreFuture,
+};
+use codomyrmex_mcp::transport::http::HttpConfig;
+use http_support::*;
+use serde_json::json;
+
+/// The in-memory store, with a switch that makes it unreachable and a count of its calls.
+#[derive(Debug, Default)]
+struct Flaky {
+    inner: MemorySessionStore,
+    down: AtomicBool,
+    calls: AtomicUsize,
+}
+
+impl Flaky {
+    fn check(&self) -> Result<(), StoreError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.down.load(Ordering::SeqCst) {
+            Err(StoreError::Unavailable("switched off by the test".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn failed<'a, T: Send + 'a>(e: StoreError) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(Err(e)))
+}
+
+impl SessionStore for Flaky {
+    fn create<'a>(
+        &'a self,
+        record: SessionRecord,
+        max: usize,
+        now: u64,
+        keep: Keep<'a>,
+    ) -> StoreFuture<'a, Created> {
+        match self.check() {
+            Ok(()) => self.inner.create(record, max, now, keep),
+            Err(e) => failed(e),
+        }
+    }
+    fn load<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>> {
+        match self.check() {
+            Ok(()) => self.inner.load(id, now),
+            Err(e) => failed(e),
+        }
+    }
+    fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>> {
+        match self.check() {
+            Ok(()) => self.inner.touch(id, now),
+            Err(e) => failed(e),
+        }
+    }
+    fn save<'a>(&'a self, record: SessionRecord, v: u64) -> StoreFuture<'a, SessionRecord> {
+        match self.check() {
+            Ok(()) => self.inner.save(record, v),
+            Err(e) => failed(e),
+        }
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        match self.check() {
+            Ok(()) => self.inner.delete(id),
+            Err(e) => failed(e),
+        }
+    }
+    fn expire<'a>(&'a self, now: u64, keep: Keep<'a>) -> StoreFuture<'a, Vec<String>> {
+        match self.check() {
+            Ok(()) => self.inner.expire(now, keep),
+            Err(e) => failed(e),
+        }
+    }
+    fn count(&self) -> StoreFuture<'_, usize> {
+        self.inner.count()
+    }
+}
+
+#[tokio::test]
+async fn sessions_live_in_the_configured_store_and_its_faults_are_503() {
+    let store = Arc::new(Flaky::default());
+    let s = start(config().with_session_store(store.clone())).await;
+    let sid = s.legacy_session().await;
+    // The record is the store's, with what the handshake negotiated.
+    let record = store.inner.load(&sid, u64::MAX / 2).await.unwrap();
+    assert!(record.is_none(), "expired long after its idle timeout");
+    let record = store.inner.load(&sid, 0).await.unwrap().expect("stored");
+    assert_eq!(record.protocol_version, LEGACY);
+    assert_eq!(record.client_info.unwrap()["name"], "http-tests");
+    let before = store.calls.load(Ordering::SeqCst);
+    let list = legacy("tools/list", Some(2), json!({}), Some(&sid));
+    assert_eq!(s.send(&list).await.status, 200);
+    assert!(store.calls.load(Ordering::SeqCst) > before, "touched");
+
+    store.down.store(true, Ordering::SeqCst);
+    for r in [
+        s.send(&list).await,
+        s.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &sid))
+            .await,
+        s.send(&legacy("initialize", Some(1), initialize_body(), None))
+            .await,
+    ] {
+        assert_eq!(r.status, 503, "{:?}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.error_code(), -32000);
+        assert!(r.header("retry-after").is_some());
+    }
+    // The store is back: the session was never lost.
+    store.down.store(false, Ordering::SeqCst);
+    let metrics = s.send(&Req::new("GET", "/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.lines().any(|l| l == "mcp_store_errors_total 3"),
+        "the three failures are counted: {text}"
+    );
+    assert_eq!(s.send(&list).await.status, 200);
+    let r = s
+        .send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &sid))
+        .await;
+    assert_eq!(r.status, 204);
+    assert_eq!(store.inner.load(&sid, 0).await.unwrap(), None);
+    assert_eq!(s.send(&list).await.status, 404);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_store_holds_the_cap() {
+    let store = Arc::new(Flaky::default());
+    let s = start(HttpConfig {
+        max_sessions: 1,
+        ..config().with_session_store(store.clone())
+    })
+    .await;
+    let a = s.legacy_session().await;
+    let b = s.legacy_session().await;
+    assert_eq!(store.inner.count().await.unwrap(), 1);
+    assert!(store.inner.load(&a, 0).await.unwrap().is_none());
+    assert!(store.inner.load(&b, 0).await.unwrap().is_some());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_log_level_set_later_reaches_the_record() {
+    let store = Arc::new(Flaky::default());
+    let s = start(config().with_session_store(store.clone())).await;
+    let sid = s.legacy_session().await;
+    assert_eq!(
+        store.inner.load(&sid, 0).await.unwrap().unwrap().log_level,
+        None
+    );
+    let r = s
+        .send(
+            &legacy(
+                "logging/setLevel",
+                Some(3),
+                json!({"level": "debug"}),
+                Some(&sid),
+            )
+            .header("accept", "application/json"),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let record = store.inner.load(&sid, 0).await.unwrap().unwrap();
+    assert_eq!(record.log_level.as_deref(), Some("debug"));
+    s.stop().await;
+}
