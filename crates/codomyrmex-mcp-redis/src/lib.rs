@@ -1,0 +1,124 @@
+//! Redis implementations of `codomyrmex-mcp`'s store traits, so that several server
+//! instances share one service's state:
+//!
+//! - [`RedisSessionStore`]: 2025-11-25 session records ([`SessionStore`]), with the table's
+//!   cap, least-recently-used eviction of idle sessions, sliding expiry and compare-and-set;
+//! - [`RedisEventStore`]: SSE history for `Last-Event-ID` ([`EventStore`]), bounded in events
+//!   and bytes per stream, per session and for the whole store, oldest first, and scoped to the
+//!   session and principal that own each stream.
+//!
+//! Every operation that reads and writes is one Lua script, so it is atomic across instances.
+//! Both stores share one [`ConnectionManager`], which reconnects by itself after Redis goes
+//! away; while it is away, operations fail with [`StoreError::Unavailable`] (the HTTP
+//! transport answers `503` with `Retry-After`). Keys live under a prefix (default
+//! `codomyrmex-mcp`), so several services can share one Redis. Standalone Redis (or one
+//! primary): the scripts build key names from their arguments, which Redis Cluster does not
+//! allow across slots.
+//!
+//! What this crate is not: it holds no live state (running calls, open responses). Those stay
+//! with the instance that runs them; the records are what another instance needs.
+//!
+//! [`SessionStore`]: codomyrmex_mcp::store::SessionStore
+//! [`EventStore`]: codomyrmex_mcp::store::EventStore
+//! [`StoreError::Unavailable`]: codomyrmex_mcp::store::StoreError::Unavailable
+
+#![warn(missing_docs)]
+
+mod events;
+mod session;
+
+pub use events::{EventBounds, RedisEventStore};
+pub use session::RedisSessionStore;
+
+use codomyrmex_mcp::store::StoreError;
+use redis::aio::ConnectionManager;
+
+/// The key prefix used unless another is given.
+pub const DEFAULT_PREFIX: &str = "codomyrmex-mcp";
+
+/// A connection to one Redis, shared by the stores built from it.
+#[derive(Clone)]
+pub struct RedisConnection {
+    manager: ConnectionManager,
+    prefix: String,
+}
+
+impl std::fmt::Debug for RedisConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConnection")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisConnection {
+    /// Connects to `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`), with keys under
+    /// [`DEFAULT_PREFIX`]. Fails when the URL is invalid or Redis cannot be reached now.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url).map_err(|e| {
+            StoreError::Unavailable(format!("invalid Redis URL {}: {e}", redact(url)))
+        })?;
+        let manager = client
+            .get_connection_manager()
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", redact(url))))?;
+        Ok(Self {
+            manager,
+            prefix: DEFAULT_PREFIX.to_owned(),
+        })
+    }
+
+    /// Keys under `prefix` instead (instances of one service must use the same).
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        self.manager.clone()
+    }
+}
+
+/// `url` with any password replaced, for messages and `config --print`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or("", |(u, _)| u);
+            format!("{scheme}://{user}:<redacted>@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// A Redis failure as the stores report it.
+fn unavailable(e: &redis::RedisError) -> StoreError {
+    StoreError::Unavailable(format!("Redis: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("redis://:hunter2@cache:6379/2"),
+            "redis://:<redacted>@cache:6379/2"
+        );
+        assert_eq!(
+            redact("redis://app:hunter2@cache:6379"),
+            "redis://app:<redacted>@cache:6379"
+        );
+        assert_eq!(redact("redis://cache:6379/0"), "redis://cache:6379/0");
+        assert_eq!(redact("not a url"), "not a url");
+    }
+}

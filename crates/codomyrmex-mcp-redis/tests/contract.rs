@@ -1,0 +1,147 @@
+//! The store contracts (`codomyrmex_mcp::store::contract`) against a real Redis: each test
+//! starts its own `redis-server` on a free loopback port (no persistence) and stops it.
+//! Also: what the stores do while Redis is away, and that they recover when it returns.
+
+// Test helpers fail by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use codomyrmex_mcp::store::{
+    EventStore as _, ReplayScope, SessionRecord, SessionStore as _, StoreError, contract,
+};
+use codomyrmex_mcp_redis::{EventBounds, RedisConnection, RedisEventStore, RedisSessionStore};
+
+/// A `redis-server` on a free port; killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_redis_on(port: u16) -> Redis {
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot start redis-server ({e}): apt-get install -y redis-server")
+        });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Redis { child, port }
+}
+
+fn start_redis() -> Redis {
+    start_redis_on(free_port())
+}
+
+async fn connect(redis: &Redis, prefix: &str) -> RedisConnection {
+    RedisConnection::connect(&format!("redis://127.0.0.1:{}/", redis.port))
+        .await
+        .unwrap()
+        .with_prefix(prefix)
+}
+
+#[tokio::test]
+async fn the_redis_session_store_keeps_the_contract() {
+    let redis = start_redis();
+    let store = RedisSessionStore::new(connect(&redis, "t1").await);
+    contract::session_store(&store).await;
+}
+
+#[tokio::test]
+async fn the_redis_event_store_keeps_the_contract() {
+    let redis = start_redis();
+    let store = RedisEventStore::new(
+        connect(&redis, "t2").await,
+        EventBounds::new(4, 100, 300, 400, 600),
+    );
+    contract::event_store(&store).await;
+}
+
+#[tokio::test]
+async fn two_instances_see_one_session_table() {
+    let redis = start_redis();
+    let a = RedisSessionStore::new(connect(&redis, "shared").await);
+    let b = RedisSessionStore::new(connect(&redis, "shared").await);
+    let none = |_: &str| false;
+    let record = SessionRecord::new("s", "2025-11-25", 1_000, 60_000);
+    a.create(record, 10, 1_000, &none).await.unwrap();
+    let seen = b.touch("s", 2_000).await.unwrap().expect("b sees a's session");
+    assert_eq!(seen, 62_000);
+    assert_eq!(b.delete("s").await, Ok(true));
+    assert_eq!(a.load("s", 3_000).await, Ok(None), "deleted everywhere");
+    // Another prefix is another service.
+    let other = RedisSessionStore::new(connect(&redis, "other").await);
+    assert_eq!(other.count().await, Ok(0));
+}
+
+#[tokio::test]
+async fn redis_going_away_is_unavailable_and_coming_back_recovers() {
+    let port = free_port();
+    let redis = start_redis_on(port);
+    let conn = connect(&redis, "t3").await;
+    let sessions = RedisSessionStore::new(conn.clone());
+    let events = RedisEventStore::new(conn, EventBounds::default());
+    let none = |_: &str| false;
+    sessions
+        .create(SessionRecord::new("s", "2025-11-25", 1, 60_000), 10, 1, &none)
+        .await
+        .unwrap();
+    drop(redis);
+    let down = tokio::time::timeout(Duration::from_secs(30), sessions.load("s", 2))
+        .await
+        .expect("a store call with Redis down returns, it does not hang");
+    assert!(matches!(down, Err(StoreError::Unavailable(_))), "{down:?}");
+    let scope = ReplayScope {
+        session: "s",
+        principal: None,
+    };
+    let down = tokio::time::timeout(Duration::from_secs(30), events.open_stream(scope))
+        .await
+        .expect("no hang");
+    assert!(matches!(down, Err(StoreError::Unavailable(_))), "{down:?}");
+    // Redis comes back (empty: no persistence); the connection manager reconnects.
+    let _redis = start_redis_on(port);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match sessions.count().await {
+            Ok(0) => break,
+            Ok(n) => panic!("a fresh Redis holds {n} sessions"),
+            Err(e) => {
+                assert!(Instant::now() < deadline, "no reconnection: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    assert!(events.open_stream(scope).await.unwrap() >= 1);
+}
