@@ -145,9 +145,12 @@ def mcp_tool(
     return decorator
 
 
-def register_function(registry: Any, func: Callable[..., Any], **extra: Any) -> str:
+def register_function(
+    registry: Any, func: Callable[..., Any], *, name: Optional[str] = None, description: Optional[str] = None, **extra: Any
+) -> str:
     """Registers an ``@mcp_tool`` function into an ``MCPToolRegistry``; returns its name.
-    ``extra`` (``title``, ``output_schema``, ``timeout``) goes to ``registry.register``."""
+    ``name`` and ``description`` override the decorator's; ``extra`` (``title``,
+    ``output_schema``, ``timeout``) goes to ``registry.register``."""
     meta = getattr(func, "_mcp_tool", None)
     adapter = getattr(func, "_mcp_adapter", None)
     if not isinstance(meta, dict) or adapter is None:
@@ -155,16 +158,17 @@ def register_function(registry: Any, func: Callable[..., Any], **extra: Any) -> 
     tool_meta = {"category": meta["category"], "version": meta["version"]}
     if meta.get("deprecated_in"):
         tool_meta["deprecated_in"] = meta["deprecated_in"]
+    tool_name = name or meta["name"]
     registry.register(
-        meta["name"],
+        tool_name,
         meta["schema"],
         adapter,
-        description=meta["description"] or None,
+        description=description or meta["description"] or None,
         meta=tool_meta,
         deprecated_in=meta.get("deprecated_in"),
         **extra,
     )
-    return str(meta["name"])
+    return str(tool_name)
 
 
 def discover_tools(module: Union[types.ModuleType, str], registry: Any) -> List[str]:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _core
-from .decorators import FunctionAdapter, tool_schema
+from .decorators import mcp_tool, register_function
 from .schemas.mcp_schemas import MCPToolRegistry
 
 __all__ = ["MCPServer", "MCPServerConfig"]
@@ -114,19 +114,10 @@ class MCPServer:
         With ``output_schema``, results (``{"result": value}``) are checked against it."""
 
         def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
-            import inspect
-
-            meta = getattr(func, "_mcp_tool", None)
-            adapter = getattr(func, "_mcp_adapter", None) or FunctionAdapter(func, convert=True)
-            schema = meta["schema"] if isinstance(meta, dict) else tool_schema(func)
-            default_description = meta["description"] if isinstance(meta, dict) else inspect.cleandoc(func.__doc__ or "")
-            self._tool_registry.register(
-                name or (meta["name"] if isinstance(meta, dict) else func.__name__),
-                schema,
-                adapter,
-                description=description or default_description or None,
-                title=title,
-                output_schema=output_schema,
+            # An @mcp_tool function keeps its metadata; any other function is decorated here.
+            tool = func if hasattr(func, "_mcp_adapter") else mcp_tool()(func)
+            register_function(
+                self._tool_registry, tool, name=name, description=description, title=title, output_schema=output_schema
             )
             return func
 

@@ -1,0 +1,290 @@
+"""MCPServer: handle_request, and a Python-written server (servers/demo_server.py) served by
+the Rust transports, driven by raw JSON-RPC and by the official SDK's client in both eras
+over stdio and Streamable HTTP."""
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from codomyrmex_mcp import MCPServer, MCPServerConfig
+
+from conftest import SERVERS
+
+DEMO = str(SERVERS / "demo_server.py")
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+
+
+# ----- MCPServerConfig ---------------------------------------------------------------------
+
+
+def test_config_fields_and_defaults():
+    c = MCPServerConfig()
+    assert (c.name, c.version, c.transport, c.log_level) == ("codomyrmex-mcp-server", "1.0.0", "stdio", "INFO")
+    assert (c.default_tool_timeout, c.per_tool_timeouts) == (60.0, None)
+    assert (c.rate_limit_rate, c.rate_limit_burst) == (50.0, 100)
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"transport": "sse"}, "transport"),
+        ({"log_level": "LOUD"}, "log_level"),
+        ({"default_tool_timeout": -1}, "default_tool_timeout"),
+        ({"per_tool_timeouts": {"t": -2}}, "per_tool_timeouts"),
+        ({"rate_limit_rate": -1}, "rate_limit_rate"),
+        ({"rate_limit_burst": 0}, "rate_limit_burst"),
+    ],
+)
+def test_bad_config_names_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        MCPServerConfig(**kwargs)
+
+
+# ----- handle_request ----------------------------------------------------------------------
+
+
+def demo_in_process():
+    server = MCPServer(MCPServerConfig(name="inproc", version="9"))
+
+    @server.tool(description="Adds.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return server
+
+
+def test_handle_request_in_the_modern_era():
+    server = demo_in_process()
+
+    async def run():
+        listed = await server.handle_request({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN_META}})
+        called = await server.handle_request(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": MODERN_META}}
+        )
+        return listed, called
+
+    listed, called = asyncio.run(run())
+    assert [t["name"] for t in listed["result"]["tools"]] == ["add"]
+    assert listed["result"]["tools"][0]["description"] == "Adds."
+    assert called["id"] == 2 and called["result"]["structuredContent"] == {"result": 5}
+    assert called["result"].get("isError") in (None, False)
+
+
+def test_handle_request_keeps_a_legacy_session():
+    server = demo_in_process()
+
+    async def run():
+        init = await server.handle_request(INITIALIZE)
+        note = await server.handle_request({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        ping = await server.handle_request({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+        bad = await server.handle_request(
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": "x"}}}
+        )
+        unknown = await server.handle_request({"jsonrpc": "2.0", "id": 4, "method": "no/such"})
+        return init, note, ping, bad, unknown
+
+    init, note, ping, bad, unknown = asyncio.run(run())
+    assert init["result"]["protocolVersion"] == "2025-11-25"
+    assert init["result"]["serverInfo"] == {"name": "inproc", "version": "9"}
+    assert note is None
+    assert ping == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    assert bad["result"]["isError"] is True and "ValidationError" in json.dumps(bad["result"])
+    assert unknown["error"]["code"] == -32601
+
+
+def test_handle_request_refuses_a_non_object():
+    server = demo_in_process()
+    with pytest.raises(OSError, match="JSON object"):
+        asyncio.run(server.handle_request([1, 2]))
+
+
+def test_run_http_refuses_a_public_bind_without_authentication():
+    server = demo_in_process()
+    with pytest.raises(OSError, match="without authentication"):
+        asyncio.run(server.run_http("0.0.0.0", 0))
+
+
+# ----- a Python server over stdio: raw JSON-RPC --------------------------------------------
+
+
+class StdioServer:
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, DEMO, "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+    def send(self, message):
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def read(self):
+        line = self.proc.stdout.readline()
+        assert line, f"the server closed stdout; stderr: {self.proc.stderr.read().decode()}"
+        return json.loads(line)
+
+    def read_response(self, request_id):
+        while True:
+            message = self.read()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def stdio_server():
+    server = StdioServer()
+    server.send(INITIALIZE)
+    assert server.read_response(0)["result"]["serverInfo"]["name"] == "py-demo"
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    yield server
+    server.close()
+
+
+def call(request_id, name, arguments=None):
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments or {}}}
+
+
+def test_a_blocked_python_tool_does_not_hold_up_ping_or_other_calls(stdio_server):
+    stdio_server.send(call(1, "block"))
+    stdio_server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert stdio_server.read_response(2)["result"] == {}
+    stdio_server.send(call(3, "add", {"a": 1, "b": 2}))
+    assert stdio_server.read_response(3)["result"]["structuredContent"] == {"result": 3}
+    stdio_server.send(call(4, "release"))
+    replies = {stdio_server.read_response(i)["id"]: None for i in (4, 1)}
+    assert set(replies) == {1, 4}
+
+
+def test_a_tool_hanging_past_its_timeout_gets_a_timeout_failure(stdio_server):
+    stdio_server.send(call(1, "hang"))
+    reply = stdio_server.read_response(1)
+    assert reply["result"]["isError"] is True
+    assert "TIMEOUT" in json.dumps(reply["result"]).upper()
+    # The server still answers; then let the hung thread go.
+    stdio_server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert stdio_server.read_response(2)["result"] == {}
+    stdio_server.send(call(3, "release"))
+    stdio_server.read_response(3)
+
+
+def test_exceptions_and_bad_arguments_are_tool_errors(stdio_server):
+    stdio_server.send(call(1, "boom", {"message": "kaput"}))
+    boom = stdio_server.read_response(1)["result"]
+    assert boom["isError"] is True
+    assert boom["structuredContent"]["error_type"] == "RuntimeError"
+    assert boom["structuredContent"]["error_message"] == "kaput"
+    stdio_server.send(call(2, "add", {"a": "two"}))
+    bad = stdio_server.read_response(2)["result"]
+    assert bad["isError"] is True and bad["structuredContent"]["error_type"] == "ValidationError"
+    stdio_server.send(call(3, "nope"))
+    nope = stdio_server.read_response(3)
+    assert "ToolNotFound" in json.dumps(nope) or nope.get("error")
+
+
+def test_ctrl_c_stops_a_stdio_server_cleanly(stdio_server):
+    stdio_server.proc.send_signal(signal.SIGINT)
+    assert stdio_server.proc.wait(timeout=30) == 0
+    assert b"Traceback" not in stdio_server.proc.stderr.read()
+
+
+# ----- the official SDK's client, both eras, both transports ---------------------------------
+
+mcp = pytest.importorskip("mcp")
+
+
+async def exercise(client, label):
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"add", "slow_echo", "boom", "progress", "counter"} <= set(tools), label
+    assert tools["add"].title == "Add" and tools["add"].description == "Adds two integers."
+    assert tools["add"].input_schema["required"] == ["a"]
+    assert (tools["progress"].meta or {}).get("category") == "demo"
+    added = await client.call_tool("add", {"a": 2, "b": 40})
+    assert not added.is_error and added.structured_content == {"result": 42}, label
+    echoed = await client.call_tool("slow_echo", {"text": "hi", "delay": 0.01})
+    assert echoed.structured_content == {"result": "hi"}, label
+    boom = await client.call_tool("boom", {"message": "no"})
+    assert boom.is_error, label
+    stepped = await client.call_tool("progress", {"steps": 3})
+    assert stepped.structured_content == {"result": 3}, label
+    resource = await client.read_resource("demo://greeting")
+    assert resource.contents[0].text == "hello from Python", label
+    prompt = await client.get_prompt("review", {"code": "x = 1"})
+    assert prompt.messages[0].content.text == "Review this: x = 1", label
+
+
+async def sdk_stdio(mode, expected):
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=[DEMO, "stdio"])
+    async with Client(params, mode=mode, read_timeout_seconds=30) as client:
+        assert client.protocol_version == expected
+        assert client.server_info.name == "py-demo"
+        await exercise(client, f"stdio {mode}")
+
+
+@pytest.mark.parametrize("mode, expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+def test_sdk_client_over_stdio(mode, expected):
+    asyncio.run(asyncio.wait_for(sdk_stdio(mode, expected), 120))
+
+
+class HttpServer:
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, DEMO, "http"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        while True:
+            line = self.proc.stderr.readline().decode()
+            assert line, "the HTTP server exited before listening"
+            found = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+/mcp)", line)
+            if found:
+                self.url = found.group(1)
+                return
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def http_server():
+    server = HttpServer()
+    yield server
+    server.close()
+
+
+async def sdk_http(url, mode, expected):
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with Client(streamable_http_client(url), mode=mode, read_timeout_seconds=30) as client:
+        assert client.protocol_version == expected
+        assert client.server_info.name == "py-demo"
+        await exercise(client, f"http {mode}")
+
+
+@pytest.mark.parametrize("mode, expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+def test_sdk_client_over_streamable_http(http_server, mode, expected):
+    asyncio.run(asyncio.wait_for(sdk_http(http_server.url, mode, expected), 120))
+
+
+def test_ctrl_c_stops_an_http_server_cleanly(http_server):
+    http_server.proc.send_signal(signal.SIGINT)
+    assert http_server.proc.wait(timeout=30) == 0
