@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The Python package (crates/codomyrmex-mcp-py): builds it with maturin, installs it into a
-# virtualenv of its own (.ci/cache/venv-py, with pytest and the pinned official SDK `mcp` as
-# the client) and runs its pytest suite (crates/codomyrmex-mcp-py/tests).
+# The Python package (crates/codomyrmex-mcp-py): installs it with the README's command,
+# `pip install ./crates/codomyrmex-mcp-py` (pip fetches maturin from PyPI and builds the
+# extension), into a virtualenv of its own (.ci/cache/venv-py, with pytest and the pinned
+# official SDK `mcp` as the client), and runs its pytest suite (crates/codomyrmex-mcp-py/tests).
 #
-# The extension is built with the `release` profile into the workspace's target directory
+# maturin builds with the `release` profile into the workspace's target directory
 # (CARGO_TARGET_DIR if set), so it shares the release build's compiled dependencies instead
 # of building them again. Exits non-zero on any failure.
 #
@@ -11,7 +12,6 @@
 set -euo pipefail
 
 MCP_VERSION="2.3.0"
-MATURIN_VERSION="1.16.0"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -25,19 +25,14 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check --quiet "$@"; }
 have() { [ "$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$1'))" 2>/dev/null || true)" = "$2" ]; }
-have maturin "$MATURIN_VERSION" || pip install "maturin==$MATURIN_VERSION"
 have mcp "$MCP_VERSION" || pip install "mcp==$MCP_VERSION"
 "$venv/bin/python" -c 'import pytest' 2>/dev/null || pip install pytest
 
 target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
-wheels="$target_dir/wheels-py"
-rm -rf "$wheels"
-echo "python package: maturin build --release (target dir $target_dir)"
-CARGO_TARGET_DIR="$target_dir" "$venv/bin/maturin" build --quiet --release \
-    --manifest-path "$crate/Cargo.toml" --interpreter "$venv/bin/python" --out "$wheels"
-pip install --force-reinstall --no-deps "$wheels"/codomyrmex_mcp-*.whl
-# The package's own dependencies (pydantic), from PyPI, once.
-"$venv/bin/python" -c 'import pydantic' 2>/dev/null || pip install "pydantic>=2.6,<3" "typing-extensions>=4.6"
+echo "python package: pip install ./crates/codomyrmex-mcp-py (target dir $target_dir)"
+pip uninstall --yes codomyrmex-mcp >/dev/null 2>&1 || true
+CARGO_TARGET_DIR="$target_dir" pip install ./crates/codomyrmex-mcp-py
+"$venv/bin/python" -c 'import codomyrmex_mcp; print("python package: installed", codomyrmex_mcp.__file__)'
 
 echo "python package: pytest"
 cd "$crate"

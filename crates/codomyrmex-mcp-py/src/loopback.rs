@@ -48,13 +48,19 @@ impl Loopback {
                 let Some(id) = message.get("id").map(Value::to_string) else {
                     continue;
                 };
-                let waiter = replies.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                let waiter = replies
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id);
                 if let Some(waiter) = waiter {
                     let _ = waiter.send(message);
                 }
             }
             // The connection is gone: waiters see their sender dropped.
-            replies.lock().unwrap_or_else(PoisonError::into_inner).clear();
+            replies
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
         });
         Self {
             writer: tokio::sync::Mutex::new(client_write),
@@ -94,7 +100,10 @@ impl Loopback {
         };
         if let Err(e) = written {
             if let Some(id) = &request_id {
-                self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+                self.pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(id);
             }
             return Err(format!("the server connection is closed: {e}"));
         }

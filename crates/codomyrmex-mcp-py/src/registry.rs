@@ -13,8 +13,8 @@ use std::time::Duration;
 use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
 use codomyrmex_mcp::schema::JsonObject;
 use codomyrmex_mcp::{
-    LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult, ToolContext, ToolDefinition,
-    ToolOutput, ToolRegistration, ToolSettings,
+    LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult, ToolContext,
+    ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -51,7 +51,8 @@ impl CallState {
     fn log(&self, level: &str, data_json: &str) -> PyResult<bool> {
         let level: LoggingLevel = serde_json::from_value(Value::String(level.to_owned()))
             .map_err(|_| PyValueError::new_err(format!("{level:?} is not an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)")))?;
-        let data: Value = serde_json::from_str(data_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let data: Value =
+            serde_json::from_str(data_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(self.context.log(level, data))
     }
 
@@ -77,7 +78,11 @@ struct PyToolHandler {
 }
 
 impl ToolHandler for PyToolHandler {
-    fn call(self: Arc<Self>, arguments: JsonObject, context: ToolContext) -> BoxFuture<'static, ToolOutput> {
+    fn call(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        context: ToolContext,
+    ) -> BoxFuture<'static, ToolOutput> {
         Box::pin(async move {
             let arguments = Value::Object(arguments).to_string();
             let cancelled = Arc::new(AtomicBool::new(false));
@@ -97,7 +102,9 @@ impl ToolHandler for PyToolHandler {
                         format!("the tool's result is not a valid MCPToolResult: {e}"),
                     ))
                 }),
-                Err(message) => McpToolResult::failure(McpErrorDetail::new("InternalError", message)),
+                Err(message) => {
+                    McpToolResult::failure(McpErrorDetail::new("InternalError", message))
+                }
             };
             ToolOutput::from_result(result)
         })
@@ -128,10 +135,20 @@ pub struct ToolRegistry {
 fn definition(name: &str, definition_json: &str) -> PyResult<(ToolDefinition, Value)> {
     let mut object = match serde_json::from_str::<Value>(definition_json) {
         Ok(Value::Object(object)) => object,
-        Ok(_) => return Err(PyValueError::new_err("a tool definition must be a JSON object")),
-        Err(e) => return Err(PyValueError::new_err(format!("a tool definition is not JSON: {e}"))),
+        Ok(_) => {
+            return Err(PyValueError::new_err(
+                "a tool definition must be a JSON object",
+            ));
+        }
+        Err(e) => {
+            return Err(PyValueError::new_err(format!(
+                "a tool definition is not JSON: {e}"
+            )));
+        }
     };
-    let schema = object.remove("inputSchema").unwrap_or_else(|| json!({"type": "object"}));
+    let schema = object
+        .remove("inputSchema")
+        .unwrap_or_else(|| json!({"type": "object"}));
     let mut def = ToolDefinition::new(name, schema.clone());
     let text = |v: Option<Value>| v.and_then(|v| v.as_str().map(str::to_owned));
     def.description = text(object.remove("description"));
@@ -184,7 +201,11 @@ impl ToolRegistry {
                 Duration::try_from_secs_f64(t)
                     .ok()
                     .filter(|d| !d.is_zero())
-                    .ok_or_else(|| PyValueError::new_err(format!("timeout must be a positive number of seconds, got {t}")))?,
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "timeout must be a positive number of seconds, got {t}"
+                        ))
+                    })?,
             ),
         };
         let handler = PyToolHandler {
@@ -200,8 +221,13 @@ impl ToolRegistry {
         // The served registry decides (and refuses without changing anything); its twin
         // follows. The twin holds only names and input schemas, so it accepts whatever the
         // served registry accepted.
-        self.tools.register_tool(registration).map_err(registration_error)?;
-        if let Err(e) = self.validators.register(name, schema, Arc::new(AcceptAll) as Arc<dyn ToolHandler>) {
+        self.tools
+            .register_tool(registration)
+            .map_err(registration_error)?;
+        if let Err(e) =
+            self.validators
+                .register(name, schema, Arc::new(AcceptAll) as Arc<dyn ToolHandler>)
+        {
             self.tools.unregister(name);
             return Err(registration_error(e));
         }
@@ -233,7 +259,9 @@ impl ToolRegistry {
         let call = parse_call(call_json)?;
         let rt = runtime()?;
         let result = py.detach(|| rt.block_on(self.validators.execute(&call)));
-        Ok(result.error().map(|e| serde_json::to_string(e).unwrap_or_default()))
+        Ok(result
+            .error()
+            .map(|e| serde_json::to_string(e).unwrap_or_default()))
     }
 
     /// Executes a call (`MCPToolCall` JSON) and returns the `MCPToolResult` JSON. The GIL is

@@ -67,22 +67,36 @@ fn timeout(seconds: f64, what: &str) -> PyResult<Duration> {
     if seconds == 0.0 {
         return Ok(Duration::from_secs(365 * 24 * 3600));
     }
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| PyValueError::new_err(format!("{what} must be a non-negative number of seconds, got {seconds}")))
+    Duration::try_from_secs_f64(seconds).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{what} must be a non-negative number of seconds, got {seconds}"
+        ))
+    })
 }
 
 /// `McpServerConfig` from the JSON of the Python `MCPServerConfig`.
 fn config(config_json: &str) -> PyResult<McpServerConfig> {
-    let c: Value = serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let text = |key: &str, default: &str| c.get(key).and_then(Value::as_str).unwrap_or(default).to_owned();
-    let mut config = McpServerConfig::new(text("name", "codomyrmex-mcp"), text("version", codomyrmex_mcp::VERSION));
+    let c: Value =
+        serde_json::from_str(config_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let text = |key: &str, default: &str| {
+        c.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_owned()
+    };
+    let mut config = McpServerConfig::new(
+        text("name", "codomyrmex-mcp"),
+        text("version", codomyrmex_mcp::VERSION),
+    );
     if let Some(t) = c.get("default_tool_timeout").and_then(Value::as_f64) {
         config.tool_timeout = timeout(t, "default_tool_timeout")?;
     }
     if let Some(Value::Object(per_tool)) = c.get("per_tool_timeouts") {
         let mut map = HashMap::new();
         for (tool, t) in per_tool {
-            let t = t.as_f64().ok_or_else(|| PyValueError::new_err(format!("per_tool_timeouts[{tool:?}] must be a number")))?;
+            let t = t.as_f64().ok_or_else(|| {
+                PyValueError::new_err(format!("per_tool_timeouts[{tool:?}] must be a number"))
+            })?;
             map.insert(tool.clone(), timeout(t, "a per-tool timeout")?);
         }
         config.tool_timeouts = map;
@@ -149,30 +163,53 @@ impl Server {
             async move {
                 let text = match provider {
                     None => String::new(),
-                    Some(p) => with_python(move |py| p.call0(py)?.bind(py).str().map(|s| s.to_string()))
-                        .await
-                        .map_err(ResourceError::Failed)?,
+                    Some(p) => {
+                        with_python(move |py| p.call0(py)?.bind(py).str().map(|s| s.to_string()))
+                            .await
+                            .map_err(ResourceError::Failed)?
+                    }
                 };
-                Ok(vec![ResourceContents::Text { uri, mime_type, text, meta: None }])
+                Ok(vec![ResourceContents::Text {
+                    uri,
+                    mime_type,
+                    text,
+                    meta: None,
+                }])
             }
         };
-        self.resources.add(def, reader).map_err(|e| PyValueError::new_err(e.to_string()))
+        self.resources
+            .add(def, reader)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// Adds a prompt: `render(arguments)` (a dict of strings) returns its text, sent as one
     /// user message. `arguments` is a list of `{"name", "description", "required"}`.
-    fn add_prompt(&self, name: String, description: String, arguments_json: &str, render: Py<PyAny>) -> PyResult<()> {
-        let arguments: Vec<Value> =
-            serde_json::from_str(arguments_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    fn add_prompt(
+        &self,
+        name: String,
+        description: String,
+        arguments_json: &str,
+        render: Py<PyAny>,
+    ) -> PyResult<()> {
+        let arguments: Vec<Value> = serde_json::from_str(arguments_json)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let mut def = PromptDefinition::new(name.clone(), description);
         for a in arguments {
-            let arg_name = a.get("name").and_then(Value::as_str).ok_or_else(|| PyValueError::new_err("every prompt argument needs a \"name\""))?;
-            let arg_description = a.get("description").and_then(Value::as_str).unwrap_or_default();
-            def = def.with_argument(if a.get("required").and_then(Value::as_bool).unwrap_or(false) {
-                PromptArgument::required(arg_name, arg_description)
-            } else {
-                PromptArgument::optional(arg_name, arg_description)
-            });
+            let arg_name = a
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| PyValueError::new_err("every prompt argument needs a \"name\""))?;
+            let arg_description = a
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            def = def.with_argument(
+                if a.get("required").and_then(Value::as_bool).unwrap_or(false) {
+                    PromptArgument::required(arg_name, arg_description)
+                } else {
+                    PromptArgument::optional(arg_name, arg_description)
+                },
+            );
         }
         let render = Arc::new(render);
         let handler = move |request: codomyrmex_mcp::prompts::PromptRequest| {
@@ -184,24 +221,34 @@ impl Server {
                     for (k, v) in arguments {
                         args.set_item(k, v)?;
                     }
-                    render.call1(py, (args,))?.bind(py).str().map(|s| s.to_string())
+                    render
+                        .call1(py, (args,))?
+                        .bind(py)
+                        .str()
+                        .map(|s| s.to_string())
                 })
                 .await
                 .map_err(|e| McpErrorDetail::new("PromptError", e))?;
-                Ok(PromptResult { description: None, messages: vec![PromptMessage::user(ContentBlock::text(text))] })
+                Ok(PromptResult {
+                    description: None,
+                    messages: vec![PromptMessage::user(ContentBlock::text(text))],
+                })
             }
         };
         if self.prompts.add(def, handler) {
             Ok(())
         } else {
-            Err(PyValueError::new_err(format!("a prompt named {name:?} is already registered")))
+            Err(PyValueError::new_err(format!(
+                "a prompt named {name:?} is already registered"
+            )))
         }
     }
 
     /// Handles one JSON-RPC message (JSON text) on this server's in-memory connection and
     /// returns the response's JSON, or `None` for a notification or a response.
     fn handle_json(&self, py: Python<'_>, message_json: &str) -> PyResult<Option<String>> {
-        let message: Value = serde_json::from_str(message_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let message: Value =
+            serde_json::from_str(message_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let rt = runtime()?;
         py.detach(|| {
             rt.block_on(async {
@@ -217,16 +264,26 @@ impl Server {
     fn serve_stdio(&self, py: Python<'_>, stop: &Stop) -> PyResult<()> {
         let rt = runtime()?;
         let shutdown = stop.token.clone().cancelled_owned();
-        py.detach(|| rt.block_on(self.server.serve_stdio_until(shutdown))).map_err(os_error)
+        py.detach(|| rt.block_on(self.server.serve_stdio_until(shutdown)))
+            .map_err(os_error)
     }
 
     /// Serves Streamable HTTP at `http://host:port/mcp` until `stop` is set; calls
     /// `on_ready(port)` once listening (the port the OS picked when `port` is 0).
     #[pyo3(signature = (host, port, stop, on_ready=None))]
-    fn serve_http(&self, py: Python<'_>, host: &str, port: u16, stop: &Stop, on_ready: Option<Py<PyAny>>) -> PyResult<()> {
+    fn serve_http(
+        &self,
+        py: Python<'_>,
+        host: &str,
+        port: u16,
+        stop: &Stop,
+        on_ready: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
         let rt = runtime()?;
-        let mut http = HttpConfig::default();
-        http.bind = socket_addr(host, port)?;
+        let http = HttpConfig {
+            bind: socket_addr(host, port)?,
+            ..HttpConfig::default()
+        };
         let server = HttpServer::new(self.server.engine().clone(), http);
         let token = stop.token.clone();
         py.detach(|| {
@@ -236,7 +293,10 @@ impl Server {
                 if let Some(on_ready) = on_ready {
                     Python::attach(|py| on_ready.call1(py, (port,)).map(drop))?;
                 }
-                server.serve(listener, token.cancelled_owned()).await.map_err(os_error)
+                server
+                    .serve(listener, token.cancelled_owned())
+                    .await
+                    .map_err(os_error)
             })
         })
     }
