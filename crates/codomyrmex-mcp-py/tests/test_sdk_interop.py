@@ -19,7 +19,9 @@ DEMO = str(SERVERS / "demo_server.py")
 
 
 
-async def exercise(client, label):
+async def exercise(client, label, logs):
+    if client.protocol_version == "2025-11-25":
+        await client.set_logging_level("info")
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert {"add", "slow_echo", "boom", "progress", "counter"} <= set(tools), label
     assert tools["add"].title == "Add" and tools["add"].description == "Adds two integers."
@@ -40,6 +42,7 @@ async def exercise(client, label):
     assert stepped.structured_content == {"result": 3}, label
     # Progress is sent on the request's own stream before its response, so all three are in.
     assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], label
+    assert [(m.level, m.data) for m in logs] == [("info", {"done": 3})], label
     resource = await client.read_resource("demo://greeting")
     assert resource.contents[0].text == "hello from Python", label
     prompt = await client.get_prompt("review", {"code": "x = 1"})
@@ -50,10 +53,15 @@ async def sdk_stdio(mode, expected):
     from mcp import Client, StdioServerParameters
 
     params = StdioServerParameters(command=sys.executable, args=[DEMO, "stdio"])
-    async with Client(params, mode=mode, read_timeout_seconds=30) as client:
+    logs = []
+
+    async def on_log(message):
+        logs.append(message)
+
+    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info") as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"
-        await exercise(client, f"stdio {mode}")
+        await exercise(client, f"stdio {mode}", logs)
 
 
 @pytest.mark.parametrize("mode, expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
@@ -89,10 +97,17 @@ async def sdk_http(url, mode, expected):
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    async with Client(streamable_http_client(url), mode=mode, read_timeout_seconds=30) as client:
+    logs = []
+
+    async def on_log(message):
+        logs.append(message)
+
+    async with Client(
+        streamable_http_client(url), mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info"
+    ) as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"
-        await exercise(client, f"http {mode}")
+        await exercise(client, f"http {mode}", logs)
 
 
 @pytest.mark.parametrize("mode, expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
@@ -103,3 +118,25 @@ def test_sdk_client_over_streamable_http(http_server, mode, expected):
 def test_ctrl_c_stops_an_http_server_cleanly(http_server):
     http_server.proc.send_signal(signal.SIGINT)
     assert http_server.proc.wait(timeout=30) == 0
+
+
+def test_http_refuses_cross_origin_requests_and_sends_no_cors_headers(http_server):
+    import json
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    request = urllib.request.Request(
+        http_server.url,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Origin": "http://evil.example",
+        },
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert caught.value.code == 403
+    assert caught.value.headers.get("Access-Control-Allow-Origin") is None

@@ -203,3 +203,39 @@ def test_ctrl_c_stops_a_stdio_server_cleanly(stdio_server):
     stdio_server.proc.send_signal(signal.SIGINT)
     assert stdio_server.proc.wait(timeout=30) == 0
     assert b"Traceback" not in stdio_server.proc.stderr.read()
+
+
+def test_ctrl_c_lets_a_call_in_flight_finish(stdio_server):
+    stdio_server.send(call(1, "slow_echo", {"text": "finished", "delay": 0.5}))
+    # The read loop takes lines in order: once ping is answered, the call is in flight.
+    stdio_server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    stdio_server.read_response(2)
+    stdio_server.proc.send_signal(signal.SIGINT)
+    reply = stdio_server.read_response(1)
+    assert reply["result"]["structuredContent"] == {"result": "finished"}
+    assert stdio_server.proc.wait(timeout=30) == 0
+
+
+def test_an_async_tool_past_its_timeout_is_cancelled(stdio_server):
+    stdio_server.send(call(1, "async_hang"))
+    reply = stdio_server.read_response(1)
+    assert reply["result"]["isError"] is True and "TIMEOUT" in json.dumps(reply["result"]).upper()
+    # The coroutine is cancelled soon after; poll for it with a generous deadline.
+    import time
+
+    deadline = time.monotonic() + 30
+    request_id = 100
+    while True:
+        request_id += 1
+        stdio_server.send(call(request_id, "async_hang_cancelled"))
+        if stdio_server.read_response(request_id)["result"]["structuredContent"] == {"result": True}:
+            break
+        assert time.monotonic() < deadline, "the timed-out coroutine was never cancelled"
+
+
+def test_print_in_a_tool_does_not_reach_the_protocol_stream(stdio_server):
+    stdio_server.send(call(1, "noisy"))
+    # read() parses every stdout line as JSON: a printed line would fail here.
+    assert stdio_server.read_response(1)["result"]["structuredContent"] == {"result": "quiet"}
+    stdio_server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    assert stdio_server.read_response(2)["result"] == {}

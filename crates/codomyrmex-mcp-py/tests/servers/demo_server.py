@@ -1,8 +1,10 @@
 """A server written with the package, for the tests: `demo_server.py [stdio|http]`.
 
 Tools: `add` (sync), `slow_echo` (async), `boom` (raises), `block` (waits until `release`
-is called), `hang` (the same wait, with a 1 s timeout), `progress` (takes a Context), and
-`counter` via `register_tool`; one resource and one prompt. Over HTTP it listens on a port
+is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async wait with a
+1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
+stdout), `progress` (takes a Context), and `counter` via `register_tool`; one resource and
+one prompt. Over HTTP it listens on a port
 the OS picks on 127.0.0.1 and reports it on stderr.
 """
 
@@ -16,7 +18,7 @@ from codomyrmex_mcp.context import Context
 
 transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
 server = MCPServer(
-    MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0})
+    MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0, "async_hang": 1.0})
 )
 released = threading.Event()
 
@@ -52,6 +54,33 @@ def hang() -> str:
     """Waits until `release` is called; its timeout is 1 s."""
     released.wait(60)
     return "too late"
+
+
+async_cancelled = threading.Event()
+
+
+@server.tool()
+async def async_hang() -> str:
+    """Sleeps a minute; its timeout is 1 s, after which it is cancelled."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        async_cancelled.set()
+        raise
+    return "too late"
+
+
+@server.tool()
+def async_hang_cancelled() -> bool:
+    """Whether `async_hang` was cancelled."""
+    return async_cancelled.is_set()
+
+
+@server.tool()
+def noisy() -> str:
+    """Prints to stdout, which must not reach the protocol stream."""
+    print("this is not JSON-RPC")
+    return "quiet"
 
 
 @server.tool()
