@@ -1,6 +1,7 @@
 """MCPToolRegistry: the cases of the Rust registry suite (src/registry.rs), through Python."""
 
 import asyncio
+import threading
 
 import pytest
 
@@ -186,3 +187,31 @@ def test_handlers_receive_validated_keyword_arguments():
     r = MCPToolRegistry()
     r.register("echo", {"type": "object", "properties": {"s": {"type": "string"}}}, lambda **kw: kw)
     assert r.execute(call("echo", s="\u4e2d", extra=[1, None])).data == {"result": {"s": "\u4e2d", "extra": [1, None]}}
+
+
+def test_tools_may_execute_other_tools_synchronously():
+    r = MCPToolRegistry()
+
+    async def inner():
+        await asyncio.sleep(0)
+        return 2
+
+    async def outer():
+        # A synchronous execute from an async tool blocks the tool loop; the inner async
+        # tool must not wait for that loop.
+        return r.execute(call("inner")).data["result"] + 1
+
+    r.register("inner", {"type": "object"}, inner)
+    r.register("outer", {"type": "object"}, outer)
+    r.register("sync_outer", {"type": "object"}, lambda: r.execute(call("outer")).data["result"] + 1)
+    results = []
+
+    def run():
+        results.append(r.execute(call("outer")).data)
+        results.append(r.execute(call("sync_outer")).data)
+
+    # A deadlock would hang the test: run it on a daemon thread with a generous deadline.
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert results == [{"result": 3}, {"result": 4}]

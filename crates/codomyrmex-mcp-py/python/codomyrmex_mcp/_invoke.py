@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 import json
 import threading
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 _loop: Optional[asyncio.AbstractEventLoop] = None
 _loop_lock = threading.Lock()
@@ -54,6 +55,11 @@ class _Cancelled(Exception):
 
 
 def _await(awaitable: Any, state: Any) -> Any:
+    if _loop_blocked:
+        # An async tool called `execute` synchronously, blocking the tool loop: a nested async
+        # tool runs on a loop of its own (this thread is a worker, not in any loop), or it
+        # would wait forever for the loop it is blocking.
+        return asyncio.run(_as_coroutine(awaitable))
     future = asyncio.run_coroutine_threadsafe(_as_coroutine(awaitable), tool_loop())
     while True:
         done, _ = concurrent.futures.wait([future], timeout=_CANCEL_POLL_SECONDS)
@@ -62,6 +68,30 @@ def _await(awaitable: Any, state: Any) -> Any:
         if state is not None and state.cancelled():
             future.cancel()
             raise _Cancelled()
+
+
+_loop_blocked = 0
+
+
+@contextlib.contextmanager
+def blocking_call() -> Iterator[None]:
+    """Marks a synchronous call into Rust (``MCPToolRegistry.execute``); made from the tool
+    loop's thread, it blocks the loop, so async tools it reaches must not be sent there."""
+    global _loop_blocked
+    try:
+        here = _loop is not None and asyncio.get_running_loop() is _loop
+    except RuntimeError:
+        here = False
+    if not here:
+        yield
+        return
+    with _loop_lock:
+        _loop_blocked += 1
+    try:
+        yield
+    finally:
+        with _loop_lock:
+            _loop_blocked -= 1
 
 
 async def _as_coroutine(awaitable: Any) -> Any:

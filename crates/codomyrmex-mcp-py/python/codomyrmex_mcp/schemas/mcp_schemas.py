@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import _core
+from .._invoke import blocking_call as _blocking_call
 from .._invoke import invoke as _invoke
 
 __all__ = [
@@ -208,7 +209,9 @@ class MCPToolRegistry:
         """Runs the call: an unknown tool, invalid arguments or a raising handler become a
         failure result with an ``MCPErrorDetail``, never an exception."""
         call = _as_call(tool_call)
-        return MCPToolResult.model_validate_json(self._core.execute_json(call.model_dump_json()))
+        with _blocking_call():
+            text = self._core.execute_json(call.model_dump_json())
+        return MCPToolResult.model_validate_json(text)
 
     def __len__(self) -> int:
         return len(self._core.list_tools())
