@@ -33,6 +33,20 @@ pyo3::create_exception!(
     "A tool registration was refused (an invalid name or schema, or a conflicting definition); the registry is unchanged."
 );
 
+pyo3::create_exception!(
+    _core,
+    InputRequired,
+    pyo3::exceptions::PyBaseException,
+    "Raised by Context.elicit in the 2026-07-28 era: the tool must end; it runs again with the answer. A BaseException, so that `except Exception` in a tool does not swallow it."
+);
+
+pyo3::create_exception!(
+    _core,
+    ClientRequestFailed,
+    pyo3::exceptions::PyRuntimeError,
+    "A request to the client failed: it lacks the capability, refused, or the call was cancelled."
+);
+
 /// The extension module `codomyrmex_mcp._core`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -43,6 +57,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "MCPRegistrationError",
         m.py().get_type::<MCPRegistrationError>(),
+    )?;
+    m.add("InputRequired", m.py().get_type::<InputRequired>())?;
+    m.add(
+        "ClientRequestFailed",
+        m.py().get_type::<ClientRequestFailed>(),
     )?;
     m.add("__version__", codomyrmex_mcp::VERSION)?;
     Ok(())

@@ -13,15 +13,15 @@ use std::time::Duration;
 use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
 use codomyrmex_mcp::schema::JsonObject;
 use codomyrmex_mcp::{
-    LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult, ToolContext,
-    ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+    ClientRequestError, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult,
+    ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::{Value, json};
 
-use crate::MCPRegistrationError;
 use crate::runtime::{runtime, with_python};
+use crate::{ClientRequestFailed, InputRequired, MCPRegistrationError};
 
 /// What a running Python handler can ask of its call: whether it was cancelled (the client
 /// cancelled it, it timed out, or the server is stopping), and the request's progress and
@@ -54,6 +54,24 @@ impl CallState {
         let data: Value =
             serde_json::from_str(data_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(self.context.log(level, data))
+    }
+
+    /// Asks the user for input (`elicitation/create`, form mode) and returns the client's
+    /// `ElicitResult` as JSON. Blocks the calling thread (never a runtime worker) with the
+    /// GIL released. In the 2026-07-28 era the first call raises `InputRequired`: the tool
+    /// ends, the client answers, and the tool runs again with the answer.
+    fn elicit(&self, py: Python<'_>, message: &str, schema_json: &str) -> PyResult<String> {
+        let schema: Value =
+            serde_json::from_str(schema_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let rt = runtime()?;
+        let context = self.context.clone();
+        match py.detach(|| rt.handle().block_on(context.elicit(message, schema))) {
+            Ok(answer) => Ok(answer.to_string()),
+            Err(ClientRequestError::InputRequired) => Err(InputRequired::new_err(
+                "the client answers in a retry of this call (2026-07-28 multi round-trip)",
+            )),
+            Err(e) => Err(ClientRequestFailed::new_err(e.to_string())),
+        }
     }
 
     /// The tool being called.

@@ -19,6 +19,13 @@ DEMO = str(SERVERS / "demo_server.py")
 
 
 
+async def on_elicit(context, params):
+    from mcp import types
+
+    assert params.message == "Who are you?"
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
 async def exercise(client, label, logs):
     if client.protocol_version == "2025-11-25":
         await client.set_logging_level("info")
@@ -43,6 +50,9 @@ async def exercise(client, label, logs):
     # Progress is sent on the request's own stream before its response, so all three are in.
     assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], label
     assert [(m.level, m.data) for m in logs] == [("info", {"done": 3})], label
+    # Elicitation: a server-to-client request (2025-11-25) or a multi round-trip (2026-07-28).
+    asked = await client.call_tool("ask_name", {})
+    assert not asked.is_error and asked.structured_content == {"result": "Hello, Ada"}, (label, asked)
     resource = await client.read_resource("demo://greeting")
     assert resource.contents[0].text == "hello from Python", label
     prompt = await client.get_prompt("review", {"code": "x = 1"})
@@ -58,7 +68,7 @@ async def sdk_stdio(mode, expected):
     async def on_log(message):
         logs.append(message)
 
-    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info") as client:
+    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info", elicitation_callback=on_elicit) as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"
         await exercise(client, f"stdio {mode}", logs)
@@ -103,7 +113,12 @@ async def sdk_http(url, mode, expected):
         logs.append(message)
 
     async with Client(
-        streamable_http_client(url), mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info"
+        streamable_http_client(url),
+        mode=mode,
+        read_timeout_seconds=30,
+        logging_callback=on_log,
+        log_level="info",
+        elicitation_callback=on_elicit,
     ) as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"

@@ -16,6 +16,8 @@ import json
 import threading
 from typing import Any, Iterator, Optional
 
+from . import _core
+
 _loop: Optional[asyncio.AbstractEventLoop] = None
 _loop_lock = threading.Lock()
 
@@ -131,6 +133,9 @@ def invoke(handler: Any, arguments_json: str, state: Any) -> str:
             value = handler(**arguments)
         if inspect.isawaitable(value):
             value = _await(value, state)
+    except _core.InputRequired:
+        # The engine answers InputRequiredResult from the requests the tool made.
+        return _failure("InputRequired", "input is required from the client")
     except (_Cancelled, concurrent.futures.CancelledError, asyncio.CancelledError):
         return _failure("Cancelled", "The call was cancelled")
     except Exception as e:  # a tool's exception is its failure, never the server's

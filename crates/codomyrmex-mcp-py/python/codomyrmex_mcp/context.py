@@ -1,4 +1,5 @@
-"""``Context``: what a running tool can ask of its call.
+"""``Context``: what a running tool can ask of its call (progress, logging, cancellation,
+elicitation).
 
 A tool asks for it by declaring a parameter annotated ``Context`` (any name); that parameter
 is not part of the tool's input schema. Progress and log notifications go to the client that
@@ -10,9 +11,15 @@ registered without ``@mcp_tool``.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
-__all__ = ["Context"]
+from . import _core
+
+__all__ = ["Context", "ClientRequestFailed"]
+
+ClientRequestFailed = _core.ClientRequestFailed
+"""A request to the client failed: it did not declare the capability, it answered with an
+error, or the call was cancelled. A ``RuntimeError``."""
 
 
 class Context:
@@ -44,6 +51,19 @@ class Context:
         if self._state is None:
             return False
         return self._state.log(level, json.dumps(data, default=str))
+
+    def elicit(self, message: str, schema: Dict[str, Any]) -> Dict[str, Any]:
+        """Asks the user for input matching ``schema`` (a flat object schema) and returns the
+        client's answer: ``{"action": "accept", "content": {...}}``, or ``"decline"`` /
+        ``"cancel"``. One API for both eras: in 2025-11-25 a request to the client, awaited;
+        in 2026-07-28 the tool ends here (an ``InputRequired``, which is not an ``Exception``:
+        let it propagate) and runs again, from the start, with the answer, so a tool must do
+        nothing irreversible before its last ``elicit``. Blocks its thread (in an async tool,
+        the tool loop): ``await asyncio.to_thread(ctx.elicit, ...)`` keeps the loop free.
+        Raises ``ClientRequestFailed`` if the client cannot or will not answer."""
+        if self._state is None:
+            raise ClientRequestFailed("no client to ask: the tool is not running under a server")
+        return json.loads(self._state.elicit(message, json.dumps(schema)))  # type: ignore[no-any-return]
 
     def debug(self, data: Any) -> bool:
         """``log("debug", data)``."""

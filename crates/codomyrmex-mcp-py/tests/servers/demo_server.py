@@ -3,7 +3,7 @@
 Tools: `add` (sync), `slow_echo` (async), `boom` (raises), `block` (waits until `release`
 is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async wait with a
 1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
-stdout), `progress` (takes a Context), and `counter` via `register_tool`; one resource and
+stdout), `progress` (takes a Context), `ask_name` (elicits), and `counter` via `register_tool`; one resource and
 one prompt. Over HTTP it listens on a port
 the OS picks on 127.0.0.1 and reports it on stderr.
 """
@@ -100,6 +100,15 @@ def progress(steps: int, ctx: Context) -> int:
 
 
 server.tool()(progress)
+
+
+@server.tool()
+def ask_name(ctx: Context) -> str:
+    """Asks the user for a name (elicitation) and greets it."""
+    answer = ctx.elicit("Who are you?", {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    if answer.get("action") != "accept":
+        return "no name given"
+    return f"Hello, {answer['content']['name']}"
 count = [0]
 
 
