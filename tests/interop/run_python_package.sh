@@ -26,7 +26,7 @@ fi
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check --quiet "$@"; }
 have() { [ "$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$1'))" 2>/dev/null || true)" = "$2" ]; }
 have mcp "$MCP_VERSION" || pip install "mcp==$MCP_VERSION"
-"$venv/bin/python" -c 'import pytest' 2>/dev/null || pip install pytest
+"$venv/bin/python" -c 'import pytest, mypy' 2>/dev/null || pip install pytest mypy
 
 target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
 echo "python package: pip install ./crates/codomyrmex-mcp-py (target dir $target_dir)"

@@ -14,7 +14,7 @@ import contextlib
 import inspect
 import json
 import threading
-from typing import Any, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional
 
 from . import _core
 
@@ -29,7 +29,7 @@ class Adapter:
     """A handler that wants the raw arguments and the call's state (``@mcp_tool`` and
     ``MCPServer.tool`` functions: Pydantic conversion of the arguments, a context)."""
 
-    def invoke(self, arguments: dict, state: Any) -> Any:  # pragma: no cover - interface
+    def invoke(self, arguments: Dict[str, Any], state: Any) -> Any:  # pragma: no cover - interface
         raise NotImplementedError
 
 

@@ -43,14 +43,14 @@ class Context:
         """Sends ``notifications/progress``; returns whether it was sent."""
         if self._state is None:
             return False
-        return self._state.progress(float(progress), None if total is None else float(total), message)
+        return bool(self._state.progress(float(progress), None if total is None else float(total), message))
 
     def log(self, level: str, data: Any) -> bool:
         """Sends ``notifications/message`` at an MCP level (``"debug"``, ``"info"``,
         ``"warning"``, ``"error"``, ...); returns whether it was sent."""
         if self._state is None:
             return False
-        return self._state.log(level, json.dumps(data, default=str))
+        return bool(self._state.log(level, json.dumps(data, default=str)))
 
     def elicit(self, message: str, schema: Dict[str, Any]) -> Dict[str, Any]:
         """Asks the user for input matching ``schema`` (a flat object schema) and returns the

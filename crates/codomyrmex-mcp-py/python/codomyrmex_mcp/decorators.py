@@ -51,7 +51,7 @@ def _arguments_model(func: Callable[..., Any]) -> Tuple[Type[BaseModel], Dict[st
         field = f"p{i}"
         fields[field] = (annotation, Field(default, alias=name, title=name.replace("_", " ").title()))
         names[name] = field
-    model = create_model(f"{func.__name__}_arguments", **fields)  # type: ignore[call-overload]
+    model = create_model(f"{func.__name__}_arguments", **fields)
     return model, names, context_param
 
 
@@ -73,7 +73,7 @@ class FunctionAdapter(Adapter):
         self.model, self.fields, self.context_param = _arguments_model(func)
         self.convert = convert
 
-    def invoke(self, arguments: dict, state: Any) -> Any:
+    def invoke(self, arguments: Dict[str, Any], state: Any) -> Any:
         if self.convert:
             validated = self.model.model_validate(arguments)
             kwargs = {name: getattr(validated, field) for name, field in self.fields.items()}

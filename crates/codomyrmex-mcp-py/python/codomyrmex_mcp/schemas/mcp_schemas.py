@@ -50,7 +50,7 @@ class MCPErrorDetail(BaseModel):
     )
     error_message: str = Field(..., description="A descriptive message explaining the error.")
     error_details: Optional[Union[Dict[str, Any], str]] = Field(
-        None, description="Optional structured details, or a string with more information about the error."
+        default=None, description="Optional structured details, or a string with more information about the error."
     )
 
 
@@ -78,10 +78,10 @@ class MCPToolResult(BaseModel):
         ..., description="The outcome of the tool execution (e.g. success, failure, no_change_needed)."
     )
     data: Optional[Dict[str, Any]] = Field(
-        None, description="The output data of the tool if successful. Its schema is tool-specific."
+        default=None, description="The output data of the tool if successful. Its schema is tool-specific."
     )
-    error: Optional[MCPErrorDetail] = Field(None, description="Details of the error if execution failed.")
-    explanation: Optional[str] = Field(None, description="An optional human-readable explanation of the result.")
+    error: Optional[MCPErrorDetail] = Field(default=None, description="Details of the error if execution failed.")
+    explanation: Optional[str] = Field(default=None, description="An optional human-readable explanation of the result.")
 
     # Model validators (not field validators): Pydantic runs field validators only on fields
     # that were given, and a failure must be refused whether `error` was omitted or null.
@@ -106,10 +106,10 @@ class MCPMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: str = Field(..., description="Role of the message sender (e.g. 'user', 'assistant', 'system', 'tool').")
-    content: Optional[str] = Field(None, description="Text content of the message.")
-    tool_calls: Optional[List[MCPToolCall]] = Field(None, description="Tool calls made in this message.")
-    tool_results: Optional[List[MCPToolResult]] = Field(None, description="Results from tool executions.")
-    metadata: Optional[Dict[str, Any]] = Field(None, description="Additional metadata for the message.")
+    content: Optional[str] = Field(default=None, description="Text content of the message.")
+    tool_calls: Optional[List[MCPToolCall]] = Field(default=None, description="Tool calls made in this message.")
+    tool_results: Optional[List[MCPToolResult]] = Field(default=None, description="Results from tool executions.")
+    metadata: Optional[Dict[str, Any]] = Field(default=None, description="Additional metadata for the message.")
 
 
 def _as_call(tool_call: Union[MCPToolCall, Dict[str, Any]]) -> MCPToolCall:
