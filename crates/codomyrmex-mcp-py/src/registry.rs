@@ -239,6 +239,7 @@ impl ToolRegistry {
         // The served registry decides (and refuses without changing anything); its twin
         // follows. The twin holds only names and input schemas, so it accepts whatever the
         // served registry accepted.
+        let existed = self.tools.get(name).is_some();
         self.tools
             .register_tool(registration)
             .map_err(registration_error)?;
@@ -246,7 +247,9 @@ impl ToolRegistry {
             self.validators
                 .register(name, schema, Arc::new(AcceptAll) as Arc<dyn ToolHandler>)
         {
-            self.tools.unregister(name);
+            if !existed {
+                self.tools.unregister(name);
+            }
             return Err(registration_error(e));
         }
         Ok(())

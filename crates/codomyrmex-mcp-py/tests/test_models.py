@@ -189,3 +189,11 @@ def test_typing_markers_are_installed():
     package = pathlib.Path(codomyrmex_mcp.__file__).parent
     assert (package / "py.typed").exists()
     assert (package / "_core.pyi").exists()
+
+
+def test_the_installed_wheel_is_abi3_for_cpython_3_9_and_newer():
+    from importlib.metadata import distribution
+
+    wheel = distribution("codomyrmex-mcp").read_text("WHEEL")
+    assert wheel is not None and "Tag: cp39-abi3-" in wheel, wheel
+    assert distribution("codomyrmex-mcp").metadata["Requires-Python"] == ">=3.9"

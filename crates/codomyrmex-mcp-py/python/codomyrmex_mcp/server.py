@@ -178,7 +178,8 @@ class MCPServer:
 
     async def handle_request(self, message: Dict[str, Any], correlation_id: Optional[str] = None) -> Optional[Dict[str, Any]]:
         """Handles one JSON-RPC message on this server's in-memory connection (a legacy
-        session lasts across calls) and returns the response, or None for a notification."""
+        session lasts across calls) and returns the response, or None for a notification.
+        ``correlation_id`` is accepted for compatibility and not used."""
         text = json.dumps(message)
         reply = await asyncio.get_running_loop().run_in_executor(None, self._core.handle_json, text)
         return json.loads(reply) if reply is not None else None
