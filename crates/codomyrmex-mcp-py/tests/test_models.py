@@ -197,3 +197,23 @@ def test_the_installed_wheel_is_abi3_for_cpython_3_9_and_newer():
     wheel = distribution("codomyrmex-mcp").read_text("WHEEL")
     assert wheel is not None and "Tag: cp39-abi3-" in wheel, wheel
     assert distribution("codomyrmex-mcp").metadata["Requires-Python"] == ">=3.9"
+
+
+def test_results_written_by_rust_are_the_bytes_pydantic_writes():
+    from codomyrmex_mcp import MCPToolRegistry
+
+    def boom():
+        raise ValueError("x")
+
+    r = MCPToolRegistry()
+    r.register("t", {"type": "object", "properties": {"a": {"type": "integer"}}}, lambda a=0: {"z": 1, "a": [1, 2.5, None], "m": "\u00e9"})
+    r.register("b", {"type": "object"}, boom)
+    calls = [
+        MCPToolCall(tool_name="t", arguments={"a": 1}),  # success, nested data in insertion order
+        MCPToolCall(tool_name="t", arguments={"a": "x"}),  # validation failure with details
+        MCPToolCall(tool_name="b", arguments={}),  # a raising handler
+        MCPToolCall(tool_name="nope", arguments={}),  # unknown tool
+    ]
+    for c in calls:
+        rust_text = r._core.execute_json(c.model_dump_json())
+        assert MCPToolResult.model_validate_json(rust_text).model_dump_json() == rust_text

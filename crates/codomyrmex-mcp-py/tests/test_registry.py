@@ -215,3 +215,59 @@ def test_tools_may_execute_other_tools_synchronously():
     worker.start()
     worker.join(60)
     assert results == [{"result": 3}, {"result": 4}]
+
+
+# ----- the validator's cases (src/validation.rs), as a Python user sees them ----------------
+
+UNION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "n": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]},
+        "e": {
+            "anyOf": [
+                {"oneOf": [{"type": "string", "const": "text"}, {"type": "string", "const": "base64"}]},
+                {"type": "null"},
+            ]
+        },
+        "u": {"anyOf": [{"type": "string", "minLength": 3}, {"type": "integer", "minimum": 5}]},
+    },
+}
+
+
+def violations(arguments):
+    r = MCPToolRegistry()
+    r.register("t", UNION_SCHEMA, lambda **kw: kw)
+    result = r.execute(call("t", **arguments))
+    if result.status == "success":
+        return []
+    assert result.error.error_type == "ValidationError"
+    return result.error.error_details["violations"]
+
+
+def test_unmatched_any_of_and_one_of_are_reported_specifically():
+    (r,) = violations({"n": "abc"})
+    assert (r["rule"], r["pointer"]) == ("type", "/n")
+    assert r["message"] == '"abc" is not of type "integer" or "null"'
+    (r,) = violations({"n": -1})
+    assert (r["rule"], r["schema_path"]) == ("minimum", "/properties/n/anyOf/0/minimum")
+    (r,) = violations({"e": "utf8"})
+    assert (r["rule"], r["message"]) == ("enum", '"utf8" is not one of "text", "base64"')
+    assert [v["rule"] for v in violations({"u": 2.5})] == ["type", "minimum"]
+    assert [v["rule"] for v in violations({"u": "ab"})] == ["minLength"]
+    assert violations({"n": None, "e": "text", "u": 7}) == []
+
+
+def test_schemas_outside_the_subset_work_and_bad_ones_are_refused():
+    r = MCPToolRegistry()
+    r.register(
+        "t",
+        {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a+$"}}, "if": {"required": ["s"]}, "then": {"required": ["n"]}},
+        lambda **kw: "ok",
+    )
+    assert r.validate_call(call("t", s="aaa", n=1)) == (True, None)
+    ok, why = r.validate_call(call("t", s="aaa"))
+    assert not ok and "n" in why
+    ok, why = r.validate_call(call("t", s="b", n=1))
+    assert not ok and "/s" in why
+    with pytest.raises(MCPRegistrationError):
+        r.register("u", {"type": "object", "properties": {"s": {"type": "string", "pattern": "("}}}, lambda: 0)
