@@ -17,6 +17,8 @@ type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
 pub(crate) struct Loopback {
     writer: tokio::sync::Mutex<WriteHalf<DuplexStream>>,
     pending: Pending,
+    /// The server's `max_message_size`: a longer line would be answered without an id.
+    max_message_size: usize,
 }
 
 /// The largest line the connection buffers at once; the engine's own message limit applies.
@@ -27,6 +29,7 @@ impl Loopback {
     pub(crate) fn open(server: &McpServer) -> Self {
         let (client, server_end) = tokio::io::duplex(BUFFER);
         let (server_read, server_write) = tokio::io::split(server_end);
+        let max_message_size = server.engine().config().max_message_size;
         let server = server.clone();
         tokio::spawn(async move {
             if let Err(e) = server.serve_stream(server_read, server_write).await {
@@ -65,6 +68,7 @@ impl Loopback {
         Self {
             writer: tokio::sync::Mutex::new(client_write),
             pending,
+            max_message_size,
         }
     }
 
@@ -73,10 +77,29 @@ impl Loopback {
         let Value::Object(object) = &message else {
             return Err("a JSON-RPC message must be a JSON object".to_owned());
         };
+        // Only what the engine answers by id may wait for an answer: a request whose id is
+        // not a string or an integer, or whose line is over the size limit, is answered
+        // with a null id, which no waiter could be matched to.
         let request_id = match (object.get("method"), object.get("id")) {
-            (Some(_), Some(id)) if !id.is_null() => Some(id.to_string()),
+            (Some(_), Some(id)) if id.is_string() || id.is_i64() || id.is_u64() => {
+                Some(id.to_string())
+            }
+            (Some(_), Some(id)) if !id.is_null() => {
+                return Err(format!(
+                    "a request id must be a string or an integer, got {id}"
+                ));
+            }
             _ => None,
         };
+        let mut line = message.to_string();
+        if line.len() > self.max_message_size {
+            return Err(format!(
+                "the message is {} bytes, over the server's {}-byte limit (max_message_size)",
+                line.len(),
+                self.max_message_size
+            ));
+        }
+        line.push('\n');
         let waiter = match &request_id {
             None => None,
             Some(id) => {
@@ -89,8 +112,6 @@ impl Loopback {
                 Some(rx)
             }
         };
-        let mut line = message.to_string();
-        line.push('\n');
         let written = {
             let mut writer = self.writer.lock().await;
             match writer.write_all(line.as_bytes()).await {

@@ -239,3 +239,39 @@ def test_print_in_a_tool_does_not_reach_the_protocol_stream(stdio_server):
     assert stdio_server.read_response(1)["result"]["structuredContent"] == {"result": "quiet"}
     stdio_server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
     assert stdio_server.read_response(2)["result"] == {}
+
+
+BAD_ENVELOPES = [
+    {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * (5 * 1024 * 1024)}},  # over 4 MiB
+    {"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"},  # an id JSON-RPC does not allow
+    {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
+    {"jsonrpc": "1.0", "id": 2, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 3, "method": 5},
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": "not an object"},
+    {"id": 5, "method": "ping"},
+]
+
+
+@pytest.mark.parametrize("message", BAD_ENVELOPES, ids=range(len(BAD_ENVELOPES)))
+def test_handle_request_answers_or_refuses_bad_envelopes_and_never_hangs(message):
+    import threading
+
+    server = demo_in_process()
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(("reply", asyncio.run(server.handle_request(message))))
+        except (OSError, ValueError) as e:
+            outcome.append(("refused", str(e)))
+        outcome.append(("then", asyncio.run(server.handle_request({"jsonrpc": "2.0", "id": "p", "method": "ping"}))))
+
+    # A hang would hang the suite: a daemon thread with a generous deadline.
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert len(outcome) == 2, f"handle_request hung on {str(message)[:80]}"
+    kind, value = outcome[0]
+    if kind == "reply":
+        assert "error" in value, value
+    assert outcome[1] == ("then", {"jsonrpc": "2.0", "id": "p", "result": {}})
