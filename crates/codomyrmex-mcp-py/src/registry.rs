@@ -154,13 +154,13 @@ fn definition(name: &str, definition_json: &str) -> PyResult<(ToolDefinition, Va
     let mut object = match serde_json::from_str::<Value>(definition_json) {
         Ok(Value::Object(object)) => object,
         Ok(_) => {
-            return Err(PyValueError::new_err(
+            return Err(MCPRegistrationError::new_err(
                 "a tool definition must be a JSON object",
             ));
         }
         Err(e) => {
-            return Err(PyValueError::new_err(format!(
-                "a tool definition is not JSON: {e}"
+            return Err(MCPRegistrationError::new_err(format!(
+                "tool {name:?}: the definition is not JSON: {e}"
             )));
         }
     };

@@ -271,3 +271,17 @@ def test_schemas_outside_the_subset_work_and_bad_ones_are_refused():
     assert not ok and "/s" in why
     with pytest.raises(MCPRegistrationError):
         r.register("u", {"type": "object", "properties": {"s": {"type": "string", "pattern": "("}}}, lambda: 0)
+
+
+def test_a_schema_nested_too_deeply_is_refused_cleanly():
+    deep = {"type": "object"}
+    for _ in range(200):
+        deep = {"type": "object", "properties": {"x": deep}}
+    r = MCPToolRegistry()
+    with pytest.raises(MCPRegistrationError):
+        r.register("t", deep, lambda: 0)
+    cyclic = {"type": "object"}
+    cyclic["properties"] = {"self": cyclic}
+    with pytest.raises(MCPRegistrationError):
+        r.register("t", cyclic, lambda: 0)
+    assert r.list_tools() == []

@@ -162,7 +162,7 @@ class MCPToolRegistry:
             definition["_meta"] = meta
         try:
             definition_json = json.dumps(definition, allow_nan=False)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, RecursionError) as e:
             raise MCPRegistrationError(f"tool {tool_name!r}: the definition is not JSON: {e}") from None
         with self._lock:
             known = tool_name in self._entries
