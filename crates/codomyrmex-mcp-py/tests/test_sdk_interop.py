@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS
+from conftest import SERVERS, default_sigint
 
 pytest.importorskip("mcp")
 
@@ -81,7 +81,9 @@ def test_sdk_client_over_stdio(mode, expected):
 
 class HttpServer:
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, DEMO, "http"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, DEMO, "http"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=default_sigint
+        )
         while True:
             line = self.proc.stderr.readline().decode()
             assert line, "the HTTP server exited before listening"

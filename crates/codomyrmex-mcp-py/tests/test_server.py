@@ -13,7 +13,7 @@ import pytest
 
 from codomyrmex_mcp import MCPServer, MCPServerConfig
 
-from conftest import SERVERS
+from conftest import SERVERS, default_sigint
 
 DEMO = str(SERVERS / "demo_server.py")
 MODERN_META = {
@@ -124,7 +124,11 @@ def test_run_http_refuses_a_public_bind_without_authentication():
 class StdioServer:
     def __init__(self):
         self.proc = subprocess.Popen(
-            [sys.executable, DEMO, "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [sys.executable, DEMO, "stdio"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=default_sigint,
         )
 
     def send(self, message):

@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 import sys
+import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from . import _core
 from .decorators import mcp_tool, register_function
@@ -73,17 +75,54 @@ class MCPServerConfig:
             raise ValueError(f"rate_limit_burst must be an integer >= 1, got {self.rate_limit_burst!r}")
 
 
-async def _serve_in_thread(serve: Callable[[Any], None]) -> None:
-    """Runs ``serve(stop)`` on a worker thread; if this coroutine is cancelled (Ctrl-C under
-    ``asyncio.run``), asks it to stop, waits for the graceful end, and re-raises."""
-    stop = _core.Stop()
-    future = asyncio.get_running_loop().run_in_executor(None, serve, stop)
+def _watch_sigint(loop: asyncio.AbstractEventLoop, on_sigint: Callable[[], None]) -> bool:
+    """Makes Ctrl-C reach this loop while it waits for a serving thread: Python's own handler
+    only sets a flag for the main thread, which an idle loop blocked in `select` does not see
+    when the signal lands on another thread (a Rust one). ``asyncio.run`` from 3.11 wakes the
+    loop itself; before, and in loops that do not, the handler is installed here. A SIGINT
+    the process ignores (a background job) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return False
     try:
-        await asyncio.shield(future)
-    except asyncio.CancelledError:
-        stop.set()
-        await future
-        raise
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+async def _serve_in_thread(serve: Callable[[Any], None], stops: Set[Any]) -> None:
+    """Runs ``serve(stop)`` on a worker thread. If this coroutine is cancelled, interrupted
+    or Ctrl-C is pressed, asks serving to stop, waits for the graceful end, and re-raises
+    (``KeyboardInterrupt`` for Ctrl-C). The stop stays in ``stops`` while serving, for
+    ``run()`` to set should the loop end without reaching this coroutine."""
+    loop = asyncio.get_running_loop()
+    stop = _core.Stop()
+    stops.add(stop)
+    task = asyncio.current_task()
+    interrupted = []
+
+    def on_sigint() -> None:
+        interrupted.append(True)
+        if task is not None:
+            task.cancel()
+
+    watching = _watch_sigint(loop, on_sigint)
+    try:
+        future = loop.run_in_executor(None, serve, stop)
+        try:
+            await asyncio.shield(future)
+        except BaseException:
+            stop.set()
+            await future
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+    finally:
+        stops.discard(stop)
+        if watching:
+            loop.remove_signal_handler(signal.SIGINT)
 
 
 class MCPServer:
@@ -93,6 +132,7 @@ class MCPServer:
         self.config = config or MCPServerConfig()
         logger.setLevel(str(self.config.log_level).upper())
         self._tool_registry = MCPToolRegistry()
+        self._stops: Set[Any] = set()
         self._core = _core.Server(self._tool_registry._core, json.dumps(asdict(self.config)))
 
     @property
@@ -189,7 +229,7 @@ class MCPServer:
         ``print`` goes to stderr: stdout carries the protocol."""
         saved, sys.stdout = sys.stdout, sys.stderr
         try:
-            await _serve_in_thread(self._core.serve_stdio)
+            await _serve_in_thread(self._core.serve_stdio, self._stops)
         finally:
             sys.stdout = saved
 
@@ -205,7 +245,7 @@ class MCPServer:
             if on_ready is not None:
                 on_ready(bound)
 
-        await _serve_in_thread(lambda stop: self._core.serve_http(host, port, stop, ready))
+        await _serve_in_thread(lambda stop: self._core.serve_http(host, port, stop, ready), self._stops)
 
     def run(self, host: str = "127.0.0.1", port: int = 8000) -> None:
         """Serves ``config.transport`` until the input ends or Ctrl-C; in-flight calls get a
@@ -215,3 +255,9 @@ class MCPServer:
             asyncio.run(main)
         except KeyboardInterrupt:
             pass
+        finally:
+            # Should Ctrl-C have ended the loop without reaching the serving coroutine (it
+            # can land anywhere before Python 3.11), serving still stops: interpreter exit
+            # waits for its thread.
+            for stop in list(self._stops):
+                stop.set()
