@@ -9,6 +9,7 @@
 # of building them again. Exits non-zero on any failure.
 #
 #   bash tests/interop/run_python_package.sh [PYTEST_ARGS...]
+#   PYTHON_OLDEST=/path/to/python3.9 bash tests/interop/run_python_package.sh   # also on 3.9
 set -euo pipefail
 
 MCP_VERSION="2.3.0"
@@ -37,3 +38,14 @@ CARGO_TARGET_DIR="$target_dir" pip install ./crates/codomyrmex-mcp-py
 echo "python package: pytest"
 cd "$crate"
 "$venv/bin/python" -m pytest -q "$@"
+
+# The oldest CPython the abi3 wheel supports (3.9), when PYTHON_OLDEST names one: the same
+# suite without the SDK (which needs 3.10), whose tests are skipped there.
+if [ -n "${PYTHON_OLDEST:-}" ]; then
+    oldest="$root/.ci/cache/venv-py-oldest"
+    [ -x "$oldest/bin/python" ] || "$PYTHON_OLDEST" -m venv "$oldest"
+    echo "python package: $("$oldest/bin/python" --version) in $oldest"
+    "$oldest/bin/python" -m pip --disable-pip-version-check --quiet uninstall --yes codomyrmex-mcp >/dev/null 2>&1 || true
+    CARGO_TARGET_DIR="$target_dir" "$oldest/bin/python" -m pip --disable-pip-version-check --quiet install "$root/crates/codomyrmex-mcp-py" pytest mypy
+    "$oldest/bin/python" -m pytest -q "$@"
+fi
