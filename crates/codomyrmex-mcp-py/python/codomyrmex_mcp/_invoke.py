@@ -1,0 +1,150 @@
+"""How the Rust registry calls a Python handler: the invoker, the asyncio loop that runs
+async tools, and the wrapping of return values into ``MCPToolResult`` JSON.
+
+Rust calls :func:`invoke` on a blocking thread with the GIL, after the arguments passed the
+tool's schema. It never raises: whatever the handler does becomes an ``MCPToolResult``.
+Not public API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import json
+import threading
+from typing import Any, Dict, Iterator, Optional
+
+from . import _core
+
+_loop: Optional[asyncio.AbstractEventLoop] = None
+_loop_lock = threading.Lock()
+
+# How often a thread waiting for an async tool checks whether its call was cancelled.
+_CANCEL_POLL_SECONDS = 0.05
+
+
+class Adapter:
+    """A handler that wants the raw arguments and the call's state (``@mcp_tool`` and
+    ``MCPServer.tool`` functions: Pydantic conversion of the arguments, a context)."""
+
+    def invoke(self, arguments: Dict[str, Any], state: Any) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def tool_loop() -> asyncio.AbstractEventLoop:
+    """The asyncio loop async tools run on: one daemon thread, started on first use."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def run() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+
+            threading.Thread(target=run, name="codomyrmex-mcp-asyncio", daemon=True).start()
+            ready.wait()
+            _loop = loop
+        return _loop
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def _await(awaitable: Any, state: Any) -> Any:
+    if _loop_blocked:
+        # An async tool called `execute` synchronously, blocking the tool loop: a nested async
+        # tool runs on a loop of its own (this thread is a worker, not in any loop), or it
+        # would wait forever for the loop it is blocking.
+        return asyncio.run(_as_coroutine(awaitable))
+    future = asyncio.run_coroutine_threadsafe(_as_coroutine(awaitable), tool_loop())
+    while True:
+        done, _ = concurrent.futures.wait([future], timeout=_CANCEL_POLL_SECONDS)
+        if done:
+            return future.result()
+        if state is not None and state.cancelled():
+            future.cancel()
+            raise _Cancelled()
+
+
+_loop_blocked = 0
+
+
+@contextlib.contextmanager
+def blocking_call() -> Iterator[None]:
+    """Marks a synchronous call into Rust (``MCPToolRegistry.execute``); made from the tool
+    loop's thread, it blocks the loop, so async tools it reaches must not be sent there."""
+    global _loop_blocked
+    try:
+        here = _loop is not None and asyncio.get_running_loop() is _loop
+    except RuntimeError:
+        here = False
+    if not here:
+        yield
+        return
+    with _loop_lock:
+        _loop_blocked += 1
+    try:
+        yield
+    finally:
+        with _loop_lock:
+            _loop_blocked -= 1
+
+
+async def _as_coroutine(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _failure(error_type: str, message: str, details: Any = None) -> str:
+    from .schemas.mcp_schemas import MCPErrorDetail, MCPToolResult
+
+    return MCPToolResult(
+        status="failure",
+        error=MCPErrorDetail(error_type=error_type, error_message=message, error_details=details),
+    ).model_dump_json()
+
+
+def wrap(value: Any) -> str:
+    """A handler's return value as ``MCPToolResult`` JSON: a result as it is, anything else
+    as ``data={"result": value}``."""
+    from pydantic_core import to_jsonable_python
+
+    from .schemas.mcp_schemas import MCPToolResult
+
+    if isinstance(value, MCPToolResult):
+        return value.model_dump_json()
+    return MCPToolResult(status="success", data={"result": to_jsonable_python(value)}).model_dump_json()
+
+
+def invoke(handler: Any, arguments_json: str, state: Any) -> str:
+    """Calls ``handler`` with the arguments and returns the outcome as ``MCPToolResult`` JSON."""
+    if handler is None:
+        return _failure("NoHandler", "No handler registered for this tool")
+    try:
+        arguments = json.loads(arguments_json)
+        if isinstance(handler, Adapter):
+            value = handler.invoke(arguments, state)
+        else:
+            value = handler(**arguments)
+        if inspect.isawaitable(value):
+            value = _await(value, state)
+    except _core.InputRequired:
+        # The engine answers InputRequiredResult from the requests the tool made.
+        return _failure("InputRequired", "input is required from the client")
+    except (_Cancelled, concurrent.futures.CancelledError, asyncio.CancelledError):
+        return _failure("Cancelled", "The call was cancelled")
+    except Exception as e:  # a tool's exception is its failure, never the server's
+        from pydantic import ValidationError
+
+        if isinstance(e, ValidationError):
+            return _failure("ValidationError", str(e), {"errors": json.loads(e.json())})
+        return _failure(type(e).__name__, str(e))
+    try:
+        return wrap(value)
+    except Exception as e:
+        return _failure("ResultNotSerializable", f"the tool's return value cannot be written as JSON: {e}")

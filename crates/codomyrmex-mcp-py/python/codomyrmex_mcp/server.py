@@ -1,0 +1,263 @@
+"""``MCPServer`` and ``MCPServerConfig``: the Codomyrmex server surface, served by the Rust
+engine and transports.
+
+Both protocol eras (2026-07-28 stateless, 2025-11-25 sessions) over stdio and Streamable
+HTTP, with the Rust server's limits and security defaults: HTTP binds to loopback unless
+told otherwise (and a public bind without authentication is refused), with no CORS. Python
+runs only for tool, resource and prompt bodies, on threads of their own: a slow tool never
+holds up ``ping`` or other calls. Not an asyncio server: serving blocks a worker thread with
+the GIL released, and the coroutines here wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Dict, List, Optional, Set
+
+from . import _core
+from .decorators import mcp_tool, register_function
+from .schemas.mcp_schemas import MCPToolRegistry
+
+__all__ = ["MCPServer", "MCPServerConfig"]
+
+_TRANSPORTS = ("stdio", "http")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+logger = logging.getLogger("codomyrmex_mcp")
+
+
+@dataclass
+class MCPServerConfig:
+    """Configuration of an ``MCPServer``; read when the server is created.
+
+    Attributes:
+        name: server identity (``serverInfo.name``).
+        version: server version (``serverInfo.version``).
+        transport: what ``run()`` serves: ``"stdio"`` or ``"http"``.
+        log_level: level of the ``codomyrmex_mcp`` Python logger.
+        default_tool_timeout: seconds a tool call may take (0: no limit); past it the client
+            gets a ``TIMEOUT`` failure at once.
+        per_tool_timeouts: per-tool overrides, ``{tool_name: seconds}``.
+        rate_limit_rate: calls per second over all tools (0: no limit).
+        rate_limit_burst: calls allowed at once after an idle period.
+        warm_up: accepted for compatibility; there is no discovery cache to warm.
+    """
+
+    name: str = "codomyrmex-mcp-server"
+    version: str = "1.0.0"
+    transport: str = "stdio"
+    log_level: str = "INFO"
+    default_tool_timeout: float = 60.0
+    per_tool_timeouts: Optional[Dict[str, float]] = None
+    rate_limit_rate: float = 50.0
+    rate_limit_burst: int = 100
+    warm_up: bool = True
+
+    def __post_init__(self) -> None:
+        if self.transport not in _TRANSPORTS:
+            raise ValueError(f"transport must be one of {_TRANSPORTS}, got {self.transport!r}")
+        if str(self.log_level).upper() not in _LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {_LOG_LEVELS}, got {self.log_level!r}")
+        if not self.default_tool_timeout >= 0:
+            raise ValueError(f"default_tool_timeout must be >= 0 seconds, got {self.default_tool_timeout!r}")
+        for tool, seconds in (self.per_tool_timeouts or {}).items():
+            if not isinstance(seconds, (int, float)) or not seconds >= 0:
+                raise ValueError(f"per_tool_timeouts[{tool!r}] must be >= 0 seconds, got {seconds!r}")
+        if not self.rate_limit_rate >= 0:
+            raise ValueError(f"rate_limit_rate must be >= 0, got {self.rate_limit_rate!r}")
+        if not isinstance(self.rate_limit_burst, int) or self.rate_limit_burst < 1:
+            raise ValueError(f"rate_limit_burst must be an integer >= 1, got {self.rate_limit_burst!r}")
+
+
+def _watch_sigint(loop: asyncio.AbstractEventLoop, on_sigint: Callable[[], None]) -> bool:
+    """Makes Ctrl-C reach this loop while it waits for a serving thread: Python's own handler
+    only sets a flag for the main thread, which an idle loop blocked in `select` does not see
+    when the signal lands on another thread (a Rust one). ``asyncio.run`` from 3.11 wakes the
+    loop itself; before, and in loops that do not, the handler is installed here. A SIGINT
+    the process ignores (a background job) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return False
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+async def _serve_in_thread(serve: Callable[[Any], None], stops: Set[Any]) -> None:
+    """Runs ``serve(stop)`` on a worker thread. If this coroutine is cancelled, interrupted
+    or Ctrl-C is pressed, asks serving to stop, waits for the graceful end, and re-raises
+    (``KeyboardInterrupt`` for Ctrl-C). The stop stays in ``stops`` while serving, for
+    ``run()`` to set should the loop end without reaching this coroutine."""
+    loop = asyncio.get_running_loop()
+    stop = _core.Stop()
+    stops.add(stop)
+    task = asyncio.current_task()
+    interrupted = []
+
+    def on_sigint() -> None:
+        interrupted.append(True)
+        if task is not None:
+            task.cancel()
+
+    watching = _watch_sigint(loop, on_sigint)
+    try:
+        future = loop.run_in_executor(None, serve, stop)
+        try:
+            await asyncio.shield(future)
+        except BaseException:
+            stop.set()
+            await future
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+    finally:
+        stops.discard(stop)
+        if watching:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+class MCPServer:
+    """An MCP server: tools, resources and prompts, served over stdio or Streamable HTTP."""
+
+    def __init__(self, config: Optional[MCPServerConfig] = None) -> None:
+        self.config = config or MCPServerConfig()
+        logger.setLevel(str(self.config.log_level).upper())
+        self._tool_registry = MCPToolRegistry()
+        self._stops: Set[Any] = set()
+        self._core = _core.Server(self._tool_registry._core, json.dumps(asdict(self.config)))
+
+    @property
+    def registry(self) -> MCPToolRegistry:
+        """The served tool registry; tools added to it are announced to connected clients."""
+        return self._tool_registry
+
+    # ----- tools ---------------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        title: Optional[str] = None,
+        output_schema: Optional[Dict[str, Any]] = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Registers the decorated function (sync or async) as a tool. The schema comes from
+        its type hints, the description from its docstring; the function is returned as is.
+        With ``output_schema``, results (``{"result": value}``) are checked against it."""
+
+        def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
+            # An @mcp_tool function keeps its metadata; any other function is decorated here.
+            tool = func if hasattr(func, "_mcp_adapter") else mcp_tool()(func)
+            register_function(
+                self._tool_registry, tool, name=name, description=description, title=title, output_schema=output_schema
+            )
+            return func
+
+        return decorator
+
+    def register_tool(
+        self,
+        name: str,
+        schema: Dict[str, Any],
+        handler: Callable[..., Any],
+        title: Optional[str] = None,
+        output_schema: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        """Registers ``handler`` (called with the arguments as keyword arguments). ``schema``
+        is either the arguments' JSON Schema or a tool object with ``inputSchema`` (and
+        optionally ``description``, ``title``, ``outputSchema``), as Codomyrmex passes it."""
+        if "inputSchema" in schema:
+            input_schema = schema["inputSchema"]
+            description = schema.get("description")
+            title = title or schema.get("title")
+            output_schema = output_schema or schema.get("outputSchema")
+        else:
+            input_schema, description = schema, None
+        self._tool_registry.register(
+            name, input_schema, handler, description=description or None, title=title, output_schema=output_schema
+        )
+
+    # ----- resources and prompts -----------------------------------------------------------
+
+    def register_resource(
+        self,
+        uri: str,
+        name: str,
+        description: Optional[str] = None,
+        mime_type: str = "text/plain",
+        content_provider: Optional[Callable[[], str]] = None,
+    ) -> None:
+        """Registers a resource whose text is ``content_provider()`` at each read."""
+        self._core.add_resource(uri, name, description, mime_type, content_provider)
+
+    def register_prompt(
+        self,
+        name: str,
+        description: Optional[str] = None,
+        arguments: Optional[List[Dict[str, Any]]] = None,
+        template: Optional[str] = None,
+    ) -> None:
+        """Registers a prompt: ``template`` with ``{argument}`` placeholders, filled from the
+        client's arguments (``[{"name", "description", "required"}]``)."""
+        text = template or ""
+
+        def render(values: Dict[str, str]) -> str:
+            return text.format_map(values)
+
+        self._core.add_prompt(name, description or "", json.dumps(arguments or []), render)
+
+    # ----- serving -------------------------------------------------------------------------
+
+    async def handle_request(self, message: Dict[str, Any], correlation_id: Optional[str] = None) -> Optional[Dict[str, Any]]:
+        """Handles one JSON-RPC message on this server's in-memory connection (a legacy
+        session lasts across calls) and returns the response, or None for a notification.
+        ``correlation_id`` is accepted for compatibility and not used."""
+        text = json.dumps(message)
+        reply = await asyncio.get_running_loop().run_in_executor(None, self._core.handle_json, text)
+        return json.loads(reply) if reply is not None else None
+
+    async def run_stdio(self) -> None:
+        """Serves stdin/stdout until stdin closes or the task is cancelled. While serving,
+        ``print`` goes to stderr: stdout carries the protocol."""
+        saved, sys.stdout = sys.stdout, sys.stderr
+        try:
+            await _serve_in_thread(self._core.serve_stdio, self._stops)
+        finally:
+            sys.stdout = saved
+
+    async def run_http(
+        self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Optional[Callable[[int], None]] = None
+    ) -> None:
+        """Serves Streamable HTTP at ``http://host:port/mcp`` until the task is cancelled.
+        Loopback by default; ``port=0`` lets the OS pick one. Once listening, writes the URL
+        to stderr and calls ``on_ready(port)``."""
+
+        def ready(bound: int) -> None:
+            print(f"codomyrmex_mcp: serving MCP at http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
+            if on_ready is not None:
+                on_ready(bound)
+
+        await _serve_in_thread(lambda stop: self._core.serve_http(host, port, stop, ready), self._stops)
+
+    def run(self, host: str = "127.0.0.1", port: int = 8000) -> None:
+        """Serves ``config.transport`` until the input ends or Ctrl-C; in-flight calls get a
+        grace period to finish."""
+        main = self.run_stdio() if self.config.transport == "stdio" else self.run_http(host, port)
+        try:
+            asyncio.run(main)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            # Should Ctrl-C have ended the loop without reaching the serving coroutine (it
+            # can land anywhere before Python 3.11), serving still stops: interpreter exit
+            # waits for its thread.
+            for stop in list(self._stops):
+                stop.set()

@@ -1,0 +1,68 @@
+//! # codomyrmex-mcp-py
+//!
+//! The native half (`codomyrmex_mcp._core`) of the Python package `codomyrmex_mcp`: the
+//! Codomyrmex `model_context_protocol` API for Python programmers, backed by this workspace's
+//! Rust registry, engine and transports.
+//!
+//! ## What it is
+//! - [`ToolRegistry`](registry::ToolRegistry): a [`codomyrmex_mcp::McpToolRegistry`] whose
+//!   handlers are Python callables. Names, schemas, conflicts and argument validation are the
+//!   Rust registry's; only the tool body runs in Python.
+//! - [`Server`](server::Server): a [`codomyrmex_mcp::McpServer`] over that registry (plus
+//!   resources and prompts) served over stdio or Streamable HTTP, both protocol eras, with the
+//!   Rust server's security defaults and limits.
+//!
+//! ## What it is not
+//! - Not the public Python API: `python/codomyrmex_mcp/` wraps these classes with the seed's
+//!   names, the Pydantic models and `@mcp_tool`. Values cross the boundary as JSON text, so
+//!   the Rust side never holds Python objects other than the callables it invokes.
+//! - Not a second engine: every protocol rule is the library's.
+#![warn(missing_docs)]
+
+use pyo3::prelude::*;
+
+mod loopback;
+pub mod registry;
+mod runtime;
+pub mod server;
+
+pyo3::create_exception!(
+    _core,
+    MCPRegistrationError,
+    pyo3::exceptions::PyValueError,
+    "A tool registration was refused (an invalid name or schema, or a conflicting definition); the registry is unchanged."
+);
+
+pyo3::create_exception!(
+    _core,
+    InputRequired,
+    pyo3::exceptions::PyBaseException,
+    "Raised by Context.elicit in the 2026-07-28 era: the tool must end; it runs again with the answer. A BaseException, so that `except Exception` in a tool does not swallow it."
+);
+
+pyo3::create_exception!(
+    _core,
+    ClientRequestFailed,
+    pyo3::exceptions::PyRuntimeError,
+    "A request to the client failed: it lacks the capability, refused, or the call was cancelled."
+);
+
+/// The extension module `codomyrmex_mcp._core`.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<registry::ToolRegistry>()?;
+    m.add_class::<registry::CallState>()?;
+    m.add_class::<server::Server>()?;
+    m.add_class::<server::Stop>()?;
+    m.add(
+        "MCPRegistrationError",
+        m.py().get_type::<MCPRegistrationError>(),
+    )?;
+    m.add("InputRequired", m.py().get_type::<InputRequired>())?;
+    m.add(
+        "ClientRequestFailed",
+        m.py().get_type::<ClientRequestFailed>(),
+    )?;
+    m.add("__version__", codomyrmex_mcp::VERSION)?;
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! [`ToolRegistry`]: the Rust tool registry with Python callables as handlers.
+//!
+//! Registration, listing, conflicts and argument validation are
+//! [`McpToolRegistry`]'s; a call reaches Python only after its arguments passed the schema.
+//! The Python side supplies one *invoker* (`codomyrmex_mcp._invoke.invoke`), which calls a
+//! handler with the arguments and returns the outcome as `MCPToolResult` JSON; this module
+//! never interprets Python values.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
+use codomyrmex_mcp::schema::JsonObject;
+use codomyrmex_mcp::{
+    ClientRequestError, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult,
+    ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use serde_json::{Value, json};
+
+use crate::runtime::{runtime, with_python};
+use crate::{ClientRequestFailed, InputRequired, MCPRegistrationError};
+
+/// What a running Python handler can ask of its call: whether it was cancelled (the client
+/// cancelled it, it timed out, or the server is stopping), and the request's progress and
+/// log notifications. Passed to the invoker; the Python `Context` wraps it.
+#[pyclass(module = "codomyrmex_mcp._core", frozen)]
+pub struct CallState {
+    cancelled: Arc<AtomicBool>,
+    context: ToolContext,
+}
+
+#[pymethods]
+impl CallState {
+    /// Whether the call was cancelled or timed out; its answer has then already been sent.
+    fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire) || self.context.is_cancelled()
+    }
+
+    /// Sends a progress notification if the client asked for progress; returns whether one
+    /// was sent.
+    #[pyo3(signature = (progress, total=None, message=None))]
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        self.context.progress(progress, total, message)
+    }
+
+    /// Sends a log notification (`level` is an MCP level such as `"info"`; `data_json` any
+    /// JSON) if the client's level lets it through; returns whether one was sent.
+    fn log(&self, level: &str, data_json: &str) -> PyResult<bool> {
+        let level: LoggingLevel = serde_json::from_value(Value::String(level.to_owned()))
+            .map_err(|_| PyValueError::new_err(format!("{level:?} is not an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)")))?;
+        let data: Value =
+            serde_json::from_str(data_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(self.context.log(level, data))
+    }
+
+    /// Asks the user for input (`elicitation/create`, form mode) and returns the client's
+    /// `ElicitResult` as JSON. Blocks the calling thread (never a runtime worker) with the
+    /// GIL released. In the 2026-07-28 era the first call raises `InputRequired`: the tool
+    /// ends, the client answers, and the tool runs again with the answer.
+    fn elicit(&self, py: Python<'_>, message: &str, schema_json: &str) -> PyResult<String> {
+        let schema: Value =
+            serde_json::from_str(schema_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let rt = runtime()?;
+        let context = self.context.clone();
+        match py.detach(|| rt.handle().block_on(context.elicit(message, schema))) {
+            Ok(answer) => Ok(answer.to_string()),
+            Err(ClientRequestError::InputRequired) => Err(InputRequired::new_err(
+                "the client answers in a retry of this call (2026-07-28 multi round-trip)",
+            )),
+            Err(e) => Err(ClientRequestFailed::new_err(e.to_string())),
+        }
+    }
+
+    /// The tool being called.
+    fn tool_name(&self) -> String {
+        self.context.tool_name().to_owned()
+    }
+}
+
+/// Marks a call cancelled when its future is dropped before it finished.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// A handler that is a Python callable, called through the invoker.
+struct PyToolHandler {
+    invoker: Arc<Py<PyAny>>,
+    handler: Arc<Py<PyAny>>,
+}
+
+impl ToolHandler for PyToolHandler {
+    fn call(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        context: ToolContext,
+    ) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async move {
+            let arguments = Value::Object(arguments).to_string();
+            let cancelled = Arc::new(AtomicBool::new(false));
+            let _guard = CancelOnDrop(cancelled.clone());
+            let (invoker, handler) = (self.invoker.clone(), self.handler.clone());
+            let outcome = with_python(move |py| {
+                let state = Py::new(py, CallState { cancelled, context })?;
+                invoker
+                    .call1(py, (handler.clone_ref(py), arguments, state))?
+                    .extract::<String>(py)
+            })
+            .await;
+            let result = match outcome {
+                Ok(text) => serde_json::from_str::<McpToolResult>(&text).unwrap_or_else(|e| {
+                    McpToolResult::failure(McpErrorDetail::new(
+                        "InternalError",
+                        format!("the tool's result is not a valid MCPToolResult: {e}"),
+                    ))
+                }),
+                Err(message) => {
+                    McpToolResult::failure(McpErrorDetail::new("InternalError", message))
+                }
+            };
+            ToolOutput::from_result(result)
+        })
+    }
+}
+
+/// A handler that accepts every call: the validation-only twin of each tool.
+struct AcceptAll;
+
+impl ToolHandler for AcceptAll {
+    fn call(self: Arc<Self>, _: JsonObject, _: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        Box::pin(async { ToolOutput::from_result(McpToolResult::success(None)) })
+    }
+}
+
+/// Tools by invocation name, with Python handlers (`codomyrmex_mcp._core.ToolRegistry`).
+#[pyclass(module = "codomyrmex_mcp._core", frozen)]
+pub struct ToolRegistry {
+    pub(crate) tools: Arc<McpToolRegistry>,
+    /// The same names and input schemas with handlers that accept every call:
+    /// `validate_call` runs the library's validation without running a tool.
+    validators: McpToolRegistry,
+    invoker: Arc<Py<PyAny>>,
+}
+
+/// Reads the definition JSON the Python side writes: `inputSchema` and optionally
+/// `description`, `title`, `outputSchema`, `_meta`.
+fn definition(name: &str, definition_json: &str) -> PyResult<(ToolDefinition, Value)> {
+    let mut object = match serde_json::from_str::<Value>(definition_json) {
+        Ok(Value::Object(object)) => object,
+        Ok(_) => {
+            return Err(MCPRegistrationError::new_err(
+                "a tool definition must be a JSON object",
+            ));
+        }
+        Err(e) => {
+            return Err(MCPRegistrationError::new_err(format!(
+                "tool {name:?}: the definition is not JSON: {e}"
+            )));
+        }
+    };
+    let schema = object
+        .remove("inputSchema")
+        .unwrap_or_else(|| json!({"type": "object"}));
+    let mut def = ToolDefinition::new(name, schema.clone());
+    let text = |v: Option<Value>| v.and_then(|v| v.as_str().map(str::to_owned));
+    def.description = text(object.remove("description"));
+    def.title = text(object.remove("title"));
+    def.output_schema = object.remove("outputSchema").filter(|v| !v.is_null());
+    if let Some(Value::Object(meta)) = object.remove("_meta")
+        && !meta.is_empty()
+    {
+        def.meta = Some(meta);
+    }
+    Ok((def, schema))
+}
+
+fn registration_error(e: impl std::fmt::Display) -> PyErr {
+    MCPRegistrationError::new_err(e.to_string())
+}
+
+fn parse_call(call_json: &str) -> PyResult<McpToolCall> {
+    serde_json::from_str(call_json).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+#[pymethods]
+impl ToolRegistry {
+    /// An empty registry calling handlers through `invoker(handler, arguments_json, state)`.
+    #[new]
+    fn new(invoker: Py<PyAny>) -> Self {
+        Self {
+            tools: Arc::new(McpToolRegistry::new()),
+            validators: McpToolRegistry::new(),
+            invoker: Arc::new(invoker),
+        }
+    }
+
+    /// Registers `handler` (a callable or `None`) under `name`. Identical re-registration is
+    /// a no-op; a different definition under a taken name raises `MCPRegistrationError` and
+    /// changes nothing.
+    #[pyo3(signature = (name, definition_json, handler, timeout=None, deprecated_in=None))]
+    fn register(
+        &self,
+        name: &str,
+        definition_json: &str,
+        handler: Py<PyAny>,
+        timeout: Option<f64>,
+        deprecated_in: Option<String>,
+    ) -> PyResult<()> {
+        let (def, schema) = definition(name, definition_json)?;
+        let timeout = match timeout {
+            None => None,
+            Some(t) => Some(
+                Duration::try_from_secs_f64(t)
+                    .ok()
+                    .filter(|d| !d.is_zero())
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "timeout must be a positive number of seconds, got {t}"
+                        ))
+                    })?,
+            ),
+        };
+        let handler = PyToolHandler {
+            invoker: self.invoker.clone(),
+            handler: Arc::new(handler),
+        };
+        let registration = ToolRegistration::new(def, Arc::new(handler) as Arc<dyn ToolHandler>)
+            .with_settings(ToolSettings {
+                timeout,
+                deprecated_in,
+                ..ToolSettings::default()
+            });
+        // The served registry decides (and refuses without changing anything); its twin
+        // follows. The twin holds only names and input schemas, so it accepts whatever the
+        // served registry accepted.
+        let existed = self.tools.get(name).is_some();
+        self.tools
+            .register_tool(registration)
+            .map_err(registration_error)?;
+        if let Err(e) =
+            self.validators
+                .register(name, schema, Arc::new(AcceptAll) as Arc<dyn ToolHandler>)
+        {
+            if !existed {
+                self.tools.unregister(name);
+            }
+            return Err(registration_error(e));
+        }
+        Ok(())
+    }
+
+    /// Removes a tool; returns whether it was registered.
+    fn unregister(&self, name: &str) -> bool {
+        self.validators.unregister(name);
+        self.tools.unregister(name)
+    }
+
+    /// The registered names, sorted.
+    fn list_tools(&self) -> Vec<String> {
+        self.tools.list_tools()
+    }
+
+    /// A tool's MCP `Tool` object as JSON, or `None`.
+    fn definition_json(&self, name: &str) -> PyResult<Option<String>> {
+        self.tools
+            .get(name)
+            .map(|d| serde_json::to_string(&d).map_err(|e| PyValueError::new_err(e.to_string())))
+            .transpose()
+    }
+
+    /// Checks a call (`MCPToolCall` JSON) without running the tool: `None` when it would
+    /// run, else the `MCPErrorDetail` JSON of why not.
+    fn validate_json(&self, py: Python<'_>, call_json: &str) -> PyResult<Option<String>> {
+        let call = parse_call(call_json)?;
+        let rt = runtime()?;
+        let result = py.detach(|| rt.block_on(self.validators.execute(&call)));
+        Ok(result
+            .error()
+            .map(|e| serde_json::to_string(e).unwrap_or_default()))
+    }
+
+    /// Executes a call (`MCPToolCall` JSON) and returns the `MCPToolResult` JSON. The GIL is
+    /// released while the call runs; the handler takes it back for its body only.
+    fn execute_json(&self, py: Python<'_>, call_json: &str) -> PyResult<String> {
+        let call = parse_call(call_json)?;
+        let rt = runtime()?;
+        let tools = self.tools.clone();
+        let result = py.detach(|| rt.block_on(async move { tools.execute(&call).await }));
+        serde_json::to_string(&result).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+}

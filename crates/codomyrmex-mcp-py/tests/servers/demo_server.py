@@ -1,0 +1,128 @@
+"""A server written with the package, for the tests: `demo_server.py [stdio|http]`.
+
+Tools: `add` (sync), `slow_echo` (async), `boom` (raises), `block` (waits until `release`
+is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async wait with a
+1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
+stdout), `progress` (takes a Context), `ask_name` (elicits), and `counter` via `register_tool`; one resource and
+one prompt. Over HTTP it listens on a port
+the OS picks on 127.0.0.1 and reports it on stderr.
+"""
+
+import asyncio
+import sys
+import threading
+from typing import Optional
+
+from codomyrmex_mcp import MCPServer, MCPServerConfig, mcp_tool
+from codomyrmex_mcp.context import Context
+
+transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+server = MCPServer(
+    MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0, "async_hang": 1.0})
+)
+released = threading.Event()
+
+
+@server.tool(title="Add")
+def add(a: int, b: int = 0) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@server.tool()
+async def slow_echo(text: str, delay: Optional[float] = None) -> str:
+    """Echoes, after an asyncio sleep."""
+    await asyncio.sleep(delay or 0)
+    return text
+
+
+@server.tool()
+def boom(message: str) -> None:
+    """Always raises."""
+    raise RuntimeError(message)
+
+
+@server.tool()
+def block() -> str:
+    """Waits until `release` is called."""
+    released.wait(60)
+    return "released"
+
+
+@server.tool()
+def hang() -> str:
+    """Waits until `release` is called; its timeout is 1 s."""
+    released.wait(60)
+    return "too late"
+
+
+async_cancelled = threading.Event()
+
+
+@server.tool()
+async def async_hang() -> str:
+    """Sleeps a minute; its timeout is 1 s, after which it is cancelled."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        async_cancelled.set()
+        raise
+    return "too late"
+
+
+@server.tool()
+def async_hang_cancelled() -> bool:
+    """Whether `async_hang` was cancelled."""
+    return async_cancelled.is_set()
+
+
+@server.tool()
+def noisy() -> str:
+    """Prints to stdout, which must not reach the protocol stream."""
+    print("this is not JSON-RPC")
+    return "quiet"
+
+
+@server.tool()
+def release() -> str:
+    """Releases `block` and `hang`."""
+    released.set()
+    return "ok"
+
+
+@mcp_tool(category="demo")
+def progress(steps: int, ctx: Context) -> int:
+    """Reports progress `steps` times."""
+    for i in range(steps):
+        ctx.report_progress(i + 1, steps, f"step {i + 1}")
+    ctx.info({"done": steps})
+    return steps
+
+
+server.tool()(progress)
+
+
+@server.tool()
+def ask_name(ctx: Context) -> str:
+    """Asks the user for a name (elicitation) and greets it."""
+    answer = ctx.elicit("Who are you?", {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    if answer.get("action") != "accept":
+        return "no name given"
+    return f"Hello, {answer['content']['name']}"
+count = [0]
+
+
+def counter() -> int:
+    count[0] += 1
+    return count[0]
+
+
+server.register_tool("counter", {"name": "counter", "description": "Counts calls.", "inputSchema": {"type": "object"}}, counter)
+server.register_resource("demo://greeting", "greeting", "A greeting.", "text/plain", lambda: "hello from Python")
+server.register_prompt(
+    "review", "Asks for a review.", [{"name": "code", "description": "The code.", "required": True}], "Review this: {code}"
+)
+
+if __name__ == "__main__":
+    # run() serves config.transport; port 0: the OS picks one.
+    server.run(port=0)

@@ -1,0 +1,39 @@
+"""The README's Python section: its install command is what .ci/run uses, and its example
+program serves over stdio as it says (checked with the official SDK's client)."""
+
+import asyncio
+import re
+import sys
+
+import pytest
+
+from conftest import REPO
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+SECTION = README[README.index("## Python\n") : README.index("## Conformance and interoperability")]
+
+
+def test_the_install_command_is_the_ci_scripts():
+    assert "pip install ./crates/codomyrmex-mcp-py" in SECTION
+    script = (REPO / "tests" / "interop" / "run_python_package.sh").read_text(encoding="utf-8")
+    assert "pip install ./crates/codomyrmex-mcp-py" in script
+    assert "run_python_package.sh" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_example_program_serves(tmp_path):
+    pytest.importorskip("mcp")
+    from mcp import Client, StdioServerParameters
+
+    (program,) = re.findall(r"```python\n(.*?)```", SECTION, re.S)
+    path = tmp_path / "hello.py"
+    path.write_text(program, encoding="utf-8")
+
+    async def drive():
+        async with Client(StdioServerParameters(command=sys.executable, args=[str(path)]), read_timeout_seconds=30) as client:
+            assert client.server_info.name == "hello"
+            (tool,) = (await client.list_tools()).tools
+            assert (tool.name, tool.title, tool.description) == ("greet", "Greet", "Greets someone.")
+            result = await client.call_tool("greet", {"name": "Ada", "excited": True})
+            assert result.structured_content == {"result": "Hello, Ada!"}
+
+    asyncio.run(asyncio.wait_for(drive(), 120))

@@ -1,0 +1,159 @@
+"""The official Python SDK's client (PyPI `mcp`) drives a server written with the package
+(servers/demo_server.py) in both eras, over stdio and over Streamable HTTP; and Ctrl-C
+stops the HTTP server cleanly."""
+
+import asyncio
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SERVERS, default_sigint
+
+pytest.importorskip("mcp")
+
+DEMO = str(SERVERS / "demo_server.py")
+
+
+
+
+async def on_elicit(context, params):
+    from mcp import types
+
+    assert params.message == "Who are you?"
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def exercise(client, label, logs):
+    if client.protocol_version == "2025-11-25":
+        await client.set_logging_level("info")
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"add", "slow_echo", "boom", "progress", "counter"} <= set(tools), label
+    assert tools["add"].title == "Add" and tools["add"].description == "Adds two integers."
+    assert tools["add"].input_schema["required"] == ["a"]
+    assert (tools["progress"].meta or {}).get("category") == "demo"
+    added = await client.call_tool("add", {"a": 2, "b": 40})
+    assert not added.is_error and added.structured_content == {"result": 42}, label
+    echoed = await client.call_tool("slow_echo", {"text": "hi", "delay": 0.01})
+    assert echoed.structured_content == {"result": "hi"}, label
+    boom = await client.call_tool("boom", {"message": "no"})
+    assert boom.is_error, label
+    updates = []
+
+    async def on_progress(progress, total, message):
+        updates.append((progress, total, message))
+
+    stepped = await client.call_tool("progress", {"steps": 3}, progress_callback=on_progress)
+    assert stepped.structured_content == {"result": 3}, label
+    # Progress is sent on the request's own stream before its response, so all three are in.
+    assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], label
+    assert [(m.level, m.data) for m in logs] == [("info", {"done": 3})], label
+    # Elicitation: a server-to-client request (2025-11-25) or a multi round-trip (2026-07-28).
+    asked = await client.call_tool("ask_name", {})
+    assert not asked.is_error and asked.structured_content == {"result": "Hello, Ada"}, (label, asked)
+    resource = await client.read_resource("demo://greeting")
+    assert resource.contents[0].text == "hello from Python", label
+    prompt = await client.get_prompt("review", {"code": "x = 1"})
+    assert prompt.messages[0].content.text == "Review this: x = 1", label
+
+
+async def sdk_stdio(mode, expected):
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=[DEMO, "stdio"])
+    logs = []
+
+    async def on_log(message):
+        logs.append(message)
+
+    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info", elicitation_callback=on_elicit) as client:
+        assert client.protocol_version == expected
+        assert client.server_info.name == "py-demo"
+        await exercise(client, f"stdio {mode}", logs)
+
+
+@pytest.mark.parametrize("mode, expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+def test_sdk_client_over_stdio(mode, expected):
+    asyncio.run(asyncio.wait_for(sdk_stdio(mode, expected), 120))
+
+
+class HttpServer:
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, DEMO, "http"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=default_sigint
+        )
+        while True:
+            line = self.proc.stderr.readline().decode()
+            assert line, "the HTTP server exited before listening"
+            found = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+/mcp)", line)
+            if found:
+                self.url = found.group(1)
+                return
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def http_server():
+    server = HttpServer()
+    yield server
+    server.close()
+
+
+async def sdk_http(url, mode, expected):
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    logs = []
+
+    async def on_log(message):
+        logs.append(message)
+
+    async with Client(
+        streamable_http_client(url),
+        mode=mode,
+        read_timeout_seconds=30,
+        logging_callback=on_log,
+        log_level="info",
+        elicitation_callback=on_elicit,
+    ) as client:
+        assert client.protocol_version == expected
+        assert client.server_info.name == "py-demo"
+        await exercise(client, f"http {mode}", logs)
+
+
+@pytest.mark.parametrize("mode, expected", [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+def test_sdk_client_over_streamable_http(http_server, mode, expected):
+    asyncio.run(asyncio.wait_for(sdk_http(http_server.url, mode, expected), 120))
+
+
+def test_ctrl_c_stops_an_http_server_cleanly(http_server):
+    http_server.proc.send_signal(signal.SIGINT)
+    assert http_server.proc.wait(timeout=30) == 0
+
+
+def test_http_refuses_cross_origin_requests_and_sends_no_cors_headers(http_server):
+    import json
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    request = urllib.request.Request(
+        http_server.url,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Origin": "http://evil.example",
+        },
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert caught.value.code == 403
+    assert caught.value.headers.get("Access-Control-Allow-Origin") is None
