@@ -13,9 +13,7 @@
 //! expires (every instance died) still leaves Redis. Its ids in the sorted sets are removed
 //! by the next `expire` or by `create` when the table is full.
 
-use codomyrmex_mcp::store::{
-    Created, Keep, SessionRecord, SessionStore, StoreError, StoreFuture,
-};
+use codomyrmex_mcp::store::{Created, Keep, SessionRecord, SessionStore, StoreError, StoreFuture};
 use redis::Script;
 
 use crate::{RedisConnection, unavailable};

@@ -96,7 +96,11 @@ async fn two_instances_see_one_session_table() {
     let none = |_: &str| false;
     let record = SessionRecord::new("s", "2025-11-25", 1_000, 60_000);
     a.create(record, 10, 1_000, &none).await.unwrap();
-    let seen = b.touch("s", 2_000).await.unwrap().expect("b sees a's session");
+    let seen = b
+        .touch("s", 2_000)
+        .await
+        .unwrap()
+        .expect("b sees a's session");
     assert_eq!(seen, 62_000);
     assert_eq!(b.delete("s").await, Ok(true));
     assert_eq!(a.load("s", 3_000).await, Ok(None), "deleted everywhere");
@@ -114,7 +118,12 @@ async fn redis_going_away_is_unavailable_and_coming_back_recovers() {
     let events = RedisEventStore::new(conn, EventBounds::default());
     let none = |_: &str| false;
     sessions
-        .create(SessionRecord::new("s", "2025-11-25", 1, 60_000), 10, 1, &none)
+        .create(
+            SessionRecord::new("s", "2025-11-25", 1, 60_000),
+            10,
+            1,
+            &none,
+        )
         .await
         .unwrap();
     drop(redis);

@@ -175,3 +175,91 @@ async fn a_log_level_set_later_reaches_the_record() {
     assert_eq!(record.log_level.as_deref(), Some("debug"));
     s.stop().await;
 }
+
+/// Two servers sharing one store act as one service for 2025-11-25 sessions: a session opened
+/// on one is used on the other (rebuilt from its record, with the client's log level), and
+/// `DELETE` on either ends it on both.
+#[tokio::test]
+async fn instances_sharing_a_store_serve_each_others_sessions() {
+    let store = Arc::new(Flaky::default());
+    let a = start(config().with_session_store(store.clone())).await;
+    let b = start(config().with_session_store(store.clone())).await;
+    let sid = a.legacy_session().await;
+    let r = a
+        .send(
+            &legacy(
+                "logging/setLevel",
+                Some(2),
+                json!({"level": "warning"}),
+                Some(&sid),
+            )
+            .header("accept", "application/json"),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    // The other instance never saw `initialize`, yet serves the session.
+    let list =
+        legacy("tools/list", Some(3), json!({}), Some(&sid)).header("accept", "application/json");
+    let r = b.send(&list).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.json()["result"]["tools"].is_array(), "{:?}", r.json());
+    // An unknown id is still 404 everywhere.
+    let unknown = legacy("tools/list", Some(4), json!({}), Some("no-such-session"))
+        .header("accept", "application/json");
+    assert_eq!(b.send(&unknown).await.status, 404);
+    // DELETE on B ends the session opened on A, on both.
+    let r = b
+        .send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &sid))
+        .await;
+    assert_eq!(r.status, 204);
+    assert_eq!(a.send(&list).await.status, 404);
+    assert_eq!(b.send(&list).await.status, 404);
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A session opened by one principal is not restored for another on a second instance.
+#[tokio::test]
+async fn a_restored_session_keeps_its_principal() {
+    use codomyrmex_mcp::transport::http::{AuthConfig, StaticToken};
+    let store = Arc::new(Flaky::default());
+    let auth = || {
+        let mut auth = AuthConfig::default();
+        auth.static_tokens.push(StaticToken::new("alice", "tok-a"));
+        auth.static_tokens.push(StaticToken::new("bob", "tok-b"));
+        auth
+    };
+    let a = start(HttpConfig {
+        auth: Some(auth()),
+        ..config().with_session_store(store.clone())
+    })
+    .await;
+    let b = start(HttpConfig {
+        auth: Some(auth()),
+        ..config().with_session_store(store.clone())
+    })
+    .await;
+    let init = legacy("initialize", Some(1), initialize_body(), None)
+        .header("authorization", "Bearer tok-a")
+        .header("accept", "application/json");
+    let r = a.send(&init).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let sid = r.header("mcp-session-id").unwrap().to_owned();
+    let list = |token: &str| {
+        legacy("tools/list", Some(2), json!({}), Some(&sid))
+            .header("authorization", format!("Bearer {token}"))
+            .header("accept", "application/json")
+    };
+    assert_eq!(b.send(&list("tok-b")).await.status, 404, "bob");
+    let r = b
+        .send(
+            &Req::new("DELETE", "/mcp")
+                .header("mcp-session-id", &sid)
+                .header("authorization", "Bearer tok-b"),
+        )
+        .await;
+    assert_eq!(r.status, 404, "bob cannot end alice's session");
+    assert_eq!(b.send(&list("tok-a")).await.status, 200, "alice");
+    a.stop().await;
+    b.stop().await;
+}

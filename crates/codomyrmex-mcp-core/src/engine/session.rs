@@ -223,9 +223,7 @@ impl Session {
 
     /// The negotiated version with the client's capabilities and log level, read together
     /// (`None` before `initialize`). The HTTP transport writes them into the session's record.
-    pub fn negotiated_scope(
-        &self,
-    ) -> Option<(ProtocolVersion, Arc<Value>, Option<LoggingLevel>)> {
+    pub fn negotiated_scope(&self) -> Option<(ProtocolVersion, Arc<Value>, Option<LoggingLevel>)> {
         let s = lock(&self.state);
         s.negotiated
             .map(|v| (v, s.client_capabilities.clone(), s.log_level))
@@ -263,6 +261,29 @@ impl Session {
         s.negotiated = Some(version);
         s.client_capabilities = Arc::new(capabilities);
         s.client_info = client_info;
+        true
+    }
+
+    /// Rebuilds the handshake of a legacy session that another server instance opened, from
+    /// the record it stored: the negotiated version, the client's capabilities and info and
+    /// the log level, as if `initialize` and `notifications/initialized` had arrived here.
+    /// `false` (and nothing changes) if this session was already initialised.
+    pub fn restore(
+        &self,
+        version: ProtocolVersion,
+        capabilities: Value,
+        client_info: Option<Value>,
+        log_level: Option<LoggingLevel>,
+    ) -> bool {
+        let mut s = lock(&self.state);
+        if s.negotiated.is_some() {
+            return false;
+        }
+        s.negotiated = Some(version);
+        s.client_capabilities = Arc::new(capabilities);
+        s.client_info = client_info;
+        s.log_level = log_level;
+        s.initialized_notified = true;
         true
     }
 

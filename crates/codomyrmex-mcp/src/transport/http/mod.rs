@@ -355,20 +355,24 @@ fn router_with_drain(
     drain: Arc<Drain>,
     metrics: Arc<metrics::HttpMetrics>,
 ) -> Router {
+    let restorer = engine.clone();
     let state = AppState {
         shutdown,
         drain,
         metrics,
         engine,
-        sessions: Arc::new(SessionTable::new(
-            config
-                .session_store
-                .clone()
-                .unwrap_or_else(|| Arc::new(MemorySessionStore::new())),
-            config.max_sessions,
-            config.session_idle_timeout,
-            replay::ReplayLimits::of(config),
-        )),
+        sessions: Arc::new(
+            SessionTable::new(
+                config
+                    .session_store
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(MemorySessionStore::new())),
+                config.max_sessions,
+                config.session_idle_timeout,
+                replay::ReplayLimits::of(config),
+            )
+            .restoring_with(restorer),
+        ),
         config: Arc::new(config.clone()),
     };
     spawn_housekeeping(&state);

@@ -18,8 +18,12 @@
 //! A later `logging/setLevel` (answered as JSON) is written back to the record
 //! ([`SessionTable::persist`]). Not yet in the record after creation: the level set on a
 //! streamed request, and resource subscriptions, which the engine's session holds without
-//! a way to list them (the core crate of issue #14 will report changes); nor is a session
-//! restored from a record this process does not hold live.
+//! a way to list them (the core crate of issue #14 will report changes).
+//!
+//! A session whose record exists but which this process does not hold live (another
+//! instance sharing the store opened it) is rebuilt from the record when it is used: the
+//! negotiated version, the client's capabilities and info, the log level and the owning
+//! principal. Its SSE history and any call in flight stay with the instance that has them.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,6 +140,14 @@ fn record_of(session: &Session, id: &str, now: u64, idle: Duration) -> SessionRe
     record
 }
 
+/// Whether `principal` may use the session of `record`: [`HttpSession::belongs_to`]'s rule.
+fn record_belongs_to(record: &SessionRecord, principal: Option<&Principal>) -> bool {
+    match &record.principal {
+        None => true,
+        Some(owner) => principal.is_some_and(|p| p.subject == owner.subject),
+    }
+}
+
 /// The wall clock, in milliseconds since the Unix epoch: the `now` of the session records.
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -145,6 +157,9 @@ fn now_ms() -> u64 {
 
 /// Sessions by id: their records in a [`SessionStore`], their live state here.
 pub(crate) struct SessionTable {
+    /// Rebuilds the live state of a session whose record another instance wrote; `None`
+    /// (tests): such sessions are not found.
+    engine: Option<crate::engine::Engine>,
     live: Mutex<HashMap<String, Arc<HttpSession>>>,
     records: Arc<dyn SessionStore>,
     max: usize,
@@ -162,6 +177,7 @@ impl SessionTable {
         replay: ReplayLimits,
     ) -> Self {
         Self {
+            engine: None,
             live: Mutex::new(HashMap::new()),
             records,
             max,
@@ -169,6 +185,13 @@ impl SessionTable {
             replay,
             events: Arc::new(MemoryEventStore::new(replay)),
         }
+    }
+
+    /// Sessions whose record exists but which this process does not hold live (another
+    /// instance sharing the store opened them) are rebuilt with `engine` when they are used.
+    pub(crate) fn restoring_with(mut self, engine: crate::engine::Engine) -> Self {
+        self.engine = Some(engine);
+        self
     }
 
     /// The bytes of replay history retained by all sessions.
@@ -252,7 +275,7 @@ impl SessionTable {
         principal: Option<&Principal>,
     ) -> Result<Option<Arc<HttpSession>>, StoreError> {
         let Some(s) = self.lock().get(id).cloned() else {
-            return Ok(None);
+            return self.restore(id, principal).await;
         };
         if !s.belongs_to(principal) {
             return Ok(None);
@@ -265,15 +288,69 @@ impl SessionTable {
         Ok(Some(s))
     }
 
+    /// The live state of a session of `principal` that this process does not hold, rebuilt
+    /// from its record (written by another instance sharing the store), refreshed.
+    async fn restore(
+        &self,
+        id: &str,
+        principal: Option<&Principal>,
+    ) -> Result<Option<Arc<HttpSession>>, StoreError> {
+        let Some(engine) = &self.engine else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        let Some(record) = self.records.load(id, now).await? else {
+            return Ok(None);
+        };
+        if !record_belongs_to(&record, principal) {
+            return Ok(None);
+        }
+        let Some(version) = crate::wire::ProtocolVersion::parse(&record.protocol_version) else {
+            return Ok(None);
+        };
+        if self.records.touch(id, now).await?.is_none() {
+            return Ok(None);
+        }
+        let owner = record.principal.map(|p| Principal {
+            subject: p.subject,
+            scopes: p.scopes,
+        });
+        let session = engine.new_session().with_principal(owner);
+        let level = record
+            .log_level
+            .and_then(|l| serde_json::from_value(serde_json::Value::String(l)).ok());
+        session.restore(
+            version,
+            record.client_capabilities,
+            record.client_info,
+            level,
+        );
+        let http = Arc::new(HttpSession::new(
+            id.to_owned(),
+            session,
+            &self.events,
+            self.replay,
+        ));
+        // Another request of the same session may have restored it meanwhile: one wins.
+        let mut live = self.lock();
+        Ok(Some(live.entry(id.to_owned()).or_insert(http).clone()))
+    }
+
     /// Ends a session of `principal`; returns whether it existed (another principal's does
-    /// not).
+    /// not). A session this process does not hold live is ended through its record.
     pub(crate) async fn remove(
         &self,
         id: &str,
         principal: Option<&Principal>,
     ) -> Result<bool, StoreError> {
-        if !self.lock().get(id).is_some_and(|s| s.belongs_to(principal)) {
-            return Ok(false);
+        let live = self.lock().get(id).cloned();
+        match live {
+            Some(s) if !s.belongs_to(principal) => return Ok(false),
+            Some(_) => {}
+            None => match self.records.load(id, now_ms()).await? {
+                Some(record) if record_belongs_to(&record, principal) => {}
+                _ => return Ok(false),
+            },
         }
         let existed = self.records.delete(id).await?;
         self.forget(&[id.to_owned()]);
