@@ -10,12 +10,14 @@ ports, then checks, through nginx:
 - a load of 2026-07-28 calls from several clients reaches all three instances (nginx's
   access log names the instance of every request);
 - one instance killed with SIGKILL in the middle of that load costs zero failed calls, and
-  the calls go on on the other two.
+  the calls go on on the other two;
+- with the instances sharing a Redis (`--store`, a `redis-server` this script starts): a
+  2025-11-25 session (`Client(mode="legacy")`) whose requests rotate across all three
+  instances, and one held through the kill that goes on (one of the load's workers).
 
-The 2025-11-25 checks (sessions rotating across instances, resumption, server-to-client
-requests, tasks and listen across instances) need the shared store of issue #16 and are not
-part of this script yet. Everything it starts is stopped on exit. Exits non-zero on the
-first mismatch.
+Not checked yet (issue #16): SSE resumption on another instance, server-to-client requests
+answered on another instance, tasks and `subscriptions/listen` across instances.
+Everything it starts is stopped on exit. Exits non-zero on the first mismatch.
 """
 
 from __future__ import annotations
@@ -94,6 +96,18 @@ async def check_modern_client(url: str) -> None:
     print("ok: Client(mode='auto') through nginx settles on 2026-07-28, lists and calls")
 
 
+async def check_legacy_session(url: str, rounds: int, label: str) -> None:
+    """One 2025-11-25 session making `rounds` calls; round robin sends them to every
+    instance in turn."""
+    async with http_client() as hc:
+        async with Client(streamable_http_client(url, http_client=hc), mode="legacy", read_timeout_seconds=30) as client:
+            check(client.protocol_version == "2025-11-25", f"{label}: negotiated {client.protocol_version!r}")
+            for n in range(rounds):
+                result = await client.call_tool(TOOL, {})
+                check(not result.is_error, f"{label}: call {n} reported an error: {result}")
+    print(f"ok: {label}: one 2025-11-25 session, {rounds} calls across the instances")
+
+
 async def load(url: str, victim: subprocess.Popen[bytes]) -> tuple[int, int, list[str]]:
     """Runs WORKERS clients calling TOOL until LOAD_SECONDS have passed, kills `victim` with
     SIGKILL after KILL_AFTER seconds; returns (calls before the kill, calls after it, failures)."""
@@ -102,10 +116,10 @@ async def load(url: str, victim: subprocess.Popen[bytes]) -> tuple[int, int, lis
     killed = asyncio.Event()
     stop = time.monotonic() + LOAD_SECONDS
 
-    async def worker(n: int) -> None:
+    async def worker(n: int, mode: str = "auto") -> None:
         async with http_client() as hc:
             async with Client(
-                streamable_http_client(url, http_client=hc), mode="auto", read_timeout_seconds=30
+                streamable_http_client(url, http_client=hc), mode=mode, read_timeout_seconds=30
             ) as client:
                 while time.monotonic() < stop:
                     phase = "after" if killed.is_set() else "before"
@@ -124,7 +138,8 @@ async def load(url: str, victim: subprocess.Popen[bytes]) -> tuple[int, int, lis
         victim.send_signal(signal.SIGKILL)
         killed.set()
 
-    await asyncio.gather(killer(), *(worker(n) for n in range(WORKERS)))
+    # Worker 0 holds one 2025-11-25 session through the kill: it must go on.
+    await asyncio.gather(killer(), worker(0, "legacy"), *(worker(n) for n in range(1, WORKERS)))
     return counts["before"], counts["after"], failures
 
 
@@ -144,9 +159,21 @@ def run(binary: str) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="cmcp-cluster-"))
     procs: list[subprocess.Popen[bytes]] = []
     try:
+        redis_port = free_port()
+        redis = subprocess.Popen(
+            [shutil.which("redis-server") or "redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        procs.append(redis)
+        wait_listening(redis_port, redis, "redis-server")
         ports = [free_port() for _ in range(INSTANCES)]
         nginx_port = free_port()
-        env = dict(os.environ, CODOMYRMEX_MCP_AUTH_TOKEN=TOKEN)
+        env = dict(
+            os.environ,
+            CODOMYRMEX_MCP_AUTH_TOKEN=TOKEN,
+            CODOMYRMEX_MCP_STORE=f"redis://127.0.0.1:{redis_port}/0",
+        )
         instances = []
         for port in ports:
             proc = subprocess.Popen(
@@ -173,6 +200,7 @@ def run(binary: str) -> None:
         url = f"http://127.0.0.1:{nginx_port}/mcp"
 
         asyncio.run(asyncio.wait_for(check_modern_client(url), timeout=60))
+        asyncio.run(asyncio.wait_for(check_legacy_session(url, 3 * INSTANCES, "before the kill"), timeout=60))
 
         victim = instances[1]
         before, after, failures = asyncio.run(asyncio.wait_for(load(url, victim), timeout=120))
@@ -180,6 +208,7 @@ def run(binary: str) -> None:
         check(not failures, f"{len(failures)} failed calls under load, first: {failures[:3]!r}")
         check(before > 0 and after > 0, f"calls before the kill: {before}, after: {after}")
         print(f"ok: {before} calls before and {after} after one instance got SIGKILL, none failed")
+        asyncio.run(asyncio.wait_for(check_legacy_session(url, 2 * INSTANCES, "a new session after the kill"), timeout=60))
 
         served = served_by(scratch / "access.log")
         for port in ports:

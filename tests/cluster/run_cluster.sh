@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The cluster test (tests/cluster/cluster.py): three instances of the binary behind nginx,
-# driven by the official Python SDK. Installs nginx from the distribution's packages when it
+# driven by the official Python SDK, sharing a Redis. Installs Redis and nginx from the distribution's packages when it
 # is missing (CI runs as root), and reuses the interop virtualenv and binary (setup.sh).
 #
 #   bash tests/cluster/run_cluster.sh
 set -euo pipefail
 
-if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
-    echo "cluster: installing nginx-light"
+if ! command -v redis-server >/dev/null || { ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; }; then
+    echo "cluster: installing redis-server and nginx-light"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nginx-light >/dev/null
 fi
 
 # shellcheck source=tests/interop/setup.sh

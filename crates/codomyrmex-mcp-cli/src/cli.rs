@@ -120,6 +120,15 @@ pub struct ServerOptions {
     /// localhost:PORT; port 0 picks a free one.
     #[arg(long, value_name = "ADDR", env = "CODOMYRMEX_MCP_HTTP", value_parser = parse_listen)]
     pub http: Option<SocketAddr>,
+    /// Keep shared state in this store so that several instances serve one service (HTTP):
+    /// `redis://[:PASSWORD@]HOST:PORT[/DB]`. In memory when unset.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CODOMYRMEX_MCP_STORE",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
     /// HTTP options.
     #[command(flatten)]
     pub http_options: HttpOptions,
@@ -175,6 +184,7 @@ pub struct HttpOptions {
 /// which still accept them (and their variables) so one environment serves every subcommand.
 const SERVE_ONLY: &[&str] = &[
     "http",
+    "store",
     "auth_token",
     "allowed_hosts",
     "allowed_origins",

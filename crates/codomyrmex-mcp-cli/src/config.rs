@@ -136,6 +136,53 @@ pub struct FileConfig {
     limits: Option<Limits>,
     shell: Option<ShellSettings>,
     http: Option<HttpFile>,
+    store: Option<StoreFile>,
+}
+
+/// The `[store]` table of the file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreFile {
+    /// `redis://[:PASSWORD@]HOST:PORT[/DB]`.
+    url: Option<String>,
+}
+
+/// Where shared state lives: a store URL, printed with any password redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUrl(String);
+
+impl StoreUrl {
+    /// The URL, password included.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL with any password replaced.
+    pub fn redacted(&self) -> String {
+        let Some((scheme, rest)) = self.0.split_once("://") else {
+            return self.0.clone();
+        };
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        match authority.rsplit_once('@') {
+            Some((userinfo, host)) => {
+                let user = userinfo.split_once(':').map_or("", |(u, _)| u);
+                format!("{scheme}://{user}:<redacted>@{host}{path}")
+            }
+            None => self.0.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Serialize for StoreUrl {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
 }
 
 impl FileConfig {
@@ -265,6 +312,9 @@ pub struct Effective {
     pub shell: ShellSettings,
     /// HTTP settings.
     pub http: HttpSettings,
+    /// Where shared state lives (`None`: in memory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreUrl>,
 }
 
 /// Why the configuration is unusable.
@@ -404,6 +454,20 @@ pub fn merge(
             "JWT validation (jwks) needs both issuer and audience".into(),
         ));
     }
+    let store = opts
+        .store
+        .clone()
+        .or(file.store.and_then(|s| s.url))
+        .filter(|u| !u.is_empty())
+        .map(StoreUrl);
+    if let Some(url) = &store
+        && !url.expose().starts_with("redis://")
+    {
+        return Err(ConfigError::Invalid(format!(
+            "store {}: only redis://HOST:PORT[/DB] stores are supported",
+            url.redacted()
+        )));
+    }
     Ok(Effective {
         config_file: opts.config.clone(),
         root,
@@ -413,6 +477,7 @@ pub fn merge(
         limits,
         shell,
         http,
+        store,
     })
 }
 
@@ -470,6 +535,10 @@ required_scopes = []
 trusted_proxies = []     # e.g. ["10.0.0.0/8"]: behind these, X-Forwarded-For/Forwarded names the
                          # client the per-client limits count (--trusted-proxy,
                          # CODOMYRMEX_MCP_TRUSTED_PROXIES); ignored from any other peer
+
+[store]
+# url = "redis://127.0.0.1:6379/0"   # shared state for many instances (--store,
+                                     # CODOMYRMEX_MCP_STORE); in memory when unset
 "#;
 
 #[cfg(test)]
@@ -486,6 +555,35 @@ mod tests {
         let mut argv = vec!["t"];
         argv.extend_from_slice(args);
         T::try_parse_from(argv).unwrap().o
+    }
+
+    #[test]
+    fn the_store_comes_from_the_flag_or_the_file_and_prints_redacted() {
+        let file = FileConfig::parse("[store]\nurl = \"redis://:hunter2@cache:6379/1\"").unwrap();
+        let e = merge(&opts(&[]), file.clone(), None).unwrap();
+        let store = e.store.as_ref().unwrap();
+        assert_eq!(store.expose(), "redis://:hunter2@cache:6379/1");
+        let printed = e.to_toml().unwrap();
+        assert!(
+            printed.contains("redis://:<redacted>@cache:6379/1"),
+            "{printed}"
+        );
+        assert!(!printed.contains("hunter2"), "{printed}");
+        let e = merge(&opts(&["--store", "redis://other:6379"]), file, None).unwrap();
+        assert_eq!(e.store.unwrap().expose(), "redis://other:6379");
+        let bad = merge(
+            &opts(&["--store", "memcached://x"]),
+            FileConfig::default(),
+            None,
+        )
+        .unwrap_err();
+        assert!(bad.to_string().contains("redis://"), "{bad}");
+        assert!(
+            merge(&opts(&[]), FileConfig::default(), None)
+                .unwrap()
+                .store
+                .is_none()
+        );
     }
 
     #[test]

@@ -15,10 +15,11 @@ use codomyrmex_mcp::{
 };
 use serde_json::Value;
 
-use crate::config::{Effective, HttpSettings, Profile};
+use crate::config::{Effective, HttpSettings, Profile, StoreUrl};
 use crate::root_resources::{MAX_WALKED_ENTRIES, RootFiles};
 use crate::signals::Signals;
 use crate::tools::{self, Sandbox, Workspace};
+use codomyrmex_mcp::store::SessionStore;
 
 /// The URI prefix under which the root's files are served as resources.
 pub const RESOURCE_PREFIX: &str = "codomyrmex://root/";
@@ -40,7 +41,17 @@ pub fn registry(
 }
 
 /// Builds the server for `config`: the tools, the root's files as resources and a prompt.
+#[cfg(test)]
 pub fn server(config: &Effective) -> Result<McpServer, String> {
+    server_with_key(config, None)
+}
+
+/// [`server`], sealing `requestState` with `request_state_key` (shared by every instance of
+/// a service) instead of a key of its own.
+pub fn server_with_key(
+    config: &Effective,
+    request_state_key: Option<[u8; 32]>,
+) -> Result<McpServer, String> {
     let worker = std::env::current_exe().ok();
     let (registry, workspace) = registry(config, worker)?;
     let mut server_config = McpServerConfig::new("codomyrmex-mcp", codomyrmex_mcp::VERSION)
@@ -51,6 +62,7 @@ pub fn server(config: &Effective) -> Result<McpServer, String> {
             config.profile.as_str()
         ))
         .with_tool_timeout(Duration::from_secs(config.timeout_secs));
+    server_config.request_state_key = request_state_key;
     if !config.rate_limit {
         server_config = server_config.with_rate_limit(None);
     }
@@ -155,7 +167,17 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
              profile"
         ));
     }
-    let server = server(&config)?;
+    let shared = match (&config.store, listen) {
+        (Some(url), Some(_)) => Some(connect_store(url).await?),
+        (Some(_), None) => {
+            tracing::warn!(
+                "the store is for instances serving HTTP; stdio keeps its state in memory"
+            );
+            None
+        }
+        (None, _) => None,
+    };
+    let server = server_with_key(&config, shared.as_ref().map(|s| s.request_state_key))?;
     tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
     // SIGINT and SIGTERM end the input like EOF does (stdio) or stop accepting (HTTP); the
     // in-flight calls get their grace period, a second signal exits at once.
@@ -165,8 +187,56 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
             .serve_stdio_until(shutdown)
             .await
             .map_err(|e| e.to_string()),
-        Some(bind) => serve_http(&server, bind, &config.http, config.rate_limit, shutdown).await,
+        Some(bind) => {
+            let sessions = shared.map(|s| s.sessions);
+            serve_http(
+                &server,
+                bind,
+                &config.http,
+                config.rate_limit,
+                sessions,
+                shutdown,
+            )
+            .await
+        }
     }
+}
+
+/// What instances sharing a store share.
+struct Shared {
+    /// The records of 2025-11-25 sessions.
+    sessions: Arc<dyn SessionStore>,
+    /// The `requestState` sealing key, the same on every instance.
+    request_state_key: [u8; 32],
+}
+
+/// Connects to the store at `url`.
+#[cfg(feature = "redis")]
+async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
+    use codomyrmex_mcp_redis::{RedisConnection, RedisSessionStore};
+    let conn = RedisConnection::connect(url.expose())
+        .await
+        .map_err(|e| format!("cannot use the store {}: {e}", url.redacted()))?;
+    let mut fresh = [0u8; 32];
+    getrandom::fill(&mut fresh).map_err(|e| format!("no OS randomness for a shared key: {e}"))?;
+    let request_state_key = conn
+        .shared_secret("request-state", fresh)
+        .await
+        .map_err(|e| format!("the store {}: {e}", url.redacted()))?;
+    tracing::info!(store = %url.redacted(), "sessions and the requestState key are shared through the store");
+    Ok(Shared {
+        sessions: Arc::new(RedisSessionStore::new(conn)),
+        request_state_key,
+    })
+}
+
+/// Without the `redis` feature there is no store to connect to.
+#[cfg(not(feature = "redis"))]
+async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
+    Err(format!(
+        "this build has no Redis store (cargo feature \"redis\"): cannot use {}",
+        url.redacted()
+    ))
 }
 
 /// Serves `server` over Streamable HTTP at `bind` with the transport's policies from
@@ -176,12 +246,14 @@ pub async fn serve_http(
     bind: std::net::SocketAddr,
     settings: &HttpSettings,
     rate_limit: bool,
+    sessions: Option<Arc<dyn SessionStore>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
-    let http = HttpServer::new(
-        server.engine().clone(),
-        http_config_from(bind, settings, rate_limit)?,
-    );
+    let mut config = http_config_from(bind, settings, rate_limit)?;
+    if let Some(store) = sessions {
+        config = config.with_session_store(store);
+    }
+    let http = HttpServer::new(server.engine().clone(), config);
     let listener = http.bind().await.map_err(|e| bind_error(bind, e))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     // One line on stderr, whatever the log level: with `--http 127.0.0.1:0` it is the
@@ -247,6 +319,7 @@ mod tests {
             limits: Limits::default(),
             shell: ShellSettings::default(),
             http,
+            store: None,
         }
     }
 

@@ -82,6 +82,28 @@ impl RedisConnection {
     fn conn(&self) -> ConnectionManager {
         self.manager.clone()
     }
+
+    /// A 32-byte secret every instance sharing this Redis and prefix agrees on, such as the
+    /// `requestState` sealing key: the first instance to ask stores `fresh` (random bytes it
+    /// drew) under `name`, and every later one gets those bytes. The secret lives in Redis
+    /// without expiry; delete `PREFIX:secret:NAME` to rotate it (every instance must restart).
+    pub async fn shared_secret(&self, name: &str, fresh: [u8; 32]) -> Result<[u8; 32], StoreError> {
+        let key = format!("{}:secret:{name}", self.prefix);
+        let stored: Vec<u8> = redis::cmd("SET")
+            .arg(&key)
+            .arg(fresh.as_slice())
+            .arg("NX")
+            .arg("GET")
+            .query_async::<Option<Vec<u8>>>(&mut self.conn())
+            .await
+            .map_err(|e| unavailable(&e))?
+            .unwrap_or_else(|| fresh.to_vec());
+        stored.try_into().map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{key} does not hold 32 bytes; delete it to make a new one"
+            ))
+        })
+    }
 }
 
 /// `url` with any password replaced, for messages and `config --print`.

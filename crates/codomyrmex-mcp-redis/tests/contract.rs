@@ -110,6 +110,23 @@ async fn two_instances_see_one_session_table() {
 }
 
 #[tokio::test]
+async fn instances_agree_on_a_shared_secret() {
+    let redis = start_redis();
+    let a = connect(&redis, "sec").await;
+    let b = connect(&redis, "sec").await;
+    let first = a.shared_secret("request-state", [1; 32]).await.unwrap();
+    assert_eq!(first, [1; 32], "the first instance's bytes are stored");
+    let second = b.shared_secret("request-state", [2; 32]).await.unwrap();
+    assert_eq!(second, [1; 32], "a later instance gets the same secret");
+    let other = connect(&redis, "other").await;
+    assert_eq!(
+        other.shared_secret("request-state", [3; 32]).await.unwrap(),
+        [3; 32],
+        "another prefix is another service"
+    );
+}
+
+#[tokio::test]
 async fn redis_going_away_is_unavailable_and_coming_back_recovers() {
     let port = free_port();
     let redis = start_redis_on(port);

@@ -203,7 +203,7 @@ async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> R
             .map_err(|e| e.to_string()),
         Some(settings) => {
             let bind = settings.listen.ok_or("no address to listen on")?;
-            crate::serve::serve_http(&server, bind, &settings, true, shutdown).await
+            crate::serve::serve_http(&server, bind, &settings, true, None, shutdown).await
         }
     }
 }
