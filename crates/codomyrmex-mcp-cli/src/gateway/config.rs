@@ -319,6 +319,7 @@ mod tests {
 name = "everything"
 command = "node"
 args = ["server.js", "stdio"]
+env = { NODE_ENV = "production" }
 
 [[upstream]]
 name = "echo"
@@ -336,7 +337,12 @@ url = "http://127.0.0.1:9000/mcp"
         assert!(
             matches!(&c.upstreams[1].transport, UpstreamTransport::Http { url, token: None } if url.ends_with("/mcp"))
         );
+        assert!(matches!(
+            &c.upstreams[0].transport,
+            UpstreamTransport::Stdio { env, .. } if env.get("NODE_ENV").map(String::as_str) == Some("production")
+        ));
         assert_eq!(c.upstreams[1].timeout, Duration::from_secs(60));
+        assert_eq!(c.upstreams[1].max_concurrent, 16);
     }
 
     #[test]
