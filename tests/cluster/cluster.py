@@ -13,7 +13,9 @@ ports, then checks, through nginx:
   the calls go on on the other two;
 - with the instances sharing a Redis (`--store`, a `redis-server` this script starts): a
   2025-11-25 session (`Client(mode="legacy")`) whose requests rotate across all three
-  instances, and one held through the kill that goes on (one of the load's workers).
+  instances, and one held through the kill that goes on (one of the load's workers);
+- Redis going away: 2026-07-28 calls go on, `initialize` gets 503 with `Retry-After`, and
+  once Redis is back the instances reconnect by themselves.
 
 Not checked yet (issue #16): SSE resumption on another instance, server-to-client requests
 answered on another instance, tasks and `subscriptions/listen` across instances.
@@ -108,6 +110,47 @@ async def check_legacy_session(url: str, rounds: int, label: str) -> None:
     print(f"ok: {label}: one 2025-11-25 session, {rounds} calls across the instances")
 
 
+def initialize_request() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "cluster-test", "version": "1"},
+        },
+    }
+
+
+async def post_initialize(hc: Any, url: str) -> Any:
+    return await hc.post(
+        url,
+        json=initialize_request(),
+        headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
+    )
+
+
+async def check_store_down(url: str) -> None:
+    async with http_client() as hc:
+        r = await post_initialize(hc, url)
+        check(r.status_code == 503, f"initialize with Redis down: status {r.status_code} {r.text[:200]!r}")
+        check(r.headers.get("retry-after") is not None, f"initialize with Redis down: no Retry-After {r.headers!r}")
+    print("ok: with Redis down, 2026-07-28 calls go on and initialize gets 503 with Retry-After")
+
+
+async def check_store_back(url: str) -> None:
+    deadline = time.monotonic() + 60
+    async with http_client() as hc:
+        while True:
+            r = await post_initialize(hc, url)
+            if r.status_code == 200:
+                break
+            check(time.monotonic() < deadline, f"no reconnection to Redis within 60 s: {r.status_code}")
+            await asyncio.sleep(0.2)
+    await check_legacy_session(url, INSTANCES, "after Redis came back")
+
+
 async def load(url: str, victim: subprocess.Popen[bytes]) -> tuple[int, int, list[str]]:
     """Runs WORKERS clients calling TOOL until LOAD_SECONDS have passed, kills `victim` with
     SIGKILL after KILL_AFTER seconds; returns (calls before the kill, calls after it, failures)."""
@@ -160,13 +203,17 @@ def run(binary: str) -> None:
     procs: list[subprocess.Popen[bytes]] = []
     try:
         redis_port = free_port()
-        redis = subprocess.Popen(
-            [shutil.which("redis-server") or "redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        procs.append(redis)
-        wait_listening(redis_port, redis, "redis-server")
+        def start_redis() -> subprocess.Popen[bytes]:
+            proc = subprocess.Popen(
+                [shutil.which("redis-server") or "redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
+                 "--save", "", "--appendonly", "no"],
+                stdout=subprocess.DEVNULL,
+            )
+            procs.append(proc)
+            wait_listening(redis_port, proc, "redis-server")
+            return proc
+
+        redis = start_redis()
         ports = [free_port() for _ in range(INSTANCES)]
         nginx_port = free_port()
         env = dict(
@@ -209,6 +256,15 @@ def run(binary: str) -> None:
         check(before > 0 and after > 0, f"calls before the kill: {before}, after: {after}")
         print(f"ok: {before} calls before and {after} after one instance got SIGKILL, none failed")
         asyncio.run(asyncio.wait_for(check_legacy_session(url, 2 * INSTANCES, "a new session after the kill"), timeout=60))
+
+        # Redis goes away: 2026-07-28 calls need no shared state and go on; 2025-11-25 requests
+        # get 503 with Retry-After; when Redis is back, the instances reconnect by themselves.
+        redis.terminate()
+        redis.wait(timeout=10)
+        asyncio.run(asyncio.wait_for(check_modern_client(url), timeout=60))
+        asyncio.run(asyncio.wait_for(check_store_down(url), timeout=60))
+        start_redis()
+        asyncio.run(asyncio.wait_for(check_store_back(url), timeout=90))
 
         served = served_by(scratch / "access.log")
         for port in ports:
