@@ -23,12 +23,15 @@ struct Flaky {
     inner: MemorySessionStore,
     down: AtomicBool,
     calls: AtomicUsize,
+    /// Calls refused while down.
+    failures: AtomicUsize,
 }
 
 impl Flaky {
     fn check(&self) -> Result<(), StoreError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.down.load(Ordering::SeqCst) {
+            self.failures.fetch_add(1, Ordering::SeqCst);
             Err(StoreError::Unavailable("switched off by the test".into()))
         } else {
             Ok(())
@@ -120,9 +123,14 @@ async fn sessions_live_in_the_configured_store_and_its_faults_are_503() {
     store.down.store(false, Ordering::SeqCst);
     let metrics = s.send(&Req::new("GET", "/metrics")).await;
     let text = String::from_utf8_lossy(&metrics.body);
+    // The three requests' failures, and the periodic expiry's if its tick fell in the window:
+    // every refused store call is counted, exactly.
+    let failures = store.failures.load(Ordering::SeqCst);
+    assert!(failures >= 3, "{failures}");
     assert!(
-        text.lines().any(|l| l == "mcp_store_errors_total 3"),
-        "the three failures are counted: {text}"
+        text.lines()
+            .any(|l| l == format!("mcp_store_errors_total {failures}")),
+        "the {failures} failures are counted: {text}"
     );
     assert_eq!(s.send(&list).await.status, 200);
     let r = s
@@ -262,4 +270,39 @@ async fn a_restored_session_keeps_its_principal() {
     assert_eq!(b.send(&list("tok-a")).await.status, 200, "alice");
     a.stop().await;
     b.stop().await;
+}
+
+/// With a store, the process keeps only `max_live_sessions` live: idle sessions past it drop
+/// their live state and are rebuilt from their records when used again.
+#[tokio::test]
+async fn live_sessions_are_a_bounded_cache_over_the_store() {
+    let store = Arc::new(Flaky::default());
+    let s = start(HttpConfig {
+        max_live_sessions: 4,
+        ..config().with_session_store(store.clone())
+    })
+    .await;
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        ids.push(s.legacy_session().await);
+    }
+    assert_eq!(
+        store.inner.count().await.unwrap(),
+        12,
+        "every record is kept"
+    );
+    let metrics = s.send(&Req::new("GET", "/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.lines().any(|l| l == "mcp_http_sessions 4"),
+        "four live sessions: {text}"
+    );
+    // The oldest, no longer live here, still works: rebuilt from its record.
+    for id in &ids {
+        let list =
+            legacy("tools/list", Some(9), json!({}), Some(id)).header("accept", "application/json");
+        let r = s.send(&list).await;
+        assert_eq!(r.status, 200, "{id}: {}", String::from_utf8_lossy(&r.body));
+    }
+    s.stop().await;
 }

@@ -131,6 +131,7 @@ pub enum HealthAccess {
 /// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`), counted after authentication |
 /// | `auth_failure_rate_limit` | 10 refused authentications/s per client IP, burst 20 (`429`), a budget of their own |
 /// | `session_store` | `None`: the records of legacy sessions in memory ([`MemorySessionStore`]) |
+/// | `max_live_sessions` | 1024 legacy sessions live in this process, with a `session_store`; idle ones past it are rebuilt from their records when used |
 /// | `trusted_proxies` | none: the client is the peer address, `X-Forwarded-For` and `Forwarded` are ignored |
 /// | `shutdown_grace` | 10 s |
 /// | `health` | `Authenticated` (public when no authentication is configured) |
@@ -199,6 +200,11 @@ pub struct HttpConfig {
     /// Where the records of legacy sessions live; `None` keeps them in memory. The store
     /// decides the cap (`max_sessions`), the eviction of idle sessions and the idle expiry.
     pub session_store: Option<Arc<dyn SessionStore>>,
+    /// With a `session_store`: the most legacy sessions this process keeps live. Past it the
+    /// least recently used idle ones (no call in flight, no open SSE response) drop their
+    /// live state and are rebuilt from their records when used again, so memory stays flat
+    /// however many sessions the store holds. Their SSE history goes with the live state.
+    pub max_live_sessions: usize,
     /// Time in-flight requests get to finish after shutdown begins.
     pub shutdown_grace: Duration,
     /// Who may read `GET /health`.
@@ -243,6 +249,7 @@ impl Default for HttpConfig {
             }),
             trusted_proxies: Vec::new(),
             session_store: None,
+            max_live_sessions: 1024,
             shutdown_grace: Duration::from_secs(10),
             health: HealthAccess::Authenticated,
         }
@@ -371,7 +378,13 @@ fn router_with_drain(
                 config.session_idle_timeout,
                 replay::ReplayLimits::of(config),
             )
-            .restoring_with(restorer),
+            .restoring_with(restorer)
+            .with_live_cap(
+                config
+                    .session_store
+                    .as_ref()
+                    .map(|_| config.max_live_sessions),
+            ),
         ),
         config: Arc::new(config.clone()),
     };

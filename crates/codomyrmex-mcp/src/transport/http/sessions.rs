@@ -40,6 +40,8 @@ use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 /// table's [`MemoryEventStore`] holds.
 pub(crate) struct HttpSession {
     id: String,
+    /// When it was last used, in the table's order of use (for the live cap).
+    last_used: AtomicU64,
     pub(crate) session: Arc<Session>,
     /// Stream 0: the standalone GET stream, for messages not tied to a request.
     pub(crate) standalone: Arc<StreamLog>,
@@ -60,6 +62,7 @@ impl HttpSession {
         let standalone = events.open_session(&id, owner.as_deref());
         Self {
             id,
+            last_used: AtomicU64::new(0),
             session,
             standalone_sink: Arc::new(LogSink(standalone.clone())),
             standalone,
@@ -160,6 +163,10 @@ pub(crate) struct SessionTable {
     /// Rebuilds the live state of a session whose record another instance wrote; `None`
     /// (tests): such sessions are not found.
     engine: Option<crate::engine::Engine>,
+    /// The most sessions kept live (`None`: as many as the store holds).
+    live_cap: Option<usize>,
+    /// The order of use, for the live cap.
+    uses: AtomicU64,
     live: Mutex<HashMap<String, Arc<HttpSession>>>,
     records: Arc<dyn SessionStore>,
     max: usize,
@@ -178,6 +185,8 @@ impl SessionTable {
     ) -> Self {
         Self {
             engine: None,
+            live_cap: None,
+            uses: AtomicU64::new(0),
             live: Mutex::new(HashMap::new()),
             records,
             max,
@@ -192,6 +201,52 @@ impl SessionTable {
     pub(crate) fn restoring_with(mut self, engine: crate::engine::Engine) -> Self {
         self.engine = Some(engine);
         self
+    }
+
+    /// Keeps at most `cap` sessions live (see [`HttpConfig::max_live_sessions`]); only
+    /// meaningful with [`restoring_with`](Self::restoring_with).
+    ///
+    /// [`HttpConfig::max_live_sessions`]: super::HttpConfig::max_live_sessions
+    pub(crate) fn with_live_cap(mut self, cap: Option<usize>) -> Self {
+        self.live_cap = cap.map(|c| c.max(1));
+        self
+    }
+
+    /// Marks `s` used now.
+    fn used(&self, s: &HttpSession) {
+        let n = self.uses.fetch_add(1, Ordering::Relaxed) + 1;
+        s.last_used.store(n, Ordering::Relaxed);
+    }
+
+    /// Past the live cap, drops the live state of the least recently used idle sessions
+    /// (their records stay: they are rebuilt when used again).
+    fn shed_live(&self) {
+        let Some(cap) = self.live_cap else {
+            return;
+        };
+        let gone: Vec<Arc<HttpSession>> = {
+            let mut map = self.lock();
+            if map.len() <= cap {
+                return;
+            }
+            let mut idle: Vec<(u64, String)> = map
+                .values()
+                .filter(|s| !s.is_busy())
+                .map(|s| (s.last_used.load(Ordering::Relaxed), s.id.clone()))
+                .collect();
+            idle.sort_unstable();
+            let excess = map.len() - cap;
+            let gone = idle
+                .into_iter()
+                .take(excess)
+                .filter_map(|(_, id)| map.remove(&id))
+                .collect();
+            shrink_if_sparse(&mut map);
+            gone
+        };
+        for s in &gone {
+            s.close();
+        }
     }
 
     /// The bytes of replay history retained by all sessions.
@@ -264,7 +319,9 @@ impl SessionTable {
             &self.events,
             self.replay,
         ));
+        self.used(&http);
         self.lock().insert(id.clone(), http.clone());
+        self.shed_live();
         Ok((id, http))
     }
 
@@ -285,6 +342,7 @@ impl SessionTable {
             self.forget(&[id.to_owned()]);
             return Ok(None);
         }
+        self.used(&s);
         Ok(Some(s))
     }
 
@@ -332,8 +390,10 @@ impl SessionTable {
             self.replay,
         ));
         // Another request of the same session may have restored it meanwhile: one wins.
-        let mut live = self.lock();
-        Ok(Some(live.entry(id.to_owned()).or_insert(http).clone()))
+        let http = self.lock().entry(id.to_owned()).or_insert(http).clone();
+        self.used(&http);
+        self.shed_live();
+        Ok(Some(http))
     }
 
     /// Ends a session of `principal`; returns whether it existed (another principal's does
