@@ -232,3 +232,108 @@ async fn the_gateway_serves_streamable_http_with_serves_policies() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The child processes of `pid` whose command line contains `needle`.
+fn children_of(pid: u32, needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{child}/status")) else {
+            continue;
+        };
+        let ppid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+        if ppid == Some(pid) && String::from_utf8_lossy(&cmdline).contains(needle) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// A stdio upstream that dies leaves the list (clients hear `list_changed`) and is started
+/// again by its supervisor; its tools come back and calls work again.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_killed_child_is_restarted_and_its_tools_come_back() {
+    use codomyrmex_mcp::Era;
+    use std::process::Stdio;
+
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "still here").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"files\"\ncommand = \"{BIN}\"\nargs = [\"serve\", \"--root\", \"{}\"]\nhealth_check_secs = 1\n",
+            root.path().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let mut gw = tokio::process::Command::new(BIN)
+        .args(["gateway", "--config", config.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = gw.id().unwrap();
+    let client = McpClient::connect(
+        gw.stdout.take().unwrap(),
+        gw.stdin.take().unwrap(),
+        Era::Legacy,
+    );
+    tokio::time::timeout(GUARD, client.initialize())
+        .await
+        .unwrap()
+        .unwrap();
+    let has_cat = |tools: &[Value]| {
+        tools
+            .iter()
+            .any(|t| t["name"] == "files.cat" || t["name"] == "files.file_system.read")
+    };
+    assert!(has_cat(&client.list_tools().await.unwrap()));
+    let first = children_of(pid, "serve");
+    assert_eq!(first.len(), 1, "one upstream child: {first:?}");
+    std::process::Command::new("kill")
+        .args(["-9", &first[0].to_string()])
+        .status()
+        .unwrap();
+    // The tools leave the list: a list_changed notification says so.
+    let heard = tokio::time::timeout(GUARD, async {
+        while let Some(n) = client.next_notification().await {
+            if n["method"] == "notifications/tools/list_changed" {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("list_changed within the guard");
+    assert!(heard, "the connection ended before list_changed");
+    // A new child is started, and its tools and calls are back.
+    let deadline = std::time::Instant::now() + GUARD;
+    loop {
+        let tools = client.list_tools().await.unwrap();
+        let again = children_of(pid, "serve");
+        if has_cat(&tools) && again.len() == 1 && again != first {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not back: {tools:?} {again:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let read = client
+        .call_tool("files.file_system.read", json!({"path": "a.txt"}))
+        .await
+        .unwrap();
+    assert!(read.to_string().contains("still here"), "{read}");
+}

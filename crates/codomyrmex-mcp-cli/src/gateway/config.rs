@@ -29,6 +29,8 @@ use crate::config::{Secret, parse_toml};
 const MAX_NAMESPACE: usize = 32;
 /// Default per-call timeout of an upstream.
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
+/// Default interval of an upstream's health check.
+const DEFAULT_HEALTH_CHECK_SECS: u64 = 10;
 /// Default number of calls in flight to one upstream.
 const DEFAULT_MAX_CONCURRENT: usize = 16;
 
@@ -59,6 +61,7 @@ struct UpstreamFile {
     rename: BTreeMap<String, String>,
     timeout_secs: Option<u64>,
     max_concurrent: Option<usize>,
+    health_check_secs: Option<u64>,
 }
 
 /// A checked gateway configuration.
@@ -81,6 +84,8 @@ pub struct Upstream {
     pub timeout: Duration,
     /// How many calls to it may be in flight at once.
     pub max_concurrent: usize,
+    /// How often its supervisor checks that it answers.
+    pub health_check: Duration,
 }
 
 /// How an upstream is reached.
@@ -289,12 +294,17 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
     if max_concurrent == 0 {
         return Err(format!("{name:?}: max_concurrent must be at least 1"));
     }
+    let health_check_secs = u.health_check_secs.unwrap_or(DEFAULT_HEALTH_CHECK_SECS);
+    if health_check_secs == 0 {
+        return Err(format!("{name:?}: health_check_secs must be at least 1"));
+    }
     Ok(Upstream {
         name,
         transport,
         filter,
         timeout: Duration::from_secs(timeout_secs),
         max_concurrent,
+        health_check: Duration::from_secs(health_check_secs),
     })
 }
 

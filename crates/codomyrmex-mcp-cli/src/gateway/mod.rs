@@ -12,6 +12,7 @@
 pub mod catalog;
 pub mod config;
 mod serve;
+mod supervise;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -124,55 +125,55 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
 }
 
 /// Serves the merged catalogue over stdio (until EOF or a signal), or over Streamable HTTP
-/// with `http`'s settings (until a signal).
+/// with `http`'s settings (until a signal). Each upstream is watched by its own supervisor.
 async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> Result<(), String> {
     let shutdown = crate::signals::Signals::install()?.shutdown();
+    let registries = serve::Registries {
+        tools: Arc::new(McpToolRegistry::new()),
+        prompts: Arc::new(McpPromptRegistry::new()),
+        resources: Arc::new(McpResourceRegistry::new()),
+    };
     let connected = connect_upstreams(&config.upstreams).await;
-    let mut listings = Vec::with_capacity(connected.len());
-    let mut live = Vec::with_capacity(connected.len());
     for (r, u) in connected.into_iter().zip(&config.upstreams) {
-        match r {
+        let live = Arc::new(serve::Live::new(
+            u.name.clone(),
+            u.max_concurrent,
+            u.timeout,
+        ));
+        let supervised = supervise::Supervised {
+            target: target_of(u),
+            filter: u.filter.clone(),
+            timeout: u.timeout,
+            health_every: u.health_check,
+        };
+        // What is up at start is mounted before the first client can list.
+        let mounted = match r {
             Ok((client, listing)) => {
-                listings.push(listing);
-                live.push(Some(Arc::new(serve::Live {
-                    name: u.name.clone(),
-                    client: Arc::new(client),
-                    permits: Arc::new(tokio::sync::Semaphore::new(u.max_concurrent)),
-                    timeout: u.timeout,
-                })));
+                live.set_client(Some(Arc::new(client)));
+                Some(supervise::mount_listing(
+                    &supervised,
+                    &live,
+                    &listing,
+                    &registries,
+                ))
             }
             Err(e) => {
-                tracing::warn!(upstream = %u.name, error = %e, "upstream unreachable; not mounted");
-                listings.push(Listing::default());
-                live.push(None);
+                tracing::warn!(upstream = %u.name, error = %e, "upstream unreachable; mounted when it answers");
+                None
             }
-        }
+        };
+        tokio::spawn(supervise::supervise(
+            supervised,
+            live,
+            mounted,
+            registries.clone(),
+        ));
     }
-    let mounts: Vec<Mount<'_>> = config
-        .upstreams
-        .iter()
-        .zip(&listings)
-        .map(|(u, listing)| Mount {
-            namespace: &u.name,
-            filter: &u.filter,
-            listing,
-        })
-        .collect();
-    let catalogue = Catalogue::build(&mounts);
-    for p in &catalogue.problems {
-        tracing::warn!(upstream = %p.upstream, problem = %p.message, "left out");
-    }
-    let tools = Arc::new(McpToolRegistry::new());
-    let prompts = Arc::new(McpPromptRegistry::new());
-    let resources = Arc::new(McpResourceRegistry::new());
-    let registries = serve::Registries {
-        tools: &tools,
-        prompts: &prompts,
-        resources: &resources,
-    };
-    for refused in serve::mount(&catalogue, &live, &registries) {
-        tracing::warn!(%refused, "not mounted");
-    }
+    let serve::Registries {
+        tools,
+        prompts,
+        resources,
+    } = registries;
     tracing::info!(
         tools = tools.len(),
         upstreams = config.upstreams.len(),
@@ -214,23 +215,7 @@ async fn connect_upstreams(upstreams: &[Upstream]) -> Vec<Result<(McpClient, Lis
     let handles: Vec<_> = upstreams
         .iter()
         .map(|u| {
-            let transport = match &u.transport {
-                UpstreamTransport::Stdio {
-                    command,
-                    args,
-                    env,
-                    cwd,
-                } => Target::Stdio {
-                    command: command.clone(),
-                    args: args.clone(),
-                    env: env.clone().into_iter().collect(),
-                    cwd: cwd.clone(),
-                },
-                UpstreamTransport::Http { url, token } => Target::Http {
-                    url: url.clone(),
-                    token: token.as_ref().map(|t| t.expose().to_owned()),
-                },
-            };
+            let transport = target_of(u);
             let timeout = u.timeout;
             tokio::spawn(async move { connect_upstream(transport, timeout).await })
         })
@@ -245,8 +230,30 @@ async fn connect_upstreams(upstreams: &[Upstream]) -> Vec<Result<(McpClient, Lis
     out
 }
 
+/// The address of `u`, owned.
+fn target_of(u: &Upstream) -> Target {
+    match &u.transport {
+        UpstreamTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Target::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone().into_iter().collect(),
+            cwd: cwd.clone(),
+        },
+        UpstreamTransport::Http { url, token } => Target::Http {
+            url: url.clone(),
+            token: token.as_ref().map(|t| t.expose().to_owned()),
+        },
+    }
+}
+
 /// An upstream's address, owned (for a spawned task).
-enum Target {
+#[derive(Clone)]
+pub(super) enum Target {
     Stdio {
         command: String,
         args: Vec<String>,
@@ -259,7 +266,7 @@ enum Target {
     },
 }
 
-async fn connect_upstream(
+pub(super) async fn connect_upstream(
     target: Target,
     timeout: Duration,
 ) -> Result<(McpClient, Listing), String> {

@@ -9,7 +9,8 @@
 //! paths or credentials). Resources and templates are read through under their local URIs
 //! (`NAMESPACE+scheme:...`), the contents renamed back. Not built yet: server-to-client
 //! requests across the
-//! gateway (sampling, elicitation, roots), notifications, restarts and health checks.
+//! gateway (sampling, elicitation, roots) and notifications. Restarts and health checks are
+//! the supervisor's ([`super::supervise`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,32 +33,78 @@ use super::catalog::{Catalogue, Entry, local_uri, split_local_uri};
 /// The longest upstream error message relayed to a client.
 const MAX_RELAYED_MESSAGE: usize = 500;
 
-/// One connected upstream, as the handlers use it.
+/// One upstream, as the handlers use it: its connection while it is up.
 pub struct Live {
     /// Its namespace.
     pub name: String,
-    /// The connection.
-    pub client: Arc<McpClient>,
+    /// The connection; `None` while it is down (its supervisor reconnects).
+    client: std::sync::Mutex<Option<Arc<McpClient>>>,
     /// At most this many calls in flight to it.
     pub permits: Arc<Semaphore>,
     /// The longest a call may take.
     pub timeout: Duration,
 }
 
-/// The gateway's registries, which [`mount`] fills.
-pub struct Registries<'a> {
+impl Live {
+    /// An upstream named `name`, not connected yet.
+    pub fn new(name: String, max_concurrent: usize, timeout: Duration) -> Self {
+        Self {
+            name,
+            client: std::sync::Mutex::new(None),
+            permits: Arc::new(Semaphore::new(max_concurrent)),
+            timeout,
+        }
+    }
+
+    /// The connection, if the upstream is up.
+    pub fn client(&self) -> Option<Arc<McpClient>> {
+        self.client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the connection (`None`: the upstream is down); returns the old one.
+    pub fn set_client(&self, client: Option<Arc<McpClient>>) -> Option<Arc<McpClient>> {
+        std::mem::replace(
+            &mut *self
+                .client
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            client,
+        )
+    }
+}
+
+/// The gateway's registries, which [`mount`] fills and [`unmount`] empties.
+#[derive(Clone)]
+pub struct Registries {
     /// Tools.
-    pub tools: &'a McpToolRegistry,
+    pub tools: Arc<McpToolRegistry>,
     /// Prompts.
-    pub prompts: &'a McpPromptRegistry,
+    pub prompts: Arc<McpPromptRegistry>,
     /// Resources and templates.
-    pub resources: &'a McpResourceRegistry,
+    pub resources: Arc<McpResourceRegistry>,
+}
+
+/// Removes what `catalogue` mounted: its upstream went down. Clients hear of the change as
+/// of any registry change (`list_changed`, `subscriptions/listen`).
+pub fn unmount(catalogue: &Catalogue, r: &Registries) {
+    for local in catalogue.tools.keys() {
+        r.tools.unregister(local);
+    }
+    for local in catalogue.prompts.keys() {
+        r.prompts.remove(local);
+    }
+    for local in catalogue.resources.keys().chain(catalogue.templates.keys()) {
+        r.resources.remove(local);
+    }
 }
 
 /// The gateway's tools, prompts, resources and templates, from the catalogue; returns what
 /// could not be mounted.
-pub fn mount(catalogue: &Catalogue, live: &[Option<Arc<Live>>], r: &Registries<'_>) -> Vec<String> {
-    let (tools, prompts) = (r.tools, r.prompts);
+pub fn mount(catalogue: &Catalogue, live: &[Option<Arc<Live>>], r: &Registries) -> Vec<String> {
+    let (tools, prompts) = (&*r.tools, &*r.prompts);
     let mut refused = Vec::new();
     for (local, entry) in &catalogue.tools {
         let Some(Some(upstream)) = live.get(entry.upstream) else {
@@ -146,7 +193,10 @@ async fn forward_read(
         .acquire()
         .await
         .map_err(|_| failed(format!("upstream {namespace} is not reachable")))?;
-    let got = tokio::time::timeout(upstream.timeout, upstream.client.read_resource(uri))
+    let client = upstream
+        .client()
+        .ok_or_else(|| failed(format!("upstream {namespace} is not reachable")))?;
+    let got = tokio::time::timeout(upstream.timeout, client.read_resource(uri))
         .await
         .map_err(|_| failed(format!("upstream {namespace} did not answer in time")))?;
     let result = match got {
@@ -247,7 +297,10 @@ async fn forward_call(upstream: &Live, name: &str, arguments: Map<String, Value>
     let Ok(_permit) = upstream.permits.acquire().await else {
         return ToolOutput::failure(unavailable(&upstream.name));
     };
-    let call = upstream.client.call_tool(name, Value::Object(arguments));
+    let Some(client) = upstream.client() else {
+        return ToolOutput::failure(unavailable(&upstream.name));
+    };
+    let call = client.call_tool(name, Value::Object(arguments));
     match tokio::time::timeout(upstream.timeout, call).await {
         Err(_) => ToolOutput::failure(McpErrorDetail::new(
             "UPSTREAM_TIMEOUT",
@@ -391,7 +444,10 @@ async fn forward_prompt(
         .await
         .map_err(|_| unavailable(&upstream.name))?;
     let args = serde_json::to_value(arguments).unwrap_or_default();
-    let got = tokio::time::timeout(upstream.timeout, upstream.client.get_prompt(name, args))
+    let client = upstream
+        .client()
+        .ok_or_else(|| unavailable(&upstream.name))?;
+    let got = tokio::time::timeout(upstream.timeout, client.get_prompt(name, args))
         .await
         .map_err(|_| {
             McpErrorDetail::new(

@@ -1,0 +1,106 @@
+//! The supervisor of one upstream: while it is up, a health check (`ping`) every
+//! `health_check_secs`; when it fails (a child that died, a remote that stopped answering),
+//! the upstream's tools, prompts and resources leave the gateway (clients hear `list_changed`)
+//! and it is connected again with exponential backoff (1 s doubling to 30 s), a stdio child
+//! being started anew; once it answers, its catalogue is mounted again. An upstream that was
+//! down at start is connected the same way. One upstream's trouble never touches another's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::catalog::{Catalogue, Filter, Listing, Mount};
+use super::serve::{Live, Registries, mount, unmount};
+use super::{Target, connect_upstream};
+
+/// The first wait before reconnecting, doubled after each failure up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// What a supervisor needs to know of its upstream.
+pub struct Supervised {
+    /// How to reach it.
+    pub target: Target,
+    /// Its filter and renames.
+    pub filter: Filter,
+    /// The longest a connection attempt or call may take.
+    pub timeout: Duration,
+    /// How often to check it answers.
+    pub health_every: Duration,
+}
+
+/// Keeps the upstream mounted while it answers (`mounted`: what is mounted now, `None` when
+/// it is down), and mounts it again when it comes back. Runs until the process ends.
+pub async fn supervise(
+    s: Supervised,
+    live: Arc<Live>,
+    mut mounted: Option<Catalogue>,
+    r: Registries,
+) {
+    loop {
+        if let Some(catalogue) = mounted.take() {
+            watch(&s, &live).await;
+            tracing::warn!(upstream = %live.name, "the upstream stopped answering; its tools leave the list");
+            unmount(&catalogue, &r);
+            drop(live.set_client(None));
+        }
+        let listing = reconnect(&s, &live).await;
+        mounted = Some(mount_listing(&s, &live, &listing, &r));
+    }
+}
+
+/// Mounts the upstream's catalogue; returns it (to unmount later).
+pub fn mount_listing(
+    s: &Supervised,
+    live: &Arc<Live>,
+    listing: &Listing,
+    r: &Registries,
+) -> Catalogue {
+    let catalogue = Catalogue::build(&[Mount {
+        namespace: &live.name,
+        filter: &s.filter,
+        listing,
+    }]);
+    for p in &catalogue.problems {
+        tracing::warn!(upstream = %p.upstream, problem = %p.message, "left out");
+    }
+    for refused in mount(&catalogue, &[Some(live.clone())], r) {
+        tracing::warn!(%refused, "not mounted");
+    }
+    tracing::info!(upstream = %live.name, tools = catalogue.tools.len(), "mounted");
+    catalogue
+}
+
+/// Returns when the upstream fails a health check.
+async fn watch(s: &Supervised, live: &Live) {
+    loop {
+        tokio::time::sleep(s.health_every).await;
+        let Some(client) = live.client() else {
+            return;
+        };
+        let answer =
+            tokio::time::timeout(s.timeout.min(Duration::from_secs(10)), client.ping()).await;
+        if !matches!(answer, Ok(Ok(()))) {
+            return;
+        }
+    }
+}
+
+/// Connects until it works, with exponential backoff; returns the listing.
+async fn reconnect(s: &Supervised, live: &Live) -> Listing {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        match connect_upstream(s.target.clone(), s.timeout).await {
+            Ok((client, listing)) => {
+                live.set_client(Some(Arc::new(client)));
+                tracing::info!(upstream = %live.name, "connected");
+                return listing;
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %live.name, error = %e, retry_in_secs = backoff.as_secs(), "upstream unreachable");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
