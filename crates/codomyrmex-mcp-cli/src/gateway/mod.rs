@@ -6,8 +6,9 @@
 //! ([`catalog`]) and prints the merged catalogue with everything that was left out and why.
 //! Without `--check`, the gateway serves the catalogue over stdio ([`serve`]): each mounted
 //! tool and prompt forwards to its upstream; `--http ADDR` serves Streamable HTTP instead,
-//! with `serve`'s policies. Not built yet: the era
-//! bridge for server-to-client requests, notifications, restarts and health checks.
+//! with `serve`'s policies; each upstream is watched by a supervisor ([`supervise`]:
+//! health checks, restarts with backoff). Not built yet: the era bridge for server-to-client
+//! requests, and relaying the upstreams' notifications.
 
 pub mod catalog;
 pub mod config;
