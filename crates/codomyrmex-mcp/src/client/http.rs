@@ -308,6 +308,30 @@ impl Conn {
         send_to(&self.endpoint, method, headers, body).await
     }
 
+    /// Refreshes the OAuth tokens in use when they expire within the margin (and can be
+    /// refreshed); a failed refresh leaves them, for the `401` path to handle.
+    async fn refresh_if_due(&self) {
+        let Some(authorizer) = &self.oauth else {
+            return;
+        };
+        let due = |a: &Arc<dyn Authorizer>| {
+            a.stored(&self.target.url).filter(|t| {
+                t.due_for_refresh(oauth::unix_now())
+                    && lock(&self.token).as_deref() == Some(t.access_token.as_str())
+            })
+        };
+        if due(authorizer).is_none() {
+            return;
+        }
+        let _one_at_a_time = self.authorizing.lock().await;
+        if due(authorizer).is_none() {
+            return; // another request refreshed meanwhile
+        }
+        if let Ok(tokens) = authorizer.refresh(self.target.url.clone()).await {
+            *lock(&self.token) = Some(tokens.access_token);
+        }
+    }
+
     /// Authorizes after `response` refused the token; `Ok(true)`: send again.
     async fn authorize(
         &self,
@@ -364,6 +388,7 @@ impl Conn {
         let mut reinitialized = false;
         let mut authorizations = 0;
         loop {
+            self.refresh_if_due().await;
             let mut headers = self.legacy_headers(&message);
             headers.extend(extra.iter().cloned());
             let had_session = lock(&self.state).session.clone();
