@@ -14,11 +14,15 @@ mod handlers;
 pub mod http;
 #[cfg(feature = "http")]
 pub mod oauth;
+#[cfg(feature = "http")]
+pub mod oauth_loopback;
 pub mod param_headers;
 pub mod proto;
 #[cfg(feature = "http")]
 mod sse;
 mod stdio;
+#[cfg(feature = "http")]
+pub mod token_file;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -15,7 +15,8 @@
 //! The pure pieces (parsing challenges, the metadata URL candidates, scope choice, PKCE
 //! values, the redirect's parameters) do no I/O; [`authorize`] drives them over an HTTP
 //! fetch the transport provides. Not an authorization server, and not a browser: an
-//! authorization endpoint that shows a login page is not supported yet.
+//! authorization endpoint that shows a login page needs a [`UserAgent`] (the loopback
+//! redirect listener of [`oauth_loopback`](super::oauth_loopback)).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -124,7 +125,15 @@ pub struct OAuthConfig {
     /// Use the client credentials grant (a machine client with `client_id` and
     /// `client_secret`) instead of the authorization code flow.
     pub client_credentials: bool,
+    /// Shows the authorization URL to the user and returns the URL the browser was
+    /// redirected to (see [`LoopbackRedirect`](super::oauth_loopback::LoopbackRedirect));
+    /// `None`: the client fetches the authorization URL itself, which works only when the
+    /// authorization endpoint redirects at once.
+    pub user_agent: Option<UserAgent>,
 }
+
+/// Takes the user through the authorization URL; the URL the browser came back to.
+pub type UserAgent = Arc<dyn Fn(String) -> BoxFuture<Result<String, String>> + Send + Sync>;
 
 impl std::fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -148,6 +157,7 @@ impl OAuthConfig {
             store: Arc::new(MemoryTokenStore::default()),
             max_step_ups: 2,
             client_credentials: false,
+            user_agent: None,
         }
     }
 }
@@ -563,13 +573,17 @@ pub async fn authorize(
         '?'
     };
     let url = format!("{authorization_endpoint}{sep}{}", form(&query));
-    let r = fetch("GET", url, Vec::new(), Vec::new()).await?;
-    let location = match (r.status, r.location) {
-        (300..=399, Some(l)) => l,
-        (status, _) => {
-            return Err(format!(
-                "the authorization endpoint answered HTTP {status} instead of redirecting (an interactive login is not supported yet)"
-            ));
+    let location = if let Some(user_agent) = &config.user_agent {
+        user_agent(url).await?
+    } else {
+        let r = fetch("GET", url, Vec::new(), Vec::new()).await?;
+        match (r.status, r.location) {
+            (300..=399, Some(l)) => l,
+            (status, _) => {
+                return Err(format!(
+                    "the authorization endpoint answered HTTP {status} instead of redirecting (an interactive login needs a user agent: OAuthConfig::user_agent)"
+                ));
+            }
         }
     };
     let params = query_params(&location);
