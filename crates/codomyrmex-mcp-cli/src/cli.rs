@@ -326,6 +326,15 @@ pub struct ClientArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// With --http: authorize with OAuth when the server asks (prints the authorization URL
+    /// and opens it with $BROWSER or xdg-open; a listener on 127.0.0.1 receives the code).
+    /// Tokens are cached in --token-file and refreshed.
+    #[arg(long, conflicts_with = "token")]
+    pub oauth: bool,
+    /// With --oauth: the token cache, a 0600 JSON file (default:
+    /// $XDG_CONFIG_HOME/codomyrmex-mcp/oauth-tokens.json, or under ~/.config).
+    #[arg(long, value_name = "FILE", requires = "oauth")]
+    pub token_file: Option<PathBuf>,
     /// With --http: an extra header `K:V` on every request (repeatable).
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,
