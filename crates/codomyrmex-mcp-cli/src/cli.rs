@@ -309,7 +309,8 @@ pub struct ClientArgs {
     /// MCP over its stdin and stdout.
     #[arg(long, value_name = "CMD", conflicts_with_all = ["http", "server"])]
     pub stdio: Option<String>,
-    /// Connect to a Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp (plain http only).
+    /// Connect to a Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp or
+    /// https://mcp.example.com/mcp (TLS through rustls, the Mozilla roots trusted).
     #[arg(long, value_name = "URL", conflicts_with = "server")]
     pub http: Option<String>,
     /// A server by name from an mcp.json file (the Claude Desktop format: `mcpServers`).
@@ -335,6 +336,9 @@ pub struct ClientArgs {
     /// $XDG_CONFIG_HOME/codomyrmex-mcp/oauth-tokens.json, or under ~/.config).
     #[arg(long, value_name = "FILE", requires = "oauth")]
     pub token_file: Option<PathBuf>,
+    /// With an https:// URL: also trust the CA certificates in FILE (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
     /// With --http: an extra header `K:V` on every request (repeatable).
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,

@@ -116,9 +116,10 @@ fn server_spec(args: &ClientArgs) -> Result<ServerSpec, Failure> {
             if !args.headers.is_empty()
                 || args.token.is_some() && args.stdio.is_some()
                 || args.oauth
+                || args.cacert.is_some()
             {
                 return Err(usage(
-                    "--header, --token and --oauth apply to HTTP servers only",
+                    "--header, --token, --oauth and --cacert apply to HTTP servers only",
                 ));
             }
         }
@@ -130,6 +131,9 @@ fn server_spec(args: &ClientArgs) -> Result<ServerSpec, Failure> {
             }
             if args.token.is_some() {
                 target.token.clone_from(&args.token);
+            }
+            if args.cacert.is_some() {
+                target.ca_file.clone_from(&args.cacert);
             }
             if !args.env.is_empty() || args.cwd.is_some() {
                 return Err(usage("--env and --cwd apply to stdio servers only"));

@@ -22,6 +22,8 @@ pub mod proto;
 mod sse;
 mod stdio;
 #[cfg(feature = "http")]
+pub mod tls;
+#[cfg(feature = "http")]
 pub mod token_file;
 
 use std::collections::HashMap;
@@ -275,7 +277,7 @@ impl McpClient {
     ) -> Result<Self, ClientError> {
         let flow = oauth::Flow {
             config: oauth,
-            fetch: http::fetcher(),
+            fetch: http::fetcher(&target)?,
         };
         let (link, closer) = http::connect(target, Some(Arc::new(flow)))?;
         Ok(Self::start(link, Era::Legacy, options, Some(closer)))
