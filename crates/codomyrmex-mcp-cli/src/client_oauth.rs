@@ -7,6 +7,7 @@
 //!
 //! Not a browser and not a keychain: the login itself happens in the user's browser.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -18,12 +19,19 @@ use codomyrmex_mcp::client::token_file::FileTokenStore;
 
 /// The default token file, if a config directory can be named.
 pub fn default_token_file() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
+    token_file_under(
+        std::env::var_os("XDG_CONFIG_HOME"),
+        std::env::var_os("HOME"),
+    )
+}
+
+/// `codomyrmex-mcp/oauth-tokens.json` under `$XDG_CONFIG_HOME`, else under `$HOME/.config`.
+fn token_file_under(xdg_config_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let base = xdg_config_home
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
+            home.filter(|v| !v.is_empty())
                 .map(|h| PathBuf::from(h).join(".config"))
         })?;
     Some(base.join("codomyrmex-mcp").join("oauth-tokens.json"))
@@ -71,4 +79,23 @@ fn show(url: &str) {
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_token_file_follows_xdg_then_home() {
+        let os = |s: &str| Some(OsString::from(s));
+        assert_eq!(
+            token_file_under(os("/x"), os("/h")),
+            Some(PathBuf::from("/x/codomyrmex-mcp/oauth-tokens.json"))
+        );
+        assert_eq!(
+            token_file_under(os(""), os("/h")),
+            Some(PathBuf::from("/h/.config/codomyrmex-mcp/oauth-tokens.json"))
+        );
+        assert_eq!(token_file_under(None, None), None);
+    }
 }
