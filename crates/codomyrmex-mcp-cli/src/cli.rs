@@ -338,7 +338,8 @@ pub struct ClientArgs {
     /// MCP over its stdin and stdout.
     #[arg(long, value_name = "CMD", conflicts_with_all = ["http", "server"])]
     pub stdio: Option<String>,
-    /// Connect to a Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp (plain http only).
+    /// Connect to a Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp or
+    /// https://mcp.example.com/mcp (TLS through rustls, the Mozilla roots trusted).
     #[arg(long, value_name = "URL", conflicts_with = "server")]
     pub http: Option<String>,
     /// A server by name from an mcp.json file (the Claude Desktop format: `mcpServers`).
@@ -355,6 +356,18 @@ pub struct ClientArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// With --http: authorize with OAuth when the server asks (prints the authorization URL
+    /// and opens it with $BROWSER or xdg-open; a listener on 127.0.0.1 receives the code).
+    /// Tokens are cached in --token-file and refreshed.
+    #[arg(long, conflicts_with = "token")]
+    pub oauth: bool,
+    /// With --oauth: the token cache, a 0600 JSON file (default:
+    /// $XDG_CONFIG_HOME/codomyrmex-mcp/oauth-tokens.json, or under ~/.config).
+    #[arg(long, value_name = "FILE", requires = "oauth")]
+    pub token_file: Option<PathBuf>,
+    /// With an https:// URL: also trust the CA certificates in FILE (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
     /// With --http: an extra header `K:V` on every request (repeatable).
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,

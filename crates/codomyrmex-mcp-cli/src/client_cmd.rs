@@ -113,8 +113,14 @@ fn server_spec(args: &ClientArgs) -> Result<ServerSpec, Failure> {
             if let Some(dir) = &args.cwd {
                 command.cwd = Some(dir.clone());
             }
-            if !args.headers.is_empty() || args.token.is_some() && args.stdio.is_some() {
-                return Err(usage("--header and --token apply to HTTP servers only"));
+            if !args.headers.is_empty()
+                || args.token.is_some() && args.stdio.is_some()
+                || args.oauth
+                || args.cacert.is_some()
+            {
+                return Err(usage(
+                    "--header, --token, --oauth and --cacert apply to HTTP servers only",
+                ));
             }
         }
         ServerSpec::Http(target) => {
@@ -125,6 +131,9 @@ fn server_spec(args: &ClientArgs) -> Result<ServerSpec, Failure> {
             }
             if args.token.is_some() {
                 target.token.clone_from(&args.token);
+            }
+            if args.cacert.is_some() {
+                target.ca_file.clone_from(&args.cacert);
             }
             if !args.env.is_empty() || args.cwd.is_some() {
                 return Err(usage("--env and --cwd apply to stdio servers only"));
@@ -154,7 +163,7 @@ fn handlers() -> ClientHandlers {
     })
 }
 
-fn connect(spec: &ServerSpec) -> Result<McpClient, Failure> {
+fn connect(spec: &ServerSpec, args: &ClientArgs) -> Result<McpClient, Failure> {
     let options = ClientOptions {
         handlers: handlers(),
         ..ClientOptions::default()
@@ -163,6 +172,18 @@ fn connect(spec: &ServerSpec) -> Result<McpClient, Failure> {
         ServerSpec::Stdio(command) => Ok(McpClient::spawn(command, options)?),
         ServerSpec::Http(target) => {
             codomyrmex_mcp::client::http::parse_url(&target.url).map_err(usage)?;
+            if args.oauth {
+                let oauth = crate::client_oauth::config(
+                    args.token_file.clone(),
+                    Duration::from_secs(args.timeout),
+                )
+                .map_err(usage)?;
+                return Ok(McpClient::connect_http_oauth(
+                    target.clone(),
+                    oauth,
+                    options,
+                )?);
+            }
             Ok(McpClient::connect_http(target.clone(), options)?)
         }
     }
@@ -174,7 +195,7 @@ pub async fn run(args: ClientArgs) -> ExitCode {
     let timeout = Duration::from_secs(args.timeout);
     let result = async {
         let spec = server_spec(&args)?;
-        let client = connect(&spec)?;
+        let client = connect(&spec, &args)?;
         let outcome = tokio::time::timeout(timeout, act(&client, &args, timeout)).await;
         // The deadline holds for the shutdown too: what is left of it, at most the grace.
         let left = timeout

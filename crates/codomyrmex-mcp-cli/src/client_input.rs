@@ -97,6 +97,7 @@ pub fn from_mcp_json(path: &Path, name: &str) -> Result<ServerSpec, String> {
             url: url.to_owned(),
             headers: pairs("headers")?,
             token: None,
+            ca_file: None,
         }));
     }
     let Some(program) = entry.get("command").and_then(Value::as_str) else {

@@ -11,6 +11,7 @@
 mod cli;
 mod client_cmd;
 mod client_input;
+mod client_oauth;
 mod config;
 mod gateway;
 mod logging;

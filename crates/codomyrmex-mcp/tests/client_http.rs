@@ -21,6 +21,7 @@ fn connect(url: &str, token: Option<&str>) -> McpClient {
         url: url.to_owned(),
         headers: vec![],
         token: token.map(str::to_owned),
+        ca_file: None,
     };
     McpClient::connect_http(target, ClientOptions::default()).unwrap()
 }

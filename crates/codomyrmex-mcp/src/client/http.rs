@@ -7,7 +7,8 @@
 //! and ends the session with DELETE on close.
 //!
 //! It never follows redirects, so a token is only ever sent to the endpoint's own origin; a
-//! 3xx answer is a transport error. Not HTTPS (plain `http://` only). It decides no protocol
+//! 3xx answer is a transport error. `https://` goes through rustls ([`tls`](super::tls)) on
+//! the same hyper client. It decides no protocol
 //! rule beyond the transport's own: ids, eras and retries of input are
 //! [`proto`](super::proto)'s.
 
@@ -39,12 +40,14 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 /// Where the endpoint is and what every request carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HttpTarget {
-    /// `http://HOST[:PORT]/PATH`.
+    /// `http://HOST[:PORT]/PATH` or `https://...`.
     pub url: String,
     /// Extra headers sent with every request (`Mcp-Param-*` custom headers, say).
     pub headers: Vec<(String, String)>,
     /// Sent as `Authorization: Bearer TOKEN`, to the endpoint's origin only.
     pub token: Option<String>,
+    /// A PEM file of CA certificates trusted for `https://` beside the Mozilla roots.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl HttpTarget {
@@ -68,21 +71,20 @@ pub struct Endpoint {
     pub path: String,
     /// The `Host` header value.
     pub authority: String,
+    /// `https://`: TLS on the connection.
+    pub https: bool,
 }
 
-/// Parses an `http://` URL.
+/// Parses an `http://` or `https://` URL.
 pub fn parse_url(url: &str) -> Result<Endpoint, String> {
-    let rest = if let Some(r) = url.strip_prefix("http://") {
-        r
-    } else if url.starts_with("https://") {
-        return Err(
-            "https is not supported by this client; use http on a trusted network or a local \
-             TLS-terminating proxy"
-                .into(),
-        );
+    let (rest, https) = if let Some(r) = url.strip_prefix("http://") {
+        (r, false)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (r, true)
     } else {
-        return Err(format!("{url:?} is not an http:// URL"));
+        return Err(format!("{url:?} is not an http:// or https:// URL"));
     };
+    let default_port = if https { 443 } else { 80 };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest[i..].starts_with('/') => (&rest[..i], rest[i..].to_owned()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -98,7 +100,7 @@ pub fn parse_url(url: &str) -> Result<Endpoint, String> {
             .ok_or_else(|| format!("{url:?}: unclosed IPv6 bracket"))?;
         let port = match after.strip_prefix(':') {
             Some(p) => p.parse().map_err(|_| format!("{url:?}: bad port"))?,
-            None if after.is_empty() => 80,
+            None if after.is_empty() => default_port,
             None => return Err(format!("{url:?}: bad authority")),
         };
         (h.to_owned(), port)
@@ -108,7 +110,7 @@ pub fn parse_url(url: &str) -> Result<Endpoint, String> {
                 h.to_owned(),
                 p.parse().map_err(|_| format!("{url:?}: bad port"))?,
             ),
-            None => (authority.to_owned(), 80),
+            None => (authority.to_owned(), default_port),
         }
     };
     if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -119,6 +121,7 @@ pub fn parse_url(url: &str) -> Result<Endpoint, String> {
         port,
         path,
         authority: authority.to_owned(),
+        https,
     })
 }
 
@@ -134,6 +137,7 @@ struct State {
 
 struct Conn {
     endpoint: Endpoint,
+    tls: Arc<rustls::ClientConfig>,
     target: HttpTarget,
     state: Mutex<State>,
     inbound: mpsc::Sender<Inbound>,
@@ -163,6 +167,7 @@ pub(crate) fn connect(
     oauth: Option<Arc<dyn Authorizer>>,
 ) -> Result<(ClientEnds, Closer), ClientError> {
     let endpoint = parse_url(&target.url).map_err(transport)?;
+    let tls = super::tls::client_config(target.ca_file.as_deref()).map_err(transport)?;
     for (name, value) in &target.headers {
         if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err()
             || hyper::header::HeaderValue::from_str(value).is_err()
@@ -180,6 +185,7 @@ pub(crate) fn connect(
     });
     let conn = Arc::new(Conn {
         endpoint,
+        tls,
         token: Mutex::new(token),
         oauth,
         authorizing: tokio::sync::Mutex::new(()),
@@ -305,7 +311,31 @@ impl Conn {
         headers: &[(String, String)],
         body: Vec<u8>,
     ) -> Result<Response, String> {
-        send_to(&self.endpoint, method, headers, body).await
+        send_to(&self.endpoint, &self.tls, method, headers, body).await
+    }
+
+    /// Refreshes the OAuth tokens in use when they expire within the margin (and can be
+    /// refreshed); a failed refresh leaves them, for the `401` path to handle.
+    async fn refresh_if_due(&self) {
+        let Some(authorizer) = &self.oauth else {
+            return;
+        };
+        let due = |a: &Arc<dyn Authorizer>| {
+            a.stored(&self.target.url).filter(|t| {
+                t.due_for_refresh(oauth::unix_now())
+                    && lock(&self.token).as_deref() == Some(t.access_token.as_str())
+            })
+        };
+        if due(authorizer).is_none() {
+            return;
+        }
+        let _one_at_a_time = self.authorizing.lock().await;
+        if due(authorizer).is_none() {
+            return; // another request refreshed meanwhile
+        }
+        if let Ok(tokens) = authorizer.refresh(self.target.url.clone()).await {
+            *lock(&self.token) = Some(tokens.access_token);
+        }
     }
 
     /// Authorizes after `response` refused the token; `Ok(true)`: send again.
@@ -364,6 +394,7 @@ impl Conn {
         let mut reinitialized = false;
         let mut authorizations = 0;
         loop {
+            self.refresh_if_due().await;
             let mut headers = self.legacy_headers(&message);
             headers.extend(extra.iter().cloned());
             let had_session = lock(&self.state).session.clone();
@@ -749,8 +780,27 @@ impl Conn {
 }
 
 /// One request on a new connection to `e`.
+/// Opens an HTTP/1.1 connection over `io`; the connection task runs in the background.
+async fn handshake<IO>(
+    e: &Endpoint,
+    io: IO,
+) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(io))
+            .await
+            .map_err(|err| format!("HTTP handshake with {} failed: {err}", e.authority))?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
 async fn send_to(
     e: &Endpoint,
+    tls: &Arc<rustls::ClientConfig>,
     method: hyper::Method,
     headers: &[(String, String)],
     body: Vec<u8>,
@@ -759,13 +809,11 @@ async fn send_to(
         .await
         .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
     let _ = stream.set_nodelay(true);
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(stream))
-            .await
-            .map_err(|err| format!("HTTP handshake with {} failed: {err}", e.authority))?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
+    let mut sender = if e.https {
+        handshake(e, super::tls::connect(tls, &e.host, stream).await?).await?
+    } else {
+        handshake(e, stream).await?
+    };
     let mut request = hyper::Request::builder()
         .method(method)
         .uri(e.path.as_str())
@@ -786,15 +834,18 @@ async fn send_to(
         .map_err(|err| format!("HTTP request to {} failed: {err}", e.authority))
 }
 
-/// The OAuth flow's HTTP: any `http://` URL, redirects not followed, bodies bounded.
-pub(crate) fn fetcher() -> oauth::Fetch {
-    Arc::new(
-        |method: &'static str, url: String, headers: Vec<(String, String)>, body: Vec<u8>| {
+/// The OAuth flow's HTTP: any `http://` or `https://` URL (trusting what `target` trusts),
+/// redirects not followed, bodies bounded.
+pub(crate) fn fetcher(target: &HttpTarget) -> Result<oauth::Fetch, ClientError> {
+    let tls = super::tls::client_config(target.ca_file.as_deref()).map_err(transport)?;
+    Ok(Arc::new(
+        move |method: &'static str, url: String, headers: Vec<(String, String)>, body: Vec<u8>| {
+            let tls = tls.clone();
             Box::pin(async move {
                 let endpoint = parse_url(&url)?;
                 let method =
                     hyper::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
-                let response = send_to(&endpoint, method, &headers, body).await?;
+                let response = send_to(&endpoint, &tls, method, &headers, body).await?;
                 let status = response.status().as_u16();
                 let location = response
                     .headers()
@@ -809,7 +860,7 @@ pub(crate) fn fetcher() -> oauth::Fetch {
                 })
             })
         },
-    )
+    ))
 }
 
 async fn next_chunk(body: &mut Incoming) -> Result<Option<Bytes>, String> {
@@ -890,11 +941,9 @@ mod tests {
             ("::1", 9000, "/a/b?x=1", "[::1]:9000")
         );
         assert_eq!(parse_url("http://h?q").unwrap().path, "/?q");
-        assert!(
-            parse_url("https://example.com/mcp")
-                .unwrap_err()
-                .contains("https")
-        );
+        let e = parse_url("https://example.com/mcp").unwrap();
+        assert_eq!((e.port, e.https), (443, true));
+        assert!(!parse_url("http://example.com/mcp").unwrap().https);
         for bad in [
             "ftp://x",
             "http://",
@@ -912,6 +961,7 @@ mod tests {
             url: String::new(),
             headers: vec![("X-Custom".into(), "1".into())],
             token: Some("tok".into()),
+            ca_file: None,
         };
         let m = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "file_system.read", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
         let h = headers_for(

@@ -14,11 +14,17 @@ mod handlers;
 pub mod http;
 #[cfg(feature = "http")]
 pub mod oauth;
+#[cfg(feature = "http")]
+pub mod oauth_loopback;
 pub mod param_headers;
 pub mod proto;
 #[cfg(feature = "http")]
 mod sse;
 mod stdio;
+#[cfg(feature = "http")]
+pub mod tls;
+#[cfg(feature = "http")]
+pub mod token_file;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -271,7 +277,7 @@ impl McpClient {
     ) -> Result<Self, ClientError> {
         let flow = oauth::Flow {
             config: oauth,
-            fetch: http::fetcher(),
+            fetch: http::fetcher(&target)?,
         };
         let (link, closer) = http::connect(target, Some(Arc::new(flow)))?;
         Ok(Self::start(link, Era::Legacy, options, Some(closer)))

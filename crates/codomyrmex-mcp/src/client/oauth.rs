@@ -7,12 +7,16 @@
 //! endpoint redirects at once, checks `iss` (RFC 9207, plain string comparison), and
 //! exchanges the code (token endpoint auth `client_secret_basic`, `client_secret_post` or
 //! `none`). A `403 insufficient_scope` re-authorizes with the union of scopes, a bounded
-//! number of times. Tokens live in a pluggable [`TokenStore`].
+//! number of times. Tokens live in a pluggable [`TokenStore`]; with a refresh token the
+//! client refreshes them shortly before they expire and on a `401`, before it runs the
+//! whole flow again, and it asks for `offline_access` when the authorization server lists
+//! it in `scopes_supported`.
 //!
 //! The pure pieces (parsing challenges, the metadata URL candidates, scope choice, PKCE
 //! values, the redirect's parameters) do no I/O; [`authorize`] drives them over an HTTP
 //! fetch the transport provides. Not an authorization server, and not a browser: an
-//! authorization endpoint that shows a login page is not supported yet.
+//! authorization endpoint that shows a login page needs a [`UserAgent`] (the loopback
+//! redirect listener of [`oauth_loopback`](super::oauth_loopback)).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,7 +30,7 @@ use super::handlers::BoxFuture;
 use super::lock;
 
 /// Tokens for one resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tokens {
     /// The access token.
     pub access_token: String,
@@ -34,6 +38,49 @@ pub struct Tokens {
     pub refresh_token: Option<String>,
     /// The scopes granted (space-separated), if known.
     pub scope: Option<String>,
+    /// When the access token expires (seconds since the Unix epoch), from `expires_in`.
+    #[serde(default)]
+    pub expires_at: Option<u64>,
+    /// The client and token endpoint the tokens came from: what a refresh needs.
+    #[serde(default)]
+    pub client: Option<ClientRegistration>,
+}
+
+/// How long before its expiry an access token is refreshed.
+pub const REFRESH_MARGIN_SECS: u64 = 60;
+
+impl Tokens {
+    /// Whether the access token expires within [`REFRESH_MARGIN_SECS`] of `now` (seconds
+    /// since the Unix epoch) and can be refreshed.
+    pub fn due_for_refresh(&self, now: u64) -> bool {
+        self.refresh_token.is_some()
+            && self.client.is_some()
+            && self
+                .expires_at
+                .is_some_and(|at| at <= now.saturating_add(REFRESH_MARGIN_SECS))
+    }
+}
+
+/// The registered client a refresh authenticates as, and where.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClientRegistration {
+    /// The token endpoint.
+    pub token_endpoint: String,
+    /// The client id.
+    pub client_id: String,
+    /// The client secret, if the client has one.
+    pub client_secret: Option<String>,
+    /// The token endpoint auth method (`client_secret_basic`, `client_secret_post`, `none`).
+    pub auth_method: String,
+    /// The resource indicator (RFC 8707) the tokens are for.
+    pub resource: String,
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Where tokens are kept, by resource URL.
@@ -78,7 +125,15 @@ pub struct OAuthConfig {
     /// Use the client credentials grant (a machine client with `client_id` and
     /// `client_secret`) instead of the authorization code flow.
     pub client_credentials: bool,
+    /// Shows the authorization URL to the user and returns the URL the browser was
+    /// redirected to (see [`LoopbackRedirect`](super::oauth_loopback::LoopbackRedirect));
+    /// `None`: the client fetches the authorization URL itself, which works only when the
+    /// authorization endpoint redirects at once.
+    pub user_agent: Option<UserAgent>,
 }
+
+/// Takes the user through the authorization URL; the URL the browser came back to.
+pub type UserAgent = Arc<dyn Fn(String) -> BoxFuture<Result<String, String>> + Send + Sync>;
 
 impl std::fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -102,6 +157,7 @@ impl OAuthConfig {
             store: Arc::new(MemoryTokenStore::default()),
             max_step_ups: 2,
             client_credentials: false,
+            user_agent: None,
         }
     }
 }
@@ -457,7 +513,14 @@ pub async fn authorize(
             .to_owned();
         (id, secret, method)
     };
-    let scope = union_scopes(previous, choose_scope(challenge, &prm).as_deref());
+    let registration = ClientRegistration {
+        token_endpoint,
+        client_id: client_id.clone(),
+        client_secret: client_secret.clone(),
+        auth_method: auth_method.clone(),
+        resource: resource.clone(),
+    };
+    let mut scope = union_scopes(previous, choose_scope(challenge, &prm).as_deref());
     if config.client_credentials {
         let mut pairs = vec![
             ("grant_type", "client_credentials"),
@@ -472,12 +535,18 @@ pub async fn authorize(
             fetch,
             config,
             resource_url,
-            token_endpoint,
             headers,
             &pairs,
             scope.clone(),
+            registration,
         )
         .await;
+    }
+    // A refresh token is only issued for offline_access on servers that list it.
+    if let Some(s) = &scope
+        && offers(&meta, "offline_access")
+    {
+        scope = union_scopes(Some(s), Some("offline_access"));
     }
     // Authorization request.
     let mut random = [0u8; 48];
@@ -504,13 +573,17 @@ pub async fn authorize(
         '?'
     };
     let url = format!("{authorization_endpoint}{sep}{}", form(&query));
-    let r = fetch("GET", url, Vec::new(), Vec::new()).await?;
-    let location = match (r.status, r.location) {
-        (300..=399, Some(l)) => l,
-        (status, _) => {
-            return Err(format!(
-                "the authorization endpoint answered HTTP {status} instead of redirecting (an interactive login is not supported yet)"
-            ));
+    let location = if let Some(user_agent) = &config.user_agent {
+        user_agent(url).await?
+    } else {
+        let r = fetch("GET", url, Vec::new(), Vec::new()).await?;
+        match (r.status, r.location) {
+            (300..=399, Some(l)) => l,
+            (status, _) => {
+                return Err(format!(
+                    "the authorization endpoint answered HTTP {status} instead of redirecting (an interactive login needs a user agent: OAuthConfig::user_agent)"
+                ));
+            }
         }
     };
     let params = query_params(&location);
@@ -553,12 +626,60 @@ pub async fn authorize(
         fetch,
         config,
         resource_url,
-        token_endpoint,
         headers,
         &pairs,
         scope,
+        registration,
     )
     .await
+}
+
+/// Whether the authorization server metadata lists `scope` in `scopes_supported`.
+fn offers(meta: &Value, scope: &str) -> bool {
+    meta.get("scopes_supported")
+        .and_then(Value::as_array)
+        .is_some_and(|s| s.iter().any(|v| v.as_str() == Some(scope)))
+}
+
+/// Refreshes `tokens` (RFC 6749 section 6) at the token endpoint they came from, keeping the
+/// old refresh token when the server issues no new one; the result goes to the store.
+pub async fn refresh(
+    fetch: &Fetch,
+    config: &OAuthConfig,
+    resource_url: &str,
+    tokens: &Tokens,
+) -> Result<Tokens, String> {
+    let refresh_token = tokens.refresh_token.as_deref().ok_or("no refresh token")?;
+    let client = tokens
+        .client
+        .clone()
+        .ok_or("the tokens do not say which client they belong to")?;
+    let pairs = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("resource", client.resource.as_str()),
+    ];
+    let (headers, pairs) = client_auth(
+        &client.auth_method,
+        &client.client_id,
+        client.client_secret.as_deref(),
+        pairs,
+    );
+    let mut fresh = token_request(
+        fetch,
+        config,
+        resource_url,
+        headers,
+        &pairs,
+        tokens.scope.clone(),
+        client.clone(),
+    )
+    .await?;
+    if fresh.refresh_token.is_none() {
+        fresh.refresh_token = Some(refresh_token.to_owned());
+        config.store.put(resource_url, fresh.clone());
+    }
+    Ok(fresh)
 }
 
 /// HTTP headers, as name and value.
@@ -600,12 +721,18 @@ async fn token_request(
     fetch: &Fetch,
     config: &OAuthConfig,
     resource_url: &str,
-    token_endpoint: String,
     headers: Vec<(String, String)>,
     pairs: &[(&str, &str)],
     scope: Option<String>,
+    client: ClientRegistration,
 ) -> Result<Tokens, String> {
-    let r = fetch("POST", token_endpoint, headers, form(pairs).into_bytes()).await?;
+    let r = fetch(
+        "POST",
+        client.token_endpoint.clone(),
+        headers,
+        form(pairs).into_bytes(),
+    )
+    .await?;
     let doc: Value = serde_json::from_slice(&r.body)
         .map_err(|_| format!("the token request failed with HTTP {}", r.status))?;
     let access_token = doc
@@ -624,6 +751,11 @@ async fn token_request(
             .and_then(Value::as_str)
             .map(str::to_owned)
             .or(scope),
+        expires_at: doc
+            .get("expires_in")
+            .and_then(Value::as_u64)
+            .map(|secs| unix_now().saturating_add(secs)),
+        client: Some(client),
     };
     config.store.put(resource_url, tokens.clone());
     Ok(tokens)
@@ -637,6 +769,8 @@ pub(crate) trait Authorizer: Send + Sync {
     fn stored(&self, resource_url: &str) -> Option<Tokens>;
     /// How many re-authorizations one request may make.
     fn max_step_ups(&self) -> usize;
+    /// Refreshes the tokens kept for `resource_url`.
+    fn refresh(&self, resource_url: String) -> BoxFuture<Result<Tokens, String>>;
     /// Authorizes for `resource_url` after `challenge`.
     fn authorize(
         &self,
@@ -660,6 +794,18 @@ impl Authorizer for Flow {
         self.config.max_step_ups
     }
 
+    fn refresh(&self, resource_url: String) -> BoxFuture<Result<Tokens, String>> {
+        let config = self.config.clone();
+        let fetch = self.fetch.clone();
+        Box::pin(async move {
+            let tokens = config
+                .store
+                .get(&resource_url)
+                .ok_or("no tokens to refresh")?;
+            refresh(&fetch, &config, &resource_url, &tokens).await
+        })
+    }
+
     fn authorize(
         &self,
         resource_url: String,
@@ -668,7 +814,17 @@ impl Authorizer for Flow {
         let config = self.config.clone();
         let fetch = self.fetch.clone();
         Box::pin(async move {
-            let previous = config.store.get(&resource_url).and_then(|t| t.scope);
+            let stored = config.store.get(&resource_url);
+            // A refused token that can be refreshed is refreshed first; more scope needs
+            // the whole flow.
+            if challenge.error.as_deref() != Some("insufficient_scope")
+                && let Some(tokens) = &stored
+                && tokens.refresh_token.is_some()
+                && let Ok(fresh) = refresh(&fetch, &config, &resource_url, tokens).await
+            {
+                return Ok(fresh);
+            }
+            let previous = stored.and_then(|t| t.scope);
             authorize(
                 &fetch,
                 &config,
