@@ -26,6 +26,13 @@ pub trait Runtime: Send + Sync + 'static {
     /// Drives `work` to its end on a thread where it may block (a blocking pool), then
     /// resolves. A panic in `work` resolves to `Err(())`.
     fn run_blocking(&self, work: BoxFuture<'static, ()>) -> BoxFuture<'static, Result<(), ()>>;
+    /// Carries out `invocation` (permit, deadline, unwind guard, blocking pool) and resolves
+    /// to what its completion returns: the driver's one execution policy, asked for by the
+    /// task work the engine still runs in the background itself.
+    fn drive(
+        &self,
+        invocation: crate::invocation::Invocation,
+    ) -> BoxFuture<'static, Option<crate::wire::OutgoingMessage>>;
 }
 
 /// The time the core works with: monotonic for deadlines and rate limits, wall time for
@@ -115,6 +122,17 @@ impl Runtime for NoRuntime {
     fn run_blocking(&self, work: BoxFuture<'static, ()>) -> BoxFuture<'static, Result<(), ()>> {
         // Inline, on the caller's thread.
         Box::pin(crate::util::catch_unwind(work))
+    }
+    fn drive(
+        &self,
+        invocation: crate::invocation::Invocation,
+    ) -> BoxFuture<'static, Option<crate::wire::OutgoingMessage>> {
+        tracing::error!("no runtime is configured: an invocation was dropped");
+        let parts = invocation.into_parts();
+        let message = parts
+            .complete
+            .complete(crate::invocation::Outcome::Cancelled);
+        Box::pin(std::future::ready(message))
     }
 }
 
@@ -229,6 +247,12 @@ pub(crate) mod testing {
             let handle = tokio::runtime::Handle::current();
             let join = tokio::task::spawn_blocking(move || handle.block_on(work));
             Box::pin(async move { join.await.map_err(|_| ()) })
+        }
+        fn drive(
+            &self,
+            invocation: crate::invocation::Invocation,
+        ) -> BoxFuture<'static, Option<crate::wire::OutgoingMessage>> {
+            Box::pin(crate::invocation::testing::drive_invocation(invocation))
         }
     }
 

@@ -12,6 +12,8 @@
 
 mod builder;
 mod events;
+#[cfg(test)]
+mod invocation_tests;
 mod invoke;
 mod limits;
 mod listen;
@@ -22,6 +24,8 @@ mod resources;
 mod results;
 mod session;
 pub(crate) mod tasks;
+#[cfg(test)]
+pub(crate) mod test_driver;
 mod tools;
 
 use std::sync::Arc;
@@ -40,6 +44,7 @@ use crate::wire::{
     ProtocolVersion, RequestId,
 };
 
+use crate::invocation::Invocation;
 pub use builder::EngineBuilder;
 pub use events::{EventStream, ServerEvent};
 use mrtr::{Binding, RoundTrip, Sealer};
@@ -68,8 +73,13 @@ pub enum Handled {
     Nothing,
     /// Send this now.
     Reply(OutgoingMessage),
-    /// Drive this future; send what it yields, if anything. Dropping it cancels the work.
+    /// Drive this future; send what it yields, if anything. Dropping it cancels the work. Only
+    /// for work that runs no handler (a `subscriptions/listen` stream, a `tasks/result` wait).
     Pending(BoxFuture<'static, Option<OutgoingMessage>>),
+    /// Carry out this handler call (see [`Invocation`]); send what its completion returns.
+    Invoke(Invocation),
+    /// A JSON-RPC batch: settle each in order, and send what they yield as one batch.
+    Batch(Vec<Handled>),
 }
 
 impl std::fmt::Debug for Handled {
@@ -78,17 +88,8 @@ impl std::fmt::Debug for Handled {
             Self::Nothing => f.write_str("Nothing"),
             Self::Reply(m) => f.debug_tuple("Reply").field(m).finish(),
             Self::Pending(_) => f.write_str("Pending(..)"),
-        }
-    }
-}
-
-impl Handled {
-    /// Resolves to the message to send, awaiting pending work.
-    pub async fn into_message(self) -> Option<OutgoingMessage> {
-        match self {
-            Self::Nothing => None,
-            Self::Reply(m) => Some(m),
-            Self::Pending(f) => f.await,
+            Self::Invoke(i) => f.debug_tuple("Invoke").field(i).finish(),
+            Self::Batch(b) => f.debug_tuple("Batch").field(b).finish(),
         }
     }
 }
@@ -342,15 +343,7 @@ impl Engine {
                 Err(e) => Handled::Reply(e.to_response()),
             })
             .collect();
-        Handled::Pending(Box::pin(async move {
-            let mut out = Vec::new();
-            for h in handled {
-                if let Some(m) = h.into_message().await {
-                    out.push(m);
-                }
-            }
-            (!out.is_empty()).then_some(OutgoingMessage::Batch(out))
-        }))
+        Handled::Batch(handled)
     }
 
     /// Handles one message.

@@ -752,7 +752,26 @@ pub(crate) fn tool_not_found(name: &str) -> McpErrorDetail {
 impl RegisteredTool {
     /// Validates the arguments and runs the handler, catching panics.
     pub(crate) async fn invoke(&self, arguments: JsonObject, context: ToolContext) -> ToolOutput {
-        self.try_invoke(arguments, context)
+        self.invoke_on(arguments, context, true).await
+    }
+
+    /// [`invoke`](Self::invoke) as an owned future that never moves to a blocking pool itself:
+    /// the engine's driver runs a blocking tool's whole invocation on one.
+    pub(crate) async fn invoke_owned(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        context: ToolContext,
+    ) -> ToolOutput {
+        self.invoke_on(arguments, context, false).await
+    }
+
+    async fn invoke_on(
+        &self,
+        arguments: JsonObject,
+        context: ToolContext,
+        offload: bool,
+    ) -> ToolOutput {
+        self.run(arguments, context, offload)
             .await
             .unwrap_or_else(|| {
                 ToolOutput::failure(McpErrorDetail::new(
@@ -765,12 +784,13 @@ impl RegisteredTool {
             })
     }
 
-    /// Like [`invoke`](Self::invoke), but a handler panic is `None` (tasks report it as a
-    /// protocol error rather than a tool error).
-    pub(crate) async fn try_invoke(
+    /// Validates and runs the handler; with `offload`, a blocking tool's handler moves to the
+    /// default platform's blocking pool (without, the caller's driver runs it on one).
+    pub(crate) async fn run(
         &self,
         arguments: JsonObject,
         context: ToolContext,
+        offload: bool,
     ) -> Option<ToolOutput> {
         let instance = Value::Object(arguments);
         if !self.input_validator.is_valid(&instance) {
@@ -804,7 +824,7 @@ impl RegisteredTool {
         }
         let context = context.with_tool_name(&self.definition.name);
         let fut = catch_unwind(self.handler.clone().call(arguments, context));
-        let outcome = if self.settings.blocking {
+        let outcome = if offload && self.settings.blocking {
             // Off the runtime's workers. A panic is caught inside; the run fails only if the
             // runtime shuts down, which ends the call like a panic would.
             let runtime = crate::platform::Platform::default_platform().runtime;

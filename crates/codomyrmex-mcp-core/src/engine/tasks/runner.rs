@@ -17,9 +17,10 @@ use crate::context::{
     ClientRequestError, ClientRequester, InputMode, InputRequest, MessageSink, TaskInput,
 };
 use crate::engine::mrtr::RoundTrip;
-use crate::engine::policy::{ExecutionPolicy, Failure, Ticket};
+use crate::engine::policy::{Failure, HandlerKind, Ticket};
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, Prepared, RequestScope, error};
+use crate::invocation::Invocation;
 use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
 use crate::sync::CancellationToken;
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
@@ -409,23 +410,34 @@ impl Engine {
                 .or_else(|| engine.shared.config.tool_timeouts.get(&name).copied());
             // A child token: a timeout stops this run without marking the task cancelled.
             let cancel = context.cancellation_token().child_token();
-            let run = tool.try_invoke(arguments, context);
-            match ExecutionPolicy::run(
-                engine.shared.platform.runtime.as_ref(),
-                engine.shared.platform.time.as_ref(),
-                ticket,
+            let work = {
+                let tool = tool.clone();
+                async move { tool.run(arguments, context, false).await }
+            };
+            let (tx, rx) = futures_channel::oneshot::channel();
+            let invocation = Invocation::new(
+                HandlerKind::Task,
+                name.clone(),
                 timeout,
-                &cancel,
-                run,
+                cancel,
+                ticket,
+                work,
+                move |outcome| {
+                    let output = match outcome {
+                        Ok(output) => output,
+                        Err(Some(Failure::TimedOut(t))) => Some(ToolOutput::failure(
+                            crate::engine::invoke::timeout_error(&name, t),
+                        )),
+                        Err(_) => None,
+                    };
+                    let _ = tx.send(output);
+                    None
+                },
             )
-            .await
-            {
-                Some(Ok(output)) => output,
-                Some(Err(Failure::TimedOut(t))) => Some(ToolOutput::failure(
-                    crate::engine::invoke::timeout_error(&name, t),
-                )),
-                Some(Err(Failure::Panicked)) | None => None,
-            }
+            .blocking(tool.settings.blocking);
+            // The driver carries the invocation out; its completion hands the output back.
+            let _ = engine.shared.platform.runtime.drive(invocation).await;
+            rx.await.ok().flatten()
         })
     }
 

@@ -7,10 +7,16 @@
 //! [`platform`] as the core's default, so every engine built in a program that links this crate
 //! runs on it unless its builder is given another.
 //!
-//! It is not an executor: the work runs on the tokio runtime the caller is in.
+//! It is not an executor: the work runs on the tokio runtime the caller is in. The driver
+//! ([`drive`], `driver.rs`) carries out the handler calls the engine hands out as
+//! [`Invocation`](codomyrmex_mcp_core::invocation::Invocation) values.
+
+mod driver;
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
+
+pub use driver::{Drive, drive, run, settle};
 
 use codomyrmex_mcp_core::platform::{
     BoxFuture, DefaultPlatform, Entropy, EntropyError, Platform, Runtime, TimeSource,
@@ -49,6 +55,13 @@ impl Runtime for TokioRuntime {
             // No runtime (a plain `block_on`): run it here.
             Err(_) => work_inline(work),
         }
+    }
+
+    fn drive(
+        &self,
+        invocation: codomyrmex_mcp_core::invocation::Invocation,
+    ) -> BoxFuture<'static, Option<codomyrmex_mcp_core::wire::OutgoingMessage>> {
+        Box::pin(run(invocation))
     }
 }
 
