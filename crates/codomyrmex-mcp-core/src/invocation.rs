@@ -16,12 +16,13 @@
 
 use std::any::Any;
 use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use async_lock::{Semaphore, SemaphoreGuardArc};
 
-use crate::sync::CancellationToken;
+use crate::sync::{CancellationToken, Changes};
 use crate::wire::OutgoingMessage;
 
 /// What kind of handler an invocation runs.
@@ -109,6 +110,102 @@ impl std::fmt::Debug for Completion {
     }
 }
 
+/// When an invocation's answer goes out: after its work, or before it (task work, which runs
+/// on in the background).
+pub enum Detach {
+    /// The answer is what the completion returns once the work ends (every handler but task
+    /// work).
+    Never,
+    /// Send this now and carry the work out in the background; its completion records the
+    /// outcome and returns nothing to send (a 2025-11-25 task).
+    Now(OutgoingMessage),
+    /// Poll the policied work (permit wait included) once: if it is done, answer with its
+    /// completion; if not, send what this returns and carry the rest out in the background (a
+    /// 2026-07-28 call that may become a task).
+    OnFirstPending(Box<dyn FnOnce() -> Option<OutgoingMessage> + Send>),
+}
+
+impl std::fmt::Debug for Detach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Never => f.write_str("Never"),
+            Self::Now(m) => f.debug_tuple("Now").field(m).finish(),
+            Self::OnFirstPending(_) => f.write_str("OnFirstPending(..)"),
+        }
+    }
+}
+
+/// What owns time-driven state (task TTLs, the orphan check) and exposes it quinn-style: the
+/// earliest instant anything is due, and a call that fires what is due.
+pub trait TimerHost: Send + Sync + 'static {
+    /// The earliest instant [`handle_timeout`](Self::handle_timeout) has work, if any.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Fires everything due at `now`. A call with nothing due does nothing.
+    fn handle_timeout(&self, now: Instant);
+    /// Changes whenever [`poll_timeout`](Self::poll_timeout) may have moved earlier.
+    fn schedule(&self) -> Changes;
+}
+
+/// A driver's handle on an engine's timers (held weakly: it keeps no engine alive). The
+/// contract: at most one timer per engine ([`Timers::claim`]), re-armed to
+/// [`Timers::poll_timeout`] whenever it fires or [`Timers::schedule`] changes, and
+/// [`Timers::handle_timeout`] called with the driver's clock when it fires.
+#[derive(Clone)]
+pub struct Timers {
+    host: Weak<dyn TimerHost>,
+    armed: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Timers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timers")
+            .field("armed", &self.armed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The one running timer of an engine; dropping it lets another be claimed.
+#[derive(Debug)]
+pub struct TimerClaim(Arc<AtomicBool>);
+
+impl Drop for TimerClaim {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl Timers {
+    pub(crate) fn new(host: Weak<dyn TimerHost>, armed: Arc<AtomicBool>) -> Self {
+        Self { host, armed }
+    }
+
+    /// The right to run this engine's timer, unless another driver task holds it.
+    pub fn claim(&self) -> Option<TimerClaim> {
+        self.armed
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| TimerClaim(self.armed.clone()))
+    }
+
+    /// The earliest instant anything is due; `None` when nothing is, or the engine is gone.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.host.upgrade()?.poll_timeout()
+    }
+
+    /// Fires what is due at `now`.
+    pub fn handle_timeout(&self, now: Instant) {
+        if let Some(host) = self.host.upgrade() {
+            host.handle_timeout(now);
+        }
+    }
+
+    /// Changes whenever the earliest instant may have moved earlier; `None` once the engine
+    /// is gone.
+    pub fn schedule(&self) -> Option<Changes> {
+        Some(self.host.upgrade()?.schedule())
+    }
+}
+
 /// One handler call for a driver to carry out. Dropping it drops the work, which cancels the
 /// request.
 pub struct Invocation {
@@ -120,6 +217,8 @@ pub struct Invocation {
     admission: Admission,
     work: Work,
     complete: Completion,
+    detach: Detach,
+    timers: Option<Timers>,
 }
 
 /// An [`Invocation`] taken apart by its driver.
@@ -139,6 +238,11 @@ pub struct InvocationParts {
     pub work: Work,
     /// What turns the outcome into the message to send.
     pub complete: Completion,
+    /// Whether the answer goes out before the work ends.
+    pub detach: Detach,
+    /// The engine's timers, when the work outlives its request (task work): the driver keeps
+    /// one timer running for them.
+    pub timers: Option<Timers>,
 }
 
 impl Invocation {
@@ -180,7 +284,16 @@ impl Invocation {
             admission,
             work,
             complete,
+            detach: Detach::Never,
+            timers: None,
         }
+    }
+
+    /// Answers before the work ends (task work), which then needs the engine's `timers`.
+    pub(crate) fn detached(mut self, detach: Detach, timers: Timers) -> Self {
+        self.detach = detach;
+        self.timers = Some(timers);
+        self
     }
 
     /// Marks the work as blocking its thread (run on a blocking pool).
@@ -224,6 +337,8 @@ impl Invocation {
             admission: self.admission,
             work: self.work,
             complete: self.complete,
+            detach: self.detach,
+            timers: self.timers,
         }
     }
 }
@@ -235,17 +350,21 @@ impl std::fmt::Debug for Invocation {
             .field("name", &self.name)
             .field("deadline", &self.deadline)
             .field("blocking", &self.blocking)
+            .field("detach", &self.detach)
             .finish_non_exhaustive()
     }
 }
 
-/// The core tests' driver of one invocation, on tokio's test runtime (the paused clock).
+/// The core tests' driver of one invocation, on tokio's test runtime (the paused clock): the
+/// library's driver, minus the blocking pool.
 #[cfg(test)]
 pub(crate) mod testing {
+    use std::task::Poll;
+
     use super::*;
     use crate::util::catch_unwind;
 
-    /// Carries out one invocation on tokio (the paused test clock).
+    /// Carries out `invocation`: its answer, or the early answer of detached task work.
     pub(crate) async fn drive_invocation(invocation: Invocation) -> Option<OutgoingMessage> {
         let InvocationParts {
             deadline,
@@ -253,36 +372,99 @@ pub(crate) mod testing {
             admission,
             work,
             complete,
+            detach,
+            timers,
             ..
         } = invocation.into_parts();
-        let outcome = 'run: {
-            if cancel.is_cancelled() {
-                break 'run Outcome::Cancelled;
+        if let Some(timers) = timers {
+            keep_timer(timers);
+        }
+        let mut finished = Box::pin(async move {
+            complete.complete(policied(deadline, cancel, admission, work).await)
+        });
+        match detach {
+            Detach::Never => finished.await,
+            Detach::Now(reply) => {
+                tokio::spawn(finished);
+                Some(reply)
             }
-            let _permit = match admission.try_permit() {
-                Some(p) => p,
-                None => tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => break 'run Outcome::Cancelled,
-                    p = admission.permit() => p,
-                },
-            };
-            let guarded = catch_unwind(work);
-            let limit = deadline.unwrap_or(std::time::Duration::MAX);
-            let done = tokio::select! {
-                biased;
-                () = cancel.cancelled() => break 'run Outcome::Cancelled,
-                r = guarded => r,
-                () = tokio::time::sleep(limit), if deadline.is_some() => {
-                    cancel.cancel();
-                    break 'run Outcome::Failed(Failure::TimedOut(limit));
+            Detach::OnFirstPending(early) => {
+                match std::future::poll_fn(|cx| Poll::Ready(finished.as_mut().poll(cx))).await {
+                    Poll::Ready(m) => m,
+                    Poll::Pending => {
+                        let reply = early();
+                        tokio::spawn(finished);
+                        reply
+                    }
                 }
-            };
-            match done {
-                Ok(output) => Outcome::Done(output),
-                Err(()) => Outcome::Failed(Failure::Panicked),
+            }
+        }
+    }
+
+    async fn policied(
+        deadline: Option<Duration>,
+        cancel: CancellationToken,
+        admission: Admission,
+        work: Work,
+    ) -> Outcome {
+        if cancel.is_cancelled() {
+            return Outcome::Cancelled;
+        }
+        let _permit = match admission.try_permit() {
+            Some(p) => p,
+            None => tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Outcome::Cancelled,
+                p = admission.permit() => p,
+            },
+        };
+        let limit = deadline.unwrap_or(Duration::MAX);
+        let done = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Outcome::Cancelled,
+            r = catch_unwind(work) => r,
+            () = tokio::time::sleep(limit), if deadline.is_some() => {
+                cancel.cancel();
+                return Outcome::Failed(Failure::TimedOut(limit));
             }
         };
-        complete.complete(outcome)
+        match done {
+            Ok(output) => Outcome::Done(output),
+            Err(()) => Outcome::Failed(Failure::Panicked),
+        }
+    }
+
+    fn keep_timer(timers: Timers) {
+        let Some(claim) = timers.claim() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let mut claim = Some(claim);
+            loop {
+                let Some(mut schedule) = timers.schedule() else {
+                    return;
+                };
+                let Some(at) = timers.poll_timeout() else {
+                    drop(claim.take());
+                    if timers.poll_timeout().is_some() {
+                        claim = timers.claim();
+                        if claim.is_some() {
+                            continue;
+                        }
+                    }
+                    return;
+                };
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {
+                        timers.handle_timeout(tokio::time::Instant::now().into_std());
+                    }
+                    changed = schedule.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
     }
 }

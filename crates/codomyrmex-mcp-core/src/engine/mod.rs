@@ -1,12 +1,13 @@
 //! The protocol engine: MCP semantics with no I/O.
 //!
 //! The engine takes decoded [`IncomingMessage`]s and a [`Session`], and returns what to send
-//! back ([`Handled`]). Work that must wait (a tool call) comes back as a future for the
-//! transport to drive; dropping that future cancels the work. Notifications produced while a
+//! back ([`Handled`]). A handler call comes back as an [`Invocation`] value for a driver to
+//! carry out; dropping it cancels the work. Time-driven state (task TTLs, the orphan check)
+//! is [`Engine::poll_timeout`] and [`Engine::handle_timeout`]. Notifications produced while a
 //! request runs go to the [`MessageSink`] the transport passed in with the request.
 //!
-//! The engine never touches sockets, pipes, HTTP, the clock or a runtime: spawning, timers
-//! and time come from its [`Platform`](crate::platform::Platform). Both
+//! The engine never touches sockets, pipes, HTTP or a runtime, and cannot spawn or sleep;
+//! time and entropy come in from its [`Platform`](crate::platform::Platform). Both
 //! protocol eras share it: a request carrying modern `_meta` is served statelessly under
 //! `2026-07-28`; an `initialize` request opens a legacy session on the [`Session`] it arrived on.
 
@@ -160,7 +161,6 @@ impl Engine {
             prompts: None,
             tasks: TaskConfig::default(),
             sealer: None,
-            runtime: None,
             time: None,
             entropy: None,
         }
@@ -177,7 +177,6 @@ impl Engine {
             prompts: s.prompts.clone(),
             tasks: s.tasks.config().clone(),
             sealer: Some(s.sealer.clone()),
-            runtime: Some(s.platform.runtime.clone()),
             time: Some(s.platform.time.clone()),
             entropy: Some(s.platform.entropy.clone()),
         }
@@ -344,6 +343,18 @@ impl Engine {
             })
             .collect();
         Handled::Batch(handled)
+    }
+
+    /// The earliest instant [`handle_timeout`](Self::handle_timeout) has work (a task's TTL,
+    /// the orphan check of 2025-11-25 tasks), if any. Re-read after every `handle`.
+    pub fn poll_timeout(&self) -> Option<std::time::Instant> {
+        crate::invocation::TimerHost::poll_timeout(self.shared.tasks.as_ref())
+    }
+
+    /// Fires what is due at `now`: expires tasks past their TTL, and stops the running
+    /// 2025-11-25 tasks whose session is gone. Nothing due: nothing happens.
+    pub fn handle_timeout(&self, now: std::time::Instant) {
+        crate::invocation::TimerHost::handle_timeout(self.shared.tasks.as_ref(), now);
     }
 
     /// Handles one message.

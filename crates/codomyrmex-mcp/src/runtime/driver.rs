@@ -7,12 +7,22 @@
 //! completion, which words the reply. Transports call [`drive`] (or [`settle`]) and never
 //! look inside an invocation.
 //!
+//! Task work answers before it ends ([`Detach`]): the driver sends the early answer and
+//! spawns the rest on tokio. It also keeps the engine's one timer running while the engine
+//! has timers ([`Timers`], quinn's `drive_timer`): a tokio sleep re-armed to
+//! `poll_timeout`, firing `handle_timeout` with tokio's clock.
+//!
 //! It is not a scheduler: the futures run on the task that awaits them (or, for blocking
-//! handlers, on the blocking pool).
+//! handlers, on the blocking pool; for detached task work, on a spawned task).
 
 use codomyrmex_mcp_core::engine::Handled;
-use codomyrmex_mcp_core::invocation::{Failure, Invocation, InvocationParts, Outcome};
+use std::task::Poll;
+
+use codomyrmex_mcp_core::invocation::{
+    Admission, Detach, Failure, Invocation, InvocationParts, Outcome, Timers, Work,
+};
 use codomyrmex_mcp_core::platform::BoxFuture;
+use codomyrmex_mcp_core::sync::CancellationToken;
 use codomyrmex_mcp_core::util::catch_unwind;
 use codomyrmex_mcp_core::wire::OutgoingMessage;
 
@@ -60,7 +70,8 @@ impl Drive for Handled {
     }
 }
 
-/// Carries out one invocation and returns what its completion makes of the outcome.
+/// Carries out one invocation and returns what its completion makes of the outcome (or,
+/// for detached task work, the early answer).
 pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
     let InvocationParts {
         deadline,
@@ -69,18 +80,71 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
         admission,
         work,
         complete,
+        detach,
+        timers,
         ..
     } = invocation.into_parts();
-    let outcome = 'run: {
+    let policied = Policied {
+        deadline,
+        cancel,
+        blocking,
+        admission,
+        work,
+    };
+    if let Some(timers) = timers {
+        keep_timer(timers);
+    }
+    let mut finished = Box::pin(async move { complete.complete(policied.run().await) });
+    match detach {
+        Detach::Now(reply) => {
+            spawn(finished);
+            Some(reply)
+        }
+        Detach::OnFirstPending(early) => {
+            let first = std::future::poll_fn(|cx| Poll::Ready(finished.as_mut().poll(cx))).await;
+            match first {
+                Poll::Ready(message) => message,
+                Poll::Pending => {
+                    let reply = early();
+                    spawn(finished);
+                    reply
+                }
+            }
+        }
+        // `Never`, and any kind this driver does not know: the answer is the completion's.
+        _ => finished.await,
+    }
+}
+
+/// The un-policied parts of an invocation.
+struct Policied {
+    deadline: Option<std::time::Duration>,
+    cancel: CancellationToken,
+    blocking: bool,
+    admission: Admission,
+    work: Work,
+}
+
+impl Policied {
+    /// The one execution policy: a permit (waited for cancellably), then the work under its
+    /// deadline, its cancellation token and an unwind guard.
+    async fn run(self) -> Outcome {
+        let Self {
+            deadline,
+            cancel,
+            blocking,
+            admission,
+            work,
+        } = self;
         if cancel.is_cancelled() {
-            break 'run Outcome::Cancelled;
+            return Outcome::Cancelled;
         }
         // A free permit is taken at once; only a full gate waits, cancellably.
         let _permit = match admission.try_permit() {
             Some(p) => p,
             None => tokio::select! {
                 biased;
-                () = cancel.cancelled() => break 'run Outcome::Cancelled,
+                () = cancel.cancelled() => return Outcome::Cancelled,
                 p = admission.permit() => p,
             },
         };
@@ -92,16 +156,16 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
         let done = match deadline {
             None => tokio::select! {
                 biased;
-                () = cancel.cancelled() => break 'run Outcome::Cancelled,
+                () = cancel.cancelled() => return Outcome::Cancelled,
                 r = guarded => r,
             },
             Some(limit) => tokio::select! {
                 biased;
-                () = cancel.cancelled() => break 'run Outcome::Cancelled,
+                () = cancel.cancelled() => return Outcome::Cancelled,
                 r = guarded => r,
                 () = tokio::time::sleep(limit) => {
                     cancel.cancel();
-                    break 'run Outcome::Failed(Failure::TimedOut(limit));
+                    return Outcome::Failed(Failure::TimedOut(limit));
                 }
             },
         };
@@ -109,8 +173,59 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
             Ok(output) => Outcome::Done(output),
             Err(()) => Outcome::Failed(Failure::Panicked),
         }
+    }
+}
+
+/// Runs `work` on the current tokio runtime; outside one, it is dropped (which cancels it).
+fn spawn(work: impl std::future::Future<Output = Option<OutgoingMessage>> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(work);
+        }
+        Err(_) => tracing::error!("task work outside a tokio runtime was dropped"),
+    }
+}
+
+/// Makes sure one timer task runs for `timers` while they have anything due.
+fn keep_timer(timers: Timers) {
+    let Some(claim) = timers.claim() else {
+        return;
     };
-    complete.complete(outcome)
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        tracing::error!("engine timers outside a tokio runtime do not run");
+        return;
+    };
+    handle.spawn(async move {
+        let mut claim = Some(claim);
+        loop {
+            let Some(mut schedule) = timers.schedule() else {
+                return;
+            };
+            let Some(at) = timers.poll_timeout() else {
+                // Nothing due: let go, then look again, since a timer may have been added
+                // while this one still held the claim.
+                drop(claim.take());
+                if timers.poll_timeout().is_some() {
+                    claim = timers.claim();
+                    if claim.is_some() {
+                        continue;
+                    }
+                }
+                return;
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {
+                    timers.handle_timeout(tokio::time::Instant::now().into_std());
+                }
+                // An earlier timer may have been added: re-arm.
+                changed = schedule.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// Runs `work` to its end on tokio's blocking pool (inside the runtime's context, so it may use
