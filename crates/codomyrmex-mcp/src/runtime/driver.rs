@@ -240,3 +240,121 @@ async fn on_blocking_pool<T: Send + 'static>(work: BoxFuture<'static, T>) -> Res
         Err(_) => catch_unwind(work).await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::context::{MessageSink, NullSink};
+    use crate::engine::{Engine, TaskConfig};
+    use crate::registry::{TaskSupport, ToolDefinition, ToolRegistration, ToolSettings};
+    use crate::resources::{Completer, ResourceTemplateDefinition};
+    use crate::wire::{IncomingMessage, RequestId};
+    use crate::{McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolOutput};
+
+    fn request(id: i64, method: &str, params: Value) -> IncomingMessage {
+        IncomingMessage::Request {
+            id: RequestId::from(id),
+            method: method.into(),
+            params: params.as_object().cloned(),
+        }
+    }
+
+    fn result(m: Option<OutgoingMessage>) -> Result<Value, Value> {
+        match m {
+            Some(OutgoingMessage::Response { result, .. }) => Ok(result),
+            Some(OutgoingMessage::Error { error, .. }) => Err(json!(error.message)),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_drivers_timer_expires_a_task_at_its_ttl() {
+        let tools = McpToolRegistry::new();
+        let hang =
+            |_: crate::schema::JsonObject| async { std::future::pending::<ToolOutput>().await };
+        tools
+            .register_tool(
+                ToolRegistration::new(ToolDefinition::new("hang", json!({"type": "object"})), hang)
+                    .with_settings(ToolSettings {
+                        task_support: TaskSupport::Optional,
+                        ..ToolSettings::default()
+                    }),
+            )
+            .unwrap();
+        let ttl = Duration::from_secs(5);
+        let engine = Engine::builder(
+            McpServerConfig::default().with_rate_limit(None),
+            Arc::new(tools),
+        )
+        .task_config(TaskConfig {
+            ttl,
+            ..TaskConfig::default()
+        })
+        .build();
+        let session = engine.new_session();
+        let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+        let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}});
+        result(drive(engine.handle(&session, request(1, "initialize", init), &sink)).await)
+            .unwrap();
+        let call = json!({"name": "hang", "arguments": {}, "task": {}});
+        let created =
+            result(drive(engine.handle(&session, request(2, "tools/call", call), &sink)).await)
+                .unwrap();
+        let id = created["task"]["taskId"].clone();
+        let get = |n| request(n, "tasks/get", json!({"taskId": id}));
+        let status = result(drive(engine.handle(&session, get(3), &sink)).await).unwrap();
+        assert_eq!(status["status"], "working");
+        // Virtual time: the driver's one timer fires at the TTL, nobody calls the engine.
+        tokio::time::sleep(ttl + Duration::from_secs(1)).await;
+        assert_eq!(engine.poll_timeout(), None, "nothing left to time");
+        let gone = result(drive(engine.handle(&session, get(4), &sink)).await);
+        assert!(gone.is_err(), "expired and removed: {gone:?}");
+    }
+
+    #[tokio::test]
+    async fn a_completer_runs_off_the_runtimes_thread() {
+        let ran_on = Arc::new(Mutex::new(None));
+        let completer: Completer = {
+            let ran_on = ran_on.clone();
+            Arc::new(move |_: &str, _: &BTreeMap<String, String>| {
+                *ran_on.lock().unwrap() = Some(std::thread::current().id());
+                vec!["x".into()]
+            })
+        };
+        let resources = McpResourceRegistry::new();
+        resources
+            .add_template(
+                ResourceTemplateDefinition::new("mem://{x}", "t"),
+                |_: crate::resources::ResourceRequest| async { Ok(Vec::new()) },
+                BTreeMap::from([("x".to_owned(), completer)]),
+            )
+            .unwrap();
+        let engine = Engine::builder(
+            McpServerConfig::default().with_rate_limit(None),
+            Arc::new(McpToolRegistry::new()),
+        )
+        .resources(Arc::new(resources))
+        .build();
+        let session = engine.new_session();
+        let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+        let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}});
+        result(drive(engine.handle(&session, request(1, "initialize", init), &sink)).await)
+            .unwrap();
+        let complete = json!({"ref": {"type": "ref/resource", "uri": "mem://{x}"},
+                              "argument": {"name": "x", "value": ""}});
+        let done = result(
+            drive(engine.handle(&session, request(2, "completion/complete", complete), &sink))
+                .await,
+        )
+        .unwrap();
+        assert_eq!(done["completion"]["values"], json!(["x"]));
+        let ran_on = ran_on.lock().unwrap().expect("the completer ran");
+        assert_ne!(ran_on, std::thread::current().id(), "on the blocking pool");
+    }
+}
