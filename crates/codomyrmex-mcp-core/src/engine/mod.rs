@@ -75,7 +75,8 @@ pub enum Handled {
     /// Send this now.
     Reply(OutgoingMessage),
     /// Drive this future; send what it yields, if anything. Dropping it cancels the work. Only
-    /// for work that runs no handler (a `subscriptions/listen` stream, a `tasks/result` wait).
+    /// for waits that are no handler call: a `subscriptions/listen` stream, a `tasks/result`
+    /// wait, a `resources/list` page asked of the registry's listers.
     Pending(BoxFuture<'static, Option<OutgoingMessage>>),
     /// Carry out this handler call (see [`Invocation`]); send what its completion returns.
     Invoke(Invocation),
