@@ -108,8 +108,9 @@ async fn run(data: &[u8]) {
                 );
                 answers.lock().unwrap().push(m);
             }
-            Handled::Pending(work) => {
+            work => {
                 assert!(!is_notification, "a notification or response started work");
+                let work = codomyrmex_mcp::runtime::drive(work);
                 let answers = answers.clone();
                 tasks.spawn(async move {
                     if let Some(m) = work.await {

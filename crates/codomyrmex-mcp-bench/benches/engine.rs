@@ -13,6 +13,7 @@ use std::time::Duration;
 use codomyrmex_mcp::context::{MessageSink, NullSink};
 use codomyrmex_mcp::engine::{Engine, Session};
 use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::runtime::Drive as _;
 use codomyrmex_mcp::wire::decode;
 use codomyrmex_mcp::wire::jsonrpc::Decoded;
 use codomyrmex_mcp::{ContentBlock, McpServer, McpServerConfig, McpToolRegistry};

@@ -24,6 +24,7 @@ pub mod context;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod invocation;
 pub mod platform;
 mod portable_schema;
 pub mod prompts;

@@ -1,13 +1,15 @@
-//! What the core asks of the program it runs in: a [`Runtime`] (spawning, timers, a blocking
-//! pool), a [`TimeSource`] (monotonic and wall time) and [`Entropy`] (secure random bytes).
+//! What the core takes in from the program it runs in: a [`TimeSource`] (monotonic and wall
+//! time) and [`Entropy`] (secure random bytes).
 //!
-//! The core never reads the clock, sleeps, spawns or draws OS randomness itself (clippy's
-//! `disallowed-methods` and the dependency-tree test enforce it): every such effect goes
-//! through one of these traits, held in a [`Platform`]. The `codomyrmex-mcp` library
-//! provides the tokio/OS implementation and registers it as the default
+//! The core never reads the clock or draws OS randomness itself (clippy's `disallowed-methods`
+//! and the dependency-tree test enforce it): both come in through these traits, held in a
+//! [`Platform`]. It cannot spawn or sleep at all: handler work leaves the engine as
+//! [`Invocation`](crate::invocation::Invocation) values and timers as
+//! [`Timers`](crate::invocation::Timers), which a driver carries out. The `codomyrmex-mcp`
+//! library provides the tokio/OS implementation and registers it as the default
 //! ([`DefaultPlatform`]); tests inject their own (a paused clock, failing entropy).
 //!
-//! This is not an executor or a timer wheel: each trait is the smallest seam a driver fills.
+//! This is not an executor or a timer wheel: each trait is the smallest seam a host fills.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,17 +18,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Runs the work the core hands out: background tasks, timers and blocking calls.
-pub trait Runtime: Send + Sync + 'static {
-    /// Runs `work` in the background until it ends.
-    fn spawn(&self, work: BoxFuture<'static, ()>);
-    /// A future that resolves at `deadline` (at once if it has passed).
-    fn sleep_until(&self, deadline: Instant) -> BoxFuture<'static, ()>;
-    /// Drives `work` to its end on a thread where it may block (a blocking pool), then
-    /// resolves. A panic in `work` resolves to `Err(())`.
-    fn run_blocking(&self, work: BoxFuture<'static, ()>) -> BoxFuture<'static, Result<(), ()>>;
-}
 
 /// The time the core works with: monotonic for deadlines and rate limits, wall time for
 /// what is shared or sealed (`requestState` expiry, task timestamps).
@@ -49,11 +40,9 @@ pub trait Entropy: Send + Sync + 'static {
     fn fill(&self, buf: &mut [u8]) -> Result<(), EntropyError>;
 }
 
-/// The three seams together, as an engine holds them.
+/// The two inputs together, as an engine holds them.
 #[derive(Clone)]
 pub struct Platform {
-    /// Spawning, timers and the blocking pool.
-    pub runtime: Arc<dyn Runtime>,
     /// Monotonic and wall time.
     pub time: Arc<dyn TimeSource>,
     /// Secure random bytes.
@@ -86,35 +75,16 @@ impl Platform {
             .clone()
     }
 
-    /// A platform that can do nothing: no spawning (task work fails), no timers (deadlines
-    /// never fire), blocking work inline, no entropy (sealing and tasks fail closed) and a
-    /// frozen clock. Only for programs that link the core without a runtime.
+    /// A platform with no entropy (sealing and tasks fail closed) and a frozen clock. Only
+    /// for programs that link the core without a host.
     pub fn unavailable() -> Platform {
         Platform {
-            runtime: Arc::new(NoRuntime),
             time: Arc::new(FrozenTime::starting_at(
                 fallback_origin(),
                 SystemTime::UNIX_EPOCH,
             )),
             entropy: Arc::new(NoEntropy),
         }
-    }
-}
-
-/// A [`Runtime`] that cannot run anything in the background.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoRuntime;
-
-impl Runtime for NoRuntime {
-    fn spawn(&self, _work: BoxFuture<'static, ()>) {
-        tracing::error!("no runtime is configured: background work was dropped");
-    }
-    fn sleep_until(&self, _deadline: Instant) -> BoxFuture<'static, ()> {
-        Box::pin(std::future::pending())
-    }
-    fn run_blocking(&self, work: BoxFuture<'static, ()>) -> BoxFuture<'static, Result<(), ()>> {
-        // Inline, on the caller's thread.
-        Box::pin(crate::util::catch_unwind(work))
     }
 }
 
@@ -185,21 +155,6 @@ impl TimeSource for FrozenTime {
     }
 }
 
-/// Runs `work` on `runtime`'s blocking pool and returns its output; `Err(())` if it panicked
-/// or the runtime dropped it.
-pub(crate) async fn blocking<T: Send + 'static>(
-    runtime: &dyn Runtime,
-    work: impl Future<Output = T> + Send + 'static,
-) -> Result<T, ()> {
-    let (tx, rx) = futures_channel::oneshot::channel();
-    runtime
-        .run_blocking(Box::pin(async move {
-            let _ = tx.send(work.await);
-        }))
-        .await?;
-    rx.await.map_err(|_| ())
-}
-
 /// The origin of tests' virtual clocks: read once; tests move time by adding to it.
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)]
@@ -208,29 +163,13 @@ pub(crate) fn test_origin() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
-/// The platform of the core's own tests: tokio's test runtime (so `start_paused` tests run
-/// on virtual time), tokio's clock, and counting entropy (distinct, deterministic ids).
+/// The platform of the core's own tests: tokio's clock (so `start_paused` tests run on virtual
+/// time) and counting entropy (distinct, deterministic ids).
 #[cfg(test)]
 pub(crate) mod testing {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;
-
-    pub(crate) struct TokioTestRuntime;
-
-    impl Runtime for TokioTestRuntime {
-        fn spawn(&self, work: BoxFuture<'static, ()>) {
-            tokio::spawn(work);
-        }
-        fn sleep_until(&self, deadline: Instant) -> BoxFuture<'static, ()> {
-            Box::pin(tokio::time::sleep_until(deadline.into()))
-        }
-        fn run_blocking(&self, work: BoxFuture<'static, ()>) -> BoxFuture<'static, Result<(), ()>> {
-            let handle = tokio::runtime::Handle::current();
-            let join = tokio::task::spawn_blocking(move || handle.block_on(work));
-            Box::pin(async move { join.await.map_err(|_| ()) })
-        }
-    }
 
     pub(crate) struct TokioTime;
 
@@ -264,7 +203,6 @@ pub(crate) mod testing {
         static ENTROPY: std::sync::LazyLock<Arc<CountingEntropy>> =
             std::sync::LazyLock::new(|| Arc::new(CountingEntropy(AtomicU64::new(1))));
         Platform {
-            runtime: Arc::new(TokioTestRuntime),
             time: Arc::new(TokioTime),
             entropy: ENTROPY.clone(),
         }

@@ -13,6 +13,7 @@ use codomyrmex_mcp::context::{MessageSink, NullSink};
 use codomyrmex_mcp::engine::{Engine, Handled, Session};
 use codomyrmex_mcp::prompts::PromptRequest;
 use codomyrmex_mcp::resources::ResourceRequest;
+use codomyrmex_mcp::runtime::Drive as _;
 use codomyrmex_mcp::wire::{IncomingMessage, OutgoingMessage, RequestId, ResourceContents};
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
@@ -437,8 +438,8 @@ async fn a_flood_of_cancellations_stops_everything_and_leaks_nothing() {
         let modern = id % 2 == 0;
         let m = request(1000 + id, "tools/call", json!({"name": "wait"}), modern);
         match f.engine.handle(&session, m, &sink) {
-            Handled::Pending(fut) => {
-                work.spawn(fut);
+            h @ Handled::Invoke(_) => {
+                work.spawn(codomyrmex_mcp::runtime::drive(h));
             }
             other => panic!("pending work expected, got {other:?}"),
         }

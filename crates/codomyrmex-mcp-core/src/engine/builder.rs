@@ -15,7 +15,7 @@ use super::mrtr::Sealer;
 use super::policy::{ExecutionPolicy, Gate};
 use super::{Engine, Shared, TaskConfig, tasks};
 use crate::config::McpServerConfig;
-use crate::platform::{Entropy, Platform, Runtime, TimeSource};
+use crate::platform::{Entropy, Platform, TimeSource};
 use crate::prompts::McpPromptRegistry;
 use crate::registry::McpToolRegistry;
 use crate::resources::McpResourceRegistry;
@@ -30,7 +30,6 @@ pub struct EngineBuilder {
     pub(super) prompts: Option<Arc<McpPromptRegistry>>,
     pub(super) tasks: TaskConfig,
     pub(super) sealer: Option<Arc<Sealer>>,
-    pub(super) runtime: Option<Arc<dyn Runtime>>,
     pub(super) time: Option<Arc<dyn TimeSource>>,
     pub(super) entropy: Option<Arc<dyn Entropy>>,
 }
@@ -62,18 +61,9 @@ impl EngineBuilder {
         self
     }
 
-    /// Runs on `platform`: its runtime, time source and entropy (see the three methods below).
+    /// Runs on `platform`: its time source and entropy (see the two methods below).
     pub fn platform(self, platform: Platform) -> Self {
-        self.runtime(platform.runtime)
-            .time_source(platform.time)
-            .entropy(platform.entropy)
-    }
-
-    /// Runs background work, timers and blocking handlers on `runtime` instead of the
-    /// default platform's ([`Platform::default_platform`]).
-    pub fn runtime(mut self, runtime: Arc<dyn Runtime>) -> Self {
-        self.runtime = Some(runtime);
-        self
+        self.time_source(platform.time).entropy(platform.entropy)
     }
 
     /// Takes monotonic and wall time from `time` instead of the default platform's: rate
@@ -97,7 +87,6 @@ impl EngineBuilder {
     fn resolved_platform(&self) -> Platform {
         let default = Platform::default_platform();
         Platform {
-            runtime: self.runtime.clone().unwrap_or(default.runtime),
             time: self.time.clone().unwrap_or(default.time),
             entropy: self.entropy.clone().unwrap_or(default.entropy),
         }
@@ -122,7 +111,6 @@ impl EngineBuilder {
             prompts,
             tasks: _,
             sealer,
-            runtime: _,
             time: _,
             entropy: _,
         } = self;

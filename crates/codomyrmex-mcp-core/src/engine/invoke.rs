@@ -1,5 +1,6 @@
 //! How the outcome of a policed invocation reads on the wire, per handler kind, and
-//! `completion/complete`, whose completers run under the same [`ExecutionPolicy`].
+//! `completion/complete`, whose completers leave the engine as [`Invocation`]s like every other
+//! handler.
 //!
 //! A tool's refusal or failure is a tool-level failure (`isError: true` with an
 //! `McpErrorDetail`); every other kind answers with a JSON-RPC error. No message carries panic
@@ -11,8 +12,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::policy::{ExecutionPolicy, Failure, HandlerKind, Refusal};
+use super::policy::{Failure, HandlerKind, Refusal};
 use super::{Engine, Handled, RequestScope, Session, error};
+use crate::invocation::Invocation;
 use crate::resources::Completer;
 use crate::schema::McpErrorDetail;
 use crate::wire::{ErrorObject, RequestId};
@@ -162,34 +164,31 @@ impl Engine {
         };
         let partial = partial.to_owned();
         let engine = self.clone();
-        Handled::Pending(Box::pin(async move {
-            let cancel = guard.token();
-            let _guard = guard;
-            let runtime = engine.shared.platform.runtime.clone();
-            let work = async move {
-                let run = async move { completer(&partial, &context) };
-                match crate::platform::blocking(runtime.as_ref(), run).await {
-                    Ok(values) => values,
-                    // Re-raised here so that the policy's unwind guard reports it.
-                    Err(()) => std::panic::resume_unwind(Box::new("a completer panicked")),
-                }
-            };
-            let timeout = engine.shared.config.tool_timeout;
-            let result = match ExecutionPolicy::run(
-                engine.shared.platform.runtime.as_ref(),
-                engine.shared.platform.time.as_ref(),
-                ticket,
-                Some(timeout),
-                &cancel,
-                work,
-            )
-            .await?
-            {
-                Ok(values) => Ok(completion(values)),
-                Err(failure) => Err(failure_error(HandlerKind::Completer, "Completion", failure)),
-            };
-            Some(engine.respond(id, result, &scope))
-        }))
+        let cancel = guard.token();
+        // A plain function: the driver runs it on a blocking thread, so a slow one does not
+        // stall a runtime worker.
+        let work = async move { completer(&partial, &context) };
+        let timeout = self.shared.config.tool_timeout;
+        let invocation = Invocation::new(
+            HandlerKind::Completer,
+            name,
+            Some(timeout),
+            cancel,
+            ticket,
+            work,
+            move |values| {
+                let _guard = guard;
+                let result = match values {
+                    Ok(values) => Ok(completion(values)),
+                    Err(None) => return None,
+                    Err(Some(failure)) => {
+                        Err(failure_error(HandlerKind::Completer, "Completion", failure))
+                    }
+                };
+                Some(engine.respond(id, result, &scope))
+            },
+        );
+        Handled::Invoke(invocation.blocking(true))
     }
 }
 

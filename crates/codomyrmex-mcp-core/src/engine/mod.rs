@@ -1,17 +1,20 @@
 //! The protocol engine: MCP semantics with no I/O.
 //!
 //! The engine takes decoded [`IncomingMessage`]s and a [`Session`], and returns what to send
-//! back ([`Handled`]). Work that must wait (a tool call) comes back as a future for the
-//! transport to drive; dropping that future cancels the work. Notifications produced while a
+//! back ([`Handled`]). A handler call comes back as an [`Invocation`] value for a driver to
+//! carry out; dropping it cancels the work. Time-driven state (task TTLs, the orphan check)
+//! is [`Engine::poll_timeout`] and [`Engine::handle_timeout`]. Notifications produced while a
 //! request runs go to the [`MessageSink`] the transport passed in with the request.
 //!
-//! The engine never touches sockets, pipes, HTTP, the clock or a runtime: spawning, timers
-//! and time come from its [`Platform`](crate::platform::Platform). Both
+//! The engine never touches sockets, pipes, HTTP or a runtime, and cannot spawn or sleep;
+//! time and entropy come in from its [`Platform`](crate::platform::Platform). Both
 //! protocol eras share it: a request carrying modern `_meta` is served statelessly under
 //! `2026-07-28`; an `initialize` request opens a legacy session on the [`Session`] it arrived on.
 
 mod builder;
 mod events;
+#[cfg(test)]
+mod invocation_tests;
 mod invoke;
 mod limits;
 mod listen;
@@ -22,6 +25,8 @@ mod resources;
 mod results;
 mod session;
 pub(crate) mod tasks;
+#[cfg(test)]
+pub(crate) mod test_driver;
 mod tools;
 
 use std::sync::Arc;
@@ -40,6 +45,7 @@ use crate::wire::{
     ProtocolVersion, RequestId,
 };
 
+use crate::invocation::Invocation;
 pub use builder::EngineBuilder;
 pub use events::{EventStream, ServerEvent};
 use mrtr::{Binding, RoundTrip, Sealer};
@@ -68,8 +74,14 @@ pub enum Handled {
     Nothing,
     /// Send this now.
     Reply(OutgoingMessage),
-    /// Drive this future; send what it yields, if anything. Dropping it cancels the work.
+    /// Drive this future; send what it yields, if anything. Dropping it cancels the work. Only
+    /// for waits that are no handler call: a `subscriptions/listen` stream, a `tasks/result`
+    /// wait, a `resources/list` page asked of the registry's listers.
     Pending(BoxFuture<'static, Option<OutgoingMessage>>),
+    /// Carry out this handler call (see [`Invocation`]); send what its completion returns.
+    Invoke(Invocation),
+    /// A JSON-RPC batch: settle each in order, and send what they yield as one batch.
+    Batch(Vec<Handled>),
 }
 
 impl std::fmt::Debug for Handled {
@@ -78,17 +90,8 @@ impl std::fmt::Debug for Handled {
             Self::Nothing => f.write_str("Nothing"),
             Self::Reply(m) => f.debug_tuple("Reply").field(m).finish(),
             Self::Pending(_) => f.write_str("Pending(..)"),
-        }
-    }
-}
-
-impl Handled {
-    /// Resolves to the message to send, awaiting pending work.
-    pub async fn into_message(self) -> Option<OutgoingMessage> {
-        match self {
-            Self::Nothing => None,
-            Self::Reply(m) => Some(m),
-            Self::Pending(f) => f.await,
+            Self::Invoke(i) => f.debug_tuple("Invoke").field(i).finish(),
+            Self::Batch(b) => f.debug_tuple("Batch").field(b).finish(),
         }
     }
 }
@@ -159,7 +162,6 @@ impl Engine {
             prompts: None,
             tasks: TaskConfig::default(),
             sealer: None,
-            runtime: None,
             time: None,
             entropy: None,
         }
@@ -176,7 +178,6 @@ impl Engine {
             prompts: s.prompts.clone(),
             tasks: s.tasks.config().clone(),
             sealer: Some(s.sealer.clone()),
-            runtime: Some(s.platform.runtime.clone()),
             time: Some(s.platform.time.clone()),
             entropy: Some(s.platform.entropy.clone()),
         }
@@ -342,15 +343,19 @@ impl Engine {
                 Err(e) => Handled::Reply(e.to_response()),
             })
             .collect();
-        Handled::Pending(Box::pin(async move {
-            let mut out = Vec::new();
-            for h in handled {
-                if let Some(m) = h.into_message().await {
-                    out.push(m);
-                }
-            }
-            (!out.is_empty()).then_some(OutgoingMessage::Batch(out))
-        }))
+        Handled::Batch(handled)
+    }
+
+    /// The earliest instant [`handle_timeout`](Self::handle_timeout) has work (a task's TTL,
+    /// the orphan check of 2025-11-25 tasks), if any. Re-read after every `handle`.
+    pub fn poll_timeout(&self) -> Option<std::time::Instant> {
+        crate::invocation::TimerHost::poll_timeout(self.shared.tasks.as_ref())
+    }
+
+    /// Fires what is due at `now`: expires tasks past their TTL, and stops the running
+    /// 2025-11-25 tasks whose session is gone. Nothing due: nothing happens.
+    pub fn handle_timeout(&self, now: std::time::Instant) {
+        crate::invocation::TimerHost::handle_timeout(self.shared.tasks.as_ref(), now);
     }
 
     /// Handles one message.

@@ -9,44 +9,25 @@
 //!    [`Refusal::Overloaded`]) and a rate-limit token ([`Refusal::RateLimited`]). Because the
 //!    slot is taken before any future exists, a transport never holds more pending work than
 //!    the gate admits, however fast requests arrive.
-//! 2. **Execution** ([`ExecutionPolicy::run`]): a concurrency permit (waited for, cancellably),
-//!    then the handler's future under its deadline, the request's cancellation token and an
-//!    unwind guard. A panic becomes [`Failure::Panicked`], an overrun [`Failure::TimedOut`];
-//!    either costs only that request.
+//! 2. **Execution**, by a driver outside the core: the admitted call leaves the engine as an
+//!    [`Invocation`](crate::invocation::Invocation) (kind, name, deadline, cancellation token,
+//!    admission, the handler's own future), and the driver waits for a permit, runs the future
+//!    under the deadline and an unwind guard, and reports a panic as [`Failure::Panicked`], an
+//!    overrun as [`Failure::TimedOut`]; either costs only that request.
 //!
-//! This is the runtime side of the sans-IO split: the engine decides *what* to invoke (kind,
-//! name, deadline), this module is how a driver runs it. It is not where errors are worded:
-//! each handler kind maps [`Refusal`] and [`Failure`] onto its own wire shape (a tool failure
-//! result, or a JSON-RPC error).
+//! The engine decides *what* to invoke, the driver *how*. This module is not where errors are
+//! worded: each handler kind maps [`Refusal`] and [`Failure`] onto its own wire shape (a tool
+//! failure result, or a JSON-RPC error).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_lock::{Semaphore, SemaphoreGuardArc};
-use futures_util::FutureExt as _;
+use async_lock::Semaphore;
 
-use crate::platform::Runtime;
 use crate::platform::TimeSource;
-use crate::sync::CancellationToken;
 
 use super::limits::RateLimiter;
-use crate::util::catch_unwind;
-
-/// What kind of handler an invocation runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HandlerKind {
-    /// A `tools/call`.
-    Tool,
-    /// A `resources/read`, of a static resource or a template.
-    Resource,
-    /// A `prompts/get`.
-    Prompt,
-    /// A `completion/complete`, for a prompt argument or a template variable.
-    Completer,
-    /// The background work of a task-augmented `tools/call`.
-    Task,
-}
+pub use crate::invocation::{Failure, HandlerKind};
 
 /// The admission bound of one session (or of all stateless requests together): how many
 /// handlers run at once, and how many more may wait for a turn.
@@ -71,11 +52,7 @@ impl Gate {
 }
 
 /// An admitted invocation: holds its slot in the [`Gate`] until dropped.
-#[derive(Debug)]
-pub(crate) struct Ticket {
-    _slot: SemaphoreGuardArc,
-    permits: Arc<Semaphore>,
-}
+pub(crate) type Ticket = crate::invocation::Admission;
 
 /// Why an invocation was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,15 +61,6 @@ pub(crate) enum Refusal {
     Overloaded,
     /// The rate limit is exhausted; a token is available after this long.
     RateLimited(Duration),
-}
-
-/// How an admitted invocation failed without producing its handler's output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
-    /// It did not finish within its deadline and was cancelled.
-    TimedOut(Duration),
-    /// The handler panicked.
-    Panicked,
 }
 
 /// The rules every handler invocation runs under. One per engine.
@@ -125,56 +93,10 @@ impl ExecutionPolicy {
             }
         };
         checked.map_err(Refusal::RateLimited)?;
-        Ok(Ticket {
+        Ok(crate::invocation::Admission {
             _slot: slot,
             permits: gate.permits.clone(),
         })
-    }
-
-    /// Runs `work` for an admitted invocation: waits for a permit, then runs it under
-    /// `deadline` (none: unbounded here) and an unwind guard, with `runtime`'s timer and
-    /// `time`'s clock. `None` when `cancel` fired first; on a timeout `cancel` is cancelled,
-    /// so the handler's context sees it.
-    pub(crate) async fn run<F: Future>(
-        runtime: &dyn Runtime,
-        time: &dyn TimeSource,
-        ticket: Ticket,
-        deadline: Option<Duration>,
-        cancel: &CancellationToken,
-        work: F,
-    ) -> Option<Result<F::Output, Failure>> {
-        if cancel.is_cancelled() {
-            return None;
-        }
-        // A free permit is taken at once; only a full gate waits, cancellably.
-        let _permit = match ticket.permits.try_acquire_arc() {
-            Some(p) => p,
-            None => futures_util::select_biased! {
-                () = cancel.cancelled().fuse() => return None,
-                p = ticket.permits.acquire_arc().fuse() => p,
-            },
-        };
-        let guarded = catch_unwind(work).fuse();
-        futures_util::pin_mut!(guarded);
-        let outcome = match deadline {
-            None => futures_util::select_biased! {
-                () = cancel.cancelled().fuse() => return None,
-                r = guarded => r,
-            },
-            Some(limit) => {
-                let timer = runtime.sleep_until(time.now() + limit).fuse();
-                futures_util::pin_mut!(timer);
-                futures_util::select_biased! {
-                    () = cancel.cancelled().fuse() => return None,
-                    r = guarded => r,
-                    () = timer => {
-                        cancel.cancel();
-                        return Some(Err(Failure::TimedOut(limit)));
-                    }
-                }
-            }
-        };
-        Some(outcome.map_err(|()| Failure::Panicked))
     }
 }
 
@@ -184,8 +106,7 @@ mod tests {
 
     use super::*;
     use crate::config::RateLimit;
-
-    use crate::platform::testing::{TokioTestRuntime, TokioTime};
+    use crate::platform::testing::TokioTime;
 
     fn policy(global: Option<RateLimit>) -> ExecutionPolicy {
         ExecutionPolicy::new(
@@ -194,47 +115,8 @@ mod tests {
         )
     }
 
-    async fn run<F: Future>(
-        ticket: Ticket,
-        deadline: Option<Duration>,
-        cancel: &CancellationToken,
-        work: F,
-    ) -> Option<Result<F::Output, Failure>> {
-        ExecutionPolicy::run(
-            &TokioTestRuntime,
-            &TokioTime,
-            ticket,
-            deadline,
-            cancel,
-            work,
-        )
-        .await
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_panic_and_an_overrun_cost_only_their_own_invocation() {
-        let p = policy(None);
-        let gate = Gate::new(1, 0);
-        let cancel = CancellationToken::new();
-        let t = p.admit(&gate, HandlerKind::Completer, "c").unwrap();
-        let r: Option<Result<(), Failure>> = run(t, None, &cancel, async { panic!("boom") }).await;
-        assert_eq!(r, Some(Err(Failure::Panicked)));
-
-        let t = p.admit(&gate, HandlerKind::Prompt, "p").unwrap();
-        let limit = Duration::from_secs(5);
-        let r = run(t, Some(limit), &cancel, std::future::pending::<()>()).await;
-        assert_eq!(r, Some(Err(Failure::TimedOut(limit))));
-        assert!(cancel.is_cancelled(), "a timeout cancels the request");
-
-        // The permit and slot came back both times.
-        let cancel = CancellationToken::new();
-        let t = p.admit(&gate, HandlerKind::Resource, "r").unwrap();
-        let r = run(t, Some(limit), &cancel, async { 7 }).await;
-        assert_eq!(r, Some(Ok(7)));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn past_the_waiting_bound_admission_is_refused_at_once() {
+    #[test]
+    fn past_the_waiting_bound_admission_is_refused_at_once() {
         let p = policy(None);
         let gate = Gate::new(1, 1);
         let running = p.admit(&gate, HandlerKind::Tool, "t").unwrap();
@@ -243,40 +125,13 @@ mod tests {
             p.admit(&gate, HandlerKind::Prompt, "p").unwrap_err(),
             Refusal::Overloaded
         );
-        // The waiting one runs once the running one is done, and a cancelled wait ends.
-        let (release, hold) = tokio::sync::oneshot::channel::<()>();
-        let cancel = CancellationToken::new();
-        let first = tokio::spawn({
-            let cancel = cancel.clone();
-            async move { run(running, None, &cancel, hold).await }
-        });
-        tokio::task::yield_now().await;
-        let other = CancellationToken::new();
-        let second = tokio::spawn({
-            let other = other.clone();
-            async move { run(waiting, None, &other, async { 2 }).await }
-        });
-        tokio::task::yield_now().await;
-        assert!(!second.is_finished(), "it waits for the permit");
-        release.send(()).unwrap();
-        assert!(matches!(first.await.unwrap(), Some(Ok(Ok(())))));
-        assert_eq!(second.await.unwrap(), Some(Ok(2)));
+        // One permit: the running one holds it, the waiting one gets none until it is back.
+        let permit = running.try_permit().unwrap();
+        assert!(waiting.try_permit().is_none());
+        drop(permit);
+        assert!(waiting.try_permit().is_some());
+        drop(running);
         assert!(p.admit(&gate, HandlerKind::Prompt, "p").is_ok());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_wait_for_a_permit_ends_when_the_request_is_cancelled() {
-        let p = policy(None);
-        let gate = Gate::new(1, 1);
-        let _running = {
-            let t = p.admit(&gate, HandlerKind::Tool, "t").unwrap();
-            let _permit = t.permits.try_acquire_arc().unwrap();
-            (t, _permit)
-        };
-        let waiting = p.admit(&gate, HandlerKind::Task, "t").unwrap();
-        let cancel = CancellationToken::new();
-        cancel.cancel();
-        assert_eq!(run(waiting, None, &cancel, async { 1 }).await, None);
     }
 
     #[test]

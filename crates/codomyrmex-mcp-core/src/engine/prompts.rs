@@ -96,42 +96,46 @@ impl Engine {
         };
         let engine = self.clone();
         let session = session.clone();
-        Handled::Pending(Box::pin(async move {
-            let Prepared {
-                guard,
-                context,
-                round,
-                cancel,
-            } = prepared;
-            let _guard = guard;
-            let request = crate::prompts::PromptRequest { arguments, context };
-            // The handler is called inside the guarded future, so a panic while it builds its
-            // future is caught too.
-            let render = async move { prompt.handler.get(request).await };
-            let timeout = engine.shared.config.tool_timeout;
-            let got = ExecutionPolicy::run(
-                engine.shared.platform.runtime.as_ref(),
-                engine.shared.platform.time.as_ref(),
-                ticket,
-                Some(timeout),
-                &cancel,
-                render,
-            )
-            .await?;
-            let outcome = engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
-            let result = match (outcome, got) {
-                (Some(r), _) => r,
-                (None, Err(failure)) => Err(invoke::failure_error(
-                    HandlerKind::Prompt,
-                    &format!("Prompt {name}"),
-                    failure,
-                )),
-                (None, Ok(Ok(rendered))) => serde_json::to_value(rendered)
-                    .map_err(|_| ErrorObject::internal("Prompt result could not be encoded"))
-                    .and_then(|v| engine.cap_result(v)),
-                (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
-            };
-            Some(engine.respond(id, result, &scope))
-        }))
+        let Prepared {
+            guard,
+            context,
+            round,
+            cancel,
+        } = prepared;
+        let request = crate::prompts::PromptRequest { arguments, context };
+        // The handler is called inside the work, so a panic while it builds its future is
+        // caught too.
+        let render = async move { prompt.handler.get(request).await };
+        let timeout = self.shared.config.tool_timeout;
+        Handled::Invoke(Invocation::new(
+            HandlerKind::Prompt,
+            name.clone(),
+            Some(timeout),
+            cancel,
+            ticket,
+            render,
+            move |got| {
+                let _guard = guard;
+                if matches!(got, Err(None)) {
+                    return None;
+                }
+                let outcome =
+                    engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
+                let result = match (outcome, got) {
+                    (Some(r), _) => r,
+                    (None, Err(None)) => return None,
+                    (None, Err(Some(failure))) => Err(invoke::failure_error(
+                        HandlerKind::Prompt,
+                        &format!("Prompt {name}"),
+                        failure,
+                    )),
+                    (None, Ok(Ok(rendered))) => serde_json::to_value(rendered)
+                        .map_err(|_| ErrorObject::internal("Prompt result could not be encoded"))
+                        .and_then(|v| engine.cap_result(v)),
+                    (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
+                };
+                Some(engine.respond(id, result, &scope))
+            },
+        ))
     }
 }

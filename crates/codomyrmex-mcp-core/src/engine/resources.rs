@@ -50,45 +50,53 @@ impl Engine {
         };
         let engine = self.clone();
         let session = session.clone();
-        Handled::Pending(Box::pin(async move {
-            let Prepared {
-                guard,
-                context,
-                round,
-                cancel,
-            } = prepared;
-            let _guard = guard;
-            let timeout = engine.shared.config.tool_timeout;
-            let read = ExecutionPolicy::run(
-                engine.shared.platform.runtime.as_ref(),
-                engine.shared.platform.time.as_ref(),
-                ticket,
-                Some(timeout),
-                &cancel,
-                resources.read(&uri, context),
-            )
-            .await?;
-            let outcome = engine.round_outcome(&session, "resources/read", &uri, round.as_deref());
-            let result = match (outcome, read) {
-                (Some(Err(e)), _) => Err(e),
-                (Some(Ok(input_required)), _) => Ok(input_required),
-                (None, Err(failure)) => Err(invoke::failure_error(
-                    HandlerKind::Resource,
-                    "Reading the resource",
-                    failure,
-                )),
-                (None, Ok(Ok(contents))) => {
-                    let mut obj = Map::new();
-                    obj.insert(
-                        "contents".into(),
-                        serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
-                    );
-                    engine.cap_result(engine.cacheable(obj, &scope))
+        let Prepared {
+            guard,
+            context,
+            round,
+            cancel,
+        } = prepared;
+        let timeout = self.shared.config.tool_timeout;
+        let read = {
+            let uri = uri.clone();
+            async move { resources.read(&uri, context).await }
+        };
+        Handled::Invoke(Invocation::new(
+            HandlerKind::Resource,
+            uri.clone(),
+            Some(timeout),
+            cancel,
+            ticket,
+            read,
+            move |read| {
+                let _guard = guard;
+                if matches!(read, Err(None)) {
+                    return None;
                 }
-                (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
-            };
-            Some(engine.respond(id, result, &scope))
-        }))
+                let outcome =
+                    engine.round_outcome(&session, "resources/read", &uri, round.as_deref());
+                let result = match (outcome, read) {
+                    (Some(Err(e)), _) => Err(e),
+                    (Some(Ok(input_required)), _) => Ok(input_required),
+                    (None, Err(None)) => return None,
+                    (None, Err(Some(failure))) => Err(invoke::failure_error(
+                        HandlerKind::Resource,
+                        "Reading the resource",
+                        failure,
+                    )),
+                    (None, Ok(Ok(contents))) => {
+                        let mut obj = Map::new();
+                        obj.insert(
+                            "contents".into(),
+                            serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
+                        );
+                        engine.cap_result(engine.cacheable(obj, &scope))
+                    }
+                    (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
+                };
+                Some(engine.respond(id, result, &scope))
+            },
+        ))
     }
 
     pub(super) fn resource_error(

@@ -162,7 +162,10 @@ impl Harness {
     /// Starts a request whose work is pending and drives it on its own task.
     fn spawn(&self, msg: Value) -> tokio::task::JoinHandle<Option<Value>> {
         match self.message(&msg) {
-            Handled::Pending(f) => tokio::spawn(async move { f.await.map(|m| wire(&m)) }),
+            h @ (Handled::Pending(_) | Handled::Invoke(_)) => {
+                let f = h.into_message();
+                tokio::spawn(async move { f.await.map(|m| wire(&m)) })
+            }
             other => panic!("expected pending work, got {other:?}"),
         }
     }
@@ -1479,11 +1482,13 @@ async fn cancellation_before_the_work_starts() {
     let hang = Hanging::register(&r, "hang", ToolSettings::default());
     let h = Harness::new(config(), r);
     h.init().await;
-    let Handled::Pending(fut) =
-        h.message(&json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hang"}}))
-    else {
-        panic!("pending work expected")
-    };
+    let handled =
+        h.message(&json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hang"}}));
+    assert!(
+        matches!(handled, Handled::Invoke(_)),
+        "an invocation expected"
+    );
+    let fut = handled.into_message();
     h.notify("notifications/cancelled", json!({"requestId": 5}));
     assert_eq!(fut.await, None);
     assert_eq!(hang.started.load(Ordering::SeqCst), 0, "the tool never ran");
@@ -1685,7 +1690,10 @@ async fn stateless_sessions_share_one_concurrency_bound() {
                 .engine
                 .handle_decoded(&session, decode(msg.to_string().as_bytes()), &h.sink)
             {
-                Handled::Pending(f) => tokio::spawn(async move { f.await.map(|m| wire(&m)) }),
+                h @ (Handled::Pending(_) | Handled::Invoke(_)) => {
+                    let f = h.into_message();
+                    tokio::spawn(async move { f.await.map(|m| wire(&m)) })
+                }
                 other => panic!("expected pending work, got {other:?}"),
             }
         })

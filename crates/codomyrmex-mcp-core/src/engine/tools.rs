@@ -1,5 +1,5 @@
-//! `tools/list` and `tools/call`: paging the registry, running a call under the execution
-//! policy, and mapping its output onto `CallToolResult`.
+//! `tools/list` and `tools/call`: paging the registry, handing a call out as an
+//! [`Invocation`], and mapping its output onto `CallToolResult`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,48 +99,50 @@ impl Engine {
         }
         let engine = self.clone();
         let session = session.clone();
-        Handled::Pending(Box::pin(async move {
-            let Prepared {
-                guard,
-                context,
-                round,
-                cancel,
-            } = prepared;
-            let _guard = guard;
-            let timeout = engine.tool_timeout(&tool, &name);
-            let run = tool.invoke(arguments, context);
-            let output = match ExecutionPolicy::run(
-                engine.shared.platform.runtime.as_ref(),
-                engine.shared.platform.time.as_ref(),
-                ticket,
-                Some(timeout),
-                &cancel,
-                run,
-            )
-            .await?
-            {
-                Ok(output) => output,
-                Err(failure) => ToolOutput::failure(invoke::tool_failure(&name, failure)),
-            };
-            let result = match engine.round_outcome(&session, "tools/call", &name, round.as_deref())
-            {
-                Some(Err(e)) => {
-                    return Some(OutgoingMessage::Error {
-                        id: Some(id),
-                        error: e,
-                    });
-                }
-                Some(Ok(input_required)) => input_required,
-                None => {
-                    let result = engine.call_tool_result(&tool, output, &scope);
-                    engine.cap_tool_result(&tool, &name, result, &scope)
-                }
-            };
-            Some(OutgoingMessage::Response {
-                id,
-                result: engine.finish_result(result, &scope),
-            })
-        }))
+        let Prepared {
+            guard,
+            context,
+            round,
+            cancel,
+        } = prepared;
+        let timeout = self.tool_timeout(&tool, &name);
+        let blocking = tool.settings.blocking;
+        let run = tool.clone().invoke_owned(arguments, context);
+        let invocation = Invocation::new(
+            HandlerKind::Tool,
+            name.clone(),
+            Some(timeout),
+            cancel,
+            ticket,
+            run,
+            move |outcome| {
+                let _guard = guard;
+                let output = match outcome {
+                    Ok(output) => output,
+                    Err(None) => return None,
+                    Err(Some(failure)) => ToolOutput::failure(invoke::tool_failure(&name, failure)),
+                };
+                let result =
+                    match engine.round_outcome(&session, "tools/call", &name, round.as_deref()) {
+                        Some(Err(e)) => {
+                            return Some(OutgoingMessage::Error {
+                                id: Some(id),
+                                error: e,
+                            });
+                        }
+                        Some(Ok(input_required)) => input_required,
+                        None => {
+                            let result = engine.call_tool_result(&tool, output, &scope);
+                            engine.cap_tool_result(&tool, &name, result, &scope)
+                        }
+                    };
+                Some(OutgoingMessage::Response {
+                    id,
+                    result: engine.finish_result(result, &scope),
+                })
+            },
+        );
+        Handled::Invoke(invocation.blocking(blocking))
     }
 
     /// The deadline of a call to `tool`: its own setting, else the per-name one, else

@@ -152,7 +152,9 @@ pub struct ToolSettings {
     /// Whether a call may run as a task (see [`TaskSupport`]).
     pub task_support: TaskSupport,
     /// The handler blocks its thread (synchronous file or network I/O, heavy computation).
-    /// Each call then runs on the runtime's blocking pool, so it holds up no other request.
+    /// Each call the engine hands out then runs on the driver's blocking pool (tokio's, in
+    /// `codomyrmex-mcp`), so it holds up no other request. [`McpToolRegistry::execute`] runs
+    /// it on the caller's task.
     ///
     /// Handlers run on the server's runtime otherwise, and one that blocks there stalls the
     /// worker it runs on, and with it the I/O that worker drives: `ping` and other calls
@@ -721,8 +723,8 @@ impl McpToolRegistry {
     /// Executes a call: looks the tool up, validates the arguments and runs the handler.
     ///
     /// Never panics and never returns an invalid result: an unknown tool, invalid arguments, a
-    /// handler error or a handler panic all become failures. Works on every tokio runtime
-    /// flavour.
+    /// handler error or a handler panic all become failures. Runs on the caller's task, with
+    /// no deadline: a blocking tool blocks the caller's thread here.
     pub async fn execute(&self, call: &McpToolCall) -> McpToolResult {
         match self.lookup(&call.tool_name) {
             None => McpToolResult::failure(tool_not_found(&call.tool_name)),
@@ -750,24 +752,33 @@ pub(crate) fn tool_not_found(name: &str) -> McpErrorDetail {
 }
 
 impl RegisteredTool {
-    /// Validates the arguments and runs the handler, catching panics.
+    /// Validates the arguments and runs the handler, catching panics, on the caller's task
+    /// (the core has no blocking pool: the engine's driver moves a blocking tool's whole
+    /// invocation to one).
     pub(crate) async fn invoke(&self, arguments: JsonObject, context: ToolContext) -> ToolOutput {
-        self.try_invoke(arguments, context)
-            .await
-            .unwrap_or_else(|| {
-                ToolOutput::failure(McpErrorDetail::new(
-                    "InternalError",
-                    format!(
-                        "Tool {} failed with an internal error",
-                        self.definition.name
-                    ),
-                ))
-            })
+        self.run(arguments, context).await.unwrap_or_else(|| {
+            ToolOutput::failure(McpErrorDetail::new(
+                "InternalError",
+                format!(
+                    "Tool {} failed with an internal error",
+                    self.definition.name
+                ),
+            ))
+        })
     }
 
-    /// Like [`invoke`](Self::invoke), but a handler panic is `None` (tasks report it as a
-    /// protocol error rather than a tool error).
-    pub(crate) async fn try_invoke(
+    /// [`invoke`](Self::invoke) as an owned future.
+    pub(crate) async fn invoke_owned(
+        self: Arc<Self>,
+        arguments: JsonObject,
+        context: ToolContext,
+    ) -> ToolOutput {
+        self.invoke(arguments, context).await
+    }
+
+    /// Validates and runs the handler; `None` if it panicked (tasks report that as a protocol
+    /// error rather than a tool error).
+    pub(crate) async fn run(
         &self,
         arguments: JsonObject,
         context: ToolContext,
@@ -803,17 +814,7 @@ impl RegisteredTool {
             tracing::warn!(tool = %self.definition.name, deprecated_in = %version, "a deprecated tool was called");
         }
         let context = context.with_tool_name(&self.definition.name);
-        let fut = catch_unwind(self.handler.clone().call(arguments, context));
-        let outcome = if self.settings.blocking {
-            // Off the runtime's workers. A panic is caught inside; the run fails only if the
-            // runtime shuts down, which ends the call like a panic would.
-            let runtime = crate::platform::Platform::default_platform().runtime;
-            crate::platform::blocking(runtime.as_ref(), fut)
-                .await
-                .unwrap_or(Err(()))
-        } else {
-            fut.await
-        };
+        let outcome = catch_unwind(self.handler.clone().call(arguments, context)).await;
         let output = match outcome {
             Ok(output) => output,
             Err(()) => {

@@ -177,7 +177,8 @@ where
                             break Ok(());
                         }
                     }
-                    Handled::Pending(fut) => {
+                    fut => {
+                        let fut = crate::runtime::drive(fut);
                         let tx = tx.clone();
                         tasks.spawn(async move {
                             if let Some(m) = fut.await {

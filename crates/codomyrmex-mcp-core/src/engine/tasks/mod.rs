@@ -35,7 +35,7 @@ use futures_channel::oneshot;
 use futures_util::FutureExt as _;
 use serde_json::{Map, Value, json};
 
-use crate::platform::{Platform, TimeSource};
+use crate::platform::TimeSource;
 use crate::sync::{CancellationToken, Generation};
 
 use super::session::{Session, SessionRequester};
@@ -48,6 +48,8 @@ mod runner;
 mod store;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timer_tests;
 
 pub(crate) use store::TaskStore;
 use store::*;
@@ -492,26 +494,19 @@ impl TaskEntry {
 }
 
 /// How often a 2025-11-25 task checks that its session is still there.
+/// How often the store looks for 2025-11-25 tasks whose session is gone.
 const SESSION_CHECK: Duration = Duration::from_secs(2);
 
-/// Resolves when a 2025-11-25 task's session is gone; never for a 2026-07-28 task.
-async fn orphaned(owner: &Owner, platform: &Platform) {
-    match owner {
-        Owner::Legacy { session, .. } => loop {
-            platform
-                .runtime
-                .sleep_until(platform.time.now() + SESSION_CHECK)
-                .await;
-            if session.strong_count() == 0 {
-                return;
-            }
-        },
-        Owner::Modern { .. } => std::future::pending().await,
+impl Owner {
+    /// Whether the task belonged to a session that is gone (2025-11-25 tasks only).
+    fn is_orphaned(&self) -> bool {
+        match self {
+            Self::Legacy { session, .. } => session.strong_count() == 0,
+            Self::Modern { .. } => false,
+        }
     }
 }
 
-/// A 2025-11-25 task's server-to-client requests, through its session while that lasts (a task
-/// does not keep its session alive).
 struct WeakRequester(Weak<Session>);
 
 impl ClientRequester for WeakRequester {

@@ -1,14 +1,10 @@
 //! Running a task: the link a tool's context uses for input, deciding whether a call
 //! becomes a task, and driving its work in the background until it ends or expires.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::FutureExt as _;
 use serde_json::{Map, Value, json};
 
 use super::*;
@@ -17,9 +13,10 @@ use crate::context::{
     ClientRequestError, ClientRequester, InputMode, InputRequest, MessageSink, TaskInput,
 };
 use crate::engine::mrtr::RoundTrip;
-use crate::engine::policy::{ExecutionPolicy, Failure, Ticket};
+use crate::engine::policy::{Failure, HandlerKind, Ticket};
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, Prepared, RequestScope, error};
+use crate::invocation::{Detach, Invocation};
 use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
 use crate::sync::CancellationToken;
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
@@ -198,13 +195,6 @@ pub(in crate::engine) struct TaskPlan {
     pub(super) ttl: Duration,
 }
 
-/// Polls `f` once.
-pub(super) fn poll_once<F: Future + Unpin>(
-    f: &mut F,
-) -> impl Future<Output = Poll<F::Output>> + '_ {
-    std::future::poll_fn(move |cx| Poll::Ready(Pin::new(&mut *f).poll(cx)))
-}
-
 impl Engine {
     /// Decides whether a `tools/call` may become a task, or the error it deserves (`-32021`
     /// for a required-task tool without the extension on 2026-07-28; `-32601` on 2025-11-25
@@ -325,175 +315,161 @@ impl Engine {
         });
         let sink = legacy.then(|| entry.relay.clone() as Arc<dyn MessageSink>);
         let context = context.rebind(entry.cancel.clone(), sink, InputMode::Task(link.clone()));
-        let mut run = self.task_runner(tool.clone(), name.clone(), arguments, context, ticket);
+        // The tool's own timeout, if it has one; the task's TTL bounds the rest (the store's
+        // timers). A child token: a timeout stops this run without marking the task cancelled.
+        let timeout = tool
+            .settings
+            .timeout
+            .or_else(|| self.shared.config.tool_timeouts.get(&name).copied());
+        let run_cancel = entry.cancel.child_token();
+        let work = {
+            let tool = tool.clone();
+            async move { tool.run(arguments, context).await }
+        };
+        let blocking = tool.settings.blocking;
+        let invoked = name.clone();
+        let timers = self.shared.tasks.timers();
+        let config = self.shared.tasks.config.clone();
+        // Set once the answer went out as a task: the outcome then goes into the entry.
+        let detached = Arc::new(AtomicBool::new(legacy));
+        let plan = Arc::new(std::sync::Mutex::new(Some(plan)));
+        let guard = Arc::new(std::sync::Mutex::new(Some(guard)));
         let engine = self.clone();
-        let session = session.clone();
-        Handled::Pending(Box::pin(async move {
-            let _guard = guard;
-            let config = &engine.shared.tasks.config;
-            if legacy {
-                plan.reservation.commit(entry.clone());
-                let task = entry.json(config, false);
-                engine.drive_task(run, entry, tool, name, scope);
-                return Some(OutgoingMessage::Response {
-                    id,
-                    result: json!({"task": task}),
-                });
-            }
-            // The tool runs inline until it first waits: a call that finishes at once is
-            // answered as usual.
-            let first = futures_util::select_biased! {
-                () = request_cancel.cancelled().fuse() => {
-                    entry.cancel.cancel();
+        // Weak: background task work must not keep its session alive (the orphan check).
+        let session = Arc::downgrade(session);
+        let complete = {
+            let detached = detached.clone();
+            let entry = entry.clone();
+            let guard = guard.clone();
+            let plan = plan.clone();
+            let scope = scope.clone();
+            let id = id.clone();
+            move |outcome: Result<Option<ToolOutput>, Option<Failure>>| {
+                drop(lock(&guard).take());
+                let output = match outcome {
+                    Ok(output) => Some(output),
+                    Err(Some(Failure::TimedOut(t))) => Some(Some(ToolOutput::failure(
+                        crate::engine::invoke::timeout_error(&name, t),
+                    ))),
+                    Err(Some(_)) => Some(None),
+                    Err(None) => None,
+                };
+                if detached.load(Ordering::Acquire) {
+                    engine.record_task_outcome(&entry, output, &tool, &name, &scope);
                     return None;
                 }
-                p = poll_once(&mut run).fuse() => p,
+                drop(lock(&plan).take());
+                // Finished (or cancelled) before it first waited: answered as a call.
+                let output = output?.unwrap_or_else(|| {
+                    ToolOutput::failure(McpErrorDetail::new(
+                        "InternalError",
+                        format!("Tool {name} failed with an internal error"),
+                    ))
+                });
+                let session = session.upgrade()?;
+                let result =
+                    match engine.round_outcome(&session, "tools/call", &name, round.as_deref()) {
+                        Some(Err(e)) => {
+                            return Some(OutgoingMessage::Error {
+                                id: Some(id),
+                                error: e,
+                            });
+                        }
+                        Some(Ok(input_required)) => input_required,
+                        None => {
+                            let result = engine.call_tool_result(&tool, output, &scope);
+                            engine.cap_tool_result(&tool, &name, result, &scope)
+                        }
+                    };
+                Some(OutgoingMessage::Response {
+                    id,
+                    result: engine.finish_result(result, &scope),
+                })
+            }
+        };
+        let invocation = Invocation::new(
+            HandlerKind::Task,
+            invoked,
+            timeout,
+            run_cancel,
+            ticket,
+            work,
+            complete,
+        )
+        .blocking(blocking);
+        let store = self.shared.tasks.clone();
+        if legacy {
+            if let Some(plan) = lock(&plan).take() {
+                plan.reservation.commit(entry.clone(), &store);
+            }
+            drop(lock(&guard).take());
+            let task = entry.json(&config, false);
+            let reply = OutgoingMessage::Response {
+                id,
+                result: json!({"task": task}),
             };
-            let output = match first {
-                Poll::Ready(output) => output,
-                Poll::Pending => {
-                    link.start();
-                    plan.reservation.commit(entry.clone());
-                    let mut task = entry.json(config, false);
-                    task.insert("resultType".into(), json!("task"));
-                    engine.drive_task(run, entry, tool, name, scope.clone());
-                    return Some(OutgoingMessage::Response {
-                        id,
-                        result: engine.finish_result(Value::Object(task), &scope),
-                    });
-                }
-            };
-            drop(plan);
-            let output = output.unwrap_or_else(|| {
-                ToolOutput::failure(McpErrorDetail::new(
-                    "InternalError",
-                    format!("Tool {name} failed with an internal error"),
-                ))
-            });
-            let result = match engine.round_outcome(&session, "tools/call", &name, round.as_deref())
-            {
-                Some(Err(e)) => {
-                    return Some(OutgoingMessage::Error {
-                        id: Some(id),
-                        error: e,
-                    });
-                }
-                Some(Ok(input_required)) => input_required,
-                None => {
-                    let result = engine.call_tool_result(&tool, output, &scope);
-                    engine.cap_tool_result(&tool, &name, result, &scope)
-                }
-            };
+            return Handled::Invoke(invocation.detached(Detach::Now(reply), timers));
+        }
+        let engine = self.clone();
+        let on_pending = move || {
+            // Read before the guard goes, which cancels the request's token.
+            let cancelled = request_cancel.is_cancelled();
+            drop(lock(&guard).take());
+            if cancelled {
+                // Cancelled before it became a task: it never will.
+                entry.cancel.cancel();
+                return None;
+            }
+            link.start();
+            if let Some(plan) = lock(&plan).take() {
+                plan.reservation.commit(entry.clone(), &store);
+            }
+            detached.store(true, Ordering::Release);
+            let mut task = entry.json(&config, false);
+            task.insert("resultType".into(), json!("task"));
             Some(OutgoingMessage::Response {
                 id,
-                result: engine.finish_result(result, &scope),
+                result: engine.finish_result(Value::Object(task), &scope),
             })
-        }))
+        };
+        Handled::Invoke(invocation.detached(Detach::OnFirstPending(Box::new(on_pending)), timers))
     }
 
-    /// The tool's run under the execution policy (admitted as `ticket`): its own timeout if
-    /// it has one, and panics reported as `None`. The task's time to live bounds the rest.
-    pub(super) fn task_runner(
+    /// Records how a task's work ended: its result (a tool failure included), an internal
+    /// error (`None`: it panicked), or, when it was stopped (`outcome` `None`), a
+    /// cancellation, unless the task already ended (expired or cancelled by request).
+    fn record_task_outcome(
         &self,
-        tool: Arc<RegisteredTool>,
-        name: String,
-        arguments: Map<String, Value>,
-        context: crate::ToolContext,
-        ticket: Ticket,
-    ) -> BoxFuture<'static, Option<ToolOutput>> {
-        let engine = self.clone();
-        Box::pin(async move {
-            let timeout = tool
-                .settings
-                .timeout
-                .or_else(|| engine.shared.config.tool_timeouts.get(&name).copied());
-            // A child token: a timeout stops this run without marking the task cancelled.
-            let cancel = context.cancellation_token().child_token();
-            let run = tool.try_invoke(arguments, context);
-            match ExecutionPolicy::run(
-                engine.shared.platform.runtime.as_ref(),
-                engine.shared.platform.time.as_ref(),
-                ticket,
-                timeout,
-                &cancel,
-                run,
-            )
-            .await
-            {
-                Some(Ok(output)) => output,
-                Some(Err(Failure::TimedOut(t))) => Some(ToolOutput::failure(
-                    crate::engine::invoke::timeout_error(&name, t),
-                )),
-                Some(Err(Failure::Panicked)) | None => None,
-            }
-        })
-    }
-
-    /// Runs a task's tool in the background until it ends, is cancelled or outlives its TTL,
-    /// records the outcome, and removes the task when its TTL elapses.
-    pub(super) fn drive_task(
-        &self,
-        run: BoxFuture<'static, Option<ToolOutput>>,
-        entry: Arc<TaskEntry>,
-        tool: Arc<RegisteredTool>,
-        name: String,
-        scope: RequestScope,
+        entry: &Arc<TaskEntry>,
+        outcome: Option<Option<ToolOutput>>,
+        tool: &RegisteredTool,
+        name: &str,
+        scope: &RequestScope,
     ) {
-        let engine = self.clone();
-        let runtime = engine.shared.platform.runtime.clone();
-        runtime.spawn(Box::pin(async move {
-            let deadline = entry.deadline;
-            let platform = &engine.shared.platform;
-            // Dropping `run` when another branch wins stops the tool.
-            let finished = futures_util::select_biased! {
-                () = entry.cancel.cancelled().fuse() => None,
-                () = platform.runtime.sleep_until(deadline).fuse() => None,
-                () = orphaned(&entry.owner, platform).fuse() => {
-                    // Its session is gone, and nobody else may see it: stop and forget it.
-                    entry.cancel.cancel();
-                    entry.finish(Outcome::Cancelled, Some("The session ended.".into()));
-                    engine.shared.tasks.remove(&entry);
-                    return;
-                }
-                output = run.fuse() => Some(output),
-            };
-            match finished {
-                Some(Some(output)) => {
-                    let result = engine.call_tool_result(&tool, output, &scope);
-                    let result = engine.cap_tool_result(&tool, &name, result, &scope);
-                    let is_error = result.get("isError") == Some(&Value::Bool(true));
-                    let message = is_error.then(|| failure_message(&result));
-                    let value = engine.finish_result(result, &scope);
-                    let bytes = encoded_len(&value);
-                    if entry.finish(Outcome::Result { value, is_error }, message) {
-                        engine.shared.tasks.retain(&entry, bytes);
-                    }
-                }
-                Some(None) => {
-                    entry.finish(
-                        Outcome::Error(ErrorObject::internal(format!(
-                            "Tool {name} failed with an internal error"
-                        ))),
-                        Some("The tool failed with an internal error".into()),
-                    );
-                }
-                None if entry.cancel.is_cancelled() => {
-                    entry.finish(Outcome::Cancelled, Some("The task was cancelled.".into()));
-                }
-                None => {
-                    entry.cancel.cancel();
-                    entry.finish(
-                        Outcome::Error(ErrorObject::internal(
-                            "The task did not finish within its time to live",
-                        )),
-                        Some("The task expired before it finished".into()),
-                    );
+        match outcome {
+            Some(Some(output)) => {
+                let result = self.call_tool_result(tool, output, scope);
+                let result = self.cap_tool_result(tool, name, result, scope);
+                let is_error = result.get("isError") == Some(&Value::Bool(true));
+                let message = is_error.then(|| failure_message(&result));
+                let value = self.finish_result(result, scope);
+                let bytes = encoded_len(&value);
+                if entry.finish(Outcome::Result { value, is_error }, message) {
+                    self.shared.tasks.retain(entry, bytes);
                 }
             }
-            platform.runtime.sleep_until(deadline).await;
-            entry.cancel.cancel();
-            engine.shared.tasks.remove(&entry);
-        }));
+            Some(None) => {
+                entry.finish(
+                    Outcome::Error(ErrorObject::internal(format!(
+                        "Tool {name} failed with an internal error"
+                    ))),
+                    Some("The tool failed with an internal error".into()),
+                );
+            }
+            None => {
+                entry.finish(Outcome::Cancelled, Some("The task was cancelled.".into()));
+            }
+        }
     }
 }
 

@@ -1,9 +1,17 @@
 //! The task store: bounded, with TTL expiry, holding the live task entries.
+//!
+//! It owns the tasks' time-driven state and exposes it as a [`TimerHost`]: TTL deadlines and
+//! the orphan check (a 2025-11-25 task whose session is gone) are instants in
+//! [`TimerHost::poll_timeout`], fired by [`TimerHost::handle_timeout`]. It never sleeps: the
+//! driver's one timer calls it.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use crate::invocation::{TimerHost, Timers};
+use crate::sync::{Changes, Generation};
 
 use super::*;
 use crate::engine::session::Session;
@@ -16,6 +24,10 @@ pub(crate) struct TaskStore {
     pub(super) inner: Arc<Mutex<StoreInner>>,
     /// The clock of expiry and timestamps, the entropy of task ids.
     pub(super) platform: Platform,
+    /// Bumped whenever the earliest timer may have moved earlier.
+    schedule: Generation,
+    /// Whether a driver's timer runs for this store.
+    armed: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -34,6 +46,8 @@ pub(super) struct StoreInner {
     pub(super) next_seq: u64,
     /// Bytes of finished results kept.
     pub(super) retained: usize,
+    /// When to look next for 2025-11-25 tasks whose session is gone (while any still runs).
+    pub(super) orphan_check: Option<Instant>,
 }
 
 impl StoreInner {
@@ -59,6 +73,13 @@ impl StoreInner {
         }
     }
 
+    /// Whether a 2025-11-25 task still runs (and so needs the orphan check).
+    pub(super) fn runs_legacy(&self) -> bool {
+        self.tasks
+            .values()
+            .any(|t| t.legacy && !t.status().is_terminal())
+    }
+
     /// The oldest finished task other than `except`.
     pub(super) fn oldest_finished(&self, except: Option<&str>) -> Option<String> {
         self.tasks
@@ -77,12 +98,18 @@ pub(crate) struct Reservation {
 }
 
 impl Reservation {
-    /// Puts `entry` in the store: from now on `tasks/get` finds it.
-    pub(super) fn commit(mut self, entry: Arc<TaskEntry>) {
+    /// Puts `entry` in the store: from now on `tasks/get` finds it, and its TTL (and, for a
+    /// 2025-11-25 task, the orphan check) is in the store's timers.
+    pub(super) fn commit(mut self, entry: Arc<TaskEntry>, store: &TaskStore) {
         let mut inner = lock(&self.inner);
         inner.reserved = inner.reserved.saturating_sub(1);
+        if entry.legacy && inner.orphan_check.is_none() {
+            inner.orphan_check = Some(store.platform.time.now() + SESSION_CHECK);
+        }
         inner.tasks.insert(entry.id.clone(), entry);
         self.armed = false;
+        drop(inner);
+        store.schedule.bump();
     }
 }
 
@@ -101,7 +128,15 @@ impl TaskStore {
             config,
             inner: Arc::new(Mutex::new(StoreInner::default())),
             platform,
+            schedule: Generation::new(),
+            armed: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The driver's handle on this store's timers.
+    pub(crate) fn timers(self: &Arc<Self>) -> Timers {
+        let host: Arc<dyn TimerHost> = self.clone();
+        Timers::new(Arc::downgrade(&host), self.armed.clone())
     }
 
     /// 128 random bits, as 32 hex digits. `None` without entropy.
@@ -147,17 +182,6 @@ impl TaskStore {
         Some(entry)
     }
 
-    pub(super) fn remove(&self, entry: &Arc<TaskEntry>) {
-        let mut inner = lock(&self.inner);
-        if inner
-            .tasks
-            .get(&entry.id)
-            .is_some_and(|t| Arc::ptr_eq(t, entry))
-        {
-            inner.take(&entry.id);
-        }
-    }
-
     /// Counts a finished task's result of `bytes` against `max_retained_bytes`, dropping the
     /// oldest other finished tasks while over it.
     pub(super) fn retain(&self, entry: &Arc<TaskEntry>, bytes: usize) {
@@ -196,5 +220,61 @@ impl TaskStore {
     /// The number of tasks held.
     pub(crate) fn len(&self) -> usize {
         lock(&self.inner).tasks.len()
+    }
+}
+
+impl TimerHost for TaskStore {
+    fn poll_timeout(&self) -> Option<Instant> {
+        let inner = lock(&self.inner);
+        let ttl = inner.tasks.values().map(|t| t.deadline).min();
+        // The orphan check only while a 2025-11-25 task still runs.
+        let orphan_check = inner.orphan_check.filter(|_| inner.runs_legacy());
+        match (ttl, orphan_check) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Expires every task whose TTL has elapsed (a running one fails first, so a waiter
+    /// hears why), and, when the orphan check is due, stops and forgets the running
+    /// 2025-11-25 tasks whose session is gone.
+    fn handle_timeout(&self, now: Instant) {
+        let mut inner = lock(&self.inner);
+        let expired: Vec<Arc<TaskEntry>> = inner
+            .tasks
+            .values()
+            .filter(|t| t.expired(now))
+            .cloned()
+            .collect();
+        for entry in expired {
+            entry.finish(
+                Outcome::Error(ErrorObject::internal(
+                    "The task did not finish within its time to live",
+                )),
+                Some("The task expired before it finished".into()),
+            );
+            inner.take(&entry.id);
+        }
+        if inner.orphan_check.is_some_and(|at| at <= now) {
+            let orphans: Vec<Arc<TaskEntry>> = inner
+                .tasks
+                .values()
+                .filter(|t| !t.status().is_terminal() && t.owner.is_orphaned())
+                .cloned()
+                .collect();
+            for entry in orphans {
+                entry.cancel.cancel();
+                entry.finish(Outcome::Cancelled, Some("The session ended.".into()));
+                inner.take(&entry.id);
+            }
+            inner.orphan_check = Some(now + SESSION_CHECK);
+        }
+        if !inner.runs_legacy() {
+            inner.orphan_check = None;
+        }
+    }
+
+    fn schedule(&self) -> Changes {
+        self.schedule.subscribe()
     }
 }

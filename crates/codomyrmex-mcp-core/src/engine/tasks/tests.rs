@@ -206,10 +206,10 @@ fn the_store_is_bounded_and_makes_room_from_finished_tasks() {
     });
     let first = entry(Duration::from_secs(60), modern_owner());
     let second = entry(Duration::from_secs(60), modern_owner());
-    store.reserve().unwrap().commit(first.clone());
+    store.reserve().unwrap().commit(first.clone(), &store);
     let r = store.reserve().unwrap();
     assert!(store.reserve().is_none(), "a reservation holds its slot");
-    r.commit(second.clone());
+    r.commit(second.clone(), &store);
     assert!(store.reserve().is_none(), "every task is running");
     first.finish(Outcome::Cancelled, None);
     let r = store.reserve().unwrap();
@@ -242,7 +242,7 @@ fn finished_results_are_kept_within_a_byte_budget() {
             modern_owner(),
             time(),
         ));
-        r.commit(e.clone());
+        r.commit(e.clone(), &store);
         e.finish(Outcome::Cancelled, None);
         store.retain(&e, bytes);
         e
@@ -256,7 +256,7 @@ fn finished_results_are_kept_within_a_byte_budget() {
     let big = done(500);
     assert!(store.get(&big.id).is_some(), "the newest result is kept");
     assert_eq!(store.len(), 1);
-    store.remove(&big);
+    lock(&store.inner).take(&big.id);
     assert_eq!(lock(&store.inner).retained, 0);
     assert_eq!(
         encoded_len(&json!({"a": [1, "x"]})),
@@ -295,7 +295,7 @@ fn a_full_relay_drops_notifications_before_requests() {
 async fn expired_tasks_are_removed_and_cancelled() {
     let store = store(TaskConfig::default());
     let e = entry(Duration::from_millis(300), modern_owner());
-    store.reserve().unwrap().commit(e.clone());
+    store.reserve().unwrap().commit(e.clone(), &store);
     assert!(store.get(&e.id).is_some(), "not before its TTL");
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(store.get(&e.id).is_none());

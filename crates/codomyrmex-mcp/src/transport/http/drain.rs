@@ -47,6 +47,7 @@ impl Drain {
     /// `handled`, counted as in flight while pending and answered with a shutting-down error
     /// for `id` if the grace period ends first.
     pub(crate) fn watch(self: &Arc<Self>, id: RequestId, handled: Handled) -> Handled {
+        let handled = crate::runtime::settle(handled);
         let Handled::Pending(work) = handled else {
             return handled;
         };
@@ -77,6 +78,7 @@ fn shutting_down(id: RequestId) -> OutgoingMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::Drive as _;
 
     #[tokio::test]
     async fn a_call_still_running_when_the_grace_ends_gets_an_error() {

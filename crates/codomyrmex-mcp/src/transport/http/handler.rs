@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::context::{MessageSink, NullSink, Principal};
 use crate::engine::{Handled, META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use crate::runtime::Drive as _;
 use crate::store::{EventId, EventStore, ReplayScope, StoreError};
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
@@ -372,7 +373,8 @@ async fn modern(
         return match handled {
             Handled::Nothing => accepted(),
             Handled::Reply(m) => reply(&m),
-            Handled::Pending(work) => {
+            work => {
+                let work = crate::runtime::drive(work);
                 let body = SseBody::drive(work, rx, Some(app.config.keep_alive));
                 // A subscription never ends on its own: it ends with the server.
                 let body = if listen {
@@ -391,7 +393,7 @@ async fn modern(
         Handled::Reply(m) => reply(&m),
         // Awaited here: if the client disconnects, hyper drops this future, which cancels the
         // tool.
-        Handled::Pending(work) => match work.await {
+        work => match crate::runtime::drive(work).await {
             Some(m) => reply(&m),
             None => accepted(),
         },
@@ -525,7 +527,8 @@ async fn legacy(
                 log.append(&m);
                 log.close();
             }
-            Handled::Pending(work) => {
+            work => {
+                let work = crate::runtime::drive(work);
                 let log = log.clone();
                 tokio::spawn(
                     async move {

@@ -1,0 +1,470 @@
+//! [`Invocation`]: a handler call as a value, the boundary between the engine and its driver.
+//!
+//! The engine decides *what* to run (which handler, under which deadline, cancelled by which
+//! token, admitted by which [`Admission`]) and *what the outcome means* on the wire; it never
+//! runs the handler itself. Every handler kind (tool, resource read, prompt, completer, task
+//! work) leaves `Engine::handle` as an `Invocation`; a driver (the library's
+//! `runtime::drive`, or a test's) carries it out:
+//!
+//! 1. wait for a permit of the admission ([`Admission::permit`]), cancellably;
+//! 2. run [`InvocationParts::work`] under the deadline, the cancellation token and an unwind
+//!    guard, on a blocking thread when [`Invocation::is_blocking`];
+//! 3. hand the [`Outcome`] to [`Completion::complete`], a pure function from the core that
+//!    returns the message to send.
+//!
+//! This module is not a driver: it holds no timer, spawns nothing and catches no panic.
+
+use std::any::Any;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use async_lock::{Semaphore, SemaphoreGuardArc};
+
+use crate::sync::{CancellationToken, Changes};
+use crate::wire::OutgoingMessage;
+
+/// What kind of handler an invocation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HandlerKind {
+    /// A `tools/call`.
+    Tool,
+    /// A `resources/read`, of a static resource or a template.
+    Resource,
+    /// A `prompts/get`.
+    Prompt,
+    /// A `completion/complete`, for a prompt argument or a template variable.
+    Completer,
+    /// The background work of a task-augmented `tools/call`.
+    Task,
+}
+
+/// How an admitted invocation failed without producing its handler's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// It did not finish within its deadline and was cancelled.
+    TimedOut(Duration),
+    /// The handler panicked.
+    Panicked,
+}
+
+/// The output of a handler's future, type-erased; only the invocation's own [`Completion`]
+/// knows its type.
+pub type ErasedOutput = Box<dyn Any + Send>;
+
+/// The handler's own future, with no policy applied.
+pub type Work = std::pin::Pin<Box<dyn Future<Output = ErasedOutput> + Send + 'static>>;
+
+/// How a driver's run of an invocation ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The handler finished with this output.
+    Done(ErasedOutput),
+    /// The handler panicked or overran its deadline.
+    Failed(Failure),
+    /// The request was cancelled before the handler finished (or before it started).
+    Cancelled,
+}
+
+/// An admitted invocation's place in its session's gate: it holds a waiting slot until
+/// dropped, and gives out the permit to run.
+#[derive(Debug)]
+pub struct Admission {
+    pub(crate) _slot: SemaphoreGuardArc,
+    pub(crate) permits: Arc<Semaphore>,
+}
+
+/// Permission to run: one of the gate's `max_concurrent_requests`, held while the handler
+/// runs.
+#[derive(Debug)]
+pub struct Permit(#[allow(dead_code)] SemaphoreGuardArc);
+
+impl Admission {
+    /// A free permit, if one is free now.
+    pub fn try_permit(&self) -> Option<Permit> {
+        self.permits.try_acquire_arc().map(Permit)
+    }
+
+    /// Waits for a permit.
+    pub async fn permit(&self) -> Permit {
+        Permit(self.permits.acquire_arc().await)
+    }
+}
+
+/// The core's continuation of an invocation: turns its [`Outcome`] into the message to send.
+pub struct Completion(Box<dyn FnOnce(Outcome) -> Option<OutgoingMessage> + Send>);
+
+impl Completion {
+    /// The message `outcome` answers with, if any. Pure: it touches only the engine's state.
+    pub fn complete(self, outcome: Outcome) -> Option<OutgoingMessage> {
+        (self.0)(outcome)
+    }
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Completion(..)")
+    }
+}
+
+/// When an invocation's answer goes out: after its work, or before it (task work, which runs
+/// on in the background).
+pub enum Detach {
+    /// The answer is what the completion returns once the work ends (every handler but task
+    /// work).
+    Never,
+    /// Send this now and carry the work out in the background; its completion records the
+    /// outcome and returns nothing to send (a 2025-11-25 task).
+    Now(OutgoingMessage),
+    /// Poll the policied work (permit wait included) once: if it is done, answer with its
+    /// completion; if not, send what this returns and carry the rest out in the background (a
+    /// 2026-07-28 call that may become a task).
+    OnFirstPending(Box<dyn FnOnce() -> Option<OutgoingMessage> + Send>),
+}
+
+impl std::fmt::Debug for Detach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Never => f.write_str("Never"),
+            Self::Now(m) => f.debug_tuple("Now").field(m).finish(),
+            Self::OnFirstPending(_) => f.write_str("OnFirstPending(..)"),
+        }
+    }
+}
+
+/// What owns time-driven state (task TTLs, the orphan check) and exposes it quinn-style: the
+/// earliest instant anything is due, and a call that fires what is due.
+pub trait TimerHost: Send + Sync + 'static {
+    /// The earliest instant [`handle_timeout`](Self::handle_timeout) has work, if any.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Fires everything due at `now`. A call with nothing due does nothing.
+    fn handle_timeout(&self, now: Instant);
+    /// Changes whenever [`poll_timeout`](Self::poll_timeout) may have moved earlier.
+    fn schedule(&self) -> Changes;
+}
+
+/// A driver's handle on an engine's timers (held weakly: it keeps no engine alive). The
+/// contract: at most one timer per engine ([`Timers::claim`]), re-armed to
+/// [`Timers::poll_timeout`] whenever it fires or [`Timers::schedule`] changes, and
+/// [`Timers::handle_timeout`] called with the driver's clock when it fires.
+#[derive(Clone)]
+pub struct Timers {
+    host: Weak<dyn TimerHost>,
+    armed: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Timers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timers")
+            .field("armed", &self.armed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The one running timer of an engine; dropping it lets another be claimed.
+#[derive(Debug)]
+pub struct TimerClaim(Arc<AtomicBool>);
+
+impl Drop for TimerClaim {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl Timers {
+    pub(crate) fn new(host: Weak<dyn TimerHost>, armed: Arc<AtomicBool>) -> Self {
+        Self { host, armed }
+    }
+
+    /// The right to run this engine's timer, unless another driver task holds it.
+    pub fn claim(&self) -> Option<TimerClaim> {
+        self.armed
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| TimerClaim(self.armed.clone()))
+    }
+
+    /// The earliest instant anything is due; `None` when nothing is, or the engine is gone.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.host.upgrade()?.poll_timeout()
+    }
+
+    /// Fires what is due at `now`.
+    pub fn handle_timeout(&self, now: Instant) {
+        if let Some(host) = self.host.upgrade() {
+            host.handle_timeout(now);
+        }
+    }
+
+    /// Changes whenever the earliest instant may have moved earlier; `None` once the engine
+    /// is gone.
+    pub fn schedule(&self) -> Option<Changes> {
+        Some(self.host.upgrade()?.schedule())
+    }
+}
+
+/// One handler call for a driver to carry out. Dropping it drops the work, which cancels the
+/// request.
+pub struct Invocation {
+    kind: HandlerKind,
+    name: String,
+    deadline: Option<Duration>,
+    cancel: CancellationToken,
+    blocking: bool,
+    admission: Admission,
+    work: Work,
+    complete: Completion,
+    detach: Detach,
+    timers: Option<Timers>,
+}
+
+/// An [`Invocation`] taken apart by its driver.
+pub struct InvocationParts {
+    /// The handler kind.
+    pub kind: HandlerKind,
+    /// The deadline to run `work` under (`None`: none here).
+    pub deadline: Option<Duration>,
+    /// Fires when the request is cancelled; the driver cancels it on a timeout, so the
+    /// handler's context sees it.
+    pub cancel: CancellationToken,
+    /// Whether `work` may block its thread (run it on a blocking pool).
+    pub blocking: bool,
+    /// The invocation's place in its gate.
+    pub admission: Admission,
+    /// The handler's own future, with no policy applied.
+    pub work: Work,
+    /// What turns the outcome into the message to send.
+    pub complete: Completion,
+    /// Whether the answer goes out before the work ends.
+    pub detach: Detach,
+    /// The engine's timers, when the work outlives its request (task work): the driver keeps
+    /// one timer running for them.
+    pub timers: Option<Timers>,
+}
+
+impl Invocation {
+    /// An invocation of `work`, whose typed output `complete` maps (with a failure or a
+    /// cancellation) onto the message to send.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new<T, F, C>(
+        kind: HandlerKind,
+        name: impl Into<String>,
+        deadline: Option<Duration>,
+        cancel: CancellationToken,
+        admission: Admission,
+        work: F,
+        complete: C,
+    ) -> Self
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + Send + 'static,
+        C: FnOnce(Result<T, Option<Failure>>) -> Option<OutgoingMessage> + Send + 'static,
+    {
+        let work: Work = Box::pin(async move { Box::new(work.await) as ErasedOutput });
+        let complete = Completion(Box::new(move |outcome| match outcome {
+            Outcome::Done(out) => match out.downcast::<T>() {
+                Ok(out) => complete(Ok(*out)),
+                Err(_) => {
+                    tracing::error!("a driver completed an invocation with another's output");
+                    complete(Err(Some(Failure::Panicked)))
+                }
+            },
+            Outcome::Failed(failure) => complete(Err(Some(failure))),
+            Outcome::Cancelled => complete(Err(None)),
+        }));
+        Self {
+            kind,
+            name: name.into(),
+            deadline,
+            cancel,
+            blocking: false,
+            admission,
+            work,
+            complete,
+            detach: Detach::Never,
+            timers: None,
+        }
+    }
+
+    /// Answers before the work ends (task work), which then needs the engine's `timers`.
+    pub(crate) fn detached(mut self, detach: Detach, timers: Timers) -> Self {
+        self.detach = detach;
+        self.timers = Some(timers);
+        self
+    }
+
+    /// Marks the work as blocking its thread (run on a blocking pool).
+    pub(crate) fn blocking(mut self, blocking: bool) -> Self {
+        self.blocking = blocking;
+        self
+    }
+
+    /// The handler kind.
+    pub fn kind(&self) -> HandlerKind {
+        self.kind
+    }
+
+    /// What is invoked: a tool or prompt name, a resource URI, a completion target.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The deadline the work runs under, if any.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline
+    }
+
+    /// The request's cancellation token.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the work may block its thread.
+    pub fn is_blocking(&self) -> bool {
+        self.blocking
+    }
+
+    /// The parts a driver works with.
+    pub fn into_parts(self) -> InvocationParts {
+        InvocationParts {
+            kind: self.kind,
+            deadline: self.deadline,
+            cancel: self.cancel,
+            blocking: self.blocking,
+            admission: self.admission,
+            work: self.work,
+            complete: self.complete,
+            detach: self.detach,
+            timers: self.timers,
+        }
+    }
+}
+
+impl std::fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invocation")
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("deadline", &self.deadline)
+            .field("blocking", &self.blocking)
+            .field("detach", &self.detach)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The core tests' driver of one invocation, on tokio's test runtime (the paused clock): the
+/// library's driver, minus the blocking pool.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::task::Poll;
+
+    use super::*;
+    use crate::util::catch_unwind;
+
+    /// Carries out `invocation`: its answer, or the early answer of detached task work.
+    pub(crate) async fn drive_invocation(invocation: Invocation) -> Option<OutgoingMessage> {
+        let InvocationParts {
+            deadline,
+            cancel,
+            admission,
+            work,
+            complete,
+            detach,
+            timers,
+            ..
+        } = invocation.into_parts();
+        if let Some(timers) = timers {
+            keep_timer(timers);
+        }
+        let mut finished = Box::pin(async move {
+            complete.complete(policied(deadline, cancel, admission, work).await)
+        });
+        match detach {
+            Detach::Never => finished.await,
+            Detach::Now(reply) => {
+                tokio::spawn(finished);
+                Some(reply)
+            }
+            Detach::OnFirstPending(early) => {
+                match std::future::poll_fn(|cx| Poll::Ready(finished.as_mut().poll(cx))).await {
+                    Poll::Ready(m) => m,
+                    Poll::Pending => {
+                        let reply = early();
+                        tokio::spawn(finished);
+                        reply
+                    }
+                }
+            }
+        }
+    }
+
+    async fn policied(
+        deadline: Option<Duration>,
+        cancel: CancellationToken,
+        admission: Admission,
+        work: Work,
+    ) -> Outcome {
+        if cancel.is_cancelled() {
+            return Outcome::Cancelled;
+        }
+        let _permit = match admission.try_permit() {
+            Some(p) => p,
+            None => tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Outcome::Cancelled,
+                p = admission.permit() => p,
+            },
+        };
+        let limit = deadline.unwrap_or(Duration::MAX);
+        let done = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Outcome::Cancelled,
+            r = catch_unwind(work) => r,
+            () = tokio::time::sleep(limit), if deadline.is_some() => {
+                cancel.cancel();
+                return Outcome::Failed(Failure::TimedOut(limit));
+            }
+        };
+        match done {
+            Ok(output) => Outcome::Done(output),
+            Err(()) => Outcome::Failed(Failure::Panicked),
+        }
+    }
+
+    fn keep_timer(timers: Timers) {
+        let Some(claim) = timers.claim() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let mut claim = Some(claim);
+            loop {
+                let Some(mut schedule) = timers.schedule() else {
+                    return;
+                };
+                let Some(at) = timers.poll_timeout() else {
+                    drop(claim.take());
+                    if timers.poll_timeout().is_some() {
+                        claim = timers.claim();
+                        if claim.is_some() {
+                            continue;
+                        }
+                    }
+                    return;
+                };
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {
+                        timers.handle_timeout(tokio::time::Instant::now().into_std());
+                    }
+                    changed = schedule.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
