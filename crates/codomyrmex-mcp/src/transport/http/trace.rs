@@ -99,8 +99,9 @@ pub(crate) fn request_span(method: &'static str, parent: Option<&TraceParent>) -
 /// spawned task).
 pub(crate) fn in_current_span(handled: Handled) -> Handled {
     match handled {
-        Handled::Pending(work) => Handled::Pending(Box::pin(work.in_current_span())),
-        other => other,
+        h @ (Handled::Nothing | Handled::Reply(_)) => h,
+        // Invocations too: the driver's future runs the handler, in this span.
+        other => Handled::Pending(Box::pin(crate::runtime::drive(other).in_current_span())),
     }
 }
 
