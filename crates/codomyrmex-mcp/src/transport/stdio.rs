@@ -203,7 +203,14 @@ where
     watcher.abort();
     drop(sink);
     drop(tx);
-    let _ = writer_task.await;
+    // The writer ends when every sender is gone. One that outlives the connection (held by
+    // state the connection does not own) must not hold the process: the writer gets the grace
+    // period to flush what is queued, then stops.
+    let mut writer_task = writer_task;
+    if tokio::time::timeout(grace, &mut writer_task).await.is_err() {
+        tracing::warn!("the output did not close within the shutdown grace; closing it");
+        writer_task.abort();
+    }
     outcome
 }
 
