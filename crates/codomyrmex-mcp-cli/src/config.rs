@@ -159,17 +159,7 @@ impl StoreUrl {
 
     /// The URL with any password replaced.
     pub fn redacted(&self) -> String {
-        let Some((scheme, rest)) = self.0.split_once("://") else {
-            return self.0.clone();
-        };
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        match authority.rsplit_once('@') {
-            Some((userinfo, host)) => {
-                let user = userinfo.split_once(':').map_or("", |(u, _)| u);
-                format!("{scheme}://{user}:<redacted>@{host}{path}")
-            }
-            None => self.0.clone(),
-        }
+        codomyrmex_mcp::store::redact_url(&self.0)
     }
 }
 

@@ -30,7 +30,7 @@ mod session;
 pub use events::{EventBounds, RedisEventStore};
 pub use session::RedisSessionStore;
 
-use codomyrmex_mcp::store::StoreError;
+use codomyrmex_mcp::store::{StoreError, redact_url as redact};
 use redis::aio::ConnectionManager;
 
 /// The key prefix used unless another is given.
@@ -106,41 +106,7 @@ impl RedisConnection {
     }
 }
 
-/// `url` with any password replaced, for messages and `config --print`.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or("", |(u, _)| u);
-            format!("{scheme}://{user}:<redacted>@{host}{path}")
-        }
-        None => url.to_owned(),
-    }
-}
-
 /// A Redis failure as the stores report it.
 fn unavailable(e: &redis::RedisError) -> StoreError {
     StoreError::Unavailable(format!("Redis: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact;
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact("redis://:hunter2@cache:6379/2"),
-            "redis://:<redacted>@cache:6379/2"
-        );
-        assert_eq!(
-            redact("redis://app:hunter2@cache:6379"),
-            "redis://app:<redacted>@cache:6379"
-        );
-        assert_eq!(redact("redis://cache:6379/0"), "redis://cache:6379/0");
-        assert_eq!(redact("not a url"), "not a url");
-    }
 }

@@ -31,9 +31,6 @@ use self::config::{GatewayConfig, Upstream, UpstreamTransport};
 use crate::cli::GatewayArgs;
 use crate::config::{HttpSettings, Secret};
 
-/// The most pages read from one list method of one upstream.
-const MAX_PAGES: usize = 100;
-
 /// Runs `gateway`.
 pub async fn run(args: GatewayArgs) -> ExitCode {
     let config = match GatewayConfig::load(&args.config) {
@@ -327,29 +324,12 @@ async fn list_all(client: &McpClient) -> Result<Listing, String> {
     Ok(listing)
 }
 
-/// Every page of a list method, up to [`MAX_PAGES`].
+/// Every page of a list method (the client bounds the pages and honours `ttlMs`).
 async fn paged(client: &McpClient, method: &str, key: &str) -> Result<Vec<Value>, String> {
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let page = client
-            .request(method, params)
-            .await
-            .map_err(|e| format!("{method} failed: {e}"))?;
-        let Some(list) = page.get(key).and_then(Value::as_array) else {
-            return Err(format!("{method}: the result has no `{key}` array"));
-        };
-        items.extend(list.iter().cloned());
-        match page.get("nextCursor").and_then(Value::as_str) {
-            Some(c) if !c.is_empty() => cursor = Some(c.to_owned()),
-            _ => return Ok(items),
-        }
-    }
-    Err(format!("{method}: more than {MAX_PAGES} pages"))
+    client
+        .list_all(method, key)
+        .await
+        .map_err(|e| format!("{method} failed: {e}"))
 }
 
 /// The human-readable catalogue: per upstream, what it mounts; then what was left out.

@@ -74,10 +74,13 @@ impl HttpSession {
     /// Whether `principal` may use this session: the one that created it (by subject), or
     /// anyone when it was created without authentication.
     fn belongs_to(&self, principal: Option<&Principal>) -> bool {
-        match self.session.principal() {
-            None => true,
-            Some(owner) => principal.is_some_and(|p| p.subject == owner.subject),
-        }
+        owned_by(
+            self.session
+                .principal()
+                .as_ref()
+                .map(|p| p.subject.as_str()),
+            principal,
+        )
     }
 
     /// The subject that owns this session's streams.
@@ -143,12 +146,18 @@ fn record_of(session: &Session, id: &str, now: u64, idle: Duration) -> SessionRe
     record
 }
 
+/// Whether `principal` may use a session owned by `owner` (a subject): the owner, or anyone
+/// when the session was created without authentication.
+fn owned_by(owner: Option<&str>, principal: Option<&Principal>) -> bool {
+    owner.is_none_or(|owner| principal.is_some_and(|p| p.subject == owner))
+}
+
 /// Whether `principal` may use the session of `record`: [`HttpSession::belongs_to`]'s rule.
 fn record_belongs_to(record: &SessionRecord, principal: Option<&Principal>) -> bool {
-    match &record.principal {
-        None => true,
-        Some(owner) => principal.is_some_and(|p| p.subject == owner.subject),
-    }
+    owned_by(
+        record.principal.as_ref().map(|p| p.subject.as_str()),
+        principal,
+    )
 }
 
 /// The wall clock, in milliseconds since the Unix epoch: the `now` of the session records.
