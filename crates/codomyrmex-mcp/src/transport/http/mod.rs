@@ -444,9 +444,11 @@ fn spawn_housekeeping(state: &AppState) {
 async fn metrics_text(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Response<Body> {
-    state
-        .metrics
-        .render(state.drain.in_flight(), state.sessions.len())
+    state.metrics.render(
+        state.drain.in_flight(),
+        state.sessions.len(),
+        state.sessions.store_round_trips(),
+    )
 }
 
 async fn health(axum::extract::State(state): axum::extract::State<AppState>) -> Response<Body> {

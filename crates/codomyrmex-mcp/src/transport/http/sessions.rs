@@ -221,6 +221,11 @@ impl SessionTable {
         self
     }
 
+    /// The record store's round trips so far ([`SessionStore::round_trips`]).
+    pub(crate) fn store_round_trips(&self) -> Option<u64> {
+        self.records.round_trips()
+    }
+
     /// Marks `s` used now.
     fn used(&self, s: &HttpSession) {
         let n = self.uses.fetch_add(1, Ordering::Relaxed) + 1;
