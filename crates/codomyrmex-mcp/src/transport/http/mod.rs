@@ -87,6 +87,7 @@ pub use limits::{
     InFlightLimitLayer, PolicyFuture, SERVER_BUSY,
 };
 use sessions::SessionTable;
+pub use trace::{TraceParentHook, set_trace_parent_hook};
 
 use crate::store::{MemorySessionStore, SessionStore};
 
