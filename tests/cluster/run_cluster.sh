@@ -17,3 +17,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../interop/setup.sh"
 
 echo "cluster: three instances of $binary behind nginx"
 "$venv/bin/python" "$root/tests/cluster/cluster.py" "$binary"
+
+echo "cluster: 100,000 idle 2025-11-25 sessions in Redis against one instance's RSS"
+"$venv/bin/python" "$root/tests/cluster/sessions_rss.py" "$binary"

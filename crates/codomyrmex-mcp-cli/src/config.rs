@@ -114,6 +114,8 @@ pub struct HttpFile {
     audience: Option<String>,
     required_scopes: Option<Vec<String>>,
     session_idle_timeout_secs: Option<u64>,
+    max_sessions: Option<usize>,
+    max_live_sessions: Option<usize>,
     trusted_proxies: Option<Vec<String>>,
 }
 
@@ -271,6 +273,12 @@ pub struct HttpSettings {
     /// How long an unused legacy session lives, in seconds (default 600).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_idle_timeout_secs: Option<u64>,
+    /// The most legacy sessions kept (in the store, when there is one; default 10,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_sessions: Option<usize>,
+    /// With a store, the most legacy sessions live in this process (default 1024).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_live_sessions: Option<usize>,
     /// Reverse proxies whose forwarded headers name the client (CIDR networks, normalized).
     pub trusted_proxies: Vec<String>,
 }
@@ -422,6 +430,8 @@ pub fn merge(
         audience: o.audience.clone().or(h.audience),
         required_scopes: or_file(&o.required_scopes, h.required_scopes),
         session_idle_timeout_secs: h.session_idle_timeout_secs,
+        max_sessions: h.max_sessions,
+        max_live_sessions: h.max_live_sessions,
         trusted_proxies: or_file(&o.trusted_proxies, h.trusted_proxies)
             .iter()
             .map(|p| {
@@ -437,6 +447,22 @@ pub fn merge(
     {
         return Err(ConfigError::Invalid(
             "http.session_idle_timeout_secs must be between 1 and 86400".into(),
+        ));
+    }
+    if http
+        .max_sessions
+        .is_some_and(|n| !(1..=10_000_000).contains(&n))
+    {
+        return Err(ConfigError::Invalid(
+            "http.max_sessions must be between 1 and 10000000".into(),
+        ));
+    }
+    if http
+        .max_live_sessions
+        .is_some_and(|n| !(1..=1_000_000).contains(&n))
+    {
+        return Err(ConfigError::Invalid(
+            "http.max_live_sessions must be between 1 and 1000000".into(),
         ));
     }
     if http.jwks.is_some() && (http.issuer.is_none() || http.audience.is_none()) {
@@ -522,6 +548,10 @@ cors_origins = []
 # audience = "https://mcp.example.com/mcp"
 required_scopes = []
 # session_idle_timeout_secs = 600   # legacy (2025-11-25) sessions expire after this long unused
+# max_sessions = 10000       # legacy sessions kept (in the store, with [store]); when full, the
+                             # least recently used idle one is evicted
+# max_live_sessions = 1024   # with [store]: legacy sessions live in this process, a bounded
+                             # cache over the store
 trusted_proxies = []     # e.g. ["10.0.0.0/8"]: behind these, X-Forwarded-For/Forwarded names the
                          # client the per-client limits count (--trusted-proxy,
                          # CODOMYRMEX_MCP_TRUSTED_PROXIES); ignored from any other peer
@@ -671,6 +701,30 @@ allowed_hosts = ["a.example"]
         assert_eq!(h.session_idle_timeout, std::time::Duration::from_secs(20));
         let default = merge(&opts(&[]), FileConfig::default(), None).unwrap();
         assert!(default.http.session_idle_timeout_secs.is_none());
+    }
+
+    #[test]
+    fn the_session_caps_reach_the_http_config() {
+        let file =
+            FileConfig::parse("[http]\nmax_sessions = 200000\nmax_live_sessions = 64").unwrap();
+        let e = merge(&opts(&[]), file, None).unwrap();
+        let h = crate::serve::http_config("127.0.0.1:0".parse().unwrap(), &e).unwrap();
+        assert_eq!((h.max_sessions, h.max_live_sessions), (200_000, 64));
+        let d = merge(&opts(&[]), FileConfig::default(), None).unwrap();
+        let h = crate::serve::http_config("127.0.0.1:0".parse().unwrap(), &d).unwrap();
+        let defaults = codomyrmex_mcp::transport::http::HttpConfig::default();
+        assert_eq!(
+            (h.max_sessions, h.max_live_sessions),
+            (defaults.max_sessions, defaults.max_live_sessions)
+        );
+        for bad in [
+            "max_sessions = 0",
+            "max_live_sessions = 0",
+            "max_sessions = 99999999",
+        ] {
+            let file = FileConfig::parse(&format!("[http]\n{bad}")).unwrap();
+            assert!(merge(&opts(&[]), file, None).is_err(), "{bad}");
+        }
     }
 
     #[test]

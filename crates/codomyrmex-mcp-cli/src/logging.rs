@@ -33,9 +33,23 @@ impl LogFormat {
     }
 }
 
+/// What must live as long as the process logs: with the `otel` feature and an OTLP endpoint,
+/// the span exporter, flushed when this is dropped (at the end of `main`).
+#[must_use = "dropping the guard stops the span exporter"]
+pub struct LogGuard {
+    #[cfg(feature = "otel")]
+    _otel: Option<crate::otel::Exporter>,
+}
+
 /// Installs the global subscriber writing to stderr. Colour only when stderr is a terminal
-/// (a log file or a pipe gets plain text, whatever `NO_COLOR` says).
-pub fn init() -> Result<(), String> {
+/// (a log file or a pipe gets plain text, whatever `NO_COLOR` says). With the `otel` feature
+/// and `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) set, request
+/// spans are also exported over OTLP/HTTP (see `otel.rs`), whatever the log filter says.
+pub fn init() -> Result<LogGuard, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let format = match std::env::var(FORMAT_VAR) {
         Ok(v) => LogFormat::parse(&v)?,
         Err(std::env::VarError::NotPresent) => LogFormat::Text,
@@ -51,16 +65,31 @@ pub fn init() -> Result<(), String> {
             format!("{FILTER_VAR}={v:?} is not a log filter ({e}): try `info` or `debug`")
         })?,
     };
-    let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter);
-    let installed = match format {
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
-        LogFormat::Json => builder.json().with_ansi(false).try_init(),
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Text => fmt.with_ansi(std::io::stderr().is_terminal()).boxed(),
+        LogFormat::Json => fmt.json().with_ansi(false).boxed(),
     };
-    installed.map_err(|e| format!("cannot install the logger: {e}"))
+    let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+    #[cfg(feature = "otel")]
+    {
+        let (layer, exporter) = match crate::otel::layer()? {
+            Some((layer, exporter)) => (Some(layer), Some(exporter)),
+            None => (None, None),
+        };
+        registry
+            .with(layer)
+            .try_init()
+            .map_err(|e| format!("cannot install the logger: {e}"))?;
+        Ok(LogGuard { _otel: exporter })
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        registry
+            .try_init()
+            .map_err(|e| format!("cannot install the logger: {e}"))?;
+        Ok(LogGuard {})
+    }
 }
 
 #[cfg(test)]

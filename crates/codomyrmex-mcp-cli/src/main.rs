@@ -15,6 +15,8 @@ mod client_oauth;
 mod config;
 mod gateway;
 mod logging;
+#[cfg(feature = "otel")]
+mod otel;
 mod root_resources;
 mod serve;
 mod signals;
@@ -56,9 +58,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    if let Err(e) = logging::init() {
-        return fail(e);
-    }
+    let _log = match logging::init() {
+        Ok(guard) => guard,
+        Err(e) => return fail(e),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -142,6 +142,12 @@ pub fn http_config_from(
     if let Some(secs) = h.session_idle_timeout_secs {
         http.session_idle_timeout = Duration::from_secs(secs);
     }
+    if let Some(n) = h.max_sessions {
+        http.max_sessions = n;
+    }
+    if let Some(n) = h.max_live_sessions {
+        http.max_live_sessions = n;
+    }
     if !rate_limit {
         // `--no-rate-limit` turns off every rate limit, the per-client HTTP ones included.
         http = http.without_rate_limits();

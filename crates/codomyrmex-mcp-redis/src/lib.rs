@@ -31,7 +31,9 @@ pub use events::{EventBounds, RedisEventStore};
 pub use session::RedisSessionStore;
 
 use codomyrmex_mcp::store::{StoreError, redact_url as redact};
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The key prefix used unless another is given.
 pub const DEFAULT_PREFIX: &str = "codomyrmex-mcp";
@@ -41,6 +43,7 @@ pub const DEFAULT_PREFIX: &str = "codomyrmex-mcp";
 pub struct RedisConnection {
     manager: ConnectionManager,
     prefix: String,
+    trips: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for RedisConnection {
@@ -65,6 +68,7 @@ impl RedisConnection {
         Ok(Self {
             manager,
             prefix: DEFAULT_PREFIX.to_owned(),
+            trips: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -79,8 +83,18 @@ impl RedisConnection {
         &self.prefix
     }
 
-    fn conn(&self) -> ConnectionManager {
-        self.manager.clone()
+    /// Round trips to Redis so far through this connection and its clones (every store built
+    /// on it): a command, a pipeline or a script call counts one; a script's first call on a
+    /// Redis that does not know it yet three (`EVALSHA`, `SCRIPT LOAD`, `EVALSHA`).
+    pub fn round_trips(&self) -> u64 {
+        self.trips.load(Ordering::Relaxed)
+    }
+
+    fn conn(&self) -> Counted {
+        Counted {
+            inner: self.manager.clone(),
+            trips: self.trips.clone(),
+        }
     }
 
     /// A 32-byte secret every instance sharing this Redis and prefix agrees on, such as the
@@ -103,6 +117,37 @@ impl RedisConnection {
                 "{key} does not hold 32 bytes; delete it to make a new one"
             ))
         })
+    }
+}
+
+/// The connection every store call goes through: it counts round trips
+/// ([`RedisConnection::round_trips`]) and passes each one to the connection manager.
+struct Counted {
+    inner: ConnectionManager,
+    trips: Arc<AtomicU64>,
+}
+
+impl ConnectionLike for Counted {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        self.inner.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        self.inner.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
     }
 }
 

@@ -340,6 +340,10 @@ impl SessionStore for RedisSessionStore {
                 .map_err(|e| unavailable(&e))
         })
     }
+
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.redis.round_trips())
+    }
 }
 
 /// `CREATE`'s reply: its status and the ids it removed.

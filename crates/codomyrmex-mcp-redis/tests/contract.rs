@@ -171,3 +171,56 @@ async fn redis_going_away_is_unavailable_and_coming_back_recovers() {
     }
     assert!(events.open_stream(scope).await.unwrap() >= 1);
 }
+
+/// The round trips `docs/deployment.md` quotes per session operation, counted by the
+/// connection itself (`RedisConnection::round_trips`, `mcp_store_round_trips_total`).
+#[tokio::test]
+async fn each_session_operation_costs_the_round_trips_the_docs_say() {
+    let redis = start_redis();
+    let conn = connect(&redis, "trips").await;
+    let store = RedisSessionStore::new(conn.clone());
+    let keep_none = |_: &str| false;
+    // The first call of each script loads it (EVALSHA, NOSCRIPT, EVAL): warm them up.
+    let warm = SessionRecord::new("warm", "2025-11-25", 1_000, 60_000);
+    store
+        .create(warm.clone(), 10, 1_000, &keep_none)
+        .await
+        .unwrap();
+    store.touch("warm", 1_001).await.unwrap();
+    let loaded = store.load("warm", 1_002).await.unwrap().unwrap();
+    store.save(loaded.clone(), loaded.version).await.unwrap();
+    let before = conn.round_trips();
+    assert!(store.delete("warm").await.unwrap());
+    assert_eq!(
+        conn.round_trips() - before,
+        3,
+        "a script Redis does not know yet: EVALSHA, SCRIPT LOAD, EVALSHA"
+    );
+
+    let trips = |f: u64| conn.round_trips() - f;
+    let before = conn.round_trips();
+    let created = SessionRecord::new("s1", "2025-11-25", 2_000, 60_000);
+    store.create(created, 10, 2_000, &keep_none).await.unwrap();
+    assert_eq!(trips(before), 1, "initialize: one round trip");
+
+    let before = conn.round_trips();
+    assert!(store.touch("s1", 2_001).await.unwrap().is_some());
+    assert_eq!(
+        trips(before),
+        1,
+        "a request on a held session: one (the touch)"
+    );
+
+    let before = conn.round_trips();
+    let record = store.load("s1", 2_002).await.unwrap().unwrap();
+    assert_eq!(trips(before), 1, "a load: one");
+
+    let before = conn.round_trips();
+    store.save(record.clone(), record.version).await.unwrap();
+    assert_eq!(trips(before), 1, "a compare-and-set: one");
+
+    let before = conn.round_trips();
+    assert!(store.delete("s1").await.unwrap());
+    assert_eq!(trips(before), 1, "DELETE: one");
+    assert_eq!(store.round_trips(), Some(conn.round_trips()));
+}

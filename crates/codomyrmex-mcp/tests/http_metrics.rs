@@ -79,6 +79,11 @@ async fn metrics_count_requests_by_method_and_outcome() {
         "{text}"
     );
     assert_eq!(value(&text, "mcp_store_errors_total"), Some(0.0), "{text}");
+    assert_eq!(
+        value(&text, "mcp_store_round_trips_total"),
+        Some(0.0),
+        "in memory, no round trips: {text}"
+    );
     assert!(text.contains("# TYPE mcp_http_request_duration_seconds histogram"));
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
     s.stop().await;

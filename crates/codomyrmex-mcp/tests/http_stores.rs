@@ -89,6 +89,10 @@ impl SessionStore for Flaky {
     fn count(&self) -> StoreFuture<'_, usize> {
         self.inner.count()
     }
+    /// Every call counts as one round trip, as a remote store's would.
+    fn round_trips(&self) -> Option<u64> {
+        Some(self.calls.load(Ordering::SeqCst) as u64)
+    }
 }
 
 #[tokio::test]
@@ -139,6 +143,40 @@ async fn sessions_live_in_the_configured_store_and_its_faults_are_503() {
     assert_eq!(r.status, 204);
     assert_eq!(store.inner.load(&sid, 0).await.unwrap(), None);
     assert_eq!(s.send(&list).await.status, 404);
+    s.stop().await;
+}
+
+/// `/metrics` shows the store's own count of round trips, and it only goes up.
+#[tokio::test]
+async fn metrics_show_the_stores_round_trips() {
+    let store = Arc::new(Flaky::default());
+    let s = start(config().with_session_store(store.clone())).await;
+    let trips = |text: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("mcp_store_round_trips_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no mcp_store_round_trips_total in {text}"))
+    };
+    let sid = s.legacy_session().await;
+    let list = legacy("tools/list", Some(2), json!({}), Some(&sid));
+    let mut last = 0;
+    for _ in 0..3 {
+        assert_eq!(s.send(&list).await.status, 200);
+        let before = store.calls.load(Ordering::SeqCst) as u64;
+        let text =
+            String::from_utf8_lossy(&s.send(&Req::new("GET", "/metrics")).await.body).into_owned();
+        let after = store.calls.load(Ordering::SeqCst) as u64;
+        let seen = trips(&text);
+        assert!(
+            before <= seen && seen <= after,
+            "{before} <= {seen} <= {after}"
+        );
+        assert!(
+            seen > last,
+            "each request adds to the count: {last} then {seen}"
+        );
+        last = seen;
+    }
     s.stop().await;
 }
 

@@ -177,6 +177,14 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
 
     /// How many records are stored (expired ones not yet removed included).
     fn count(&self) -> StoreFuture<'_, usize>;
+
+    /// Round trips to the backing store so far, through the connection this store uses
+    /// (shared with any other store built on it), when the implementation counts them. The
+    /// HTTP transport's `/metrics` shows it as `mcp_store_round_trips_total`. `None` (the
+    /// default, and the in-memory store's answer): there is no remote store.
+    fn round_trips(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The in-memory [`SessionStore`]: a map behind a mutex. Finding the least recently used

@@ -8,6 +8,7 @@
 //! | `mcp_http_calls_in_flight` | gauge | calls running now |
 //! | `mcp_http_sessions` | gauge | 2025-11-25 sessions alive in this process |
 //! | `mcp_store_errors_total` | counter | failed session or event store operations |
+//! | `mcp_store_round_trips_total` | counter | round trips to a remote store (Redis), as the store counts them; 0 in memory |
 //!
 //! Label values are bounded: a method a client makes up counts as `other`. It follows the
 //! authentication rule of `/health` ([`HealthAccess`](super::HealthAccess)), and does not
@@ -96,6 +97,9 @@ pub(crate) struct HttpMetrics {
     in_flight: Gauge<i64, std::sync::atomic::AtomicI64>,
     sessions: Gauge<i64, std::sync::atomic::AtomicI64>,
     store_errors: Counter<u64, AtomicU64>,
+    store_round_trips: Counter<u64, AtomicU64>,
+    /// Serializes scrapes' updates of `store_round_trips` from the store's own count.
+    round_trips_sync: std::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for HttpMetrics {
@@ -138,6 +142,12 @@ impl HttpMetrics {
             "Failed session or event store operations",
             store_errors.clone(),
         );
+        let store_round_trips = Counter::default();
+        registry.register(
+            "mcp_store_round_trips",
+            "Round trips to a remote session or event store",
+            store_round_trips.clone(),
+        );
         Arc::new(Self {
             registry,
             requests,
@@ -145,6 +155,8 @@ impl HttpMetrics {
             in_flight,
             sessions,
             store_errors,
+            store_round_trips,
+            round_trips_sync: std::sync::Mutex::new(()),
         })
     }
 
@@ -163,8 +175,24 @@ impl HttpMetrics {
         self.store_errors.inc();
     }
 
-    /// The text exposition, with the gauges read now.
-    pub(crate) fn render(&self, in_flight: usize, sessions: usize) -> Response<Body> {
+    /// The text exposition, with the gauges and the store's round-trip count read now.
+    pub(crate) fn render(
+        &self,
+        in_flight: usize,
+        sessions: usize,
+        store_round_trips: Option<u64>,
+    ) -> Response<Body> {
+        if let Some(trips) = store_round_trips {
+            // A counter only goes up: add what the store counted since the last scrape.
+            let _serial = self
+                .round_trips_sync
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let seen = self.store_round_trips.get();
+            if trips > seen {
+                self.store_round_trips.inc_by(trips - seen);
+            }
+        }
         self.in_flight
             .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
         self.sessions

@@ -87,6 +87,7 @@ pub use limits::{
     InFlightLimitLayer, PolicyFuture, SERVER_BUSY,
 };
 use sessions::SessionTable;
+pub use trace::{TraceParentHook, set_trace_parent_hook};
 
 use crate::store::{MemorySessionStore, SessionStore};
 
@@ -444,9 +445,11 @@ fn spawn_housekeeping(state: &AppState) {
 async fn metrics_text(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Response<Body> {
-    state
-        .metrics
-        .render(state.drain.in_flight(), state.sessions.len())
+    state.metrics.render(
+        state.drain.in_flight(),
+        state.sessions.len(),
+        state.sessions.store_round_trips(),
+    )
 }
 
 async fn health(axum::extract::State(state): axum::extract::State<AppState>) -> Response<Body> {

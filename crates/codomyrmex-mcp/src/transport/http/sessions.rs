@@ -183,6 +183,8 @@ pub(crate) struct SessionTable {
     replay: ReplayLimits,
     /// Every session's replay logs.
     events: Arc<MemoryEventStore>,
+    /// Where session ids' random bytes come from (the OS; a test can make it fail).
+    random: fn(&mut [u8]) -> Result<(), getrandom::Error>,
 }
 
 impl SessionTable {
@@ -202,6 +204,7 @@ impl SessionTable {
             idle,
             replay,
             events: Arc::new(MemoryEventStore::new(replay)),
+            random: getrandom::fill,
         }
     }
 
@@ -219,6 +222,11 @@ impl SessionTable {
     pub(crate) fn with_live_cap(mut self, cap: Option<usize>) -> Self {
         self.live_cap = cap.map(|c| c.max(1));
         self
+    }
+
+    /// The record store's round trips so far ([`SessionStore::round_trips`]).
+    pub(crate) fn store_round_trips(&self) -> Option<u64> {
+        self.records.round_trips()
     }
 
     /// Marks `s` used now.
@@ -303,7 +311,7 @@ impl SessionTable {
         &self,
         session: Arc<Session>,
     ) -> Result<(String, Arc<HttpSession>), StoreError> {
-        let id = new_session_id();
+        let id = new_session_id(self.random)?;
         let now = now_ms();
         let keep = |id: &str| self.is_busy(id);
         let created = self
@@ -472,20 +480,15 @@ fn shrink_if_sparse<V>(map: &mut HashMap<String, V>) {
     }
 }
 
-/// 128 random bits, hex. Falls back to a time-and-counter id only if the OS has no randomness.
-fn new_session_id() -> String {
+/// 128 random bits, hex. Without OS randomness there is no session: a guessable id would
+/// let anyone take a session over, so this fails closed (the client gets `503`).
+fn new_session_id(
+    random: fn(&mut [u8]) -> Result<(), getrandom::Error>,
+) -> Result<String, StoreError> {
     let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        bytes[..8].copy_from_slice(&n.to_le_bytes());
-        bytes[8..].copy_from_slice(&(t as u64).to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    random(&mut bytes)
+        .map_err(|e| StoreError::Unavailable(format!("no OS randomness for a session id: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]
@@ -533,6 +536,22 @@ mod tests {
         assert!(store.get(&b, None).await.unwrap().is_some());
         assert!(store.insert(session()).await.is_ok());
         assert_eq!(store.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn without_os_randomness_no_session_is_opened() {
+        fn broken(_: &mut [u8]) -> Result<(), getrandom::Error> {
+            Err(getrandom::Error::UNSUPPORTED)
+        }
+        let mut store = table(2, Duration::from_secs(60), limits());
+        store.random = broken;
+        let refused = store.insert(session()).await;
+        assert!(
+            matches!(&refused, Err(StoreError::Unavailable(m)) if m.contains("randomness")),
+            "{:?}",
+            refused.map(|(id, _)| id)
+        );
+        assert_eq!(store.len(), 0);
     }
 
     #[tokio::test]

@@ -6,10 +6,14 @@
 //! `trace_id`, `parent_span_id` and `trace_flags`; without a valid `traceparent` it has only
 //! the method. A malformed value is ignored, as W3C Trace Context asks. This is not an
 //! OpenTelemetry exporter: a subscriber that exports spans (for example through
-//! `tracing-opentelemetry`) reads these fields. `tracestate` and `baggage` are not read.
+//! `tracing-opentelemetry`) reads these fields, and [`set_trace_parent_hook`] lets it adopt
+//! the caller's context as the span's parent (the binary's `otel` feature does).
+//! `tracestate` and `baggage` are not read.
 
 use axum::http::HeaderMap;
 use serde_json::{Map, Value};
+use std::sync::OnceLock;
+
 use tracing::{Instrument, Span};
 
 use crate::engine::Handled;
@@ -81,16 +85,38 @@ pub(crate) fn trace_parent(
     })
 }
 
+/// Called with each new `mcp.request` span that continues a caller's trace, and the
+/// caller's `traceparent` (validated, version `00`), before the span is entered: a tracing
+/// layer that exports spans (OpenTelemetry, say) makes that context the span's parent.
+pub type TraceParentHook = fn(&Span, &str);
+
+static TRACE_PARENT_HOOK: OnceLock<TraceParentHook> = OnceLock::new();
+
+/// Registers the process's [`TraceParentHook`]. Only the first registration counts: this
+/// returns `false` when one was registered already.
+pub fn set_trace_parent_hook(hook: TraceParentHook) -> bool {
+    TRACE_PARENT_HOOK.set(hook).is_ok()
+}
+
 /// The span a request is handled in.
 pub(crate) fn request_span(method: &'static str, parent: Option<&TraceParent>) -> Span {
     match parent {
-        Some(p) => tracing::info_span!(
-            "mcp.request",
-            rpc.method = method,
-            trace_id = %p.trace_id,
-            parent_span_id = %p.parent_id,
-            trace_flags = %p.flags,
-        ),
+        Some(p) => {
+            let span = tracing::info_span!(
+                "mcp.request",
+                rpc.method = method,
+                trace_id = %p.trace_id,
+                parent_span_id = %p.parent_id,
+                trace_flags = %p.flags,
+            );
+            if let Some(hook) = TRACE_PARENT_HOOK.get() {
+                hook(
+                    &span,
+                    &format!("00-{}-{}-{}", p.trace_id, p.parent_id, p.flags),
+                );
+            }
+            span
+        }
         None => tracing::info_span!("mcp.request", rpc.method = method),
     }
 }
