@@ -13,7 +13,7 @@ use std::time::Duration;
 use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
 use codomyrmex_mcp::schema::JsonObject;
 use codomyrmex_mcp::{
-    ClientRequestError, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult,
+    ClientRequestError, InputRequest, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult,
     ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
 };
 use pyo3::exceptions::PyValueError;
@@ -56,27 +56,102 @@ impl CallState {
         Ok(self.context.log(level, data))
     }
 
-    /// Asks the user for input (`elicitation/create`, form mode) and returns the client's
-    /// `ElicitResult` as JSON. Blocks the calling thread (never a runtime worker) with the
-    /// GIL released. In the 2026-07-28 era the first call raises `InputRequired`: the tool
-    /// ends, the client answers, and the tool runs again with the answer.
-    fn elicit(&self, py: Python<'_>, message: &str, schema_json: &str) -> PyResult<String> {
-        let schema: Value =
-            serde_json::from_str(schema_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    /// Asks the client for input and returns its answer as JSON: `kind` is `"elicitation"`
+    /// (`params_json` the `elicitation/create` params), `"sampling"` (the
+    /// `sampling/createMessage` params) or `"roots"` (`roots/list`; params ignored). `key`
+    /// names the request among the call's inputs (2026-07-28: the answer comes back under it
+    /// in the retry). Blocks the calling thread (never a runtime worker) with the GIL
+    /// released. In the 2026-07-28 era, a request not yet answered raises `InputRequired`:
+    /// the tool ends, the client answers, and the tool runs again with the answer.
+    fn input(&self, py: Python<'_>, kind: &str, key: &str, params_json: &str) -> PyResult<String> {
+        let request = input_request(kind, params_json)?;
         let rt = runtime()?;
         let context = self.context.clone();
-        match py.detach(|| rt.handle().block_on(context.elicit(message, schema))) {
-            Ok(answer) => Ok(answer.to_string()),
-            Err(ClientRequestError::InputRequired) => Err(InputRequired::new_err(
-                "the client answers in a retry of this call (2026-07-28 multi round-trip)",
-            )),
-            Err(e) => Err(ClientRequestFailed::new_err(e.to_string())),
+        let outcome = py.detach(|| rt.handle().block_on(context.input(key, request)));
+        match settle(outcome) {
+            (Settled::Answered, text) => Ok(text),
+            (Settled::InputRequired, text) => Err(InputRequired::new_err(text)),
+            (Settled::Failed, text) => Err(ClientRequestFailed::new_err(text)),
         }
+    }
+
+    /// [`input`](Self::input) without blocking: returns at once, and once the client
+    /// answered (or the request failed) calls `done(status, text)` from another thread, where
+    /// `status` is `"answered"` (`text` the answer's JSON), `"input_required"` or `"failed"`
+    /// (`text` why). For async tools: no thread waits for the client.
+    fn input_async(
+        &self,
+        kind: &str,
+        key: &str,
+        params_json: &str,
+        done: Py<PyAny>,
+    ) -> PyResult<()> {
+        let request = input_request(kind, params_json)?;
+        let context = self.context.clone();
+        let key = key.to_owned();
+        runtime()?.spawn(async move {
+            let (status, text) = settle(context.input(&key, request).await);
+            // A loop that closed meanwhile cannot take the answer: nothing is waiting for it.
+            let _ = with_python(move |py| {
+                done.call1(py, (status.name(), text))?;
+                Ok(String::new())
+            })
+            .await;
+        });
+        Ok(())
     }
 
     /// The tool being called.
     fn tool_name(&self) -> String {
         self.context.tool_name().to_owned()
+    }
+}
+
+/// The request for input that `kind` names, with its params.
+fn input_request(kind: &str, params_json: &str) -> PyResult<InputRequest> {
+    let params = || -> PyResult<Value> {
+        match serde_json::from_str::<Value>(params_json) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err(PyValueError::new_err("the request's params must be a JSON object")),
+            Err(e) => Err(PyValueError::new_err(e.to_string())),
+        }
+    };
+    match kind {
+        "elicitation" => Ok(InputRequest::Elicit(params()?)),
+        "sampling" => Ok(InputRequest::Sample(params()?)),
+        "roots" => Ok(InputRequest::ListRoots),
+        other => Err(PyValueError::new_err(format!(
+            "{other:?} is not a kind of client request (elicitation, sampling, roots)"
+        ))),
+    }
+}
+
+/// How a request for input ended.
+#[derive(Clone, Copy)]
+enum Settled {
+    Answered,
+    InputRequired,
+    Failed,
+}
+
+impl Settled {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::InputRequired => "input_required",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+fn settle(outcome: Result<Value, ClientRequestError>) -> (Settled, String) {
+    match outcome {
+        Ok(answer) => (Settled::Answered, answer.to_string()),
+        Err(ClientRequestError::InputRequired) => (
+            Settled::InputRequired,
+            "the client answers in a retry of this call (2026-07-28 multi round-trip)".to_owned(),
+        ),
+        Err(e) => (Settled::Failed, e.to_string()),
     }
 }
 

@@ -19,11 +19,48 @@ DEMO = str(SERVERS / "demo_server.py")
 
 
 
+ANSWERS = {"Who are you?": "Ada", "First name?": "Ada", "Last name?": "Lovelace"}
+ROOTS = ["file:///work/one", "file:///work/two"]
+
+
 async def on_elicit(context, params):
     from mcp import types
 
-    assert params.message == "Who are you?"
-    return types.ElicitResult(action="accept", content={"name": "Ada"})
+    return types.ElicitResult(action="accept", content={"name": ANSWERS[params.message]})
+
+
+async def on_sample(context, params):
+    from mcp import types
+
+    assert params.system_prompt in (None, "Be brief.") and params.max_tokens == 20
+    text = params.messages[0].content.text
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=f"re: {text}"), model="echo-model")
+
+
+async def on_roots(context):
+    from mcp import types
+
+    return types.ListRootsResult(roots=[types.Root(uri=uri, name=uri.rsplit("/", 1)[-1]) for uri in ROOTS])
+
+
+CALLBACKS = dict(elicitation_callback=on_elicit, sampling_callback=on_sample, list_roots_callback=on_roots)
+
+
+async def client_requests(client, label):
+    """Elicitation, sampling and roots from sync and async tools: server-to-client requests
+    (2025-11-25) or multi round-trips (2026-07-28)."""
+    for tool, arguments, expected in [
+        ("ask_name", {}, "Hello, Ada"),
+        ("ask_name_async", {}, "Hello, Ada"),
+        ("ask_twice", {}, "Ada Lovelace"),
+        ("sample", {"prompt": "hi"}, "echo-model: re: hi"),
+        ("sample_async", {"prompt": "hi"}, "echo-model: re: hi"),
+        ("roots", {}, ROOTS),
+        ("roots_async", {}, ROOTS),
+        ("ask_and_sample", {}, "re: Greet Ada (2 roots)"),
+    ]:
+        result = await client.call_tool(tool, arguments)
+        assert not result.is_error and result.structured_content == {"result": expected}, (label, tool, result)
 
 
 async def exercise(client, label, logs):
@@ -51,8 +88,7 @@ async def exercise(client, label, logs):
     assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], label
     assert [(m.level, m.data) for m in logs] == [("info", {"done": 3})], label
     # Elicitation: a server-to-client request (2025-11-25) or a multi round-trip (2026-07-28).
-    asked = await client.call_tool("ask_name", {})
-    assert not asked.is_error and asked.structured_content == {"result": "Hello, Ada"}, (label, asked)
+    await client_requests(client, label)
     resource = await client.read_resource("demo://greeting")
     assert resource.contents[0].text == "hello from Python", label
     prompt = await client.get_prompt("review", {"code": "x = 1"})
@@ -68,7 +104,7 @@ async def sdk_stdio(mode, expected):
     async def on_log(message):
         logs.append(message)
 
-    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info", elicitation_callback=on_elicit) as client:
+    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info", **CALLBACKS) as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"
         await exercise(client, f"stdio {mode}", logs)
@@ -120,7 +156,7 @@ async def sdk_http(url, mode, expected):
         read_timeout_seconds=30,
         logging_callback=on_log,
         log_level="info",
-        elicitation_callback=on_elicit,
+        **CALLBACKS,
     ) as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"

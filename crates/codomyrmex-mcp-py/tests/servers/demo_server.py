@@ -3,8 +3,9 @@
 Tools: `add` (sync), `slow_echo` (async), `boom` (raises), `block` (waits until `release`
 is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async wait with a
 1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
-stdout), `progress` (takes a Context), `ask_name` (elicits), and `counter` via `register_tool`; one resource and
-one prompt. Over HTTP it listens on a port
+stdout), `progress` (takes a Context), `ask_name` (elicits), `ask_twice`, `ask_name_async`,
+`sample`, `sample_async`, `roots`, `roots_async` and `ask_and_sample` (requests to the
+client), and `counter` via `register_tool`; one resource and one prompt. Over HTTP it listens on a port
 the OS picks on 127.0.0.1 and reports it on stderr.
 """
 
@@ -109,6 +110,60 @@ def ask_name(ctx: Context) -> str:
     if answer.get("action") != "accept":
         return "no name given"
     return f"Hello, {answer['content']['name']}"
+
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+def ask_twice(ctx: Context) -> str:
+    """Asks two questions in turn (elicitation), each answered on its own."""
+    first = ctx.elicit("First name?", NAME)
+    last = ctx.elicit("Last name?", NAME)
+    return f"{first['content']['name']} {last['content']['name']}"
+
+
+@server.tool()
+async def ask_name_async(ctx: Context) -> str:
+    """`ask_name` as an async tool."""
+    answer = await ctx.elicit_async("Who are you?", NAME)
+    return f"Hello, {answer['content']['name']}"
+
+
+@server.tool()
+def sample(prompt: str, ctx: Context) -> str:
+    """Asks the client's model (sampling)."""
+    reply = ctx.create_message(prompt, max_tokens=20, systemPrompt="Be brief.")
+    return f"{reply['model']}: {reply['content']['text']}"
+
+
+@server.tool()
+async def sample_async(prompt: str, ctx: Context) -> str:
+    """`sample` as an async tool."""
+    reply = await ctx.create_message_async(prompt, max_tokens=20, systemPrompt="Be brief.")
+    return f"{reply['model']}: {reply['content']['text']}"
+
+
+@server.tool()
+def roots(ctx: Context) -> list:
+    """The client's roots."""
+    return [r["uri"] for r in ctx.list_roots()]
+
+
+@server.tool()
+async def roots_async(ctx: Context) -> list:
+    """`roots` as an async tool."""
+    return [r["uri"] for r in await ctx.list_roots_async()]
+
+
+@server.tool()
+def ask_and_sample(ctx: Context) -> str:
+    """Elicits, then samples, then lists roots: three kinds of request in one call."""
+    name = ctx.elicit("Who are you?", NAME)["content"]["name"]
+    reply = ctx.create_message(f"Greet {name}", max_tokens=20)
+    return f"{reply['content']['text']} ({len(ctx.list_roots())} roots)"
+
+
 count = [0]
 
 
