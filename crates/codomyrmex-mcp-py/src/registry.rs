@@ -13,8 +13,8 @@ use std::time::Duration;
 use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
 use codomyrmex_mcp::schema::JsonObject;
 use codomyrmex_mcp::{
-    ClientRequestError, InputRequest, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult,
-    ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+    ClientRequestError, InputRequest, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry,
+    McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -112,7 +112,9 @@ fn input_request(kind: &str, params_json: &str) -> PyResult<InputRequest> {
     let params = || -> PyResult<Value> {
         match serde_json::from_str::<Value>(params_json) {
             Ok(v @ Value::Object(_)) => Ok(v),
-            Ok(_) => Err(PyValueError::new_err("the request's params must be a JSON object")),
+            Ok(_) => Err(PyValueError::new_err(
+                "the request's params must be a JSON object",
+            )),
             Err(e) => Err(PyValueError::new_err(e.to_string())),
         }
     };

@@ -173,6 +173,46 @@ def test_ctrl_c_stops_an_http_server_cleanly(http_server):
     assert http_server.proc.wait(timeout=30) == 0
 
 
+def test_ctrl_c_stops_an_http_server_whose_sync_tool_hangs(http_server):
+    import json
+    import urllib.error
+    import urllib.request
+
+    def post(message):
+        request = urllib.request.Request(
+            http_server.url,
+            data=json.dumps(message).encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": message["params"]["name"],
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.read().decode()
+        except urllib.error.HTTPError as e:
+            raise AssertionError(e.read().decode()) from e
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    hung = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hang", "arguments": {}, "_meta": meta}})
+    assert "TIMEOUT" in hung.upper()
+    import threading
+
+    # `block` stays in flight (its thread is stuck) while the server is asked to stop.
+    threading.Thread(
+        target=lambda: post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "block", "arguments": {}, "_meta": meta}}),
+        daemon=True,
+    ).start()
+    added = post({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}, "_meta": meta}})
+    assert '"result":1' in added.replace(" ", "")
+    http_server.proc.send_signal(signal.SIGINT)
+    assert http_server.proc.wait(timeout=30) == 0
+
+
 def test_http_refuses_cross_origin_requests_and_sends_no_cors_headers(http_server):
     import json
     import urllib.error
