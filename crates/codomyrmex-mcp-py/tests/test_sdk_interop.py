@@ -233,3 +233,54 @@ def test_http_refuses_cross_origin_requests_and_sends_no_cors_headers(http_serve
         urllib.request.urlopen(request, timeout=30)
     assert caught.value.code == 403
     assert caught.value.headers.get("Access-Control-Allow-Origin") is None
+
+
+@pytest.mark.parametrize("tool", ["wait_for_cancel", "async_wait_for_cancel"])
+def test_closing_the_response_stream_cancels_the_python_tool_over_http(http_server, tool):
+    """2026-07-28 over HTTP: a client disconnect is the cancellation."""
+    import http.client
+    import json
+    import socket
+    import time
+    from urllib.parse import urlparse
+
+    url = urlparse(http_server.url)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    tag = f"{tool}-http"
+
+    def message(request_id, name, arguments):
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments, "_meta": meta}}
+
+    def headers(name):
+        return {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": name,
+        }
+
+    body = json.dumps(message(1, tool, {"tag": tag})).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers(tool).items())
+    raw = socket.create_connection((url.hostname, url.port), timeout=30)
+    raw.sendall(f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    # The call is in flight once the server has started its answer (an SSE stream) or, at
+    # the latest, soon after; closing the connection is the cancellation either way.
+    raw.settimeout(0.5)
+    try:
+        raw.recv(1)
+    except socket.timeout:
+        pass
+    raw.close()
+    deadline = time.monotonic() + 30
+    request_id = 1
+    while True:
+        request_id += 1
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        conn.request("POST", url.path, body=json.dumps(message(request_id, "cancelled", {})), headers=headers("cancelled"))
+        text = conn.getresponse().read().decode()
+        conn.close()
+        if tag in text:
+            return
+        assert time.monotonic() < deadline, f"{tool} never saw its cancellation: {text}"
+        time.sleep(0.05)  # under the server's rate limit

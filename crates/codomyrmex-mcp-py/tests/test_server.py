@@ -411,3 +411,54 @@ def test_an_on_client_request_that_raises_fails_the_tools_request():
     reply = within(60, lambda: legacy_call(asking_server(), "ask_name", on_client_request=refuse))
     error = reply["result"]["structuredContent"]
     assert error["error_type"] == "ClientRequestFailed" and "not today" in error["error_message"], error
+
+
+
+# ----- cancellation by the client: notifications/cancelled over stdio, in both eras ------
+
+
+def wait_until_cancelled(server, tag, first_id, meta=None):
+    import time
+
+    deadline = time.monotonic() + 30
+    request_id = first_id
+    while True:
+        request_id += 1
+        message = call(request_id, "cancelled")
+        if meta:
+            message["params"]["_meta"] = meta
+        server.send(message)
+        seen = server.read_response(request_id)["result"]["structuredContent"]
+        if tag in seen.get("result", []):
+            return
+        assert time.monotonic() < deadline, f"{tag}: the tool never saw its cancellation ({seen})"
+        time.sleep(0.05)  # under the server's rate limit
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("tool", ["wait_for_cancel", "async_wait_for_cancel"])
+def test_a_client_cancellation_reaches_the_python_tool_over_stdio(era, tool):
+    server = StdioServer()
+    meta = None
+    try:
+        if era == "2025-11-25":
+            server.send(INITIALIZE)
+            server.read_response(0)
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        else:
+            meta = MODERN_META
+        tag = f"{tool}-{era}"
+        message = call(1, tool, {"tag": tag})
+        if meta:
+            message["params"]["_meta"] = meta
+        server.send(message)
+        # Lines are read in order: once a later request is answered, the call is in flight.
+        ping = call(2, "cancelled")
+        if meta:
+            ping["params"]["_meta"] = meta
+        server.send(ping)
+        server.read_response(2)
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}})
+        wait_until_cancelled(server, tag, 100, meta)
+    finally:
+        server.close()

@@ -5,13 +5,14 @@ is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async w
 1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
 stdout), `progress` (takes a Context), `ask_name` (elicits), `ask_twice`, `ask_name_async`,
 `sample`, `sample_async`, `roots`, `roots_async` and `ask_and_sample` (requests to the
-client), and `counter` via `register_tool`; one resource and one prompt. Over HTTP it listens on a port
+client), `wait_for_cancel`, `async_wait_for_cancel` and `cancelled` (cancellation), and `counter` via `register_tool`; one resource and one prompt. Over HTTP it listens on a port
 the OS picks on 127.0.0.1 and reports it on stderr.
 """
 
 import asyncio
 import sys
 import threading
+import time
 from typing import Optional
 
 from codomyrmex_mcp import MCPServer, MCPServerConfig, mcp_tool
@@ -162,6 +163,38 @@ def ask_and_sample(ctx: Context) -> str:
     name = ctx.elicit("Who are you?", NAME)["content"]["name"]
     reply = ctx.create_message(f"Greet {name}", max_tokens=20)
     return f"{reply['content']['text']} ({len(ctx.list_roots())} roots)"
+
+
+cancelled_tags = set()
+
+
+@server.tool()
+def wait_for_cancel(tag: str, ctx: Context) -> str:
+    """Waits (up to a minute) for the call to be cancelled, polling `is_cancelled`."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if ctx.is_cancelled():
+            cancelled_tags.add(tag)
+            return "cancelled"
+        time.sleep(0.01)
+    return "never cancelled"
+
+
+@server.tool()
+async def async_wait_for_cancel(tag: str) -> str:
+    """Sleeps a minute unless the call is cancelled (the coroutine is then cancelled)."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        cancelled_tags.add(tag)
+        raise
+    return "never cancelled"
+
+
+@server.tool()
+def cancelled() -> list:
+    """The tags of the calls that saw their cancellation."""
+    return sorted(cancelled_tags)
 
 
 count = [0]
