@@ -103,6 +103,7 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def call(request_id: int) -> Dict[str, Any]:
+    arguments: Dict[str, Any]
     if request_id % 2:
         name, arguments = "add", {"a": request_id, "b": 1}
     else:
