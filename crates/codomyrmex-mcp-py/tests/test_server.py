@@ -205,6 +205,22 @@ def test_ctrl_c_stops_a_server_whose_sync_tools_hang_past_their_timeouts(stdio_s
     assert b"Traceback" not in stdio_server.proc.stderr.read()
 
 
+def test_a_timed_out_sync_tool_can_no_longer_reach_the_client(stdio_server):
+    # Its call was answered (TIMEOUT): the stuck thread's context is cut off, so it sends
+    # nothing after the response and holds none of the connection's resources.
+    stdio_server.send({"jsonrpc": "2.0", "id": 0, "method": "logging/setLevel", "params": {"level": "debug"}})
+    stdio_server.read_response(0)
+    message = call(1, "hang_then_report")
+    message["params"]["_meta"] = {"progressToken": "late"}
+    stdio_server.send(message)
+    assert "TIMEOUT" in json.dumps(stdio_server.read_response(1)["result"]).upper()
+    stdio_server.send(call(2, "release"))
+    stdio_server.read_response(2)
+    stdio_server.send(call(3, "late_report"))
+    late = stdio_server.read_response(3)["result"]["structuredContent"]["result"]
+    assert late == {"progress": False, "log": False, "elicit": "ClientRequestFailed", "cancelled": True}, late
+
+
 def test_exceptions_and_bad_arguments_are_tool_errors(stdio_server):
     stdio_server.send(call(1, "boom", {"message": "kaput"}))
     boom = stdio_server.read_response(1)["result"]

@@ -5,7 +5,8 @@ is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async w
 1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
 stdout), `progress` (takes a Context), `ask_name` (elicits), `ask_twice`, `ask_name_async`,
 `sample`, `sample_async`, `roots`, `roots_async` and `ask_and_sample` (requests to the
-client), `wait_for_cancel`, `async_wait_for_cancel` and `cancelled` (cancellation), and `counter` via `register_tool`; one resource and one prompt. Over HTTP it listens on a port
+client), `wait_for_cancel`, `async_wait_for_cancel` and `cancelled` (cancellation),
+`hang_then_report` and `late_report` (a context after its call ended), and `counter` via `register_tool`; one resource and one prompt. Over HTTP it listens on a port
 the OS picks on 127.0.0.1 and reports it on stderr.
 """
 
@@ -20,7 +21,7 @@ from codomyrmex_mcp.context import Context
 
 transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
 server = MCPServer(
-    MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0, "async_hang": 1.0})
+    MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0, "async_hang": 1.0, "hang_then_report": 1.0})
 )
 released = threading.Event()
 
@@ -163,6 +164,33 @@ def ask_and_sample(ctx: Context) -> str:
     name = ctx.elicit("Who are you?", NAME)["content"]["name"]
     reply = ctx.create_message(f"Greet {name}", max_tokens=20)
     return f"{reply['content']['text']} ({len(ctx.list_roots())} roots)"
+
+
+late = {}
+late_done = threading.Event()
+
+
+@server.tool()
+def hang_then_report(ctx: Context) -> str:
+    """Waits until `release`, past its 1 s timeout, then tries to reach its client."""
+    released.wait(60)
+    late["progress"] = ctx.report_progress(1, 1)
+    late["log"] = ctx.info("too late")
+    try:
+        ctx.elicit("Still there?", {"type": "object"})
+        late["elicit"] = "answered"
+    except Exception as e:  # ClientRequestFailed expected
+        late["elicit"] = type(e).__name__
+    late["cancelled"] = ctx.is_cancelled()
+    late_done.set()
+    return "too late"
+
+
+@server.tool()
+def late_report() -> dict:
+    """What `hang_then_report` could do after its timeout (waits for it to finish)."""
+    late_done.wait(30)
+    return late
 
 
 cancelled_tags = set()
