@@ -1,21 +1,79 @@
 //! An in-memory connection to the engine, for `MCPServer.handle_request`: messages go in as
 //! newline-delimited JSON, exactly as over stdio, and responses are matched to their
 //! requests by id. A persistent connection, so a legacy (`initialize`) session lives on
-//! across calls; server-to-client messages that answer no request are dropped.
+//! across calls.
+//!
+//! Server-to-client requests (a 2025-11-25 tool's elicitation, sampling or roots) go to the
+//! [`ClientHandler`] of a call waiting on the connection, whose answer is sent back; with no
+//! waiting call that has one, they are answered at once with an error (`-32601`), so the
+//! tool sees its request fail instead of waiting for its timeout. Notifications (progress,
+//! logs) are dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use codomyrmex_mcp::McpServer;
-use serde_json::Value;
+use codomyrmex_mcp::registry::BoxFuture;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
 use tokio::sync::oneshot;
 
-type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
+/// Answers a server-to-client request (the whole JSON-RPC request) with its result, or the
+/// error message sent back instead.
+pub(crate) type ClientHandler =
+    Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
+
+/// A call waiting for its response, and who answers the server's requests meanwhile.
+struct Waiter {
+    reply: oneshot::Sender<Value>,
+    handler: Option<ClientHandler>,
+}
+
+type Pending = Arc<Mutex<HashMap<String, Waiter>>>;
+type Writer = Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>;
+
+/// JSON-RPC's "method not found", what a client without the capability answers.
+const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC's "internal error": the handler failed.
+const INTERNAL_ERROR: i64 = -32603;
+
+/// Writes one line; false if the connection is closed.
+async fn write_line(writer: &Writer, message: &Value) -> std::io::Result<()> {
+    let mut line = message.to_string();
+    line.push('\n');
+    let mut writer = writer.lock().await;
+    writer.write_all(line.as_bytes()).await?;
+    writer.flush().await
+}
+
+/// Answers one server-to-client request: through `handler`, or with an error without one.
+async fn answer(writer: Writer, request: Value, handler: Option<ClientHandler>) {
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let method = request
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let response = match handler {
+        None => json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": METHOD_NOT_FOUND,
+            "message": format!("handle_request has no client to answer {method}: pass on_client_request"),
+        }}),
+        Some(handler) => match handler(request).await {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(message) => json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": INTERNAL_ERROR,
+                "message": message,
+            }}),
+        },
+    };
+    // A closed connection has no tool left to answer.
+    let _ = write_line(&writer, &response).await;
+}
 
 /// The client end of an in-memory connection.
 pub(crate) struct Loopback {
-    writer: tokio::sync::Mutex<WriteHalf<DuplexStream>>,
+    writer: Writer,
     pending: Pending,
     /// The server's `max_message_size`: a longer line would be answered without an id.
     max_message_size: usize,
@@ -37,8 +95,10 @@ impl Loopback {
             }
         });
         let (client_read, client_write) = tokio::io::split(client);
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(client_write));
         let pending: Pending = Arc::default();
         let replies = pending.clone();
+        let answers = writer.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(client_read).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -46,6 +106,16 @@ impl Loopback {
                     continue;
                 };
                 if message.get("method").is_some() {
+                    if message.get("id").is_some() {
+                        // A request of the server's: the handler of any waiting call that
+                        // has one answers it (on a task of its own: the reader reads on).
+                        let handler = replies
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .values()
+                            .find_map(|w| w.handler.clone());
+                        tokio::spawn(answer(answers.clone(), message, handler));
+                    }
                     continue;
                 }
                 let Some(id) = message.get("id").map(Value::to_string) else {
@@ -56,7 +126,7 @@ impl Loopback {
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&id);
                 if let Some(waiter) = waiter {
-                    let _ = waiter.send(message);
+                    let _ = waiter.reply.send(message);
                 }
             }
             // The connection is gone: waiters see their sender dropped.
@@ -66,14 +136,19 @@ impl Loopback {
                 .clear();
         });
         Self {
-            writer: tokio::sync::Mutex::new(client_write),
+            writer,
             pending,
             max_message_size,
         }
     }
 
-    /// Sends one message; for a request, waits for its response.
-    pub(crate) async fn send(&self, message: Value) -> Result<Option<Value>, String> {
+    /// Sends one message; for a request, waits for its response, with `handler` answering
+    /// the server's requests meanwhile.
+    pub(crate) async fn send(
+        &self,
+        message: Value,
+        handler: Option<ClientHandler>,
+    ) -> Result<Option<Value>, String> {
         let Value::Object(object) = &message else {
             return Err("a JSON-RPC message must be a JSON object".to_owned());
         };
@@ -91,15 +166,13 @@ impl Loopback {
             }
             _ => None,
         };
-        let mut line = message.to_string();
-        if line.len() > self.max_message_size {
+        let length = message.to_string().len();
+        if length > self.max_message_size {
             return Err(format!(
-                "the message is {} bytes, over the server's {}-byte limit (max_message_size)",
-                line.len(),
+                "the message is {length} bytes, over the server's {}-byte limit (max_message_size)",
                 self.max_message_size
             ));
         }
-        line.push('\n');
         let waiter = match &request_id {
             None => None,
             Some(id) => {
@@ -107,19 +180,12 @@ impl Loopback {
                 if pending.contains_key(id) {
                     return Err(format!("a request with id {id} is already pending"));
                 }
-                let (tx, rx) = oneshot::channel();
-                pending.insert(id.clone(), tx);
+                let (reply, rx) = oneshot::channel();
+                pending.insert(id.clone(), Waiter { reply, handler });
                 Some(rx)
             }
         };
-        let written = {
-            let mut writer = self.writer.lock().await;
-            match writer.write_all(line.as_bytes()).await {
-                Ok(()) => writer.flush().await,
-                Err(e) => Err(e),
-            }
-        };
-        if let Err(e) = written {
+        if let Err(e) = write_line(&self.writer, &message).await {
             if let Some(id) = &request_id {
                 self.pending
                     .lock()

@@ -6,15 +6,15 @@
 //! handler with the arguments and returns the outcome as `MCPToolResult` JSON; this module
 //! never interprets Python values.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
 use codomyrmex_mcp::schema::JsonObject;
 use codomyrmex_mcp::{
-    ClientRequestError, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry, McpToolResult,
-    ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+    ClientRequestError, InputRequest, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry,
+    McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -26,24 +26,47 @@ use crate::{ClientRequestFailed, InputRequired, MCPRegistrationError};
 /// What a running Python handler can ask of its call: whether it was cancelled (the client
 /// cancelled it, it timed out, or the server is stopping), and the request's progress and
 /// log notifications. Passed to the invoker; the Python `Context` wraps it.
+///
+/// The context lives only as long as the call: once the call is answered (it returned, timed
+/// out or was cancelled), a Python thread still running it reaches nothing: no notification
+/// after the response, no request to the client, and nothing of the connection held.
 #[pyclass(module = "codomyrmex_mcp._core", frozen)]
 pub struct CallState {
     cancelled: Arc<AtomicBool>,
-    context: ToolContext,
+    context: Slot,
+}
+
+/// The call's context, emptied when the call ends.
+type Slot = Arc<Mutex<Option<ToolContext>>>;
+
+impl CallState {
+    fn context(&self) -> Option<ToolContext> {
+        self.context
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn context_or_err(&self) -> PyResult<ToolContext> {
+        self.context().ok_or_else(|| {
+            ClientRequestFailed::new_err("the call has ended (it timed out or was cancelled)")
+        })
+    }
 }
 
 #[pymethods]
 impl CallState {
     /// Whether the call was cancelled or timed out; its answer has then already been sent.
     fn cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire) || self.context.is_cancelled()
+        self.cancelled.load(Ordering::Acquire) || self.context().is_none_or(|c| c.is_cancelled())
     }
 
     /// Sends a progress notification if the client asked for progress; returns whether one
     /// was sent.
     #[pyo3(signature = (progress, total=None, message=None))]
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
-        self.context.progress(progress, total, message)
+        self.context()
+            .is_some_and(|c| c.progress(progress, total, message))
     }
 
     /// Sends a log notification (`level` is an MCP level such as `"info"`; `data_json` any
@@ -53,39 +76,126 @@ impl CallState {
             .map_err(|_| PyValueError::new_err(format!("{level:?} is not an MCP log level (debug, info, notice, warning, error, critical, alert, emergency)")))?;
         let data: Value =
             serde_json::from_str(data_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(self.context.log(level, data))
+        Ok(self.context().is_some_and(|c| c.log(level, data)))
     }
 
-    /// Asks the user for input (`elicitation/create`, form mode) and returns the client's
-    /// `ElicitResult` as JSON. Blocks the calling thread (never a runtime worker) with the
-    /// GIL released. In the 2026-07-28 era the first call raises `InputRequired`: the tool
-    /// ends, the client answers, and the tool runs again with the answer.
-    fn elicit(&self, py: Python<'_>, message: &str, schema_json: &str) -> PyResult<String> {
-        let schema: Value =
-            serde_json::from_str(schema_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    /// Asks the client for input and returns its answer as JSON: `kind` is `"elicitation"`
+    /// (`params_json` the `elicitation/create` params), `"sampling"` (the
+    /// `sampling/createMessage` params) or `"roots"` (`roots/list`; params ignored). `key`
+    /// names the request among the call's inputs (2026-07-28: the answer comes back under it
+    /// in the retry). Blocks the calling thread (never a runtime worker) with the GIL
+    /// released. In the 2026-07-28 era, a request not yet answered raises `InputRequired`:
+    /// the tool ends, the client answers, and the tool runs again with the answer.
+    fn input(&self, py: Python<'_>, kind: &str, key: &str, params_json: &str) -> PyResult<String> {
+        let request = input_request(kind, params_json)?;
         let rt = runtime()?;
-        let context = self.context.clone();
-        match py.detach(|| rt.handle().block_on(context.elicit(message, schema))) {
-            Ok(answer) => Ok(answer.to_string()),
-            Err(ClientRequestError::InputRequired) => Err(InputRequired::new_err(
-                "the client answers in a retry of this call (2026-07-28 multi round-trip)",
-            )),
-            Err(e) => Err(ClientRequestFailed::new_err(e.to_string())),
+        let context = self.context_or_err()?;
+        let outcome = py.detach(|| rt.handle().block_on(context.input(key, request)));
+        match settle(outcome) {
+            (Settled::Answered, text) => Ok(text),
+            (Settled::InputRequired, text) => Err(InputRequired::new_err(text)),
+            (Settled::Failed, text) => Err(ClientRequestFailed::new_err(text)),
         }
+    }
+
+    /// [`input`](Self::input) without blocking: returns at once, and once the client
+    /// answered (or the request failed) calls `done(status, text)` from another thread, where
+    /// `status` is `"answered"` (`text` the answer's JSON), `"input_required"` or `"failed"`
+    /// (`text` why). For async tools: no thread waits for the client.
+    fn input_async(
+        &self,
+        kind: &str,
+        key: &str,
+        params_json: &str,
+        done: Py<PyAny>,
+    ) -> PyResult<()> {
+        let request = input_request(kind, params_json)?;
+        let context = self.context_or_err()?;
+        let key = key.to_owned();
+        runtime()?.spawn(async move {
+            let (status, text) = settle(context.input(&key, request).await);
+            // A loop that closed meanwhile cannot take the answer: nothing is waiting for it.
+            let _ = with_python(move |py| {
+                done.call1(py, (status.name(), text))?;
+                Ok(String::new())
+            })
+            .await;
+        });
+        Ok(())
     }
 
     /// The tool being called.
     fn tool_name(&self) -> String {
-        self.context.tool_name().to_owned()
+        self.context()
+            .map(|c| c.tool_name().to_owned())
+            .unwrap_or_default()
     }
 }
 
-/// Marks a call cancelled when its future is dropped before it finished.
-struct CancelOnDrop(Arc<AtomicBool>);
+/// The request for input that `kind` names, with its params.
+fn input_request(kind: &str, params_json: &str) -> PyResult<InputRequest> {
+    let params = || -> PyResult<Value> {
+        match serde_json::from_str::<Value>(params_json) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err(PyValueError::new_err(
+                "the request's params must be a JSON object",
+            )),
+            Err(e) => Err(PyValueError::new_err(e.to_string())),
+        }
+    };
+    match kind {
+        "elicitation" => Ok(InputRequest::Elicit(params()?)),
+        "sampling" => Ok(InputRequest::Sample(params()?)),
+        "roots" => Ok(InputRequest::ListRoots),
+        other => Err(PyValueError::new_err(format!(
+            "{other:?} is not a kind of client request (elicitation, sampling, roots)"
+        ))),
+    }
+}
 
-impl Drop for CancelOnDrop {
+/// How a request for input ended.
+#[derive(Clone, Copy)]
+enum Settled {
+    Answered,
+    InputRequired,
+    Failed,
+}
+
+impl Settled {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Answered => "answered",
+            Self::InputRequired => "input_required",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+fn settle(outcome: Result<Value, ClientRequestError>) -> (Settled, String) {
+    match outcome {
+        Ok(answer) => (Settled::Answered, answer.to_string()),
+        Err(ClientRequestError::InputRequired) => (
+            Settled::InputRequired,
+            "the client answers in a retry of this call (2026-07-28 multi round-trip)".to_owned(),
+        ),
+        Err(e) => (Settled::Failed, e.to_string()),
+    }
+}
+
+/// When a call's future is dropped (it finished, timed out or was cancelled): marks the call
+/// cancelled and takes its context away from the Python side.
+struct EndOnDrop {
+    cancelled: Arc<AtomicBool>,
+    context: Slot,
+}
+
+impl Drop for EndOnDrop {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
+        self.cancelled.store(true, Ordering::Release);
+        self.context
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 }
 
@@ -104,10 +214,20 @@ impl ToolHandler for PyToolHandler {
         Box::pin(async move {
             let arguments = Value::Object(arguments).to_string();
             let cancelled = Arc::new(AtomicBool::new(false));
-            let _guard = CancelOnDrop(cancelled.clone());
+            let slot: Slot = Arc::new(Mutex::new(Some(context)));
+            let _guard = EndOnDrop {
+                cancelled: cancelled.clone(),
+                context: slot.clone(),
+            };
             let (invoker, handler) = (self.invoker.clone(), self.handler.clone());
             let outcome = with_python(move |py| {
-                let state = Py::new(py, CallState { cancelled, context })?;
+                let state = Py::new(
+                    py,
+                    CallState {
+                        cancelled,
+                        context: slot,
+                    },
+                )?;
                 invoker
                     .call1(py, (handler.clone_ref(py), arguments, state))?
                     .extract::<String>(py)

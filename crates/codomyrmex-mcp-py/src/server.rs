@@ -11,7 +11,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use codomyrmex_mcp::resources::{ResourceError, ResourceRequest};
-use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
+use codomyrmex_mcp::transport::http::{
+    AuthConfig, HttpConfig, HttpServer, Jwks, JwtConfig, StaticToken,
+};
 use codomyrmex_mcp::wire::types::ResourceContents;
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
@@ -23,7 +25,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::loopback::Loopback;
+use crate::loopback::{ClientHandler, Loopback};
 use crate::registry::ToolRegistry;
 use crate::runtime::{runtime, with_python};
 
@@ -120,6 +122,87 @@ fn socket_addr(host: &str, port: u16) -> PyResult<SocketAddr> {
         .map_err(|e| PyOSError::new_err(format!("cannot resolve {host:?}: {e}")))?
         .next()
         .ok_or_else(|| PyOSError::new_err(format!("{host:?} has no address")))
+}
+
+/// The HTTP transport's configuration: `bind` plus the options of the Python `run_http`
+/// (`options_json`): `auth_token`, `jwks` (a file path or the JWKS JSON text), `issuer`,
+/// `audience`, `required_scopes`, `allowed_hosts`, `allowed_origins`, and `rate_limits`
+/// (false: none, not even per client). The same options, and
+/// the same rules, as the CLI's `serve --http`: JWT validation needs `jwks`, `issuer` and
+/// `audience` together.
+fn http_config(bind: SocketAddr, options_json: &str) -> PyResult<HttpConfig> {
+    let options: Value =
+        serde_json::from_str(options_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let text = |key: &str| -> PyResult<Option<String>> {
+        match options.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(PyValueError::new_err(format!("{key} must be a string"))),
+        }
+    };
+    let texts = |key: &str| -> PyResult<Vec<String>> {
+        match options.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        PyValueError::new_err(format!("{key} must be a list of strings"))
+                    })
+                })
+                .collect(),
+            Some(_) => Err(PyValueError::new_err(format!(
+                "{key} must be a list of strings"
+            ))),
+        }
+    };
+    let mut auth = AuthConfig::default();
+    if let Some(token) = text("auth_token")? {
+        if token.is_empty() {
+            return Err(PyValueError::new_err("auth_token must not be empty"));
+        }
+        auth.static_tokens
+            .push(StaticToken::new("static-token", token));
+    }
+    let required_scopes = texts("required_scopes")?;
+    match (text("jwks")?, text("issuer")?, text("audience")?) {
+        (Some(jwks), Some(issuer), Some(audience)) => {
+            let jwks = if jwks.trim_start().starts_with('{') {
+                Jwks::from_json(&jwks)
+            } else {
+                Jwks::from_file(&jwks)
+            }
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let mut jwt = JwtConfig::new(jwks, issuer);
+            jwt.required_scopes = required_scopes;
+            auth.jwt = Some(jwt);
+            auth.resource = Some(audience);
+        }
+        (None, None, None) if required_scopes.is_empty() => {}
+        _ => {
+            return Err(PyValueError::new_err(
+                "JWT validation needs jwks, issuer and audience together (required_scopes needs them too)",
+            ));
+        }
+    }
+    let auth = (!auth.static_tokens.is_empty() || auth.jwt.is_some()).then_some(auth);
+    if let Some(auth) = &auth {
+        auth.validate()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
+    let http = HttpConfig {
+        bind,
+        auth,
+        allowed_hosts: texts("allowed_hosts")?,
+        allowed_origins: texts("allowed_origins")?,
+        ..HttpConfig::default()
+    };
+    // `rate_limit_rate=0` turns off every rate limit, the per-client HTTP ones included (as
+    // the CLI's `--no-rate-limit`).
+    Ok(match options.get("rate_limits") {
+        Some(Value::Bool(false)) => http.without_rate_limits(),
+        _ => http,
+    })
 }
 
 fn os_error(e: impl std::fmt::Display) -> PyErr {
@@ -245,15 +328,41 @@ impl Server {
     }
 
     /// Handles one JSON-RPC message (JSON text) on this server's in-memory connection and
-    /// returns the response's JSON, or `None` for a notification or a response.
-    fn handle_json(&self, py: Python<'_>, message_json: &str) -> PyResult<Option<String>> {
+    /// returns the response's JSON, or `None` for a notification or a response. While it
+    /// waits, `on_client_request(request_json)` answers the server's requests (a 2025-11-25
+    /// tool's elicitation, sampling, roots) with the result's JSON; without it they are
+    /// answered with an error.
+    #[pyo3(signature = (message_json, on_client_request=None))]
+    fn handle_json(
+        &self,
+        py: Python<'_>,
+        message_json: &str,
+        on_client_request: Option<Py<PyAny>>,
+    ) -> PyResult<Option<String>> {
         let message: Value =
             serde_json::from_str(message_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let handler = on_client_request.map(|callback| {
+            let callback = Arc::new(callback);
+            Arc::new(move |request: Value| {
+                let callback = callback.clone();
+                Box::pin(async move {
+                    let text = with_python(move |py| {
+                        callback
+                            .call1(py, (request.to_string(),))?
+                            .extract::<String>(py)
+                    })
+                    .await?;
+                    serde_json::from_str::<Value>(&text)
+                        .map_err(|e| format!("on_client_request did not return JSON: {e}"))
+                })
+                    as codomyrmex_mcp::registry::BoxFuture<'static, Result<Value, String>>
+            }) as ClientHandler
+        });
         let rt = runtime()?;
         py.detach(|| {
             rt.block_on(async {
                 let loopback = self.loopback.get_or_init(|| Loopback::open(&self.server));
-                loopback.send(message).await
+                loopback.send(message, handler).await
             })
         })
         .map(|reply| reply.map(|v| v.to_string()))
@@ -270,7 +379,9 @@ impl Server {
 
     /// Serves Streamable HTTP at `http://host:port/mcp` until `stop` is set; calls
     /// `on_ready(port)` once listening (the port the OS picked when `port` is 0).
-    #[pyo3(signature = (host, port, stop, on_ready=None))]
+    /// `options_json` holds authentication and the extra allowed hosts and origins (see
+    /// [`http_config`]).
+    #[pyo3(signature = (host, port, stop, on_ready=None, options_json="{}"))]
     fn serve_http(
         &self,
         py: Python<'_>,
@@ -278,12 +389,10 @@ impl Server {
         port: u16,
         stop: &Stop,
         on_ready: Option<Py<PyAny>>,
+        options_json: &str,
     ) -> PyResult<()> {
         let rt = runtime()?;
-        let http = HttpConfig {
-            bind: socket_addr(host, port)?,
-            ..HttpConfig::default()
-        };
+        let http = http_config(socket_addr(host, port)?, options_json)?;
         let server = HttpServer::new(self.server.engine().clone(), http);
         let token = stop.token.clone();
         py.detach(|| {

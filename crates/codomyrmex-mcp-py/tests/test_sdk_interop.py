@@ -19,11 +19,48 @@ DEMO = str(SERVERS / "demo_server.py")
 
 
 
+ANSWERS = {"Who are you?": "Ada", "First name?": "Ada", "Last name?": "Lovelace"}
+ROOTS = ["file:///work/one", "file:///work/two"]
+
+
 async def on_elicit(context, params):
     from mcp import types
 
-    assert params.message == "Who are you?"
-    return types.ElicitResult(action="accept", content={"name": "Ada"})
+    return types.ElicitResult(action="accept", content={"name": ANSWERS[params.message]})
+
+
+async def on_sample(context, params):
+    from mcp import types
+
+    assert params.system_prompt in (None, "Be brief.") and params.max_tokens == 20
+    text = params.messages[0].content.text
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=f"re: {text}"), model="echo-model")
+
+
+async def on_roots(context):
+    from mcp import types
+
+    return types.ListRootsResult(roots=[types.Root(uri=uri, name=uri.rsplit("/", 1)[-1]) for uri in ROOTS])
+
+
+CALLBACKS = dict(elicitation_callback=on_elicit, sampling_callback=on_sample, list_roots_callback=on_roots)
+
+
+async def client_requests(client, label):
+    """Elicitation, sampling and roots from sync and async tools: server-to-client requests
+    (2025-11-25) or multi round-trips (2026-07-28)."""
+    for tool, arguments, expected in [
+        ("ask_name", {}, "Hello, Ada"),
+        ("ask_name_async", {}, "Hello, Ada"),
+        ("ask_twice", {}, "Ada Lovelace"),
+        ("sample", {"prompt": "hi"}, "echo-model: re: hi"),
+        ("sample_async", {"prompt": "hi"}, "echo-model: re: hi"),
+        ("roots", {}, ROOTS),
+        ("roots_async", {}, ROOTS),
+        ("ask_and_sample", {}, "re: Greet Ada (2 roots)"),
+    ]:
+        result = await client.call_tool(tool, arguments)
+        assert not result.is_error and result.structured_content == {"result": expected}, (label, tool, result)
 
 
 async def exercise(client, label, logs):
@@ -51,8 +88,7 @@ async def exercise(client, label, logs):
     assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")], label
     assert [(m.level, m.data) for m in logs] == [("info", {"done": 3})], label
     # Elicitation: a server-to-client request (2025-11-25) or a multi round-trip (2026-07-28).
-    asked = await client.call_tool("ask_name", {})
-    assert not asked.is_error and asked.structured_content == {"result": "Hello, Ada"}, (label, asked)
+    await client_requests(client, label)
     resource = await client.read_resource("demo://greeting")
     assert resource.contents[0].text == "hello from Python", label
     prompt = await client.get_prompt("review", {"code": "x = 1"})
@@ -68,7 +104,7 @@ async def sdk_stdio(mode, expected):
     async def on_log(message):
         logs.append(message)
 
-    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info", elicitation_callback=on_elicit) as client:
+    async with Client(params, mode=mode, read_timeout_seconds=30, logging_callback=on_log, log_level="info", **CALLBACKS) as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"
         await exercise(client, f"stdio {mode}", logs)
@@ -120,7 +156,7 @@ async def sdk_http(url, mode, expected):
         read_timeout_seconds=30,
         logging_callback=on_log,
         log_level="info",
-        elicitation_callback=on_elicit,
+        **CALLBACKS,
     ) as client:
         assert client.protocol_version == expected
         assert client.server_info.name == "py-demo"
@@ -133,6 +169,46 @@ def test_sdk_client_over_streamable_http(http_server, mode, expected):
 
 
 def test_ctrl_c_stops_an_http_server_cleanly(http_server):
+    http_server.proc.send_signal(signal.SIGINT)
+    assert http_server.proc.wait(timeout=30) == 0
+
+
+def test_ctrl_c_stops_an_http_server_whose_sync_tool_hangs(http_server):
+    import json
+    import urllib.error
+    import urllib.request
+
+    def post(message):
+        request = urllib.request.Request(
+            http_server.url,
+            data=json.dumps(message).encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": message["params"]["name"],
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.read().decode()
+        except urllib.error.HTTPError as e:
+            raise AssertionError(e.read().decode()) from e
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    hung = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hang", "arguments": {}, "_meta": meta}})
+    assert "TIMEOUT" in hung.upper()
+    import threading
+
+    # `block` stays in flight (its thread is stuck) while the server is asked to stop.
+    threading.Thread(
+        target=lambda: post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "block", "arguments": {}, "_meta": meta}}),
+        daemon=True,
+    ).start()
+    added = post({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}, "_meta": meta}})
+    assert '"result":1' in added.replace(" ", "")
     http_server.proc.send_signal(signal.SIGINT)
     assert http_server.proc.wait(timeout=30) == 0
 
@@ -157,3 +233,54 @@ def test_http_refuses_cross_origin_requests_and_sends_no_cors_headers(http_serve
         urllib.request.urlopen(request, timeout=30)
     assert caught.value.code == 403
     assert caught.value.headers.get("Access-Control-Allow-Origin") is None
+
+
+@pytest.mark.parametrize("tool", ["wait_for_cancel", "async_wait_for_cancel"])
+def test_closing_the_response_stream_cancels_the_python_tool_over_http(http_server, tool):
+    """2026-07-28 over HTTP: a client disconnect is the cancellation."""
+    import http.client
+    import json
+    import socket
+    import time
+    from urllib.parse import urlparse
+
+    url = urlparse(http_server.url)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    tag = f"{tool}-http"
+
+    def message(request_id, name, arguments):
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments, "_meta": meta}}
+
+    def headers(name):
+        return {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": name,
+        }
+
+    body = json.dumps(message(1, tool, {"tag": tag})).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers(tool).items())
+    raw = socket.create_connection((url.hostname, url.port), timeout=30)
+    raw.sendall(f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    # The call is in flight once the server has started its answer (an SSE stream) or, at
+    # the latest, soon after; closing the connection is the cancellation either way.
+    raw.settimeout(0.5)
+    try:
+        raw.recv(1)
+    except socket.timeout:
+        pass
+    raw.close()
+    deadline = time.monotonic() + 30
+    request_id = 1
+    while True:
+        request_id += 1
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        conn.request("POST", url.path, body=json.dumps(message(request_id, "cancelled", {})), headers=headers("cancelled"))
+        text = conn.getresponse().read().decode()
+        conn.close()
+        if tag in text:
+            return
+        assert time.monotonic() < deadline, f"{tool} never saw its cancellation: {text}"
+        time.sleep(0.05)  # under the server's rate limit

@@ -189,6 +189,38 @@ def test_a_tool_hanging_past_its_timeout_gets_a_timeout_failure(stdio_server):
     stdio_server.read_response(3)
 
 
+def test_ctrl_c_stops_a_server_whose_sync_tools_hang_past_their_timeouts(stdio_server):
+    # `hang` times out after 1 s, but its Python thread cannot be killed: it keeps waiting.
+    stdio_server.send(call(1, "hang"))
+    assert "TIMEOUT" in json.dumps(stdio_server.read_response(1)["result"]).upper()
+    # `block` has no timeout short enough: it is still in flight at Ctrl-C.
+    stdio_server.send(call(2, "block"))
+    stdio_server.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert stdio_server.read_response(3)["result"] == {}
+    stdio_server.send(call(4, "add", {"a": 1, "b": 1}))
+    assert stdio_server.read_response(4)["result"]["structuredContent"] == {"result": 2}
+    stdio_server.proc.send_signal(signal.SIGINT)
+    # Bounded: the 5 s shutdown grace, then the process exits with both threads still stuck.
+    assert stdio_server.proc.wait(timeout=30) == 0
+    assert b"Traceback" not in stdio_server.proc.stderr.read()
+
+
+def test_a_timed_out_sync_tool_can_no_longer_reach_the_client(stdio_server):
+    # Its call was answered (TIMEOUT): the stuck thread's context is cut off, so it sends
+    # nothing after the response and holds none of the connection's resources.
+    stdio_server.send({"jsonrpc": "2.0", "id": 0, "method": "logging/setLevel", "params": {"level": "debug"}})
+    stdio_server.read_response(0)
+    message = call(1, "hang_then_report")
+    message["params"]["_meta"] = {"progressToken": "late"}
+    stdio_server.send(message)
+    assert "TIMEOUT" in json.dumps(stdio_server.read_response(1)["result"]).upper()
+    stdio_server.send(call(2, "release"))
+    stdio_server.read_response(2)
+    stdio_server.send(call(3, "late_report"))
+    late = stdio_server.read_response(3)["result"]["structuredContent"]["result"]
+    assert late == {"progress": False, "log": False, "elicit": "ClientRequestFailed", "cancelled": True}, late
+
+
 def test_exceptions_and_bad_arguments_are_tool_errors(stdio_server):
     stdio_server.send(call(1, "boom", {"message": "kaput"}))
     boom = stdio_server.read_response(1)["result"]
@@ -279,3 +311,170 @@ def test_handle_request_answers_or_refuses_bad_envelopes_and_never_hangs(message
     if kind == "reply":
         assert "error" in value, value
     assert outcome[1] == ("then", {"jsonrpc": "2.0", "id": "p", "result": {}})
+
+
+# ----- handle_request and a tool that asks the client --------------------------------------
+
+
+def asking_server():
+    from codomyrmex_mcp.context import Context
+
+    server = MCPServer(MCPServerConfig(name="asking"))
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+    @server.tool()
+    def ask_name(ctx: Context) -> str:
+        answer = ctx.elicit("Who are you?", schema)
+        return f"Hello, {answer['content']['name']}"
+
+    @server.tool()
+    async def ask_name_async(ctx: Context) -> str:
+        answer = await ctx.elicit_async("Who are you?", schema)
+        return f"Hello, {answer['content']['name']}"
+
+    return server
+
+
+def within(seconds, coroutine_factory):
+    """Runs the coroutine on a daemon thread: a hang fails the test instead of hanging it."""
+    import threading
+
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(("ok", asyncio.run(coroutine_factory())))
+        except BaseException as e:  # reported below
+            outcome.append(("raised", e))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, "handle_request hung"
+    kind, value = outcome[0]
+    if kind == "raised":
+        raise value
+    return value
+
+
+ELICITING_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+}
+
+
+@pytest.mark.parametrize("tool", ["ask_name", "ask_name_async"])
+def test_handle_request_answers_input_required_in_the_modern_era_and_takes_the_retry(tool):
+    server = asking_server()
+
+    async def run():
+        params = {"name": tool, "arguments": {}, "_meta": ELICITING_META}
+        first = await server.handle_request({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+        result = first["result"]
+        assert result["resultType"] == "input_required", first
+        request = result["inputRequests"]["elicitation"]
+        assert request["method"] == "elicitation/create" and request["params"]["message"] == "Who are you?"
+        retry = dict(
+            params,
+            inputResponses={"elicitation": {"action": "accept", "content": {"name": "Ada"}}},
+            requestState=result["requestState"],
+        )
+        return await server.handle_request({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": retry})
+
+    final = within(60, run)
+    assert final["result"]["structuredContent"] == {"result": "Hello, Ada"}, final
+
+
+def legacy_init(capabilities):
+    return dict(INITIALIZE, params=dict(INITIALIZE["params"], capabilities=capabilities))
+
+
+async def legacy_call(server, tool, **options):
+    await server.handle_request(legacy_init({"elicitation": {}}))
+    await server.handle_request({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return await server.handle_request(call(1, tool), **options)
+
+
+def sync_answer(request):
+    assert request["method"] == "elicitation/create" and request["params"]["message"] == "Who are you?"
+    return {"action": "accept", "content": {"name": "Ada"}}
+
+
+async def async_answer(request):
+    await asyncio.sleep(0)
+    return sync_answer(request)
+
+
+@pytest.mark.parametrize("tool", ["ask_name", "ask_name_async"])
+@pytest.mark.parametrize("answer", [sync_answer, async_answer], ids=["sync", "async"])
+def test_handle_request_lets_on_client_request_answer_a_legacy_server_request(tool, answer):
+    reply = within(60, lambda: legacy_call(asking_server(), tool, on_client_request=answer))
+    assert reply["result"]["structuredContent"] == {"result": "Hello, Ada"}, reply
+
+
+def test_handle_request_without_on_client_request_fails_the_tools_request_at_once():
+    # Before, the request was dropped and the call waited for its tool timeout (60 s).
+    reply = within(30, lambda: legacy_call(asking_server(), "ask_name"))
+    assert reply["result"]["isError"] is True
+    error = reply["result"]["structuredContent"]
+    assert error["error_type"] == "ClientRequestFailed" and "on_client_request" in error["error_message"], error
+
+
+def test_an_on_client_request_that_raises_fails_the_tools_request():
+    def refuse(request):
+        raise PermissionError("not today")
+
+    reply = within(60, lambda: legacy_call(asking_server(), "ask_name", on_client_request=refuse))
+    error = reply["result"]["structuredContent"]
+    assert error["error_type"] == "ClientRequestFailed" and "not today" in error["error_message"], error
+
+
+
+# ----- cancellation by the client: notifications/cancelled over stdio, in both eras ------
+
+
+def wait_until_cancelled(server, tag, first_id, meta=None):
+    import time
+
+    deadline = time.monotonic() + 30
+    request_id = first_id
+    while True:
+        request_id += 1
+        message = call(request_id, "cancelled")
+        if meta:
+            message["params"]["_meta"] = meta
+        server.send(message)
+        seen = server.read_response(request_id)["result"]["structuredContent"]
+        if tag in seen.get("result", []):
+            return
+        assert time.monotonic() < deadline, f"{tag}: the tool never saw its cancellation ({seen})"
+        time.sleep(0.05)  # under the server's rate limit
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("tool", ["wait_for_cancel", "async_wait_for_cancel"])
+def test_a_client_cancellation_reaches_the_python_tool_over_stdio(era, tool):
+    server = StdioServer()
+    meta = None
+    try:
+        if era == "2025-11-25":
+            server.send(INITIALIZE)
+            server.read_response(0)
+            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        else:
+            meta = MODERN_META
+        tag = f"{tool}-{era}"
+        message = call(1, tool, {"tag": tag})
+        if meta:
+            message["params"]["_meta"] = meta
+        server.send(message)
+        # Lines are read in order: once a later request is answered, the call is in flight.
+        ping = call(2, "cancelled")
+        if meta:
+            ping["params"]["_meta"] = meta
+        server.send(ping)
+        server.read_response(2)
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}})
+        wait_until_cancelled(server, tag, 100, meta)
+    finally:
+        server.close()

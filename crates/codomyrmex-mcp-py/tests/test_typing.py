@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("mypy")
 
 GOOD = '''
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from codomyrmex_mcp import (
     MCPErrorDetail, MCPServer, MCPServerConfig, MCPToolCall, MCPToolRegistry, MCPToolResult, mcp_tool,
@@ -37,6 +37,28 @@ def with_context(n: int, ctx: Context) -> bool:
 
 
 total: int = add(1, 2)
+
+
+@server.tool()
+def asks(ctx: Context) -> str:
+    answer: Dict[str, Any] = ctx.elicit("Name?", {"type": "object"}, key="name")
+    reply: Dict[str, Any] = ctx.create_message("hi", 10, systemPrompt="Be brief.")
+    roots: List[Dict[str, Any]] = ctx.list_roots()
+    return f"{answer} {reply} {roots}"
+
+
+@server.tool()
+async def asks_async(ctx: Context) -> str:
+    answer = await ctx.elicit_async("Name?", {"type": "object"})
+    reply = await ctx.create_message_async([{"role": "user", "content": {"type": "text", "text": "hi"}}], 10)
+    roots = await ctx.list_roots_async()
+    return f"{answer} {reply} {roots}"
+
+
+async def serve() -> None:
+    await server.run_http("127.0.0.1", 0, auth_token="t", allowed_hosts=["mcp.example.com"])
+    await server.run_http(jwks={"keys": []}, issuer="https://i.example", audience="https://a.example/mcp", required_scopes=["s"])
+    reply: Optional[Dict[str, Any]] = await server.handle_request({}, on_client_request=lambda request: {"roots": []})
 '''
 
 BAD = '''

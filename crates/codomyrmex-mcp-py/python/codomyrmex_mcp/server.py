@@ -3,7 +3,8 @@ engine and transports.
 
 Both protocol eras (2026-07-28 stateless, 2025-11-25 sessions) over stdio and Streamable
 HTTP, with the Rust server's limits and security defaults: HTTP binds to loopback unless
-told otherwise (and a public bind without authentication is refused), with no CORS. Python
+told otherwise (and a public bind without authentication, a bearer token or JWT validation,
+is refused), with no CORS. Python
 runs only for tool, resource and prompt bodies, on threads of their own: a slow tool never
 holds up ``ping`` or other calls. Not an asyncio server: serving blocks a worker thread with
 the GIL released, and the coroutines here wait for it.
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import inspect
 import logging
+import os
 import signal
 import sys
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Union
 
 from . import _core
 from .decorators import mcp_tool, register_function
@@ -44,7 +47,8 @@ class MCPServerConfig:
         default_tool_timeout: seconds a tool call may take (0: no limit); past it the client
             gets a ``TIMEOUT`` failure at once.
         per_tool_timeouts: per-tool overrides, ``{tool_name: seconds}``.
-        rate_limit_rate: calls per second over all tools (0: no limit).
+        rate_limit_rate: calls per second over all tools (0: no limit, and over HTTP no
+            per-client request limit either).
         rate_limit_burst: calls allowed at once after an idle period.
         warm_up: accepted for compatibility; there is no discovery cache to warm.
     """
@@ -73,6 +77,10 @@ class MCPServerConfig:
             raise ValueError(f"rate_limit_rate must be >= 0, got {self.rate_limit_rate!r}")
         if not isinstance(self.rate_limit_burst, int) or self.rate_limit_burst < 1:
             raise ValueError(f"rate_limit_burst must be an integer >= 1, got {self.rate_limit_burst!r}")
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _watch_sigint(loop: asyncio.AbstractEventLoop, on_sigint: Callable[[], None]) -> bool:
@@ -218,12 +226,41 @@ class MCPServer:
 
     # ----- serving -------------------------------------------------------------------------
 
-    async def handle_request(self, message: Dict[str, Any], correlation_id: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    async def handle_request(
+        self,
+        message: Dict[str, Any],
+        correlation_id: Optional[str] = None,
+        *,
+        on_client_request: Optional[Callable[[Dict[str, Any]], Any]] = None,
+    ) -> Optional[Dict[str, Any]]:
         """Handles one JSON-RPC message on this server's in-memory connection (a legacy
         session lasts across calls) and returns the response, or None for a notification.
-        ``correlation_id`` is accepted for compatibility and not used."""
+        ``correlation_id`` is accepted for compatibility and not used.
+
+        A tool that asks the client something (``Context.elicit``, ``create_message``,
+        ``list_roots``): in 2026-07-28 the response is an ``input_required`` result, and the
+        caller sends the request again with ``inputResponses`` and ``requestState``, as over
+        any transport. In 2025-11-25 the server sends a request of its own while the call
+        waits: ``on_client_request(request)`` (sync or async; the whole JSON-RPC request)
+        returns its result (a dict), or raises to answer with an error; without it the
+        request is answered with an error at once, and the tool's request fails
+        (``ClientRequestFailed``). Progress and log notifications are not delivered."""
         text = json.dumps(message)
-        reply = await asyncio.get_running_loop().run_in_executor(None, self._core.handle_json, text)
+        loop = asyncio.get_running_loop()
+        answer: Optional[Callable[[str], str]] = None
+        if on_client_request is not None:
+            callback = on_client_request
+
+            def answer_with(request_json: str) -> str:  # on a Rust thread, with the GIL
+                value = callback(json.loads(request_json))
+                if inspect.isawaitable(value):
+                    value = asyncio.run_coroutine_threadsafe(_awaited(value), loop).result()
+                if hasattr(value, "model_dump"):
+                    value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+                return json.dumps(value)
+
+            answer = answer_with
+        reply = await loop.run_in_executor(None, self._core.handle_json, text, answer)
         return json.loads(reply) if reply is not None else None
 
     async def run_stdio(self) -> None:
@@ -236,23 +273,57 @@ class MCPServer:
             sys.stdout = saved
 
     async def run_http(
-        self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Optional[Callable[[int], None]] = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        on_ready: Optional[Callable[[int], None]] = None,
+        auth_token: Optional[str] = None,
+        jwks: Union[str, "os.PathLike[str]", Dict[str, Any], None] = None,
+        issuer: Optional[str] = None,
+        audience: Optional[str] = None,
+        required_scopes: Sequence[str] = (),
+        allowed_hosts: Sequence[str] = (),
+        allowed_origins: Sequence[str] = (),
     ) -> None:
         """Serves Streamable HTTP at ``http://host:port/mcp`` until the task is cancelled.
         Loopback by default; ``port=0`` lets the OS pick one. Once listening, writes the URL
-        to stderr and calls ``on_ready(port)``."""
+        to stderr and calls ``on_ready(port)``.
+
+        Authentication, as the Rust server's ``serve --http`` (a non-loopback ``host`` is
+        refused without it): ``auth_token`` requires ``Authorization: Bearer <auth_token>``
+        (compared in constant time; better read from the environment than written in code);
+        ``jwks`` (a JWKS file's path, or the JWKS as a dict), ``issuer`` and ``audience`` (this
+        server's canonical URL) verify JWT access tokens, each of which must carry every
+        ``required_scopes``. A request without a valid token gets ``401`` with
+        ``WWW-Authenticate``. ``allowed_hosts`` and ``allowed_origins`` add ``Host`` and
+        ``Origin`` values to the loopback ones (a public name the server is reached by)."""
+        options = {
+            "auth_token": auth_token,
+            "jwks": json.dumps(jwks) if isinstance(jwks, dict) else (None if jwks is None else os.fspath(jwks)),
+            "issuer": issuer,
+            "audience": audience,
+            "required_scopes": list(required_scopes),
+            "allowed_hosts": list(allowed_hosts),
+            "allowed_origins": list(allowed_origins),
+            "rate_limits": self.config.rate_limit_rate > 0,
+        }
+        options_json = json.dumps(options)
 
         def ready(bound: int) -> None:
             print(f"codomyrmex_mcp: serving MCP at http://{host}:{bound}/mcp", file=sys.stderr, flush=True)
             if on_ready is not None:
                 on_ready(bound)
 
-        await _serve_in_thread(lambda stop: self._core.serve_http(host, port, stop, ready), self._stops)
+        await _serve_in_thread(lambda stop: self._core.serve_http(host, port, stop, ready, options_json), self._stops)
 
-    def run(self, host: str = "127.0.0.1", port: int = 8000) -> None:
+    def run(self, host: str = "127.0.0.1", port: int = 8000, **http_options: Any) -> None:
         """Serves ``config.transport`` until the input ends or Ctrl-C; in-flight calls get a
-        grace period to finish."""
-        main = self.run_stdio() if self.config.transport == "stdio" else self.run_http(host, port)
+        grace period to finish. Over HTTP, ``http_options`` are :meth:`run_http`'s (such as
+        ``auth_token``)."""
+        if http_options and self.config.transport != "http":
+            raise ValueError(f"{sorted(http_options)} are options of the HTTP transport, not of stdio")
+        main = self.run_stdio() if self.config.transport == "stdio" else self.run_http(host, port, **http_options)
         try:
             asyncio.run(main)
         except KeyboardInterrupt:

@@ -3,14 +3,17 @@
 Tools: `add` (sync), `slow_echo` (async), `boom` (raises), `block` (waits until `release`
 is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async wait with a
 1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
-stdout), `progress` (takes a Context), `ask_name` (elicits), and `counter` via `register_tool`; one resource and
-one prompt. Over HTTP it listens on a port
+stdout), `progress` (takes a Context), `ask_name` (elicits), `ask_twice`, `ask_name_async`,
+`sample`, `sample_async`, `roots`, `roots_async` and `ask_and_sample` (requests to the
+client), `wait_for_cancel`, `async_wait_for_cancel` and `cancelled` (cancellation),
+`hang_then_report` and `late_report` (a context after its call ended), and `counter` via `register_tool`; one resource and one prompt. Over HTTP it listens on a port
 the OS picks on 127.0.0.1 and reports it on stderr.
 """
 
 import asyncio
 import sys
 import threading
+import time
 from typing import Optional
 
 from codomyrmex_mcp import MCPServer, MCPServerConfig, mcp_tool
@@ -18,7 +21,7 @@ from codomyrmex_mcp.context import Context
 
 transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
 server = MCPServer(
-    MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0, "async_hang": 1.0})
+    MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0, "async_hang": 1.0, "hang_then_report": 1.0})
 )
 released = threading.Event()
 
@@ -109,6 +112,119 @@ def ask_name(ctx: Context) -> str:
     if answer.get("action") != "accept":
         return "no name given"
     return f"Hello, {answer['content']['name']}"
+
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+def ask_twice(ctx: Context) -> str:
+    """Asks two questions in turn (elicitation), each answered on its own."""
+    first = ctx.elicit("First name?", NAME)
+    last = ctx.elicit("Last name?", NAME)
+    return f"{first['content']['name']} {last['content']['name']}"
+
+
+@server.tool()
+async def ask_name_async(ctx: Context) -> str:
+    """`ask_name` as an async tool."""
+    answer = await ctx.elicit_async("Who are you?", NAME)
+    return f"Hello, {answer['content']['name']}"
+
+
+@server.tool()
+def sample(prompt: str, ctx: Context) -> str:
+    """Asks the client's model (sampling)."""
+    reply = ctx.create_message(prompt, max_tokens=20, systemPrompt="Be brief.")
+    return f"{reply['model']}: {reply['content']['text']}"
+
+
+@server.tool()
+async def sample_async(prompt: str, ctx: Context) -> str:
+    """`sample` as an async tool."""
+    reply = await ctx.create_message_async(prompt, max_tokens=20, systemPrompt="Be brief.")
+    return f"{reply['model']}: {reply['content']['text']}"
+
+
+@server.tool()
+def roots(ctx: Context) -> list:
+    """The client's roots."""
+    return [r["uri"] for r in ctx.list_roots()]
+
+
+@server.tool()
+async def roots_async(ctx: Context) -> list:
+    """`roots` as an async tool."""
+    return [r["uri"] for r in await ctx.list_roots_async()]
+
+
+@server.tool()
+def ask_and_sample(ctx: Context) -> str:
+    """Elicits, then samples, then lists roots: three kinds of request in one call."""
+    name = ctx.elicit("Who are you?", NAME)["content"]["name"]
+    reply = ctx.create_message(f"Greet {name}", max_tokens=20)
+    return f"{reply['content']['text']} ({len(ctx.list_roots())} roots)"
+
+
+late = {}
+late_done = threading.Event()
+
+
+@server.tool()
+def hang_then_report(ctx: Context) -> str:
+    """Waits until `release`, past its 1 s timeout, then tries to reach its client."""
+    released.wait(60)
+    late["progress"] = ctx.report_progress(1, 1)
+    late["log"] = ctx.info("too late")
+    try:
+        ctx.elicit("Still there?", {"type": "object"})
+        late["elicit"] = "answered"
+    except Exception as e:  # ClientRequestFailed expected
+        late["elicit"] = type(e).__name__
+    late["cancelled"] = ctx.is_cancelled()
+    late_done.set()
+    return "too late"
+
+
+@server.tool()
+def late_report() -> dict:
+    """What `hang_then_report` could do after its timeout (waits for it to finish)."""
+    late_done.wait(30)
+    return late
+
+
+cancelled_tags = set()
+
+
+@server.tool()
+def wait_for_cancel(tag: str, ctx: Context) -> str:
+    """Waits (up to a minute) for the call to be cancelled, polling `is_cancelled`."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if ctx.is_cancelled():
+            cancelled_tags.add(tag)
+            return "cancelled"
+        time.sleep(0.01)
+    return "never cancelled"
+
+
+@server.tool()
+async def async_wait_for_cancel(tag: str) -> str:
+    """Sleeps a minute unless the call is cancelled (the coroutine is then cancelled)."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        cancelled_tags.add(tag)
+        raise
+    return "never cancelled"
+
+
+@server.tool()
+def cancelled() -> list:
+    """The tags of the calls that saw their cancellation."""
+    return sorted(cancelled_tags)
+
+
 count = [0]
 
 
