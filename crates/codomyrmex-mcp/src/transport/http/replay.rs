@@ -171,6 +171,8 @@ struct LogState {
     /// The current reader's generation; attaching a new reader ends the old one.
     reader: u64,
     waker: Option<Waker>,
+    /// Who waits through [`EventStore::wait_after`]: woken by the next append or the close.
+    followers: Vec<Waker>,
 }
 
 impl StreamLog {
@@ -193,6 +195,7 @@ impl StreamLog {
                 closed: false,
                 reader: 0,
                 waker: None,
+                followers: Vec::new(),
             }),
         })
     }
@@ -259,6 +262,7 @@ impl StreamLog {
             if let Some(w) = s.waker.take() {
                 w.wake();
             }
+            s.followers.drain(..).for_each(Waker::wake);
             seq
         };
         for b in &self.budgets {
@@ -269,7 +273,7 @@ impl StreamLog {
 
     /// The retained events after `after_seq` and whether the stream is closed, without
     /// becoming its reader. Refused when some of those events were evicted.
-    fn events_after(&self, after_seq: u64) -> Result<(Vec<(u64, Bytes)>, bool), Evicted> {
+    fn events_after(&self, after_seq: u64) -> Result<(Vec<(u64, Bytes)>, bool, u64), Evicted> {
         let s = self.lock();
         if after_seq < s.evicted_through {
             return Err(Evicted);
@@ -280,7 +284,19 @@ impl StreamLog {
             .filter(|e| e.seq > after_seq)
             .map(|e| (e.seq, e.bytes.clone()))
             .collect();
-        Ok((events, s.closed))
+        Ok((events, s.closed, s.next_seq - 1))
+    }
+
+    /// Ready once an event after `after_seq` exists or the log is closed.
+    fn poll_after(&self, after_seq: u64, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.lock();
+        if s.closed || s.next_seq - 1 > after_seq {
+            return Poll::Ready(());
+        }
+        // At most one entry per waiting task: a re-poll replaces its own.
+        s.followers.retain(|w| !w.will_wake(cx.waker()));
+        s.followers.push(cx.waker().clone());
+        Poll::Pending
     }
 
     /// What replaces a message too large to keep: an error response for a response.
@@ -340,6 +356,7 @@ impl StreamLog {
         if let Some(w) = s.waker.take() {
             w.wake();
         }
+        s.followers.drain(..).for_each(Waker::wake);
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -498,6 +515,14 @@ pub(crate) struct MemoryEventStore {
     sessions: Mutex<HashMap<String, MemorySession>>,
 }
 
+impl std::fmt::Debug for MemoryEventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryEventStore")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
 impl MemoryEventStore {
     /// A store under `limits`.
     pub(crate) fn new(limits: ReplayLimits) -> Self {
@@ -641,7 +666,7 @@ impl EventStore for MemoryEventStore {
         scope: ReplayScope<'a>,
     ) -> StoreFuture<'a, Replay> {
         let out = self.log(scope, after.stream).and_then(|log| {
-            let (events, closed) = log
+            let (events, closed, last_seq) = log
                 .events_after(after.seq)
                 .map_err(|_| StoreError::Evicted)?;
             Ok(Replay {
@@ -657,9 +682,19 @@ impl EventStore for MemoryEventStore {
                     })
                     .collect(),
                 closed,
+                last_seq,
             })
         });
         Box::pin(std::future::ready(out))
+    }
+
+    fn wait_after<'a>(&'a self, after: EventId, scope: ReplayScope<'a>) -> StoreFuture<'a, ()> {
+        let log = self.log(scope, after.stream);
+        Box::pin(async move {
+            let log = log?;
+            std::future::poll_fn(|cx| log.poll_after(after.seq, cx)).await;
+            Ok(())
+        })
     }
 
     fn close_stream<'a>(&'a self, scope: ReplayScope<'a>, stream: u64) -> StoreFuture<'a, ()> {
