@@ -60,7 +60,7 @@ struct Pair {
     a: TestServer,
     b: TestServer,
     gate: Arc<Notify>,
-    _redis: Redis,
+    redis: Option<Redis>,
 }
 
 /// Two instances on one Redis, each with its own connection, as two processes would be.
@@ -90,7 +90,7 @@ async fn pair() -> Pair {
         a,
         b,
         gate,
-        _redis: redis,
+        redis: Some(redis),
     }
 }
 
@@ -249,6 +249,44 @@ async fn a_cancellation_on_the_other_instance_cancels_the_call() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+#[tokio::test]
+async fn redis_going_away_ends_open_streams_and_gets_503_not_a_hang() {
+    let mut p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut stream = p.a.open(&call(9, "steps", &sid)).await;
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = next(&mut stream).await;
+        if e.data.get("method").is_some() {
+            seen.push(e);
+        }
+    }
+    drop(p.redis.take());
+    // The open stream ends (its client would resume): it does not wait forever.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "the stream never ended");
+        match tokio::time::timeout(Duration::from_secs(60), stream.next_event()).await {
+            Ok(None) => break,
+            Ok(Some(_)) => {}
+            Err(_) => panic!("the stream neither ended nor sent anything"),
+        }
+    }
+    let resume = Req::new("GET", "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", LEGACY)
+        .header("last-event-id", seen[1].id.clone().unwrap());
+    let r = p.b.send(&resume).await;
+    assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.header("retry-after").is_some());
+    let r = p.a.send(&call(10, "steps", &sid)).await;
+    assert_eq!(r.status, 503);
+    p.gate.notify_one();
     p.a.stop().await;
     p.b.stop().await;
 }

@@ -357,8 +357,10 @@ pub(crate) async fn route(
         IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. } => {
             let key = claim_key(id);
             if local.awaits_client_response(id) {
-                // Answered here: the claim is no longer needed.
-                bus.release(session.id(), &key).await?;
+                // Answered here: the claim is no longer needed (it expires anyway).
+                if let Err(e) = bus.release(session.id(), &key).await {
+                    shared.store_error(&e);
+                }
                 return Ok(false);
             }
             bus.route(session.id(), &key, encode(message), now_ms())
@@ -406,6 +408,24 @@ impl BusHandler for Delivery {
         {
             tracing::debug!(%id, "a routed answer matched no pending request");
             return;
+        }
+        if let (
+            IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. },
+            Some(shared),
+            Ok(rt),
+        ) = (
+            &message,
+            table.shared(),
+            tokio::runtime::Handle::try_current(),
+        ) && let Some(bus) = shared.bus.clone()
+        {
+            // Answered: the claim is no longer needed (it expires anyway).
+            let (session, key, shared) = (routed.session.clone(), claim_key(id), shared.clone());
+            rt.spawn(async move {
+                if let Err(e) = bus.release(&session, &key).await {
+                    shared.store_error(&e);
+                }
+            });
         }
         let sink = NullSink::shared();
         let _ = self.engine.handle(&http.session, message, &sink);

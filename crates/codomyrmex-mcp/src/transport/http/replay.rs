@@ -59,6 +59,9 @@ impl ReplayLimits {
     }
 }
 
+/// The most [`EventStore::wait_after`] waiters a log keeps before waking them all.
+const MAX_FOLLOWERS: usize = 64;
+
 /// The age of an event across the whole process: budgets evict the smallest first.
 static CLOCK: AtomicU64 = AtomicU64::new(1);
 
@@ -293,8 +296,13 @@ impl StreamLog {
         if s.closed || s.next_seq - 1 > after_seq {
             return Poll::Ready(());
         }
-        // At most one entry per waiting task: a re-poll replaces its own.
+        // At most one entry per waiting task: a re-poll replaces its own. Waiters that went
+        // away leave theirs until the next append: past a bound, everyone is woken (an early
+        // wake-up is allowed) so the list stays bounded.
         s.followers.retain(|w| !w.will_wake(cx.waker()));
+        if s.followers.len() >= MAX_FOLLOWERS {
+            s.followers.drain(..).for_each(Waker::wake);
+        }
         s.followers.push(cx.waker().clone());
         Poll::Pending
     }
