@@ -11,9 +11,7 @@ use codomyrmex_mcp::store::{
     EventStore as _, MessageBus as _, ReplayScope, SessionRecord, SessionStore as _, StoreError,
     contract,
 };
-use codomyrmex_mcp_redis::{
-    EventBounds, RedisBus, RedisConnection, RedisEventStore, RedisSessionStore,
-};
+use codomyrmex_mcp_redis::{EventBounds, RedisBus, RedisEventStore, RedisSessionStore};
 
 mod redis_support;
 

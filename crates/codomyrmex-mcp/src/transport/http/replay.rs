@@ -145,6 +145,15 @@ enum Refused {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Evicted;
 
+/// What a log holds after a sequence number.
+struct After {
+    /// The retained events after it, with their sequence numbers.
+    events: Vec<(u64, Bytes)>,
+    closed: bool,
+    /// The last sequence number issued.
+    last_seq: u64,
+}
+
 struct Event {
     seq: u64,
     clock: u64,
@@ -276,7 +285,7 @@ impl StreamLog {
 
     /// The retained events after `after_seq` and whether the stream is closed, without
     /// becoming its reader. Refused when some of those events were evicted.
-    fn events_after(&self, after_seq: u64) -> Result<(Vec<(u64, Bytes)>, bool, u64), Evicted> {
+    fn events_after(&self, after_seq: u64) -> Result<After, Evicted> {
         let s = self.lock();
         if after_seq < s.evicted_through {
             return Err(Evicted);
@@ -287,7 +296,11 @@ impl StreamLog {
             .filter(|e| e.seq > after_seq)
             .map(|e| (e.seq, e.bytes.clone()))
             .collect();
-        Ok((events, s.closed, s.next_seq - 1))
+        Ok(After {
+            events,
+            closed: s.closed,
+            last_seq: s.next_seq - 1,
+        })
     }
 
     /// Ready once an event after `after_seq` exists or the log is closed.
@@ -674,7 +687,11 @@ impl EventStore for MemoryEventStore {
         scope: ReplayScope<'a>,
     ) -> StoreFuture<'a, Replay> {
         let out = self.log(scope, after.stream).and_then(|log| {
-            let (events, closed, last_seq) = log
+            let After {
+                events,
+                closed,
+                last_seq,
+            } = log
                 .events_after(after.seq)
                 .map_err(|_| StoreError::Evicted)?;
             Ok(Replay {
