@@ -17,8 +17,10 @@ ports, then checks, through nginx:
 - Redis going away: 2026-07-28 calls go on, `initialize` gets 503 with `Retry-After`, and
   once Redis is back the instances reconnect by themselves.
 
-Not checked yet (issue #16): SSE resumption on another instance, server-to-client requests
-answered on another instance, tasks and `subscriptions/listen` across instances.
+- SSE resumption on another instance and an elicitation answered on another instance
+  (`streams_checks.py`, against the instances directly).
+
+Not checked yet (issue #16): tasks and `subscriptions/listen` across instances.
 Everything it starts is stopped on exit. Exits non-zero on the first mismatch.
 """
 
@@ -39,6 +41,8 @@ from typing import Any
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+import streams_checks
 
 TOKEN = "cluster-" + os.urandom(8).hex()
 TOOL = "codomyrmex.list_registered_tools"
@@ -220,6 +224,7 @@ def run(binary: str) -> None:
             os.environ,
             CODOMYRMEX_MCP_AUTH_TOKEN=TOKEN,
             CODOMYRMEX_MCP_STORE=f"redis://127.0.0.1:{redis_port}/0",
+            CODOMYRMEX_MCP_DEMO_TOOLS="1",
         )
         instances = []
         for port in ports:
@@ -248,6 +253,8 @@ def run(binary: str) -> None:
 
         asyncio.run(asyncio.wait_for(check_modern_client(url), timeout=60))
         asyncio.run(asyncio.wait_for(check_legacy_session(url, 3 * INSTANCES, "before the kill"), timeout=60))
+        direct = [f"http://127.0.0.1:{p}/mcp" for p in ports]
+        asyncio.run(asyncio.wait_for(streams_checks.run(direct, TOKEN), timeout=60))
 
         victim = instances[1]
         before, after, failures = asyncio.run(asyncio.wait_for(load(url, victim), timeout=120))

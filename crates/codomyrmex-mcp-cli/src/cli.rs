@@ -116,6 +116,10 @@ pub struct ServerOptions {
     /// HTTP, the per-client ones (requests, refused authentications).
     #[arg(long, env = "CODOMYRMEX_MCP_NO_RATE_LIMIT", value_parser = BoolishValueParser::new())]
     pub no_rate_limit: bool,
+    /// Also register the demo tools (`demo.elicit`, which asks the client's user a question),
+    /// for testing clients and clusters. Off by default; in no profile.
+    #[arg(long, env = "CODOMYRMEX_MCP_DEMO_TOOLS", value_parser = BoolishValueParser::new())]
+    pub demo_tools: bool,
     /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio: IP:PORT or
     /// localhost:PORT; port 0 picks a free one.
     #[arg(long, value_name = "ADDR", env = "CODOMYRMEX_MCP_HTTP", value_parser = parse_listen)]

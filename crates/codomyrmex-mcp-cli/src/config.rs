@@ -313,6 +313,9 @@ pub struct Effective {
     /// Where shared state lives (`None`: in memory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreUrl>,
+    /// Whether the demo tools are registered (`--demo-tools`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub demo_tools: bool,
 }
 
 /// Why the configuration is unusable.
@@ -494,6 +497,7 @@ pub fn merge(
         shell,
         http,
         store,
+        demo_tools: opts.demo_tools,
     })
 }
 

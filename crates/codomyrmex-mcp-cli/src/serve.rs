@@ -19,7 +19,7 @@ use crate::config::{Effective, HttpSettings, Profile, StoreUrl};
 use crate::root_resources::{MAX_WALKED_ENTRIES, RootFiles};
 use crate::signals::Signals;
 use crate::tools::{self, Sandbox, Workspace};
-use codomyrmex_mcp::store::SessionStore;
+use codomyrmex_mcp::store::{EventStore, MessageBus, SessionStore};
 
 /// The URI prefix under which the root's files are served as resources.
 pub const RESOURCE_PREFIX: &str = "codomyrmex://root/";
@@ -37,6 +37,9 @@ pub fn registry(
     }
     let registry = Arc::new(McpToolRegistry::new());
     tools::register_builtins(&registry, &workspace, config.profile).map_err(|e| e.to_string())?;
+    if config.demo_tools {
+        tools::register_demo(&registry).map_err(|e| e.to_string())?;
+    }
     Ok((registry, workspace))
 }
 
@@ -174,7 +177,7 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
         ));
     }
     let shared = match (&config.store, listen) {
-        (Some(url), Some(_)) => Some(connect_store(url).await?),
+        (Some(url), Some(_)) => Some(connect_store(url, &config.http).await?),
         (Some(_), None) => {
             tracing::warn!(
                 "the store is for instances serving HTTP; stdio keeps its state in memory"
@@ -194,13 +197,13 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string()),
         Some(bind) => {
-            let sessions = shared.map(|s| s.sessions);
+            let stores = shared.map(|s| s.stores);
             serve_http(
                 &server,
                 bind,
                 &config.http,
                 config.rate_limit,
-                sessions,
+                stores,
                 shutdown,
             )
             .await
@@ -210,16 +213,27 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
 
 /// What instances sharing a store share.
 struct Shared {
-    /// The records of 2025-11-25 sessions.
-    sessions: Arc<dyn SessionStore>,
+    stores: SharedStores,
     /// The `requestState` sealing key, the same on every instance.
     request_state_key: [u8; 32],
 }
 
+/// The stores the HTTP transport uses when instances share them.
+pub struct SharedStores {
+    /// The records of 2025-11-25 sessions.
+    pub sessions: Arc<dyn SessionStore>,
+    /// Their SSE history, so a stream resumes on any instance.
+    pub events: Arc<dyn EventStore>,
+    /// Routing of client answers and cancellations to the instance whose call waits.
+    pub bus: Arc<dyn MessageBus>,
+}
+
 /// Connects to the store at `url`.
 #[cfg(feature = "redis")]
-async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
-    use codomyrmex_mcp_redis::{RedisConnection, RedisSessionStore};
+async fn connect_store(url: &StoreUrl, http: &HttpSettings) -> Result<Shared, String> {
+    use codomyrmex_mcp_redis::{
+        EventBounds, RedisBus, RedisConnection, RedisEventStore, RedisSessionStore,
+    };
     let conn = RedisConnection::connect(url.expose())
         .await
         .map_err(|e| format!("cannot use the store {}: {e}", url.redacted()))?;
@@ -229,16 +243,40 @@ async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
         .shared_secret("request-state", fresh)
         .await
         .map_err(|e| format!("the store {}: {e}", url.redacted()))?;
-    tracing::info!(store = %url.redacted(), "sessions and the requestState key are shared through the store");
+    let bus = RedisBus::join(conn.clone())
+        .await
+        .map_err(|e| format!("the store {}: {e}", url.redacted()))?;
+    // The transport's replay bounds, and the history kept as long as an idle session.
+    let d = HttpConfig::default();
+    let idle = http
+        .session_idle_timeout_secs
+        .map_or(d.session_idle_timeout, Duration::from_secs);
+    let bounds = EventBounds::new(
+        d.replay_events,
+        d.replay_event_bytes,
+        d.replay_stream_bytes,
+        d.replay_session_bytes,
+        d.replay_total_bytes,
+    )
+    .with_ttl(idle);
+    tracing::info!(
+        store = %url.redacted(),
+        instance = bus.instance(),
+        "sessions, SSE history, the message bus and the requestState key are shared through the store"
+    );
     Ok(Shared {
-        sessions: Arc::new(RedisSessionStore::new(conn)),
+        stores: SharedStores {
+            sessions: Arc::new(RedisSessionStore::new(conn.clone())),
+            events: Arc::new(RedisEventStore::new(conn, bounds)),
+            bus: Arc::new(bus),
+        },
         request_state_key,
     })
 }
 
 /// Without the `redis` feature there is no store to connect to.
 #[cfg(not(feature = "redis"))]
-async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
+async fn connect_store(url: &StoreUrl, _http: &HttpSettings) -> Result<Shared, String> {
     Err(format!(
         "this build has no Redis store (cargo feature \"redis\"): cannot use {}",
         url.redacted()
@@ -252,12 +290,15 @@ pub async fn serve_http(
     bind: std::net::SocketAddr,
     settings: &HttpSettings,
     rate_limit: bool,
-    sessions: Option<Arc<dyn SessionStore>>,
+    stores: Option<SharedStores>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
     let mut config = http_config_from(bind, settings, rate_limit)?;
-    if let Some(store) = sessions {
-        config = config.with_session_store(store);
+    if let Some(s) = stores {
+        config = config
+            .with_session_store(s.sessions)
+            .with_event_store(s.events)
+            .with_message_bus(s.bus);
     }
     let http = HttpServer::new(server.engine().clone(), config);
     let listener = http.bind().await.map_err(|e| bind_error(bind, e))?;
@@ -326,7 +367,24 @@ mod tests {
             shell: ShellSettings::default(),
             http,
             store: None,
+            demo_tools: false,
         }
+    }
+
+    #[test]
+    fn the_demo_tools_exist_only_when_asked_for() {
+        let plain = effective(Profile::Full, None, None);
+        let (r, _) = registry(&plain, None).unwrap();
+        assert!(
+            r.get("demo.elicit").is_none(),
+            "off by default, in every profile"
+        );
+        let demo = Effective {
+            demo_tools: true,
+            ..effective(Profile::Readonly, None, None)
+        };
+        let (r, _) = registry(&demo, None).unwrap();
+        assert!(r.get("demo.elicit").is_some());
     }
 
     #[tokio::test]

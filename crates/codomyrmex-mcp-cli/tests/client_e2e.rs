@@ -26,6 +26,7 @@ const OUR_VARS: &[&str] = &[
     "CODOMYRMEX_MCP_AUTH_TOKEN",
     "CODOMYRMEX_MCP_CLIENT_TOKEN",
     "CODOMYRMEX_MCP_LOG",
+    "CODOMYRMEX_MCP_DEMO_TOOLS",
 ];
 
 fn command(args: &[&str]) -> Command {
@@ -639,6 +640,32 @@ fn config_print_shows_the_precedence_and_redacts_secrets() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn demo_tools_are_listed_only_when_asked_for() {
+    let dir = project();
+    let root = dir.path().display().to_string();
+    let names = |v: Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let plain = names(json_of(&ran(command(&["tools", "--root", &root]))));
+    assert!(!plain.iter().any(|n| n.starts_with("demo.")), "{plain:?}");
+    let mut with_var = command(&["tools", "--root", &root]);
+    with_var.env("CODOMYRMEX_MCP_DEMO_TOOLS", "1");
+    let demo = names(json_of(&ran(with_var)));
+    assert!(demo.contains(&"demo.elicit".to_owned()), "{demo:?}");
+    let flag = names(json_of(&ran(command(&[
+        "tools",
+        "--root",
+        &root,
+        "--demo-tools",
+    ]))));
+    assert!(flag.contains(&"demo.elicit".to_owned()), "{flag:?}");
 }
 
 #[test]

@@ -14,6 +14,11 @@
 //!
 //! Appending is one script that stores the event and then evicts the oldest events while a
 //! stream, its session or the store is over its bounds, so the bounds hold across instances.
+//! It then refreshes the expiry of the session's keys (`ttl` after the last event) and
+//! publishes the sequence number on `P:ev:ch:S:N`, where `wait_after` listens (through the
+//! connection's one pub/sub connection). Keys that expire leave their members in
+//! `P:ev:all` and their bytes in `P:ev:total` until the store's bound evicts them: the bound
+//! then counts some bytes Redis already freed, so it only errs towards evicting early.
 
 use codomyrmex_mcp::store::{
     EventId, EventStore, Replay, ReplayScope, StoreError, StoreFuture, StoredEvent,
@@ -36,11 +41,14 @@ pub struct EventBounds {
     pub session_bytes: usize,
     /// Bytes kept by the whole store.
     pub total_bytes: usize,
+    /// How long a session's history outlives its last event (Redis expires the keys).
+    pub ttl: std::time::Duration,
 }
 
 impl Default for EventBounds {
     /// The HTTP transport's defaults: 1024 events and 17 MiB per stream, 17 MiB per event,
-    /// 34 MiB per session, 256 MiB in all.
+    /// 34 MiB per session, 256 MiB in all; kept 10 minutes (the session idle timeout) after
+    /// the last event.
     fn default() -> Self {
         Self {
             events: 1024,
@@ -48,6 +56,7 @@ impl Default for EventBounds {
             stream_bytes: 17 << 20,
             session_bytes: 34 << 20,
             total_bytes: 256 << 20,
+            ttl: std::time::Duration::from_secs(600),
         }
     }
 }
@@ -67,7 +76,20 @@ impl EventBounds {
             stream_bytes,
             session_bytes,
             total_bytes,
+            ttl: Self::default().ttl,
         }
+    }
+
+    /// History kept `ttl` after a session's last event instead.
+    pub fn with_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        u64::try_from(self.ttl.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
     }
 }
 
@@ -93,9 +115,13 @@ end
 local function new_stream(p, s, n)
   redis.call('HSET', p .. ':ev:meta:' .. s .. ':' .. n, 'seq', 0, 'count', 0, 'bytes', 0, 'evicted', 0, 'closed', 0)
 end
+local function keep(ttl, ...)
+  for _, k in ipairs({...}) do redis.call('PEXPIRE', k, ttl) end
+end
 ";
 
-/// `open_stream`. ARGV: prefix, session, owner. Returns the stream, or -1 (another owner).
+/// `open_stream`. ARGV: prefix, session, owner, ttl. Returns the stream, or -1 (another
+/// owner).
 const OPEN: &str = r"
 local p, s = ARGV[1], ARGV[2]
 local key = p .. ':ev:owner:' .. s
@@ -103,15 +129,20 @@ local owner = redis.call('GET', key)
 if owner and owner ~= ARGV[3] then return -1 end
 if not owner then
   redis.call('SET', key, ARGV[3])
+end
+if redis.call('EXISTS', p .. ':ev:meta:' .. s .. ':0') == 0 then
   new_stream(p, s, 0)
 end
 local n = redis.call('INCR', p .. ':ev:nstream:' .. s)
 new_stream(p, s, n)
+keep(ARGV[4], key, p .. ':ev:nstream:' .. s, p .. ':ev:meta:' .. s .. ':0', p .. ':ev:meta:' .. s .. ':' .. n)
 return n
 ";
 
 /// `append`. ARGV: prefix, session, owner, stream, data, events, stream bytes, session bytes,
-/// total bytes. Returns the sequence number, -1 (unknown stream) or -2 (closed).
+/// total bytes, ttl. Returns the sequence number, -1 (unknown stream) or -2 (closed). Every
+/// key of the stream and the session's own keys expire `ttl` ms after the last append, and
+/// the sequence number is published on the stream's channel (`P:ev:ch:S:N`).
 const APPEND: &str = r"
 local p, s, n = ARGV[1], ARGV[2], ARGV[4]
 if redis.call('GET', p .. ':ev:owner:' .. s) ~= ARGV[3] then return -1 end
@@ -153,20 +184,27 @@ while tonumber(redis.call('GET', p .. ':ev:total') or '0') > tonumber(ARGV[9]) d
   if not o then break end
   evict(p, o)
 end
+keep(ARGV[10], meta, p .. ':ev:data:' .. s .. ':' .. n, szs, sess, p .. ':ev:owner:' .. s,
+  p .. ':ev:nstream:' .. s, p .. ':ev:sbytes:' .. s, p .. ':ev:meta:' .. s .. ':0')
+redis.call('PUBLISH', p .. ':ev:ch:' .. s .. ':' .. n, seq)
 return seq
 ";
 
-/// `replay_after`. ARGV: prefix, session, owner, stream, after. Returns {closed, seq, data,
-/// seq, data, ...}, or {-1} (unknown stream) or {-3} (evicted).
+/// `replay_after`. ARGV: prefix, session, owner, stream, after. Returns {closed, last seq,
+/// seq, data, seq, data, ...}, or {-1} (unknown stream) or {-3} (evicted, or a stream that
+/// was handed out and has expired).
 const REPLAY: &str = r"
 local p, s, n = ARGV[1], ARGV[2], ARGV[4]
 if redis.call('GET', p .. ':ev:owner:' .. s) ~= ARGV[3] then return {-1} end
 local meta = p .. ':ev:meta:' .. s .. ':' .. n
 local f = redis.call('HMGET', meta, 'seq', 'evicted', 'closed')
-if not f[1] then return {-1} end
+if not f[1] then
+  if tonumber(n) <= tonumber(redis.call('GET', p .. ':ev:nstream:' .. s) or '0') then return {-3} end
+  return {-1}
+end
 local after = tonumber(ARGV[5])
 if tonumber(f[2]) > after then return {-3} end
-local out = {tonumber(f[3])}
+local out = {tonumber(f[3]), tonumber(f[1])}
 local data = p .. ':ev:data:' .. s .. ':' .. n
 for i = after + 1, tonumber(f[1]) do
   local d = redis.call('HGET', data, i)
@@ -185,8 +223,25 @@ if redis.call('GET', p .. ':ev:owner:' .. s) ~= ARGV[3] then return -1 end
 local meta = p .. ':ev:meta:' .. s .. ':' .. n
 if redis.call('EXISTS', meta) == 0 then return -1 end
 redis.call('HSET', meta, 'closed', 1)
+redis.call('PUBLISH', p .. ':ev:ch:' .. s .. ':' .. n, 'closed')
 return 1
 ";
+
+/// `wait_after`'s check, once subscribed. ARGV: prefix, session, owner, stream, after.
+/// Returns 1 (an event follows, or the stream is closed), 0 (wait) or -1 (another owner).
+const READY: &str = r"
+local p, s, n = ARGV[1], ARGV[2], ARGV[4]
+local owner = redis.call('GET', p .. ':ev:owner:' .. s)
+if owner and owner ~= ARGV[3] then return -1 end
+local f = redis.call('HMGET', p .. ':ev:meta:' .. s .. ':' .. n, 'seq', 'closed')
+if not f[1] then return 0 end
+if f[2] == '1' or tonumber(f[1]) > tonumber(ARGV[5]) then return 1 end
+return 0
+";
+
+/// The longest a reader waits for a stream's next event before reading the store again: a
+/// bound on what a lost notification costs (the pub/sub connection dropped, say).
+const WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `drop_session`. ARGV: prefix, session.
 const DROP: &str = r"
@@ -238,6 +293,7 @@ impl EventStore for RedisEventStore {
                 .arg(&self.redis.prefix)
                 .arg(scope.session)
                 .arg(owner(scope))
+                .arg(self.bounds.ttl_ms())
                 .invoke_async(&mut self.redis.conn())
                 .await
                 .map_err(|e| unavailable(&e))?;
@@ -268,6 +324,7 @@ impl EventStore for RedisEventStore {
                 .arg(b.stream_bytes)
                 .arg(b.session_bytes)
                 .arg(b.total_bytes)
+                .arg(b.ttl_ms())
                 .invoke_async(&mut self.redis.conn())
                 .await
                 .map_err(|e| unavailable(&e))?;
@@ -296,6 +353,37 @@ impl EventStore for RedisEventStore {
                 .await
                 .map_err(|e| unavailable(&e))?;
             parse_replay(after.stream, &reply)
+        })
+    }
+
+    fn wait_after<'a>(&'a self, after: EventId, scope: ReplayScope<'a>) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let channel = format!(
+                "{}:ev:ch:{}:{}",
+                self.redis.prefix, scope.session, after.stream
+            );
+            let watch = self.redis.hub().await?.watch(channel).await?;
+            // Subscribed and listening before the check: nothing published after it is missed.
+            let notified = watch.notify().notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let ready: i64 = Self::script(READY)
+                .arg(&self.redis.prefix)
+                .arg(scope.session)
+                .arg(owner(scope))
+                .arg(after.stream)
+                .arg(after.seq)
+                .invoke_async(&mut self.redis.conn())
+                .await
+                .map_err(|e| unavailable(&e))?;
+            match ready {
+                -1 => Err(StoreError::UnknownStream),
+                1 => Ok(()),
+                _ => {
+                    let _ = tokio::time::timeout(WAIT_BOUND, notified).await;
+                    Ok(())
+                }
+            }
         })
     }
 
@@ -340,6 +428,11 @@ fn parse_replay(stream: u64, reply: &[redis::Value]) -> Result<Replay, StoreErro
         redis::Value::Int(c) => *c == 1,
         _ => return Err(corrupt()),
     };
+    let (last, rest) = rest.split_first().ok_or_else(corrupt)?;
+    let redis::Value::Int(last) = last else {
+        return Err(corrupt());
+    };
+    let last_seq = u64::try_from(*last).map_err(|_| corrupt())?;
     let mut events = Vec::with_capacity(rest.len() / 2);
     for pair in rest.chunks(2) {
         let [redis::Value::Int(seq), redis::Value::BulkString(data)] = pair else {
@@ -355,5 +448,6 @@ fn parse_replay(stream: u64, reply: &[redis::Value]) -> Result<Replay, StoreErro
         stream,
         events,
         closed,
+        last_seq,
     })
 }

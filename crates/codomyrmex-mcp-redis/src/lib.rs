@@ -4,8 +4,12 @@
 //! - [`RedisSessionStore`]: 2025-11-25 session records ([`SessionStore`]), with the table's
 //!   cap, least-recently-used eviction of idle sessions, sliding expiry and compare-and-set;
 //! - [`RedisEventStore`]: SSE history for `Last-Event-ID` ([`EventStore`]), bounded in events
-//!   and bytes per stream, per session and for the whole store, oldest first, and scoped to the
-//!   session and principal that own each stream.
+//!   and bytes per stream, per session and for the whole store, oldest first, expiring, and
+//!   scoped to the session and principal that own each stream; each append is announced on
+//!   the stream's pub/sub channel, so a reader on any instance follows it;
+//! - [`RedisBus`]: routing of client answers and cancellations to the instance whose call
+//!   waits ([`MessageBus`]), through pub/sub with the owners of pending requests recorded
+//!   with a TTL.
 //!
 //! Every operation that reads and writes is one Lua script, so it is atomic across instances.
 //! Both stores share one [`ConnectionManager`], which reconnects by itself after Redis goes
@@ -20,13 +24,17 @@
 //!
 //! [`SessionStore`]: codomyrmex_mcp::store::SessionStore
 //! [`EventStore`]: codomyrmex_mcp::store::EventStore
+//! [`MessageBus`]: codomyrmex_mcp::store::MessageBus
 //! [`StoreError::Unavailable`]: codomyrmex_mcp::store::StoreError::Unavailable
 
 #![warn(missing_docs)]
 
+mod bus;
 mod events;
+mod pubsub;
 mod session;
 
+pub use bus::RedisBus;
 pub use events::{EventBounds, RedisEventStore};
 pub use session::RedisSessionStore;
 
@@ -42,6 +50,9 @@ pub const DEFAULT_PREFIX: &str = "codomyrmex-mcp";
 #[derive(Clone)]
 pub struct RedisConnection {
     manager: ConnectionManager,
+    client: redis::Client,
+    /// The pub/sub connection, made when first needed (a waiting SSE reader, the bus).
+    hub: std::sync::Arc<tokio::sync::OnceCell<pubsub::Hub>>,
     prefix: String,
     trips: Arc<AtomicU64>,
 }
@@ -67,6 +78,8 @@ impl RedisConnection {
             .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", redact(url))))?;
         Ok(Self {
             manager,
+            client,
+            hub: std::sync::Arc::default(),
             prefix: DEFAULT_PREFIX.to_owned(),
             trips: Arc::new(AtomicU64::new(0)),
         })
@@ -95,6 +108,13 @@ impl RedisConnection {
             inner: self.manager.clone(),
             trips: self.trips.clone(),
         }
+    }
+
+    /// The shared pub/sub connection, connected on first use.
+    async fn hub(&self) -> Result<&pubsub::Hub, StoreError> {
+        self.hub
+            .get_or_try_init(|| pubsub::Hub::connect(self.client.clone()))
+            .await
     }
 
     /// A 32-byte secret every instance sharing this Redis and prefix agrees on, such as the

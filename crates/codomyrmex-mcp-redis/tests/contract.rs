@@ -5,71 +5,17 @@
 // Test helpers fail by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use codomyrmex_mcp::store::{
-    EventStore as _, ReplayScope, SessionRecord, SessionStore as _, StoreError, contract,
+    EventStore as _, MessageBus as _, ReplayScope, SessionRecord, SessionStore as _, StoreError,
+    contract,
 };
-use codomyrmex_mcp_redis::{EventBounds, RedisConnection, RedisEventStore, RedisSessionStore};
+use codomyrmex_mcp_redis::{EventBounds, RedisBus, RedisEventStore, RedisSessionStore};
 
-/// A `redis-server` on a free port; killed on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
+mod redis_support;
 
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_redis_on(port: u16) -> Redis {
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot start redis-server ({e}): apt-get install -y redis-server")
-        });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Redis { child, port }
-}
-
-fn start_redis() -> Redis {
-    start_redis_on(free_port())
-}
-
-async fn connect(redis: &Redis, prefix: &str) -> RedisConnection {
-    RedisConnection::connect(&format!("redis://127.0.0.1:{}/", redis.port))
-        .await
-        .unwrap()
-        .with_prefix(prefix)
-}
+use redis_support::*;
 
 #[tokio::test]
 async fn the_redis_session_store_keeps_the_contract() {
@@ -86,6 +32,36 @@ async fn the_redis_event_store_keeps_the_contract() {
         EventBounds::new(4, 100, 300, 400, 600),
     );
     contract::event_store(&store).await;
+}
+
+#[tokio::test]
+async fn the_redis_bus_keeps_the_contract() {
+    let redis = start_redis();
+    let a = RedisBus::join(connect(&redis, "t4").await).await.unwrap();
+    let b = RedisBus::join(connect(&redis, "t4").await).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), contract::message_bus(&a, &b))
+        .await
+        .expect("every routed message arrives");
+}
+
+#[tokio::test]
+async fn a_claim_expires() {
+    let redis = start_redis();
+    let a = RedisBus::join(connect(&redis, "t5").await).await.unwrap();
+    let b = RedisBus::join(connect(&redis, "t5").await).await.unwrap();
+    a.subscribe(std::sync::Arc::new(contract::Collector::default()))
+        .await
+        .unwrap();
+    a.claim("s", "k", 0, 50).await.unwrap();
+    assert_eq!(b.route("s", "k", b"{}".to_vec(), 0).await, Ok(true));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while b.route("s", "k", b"{}".to_vec(), 0).await != Ok(false) {
+        assert!(Instant::now() < deadline, "the claim never expired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    b.claim("s", "k", 0, 60_000)
+        .await
+        .expect("an expired claim can be taken");
 }
 
 #[tokio::test]

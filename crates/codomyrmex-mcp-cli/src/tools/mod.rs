@@ -20,6 +20,7 @@
 //!   ToolError>`, its text rendered by [`model_text`].
 
 pub mod codomyrmex;
+pub mod demo;
 pub mod file_system;
 pub mod git;
 pub mod git_sandbox;
@@ -127,6 +128,11 @@ pub fn register_builtins(
         registry.register_methods(Arc::new(shell::ShellTools::new(ws())))?;
     }
     Ok(())
+}
+
+/// Registers the demo tools ([`demo`]; `--demo-tools`, in no profile).
+pub fn register_demo(registry: &Arc<McpToolRegistry>) -> Result<(), McpRegistrationError> {
+    registry.register_methods(Arc::new(demo::DemoTools))
 }
 
 /// A tool failure: a stable machine-readable kind and a message for the model.

@@ -35,6 +35,9 @@ pub struct Session {
     /// A session for one stateless request: nothing can address its request by id, so the
     /// request is not entered in the in-flight table.
     one_shot: bool,
+    /// What the ids of this session's server-to-client requests start with after `srv-`
+    /// (an instance's name when several instances serve the session: ids stay unique).
+    request_prefix: std::sync::OnceLock<String>,
 }
 
 /// The most requests one session may have in flight (running or waiting for a permit).
@@ -155,6 +158,7 @@ impl Session {
             principal: None,
             subscriptions: Mutex::new(std::collections::HashSet::new()),
             one_shot: false,
+            request_prefix: std::sync::OnceLock::new(),
         }
     }
 
@@ -331,6 +335,23 @@ impl Session {
         }
     }
 
+    /// Whether a request with this id is in flight here.
+    pub fn is_in_flight(&self, id: &RequestId) -> bool {
+        lock(&self.in_flight).contains_key(id)
+    }
+
+    /// Whether a server-to-client request with this id awaits its answer here.
+    pub fn awaits_client_response(&self, id: &RequestId) -> bool {
+        lock(&self.pending).contains_key(id)
+    }
+
+    /// Makes the ids of this session's server-to-client requests `srv-{prefix}-{n}` rather
+    /// than `srv-{n}`, so that instances serving one session never reuse an id. Set once;
+    /// `false` when a prefix was set already.
+    pub fn set_request_id_prefix(&self, prefix: &str) -> bool {
+        self.request_prefix.set(format!("{prefix}-")).is_ok()
+    }
+
     /// Cancels everything in flight (the connection is closing).
     pub fn cancel_all(&self) {
         for t in lock(&self.in_flight).values() {
@@ -378,7 +399,8 @@ impl ClientRequester for SessionRequester {
         let session = self.0.clone();
         Box::pin(async move {
             let n = session.next_id.fetch_add(1, Ordering::Relaxed);
-            let id = RequestId::String(format!("srv-{n}"));
+            let prefix = session.request_prefix.get().map_or("", String::as_str);
+            let id = RequestId::String(format!("srv-{prefix}{n}"));
             let (tx, rx) = oneshot::channel();
             {
                 let mut pending = lock(&session.pending);

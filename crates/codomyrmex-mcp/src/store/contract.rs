@@ -11,7 +11,13 @@
 // Test code for implementations, not for input: a violation is meant to panic.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
-use super::{EventId, EventStore, ReplayScope, SessionRecord, SessionStore, StoreError};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+
+use super::{
+    BusHandler, EventId, EventStore, MessageBus, ReplayScope, Routed, SessionRecord, SessionStore,
+    StoreError,
+};
 
 const T0: u64 = 1_000_000;
 const IDLE: u64 = 60_000;
@@ -276,8 +282,63 @@ pub async fn event_store(store: &dyn EventStore) {
         .await
         .expect("replay");
     assert!(past.events.is_empty());
+    // The last sequence number comes with every replay, whatever the id.
+    assert_eq!(
+        past.last_seq, 3,
+        "three events appended to the third stream"
+    );
+    // Waiting: at once when an event follows the id; otherwise until one is appended.
+    store
+        .wait_after(
+            EventId {
+                stream: third,
+                seq: 2,
+            },
+            alice,
+        )
+        .await
+        .expect("an event follows: no wait");
+    let end = EventId {
+        stream: third,
+        seq: 3,
+    };
+    let mut waiting = store.wait_after(end, alice);
+    let first = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx))).await;
+    assert!(!matches!(first, Poll::Ready(Err(_))), "{first:?}");
+    // Empty, so that no bound evicts anything.
+    let next = store
+        .append(alice, third, Vec::new())
+        .await
+        .expect("append");
+    assert_eq!(
+        next,
+        EventId {
+            stream: third,
+            seq: 4
+        }
+    );
+    if first.is_pending() {
+        waiting.await.expect("woken by the append");
+    }
+    let tail = store.replay_after(end, alice).await.expect("replay");
+    assert_eq!(tail.events.len(), 1);
+    assert_eq!(
+        store.wait_after(end, bob).await,
+        Err(StoreError::UnknownStream),
+        "only the owner waits"
+    );
     // Closing ends a stream; dropping the session forgets it.
     store.close_stream(alice, third).await.expect("close");
+    store
+        .wait_after(
+            EventId {
+                stream: third,
+                seq: 4,
+            },
+            alice,
+        )
+        .await
+        .expect("a closed stream: no wait");
     assert!(
         store
             .replay_after(after, alice)
@@ -294,4 +355,119 @@ pub async fn event_store(store: &dyn EventStore) {
         store.replay_after(after, alice).await,
         Err(StoreError::UnknownStream)
     );
+}
+
+/// A [`BusHandler`] that keeps what it is given, for [`message_bus`].
+#[derive(Default)]
+pub struct Collector {
+    state: Mutex<(Vec<Routed>, Option<Waker>)>,
+}
+
+impl BusHandler for Collector {
+    fn deliver(&self, routed: Routed) {
+        let mut s = self.state.lock().unwrap();
+        s.0.push(routed);
+        if let Some(w) = s.1.take() {
+            w.wake();
+        }
+    }
+}
+
+impl Collector {
+    /// The next message delivered (waits for it).
+    pub async fn next(&self) -> Routed {
+        std::future::poll_fn(|cx| {
+            let mut s = self.state.lock().unwrap();
+            if s.0.is_empty() {
+                s.1 = Some(cx.waker().clone());
+                Poll::Pending
+            } else {
+                Poll::Ready(s.0.remove(0))
+            }
+        })
+        .await
+    }
+
+    /// How many messages wait to be taken.
+    pub fn len(&self) -> usize {
+        self.state.lock().unwrap().0.len()
+    }
+
+    /// Whether no message waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Checks two instances `a` and `b` of one [`MessageBus`] (both fresh, nothing claimed):
+/// claims and their owners, routing to the owner, unknown keys, release and broadcast.
+/// Expiry is the implementation's own (Redis keeps time itself): not checked here.
+pub async fn message_bus(a: &dyn MessageBus, b: &dyn MessageBus) {
+    assert_ne!(a.instance(), b.instance(), "instances have distinct names");
+    let (ca, cb) = (
+        Arc::new(Collector::default()),
+        Arc::new(Collector::default()),
+    );
+    a.subscribe(ca.clone()).await.expect("subscribe a");
+    b.subscribe(cb.clone()).await.expect("subscribe b");
+    a.claim("s", "srv-1", T0, IDLE).await.expect("claim");
+    a.claim("s", "srv-1", T0, IDLE)
+        .await
+        .expect("the owner may claim again");
+    assert_eq!(
+        b.claim("s", "srv-1", T0, IDLE).await,
+        Err(StoreError::Exists),
+        "another instance's claim is refused"
+    );
+    let message = br#"{"jsonrpc":"2.0","id":"srv-1","result":{}}"#.to_vec();
+    assert_eq!(
+        b.route("s", "srv-1", message.clone(), T0 + 1).await,
+        Ok(true)
+    );
+    let got = ca.next().await;
+    assert_eq!(
+        got,
+        Routed {
+            session: "s".into(),
+            message: message.clone()
+        }
+    );
+    assert_eq!(
+        b.route("s", "srv-2", message.clone(), T0 + 1).await,
+        Ok(false),
+        "unknown key"
+    );
+    assert_eq!(
+        b.route("t", "srv-1", message.clone(), T0 + 1).await,
+        Ok(false),
+        "other session"
+    );
+    b.release("s", "srv-1").await.expect("release");
+    assert_eq!(
+        b.route("s", "srv-1", message.clone(), T0 + 1).await,
+        Ok(true),
+        "only the owner releases its claim"
+    );
+    ca.next().await;
+    a.release("s", "srv-1").await.expect("release");
+    assert_eq!(
+        b.route("s", "srv-1", message.clone(), T0 + 2).await,
+        Ok(false),
+        "released"
+    );
+    // A broadcast reaches every instance, the sender included.
+    let cancel =
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#;
+    b.broadcast("s", cancel.to_vec()).await.expect("broadcast");
+    for c in [&ca, &cb] {
+        let got = c.next().await;
+        assert_eq!(
+            got,
+            Routed {
+                session: "s".into(),
+                message: cancel.to_vec()
+            }
+        );
+    }
+    assert!(ca.is_empty() && cb.is_empty(), "each delivered once");
 }

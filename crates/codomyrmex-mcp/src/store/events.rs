@@ -67,6 +67,9 @@ pub struct Replay {
     pub events: Vec<StoredEvent>,
     /// Whether the stream is closed: nothing will follow these events.
     pub closed: bool,
+    /// The sequence number of the stream's last event so far (0: none yet), whether or not
+    /// it was after the id: a reader that wants only what comes next follows from it.
+    pub last_seq: u64,
 }
 
 /// Where SSE events are kept for resumption.
@@ -83,8 +86,11 @@ pub struct Replay {
 ///   [`UnknownStream`](super::StoreError::UnknownStream)). When some event after `id` was
 ///   evicted, it fails with [`Evicted`](super::StoreError::Evicted): never a silent gap. An
 ///   id past the end of a known stream replays nothing.
+/// - `wait_after(id)` resolves once the stream holds an event after `id` or is closed (at
+///   once if it does already); it may also resolve early (the caller reads again with
+///   `replay_after`), so that a reader on any instance follows events appended on any other.
 /// - `close_stream` ends a stream; `drop_session` forgets a session's history.
-pub trait EventStore: Send + Sync {
+pub trait EventStore: Send + Sync + std::fmt::Debug {
     /// A new stream of `scope.session`.
     fn open_stream<'a>(&'a self, scope: ReplayScope<'a>) -> StoreFuture<'a, u64>;
 
@@ -102,6 +108,9 @@ pub trait EventStore: Send + Sync {
         after: EventId,
         scope: ReplayScope<'a>,
     ) -> StoreFuture<'a, Replay>;
+
+    /// Resolves once `after.stream` has an event after `after` or is closed, or earlier.
+    fn wait_after<'a>(&'a self, after: EventId, scope: ReplayScope<'a>) -> StoreFuture<'a, ()>;
 
     /// Ends `stream` of `scope.session`.
     fn close_stream<'a>(&'a self, scope: ReplayScope<'a>, stream: u64) -> StoreFuture<'a, ()>;

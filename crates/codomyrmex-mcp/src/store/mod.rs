@@ -6,7 +6,9 @@
 //!   (compare-and-set on the record version), delete, expire.
 //! - [`EventStore`]: the SSE history behind `Last-Event-ID`: append an event to a stream and
 //!   get its [`EventId`]; replay the events after an id, only for the session and principal
-//!   that own the stream.
+//!   that own the stream; wait for the next one, so a stream follows on any instance.
+//! - [`MessageBus`]: routing a client's answer to a server-to-client request, or a
+//!   cancellation, to the instance whose call waits for it ([`MemoryBus`] in one process).
 //!
 //! Time comes in as an argument (`now`, wall-clock milliseconds since the Unix epoch): no
 //! implementation reads a clock, so the contracts are testable with explicit values. Methods
@@ -23,6 +25,7 @@
 //! logs (`transport::http`, bounded in events and bytes per stream, session and server).
 //! [`contract`] holds the tests every implementation must pass.
 
+mod bus;
 mod events;
 mod session;
 
@@ -31,6 +34,7 @@ pub mod contract;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use bus::{BusHandler, MemoryBus, MessageBus, Routed};
 pub use events::{EventId, EventIdError, EventStore, Replay, ReplayScope, StoredEvent};
 pub use session::{
     Created, Keep, MemorySessionStore, SESSION_RECORD_SCHEMA, SessionEra, SessionRecord,
@@ -134,6 +138,12 @@ mod tests {
     }
 
     #[test]
+    fn the_in_memory_bus_keeps_the_contract() {
+        let hub = super::MemoryBus::new();
+        block_on(super::contract::message_bus(&hub, &hub.join("1")));
+    }
+
+    #[test]
     fn the_in_memory_session_store_keeps_the_contract() {
         block_on(super::contract::session_store(
             &super::MemorySessionStore::new(),
@@ -148,6 +158,7 @@ mod tests {
             ("mod.rs", include_str!("mod.rs")),
             ("session.rs", include_str!("session.rs")),
             ("events.rs", include_str!("events.rs")),
+            ("bus.rs", include_str!("bus.rs")),
             ("contract.rs", include_str!("contract.rs")),
         ];
         let forbidden = [
@@ -170,6 +181,7 @@ mod tests {
                     "use thiserror",
                     "use super",
                     "use events",
+                    "use bus",
                     "use session",
                 ];
                 let path = line.trim_start_matches("pub ");

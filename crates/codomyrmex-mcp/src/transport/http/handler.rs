@@ -502,12 +502,25 @@ async fn legacy(
         }
     };
     let IncomingMessage::Request { id, .. } = &message else {
+        // An answer or cancellation for a call on another instance goes there.
+        if let Some(shared) = app.sessions.shared() {
+            match super::cluster::route(shared, &session, &message).await {
+                Ok(true) => return accepted(),
+                Ok(false) => {}
+                Err(e) => return store_unavailable(app, &e),
+            }
+        }
         app.engine.handle(&session.session, message, standalone);
         return accepted();
     };
     let id = id.clone();
     let sets_level =
         matches!(&message, IncomingMessage::Request { method, .. } if method == "logging/setLevel");
+    if let Some(shared) = app.sessions.shared()
+        && wants_stream(app, accepts, &message, Some(&session))
+    {
+        return shared_stream(app, shared, &session, message, id).await;
+    }
     if wants_stream(app, accepts, &message, Some(&session)) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
         // nothing; the client can resume with Last-Event-ID.
@@ -591,6 +604,9 @@ async fn get_stream(app: &AppState, req: Request<Body>) -> Response<Body> {
         .get(&LAST_EVENT_ID)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<EventId>().ok());
+    if let Some(shared) = app.sessions.shared() {
+        return shared_get(app, shared, &session, last).await;
+    }
     let Some(after) = last else {
         let events = session.standalone.follow();
         return sse_response(
@@ -632,6 +648,88 @@ async fn get_stream(app: &AppState, req: Request<Body>) -> Response<Body> {
     }
     let prefix = (!prefix.is_empty()).then(|| axum::body::Bytes::from(prefix));
     sse_response(SseBody::follow(prefix, events, Some(app.config.keep_alive)).until(&app.shutdown))
+}
+
+/// A legacy POST stream through the external event store ([`super::cluster`]): the work
+/// runs on its own and appends to the store, and the response reads the store back, as a
+/// resumption on another instance would.
+async fn shared_stream(
+    app: &AppState,
+    shared: &Arc<super::cluster::Shared>,
+    session: &Arc<HttpSession>,
+    message: IncomingMessage,
+    id: crate::wire::RequestId,
+) -> Response<Body> {
+    let stream = match shared.open(session).await {
+        Ok(n) => n,
+        Err(e) => return store_unavailable(app, &e),
+    };
+    let sink = shared.sink(session.id(), session.owner(), stream, true);
+    let dyn_sink: Arc<dyn MessageSink> = Arc::new(sink.clone());
+    let handled = app.engine.handle(&session.session, message, &dyn_sink);
+    drop(dyn_sink);
+    match app.drain.watch(id, handled) {
+        Handled::Nothing => {
+            drop(sink);
+            return accepted();
+        }
+        Handled::Reply(m) => {
+            tokio::spawn(async move { sink.finish(m).await });
+        }
+        work => {
+            let work = crate::runtime::drive(work);
+            tokio::spawn(
+                async move {
+                    if let Some(m) = work.await {
+                        sink.finish(m).await;
+                    }
+                }
+                .in_current_span(),
+            );
+        }
+    }
+    let start = EventId { stream, seq: 0 };
+    let first = crate::store::Replay {
+        stream,
+        events: Vec::new(),
+        closed: false,
+        last_seq: 0,
+    };
+    let prime = axum::body::Bytes::from(format!("id: {start}\nretry: 1000\ndata: \n\n"));
+    let feed = super::cluster::feed(shared, session, start, first);
+    sse_response(SseBody::feed(
+        Some(prime),
+        feed,
+        Some(app.config.keep_alive),
+    ))
+}
+
+/// A legacy GET through the external event store: a resumption after `last` on whichever
+/// instance, or the standalone stream from now on.
+async fn shared_get(
+    app: &AppState,
+    shared: &Arc<super::cluster::Shared>,
+    session: &Arc<HttpSession>,
+    last: Option<EventId>,
+) -> Response<Body> {
+    let first = match shared.start(session, last).await {
+        Ok(r) => r,
+        Err(StoreError::Evicted) => return gone(),
+        Err(StoreError::UnknownStream) => {
+            return bad(
+                StatusCode::NOT_FOUND,
+                ErrorCode::INVALID_REQUEST,
+                "Unknown event stream",
+            );
+        }
+        Err(e) => return store_unavailable(app, &e),
+    };
+    let after = last.unwrap_or(EventId {
+        stream: 0,
+        seq: first.last_seq,
+    });
+    let feed = super::cluster::feed(shared, session, after, first);
+    sse_response(SseBody::feed(None, feed, Some(app.config.keep_alive)).until(&app.shutdown))
 }
 
 /// `503` with `Retry-After`: the session store failed. Never `404`, which would make the

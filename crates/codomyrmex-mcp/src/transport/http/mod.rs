@@ -40,6 +40,7 @@
 //! The transport is a thin adapter: every protocol rule lives in the engine.
 
 mod auth;
+mod cluster;
 mod conn;
 mod cors;
 mod drain;
@@ -89,7 +90,7 @@ pub use limits::{
 use sessions::SessionTable;
 pub use trace::{TraceParentHook, set_trace_parent_hook};
 
-use crate::store::{MemorySessionStore, SessionStore};
+use crate::store::{EventStore, MemorySessionStore, MessageBus, SessionStore};
 
 /// Who may read `GET /health` and `GET /metrics` (the Prometheus text format).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +133,8 @@ pub enum HealthAccess {
 /// | `rate_limit` | 100 requests/s per client IP, burst 200 (`429`), counted after authentication |
 /// | `auth_failure_rate_limit` | 10 refused authentications/s per client IP, burst 20 (`429`), a budget of their own |
 /// | `session_store` | `None`: the records of legacy sessions in memory ([`MemorySessionStore`]) |
+/// | `event_store` | `None`: SSE history in this process's replay logs; with one, every legacy stream is written and followed through it, so a stream resumes on any instance |
+/// | `message_bus` | `None`: no routing; with one, a client's answer to a server-to-client request, or a cancellation, reaching the wrong instance is routed to the one whose call waits |
 /// | `max_live_sessions` | 1024 legacy sessions live in this process, with a `session_store`; idle ones past it are rebuilt from their records when used |
 /// | `trusted_proxies` | none: the client is the peer address, `X-Forwarded-For` and `Forwarded` are ignored |
 /// | `shutdown_grace` | 10 s |
@@ -201,6 +204,14 @@ pub struct HttpConfig {
     /// Where the records of legacy sessions live; `None` keeps them in memory. The store
     /// decides the cap (`max_sessions`), the eviction of idle sessions and the idle expiry.
     pub session_store: Option<Arc<dyn SessionStore>>,
+    /// Where legacy SSE history lives; `None` keeps it in this process's replay logs (under
+    /// the `replay_*` bounds). With a store shared by several instances, every event a
+    /// legacy POST or GET stream sends is appended there and read back from there, so a
+    /// stream cut off on one instance resumes with `Last-Event-ID` on any other. The store
+    /// applies its own bounds; `replay_event_bytes` still replaces an oversized response.
+    pub event_store: Option<Arc<dyn EventStore>>,
+    /// Routing between instances (see [`MessageBus`]); only used with an `event_store`.
+    pub message_bus: Option<Arc<dyn MessageBus>>,
     /// With a `session_store`: the most legacy sessions this process keeps live. Past it the
     /// least recently used idle ones (no call in flight, no open SSE response) drop their
     /// live state and are rebuilt from their records when used again, so memory stays flat
@@ -250,6 +261,8 @@ impl Default for HttpConfig {
             }),
             trusted_proxies: Vec::new(),
             session_store: None,
+            event_store: None,
+            message_bus: None,
             max_live_sessions: 1024,
             shutdown_grace: Duration::from_secs(10),
             health: HealthAccess::Authenticated,
@@ -269,6 +282,19 @@ impl HttpConfig {
     /// [`session_store`](Self::session_store)).
     pub fn with_session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.session_store = Some(store);
+        self
+    }
+
+    /// Keeps legacy SSE history in `store` (see [`event_store`](Self::event_store)).
+    pub fn with_event_store(mut self, store: Arc<dyn EventStore>) -> Self {
+        self.event_store = Some(store);
+        self
+    }
+
+    /// Routes client answers between instances through `bus` (see
+    /// [`message_bus`](Self::message_bus)).
+    pub fn with_message_bus(mut self, bus: Arc<dyn MessageBus>) -> Self {
+        self.message_bus = Some(bus);
         self
     }
 
@@ -364,6 +390,15 @@ fn router_with_drain(
     metrics: Arc<metrics::HttpMetrics>,
 ) -> Router {
     let restorer = engine.clone();
+    let shared = config.event_store.clone().map(|events| {
+        Arc::new(cluster::Shared::new(
+            events,
+            config.message_bus.clone(),
+            config.replay_event_bytes,
+            config.session_idle_timeout,
+            metrics.clone(),
+        ))
+    });
     let state = AppState {
         shutdown,
         drain,
@@ -385,11 +420,13 @@ fn router_with_drain(
                     .session_store
                     .as_ref()
                     .map(|_| config.max_live_sessions),
-            ),
+            )
+            .with_shared(shared),
         ),
         config: Arc::new(config.clone()),
     };
     spawn_housekeeping(&state);
+    subscribe_bus(&state);
     let mut router = Router::new().route(
         &config.path,
         post(handler::post)
@@ -433,11 +470,32 @@ fn spawn_housekeeping(state: &AppState) {
                     let Some(s) = sessions.upgrade() else { return };
                     for http in s.all() {
                         if let Some(n) = engine.legacy_notification(&http.session, &event) {
-                            http.standalone.append(&n);
+                            http.standalone_sink.send(n);
                         }
                     }
                 }
             }
+        }
+    });
+}
+
+/// Starts delivering what other instances route here to this router's sessions.
+fn subscribe_bus(state: &AppState) {
+    let Some(bus) = state.sessions.shared().and_then(|s| s.bus.clone()) else {
+        return;
+    };
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let delivery = Arc::new(cluster::Delivery {
+        sessions: Arc::downgrade(&state.sessions),
+        engine: state.engine.clone(),
+    });
+    let metrics = state.metrics.clone();
+    handle.spawn(async move {
+        if let Err(e) = bus.subscribe(delivery).await {
+            metrics.store_error();
+            tracing::warn!(error = %e, "could not subscribe to the message bus");
         }
     });
 }

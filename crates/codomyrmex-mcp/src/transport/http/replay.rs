@@ -59,6 +59,9 @@ impl ReplayLimits {
     }
 }
 
+/// The most [`EventStore::wait_after`] waiters a log keeps before waking them all.
+const MAX_FOLLOWERS: usize = 64;
+
 /// The age of an event across the whole process: budgets evict the smallest first.
 static CLOCK: AtomicU64 = AtomicU64::new(1);
 
@@ -142,6 +145,15 @@ enum Refused {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Evicted;
 
+/// What a log holds after a sequence number.
+struct After {
+    /// The retained events after it, with their sequence numbers.
+    events: Vec<(u64, Bytes)>,
+    closed: bool,
+    /// The last sequence number issued.
+    last_seq: u64,
+}
+
 struct Event {
     seq: u64,
     clock: u64,
@@ -171,6 +183,8 @@ struct LogState {
     /// The current reader's generation; attaching a new reader ends the old one.
     reader: u64,
     waker: Option<Waker>,
+    /// Who waits through [`EventStore::wait_after`]: woken by the next append or the close.
+    followers: Vec<Waker>,
 }
 
 impl StreamLog {
@@ -193,6 +207,7 @@ impl StreamLog {
                 closed: false,
                 reader: 0,
                 waker: None,
+                followers: Vec::new(),
             }),
         })
     }
@@ -259,6 +274,7 @@ impl StreamLog {
             if let Some(w) = s.waker.take() {
                 w.wake();
             }
+            s.followers.drain(..).for_each(Waker::wake);
             seq
         };
         for b in &self.budgets {
@@ -269,7 +285,7 @@ impl StreamLog {
 
     /// The retained events after `after_seq` and whether the stream is closed, without
     /// becoming its reader. Refused when some of those events were evicted.
-    fn events_after(&self, after_seq: u64) -> Result<(Vec<(u64, Bytes)>, bool), Evicted> {
+    fn events_after(&self, after_seq: u64) -> Result<After, Evicted> {
         let s = self.lock();
         if after_seq < s.evicted_through {
             return Err(Evicted);
@@ -280,7 +296,28 @@ impl StreamLog {
             .filter(|e| e.seq > after_seq)
             .map(|e| (e.seq, e.bytes.clone()))
             .collect();
-        Ok((events, s.closed))
+        Ok(After {
+            events,
+            closed: s.closed,
+            last_seq: s.next_seq - 1,
+        })
+    }
+
+    /// Ready once an event after `after_seq` exists or the log is closed.
+    fn poll_after(&self, after_seq: u64, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.lock();
+        if s.closed || s.next_seq - 1 > after_seq {
+            return Poll::Ready(());
+        }
+        // At most one entry per waiting task: a re-poll replaces its own. Waiters that went
+        // away leave theirs until the next append: past a bound, everyone is woken (an early
+        // wake-up is allowed) so the list stays bounded.
+        s.followers.retain(|w| !w.will_wake(cx.waker()));
+        if s.followers.len() >= MAX_FOLLOWERS {
+            s.followers.drain(..).for_each(Waker::wake);
+        }
+        s.followers.push(cx.waker().clone());
+        Poll::Pending
     }
 
     /// What replaces a message too large to keep: an error response for a response.
@@ -340,6 +377,7 @@ impl StreamLog {
         if let Some(w) = s.waker.take() {
             w.wake();
         }
+        s.followers.drain(..).for_each(Waker::wake);
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -498,6 +536,14 @@ pub(crate) struct MemoryEventStore {
     sessions: Mutex<HashMap<String, MemorySession>>,
 }
 
+impl std::fmt::Debug for MemoryEventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryEventStore")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
 impl MemoryEventStore {
     /// A store under `limits`.
     pub(crate) fn new(limits: ReplayLimits) -> Self {
@@ -641,7 +687,11 @@ impl EventStore for MemoryEventStore {
         scope: ReplayScope<'a>,
     ) -> StoreFuture<'a, Replay> {
         let out = self.log(scope, after.stream).and_then(|log| {
-            let (events, closed) = log
+            let After {
+                events,
+                closed,
+                last_seq,
+            } = log
                 .events_after(after.seq)
                 .map_err(|_| StoreError::Evicted)?;
             Ok(Replay {
@@ -657,9 +707,19 @@ impl EventStore for MemoryEventStore {
                     })
                     .collect(),
                 closed,
+                last_seq,
             })
         });
         Box::pin(std::future::ready(out))
+    }
+
+    fn wait_after<'a>(&'a self, after: EventId, scope: ReplayScope<'a>) -> StoreFuture<'a, ()> {
+        let log = self.log(scope, after.stream);
+        Box::pin(async move {
+            let log = log?;
+            std::future::poll_fn(|cx| log.poll_after(after.seq, cx)).await;
+            Ok(())
+        })
     }
 
     fn close_stream<'a>(&'a self, scope: ReplayScope<'a>, stream: u64) -> StoreFuture<'a, ()> {

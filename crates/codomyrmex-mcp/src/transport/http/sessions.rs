@@ -34,6 +34,7 @@ use crate::context::Principal;
 use crate::engine::Session;
 use crate::store::{SessionRecord, SessionStore, StoreError, StoredPrincipal};
 
+use super::cluster::{ReaderGuard, Shared};
 use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 
 /// One legacy session over HTTP: the engine's session plus its SSE streams, whose logs the
@@ -49,26 +50,46 @@ pub(crate) struct HttpSession {
     pub(crate) standalone_sink: Arc<dyn crate::context::MessageSink>,
     events: Arc<MemoryEventStore>,
     limits: ReplayLimits,
+    /// Open SSE responses reading from an external event store.
+    store_readers: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl HttpSession {
+    /// With `shared` (an external event store), the standalone stream is written through it;
+    /// with its bus, this instance's server-to-client request ids carry its name.
     fn new(
         id: String,
         session: Arc<Session>,
         events: &Arc<MemoryEventStore>,
         limits: ReplayLimits,
+        shared: Option<&Arc<Shared>>,
     ) -> Self {
         let owner = session.principal().map(|p| p.subject);
         let standalone = events.open_session(&id, owner.as_deref());
+        let standalone_sink: Arc<dyn crate::context::MessageSink> = match shared {
+            Some(shared) => {
+                if let Some(bus) = &shared.bus {
+                    session.set_request_id_prefix(bus.instance());
+                }
+                Arc::new(shared.sink(&id, owner, 0, false))
+            }
+            None => Arc::new(LogSink(standalone.clone())),
+        };
         Self {
             id,
             last_used: AtomicU64::new(0),
             session,
-            standalone_sink: Arc::new(LogSink(standalone.clone())),
+            standalone_sink,
             standalone,
             events: events.clone(),
             limits,
+            store_readers: Arc::default(),
         }
+    }
+
+    /// Counts an SSE response reading this session's streams from an external store.
+    pub(crate) fn store_reader(&self) -> ReaderGuard {
+        ReaderGuard::new(&self.store_readers)
     }
 
     /// Whether `principal` may use this session: the one that created it (by subject), or
@@ -96,7 +117,9 @@ impl HttpSession {
     /// Whether the session is in use: a call in flight, or an SSE response open on one of its
     /// streams. A busy session is never evicted or expired.
     fn is_busy(&self) -> bool {
-        self.session.in_flight() > 0 || self.events.has_reader(&self.id)
+        self.session.in_flight() > 0
+            || self.events.has_reader(&self.id)
+            || self.store_readers.load(Ordering::Relaxed) > 0
     }
 
     /// A new resumable stream for a POST response (a closed, unbounded-by-nothing log if the
@@ -185,6 +208,8 @@ pub(crate) struct SessionTable {
     events: Arc<MemoryEventStore>,
     /// Where session ids' random bytes come from (the OS; a test can make it fail).
     random: fn(&mut [u8]) -> Result<(), getrandom::Error>,
+    /// The external event store and bus, when instances share them.
+    shared: Option<Arc<Shared>>,
 }
 
 impl SessionTable {
@@ -205,7 +230,24 @@ impl SessionTable {
             replay,
             events: Arc::new(MemoryEventStore::new(replay)),
             random: getrandom::fill,
+            shared: None,
         }
+    }
+
+    /// Writes and follows every session's streams through `shared`'s event store.
+    pub(crate) fn with_shared(mut self, shared: Option<Arc<Shared>>) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// The external event store and bus, if any.
+    pub(crate) fn shared(&self) -> Option<&Arc<Shared>> {
+        self.shared.as_ref()
+    }
+
+    /// The live session `id`, if this process holds it (no store round trip).
+    pub(crate) fn live(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.lock().get(id).cloned()
     }
 
     /// Sessions whose record exists but which this process does not hold live (another
@@ -335,6 +377,7 @@ impl SessionTable {
             session,
             &self.events,
             self.replay,
+            self.shared.as_ref(),
         ));
         self.used(&http);
         self.lock().insert(id.clone(), http.clone());
@@ -405,6 +448,7 @@ impl SessionTable {
             session,
             &self.events,
             self.replay,
+            self.shared.as_ref(),
         ));
         // Another request of the same session may have restored it meanwhile: one wins.
         let http = self.lock().entry(id.to_owned()).or_insert(http).clone();
@@ -431,6 +475,9 @@ impl SessionTable {
         }
         let existed = self.records.delete(id).await?;
         self.forget(&[id.to_owned()]);
+        if let Some(shared) = &self.shared {
+            shared.drop_history(id);
+        }
         Ok(existed)
     }
 

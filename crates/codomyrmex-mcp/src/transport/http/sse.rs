@@ -50,6 +50,8 @@ impl MessageSink for ChannelSink {
 pub(crate) struct SseBody {
     prelude: Option<Bytes>,
     events: Option<Cursor>,
+    /// Framed events from an external store ([`cluster::feed`](super::cluster::feed)).
+    feed: Option<futures_util::stream::BoxStream<'static, Bytes>>,
     notes: Option<mpsc::Receiver<OutgoingMessage>>,
     work: Option<BoxFuture<'static, Option<OutgoingMessage>>>,
     final_message: Option<Option<OutgoingMessage>>,
@@ -69,6 +71,7 @@ impl SseBody {
         Self {
             prelude,
             events: Some(events),
+            feed: None,
             notes: None,
             work: None,
             final_message: None,
@@ -88,6 +91,7 @@ impl SseBody {
         Self {
             prelude: None,
             events: None,
+            feed: None,
             notes: Some(notes),
             work: Some(work),
             final_message: None,
@@ -99,6 +103,25 @@ impl SseBody {
 }
 
 impl SseBody {
+    /// A body that sends framed events from an external store's feed, until it ends.
+    pub(crate) fn feed(
+        prelude: Option<Bytes>,
+        feed: futures_util::stream::BoxStream<'static, Bytes>,
+        keep_alive: Option<Duration>,
+    ) -> Self {
+        Self {
+            prelude,
+            events: None,
+            feed: Some(feed),
+            notes: None,
+            work: None,
+            final_message: None,
+            keep_alive: keep_alive.map(interval),
+            stop: None,
+            done: false,
+        }
+    }
+
     /// Ends the stream (dropping any work it drives) when `token` is cancelled.
     pub(crate) fn until(mut self, token: &tokio_util::sync::CancellationToken) -> Self {
         self.stop = Some(Box::pin(token.clone().cancelled_owned()));
@@ -137,6 +160,17 @@ impl Body for SseBody {
         // Mode 1: following a log.
         if let Some(events) = &mut this.events {
             match events.poll_next(cx) {
+                Poll::Ready(Some(b)) => return Poll::Ready(Some(Ok(Frame::data(b)))),
+                Poll::Ready(None) => {
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => {}
+            }
+        }
+        // Mode 1b: following an external store.
+        if let Some(feed) = &mut this.feed {
+            match futures_util::Stream::poll_next(feed.as_mut(), cx) {
                 Poll::Ready(Some(b)) => return Poll::Ready(Some(Ok(Frame::data(b)))),
                 Poll::Ready(None) => {
                     this.done = true;

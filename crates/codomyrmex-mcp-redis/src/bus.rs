@@ -1,0 +1,171 @@
+//! [`RedisBus`]: the [`MessageBus`] through Redis pub/sub.
+//!
+//! Layout under the prefix `P`:
+//! - `P:bus:next`: a counter; each instance takes its name from it when it joins;
+//! - `P:bus:c:S:KEY`: the claim of request `KEY` of session `S`: the owning instance's name,
+//!   with a Redis expiry (the claim's TTL);
+//! - channels `P:bus:i:NAME` (what is routed to one instance) and `P:bus:all` (broadcasts);
+//!   a payload is the session id, a newline, and the JSON-RPC message.
+//!
+//! Routing is one script (read the claim, publish to its owner), so it costs one round trip;
+//! a claim and a release one each.
+
+use std::sync::Arc;
+
+use codomyrmex_mcp::store::{BusHandler, MessageBus, Routed, StoreError, StoreFuture};
+use redis::Script;
+
+use crate::{RedisConnection, unavailable};
+
+/// `claim`. KEYS: the claim. ARGV: name, ttl. Returns 1, or 0 (another instance's).
+const CLAIM: &str = r"
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+";
+
+/// `release`. KEYS: the claim. ARGV: name.
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+";
+
+/// `route`. KEYS: the claim. ARGV: prefix, payload. Returns how many subscribers got it (0:
+/// no claim, or its owner is gone).
+const ROUTE: &str = r"
+local owner = redis.call('GET', KEYS[1])
+if not owner then return 0 end
+return redis.call('PUBLISH', ARGV[1] .. ':bus:i:' .. owner, ARGV[2])
+";
+
+/// The [`MessageBus`] in Redis; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RedisBus {
+    redis: RedisConnection,
+    name: String,
+}
+
+impl RedisBus {
+    /// Joins the bus of the instances sharing `redis` (and its prefix), under a fresh name.
+    pub async fn join(redis: RedisConnection) -> Result<Self, StoreError> {
+        let n: u64 = redis::cmd("INCR")
+            .arg(format!("{}:bus:next", redis.prefix))
+            .query_async(&mut redis.conn())
+            .await
+            .map_err(|e| unavailable(&e))?;
+        Ok(Self {
+            redis,
+            name: format!("i{n}"),
+        })
+    }
+
+    fn claim_key(&self, session: &str, key: &str) -> String {
+        format!("{}:bus:c:{session}:{key}", self.redis.prefix)
+    }
+
+    fn payload(session: &str, message: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(session.len() + 1 + message.len());
+        out.extend_from_slice(session.as_bytes());
+        out.push(b'\n');
+        out.extend_from_slice(message);
+        out
+    }
+}
+
+/// A payload as [`Routed`]; `None` when it is not one.
+fn routed(payload: &[u8]) -> Option<Routed> {
+    let at = payload.iter().position(|b| *b == b'\n')?;
+    let session = std::str::from_utf8(&payload[..at]).ok()?.to_owned();
+    Some(Routed {
+        session,
+        message: payload[at + 1..].to_vec(),
+    })
+}
+
+impl MessageBus for RedisBus {
+    fn instance(&self) -> &str {
+        &self.name
+    }
+
+    fn subscribe<'a>(&'a self, handler: Arc<dyn BusHandler>) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let hub = self.redis.hub().await?;
+            let deliver: crate::pubsub::Handler = Arc::new(move |payload: Vec<u8>| {
+                if let Some(r) = routed(&payload) {
+                    handler.deliver(r);
+                }
+            });
+            let prefix = &self.redis.prefix;
+            hub.handle(format!("{prefix}:bus:i:{}", self.name), deliver.clone())
+                .await?;
+            hub.handle(format!("{prefix}:bus:all"), deliver).await
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+        _now: u64,
+        ttl_ms: u64,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let ok: i64 = Script::new(CLAIM)
+                .key(self.claim_key(session, key))
+                .arg(&self.name)
+                .arg(ttl_ms.max(1))
+                .invoke_async(&mut self.redis.conn())
+                .await
+                .map_err(|e| unavailable(&e))?;
+            if ok == 1 {
+                Ok(())
+            } else {
+                Err(StoreError::Exists)
+            }
+        })
+    }
+
+    fn release<'a>(&'a self, session: &'a str, key: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let _: i64 = Script::new(RELEASE)
+                .key(self.claim_key(session, key))
+                .arg(&self.name)
+                .invoke_async(&mut self.redis.conn())
+                .await
+                .map_err(|e| unavailable(&e))?;
+            Ok(())
+        })
+    }
+
+    fn route<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+        message: Vec<u8>,
+        _now: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let got: i64 = Script::new(ROUTE)
+                .key(self.claim_key(session, key))
+                .arg(&self.redis.prefix)
+                .arg(Self::payload(session, &message))
+                .invoke_async(&mut self.redis.conn())
+                .await
+                .map_err(|e| unavailable(&e))?;
+            Ok(got > 0)
+        })
+    }
+
+    fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let _: i64 = redis::cmd("PUBLISH")
+                .arg(format!("{}:bus:all", self.redis.prefix))
+                .arg(Self::payload(session, &message))
+                .query_async(&mut self.redis.conn())
+                .await
+                .map_err(|e| unavailable(&e))?;
+            Ok(())
+        })
+    }
+}

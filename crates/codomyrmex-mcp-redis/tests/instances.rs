@@ -1,0 +1,292 @@
+//! Two HTTP server instances in one process sharing one Redis (sessions, SSE history, the
+//! message bus), as `serve --store redis://` runs them: a 2025-11-25 stream cut off on one
+//! instance resumes on the other with nothing lost or repeated; a client's answer to an
+//! elicitation, or its cancellation, posted to the other instance reaches the waiting call.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../../codomyrmex-mcp/tests/http_support/mod.rs"]
+mod http_support;
+mod redis_support;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use codomyrmex_mcp::transport::http::HttpConfig;
+use codomyrmex_mcp::{McpErrorDetail, ToolContext};
+use codomyrmex_mcp_redis::{EventBounds, RedisBus, RedisEventStore, RedisSessionStore};
+use http_support::*;
+use redis_support::*;
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+
+/// The test tools plus `steps` (two progress notifications, a wait for `gate`, a third, then
+/// its result) and `ask` (an elicitation, whose answer it returns).
+fn tools(probes: &Arc<Probes>, gate: &Arc<Notify>) -> Arc<codomyrmex_mcp::McpToolRegistry> {
+    let r = registry(probes);
+    let gate = gate.clone();
+    r.register(
+        "steps",
+        json!({"type": "object"}),
+        move |_: Map<String, Value>, cx: ToolContext| {
+            let gate = gate.clone();
+            async move {
+                cx.progress(1.0, Some(3.0), Some("one"));
+                cx.progress(2.0, Some(3.0), Some("two"));
+                gate.notified().await;
+                cx.progress(3.0, Some(3.0), Some("three"));
+                Ok::<Value, McpErrorDetail>(json!({"done": true}))
+            }
+        },
+    )
+    .unwrap();
+    r.register(
+        "ask",
+        json!({"type": "object"}),
+        |_: Map<String, Value>, cx: ToolContext| async move {
+            let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+            match cx.elicit("Your name?", schema).await {
+                Ok(answer) => Ok::<Value, McpErrorDetail>(json!({"answer": answer})),
+                Err(e) => Ok(json!({"failed": e.to_string()})),
+            }
+        },
+    )
+    .unwrap();
+    r
+}
+
+struct Pair {
+    a: TestServer,
+    b: TestServer,
+    gate: Arc<Notify>,
+    redis: Option<Redis>,
+}
+
+/// Two instances on one Redis, each with its own connection, as two processes would be.
+async fn pair() -> Pair {
+    let redis = start_redis();
+    let gate = Arc::new(Notify::new());
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let conn = connect(&redis, "inst").await;
+        let config = HttpConfig {
+            // Each instance checks Host against its own port: both names are allowed.
+            ..config()
+        }
+        .with_session_store(Arc::new(RedisSessionStore::new(conn.clone())))
+        .with_event_store(Arc::new(RedisEventStore::new(
+            conn.clone(),
+            EventBounds::default(),
+        )))
+        .with_message_bus(Arc::new(RedisBus::join(conn).await.unwrap()));
+        let probes = Arc::new(Probes::default());
+        let registry = tools(&probes, &gate);
+        servers.push(start_with(config, registry, probes).await);
+    }
+    let b = servers.pop().unwrap();
+    let a = servers.pop().unwrap();
+    Pair {
+        a,
+        b,
+        gate,
+        redis: Some(redis),
+    }
+}
+
+/// `initialize` on `server` declaring `capabilities`, then `notifications/initialized`.
+async fn session_on(server: &TestServer, capabilities: Value) -> String {
+    let mut init = initialize_body();
+    init["capabilities"] = capabilities;
+    let r = server
+        .send(&legacy("initialize", Some(1), init, None))
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let sid = r.header("mcp-session-id").unwrap().to_owned();
+    let n = server
+        .send(&legacy(
+            "notifications/initialized",
+            None,
+            json!({}),
+            Some(&sid),
+        ))
+        .await;
+    assert_eq!(n.status, 202);
+    sid
+}
+
+fn call(id: i64, name: &str, sid: &str) -> Req {
+    legacy(
+        "tools/call",
+        Some(id),
+        json!({"name": name, "arguments": {}, "_meta": {"progressToken": "p"}}),
+        Some(sid),
+    )
+}
+
+async fn next(open: &mut Open) -> SseEvent {
+    tokio::time::timeout(HANG, open.next_event())
+        .await
+        .expect("an event in time")
+        .expect("the stream goes on")
+}
+
+#[tokio::test]
+async fn a_stream_cut_on_one_instance_resumes_on_the_other() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut stream = p.a.open(&call(7, "steps", &sid)).await;
+    assert_eq!(stream.status, 200);
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = next(&mut stream).await;
+        if e.data.get("method").is_some() {
+            seen.push(e);
+        }
+    }
+    let last = seen[1].id.clone().expect("events carry ids");
+    assert_eq!(seen[1].data["params"]["progress"], 2.0);
+    // The connection to A is cut; the call goes on there.
+    stream.close();
+    p.gate.notify_one();
+    let resume = |sid: &str, last: &str| {
+        Req::new("GET", "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", sid)
+            .header("mcp-protocol-version", LEGACY)
+            .header("last-event-id", last)
+    };
+    let mut resumed = p.b.open(&resume(&sid, &last)).await;
+    assert_eq!(resumed.status, 200, "B resumes A's stream");
+    let third = next(&mut resumed).await;
+    assert_eq!(third.data["params"]["progress"], 3.0, "{:?}", third.data);
+    let result = next(&mut resumed).await;
+    assert_eq!(result.data["id"], 7, "{:?}", result.data);
+    assert_eq!(result.data["result"]["structuredContent"]["done"], true);
+    assert!(
+        tokio::time::timeout(HANG, resumed.next_event())
+            .await
+            .expect("the stream ends")
+            .is_none(),
+        "nothing after the response"
+    );
+    let ids: Vec<String> = [&seen[0], &seen[1], &third, &result]
+        .iter()
+        .map(|e| e.id.clone().unwrap())
+        .collect();
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(ids, unique, "no event twice");
+    // Another session, or a stream the session never had, finds nothing.
+    assert_eq!(p.b.send(&resume("nope", &last)).await.status, 404);
+    assert_eq!(p.b.send(&resume(&sid, "999-1")).await.status, 404);
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+#[tokio::test]
+async fn an_elicitation_answered_on_the_other_instance_reaches_the_call() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({"elicitation": {}})).await;
+    let mut stream = p.a.open(&call(3, "ask", &sid)).await;
+    let request = loop {
+        let e = next(&mut stream).await;
+        if e.data["method"] == "elicitation/create" {
+            break e.data;
+        }
+    };
+    let id = request["id"].clone();
+    // An answer to an id nobody asked is accepted and ignored.
+    let stray = Req::new("POST", "/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", LEGACY)
+        .json(&json!({"jsonrpc": "2.0", "id": "srv-nobody-1", "result": {}}));
+    assert_eq!(p.b.send(&stray).await.status, 202);
+    let answer = Req::new("POST", "/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", LEGACY)
+        .json(&json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "result": {"action": "accept", "content": {"name": "Ada"}},
+        }));
+    assert_eq!(p.b.send(&answer).await.status, 202, "B takes the answer");
+    let result = loop {
+        let e = next(&mut stream).await;
+        if e.data.get("id") == Some(&json!(3)) {
+            break e.data;
+        }
+    };
+    let answer = &result["result"]["structuredContent"]["answer"];
+    assert_eq!(answer["content"]["name"], "Ada", "{result}");
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancellation_on_the_other_instance_cancels_the_call() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut stream = p.a.open(&call(5, "wait_cancel", &sid)).await;
+    next(&mut stream).await;
+    while p.a.probes.started.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    let cancel = legacy(
+        "notifications/cancelled",
+        None,
+        json!({"requestId": 5, "reason": "test"}),
+        Some(&sid),
+    );
+    assert_eq!(p.b.send(&cancel).await.status, 202);
+    let deadline = Instant::now() + HANG;
+    while p.a.probes.cancelled.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the call on A was never cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+#[tokio::test]
+async fn redis_going_away_ends_open_streams_and_gets_503_not_a_hang() {
+    let mut p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut stream = p.a.open(&call(9, "steps", &sid)).await;
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = next(&mut stream).await;
+        if e.data.get("method").is_some() {
+            seen.push(e);
+        }
+    }
+    drop(p.redis.take());
+    // The open stream ends (its client would resume): it does not wait forever.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "the stream never ended");
+        match tokio::time::timeout(Duration::from_secs(60), stream.next_event()).await {
+            Ok(None) => break,
+            Ok(Some(_)) => {}
+            Err(_) => panic!("the stream neither ended nor sent anything"),
+        }
+    }
+    let resume = Req::new("GET", "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", LEGACY)
+        .header("last-event-id", seen[1].id.clone().unwrap());
+    let r = p.b.send(&resume).await;
+    assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.header("retry-after").is_some());
+    let r = p.a.send(&call(10, "steps", &sid)).await;
+    assert_eq!(r.status, 503);
+    p.gate.notify_one();
+    p.a.stop().await;
+    p.b.stop().await;
+}

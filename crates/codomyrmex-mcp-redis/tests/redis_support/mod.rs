@@ -1,0 +1,65 @@
+//! A `redis-server` per test, on a free loopback port, with no persistence; killed on drop.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use codomyrmex_mcp_redis::RedisConnection;
+
+/// A `redis-server` on a free port; killed on drop.
+pub struct Redis {
+    child: Child,
+    pub port: u16,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn start_redis_on(port: u16) -> Redis {
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot start redis-server ({e}): apt-get install -y redis-server")
+        });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "redis-server did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Redis { child, port }
+}
+
+pub fn start_redis() -> Redis {
+    start_redis_on(free_port())
+}
+
+pub async fn connect(redis: &Redis, prefix: &str) -> RedisConnection {
+    RedisConnection::connect(&format!("redis://127.0.0.1:{}/", redis.port))
+        .await
+        .unwrap()
+        .with_prefix(prefix)
+}

@@ -1,0 +1,213 @@
+//! [`MessageBus`]: how a message reaches the instance whose call it is for, when several
+//! instances serve one 2025-11-25 session.
+//!
+//! A tool waiting on a server-to-client request (sampling, elicitation, roots) lives on the
+//! instance that runs it; the client's answer, or a `notifications/cancelled` for a call, may
+//! reach any instance. The instance that sends a server-to-client request first *claims* its
+//! id (the claim names the instance and expires); an instance that receives an answer it is
+//! not waiting for *routes* it to the claim's owner. A cancellation names the client's own
+//! request, which no claim records: it is *broadcast* to every instance, and the one running
+//! the call cancels it. Each instance *subscribes* once with the handler that delivers what
+//! was routed to it.
+//!
+//! What it is not: a queue. A message routed to an instance that died, or whose claim
+//! expired, is lost, as the answer to a request on a dead instance would be. A single
+//! instance needs no bus: the HTTP transport then routes nothing. [`MemoryBus`] joins
+//! instances in one process (tests, embedded clusters).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{StoreError, StoreFuture, ready};
+
+/// A message routed to this instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed {
+    /// The session it belongs to.
+    pub session: String,
+    /// The JSON-RPC message, as bytes.
+    pub message: Vec<u8>,
+}
+
+/// Where an instance's routed messages go: the HTTP transport hands them to the session's
+/// engine. Called on the bus's own task: it must not block.
+pub trait BusHandler: Send + Sync {
+    /// Delivers one message.
+    fn deliver(&self, routed: Routed);
+}
+
+/// Routing between the instances that share a store.
+///
+/// The contract ([`contract::message_bus`](super::contract::message_bus) checks it):
+/// - `claim(session, key)` records this instance as the owner of `key` for `ttl_ms`; a key
+///   another instance holds is refused ([`StoreError::Exists`]).
+/// - `route(session, key, message)` delivers `message` to the owner's handler and returns
+///   `true`, or returns `false` when no live claim exists (the message is not delivered).
+/// - `release` forgets this instance's claim; `broadcast` delivers to every subscribed
+///   instance, this one included.
+pub trait MessageBus: Send + Sync + std::fmt::Debug {
+    /// This instance's name on the bus: unique among the instances sharing it.
+    fn instance(&self) -> &str;
+
+    /// Starts delivering this instance's messages to `handler` (replacing an earlier one).
+    fn subscribe<'a>(&'a self, handler: Arc<dyn BusHandler>) -> StoreFuture<'a, ()>;
+
+    /// Records this instance as the owner of `key` of `session` for `ttl_ms` milliseconds
+    /// from `now` (wall-clock milliseconds).
+    fn claim<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+        now: u64,
+        ttl_ms: u64,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Forgets this instance's claim of `key` of `session`.
+    fn release<'a>(&'a self, session: &'a str, key: &'a str) -> StoreFuture<'a, ()>;
+
+    /// Delivers `message` to the owner of `key` of `session`; `false` when nobody owns it
+    /// at `now`.
+    fn route<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+        message: Vec<u8>,
+        now: u64,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Delivers `message` of `session` to every instance.
+    fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()>;
+}
+
+#[derive(Default)]
+struct Hub {
+    /// `(session, key)` → owner and expiry.
+    claims: HashMap<(String, String), (String, u64)>,
+    handlers: HashMap<String, Arc<dyn BusHandler>>,
+}
+
+/// An in-process [`MessageBus`]: [`MemoryBus::new`] is the shared hub, [`MemoryBus::join`]
+/// one instance on it.
+#[derive(Clone)]
+pub struct MemoryBus {
+    name: String,
+    hub: Arc<Mutex<Hub>>,
+}
+
+impl std::fmt::Debug for MemoryBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBus")
+            .field("instance", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryBus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryBus {
+    /// A new hub, joined as instance `0`.
+    pub fn new() -> Self {
+        Self {
+            name: "0".to_owned(),
+            hub: Arc::default(),
+        }
+    }
+
+    /// Another instance `name` on the same hub.
+    pub fn join(&self, name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            hub: self.hub.clone(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Hub> {
+        self.hub.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl MessageBus for MemoryBus {
+    fn instance(&self) -> &str {
+        &self.name
+    }
+
+    fn subscribe<'a>(&'a self, handler: Arc<dyn BusHandler>) -> StoreFuture<'a, ()> {
+        self.lock().handlers.insert(self.name.clone(), handler);
+        ready(Ok(()))
+    }
+
+    fn claim<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+        now: u64,
+        ttl_ms: u64,
+    ) -> StoreFuture<'a, ()> {
+        let mut hub = self.lock();
+        let k = (session.to_owned(), key.to_owned());
+        let out = match hub.claims.get(&k) {
+            Some((owner, expires)) if *expires > now && *owner != self.name => {
+                Err(StoreError::Exists)
+            }
+            _ => {
+                hub.claims
+                    .insert(k, (self.name.clone(), now.saturating_add(ttl_ms)));
+                Ok(())
+            }
+        };
+        ready(out)
+    }
+
+    fn release<'a>(&'a self, session: &'a str, key: &'a str) -> StoreFuture<'a, ()> {
+        let mut hub = self.lock();
+        let k = (session.to_owned(), key.to_owned());
+        if hub
+            .claims
+            .get(&k)
+            .is_some_and(|(owner, _)| *owner == self.name)
+        {
+            hub.claims.remove(&k);
+        }
+        ready(Ok(()))
+    }
+
+    fn route<'a>(
+        &'a self,
+        session: &'a str,
+        key: &'a str,
+        message: Vec<u8>,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        let handler = {
+            let hub = self.lock();
+            hub.claims
+                .get(&(session.to_owned(), key.to_owned()))
+                .filter(|(_, expires)| *expires > now)
+                .and_then(|(owner, _)| hub.handlers.get(owner).cloned())
+        };
+        // Delivered outside the lock: the handler may use the bus.
+        let found = handler.is_some();
+        if let Some(h) = handler {
+            h.deliver(Routed {
+                session: session.to_owned(),
+                message,
+            });
+        }
+        ready(Ok(found))
+    }
+
+    fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {
+        let handlers: Vec<Arc<dyn BusHandler>> = self.lock().handlers.values().cloned().collect();
+        for h in handlers {
+            h.deliver(Routed {
+                session: session.to_owned(),
+                message: message.clone(),
+            });
+        }
+        ready(Ok(()))
+    }
+}

@@ -1,0 +1,433 @@
+//! Legacy SSE streams and client answers across instances: what the transport does when an
+//! external [`EventStore`] ([`HttpConfig::event_store`](super::HttpConfig)) and a
+//! [`MessageBus`] ([`HttpConfig::message_bus`](super::HttpConfig)) are configured.
+//!
+//! - **Every event goes through the store.** A POST stream is opened in the store; what the
+//!   call sends (notifications, server-to-client requests, its response) is appended there
+//!   in order by one writer task per stream ([`StoreSink`]), and the SSE response reads it
+//!   back from the store ([`feed`]), as a resumption with `Last-Event-ID` does on any other
+//!   instance: one path, so nothing is lost or repeated between instances. A session's
+//!   standalone stream (stream 0) is written and followed the same way.
+//! - **Answers find their call.** Before a server-to-client request is appended, its id is
+//!   claimed on the bus for this instance; an answer that reaches an instance whose session
+//!   does not await it is routed to the claim's owner, and a `notifications/cancelled` for a
+//!   request not in flight here is broadcast ([`route`]). [`Delivery`] hands what was routed
+//!   here to the session's engine.
+//!
+//! What it is not: without an external store the in-memory replay logs
+//! ([`replay`](super::replay)) serve every stream directly, and without a bus nothing is
+//! routed. A message routed to an instance that died is lost, as the call it was for is.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use futures_util::stream::BoxStream;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::context::{MessageSink, NullSink};
+use crate::engine::Engine;
+use crate::store::{
+    BusHandler, EventId, EventStore, MessageBus, Replay, ReplayScope, Routed, StoreError,
+    StoredEvent,
+};
+use crate::wire::jsonrpc::{Decoded, decode};
+use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
+
+use super::metrics::HttpMetrics;
+use super::sessions::{HttpSession, SessionTable};
+
+/// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
+const WRITER_QUEUE: usize = 256;
+
+/// The external stores of a cluster of instances, as the transport uses them.
+pub(crate) struct Shared {
+    pub(crate) events: Arc<dyn EventStore>,
+    pub(crate) bus: Option<Arc<dyn MessageBus>>,
+    /// The largest event kept, as for the in-memory logs.
+    event_bytes: usize,
+    /// How long a server-to-client request's claim lives (the session idle timeout).
+    claim_ttl_ms: u64,
+    metrics: Arc<HttpMetrics>,
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// How a server-to-client request's id is named in a claim.
+fn claim_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+impl Shared {
+    pub(crate) fn new(
+        events: Arc<dyn EventStore>,
+        bus: Option<Arc<dyn MessageBus>>,
+        event_bytes: usize,
+        claim_ttl: std::time::Duration,
+        metrics: Arc<HttpMetrics>,
+    ) -> Self {
+        Self {
+            events,
+            bus,
+            event_bytes,
+            claim_ttl_ms: u64::try_from(claim_ttl.as_millis()).unwrap_or(u64::MAX),
+            metrics,
+        }
+    }
+
+    /// A sink appending to `stream` of `session` (owned by `owner`) through the store, in
+    /// order, on a writer task of its own; with `close`, the writer closes the stream once
+    /// every clone of the sink is gone.
+    pub(crate) fn sink(
+        self: &Arc<Self>,
+        session: &str,
+        owner: Option<String>,
+        stream: u64,
+        close: bool,
+    ) -> StoreSink {
+        let (tx, mut rx) = mpsc::channel::<OutgoingMessage>(WRITER_QUEUE);
+        let shared = self.clone();
+        let session = session.to_owned();
+        let write = async move {
+            let scope = ReplayScope {
+                session: &session,
+                principal: owner.as_deref(),
+            };
+            while let Some(message) = rx.recv().await {
+                shared.write(scope, stream, message).await;
+            }
+            if close && let Err(e) = shared.events.close_stream(scope, stream).await {
+                shared.store_error(&e);
+            }
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(write);
+        }
+        StoreSink { tx }
+    }
+
+    fn store_error(&self, e: &StoreError) {
+        tracing::warn!(error = %e, "event store error");
+        self.metrics.store_error();
+    }
+
+    /// Claims a server-to-client request's id, then appends the message.
+    async fn write(&self, scope: ReplayScope<'_>, stream: u64, message: OutgoingMessage) {
+        if let (OutgoingMessage::Request { id, .. }, Some(bus)) = (&message, &self.bus) {
+            let key = claim_key(id);
+            if let Err(e) = bus
+                .claim(scope.session, &key, now_ms(), self.claim_ttl_ms)
+                .await
+            {
+                // Its answer can then only be taken here.
+                self.store_error(&e);
+            }
+        }
+        let mut bytes = message.to_bytes();
+        if bytes.len() > self.event_bytes {
+            let id = match &message {
+                OutgoingMessage::Response { id, .. } => Some(id.clone()),
+                OutgoingMessage::Error { id, .. } => id.clone(),
+                _ => {
+                    tracing::debug!(size = bytes.len(), "dropped an SSE event over the limit");
+                    return;
+                }
+            };
+            bytes = OutgoingMessage::Error {
+                id,
+                error: ErrorObject::internal(format!(
+                    "The response exceeds the {}-byte event limit of this stream",
+                    self.event_bytes
+                )),
+            }
+            .to_bytes();
+        }
+        let bytes = bytes.to_vec();
+        let mut appended = self.events.append(scope, stream, bytes.clone()).await;
+        if stream == 0 && appended == Err(StoreError::UnknownStream) {
+            // The session's history does not exist yet: opening a stream creates it.
+            appended = match self.events.open_stream(scope).await {
+                Ok(_) => self.events.append(scope, stream, bytes).await,
+                Err(e) => Err(e),
+            };
+        }
+        if let Err(e) = appended {
+            self.store_error(&e);
+        }
+    }
+
+    /// Opens a new stream of `session` for a POST response.
+    pub(crate) async fn open(&self, session: &HttpSession) -> Result<u64, StoreError> {
+        let owner = session.owner();
+        let scope = ReplayScope {
+            session: session.id(),
+            principal: owner.as_deref(),
+        };
+        self.events.open_stream(scope).await
+    }
+
+    /// Where a GET with `last` (its `Last-Event-ID`, if any) starts: the replay after it, or
+    /// the end of the standalone stream (created if the session has no history yet).
+    pub(crate) async fn start(
+        &self,
+        session: &HttpSession,
+        last: Option<EventId>,
+    ) -> Result<Replay, StoreError> {
+        let owner = session.owner();
+        let scope = ReplayScope {
+            session: session.id(),
+            principal: owner.as_deref(),
+        };
+        if let Some(after) = last {
+            return self.events.replay_after(after, scope).await;
+        }
+        let end = EventId {
+            stream: 0,
+            seq: u64::MAX,
+        };
+        match self.events.replay_after(end, scope).await {
+            Err(StoreError::UnknownStream) => {
+                self.events.open_stream(scope).await?;
+                self.events.replay_after(end, scope).await
+            }
+            other => other,
+        }
+    }
+
+    /// Deletes a session's history (the session ended).
+    pub(crate) fn drop_history(self: &Arc<Self>, session: &str) {
+        let shared = self.clone();
+        let session = session.to_owned();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if let Err(e) = shared.events.drop_session(&session).await {
+                    shared.store_error(&e);
+                }
+            });
+        }
+    }
+}
+
+/// A sink whose messages a writer task appends to a stream in the store, in order.
+#[derive(Clone)]
+pub(crate) struct StoreSink {
+    tx: mpsc::Sender<OutgoingMessage>,
+}
+
+impl StoreSink {
+    /// Queues the stream's last message, waiting for room: a response is never dropped.
+    pub(crate) async fn finish(&self, message: OutgoingMessage) {
+        let _ = self.tx.send(message).await;
+    }
+}
+
+impl MessageSink for StoreSink {
+    fn send(&self, message: OutgoingMessage) -> bool {
+        self.tx.try_send(message).is_ok()
+    }
+}
+
+/// Counts a session's open SSE responses that read from the store (a busy session is never
+/// evicted); one per response, released when it ends.
+pub(crate) struct ReaderGuard(Arc<AtomicUsize>);
+
+impl ReaderGuard {
+    pub(crate) fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count.clone())
+    }
+}
+
+impl Drop for ReaderGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// An event as the SSE response sends it.
+fn frame(e: &StoredEvent) -> Bytes {
+    let mut out = Vec::with_capacity(e.data.len() + 40);
+    out.extend_from_slice(format!("id: {}\nevent: message\ndata: ", e.id).as_bytes());
+    out.extend_from_slice(&e.data);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+struct Follow {
+    shared: Arc<Shared>,
+    session: String,
+    owner: Option<String>,
+    after: EventId,
+    buffer: VecDeque<StoredEvent>,
+    closed: bool,
+    _reader: ReaderGuard,
+}
+
+/// The events of a stream after `first` (already read: its events come first), then as they
+/// are appended on any instance, until the stream closes. Ends early when the store fails or
+/// what follows was evicted (the client resumes, and is told).
+pub(crate) fn feed(
+    shared: &Arc<Shared>,
+    session: &HttpSession,
+    after: EventId,
+    first: Replay,
+) -> BoxStream<'static, Bytes> {
+    let state = Follow {
+        shared: shared.clone(),
+        session: session.id().to_owned(),
+        owner: session.owner(),
+        after,
+        closed: first.closed,
+        buffer: first.events.into(),
+        _reader: session.store_reader(),
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(e) = st.buffer.pop_front() {
+                st.after = e.id;
+                return Some((frame(&e), st));
+            }
+            if st.closed {
+                return None;
+            }
+            let scope = ReplayScope {
+                session: &st.session,
+                principal: st.owner.as_deref(),
+            };
+            if let Err(e) = st.shared.events.wait_after(st.after, scope).await {
+                tracing::debug!(error = %e, "an SSE stream ends: its store failed");
+                return None;
+            }
+            match st.shared.events.replay_after(st.after, scope).await {
+                Ok(r) => {
+                    st.closed = r.closed;
+                    st.buffer.extend(r.events);
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "an SSE stream ends: its store failed");
+                    return None;
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// The JSON-RPC bytes of a client's answer or notification, to route.
+fn encode(message: &IncomingMessage) -> Vec<u8> {
+    let value = match message {
+        IncomingMessage::Response { id, result } => {
+            json!({"jsonrpc": "2.0", "id": id, "result": result})
+        }
+        IncomingMessage::Error { id, error } => {
+            json!({"jsonrpc": "2.0", "id": id, "error": error})
+        }
+        IncomingMessage::Notification { method, params } => {
+            json!({"jsonrpc": "2.0", "method": method, "params": params})
+        }
+        IncomingMessage::Request { id, method, params } => {
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        }
+    };
+    value.to_string().into_bytes()
+}
+
+/// Sends a client's answer or cancellation that this instance has no call for to the
+/// instance that has; `Ok(true)` when it went there (the caller is done with it), `Ok(false)`
+/// when it is this instance's (or nobody's) to handle.
+pub(crate) async fn route(
+    shared: &Shared,
+    session: &HttpSession,
+    message: &IncomingMessage,
+) -> Result<bool, StoreError> {
+    let Some(bus) = &shared.bus else {
+        return Ok(false);
+    };
+    let local = &session.session;
+    match message {
+        IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. } => {
+            let key = claim_key(id);
+            if local.awaits_client_response(id) {
+                // Answered here: the claim is no longer needed (it expires anyway).
+                if let Err(e) = bus.release(session.id(), &key).await {
+                    shared.store_error(&e);
+                }
+                return Ok(false);
+            }
+            bus.route(session.id(), &key, encode(message), now_ms())
+                .await
+        }
+        IncomingMessage::Notification { method, params } if method == "notifications/cancelled" => {
+            let target = params
+                .as_ref()
+                .and_then(|p| p.get("requestId"))
+                .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+            match target {
+                Some(id) if !local.is_in_flight(&id) => {
+                    bus.broadcast(session.id(), encode(message)).await?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            }
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Hands messages routed to this instance to the session's engine: only a session this
+/// instance holds live can have the call they are for.
+pub(crate) struct Delivery {
+    pub(crate) sessions: Weak<SessionTable>,
+    pub(crate) engine: Engine,
+}
+
+impl BusHandler for Delivery {
+    fn deliver(&self, routed: Routed) {
+        let Some(table) = self.sessions.upgrade() else {
+            return;
+        };
+        let Some(http) = table.live(&routed.session) else {
+            return;
+        };
+        let Decoded::Single(Ok(message)) = decode(&routed.message) else {
+            tracing::debug!("ignored a routed message that does not decode");
+            return;
+        };
+        if let IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. } =
+            &message
+            && !http.session.awaits_client_response(id)
+        {
+            tracing::debug!(%id, "a routed answer matched no pending request");
+            return;
+        }
+        if let (
+            IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. },
+            Some(shared),
+            Ok(rt),
+        ) = (
+            &message,
+            table.shared(),
+            tokio::runtime::Handle::try_current(),
+        ) && let Some(bus) = shared.bus.clone()
+        {
+            // Answered: the claim is no longer needed (it expires anyway).
+            let (session, key, shared) = (routed.session.clone(), claim_key(id), shared.clone());
+            rt.spawn(async move {
+                if let Err(e) = bus.release(&session, &key).await {
+                    shared.store_error(&e);
+                }
+            });
+        }
+        let sink = NullSink::shared();
+        let _ = self.engine.handle(&http.session, message, &sink);
+    }
+}
