@@ -27,6 +27,8 @@ pub struct Supervised {
     pub timeout: Duration,
     /// How often to check it answers.
     pub health_every: Duration,
+    /// Which era to speak to it.
+    pub era: codomyrmex_mcp::client::EraPreference,
 }
 
 /// Keeps the upstream mounted while it answers (`mounted`: what is mounted now, `None` when
@@ -90,7 +92,8 @@ async fn watch(s: &Supervised, live: &Live) {
 async fn reconnect(s: &Supervised, live: &Live) -> Listing {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match connect_upstream(s.target.clone(), s.timeout).await {
+        let handlers = live.inbox.handlers();
+        match connect_upstream(s.target.clone(), s.timeout, s.era, handlers).await {
             Ok((client, listing)) => {
                 live.set_client(Some(Arc::new(client)));
                 tracing::info!(upstream = %live.name, "connected");
