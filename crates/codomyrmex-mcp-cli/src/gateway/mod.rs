@@ -59,7 +59,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             required_scopes: o.required_scopes.clone(),
             ..HttpSettings::default()
         });
-        return match serve_catalogue(config, http).await {
+        return match serve_catalogue(config, http, !args.no_rate_limit).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("codomyrmex-mcp: gateway: {e}");
@@ -125,7 +125,11 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
 
 /// Serves the merged catalogue over stdio (until EOF or a signal), or over Streamable HTTP
 /// with `http`'s settings (until a signal). Each upstream is watched by its own supervisor.
-async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> Result<(), String> {
+async fn serve_catalogue(
+    config: GatewayConfig,
+    http: Option<HttpSettings>,
+    rate_limit: bool,
+) -> Result<(), String> {
     let shutdown = crate::signals::Signals::install()?.shutdown();
     let registries = serve::Registries {
         tools: Arc::new(McpToolRegistry::new()),
@@ -199,8 +203,11 @@ async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> R
         .map(|u| u.timeout)
         .max()
         .unwrap_or(Duration::from_secs(60));
-    let server_config = McpServerConfig::new("codomyrmex-mcp-gateway", codomyrmex_mcp::VERSION)
+    let mut server_config = McpServerConfig::new("codomyrmex-mcp-gateway", codomyrmex_mcp::VERSION)
         .with_tool_timeout(longest + Duration::from_secs(5));
+    if !rate_limit {
+        server_config = server_config.with_rate_limit(None);
+    }
     let server = McpServer::new(server_config, tools)
         .with_prompts(prompts)
         .with_resources(resources);
@@ -211,7 +218,7 @@ async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> R
             .map_err(|e| e.to_string()),
         Some(settings) => {
             let bind = settings.listen.ok_or("no address to listen on")?;
-            crate::serve::serve_http(&server, bind, &settings, true, None, shutdown).await
+            crate::serve::serve_http(&server, bind, &settings, rate_limit, None, shutdown).await
         }
     }
 }
