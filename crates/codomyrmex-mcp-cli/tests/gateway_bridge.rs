@@ -2,7 +2,7 @@
 //! process) mounted twice, spoken to in 2025-11-25 (`old`) and in 2026-07-28 (`new`), and a
 //! tool that asks for roots, sampling and a form elicitation. Clients of both eras call it
 //! through the gateway (a child over stdio) and answer with their handlers; its progress
-//! reaches them too.
+//! reaches them too, and a change of its tools reaches them as `list_changed`.
 
 // Test helpers fail by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -84,12 +84,13 @@ fn upstream_tools() -> Arc<McpToolRegistry> {
     Arc::new(tools)
 }
 
-/// Our server over Streamable HTTP on a loopback port; returns its URL. It stops with the
-/// test's runtime.
-async fn upstream() -> String {
+/// Our server over Streamable HTTP on a loopback port; returns its URL and its tools. It
+/// stops with the test's runtime.
+async fn upstream() -> (String, Arc<McpToolRegistry>) {
+    let tools = upstream_tools();
     let engine = Engine::new(
         McpServerConfig::new("bridge-upstream", "1").with_rate_limit(None),
-        upstream_tools(),
+        tools.clone(),
     );
     let config = HttpConfig {
         bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -100,7 +101,7 @@ async fn upstream() -> String {
     let listener = server.bind().await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { server.serve(listener, std::future::pending()).await });
-    format!("http://{addr}/mcp")
+    (format!("http://{addr}/mcp"), tools)
 }
 
 fn handlers() -> ClientHandlers {
@@ -141,7 +142,7 @@ async fn gateway(dir: &std::path::Path, url: &str, era: EraPreference) -> McpCli
 }
 
 async fn bridge(era: EraPreference) {
-    let url = upstream().await;
+    let (url, _) = upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let client = gateway(dir.path(), &url, era).await;
     for up in ["old", "new"] {
@@ -185,4 +186,52 @@ async fn a_2025_client_answers_the_input_of_upstreams_of_both_eras() {
 #[tokio::test]
 async fn a_2026_client_answers_the_input_of_upstreams_of_both_eras() {
     bridge(EraPreference::Modern).await;
+}
+
+/// A 2025-11-25 upstream that says its tools changed is listed again: the gateway's client
+/// hears `list_changed` and finds the new tool.
+#[tokio::test]
+async fn an_upstreams_list_changed_reaches_the_gateways_client() {
+    let (url, tools) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, EraPreference::Legacy).await;
+    let names = |tools: &[Value]| -> Vec<String> {
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let before = names(&client.list_tools().await.unwrap());
+    assert!(before.contains(&"old.ask".to_owned()), "{before:?}");
+    assert!(!before.contains(&"old.later".to_owned()), "{before:?}");
+    tools
+        .register(
+            "later",
+            json!({"type": "object", "properties": {}}),
+            |_: Map<String, Value>, _: ToolContext| async move { text("added later") },
+        )
+        .unwrap();
+    let heard = tokio::time::timeout(GUARD, async {
+        while let Some(n) = client.next_notification().await {
+            if n["method"] == "notifications/tools/list_changed" {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("list_changed within the guard");
+    assert!(heard, "the connection ended before list_changed");
+    let deadline = std::time::Instant::now() + GUARD;
+    loop {
+        let now = names(&client.list_tools().await.unwrap());
+        if now.contains(&"old.later".to_owned()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not listed: {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = client.call_tool("old.later", json!({})).await.unwrap();
+    assert_eq!(r["content"][0]["text"], "added later", "{r}");
+    client.close(Duration::from_secs(5)).await;
 }
