@@ -87,11 +87,15 @@ fn upstream_tools() -> Arc<McpToolRegistry> {
 /// Our server over Streamable HTTP on a loopback port; returns its URL and its tools. It
 /// stops with the test's runtime.
 async fn upstream() -> (String, Arc<McpToolRegistry>) {
+    upstream_listing_for(Duration::from_secs(60)).await
+}
+
+/// [`upstream`], whose 2026-07-28 lists may be cached for `list_ttl`.
+async fn upstream_listing_for(list_ttl: Duration) -> (String, Arc<McpToolRegistry>) {
     let tools = upstream_tools();
-    let engine = Engine::new(
-        McpServerConfig::new("bridge-upstream", "1").with_rate_limit(None),
-        tools.clone(),
-    );
+    let mut config = McpServerConfig::new("bridge-upstream", "1").with_rate_limit(None);
+    config.list_ttl = list_ttl;
+    let engine = Engine::new(config, tools.clone());
     let config = HttpConfig {
         bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         rate_limit: None,
@@ -233,5 +237,16 @@ async fn an_upstreams_list_changed_reaches_the_gateways_client() {
     }
     let r = client.call_tool("old.later", json!({})).await.unwrap();
     assert_eq!(r["content"][0]["text"], "added later", "{r}");
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// The gateway's 2026-07-28 lists may be cached no longer than its upstreams' own.
+#[tokio::test]
+async fn the_gateways_list_ttl_is_no_longer_than_its_upstreams() {
+    let (url, _) = upstream_listing_for(Duration::from_millis(2_500)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, EraPreference::Modern).await;
+    let page = client.request("tools/list", json!({})).await.unwrap();
+    assert_eq!(page["ttlMs"], 2_500, "{page}");
     client.close(Duration::from_secs(5)).await;
 }

@@ -149,6 +149,12 @@ async fn serve_catalogue(
         .collect();
     let handlers: Vec<ClientHandlers> = lives.iter().map(|l| l.inbox.handlers()).collect();
     let connected = connect_upstreams(&config.upstreams, &handlers).await;
+    let mut list_ttl: Option<Duration> = None;
+    for (client, _) in connected.iter().flatten() {
+        if let Some(ttl) = upstream_list_ttl(client).await {
+            list_ttl = Some(list_ttl.map_or(ttl, |t| t.min(ttl)));
+        }
+    }
     for ((r, u), live) in connected.into_iter().zip(&config.upstreams).zip(lives) {
         let supervised = supervise::Supervised {
             era: u.era,
@@ -208,6 +214,10 @@ async fn serve_catalogue(
     if !rate_limit {
         server_config = server_config.with_rate_limit(None);
     }
+    // 2026-07-28 clients may cache the gateway's lists no longer than the upstreams' own.
+    if let Some(ttl) = list_ttl {
+        server_config.list_ttl = server_config.list_ttl.min(ttl);
+    }
     let server = McpServer::new(server_config, tools)
         .with_prompts(prompts)
         .with_resources(resources);
@@ -221,6 +231,25 @@ async fn serve_catalogue(
             crate::serve::serve_http(&server, bind, &settings, rate_limit, None, shutdown).await
         }
     }
+}
+
+/// The shortest `ttlMs` of the first page of the upstream's lists (2026-07-28 upstreams
+/// send one; `None` for a 2025-11-25 upstream or one that names none).
+async fn upstream_list_ttl(client: &McpClient) -> Option<Duration> {
+    if client.era() != codomyrmex_mcp::Era::Modern {
+        return None;
+    }
+    let mut shortest: Option<Duration> = None;
+    for method in ["tools/list", "prompts/list", "resources/list"] {
+        let page = tokio::time::timeout(Duration::from_secs(5), client.request(method, json!({})));
+        if let Ok(Ok(page)) = page.await
+            && let Some(ms) = page.get("ttlMs").and_then(Value::as_u64)
+        {
+            let ttl = Duration::from_millis(ms);
+            shortest = Some(shortest.map_or(ttl, |s| s.min(ttl)));
+        }
+    }
+    shortest
 }
 
 /// Connects to every upstream at once and lists what each offers, each within its own
