@@ -545,3 +545,92 @@ fn park(up: &Live, parked: Parked, context: &ToolContext) -> Bridged {
         None => failed(&up.name, "too many calls wait for their clients' answers"),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// An upstream's request goes to the one call in flight; with two in flight it is refused,
+    /// never guessed; with none, too.
+    #[tokio::test]
+    async fn a_request_goes_to_the_only_call_in_flight_and_is_never_guessed() {
+        let inbox = Arc::new(Inbox::default());
+        let refused = inbox.route("roots/list", json!({})).await.unwrap_err();
+        assert!(refused.message.contains("cannot tell"), "{refused:?}");
+
+        let mut one = inbox.register(ToolContext::detached());
+        let answering = tokio::spawn(async move {
+            let asked = one.asks.recv().await.unwrap();
+            assert_eq!(asked.method, "roots/list");
+            asked.answer.send(Ok(json!({"roots": []}))).unwrap();
+            one
+        });
+        let answer = inbox.route("roots/list", json!({})).await.unwrap();
+        assert_eq!(answer, json!({"roots": []}));
+        let one = answering.await.unwrap();
+
+        let two = inbox.register(ToolContext::detached());
+        let refused = inbox
+            .route("sampling/createMessage", json!({}))
+            .await
+            .unwrap_err();
+        assert!(refused.message.contains("cannot tell"), "{refused:?}");
+        drop((one, two));
+        assert!(
+            lock(&inbox.calls).is_empty(),
+            "a finished call leaves the inbox"
+        );
+    }
+
+    fn parked(inbox: &Arc<Inbox>, dropped: Arc<std::sync::atomic::AtomicBool>) -> Parked {
+        struct Flag(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let flag = Flag(dropped);
+        let task = tokio::spawn(async move {
+            let _flag = flag;
+            std::future::pending::<Result<Value, ClientError>>().await
+        });
+        Parked {
+            call: AbortOnDrop(task),
+            slot: inbox.register(ToolContext::detached()),
+            pending: None,
+            key: String::new(),
+            rounds: 0,
+            _permit: None,
+        }
+    }
+
+    /// A parked call nobody retries is dropped after its time, which cancels the upstream
+    /// call; at most MAX_PARKED wait at once.
+    #[tokio::test]
+    async fn parked_calls_expire_and_are_bounded() {
+        let inbox = Arc::new(Inbox::default());
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let id = inbox
+            .park(parked(&inbox, dropped.clone()), Duration::from_millis(20))
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !dropped.load(Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < deadline, "never dropped");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(inbox.unpark(id).is_none());
+        assert!(lock(&inbox.calls).is_empty());
+
+        let unused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for _ in 0..MAX_PARKED {
+            let p = parked(&inbox, unused.clone());
+            assert!(inbox.park(p, Duration::from_secs(600)).is_some());
+        }
+        let p = parked(&inbox, unused);
+        assert!(
+            inbox.park(p, Duration::from_secs(600)).is_none(),
+            "the cap holds"
+        );
+    }
+}
