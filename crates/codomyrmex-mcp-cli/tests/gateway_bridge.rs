@@ -2,7 +2,8 @@
 //! process) mounted twice, spoken to in 2025-11-25 (`old`) and in 2026-07-28 (`new`), and a
 //! tool that asks for roots, sampling and a form elicitation. Clients of both eras call it
 //! through the gateway (a child over stdio) and answer with their handlers; its progress
-//! reaches them too, and a change of its tools reaches them as `list_changed`.
+//! reaches them too, their cancellation reaches it, and a change of its tools reaches them as
+//! `list_changed`.
 
 // Test helpers fail by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -28,8 +29,29 @@ fn text(t: impl Into<String>) -> ToolOutput {
     ToolOutput::content(vec![ContentBlock::text(t)])
 }
 
-fn upstream_tools() -> Arc<McpToolRegistry> {
+fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToolRegistry> {
     let tools = McpToolRegistry::new();
+    tools
+        .register(
+            "hang",
+            json!({"type": "object", "properties": {}}),
+            move |_: Map<String, Value>, cx: ToolContext| {
+                // Says so when the upstream drops the work (the call was cancelled).
+                struct Signal(tokio::sync::mpsc::UnboundedSender<()>);
+                impl Drop for Signal {
+                    fn drop(&mut self) {
+                        let _ = self.0.send(());
+                    }
+                }
+                let signal = Signal(dropped.clone());
+                async move {
+                    let _signal = signal;
+                    cx.cancelled().await;
+                    text("cancelled")
+                }
+            },
+        )
+        .unwrap();
     let schema = json!({"type": "object", "properties": {}});
     tools
         .register(
@@ -87,12 +109,21 @@ fn upstream_tools() -> Arc<McpToolRegistry> {
 /// Our server over Streamable HTTP on a loopback port; returns its URL and its tools. It
 /// stops with the test's runtime.
 async fn upstream() -> (String, Arc<McpToolRegistry>) {
-    upstream_listing_for(Duration::from_secs(60)).await
+    let (url, tools, _) = upstream_with(Duration::from_secs(60)).await;
+    (url, tools)
 }
 
-/// [`upstream`], whose 2026-07-28 lists may be cached for `list_ttl`.
-async fn upstream_listing_for(list_ttl: Duration) -> (String, Arc<McpToolRegistry>) {
-    let tools = upstream_tools();
+/// [`upstream`], whose 2026-07-28 lists may be cached for `list_ttl`; also hears each dropped
+/// `hang` call.
+async fn upstream_with(
+    list_ttl: Duration,
+) -> (
+    String,
+    Arc<McpToolRegistry>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let tools = upstream_tools(tx);
     let mut config = McpServerConfig::new("bridge-upstream", "1").with_rate_limit(None);
     config.list_ttl = list_ttl;
     let engine = Engine::new(config, tools.clone());
@@ -105,7 +136,7 @@ async fn upstream_listing_for(list_ttl: Duration) -> (String, Arc<McpToolRegistr
     let listener = server.bind().await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { server.serve(listener, std::future::pending()).await });
-    (format!("http://{addr}/mcp"), tools)
+    (format!("http://{addr}/mcp"), tools, rx)
 }
 
 fn handlers() -> ClientHandlers {
@@ -122,8 +153,8 @@ async fn gateway(dir: &std::path::Path, url: &str, era: EraPreference) -> McpCli
     std::fs::write(
         &config,
         format!(
-            "[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\n\n\
-             [[upstream]]\nname = \"new\"\nurl = \"{url}\"\nera = \"modern\"\n"
+            "[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\ntimeout_secs = 600\n\n\
+             [[upstream]]\nname = \"new\"\nurl = \"{url}\"\nera = \"modern\"\ntimeout_secs = 600\n"
         ),
     )
     .unwrap();
@@ -243,10 +274,44 @@ async fn an_upstreams_list_changed_reaches_the_gateways_client() {
 /// The gateway's 2026-07-28 lists may be cached no longer than its upstreams' own.
 #[tokio::test]
 async fn the_gateways_list_ttl_is_no_longer_than_its_upstreams() {
-    let (url, _) = upstream_listing_for(Duration::from_millis(2_500)).await;
+    let (url, _, _) = upstream_with(Duration::from_millis(2_500)).await;
     let dir = tempfile::tempdir().unwrap();
     let client = gateway(dir.path(), &url, EraPreference::Modern).await;
     let page = client.request("tools/list", json!({})).await.unwrap();
     assert_eq!(page["ttlMs"], 2_500, "{page}");
     client.close(Duration::from_secs(5)).await;
+}
+
+async fn cancel(era: EraPreference) {
+    let (url, _, mut dropped) = upstream_with(Duration::from_secs(60)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, era).await;
+    for up in ["old", "new"] {
+        // The client gives up (its timeout drops the call, which cancels it at the gateway);
+        // the gateway's call to the upstream is cancelled in turn.
+        let options = CallOptions {
+            progress: None,
+            timeout: Some(Duration::from_millis(300)),
+        };
+        let r = client
+            .call_tool_with(&format!("{up}.hang"), json!({}), &options)
+            .await;
+        assert!(r.is_err(), "{up}: {r:?}");
+        // Well before the upstream's own timeout (600 s) would end it.
+        tokio::time::timeout(Duration::from_secs(30), dropped.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{up}: the upstream's work was not cancelled"))
+            .unwrap();
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_clients_cancellation_reaches_upstreams_of_both_eras() {
+    cancel(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_clients_cancellation_reaches_upstreams_of_both_eras() {
+    cancel(EraPreference::Modern).await;
 }
