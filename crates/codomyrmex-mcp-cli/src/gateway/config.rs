@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use codomyrmex_mcp::client::EraPreference;
 use serde::Deserialize;
 
 use super::catalog::{Filter, valid_local_name};
@@ -62,6 +63,7 @@ struct UpstreamFile {
     timeout_secs: Option<u64>,
     max_concurrent: Option<usize>,
     health_check_secs: Option<u64>,
+    era: Option<String>,
 }
 
 /// A checked gateway configuration.
@@ -86,6 +88,8 @@ pub struct Upstream {
     pub max_concurrent: usize,
     /// How often its supervisor checks that it answers.
     pub health_check: Duration,
+    /// Which era the gateway speaks to it (`era = "auto" | "modern" | "legacy"`).
+    pub era: EraPreference,
 }
 
 /// How an upstream is reached.
@@ -298,7 +302,18 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
     if health_check_secs == 0 {
         return Err(format!("{name:?}: health_check_secs must be at least 1"));
     }
+    let era = match u.era.as_deref() {
+        None | Some("auto") => EraPreference::Auto,
+        Some("modern" | "2026-07-28") => EraPreference::Modern,
+        Some("legacy" | "2025-11-25") => EraPreference::Legacy,
+        Some(other) => {
+            return Err(format!(
+                "{name:?}: era {other:?} is none of \"auto\", \"modern\" (2026-07-28) and \"legacy\" (2025-11-25)"
+            ));
+        }
+    };
     Ok(Upstream {
+        era,
         name,
         transport,
         filter,
@@ -404,6 +419,10 @@ url = "http://127.0.0.1:9000/mcp"
         assert!(
             invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ntimeout_secs = 0\n")
                 .contains("timeout_secs")
+        );
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nera = \"2024\"\n")
+                .contains("era")
         );
         let syntax = invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nbogus = 1\n");
         assert!(syntax.starts_with("syntax Some(\"4:1\")"), "{syntax}");

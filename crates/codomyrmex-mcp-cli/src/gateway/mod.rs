@@ -7,9 +7,10 @@
 //! Without `--check`, the gateway serves the catalogue over stdio ([`serve`]): each mounted
 //! tool and prompt forwards to its upstream; `--http ADDR` serves Streamable HTTP instead,
 //! with `serve`'s policies; each upstream is watched by a supervisor ([`supervise`]:
-//! health checks, restarts with backoff). Not built yet: the era bridge for server-to-client
-//! requests, and relaying the upstreams' notifications.
+//! health checks, restarts with backoff); calls carry the upstreams' requests for input
+//! across the era bridge ([`bridge`]).
 
+mod bridge;
 pub mod catalog;
 pub mod config;
 mod serve;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codomyrmex_mcp::client::http::HttpTarget;
-use codomyrmex_mcp::client::{ClientOptions, EraPreference, StdioCommand};
+use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, StdioCommand};
 use codomyrmex_mcp::{
     McpClient, McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
 };
@@ -58,7 +59,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             required_scopes: o.required_scopes.clone(),
             ..HttpSettings::default()
         });
-        return match serve_catalogue(config, http).await {
+        return match serve_catalogue(config, http, !args.no_rate_limit).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("codomyrmex-mcp: gateway: {e}");
@@ -66,7 +67,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             }
         };
     }
-    let connected = connect_upstreams(&config.upstreams).await;
+    let connected = connect_upstreams(&config.upstreams, &[]).await;
     let mut down = Vec::new();
     let mut listings = Vec::with_capacity(connected.len());
     for (r, u) in connected.into_iter().zip(&config.upstreams) {
@@ -124,21 +125,39 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
 
 /// Serves the merged catalogue over stdio (until EOF or a signal), or over Streamable HTTP
 /// with `http`'s settings (until a signal). Each upstream is watched by its own supervisor.
-async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> Result<(), String> {
+async fn serve_catalogue(
+    config: GatewayConfig,
+    http: Option<HttpSettings>,
+    rate_limit: bool,
+) -> Result<(), String> {
     let shutdown = crate::signals::Signals::install()?.shutdown();
     let registries = serve::Registries {
         tools: Arc::new(McpToolRegistry::new()),
         prompts: Arc::new(McpPromptRegistry::new()),
         resources: Arc::new(McpResourceRegistry::new()),
     };
-    let connected = connect_upstreams(&config.upstreams).await;
-    for (r, u) in connected.into_iter().zip(&config.upstreams) {
-        let live = Arc::new(serve::Live::new(
-            u.name.clone(),
-            u.max_concurrent,
-            u.timeout,
-        ));
+    let lives: Vec<Arc<serve::Live>> = config
+        .upstreams
+        .iter()
+        .map(|u| {
+            Arc::new(serve::Live::new(
+                u.name.clone(),
+                u.max_concurrent,
+                u.timeout,
+            ))
+        })
+        .collect();
+    let handlers: Vec<ClientHandlers> = lives.iter().map(|l| l.inbox.handlers()).collect();
+    let connected = connect_upstreams(&config.upstreams, &handlers).await;
+    let mut list_ttl: Option<Duration> = None;
+    for (client, _) in connected.iter().flatten() {
+        if let Some(ttl) = upstream_list_ttl(client).await {
+            list_ttl = Some(list_ttl.map_or(ttl, |t| t.min(ttl)));
+        }
+    }
+    for ((r, u), live) in connected.into_iter().zip(&config.upstreams).zip(lives) {
         let supervised = supervise::Supervised {
+            era: u.era,
             target: target_of(u),
             filter: u.filter.clone(),
             timeout: u.timeout,
@@ -190,8 +209,15 @@ async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> R
         .map(|u| u.timeout)
         .max()
         .unwrap_or(Duration::from_secs(60));
-    let server_config = McpServerConfig::new("codomyrmex-mcp-gateway", codomyrmex_mcp::VERSION)
+    let mut server_config = McpServerConfig::new("codomyrmex-mcp-gateway", codomyrmex_mcp::VERSION)
         .with_tool_timeout(longest + Duration::from_secs(5));
+    if !rate_limit {
+        server_config = server_config.with_rate_limit(None);
+    }
+    // 2026-07-28 clients may cache the gateway's lists no longer than the upstreams' own.
+    if let Some(ttl) = list_ttl {
+        server_config.list_ttl = server_config.list_ttl.min(ttl);
+    }
     let server = McpServer::new(server_config, tools)
         .with_prompts(prompts)
         .with_resources(resources);
@@ -202,20 +228,50 @@ async fn serve_catalogue(config: GatewayConfig, http: Option<HttpSettings>) -> R
             .map_err(|e| e.to_string()),
         Some(settings) => {
             let bind = settings.listen.ok_or("no address to listen on")?;
-            crate::serve::serve_http(&server, bind, &settings, true, None, shutdown).await
+            crate::serve::serve_http(&server, bind, &settings, rate_limit, None, shutdown).await
         }
     }
 }
 
+/// The shortest `ttlMs` of the first page of the upstream's lists (2026-07-28 upstreams
+/// send one; `None` for a 2025-11-25 upstream or one that names none).
+async fn upstream_list_ttl(client: &McpClient) -> Option<Duration> {
+    if client.era() != codomyrmex_mcp::Era::Modern {
+        return None;
+    }
+    let mut shortest: Option<Duration> = None;
+    for method in ["tools/list", "prompts/list", "resources/list"] {
+        let page = tokio::time::timeout(Duration::from_secs(5), client.request(method, json!({})));
+        if let Ok(Ok(page)) = page.await
+            && let Some(ms) = page.get("ttlMs").and_then(Value::as_u64)
+        {
+            let ttl = Duration::from_millis(ms);
+            shortest = Some(shortest.map_or(ttl, |s| s.min(ttl)));
+        }
+    }
+    shortest
+}
+
 /// Connects to every upstream at once and lists what each offers, each within its own
 /// timeout.
-async fn connect_upstreams(upstreams: &[Upstream]) -> Vec<Result<(McpClient, Listing), String>> {
+async fn connect_upstreams(
+    upstreams: &[Upstream],
+    handlers: &[ClientHandlers],
+) -> Vec<Result<(McpClient, Listing), String>> {
     let handles: Vec<_> = upstreams
         .iter()
-        .map(|u| {
+        .zip(
+            handlers
+                .iter()
+                .cloned()
+                .chain(std::iter::repeat(ClientHandlers::new())),
+        )
+        .map(|(u, handlers)| {
             let transport = target_of(u);
             let timeout = u.timeout;
-            tokio::spawn(async move { connect_upstream(transport, timeout).await })
+            let era = u.era;
+            let handlers = handlers.clone();
+            tokio::spawn(async move { connect_upstream(transport, timeout, era, handlers).await })
         })
         .collect();
     let mut out = Vec::with_capacity(handles.len());
@@ -267,7 +323,13 @@ pub(super) enum Target {
 pub(super) async fn connect_upstream(
     target: Target,
     timeout: Duration,
+    era: EraPreference,
+    handlers: ClientHandlers,
 ) -> Result<(McpClient, Listing), String> {
+    let options = ClientOptions {
+        handlers,
+        ..ClientOptions::default()
+    };
     let client = match target {
         Target::Stdio {
             command,
@@ -279,17 +341,15 @@ pub(super) async fn connect_upstream(
             c.args = args;
             c.env = env;
             c.cwd = cwd;
-            McpClient::spawn(&c, ClientOptions::default())
-                .map_err(|e| format!("cannot start {command:?}: {e}"))?
+            McpClient::spawn(&c, options).map_err(|e| format!("cannot start {command:?}: {e}"))?
         }
         Target::Http { url, token } => {
             let mut t = HttpTarget::new(url.clone());
             t.token = token;
-            McpClient::connect_http(t, ClientOptions::default())
-                .map_err(|e| format!("url {url:?}: {e}"))?
+            McpClient::connect_http(t, options).map_err(|e| format!("url {url:?}: {e}"))?
         }
     };
-    let listed = tokio::time::timeout(timeout, list_all(&client))
+    let listed = tokio::time::timeout(timeout, list_all(&client, era))
         .await
         .map_err(|_| format!("no complete listing within {} s", timeout.as_secs()))
         .and_then(|r| r);
@@ -303,9 +363,9 @@ pub(super) async fn connect_upstream(
 }
 
 /// The era's handshake (2026-07-28 first), then every list method the server's capabilities declare.
-async fn list_all(client: &McpClient) -> Result<Listing, String> {
+async fn list_all(client: &McpClient, era: EraPreference) -> Result<Listing, String> {
     let init = client
-        .negotiate(EraPreference::Auto, Duration::from_secs(5))
+        .negotiate(era, Duration::from_secs(5))
         .await
         .map_err(|e| format!("no connection: {e}"))?;
     let caps = init.get("capabilities").cloned().unwrap_or(Value::Null);

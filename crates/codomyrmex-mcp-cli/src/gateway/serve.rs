@@ -28,6 +28,7 @@ use codomyrmex_mcp::{
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
+use super::bridge::{self, Bridged};
 use super::catalog::{Catalogue, Entry, local_uri, split_local_uri};
 
 /// The longest upstream error message relayed to a client.
@@ -43,6 +44,8 @@ pub struct Live {
     pub permits: Arc<Semaphore>,
     /// The longest a call may take.
     pub timeout: Duration,
+    /// Where its requests for input go (the era bridge).
+    pub inbox: Arc<super::bridge::Inbox>,
 }
 
 impl Live {
@@ -53,6 +56,7 @@ impl Live {
             client: std::sync::Mutex::new(None),
             permits: Arc::new(Semaphore::new(max_concurrent)),
             timeout,
+            inbox: Arc::default(),
         }
     }
 
@@ -282,27 +286,48 @@ fn mount_tool(
         definition = definition.with_annotations(a);
     }
     let name = entry.upstream_name.clone();
-    let handler = move |arguments: Map<String, Value>, _context: ToolContext| {
+    let handler = move |arguments: Map<String, Value>, context: ToolContext| {
         let upstream = upstream.clone();
         let name = name.clone();
-        async move { forward_call(&upstream, &name, arguments).await }
+        async move { forward_call(&upstream, &name, arguments, context).await }
     };
     tools
         .register_tool(ToolRegistration::new(definition, handler))
         .map_err(|e| e.to_string())
 }
 
-/// Calls `name` on `upstream` within its limits, and turns the answer into the gateway's.
-async fn forward_call(upstream: &Live, name: &str, arguments: Map<String, Value>) -> ToolOutput {
-    let Ok(_permit) = upstream.permits.acquire().await else {
-        return ToolOutput::failure(unavailable(&upstream.name));
-    };
+/// Calls `name` on `upstream` within its limits, carrying its requests for input across the
+/// era bridge, and turns the answer into the gateway's.
+async fn forward_call(
+    upstream: &Live,
+    name: &str,
+    arguments: Map<String, Value>,
+    context: ToolContext,
+) -> ToolOutput {
     let Some(client) = upstream.client() else {
         return ToolOutput::failure(unavailable(&upstream.name));
     };
-    let call = client.call_tool(name, Value::Object(arguments));
-    match tokio::time::timeout(upstream.timeout, call).await {
-        Err(_) => ToolOutput::failure(McpErrorDetail::new(
+    let call = bridge::call(upstream, client, name, Value::Object(arguments), context);
+    let outcome = match tokio::time::timeout(upstream.timeout, call).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            return ToolOutput::failure(McpErrorDetail::new(
+                "UPSTREAM_TIMEOUT",
+                format!(
+                    "upstream {} did not answer within {} s",
+                    upstream.name,
+                    upstream.timeout.as_secs()
+                ),
+            ));
+        }
+    };
+    match outcome {
+        Bridged::AskedClient => ToolOutput::failure(McpErrorDetail::new(
+            "InputRequired",
+            "input from the client is required",
+        )),
+        Bridged::Failed(detail) => ToolOutput::failure(detail),
+        Bridged::Final(Err(ClientError::Timeout(_))) => ToolOutput::failure(McpErrorDetail::new(
             "UPSTREAM_TIMEOUT",
             format!(
                 "upstream {} did not answer within {} s",
@@ -310,7 +335,7 @@ async fn forward_call(upstream: &Live, name: &str, arguments: Map<String, Value>
                 upstream.timeout.as_secs()
             ),
         )),
-        Ok(Err(ClientError::Server(e))) => ToolOutput::failure(McpErrorDetail::new(
+        Bridged::Final(Err(ClientError::Server(e))) => ToolOutput::failure(McpErrorDetail::new(
             "UPSTREAM_ERROR",
             format!(
                 "upstream {} refused the call: {}",
@@ -318,8 +343,8 @@ async fn forward_call(upstream: &Live, name: &str, arguments: Map<String, Value>
                 relayed(&e.message)
             ),
         )),
-        Ok(Err(_)) => ToolOutput::failure(unavailable(&upstream.name)),
-        Ok(Ok(result)) => relay_result(&upstream.name, result),
+        Bridged::Final(Err(_)) => ToolOutput::failure(unavailable(&upstream.name)),
+        Bridged::Final(Ok(result)) => relay_result(&upstream.name, result),
     }
 }
 

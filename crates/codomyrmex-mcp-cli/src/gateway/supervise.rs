@@ -3,7 +3,10 @@
 //! the upstream's tools, prompts and resources leave the gateway (clients hear `list_changed`)
 //! and it is connected again with exponential backoff (1 s doubling to 30 s), a stdio child
 //! being started anew; once it answers, its catalogue is mounted again. An upstream that was
-//! down at start is connected the same way. One upstream's trouble never touches another's.
+//! down at start is connected the same way. When the upstream says a list changed
+//! (`notifications/*/list_changed`), its lists are read again and mounted anew, and the
+//! gateway's clients hear `list_changed` in their own era. One upstream's trouble never
+//! touches another's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +30,8 @@ pub struct Supervised {
     pub timeout: Duration,
     /// How often to check it answers.
     pub health_every: Duration,
+    /// Which era to speak to it.
+    pub era: codomyrmex_mcp::client::EraPreference,
 }
 
 /// Keeps the upstream mounted while it answers (`mounted`: what is mounted now, `None` when
@@ -39,7 +44,14 @@ pub async fn supervise(
 ) {
     loop {
         if let Some(catalogue) = mounted.take() {
-            watch(&s, &live).await;
+            if watch(&s, &live).await == Ended::Changed
+                && let Some(listing) = relist(&s, &live).await
+            {
+                // Clients hear of it as of any change of the gateway's registries.
+                unmount(&catalogue, &r);
+                mounted = Some(mount_listing(&s, &live, &listing, &r));
+                continue;
+            }
             tracing::warn!(upstream = %live.name, "the upstream stopped answering; its tools leave the list");
             unmount(&catalogue, &r);
             drop(live.set_client(None));
@@ -71,26 +83,85 @@ pub fn mount_listing(
     catalogue
 }
 
-/// Returns when the upstream fails a health check.
-async fn watch(s: &Supervised, live: &Live) {
+/// Why [`watch`] returned.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// The upstream failed a health check or its connection closed.
+    Down,
+    /// The upstream said a list of its changed (`notifications/*/list_changed`).
+    Changed,
+}
+
+/// Returns when the upstream fails a health check, its connection closes, or it says one of
+/// its lists changed.
+async fn watch(s: &Supervised, live: &Live) -> Ended {
+    let Some(client) = live.client() else {
+        return Ended::Down;
+    };
+    let mut next_check = tokio::time::Instant::now() + s.health_every;
     loop {
-        tokio::time::sleep(s.health_every).await;
-        let Some(client) = live.client() else {
-            return;
-        };
-        let answer =
-            tokio::time::timeout(s.timeout.min(Duration::from_secs(10)), client.ping()).await;
-        if !matches!(answer, Ok(Ok(()))) {
-            return;
+        tokio::select! {
+            () = tokio::time::sleep_until(next_check) => {
+                let answer =
+                    tokio::time::timeout(s.timeout.min(Duration::from_secs(10)), client.ping()).await;
+                if !matches!(answer, Ok(Ok(()))) {
+                    return Ended::Down;
+                }
+                next_check = tokio::time::Instant::now() + s.health_every;
+            }
+            n = client.next_notification() => match n {
+                None => return Ended::Down,
+                Some(n) => {
+                    let method = n.get("method").and_then(serde_json::Value::as_str).unwrap_or("");
+                    if matches!(
+                        method,
+                        "notifications/tools/list_changed"
+                            | "notifications/prompts/list_changed"
+                            | "notifications/resources/list_changed"
+                    ) {
+                        return Ended::Changed;
+                    }
+                }
+            },
         }
     }
+}
+
+/// The upstream's lists again, on the same connection (a kind it does not serve lists as
+/// empty); `None` when it does not answer in time.
+async fn relist(s: &Supervised, live: &Live) -> Option<Listing> {
+    let client = live.client()?;
+    let list = |method: &'static str, key: &'static str| {
+        let client = client.clone();
+        async move {
+            match client.list_all(method, key).await {
+                Ok(items) => Some(items),
+                Err(codomyrmex_mcp::ClientError::Server(_)) => Some(Vec::new()),
+                Err(_) => None,
+            }
+        }
+    };
+    let all = async {
+        Some(Listing {
+            tools: list("tools/list", "tools").await?,
+            prompts: list("prompts/list", "prompts").await?,
+            resources: list("resources/list", "resources").await?,
+            templates: list("resources/templates/list", "resourceTemplates").await?,
+        })
+    };
+    let listing = tokio::time::timeout(s.timeout, all).await.ok().flatten();
+    if listing.is_some() {
+        tracing::info!(upstream = %live.name, "the upstream's lists changed; mounted again");
+    }
+    listing
 }
 
 /// Connects until it works, with exponential backoff; returns the listing.
 async fn reconnect(s: &Supervised, live: &Live) -> Listing {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match connect_upstream(s.target.clone(), s.timeout).await {
+        let handlers = live.inbox.handlers();
+        match connect_upstream(s.target.clone(), s.timeout, s.era, handlers).await {
             Ok((client, listing)) => {
                 live.set_client(Some(Arc::new(client)));
                 tracing::info!(upstream = %live.name, "connected");

@@ -197,16 +197,41 @@ pub(crate) fn connect(
     });
     let main = conn.clone();
     let posts = tokio::spawn(async move {
+        // The POSTs of 2026-07-28 requests in flight, by id: such a request is cancelled by
+        // closing its response stream, which aborting its POST does.
+        let mut modern: std::collections::HashMap<String, tokio::task::AbortHandle> =
+            std::collections::HashMap::new();
         while let Some(Outgoing { bytes, headers }) = out_rx.recv().await {
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 continue;
             };
             let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+            if method == "notifications/cancelled"
+                && let Some(post) = message
+                    .pointer("/params/requestId")
+                    .and_then(|id| modern.remove(&id.to_string()))
+            {
+                post.abort();
+                continue;
+            }
             if method == "initialize" {
                 // Later messages need the session id it returns.
                 main.clone().post(message, bytes, headers).await;
             } else {
-                tokio::spawn(main.clone().post(message, bytes, headers));
+                let key = message
+                    .get("id")
+                    .filter(|_| {
+                        message
+                            .pointer("/params/_meta")
+                            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+                            .is_some()
+                    })
+                    .map(Value::to_string);
+                let post = tokio::spawn(main.clone().post(message, bytes, headers));
+                if let Some(key) = key {
+                    modern.retain(|_, p| !p.is_finished());
+                    modern.insert(key, post.abort_handle());
+                }
             }
         }
         // The client is gone: the GET stream stops too.

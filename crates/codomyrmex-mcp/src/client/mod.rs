@@ -364,6 +364,26 @@ impl McpClient {
         }
     }
 
+    /// One round of a request, with no input loop: the result as the server sent it, an
+    /// `InputRequiredResult` included, for a caller that carries the input itself (a
+    /// gateway relaying it to its own client). Progress and timeout as in
+    /// [`request_with`](Self::request_with).
+    pub async fn request_round(
+        &self,
+        method: &str,
+        params: Value,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        let timeout = options.timeout.or(self.request_timeout);
+        let work = self.round(method, params, options.progress.as_ref());
+        match timeout {
+            Some(t) => tokio::time::timeout(t, work)
+                .await
+                .map_err(|_| ClientError::Timeout(t))?,
+            None => work.await,
+        }
+    }
+
     async fn multi_round(
         &self,
         method: &str,

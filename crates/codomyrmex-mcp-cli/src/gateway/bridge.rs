@@ -1,0 +1,636 @@
+//! The era bridge: a mounted tool's call carries the upstream's requests for input (sampling,
+//! elicitation, roots) to the gateway's own client and the answers back, whatever era each
+//! side speaks, and relays the call's progress and log messages to the gateway's client.
+//!
+//! - **2025-11-25 upstream**: it sends server-to-client requests on its session. The
+//!   upstream's [`McpClient`] answers them with [`Inbox::handlers`], which hand each request
+//!   to the one gateway call in flight to that upstream. A 2025-11-25 client of the gateway
+//!   gets it as a server-to-client request ([`ToolContext::input`]); a 2026-07-28 client gets
+//!   an input-required result: the upstream call is *parked* (kept running, with its pending
+//!   request) under an id the sealed `requestState` carries, and the client's retry answers
+//!   the pending request and waits for the final result or the next request.
+//! - **2026-07-28 upstream**: it answers with input-required results. A 2026-07-28 client gets
+//!   them passed through (the upstream's keys prefixed with the gateway's round, the
+//!   upstream's own `requestState` carried untouched inside the gateway's sealed state); for
+//!   a 2025-11-25 client the gateway asks each input as a server-to-client request and retries
+//!   the upstream until it gives a final result.
+//!
+//! Not done here: a server-to-client request of a 2025-11-25 upstream carries nothing that
+//! names the call it belongs to, so with several calls in flight to that upstream it is
+//! refused (never guessed), and one that arrives while a resource read or prompt is in flight
+//! is not attributed to them. Cancellation of such a request by the upstream is not relayed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use codomyrmex_mcp::client::{CallOptions, ClientHandlers, proto};
+use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
+use codomyrmex_mcp::{
+    ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
+    ToolContext,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
+
+use super::serve::Live;
+
+/// The most calls parked at once per upstream, waiting for their clients' retries.
+const MAX_PARKED: usize = 256;
+/// The most rounds of input one call may go through (as the client library bounds its own).
+const MAX_ROUNDS: usize = proto::MAX_INPUT_ROUNDS;
+/// The requests one call may have waiting for the gateway's client.
+const ASKS_PER_CALL: usize = 4;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A request of an upstream for input, waiting for the gateway's client's answer.
+struct Asked {
+    method: String,
+    params: Value,
+    answer: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+/// The context a call's notifications go to: the current round's, for a parked call.
+type CurrentContext = Arc<Mutex<ToolContext>>;
+
+struct Slot {
+    asks: mpsc::Sender<Asked>,
+    context: CurrentContext,
+}
+
+/// The calls in flight to one 2025-11-25 upstream that can take its requests, and the calls
+/// parked for a 2026-07-28 client's retry.
+#[derive(Default)]
+pub struct Inbox {
+    calls: Mutex<HashMap<u64, Slot>>,
+    parked: Mutex<HashMap<u64, Parked>>,
+    next: AtomicU64,
+}
+
+/// A call's place in the inbox; leaves it when dropped.
+struct Registered {
+    inbox: Arc<Inbox>,
+    id: u64,
+    asks: mpsc::Receiver<Asked>,
+    context: CurrentContext,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock(&self.inbox.calls).remove(&self.id);
+    }
+}
+
+impl Inbox {
+    fn register(self: &Arc<Self>, context: ToolContext) -> Registered {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel(ASKS_PER_CALL);
+        let context = Arc::new(Mutex::new(context));
+        lock(&self.calls).insert(
+            id,
+            Slot {
+                asks: tx,
+                context: context.clone(),
+            },
+        );
+        Registered {
+            inbox: self.clone(),
+            id,
+            asks: rx,
+            context,
+        }
+    }
+
+    /// The one call in flight, if exactly one is.
+    fn only(&self) -> Option<(mpsc::Sender<Asked>, CurrentContext)> {
+        let calls = lock(&self.calls);
+        if calls.len() != 1 {
+            return None;
+        }
+        calls
+            .values()
+            .next()
+            .map(|s| (s.asks.clone(), s.context.clone()))
+    }
+
+    /// The handlers of the upstream's client: every request for input goes to the call in
+    /// flight, and so do log messages.
+    pub fn handlers(self: &Arc<Self>) -> ClientHandlers {
+        let ask = |method: &'static str| {
+            let inbox = self.clone();
+            move |params: Value| {
+                let inbox = inbox.clone();
+                async move { inbox.route(method, params).await }
+            }
+        };
+        let logs = self.clone();
+        ClientHandlers::new()
+            .sampling(ask("sampling/createMessage"))
+            .elicitation(ask("elicitation/create"))
+            .url_elicitation(ask("elicitation/create"))
+            .roots_with(ask("roots/list"))
+            .logging(move |params| {
+                if let Some((_, context)) = logs.only() {
+                    let context = lock(&context).clone();
+                    relay_log(&context, &params);
+                }
+            })
+    }
+
+    async fn route(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let Some((asks, _)) = self.only() else {
+            return Err(ErrorObject::internal(format!(
+                "the gateway cannot tell which call this {method} belongs to"
+            )));
+        };
+        let (tx, rx) = oneshot::channel();
+        let gone = || ErrorObject::internal("the call that asked has ended");
+        asks.send(Asked {
+            method: method.to_owned(),
+            params,
+            answer: tx,
+        })
+        .await
+        .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    /// Parks `call` under a new id, removed again after `ttl` if nobody takes it; `None`
+    /// when too many are parked.
+    fn park(self: &Arc<Self>, call: Parked, ttl: Duration) -> Option<u64> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut parked = lock(&self.parked);
+            if parked.len() >= MAX_PARKED {
+                return None;
+            }
+            parked.insert(id, call);
+        }
+        let inbox = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            if let Some(inbox) = inbox.upgrade() {
+                // Dropping it cancels the upstream call.
+                drop(lock(&inbox.parked).remove(&id));
+            }
+        });
+        Some(id)
+    }
+
+    fn unpark(&self, id: u64) -> Option<Parked> {
+        lock(&self.parked).remove(&id)
+    }
+}
+
+/// A task aborted when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A call to a 2025-11-25 upstream waiting for a 2026-07-28 client's retry.
+struct Parked {
+    call: AbortOnDrop<Result<Value, ClientError>>,
+    slot: Registered,
+    /// The upstream's request the client is asked to answer.
+    pending: Option<Asked>,
+    /// Its input key.
+    key: String,
+    rounds: usize,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// How a bridged call ended.
+pub enum Bridged {
+    /// The upstream's final answer.
+    Final(Result<Value, ClientError>),
+    /// The gateway's client was asked for input (2026-07-28: the engine answers
+    /// input-required, and whatever the tool returns is not sent).
+    AskedClient,
+    /// The bridge itself failed.
+    Failed(McpErrorDetail),
+}
+
+fn failed(upstream: &str, why: impl std::fmt::Display) -> Bridged {
+    Bridged::Failed(McpErrorDetail::new(
+        "UPSTREAM_INPUT_FAILED",
+        format!("upstream {upstream}: {why}"),
+    ))
+}
+
+/// The context's `InputRequest` for an upstream's `method`, if it is one of the three kinds.
+fn input_request(method: &str, params: Value) -> Option<InputRequest> {
+    match method {
+        "sampling/createMessage" => Some(InputRequest::Sample(params)),
+        "elicitation/create" => Some(InputRequest::Elicit(params)),
+        "roots/list" => Some(InputRequest::ListRoots),
+        _ => None,
+    }
+}
+
+/// Asks the gateway's client through `context`; the answer as the upstream should get it.
+async fn ask(
+    context: &ToolContext,
+    key: &str,
+    method: &str,
+    params: Value,
+) -> Result<Value, ClientRequestError> {
+    let Some(request) = input_request(method, params) else {
+        return Err(ClientRequestError::Client {
+            code: ErrorCode::METHOD_NOT_FOUND.0,
+            message: format!("the gateway does not relay {method}"),
+        });
+    };
+    context.input(key, request).await
+}
+
+/// An error the upstream gets for a request the gateway's client did not answer.
+fn as_error(e: ClientRequestError) -> ErrorObject {
+    match e {
+        ClientRequestError::Client { code, message } => ErrorObject {
+            code,
+            message,
+            data: None,
+        },
+        ClientRequestError::MissingCapability(c) => ErrorObject::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("the gateway's client did not declare the `{c}` capability"),
+        ),
+        other => ErrorObject::internal(other.to_string()),
+    }
+}
+
+/// Relays an upstream's `notifications/message` params to the gateway's client.
+fn relay_log(context: &ToolContext, params: &Value) {
+    let level = params
+        .get("level")
+        .cloned()
+        .and_then(|l| serde_json::from_value::<LoggingLevel>(l).ok())
+        .unwrap_or(LoggingLevel::Info);
+    context.log(level, params.get("data").cloned().unwrap_or(Value::Null));
+}
+
+/// Progress of the upstream call, to whichever context is current (when the gateway's client
+/// asked for progress).
+fn call_options(context: &CurrentContext) -> CallOptions {
+    let wants = lock(context).meta().get("progressToken").is_some();
+    let context = context.clone();
+    CallOptions {
+        progress: wants.then(|| {
+            Arc::new(move |p: Value| {
+                let c = lock(&context).clone();
+                c.progress(
+                    p.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
+                    p.get("total").and_then(Value::as_f64),
+                    p.get("message").and_then(Value::as_str),
+                );
+            }) as codomyrmex_mcp::client::ProgressHandler
+        }),
+        timeout: None,
+    }
+}
+
+/// Calls the tool `name` of `up` for the gateway's client behind `context`.
+pub async fn call(
+    up: &Live,
+    client: Arc<McpClient>,
+    name: &str,
+    arguments: Value,
+    context: ToolContext,
+) -> Bridged {
+    let params = json!({"name": name, "arguments": arguments});
+    match (client.era(), context.era()) {
+        (Era::Modern, _) => {
+            let Ok(_permit) = up.permits.acquire().await else {
+                return Bridged::Final(Err(ClientError::Closed));
+            };
+            modern_upstream(up, &client, params, &context).await
+        }
+        (Era::Legacy, Era::Legacy) => {
+            let Ok(_permit) = up.permits.acquire().await else {
+                return Bridged::Final(Err(ClientError::Closed));
+            };
+            legacy_both(up, &client, params, context).await
+        }
+        (Era::Legacy, Era::Modern) => parked_call(up, client, params, context).await,
+    }
+}
+
+/// A 2026-07-28 upstream: its input-required results go to the gateway's client in its era.
+async fn modern_upstream(
+    up: &Live,
+    client: &McpClient,
+    mut params: Value,
+    context: &ToolContext,
+) -> Bridged {
+    let mut round = 0u64;
+    if context.era() == Era::Modern
+        && let Some(prior) = context.request_state().and_then(|s| s.get("upstream"))
+    {
+        // The client's retry: its answers under our keys go back under the upstream's own.
+        let prior_round = prior.get("round").and_then(Value::as_u64).unwrap_or(0);
+        let state = prior.get("state").and_then(Value::as_str);
+        let mut responses = Map::new();
+        let asked = prior.get("asked").and_then(Value::as_object);
+        for (key, request) in asked.into_iter().flatten() {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+            let p = request.get("params").cloned().unwrap_or(Value::Null);
+            match ask(context, &format!("{prior_round}.{key}"), method, p).await {
+                Ok(answer) => {
+                    responses.insert(key.clone(), answer);
+                }
+                Err(ClientRequestError::InputRequired) => {
+                    // The retry did not carry this answer: asked again, same state.
+                    context.set_request_state(json!({"upstream": prior}));
+                    return Bridged::AskedClient;
+                }
+                Err(e) => return failed(&up.name, e),
+            }
+        }
+        params = proto::retry_params(&params, responses, state);
+        round = prior_round + 1;
+    }
+    let options = call_options(&Arc::new(Mutex::new(context.clone())));
+    for _ in 0..MAX_ROUNDS {
+        let result = match client
+            .request_round("tools/call", params.clone(), &options)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return Bridged::Final(Err(e)),
+        };
+        let required = match proto::input_required(&result) {
+            None => return Bridged::Final(Ok(result)),
+            Some(Err(why)) => return Bridged::Final(Err(ClientError::Protocol(why))),
+            Some(Ok(r)) => r,
+        };
+        if context.era() == Era::Modern {
+            let asked: Map<String, Value> = required
+                .requests
+                .iter()
+                .map(|(k, m, p)| (k.clone(), json!({"method": m, "params": p})))
+                .collect();
+            context.set_request_state(json!({"upstream": {
+                "round": round,
+                "state": required.request_state,
+                "asked": asked,
+            }}));
+            for (key, method, p) in required.requests {
+                match ask(context, &format!("{round}.{key}"), &method, p).await {
+                    Ok(_) | Err(ClientRequestError::InputRequired) => {}
+                    Err(e) => return failed(&up.name, e),
+                }
+            }
+            return Bridged::AskedClient;
+        }
+        let mut responses = Map::new();
+        for (key, method, p) in required.requests {
+            match ask(context, &key, &method, p).await {
+                Ok(answer) => {
+                    responses.insert(key, answer);
+                }
+                Err(e) => return failed(&up.name, format!("{method} was not answered: {e}")),
+            }
+        }
+        params = proto::retry_params(&params, responses, required.request_state.as_deref());
+    }
+    failed(
+        &up.name,
+        format!("still asked for input after {MAX_ROUNDS} rounds"),
+    )
+}
+
+/// 2025-11-25 on both sides: each request of the upstream is asked of the gateway's client.
+async fn legacy_both(
+    up: &Live,
+    client: &McpClient,
+    params: Value,
+    context: ToolContext,
+) -> Bridged {
+    let mut slot = up.inbox.register(context.clone());
+    let options = call_options(&slot.context);
+    let call = client.request_with("tools/call", params, &options);
+    tokio::pin!(call);
+    let mut n = 0usize;
+    loop {
+        tokio::select! {
+            r = &mut call => return Bridged::Final(r),
+            Some(asked) = slot.asks.recv() => {
+                n += 1;
+                let answer = ask(&context, &format!("in{n}"), &asked.method, asked.params)
+                    .await
+                    .map_err(as_error);
+                let _ = asked.answer.send(answer);
+            }
+        }
+    }
+}
+
+/// A 2025-11-25 upstream and a 2026-07-28 client: the call runs on while the client is asked
+/// (parked between rounds), and each retry answers the upstream's pending request.
+async fn parked_call(
+    up: &Live,
+    client: Arc<McpClient>,
+    params: Value,
+    context: ToolContext,
+) -> Bridged {
+    let parked_id = context
+        .request_state()
+        .and_then(|s| s.get("parked"))
+        .and_then(Value::as_u64);
+    let parked = match parked_id {
+        Some(id) => {
+            let Some(mut parked) = up.inbox.unpark(id) else {
+                return failed(
+                    &up.name,
+                    "the call this retry continues is no longer waiting (it ended, expired or \
+                     was answered already)",
+                );
+            };
+            *lock(&parked.slot.context) = context.clone();
+            let Some(pending) = parked.pending.take() else {
+                return failed(&up.name, "the parked call had nothing pending");
+            };
+            match ask(
+                &context,
+                &parked.key,
+                &pending.method,
+                pending.params.clone(),
+            )
+            .await
+            {
+                Ok(answer) => {
+                    let _ = pending.answer.send(Ok(answer));
+                }
+                Err(ClientRequestError::InputRequired) => {
+                    // No answer in the retry: asked again.
+                    parked.pending = Some(pending);
+                    return park(up, parked, &context);
+                }
+                Err(e) => {
+                    let _ = pending.answer.send(Err(as_error(e)));
+                }
+            }
+            parked
+        }
+        None => {
+            let Ok(permit) = up.permits.clone().acquire_owned().await else {
+                return Bridged::Final(Err(ClientError::Closed));
+            };
+            let slot = up.inbox.register(context.clone());
+            let options = call_options(&slot.context);
+            let timeout = up.timeout;
+            let task = tokio::spawn(async move {
+                tokio::time::timeout(timeout, client.request_with("tools/call", params, &options))
+                    .await
+                    .unwrap_or(Err(ClientError::Timeout(timeout)))
+            });
+            Parked {
+                call: AbortOnDrop(task),
+                slot,
+                pending: None,
+                key: String::new(),
+                rounds: 0,
+                _permit: Some(permit),
+            }
+        }
+    };
+    wait(up, parked, &context).await
+}
+
+/// Waits for the parked call's final result, or its next request (which parks it again).
+async fn wait(up: &Live, mut parked: Parked, context: &ToolContext) -> Bridged {
+    loop {
+        tokio::select! {
+            r = &mut parked.call.0 => {
+                return Bridged::Final(r.unwrap_or(Err(ClientError::Closed)));
+            }
+            Some(asked) = parked.slot.asks.recv() => {
+                parked.rounds += 1;
+                if parked.rounds > MAX_ROUNDS {
+                    return failed(&up.name, format!("asked for input more than {MAX_ROUNDS} times"));
+                }
+                let key = format!("in{}", parked.rounds);
+                match ask(context, &key, &asked.method, asked.params.clone()).await {
+                    Err(ClientRequestError::InputRequired) => {
+                        parked.key = key;
+                        parked.pending = Some(asked);
+                        return park(up, parked, context);
+                    }
+                    Ok(answer) => {
+                        let _ = asked.answer.send(Ok(answer));
+                    }
+                    Err(e) => {
+                        let _ = asked.answer.send(Err(as_error(e)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn park(up: &Live, parked: Parked, context: &ToolContext) -> Bridged {
+    match up.inbox.park(parked, up.timeout) {
+        Some(id) => {
+            context.set_request_state(json!({"parked": id}));
+            Bridged::AskedClient
+        }
+        None => failed(&up.name, "too many calls wait for their clients' answers"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// An upstream's request goes to the one call in flight; with two in flight it is refused,
+    /// never guessed; with none, too.
+    #[tokio::test]
+    async fn a_request_goes_to_the_only_call_in_flight_and_is_never_guessed() {
+        let inbox = Arc::new(Inbox::default());
+        let refused = inbox.route("roots/list", json!({})).await.unwrap_err();
+        assert!(refused.message.contains("cannot tell"), "{refused:?}");
+
+        let mut one = inbox.register(ToolContext::detached());
+        let answering = tokio::spawn(async move {
+            let asked = one.asks.recv().await.unwrap();
+            assert_eq!(asked.method, "roots/list");
+            asked.answer.send(Ok(json!({"roots": []}))).unwrap();
+            one
+        });
+        let answer = inbox.route("roots/list", json!({})).await.unwrap();
+        assert_eq!(answer, json!({"roots": []}));
+        let one = answering.await.unwrap();
+
+        let two = inbox.register(ToolContext::detached());
+        let refused = inbox
+            .route("sampling/createMessage", json!({}))
+            .await
+            .unwrap_err();
+        assert!(refused.message.contains("cannot tell"), "{refused:?}");
+        drop((one, two));
+        assert!(
+            lock(&inbox.calls).is_empty(),
+            "a finished call leaves the inbox"
+        );
+    }
+
+    fn parked(inbox: &Arc<Inbox>, dropped: Arc<std::sync::atomic::AtomicBool>) -> Parked {
+        struct Flag(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let flag = Flag(dropped);
+        let task = tokio::spawn(async move {
+            let _flag = flag;
+            std::future::pending::<Result<Value, ClientError>>().await
+        });
+        Parked {
+            call: AbortOnDrop(task),
+            slot: inbox.register(ToolContext::detached()),
+            pending: None,
+            key: String::new(),
+            rounds: 0,
+            _permit: None,
+        }
+    }
+
+    /// A parked call nobody retries is dropped after its time, which cancels the upstream
+    /// call; at most MAX_PARKED wait at once.
+    #[tokio::test]
+    async fn parked_calls_expire_and_are_bounded() {
+        let inbox = Arc::new(Inbox::default());
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let id = inbox
+            .park(parked(&inbox, dropped.clone()), Duration::from_millis(20))
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !dropped.load(Ordering::SeqCst) {
+            assert!(std::time::Instant::now() < deadline, "never dropped");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(inbox.unpark(id).is_none());
+        assert!(lock(&inbox.calls).is_empty());
+
+        let unused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for _ in 0..MAX_PARKED {
+            let p = parked(&inbox, unused.clone());
+            assert!(inbox.park(p, Duration::from_secs(600)).is_some());
+        }
+        let p = parked(&inbox, unused);
+        assert!(
+            inbox.park(p, Duration::from_secs(600)).is_none(),
+            "the cap holds"
+        );
+    }
+}

@@ -1,0 +1,317 @@
+//! The gateway's era bridge: one upstream (our own server, over Streamable HTTP, in this
+//! process) mounted twice, spoken to in 2025-11-25 (`old`) and in 2026-07-28 (`new`), and a
+//! tool that asks for roots, sampling and a form elicitation. Clients of both eras call it
+//! through the gateway (a child over stdio) and answer with their handlers; its progress
+//! reaches them too, their cancellation reaches it, and a change of its tools reaches them as
+//! `list_changed`.
+
+// Test helpers fail by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codomyrmex_mcp::client::{
+    CallOptions, ClientHandlers, ClientOptions, EraPreference, StdioCommand,
+};
+use codomyrmex_mcp::engine::Engine;
+use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
+use codomyrmex_mcp::{
+    ContentBlock, InputRequest, McpClient, McpServerConfig, McpToolRegistry, ToolContext,
+    ToolOutput,
+};
+use serde_json::{Map, Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+const GUARD: Duration = Duration::from_secs(60);
+
+fn text(t: impl Into<String>) -> ToolOutput {
+    ToolOutput::content(vec![ContentBlock::text(t)])
+}
+
+fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToolRegistry> {
+    let tools = McpToolRegistry::new();
+    tools
+        .register(
+            "hang",
+            json!({"type": "object", "properties": {}}),
+            move |_: Map<String, Value>, cx: ToolContext| {
+                // Says so when the upstream drops the work (the call was cancelled).
+                struct Signal(tokio::sync::mpsc::UnboundedSender<()>);
+                impl Drop for Signal {
+                    fn drop(&mut self) {
+                        let _ = self.0.send(());
+                    }
+                }
+                let signal = Signal(dropped.clone());
+                async move {
+                    let _signal = signal;
+                    cx.cancelled().await;
+                    text("cancelled")
+                }
+            },
+        )
+        .unwrap();
+    let schema = json!({"type": "object", "properties": {}});
+    tools
+        .register(
+            "ask",
+            schema.clone(),
+            |_: Map<String, Value>, cx: ToolContext| async move {
+                let roots = match cx.input("roots", InputRequest::ListRoots).await {
+                    Ok(r) => r,
+                    Err(e) => return ToolOutput::failure(e.into()),
+                };
+                let sample = match cx
+                    .input(
+                        "sample",
+                        InputRequest::Sample(json!({"messages": [], "maxTokens": 5})),
+                    )
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(e) => return ToolOutput::failure(e.into()),
+                };
+                let form = match cx
+                    .input(
+                        "form",
+                        InputRequest::form("name?", json!({"type": "object"})),
+                    )
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(e) => return ToolOutput::failure(e.into()),
+                };
+                text(format!(
+                    "{}|{}|{}",
+                    roots["roots"][0]["uri"].as_str().unwrap_or("?"),
+                    sample["content"]["text"].as_str().unwrap_or("?"),
+                    form["content"]["name"].as_str().unwrap_or("?")
+                ))
+            },
+        )
+        .unwrap();
+    tools
+        .register(
+            "progress",
+            schema,
+            |_: Map<String, Value>, cx: ToolContext| async move {
+                for i in 1..=3 {
+                    cx.progress(f64::from(i), Some(3.0), None);
+                }
+                text("done")
+            },
+        )
+        .unwrap();
+    Arc::new(tools)
+}
+
+/// Our server over Streamable HTTP on a loopback port; returns its URL and its tools. It
+/// stops with the test's runtime.
+async fn upstream() -> (String, Arc<McpToolRegistry>) {
+    let (url, tools, _) = upstream_with(Duration::from_secs(60)).await;
+    (url, tools)
+}
+
+/// [`upstream`], whose 2026-07-28 lists may be cached for `list_ttl`; also hears each dropped
+/// `hang` call.
+async fn upstream_with(
+    list_ttl: Duration,
+) -> (
+    String,
+    Arc<McpToolRegistry>,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let tools = upstream_tools(tx);
+    let mut config = McpServerConfig::new("bridge-upstream", "1").with_rate_limit(None);
+    config.list_ttl = list_ttl;
+    let engine = Engine::new(config, tools.clone());
+    let config = HttpConfig {
+        bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        rate_limit: None,
+        ..HttpConfig::default()
+    };
+    let server = HttpServer::new(engine, config);
+    let listener = server.bind().await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { server.serve(listener, std::future::pending()).await });
+    (format!("http://{addr}/mcp"), tools, rx)
+}
+
+fn handlers() -> ClientHandlers {
+    ClientHandlers::new()
+        .roots(vec![json!({"uri": "file:///work", "name": "work"})])
+        .sampling(|_| async {
+            Ok(json!({"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}))
+        })
+        .elicitation(|_| async { Ok(json!({"action": "accept", "content": {"name": "ada"}})) })
+}
+
+async fn gateway(dir: &std::path::Path, url: &str, era: EraPreference) -> McpClient {
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\ntimeout_secs = 600\n\n\
+             [[upstream]]\nname = \"new\"\nurl = \"{url}\"\nera = \"modern\"\ntimeout_secs = 600\n"
+        ),
+    )
+    .unwrap();
+    let mut c = StdioCommand::new(BIN);
+    c.args = vec![
+        "gateway".into(),
+        "--config".into(),
+        config.to_str().unwrap().into(),
+    ];
+    let options = ClientOptions {
+        handlers: handlers(),
+        ..ClientOptions::default()
+    };
+    let client = McpClient::spawn(&c, options).unwrap();
+    tokio::time::timeout(GUARD, client.negotiate(era, Duration::from_secs(10)))
+        .await
+        .expect("no hang")
+        .expect("the gateway answers the handshake");
+    client
+}
+
+async fn bridge(era: EraPreference) {
+    let (url, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, era).await;
+    for up in ["old", "new"] {
+        // Three requests for input, each answered by this client's handlers, in its era.
+        let r = tokio::time::timeout(GUARD, client.call_tool(&format!("{up}.ask"), json!({})))
+            .await
+            .expect("no hang")
+            .unwrap();
+        assert_ne!(r["isError"], true, "{up}: {r}");
+        assert_eq!(
+            r["content"][0]["text"], "file:///work|sampled|ada",
+            "{up}: {r}"
+        );
+        // The upstream's progress reaches this client.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let options = CallOptions {
+            progress: Some(Arc::new(move |p: Value| {
+                let _ = tx.send(p["progress"].as_f64().unwrap_or(-1.0));
+            })),
+            timeout: Some(GUARD),
+        };
+        let r = client
+            .call_tool_with(&format!("{up}.progress"), json!({}), &options)
+            .await
+            .unwrap();
+        assert_eq!(r["content"][0]["text"], "done", "{up}: {r}");
+        let mut seen = Vec::new();
+        while let Ok(p) = rx.try_recv() {
+            seen.push(p);
+        }
+        assert_eq!(seen, vec![1.0, 2.0, 3.0], "{up}: progress");
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_client_answers_the_input_of_upstreams_of_both_eras() {
+    bridge(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_answers_the_input_of_upstreams_of_both_eras() {
+    bridge(EraPreference::Modern).await;
+}
+
+/// A 2025-11-25 upstream that says its tools changed is listed again: the gateway's client
+/// hears `list_changed` and finds the new tool.
+#[tokio::test]
+async fn an_upstreams_list_changed_reaches_the_gateways_client() {
+    let (url, tools) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, EraPreference::Legacy).await;
+    let names = |tools: &[Value]| -> Vec<String> {
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let before = names(&client.list_tools().await.unwrap());
+    assert!(before.contains(&"old.ask".to_owned()), "{before:?}");
+    assert!(!before.contains(&"old.later".to_owned()), "{before:?}");
+    tools
+        .register(
+            "later",
+            json!({"type": "object", "properties": {}}),
+            |_: Map<String, Value>, _: ToolContext| async move { text("added later") },
+        )
+        .unwrap();
+    let heard = tokio::time::timeout(GUARD, async {
+        while let Some(n) = client.next_notification().await {
+            if n["method"] == "notifications/tools/list_changed" {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("list_changed within the guard");
+    assert!(heard, "the connection ended before list_changed");
+    let deadline = std::time::Instant::now() + GUARD;
+    loop {
+        let now = names(&client.list_tools().await.unwrap());
+        if now.contains(&"old.later".to_owned()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not listed: {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = client.call_tool("old.later", json!({})).await.unwrap();
+    assert_eq!(r["content"][0]["text"], "added later", "{r}");
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// The gateway's 2026-07-28 lists may be cached no longer than its upstreams' own.
+#[tokio::test]
+async fn the_gateways_list_ttl_is_no_longer_than_its_upstreams() {
+    let (url, _, _) = upstream_with(Duration::from_millis(2_500)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, EraPreference::Modern).await;
+    let page = client.request("tools/list", json!({})).await.unwrap();
+    assert_eq!(page["ttlMs"], 2_500, "{page}");
+    client.close(Duration::from_secs(5)).await;
+}
+
+async fn cancel(era: EraPreference) {
+    let (url, _, mut dropped) = upstream_with(Duration::from_secs(60)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, era).await;
+    for up in ["old", "new"] {
+        // The client gives up (its timeout drops the call, which cancels it at the gateway);
+        // the gateway's call to the upstream is cancelled in turn.
+        let options = CallOptions {
+            progress: None,
+            timeout: Some(Duration::from_millis(300)),
+        };
+        let r = client
+            .call_tool_with(&format!("{up}.hang"), json!({}), &options)
+            .await;
+        assert!(r.is_err(), "{up}: {r:?}");
+        // Well before the upstream's own timeout (600 s) would end it.
+        tokio::time::timeout(Duration::from_secs(30), dropped.recv())
+            .await
+            .unwrap_or_else(|_| panic!("{up}: the upstream's work was not cancelled"))
+            .unwrap();
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_clients_cancellation_reaches_upstreams_of_both_eras() {
+    cancel(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_clients_cancellation_reaches_upstreams_of_both_eras() {
+    cancel(EraPreference::Modern).await;
+}
