@@ -53,7 +53,7 @@ use policy::{ExecutionPolicy, Gate, HandlerKind};
 use results::blocks_value;
 pub use session::Session;
 
-pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig};
+pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig, TaskSync};
 
 /// `_meta` key: the request's protocol version (modern era).
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -164,6 +164,7 @@ impl Engine {
             sealer: None,
             time: None,
             entropy: None,
+            shared_tasks: None,
         }
     }
 
@@ -180,6 +181,7 @@ impl Engine {
             sealer: Some(s.sealer.clone()),
             time: Some(s.platform.time.clone()),
             entropy: Some(s.platform.entropy.clone()),
+            shared_tasks: s.tasks.shared.clone(),
         }
     }
 

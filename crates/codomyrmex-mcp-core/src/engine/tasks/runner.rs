@@ -297,7 +297,8 @@ impl Engine {
             plan.ttl,
             Owner::of(scope.era, session),
             self.shared.platform.time.clone(),
-        ));
+        )
+        .tracked(self.shared.tasks.tracking()));
         let Prepared {
             guard,
             context,
@@ -396,7 +397,12 @@ impl Engine {
             work,
             complete,
         )
-        .blocking(blocking);
+        .blocking(blocking)
+        .publishing(self.task_sync().map(|sync| {
+            let id = entry.id.clone();
+            Box::new(move || Box::pin(async move { sync.publish(&id).await }) as BoxFuture<'static, ()>)
+                as crate::invocation::Publish
+        }));
         let store = self.shared.tasks.clone();
         if legacy {
             if let Some(plan) = lock(&plan).take() {
