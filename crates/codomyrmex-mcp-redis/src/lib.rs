@@ -5,7 +5,9 @@
 //!   cap, least-recently-used eviction of idle sessions, sliding expiry and compare-and-set;
 //! - [`RedisEventStore`]: SSE history for `Last-Event-ID` ([`EventStore`]), bounded in events
 //!   and bytes per stream, per session and for the whole store, oldest first, and scoped to the
-//!   session and principal that own each stream.
+//!   session and principal that own each stream;
+//! - [`RedisTaskStore`]: task records ([`TaskStore`]), so that `tasks/*` work from any
+//!   instance, with the owners' leases, and cancels and `tasks/update` answers queued for them.
 //!
 //! Every operation that reads and writes is one Lua script, so it is atomic across instances.
 //! Both stores share one [`ConnectionManager`], which reconnects by itself after Redis goes
@@ -20,15 +22,18 @@
 //!
 //! [`SessionStore`]: codomyrmex_mcp::store::SessionStore
 //! [`EventStore`]: codomyrmex_mcp::store::EventStore
+//! [`TaskStore`]: codomyrmex_mcp::task_store::TaskStore
 //! [`StoreError::Unavailable`]: codomyrmex_mcp::store::StoreError::Unavailable
 
 #![warn(missing_docs)]
 
 mod events;
 mod session;
+mod tasks;
 
 pub use events::{EventBounds, RedisEventStore};
 pub use session::RedisSessionStore;
+pub use tasks::RedisTaskStore;
 
 use codomyrmex_mcp::store::{StoreError, redact_url as redact};
 use redis::aio::ConnectionManager;

@@ -64,7 +64,7 @@ pub mod transport;
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
     config, context, engine, invocation, platform, prompts, registry, resources, schema, sync,
-    uri_template, wire,
+    task_store, uri_template, wire,
 };
 
 pub use client::{ClientError, McpClient};

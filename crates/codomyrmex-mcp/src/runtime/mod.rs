@@ -13,11 +13,13 @@
 //! It is not an executor: the work runs on the tokio runtime the caller is in.
 
 mod driver;
+mod task_sync;
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 pub use driver::{Drive, drive, run, settle};
+pub use task_sync::{TaskSyncHandle, spawn_task_sync};
 
 use codomyrmex_mcp_core::platform::{DefaultPlatform, Entropy, EntropyError, Platform, TimeSource};
 
