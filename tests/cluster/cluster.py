@@ -17,8 +17,9 @@ ports, then checks, through nginx:
 - Redis going away: 2026-07-28 calls go on, `initialize` gets 503 with `Retry-After`, and
   once Redis is back the instances reconnect by themselves.
 
-Not checked yet (issue #16): SSE resumption on another instance, server-to-client requests
-answered on another instance, tasks and `subscriptions/listen` across instances.
+Tasks across instances are checked by `tasks_checks.py`. Not checked yet (issue #16): SSE
+resumption on another instance, server-to-client requests answered on another instance, and
+`subscriptions/listen` across instances.
 Everything it starts is stopped on exit. Exits non-zero on the first mismatch.
 """
 
@@ -39,6 +40,8 @@ from typing import Any
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+import tasks_checks
 
 TOKEN = "cluster-" + os.urandom(8).hex()
 TOOL = "codomyrmex.list_registered_tools"
@@ -220,6 +223,7 @@ def run(binary: str) -> None:
             os.environ,
             CODOMYRMEX_MCP_AUTH_TOKEN=TOKEN,
             CODOMYRMEX_MCP_STORE=f"redis://127.0.0.1:{redis_port}/0",
+            **tasks_checks.ENV,
         )
         instances = []
         for port in ports:
@@ -248,6 +252,8 @@ def run(binary: str) -> None:
 
         asyncio.run(asyncio.wait_for(check_modern_client(url), timeout=60))
         asyncio.run(asyncio.wait_for(check_legacy_session(url, 3 * INSTANCES, "before the kill"), timeout=60))
+        direct = [f"http://127.0.0.1:{p}/mcp" for p in ports]
+        asyncio.run(asyncio.wait_for(tasks_checks.check_task_polled_everywhere(direct, TOKEN), timeout=120))
 
         victim = instances[1]
         before, after, failures = asyncio.run(asyncio.wait_for(load(url, victim), timeout=120))
@@ -265,6 +271,10 @@ def run(binary: str) -> None:
         asyncio.run(asyncio.wait_for(check_store_down(url), timeout=60))
         start_redis()
         asyncio.run(asyncio.wait_for(check_store_back(url), timeout=90))
+
+        # Last: it kills a second instance (the first one's tasks are gone with Redis's restart).
+        asyncio.run(asyncio.wait_for(
+            tasks_checks.check_owner_killed([direct[0], direct[2]], instances[2], 1, TOKEN), timeout=120))
 
         served = served_by(scratch / "access.log")
         for port in ports:
@@ -292,7 +302,7 @@ if __name__ == "__main__":
     except TimeoutError:
         print("MISMATCH: the cluster run did not finish in time", file=sys.stderr)
         sys.exit(1)
-    except Mismatch as e:
+    except (Mismatch, tasks_checks.TaskMismatch) as e:
         print(f"MISMATCH: {e}", file=sys.stderr)
         sys.exit(1)
     print("cluster: all checks passed")

@@ -54,6 +54,10 @@ pub fn server_with_key(
 ) -> Result<McpServer, String> {
     let worker = std::env::current_exe().ok();
     let (registry, workspace) = registry(config, worker)?;
+    if tools::test_tools::enabled() {
+        tracing::warn!("{}=1: the test tools are registered", tools::test_tools::ENV);
+        tools::test_tools::register(&registry).map_err(|e| e.to_string())?;
+    }
     let mut server_config = McpServerConfig::new("codomyrmex-mcp", codomyrmex_mcp::VERSION)
         .with_instructions(format!(
             "Codomyrmex MCP server ({} profile). Tools are named module.tool; paths are relative \
@@ -178,6 +182,11 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
         (None, _) => None,
     };
     let server = server_with_key(&config, shared.as_ref().map(|s| s.request_state_key))?;
+    // Task records through the store: the work stays here, leased for TASK_LEASE at a time.
+    let (server, _task_sync) = match shared.as_ref() {
+        Some(s) => server.with_task_store(s.tasks.clone(), instance_name(), TASK_LEASE),
+        None => (server, None),
+    };
     tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
     // SIGINT and SIGTERM end the input like EOF does (stdio) or stop accepting (HTTP); the
     // in-flight calls get their grace period, a second signal exits at once.
@@ -202,18 +211,38 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     }
 }
 
+/// How long this instance's lease on its running tasks lasts: if it dies, other instances
+/// see those tasks fail at most this long after its last renewal (renewed every second).
+const TASK_LEASE: Duration = Duration::from_secs(10);
+
+/// This instance's name in the task records it owns: the host, the process and a random
+/// part (a restarted process on the same host is another owner).
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().chars().take(64).collect::<String>())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    let tag: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{host}-{}-{tag}", std::process::id())
+}
+
 /// What instances sharing a store share.
 struct Shared {
     /// The records of 2025-11-25 sessions.
     sessions: Arc<dyn SessionStore>,
     /// The `requestState` sealing key, the same on every instance.
     request_state_key: [u8; 32],
+    /// Task records, so that `tasks/*` work from any instance.
+    tasks: Arc<dyn codomyrmex_mcp::task_store::TaskStore>,
 }
 
 /// Connects to the store at `url`.
 #[cfg(feature = "redis")]
 async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
-    use codomyrmex_mcp_redis::{RedisConnection, RedisSessionStore};
+    use codomyrmex_mcp_redis::{RedisConnection, RedisSessionStore, RedisTaskStore};
     let conn = RedisConnection::connect(url.expose())
         .await
         .map_err(|e| format!("cannot use the store {}: {e}", url.redacted()))?;
@@ -223,8 +252,9 @@ async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
         .shared_secret("request-state", fresh)
         .await
         .map_err(|e| format!("the store {}: {e}", url.redacted()))?;
-    tracing::info!(store = %url.redacted(), "sessions and the requestState key are shared through the store");
+    tracing::info!(store = %url.redacted(), "sessions, tasks and the requestState key are shared through the store");
     Ok(Shared {
+        tasks: Arc::new(RedisTaskStore::new(conn.clone())),
         sessions: Arc::new(RedisSessionStore::new(conn)),
         request_state_key,
     })
