@@ -17,9 +17,9 @@ ports, then checks, through nginx:
 - Redis going away: 2026-07-28 calls go on, `initialize` gets 503 with `Retry-After`, and
   once Redis is back the instances reconnect by themselves.
 
-Tasks across instances are checked by `tasks_checks.py`. Not checked yet (issue #16): SSE
-resumption on another instance, server-to-client requests answered on another instance, and
-`subscriptions/listen` across instances.
+Tasks and `subscriptions/listen` across instances are checked by `tasks_checks.py`. Not
+checked yet (issue #16): SSE resumption on another instance, server-to-client requests
+answered on another instance.
 Everything it starts is stopped on exit. Exits non-zero on the first mismatch.
 """
 
@@ -254,6 +254,7 @@ def run(binary: str) -> None:
         asyncio.run(asyncio.wait_for(check_legacy_session(url, 3 * INSTANCES, "before the kill"), timeout=60))
         direct = [f"http://127.0.0.1:{p}/mcp" for p in ports]
         asyncio.run(asyncio.wait_for(tasks_checks.check_task_polled_everywhere(direct, TOKEN), timeout=120))
+        asyncio.run(asyncio.wait_for(tasks_checks.check_listen_sees_other_instance(direct, TOKEN), timeout=120))
 
         victim = instances[1]
         before, after, failures = asyncio.run(asyncio.wait_for(load(url, victim), timeout=120))

@@ -8,6 +8,9 @@ nginx), so the test knows which instance owns a task and which one is asked abou
   `tasks/get` and fetched with `tasks/result` from every instance, in a session every
   instance serves; and a 2026-07-28 task (the tasks extension) polled from every instance
   until it completes, its result inlined.
+- `check_listen_sees_other_instance`: a `subscriptions/listen` stream open on one instance
+  hears the changes made through another (`test.announce`: a resource update, and a tool
+  registered at run time), carried by the change bus (Redis pub/sub).
 - `check_owner_killed`: the owner of a working 2026-07-28 task dies of SIGKILL; another
   instance then reports the task `failed` ("the instance running this task stopped") within
   the lease (10 s, renewed every second), and `tasks/get` keeps saying so.
@@ -25,6 +28,7 @@ from typing import Any
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 ENV = {"CODOMYRMEX_MCP_TEST_TOOLS": "1"}
+CHANGED_URI = "test://cluster/changed"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 LEASE_SECONDS = 10.0
 MODERN = "2026-07-28"
@@ -209,3 +213,56 @@ async def check_owner_killed(instance_urls: list[str], owner: subprocess.Popen[b
         check(again["status"] == "failed", f"it came back: {again!r}")
     print(f"ok: the owner of a working task got SIGKILL; {after:.1f} s later another instance "
           f"reports it failed: {got['statusMessage']!r}")
+
+
+async def check_listen_sees_other_instance(instance_urls: list[str], token: str) -> None:
+    async with create_mcp_http_client() as hc:
+        listener, announcer = Direct(hc, instance_urls[0], token), Direct(hc, instance_urls[1], token)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "subscriptions/listen",
+            "params": {
+                "notifications": {"toolsListChanged": True, "resourceSubscriptions": [CHANGED_URI]},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": MODERN,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+        headers = listener.headers({"MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen"})
+        heard: set[str] = set()
+        async with hc.stream("POST", listener.url, json=body, headers=headers, timeout=60) as r:
+            check(r.status_code == 200, f"subscriptions/listen: HTTP {r.status_code}")
+            lines = r.aiter_lines()
+
+            async def next_notification() -> dict[str, Any]:
+                async for line in lines:
+                    if line.startswith("data:") and line[5:].strip():
+                        return json.loads(line[5:])
+                raise TaskMismatch("the listen stream ended")
+
+            ack = await asyncio.wait_for(next_notification(), timeout=30)
+            check(ack.get("method") == "notifications/subscriptions/acknowledged", f"first on the stream: {ack!r}")
+            made = _result(
+                await announcer.modern(
+                    "tools/call", {"name": "test.announce", "arguments": {"uri": CHANGED_URI, "toggle_tool": True}},
+                    "test.announce",
+                ),
+                "test.announce on another instance",
+            )
+            check(not made.get("isError"), f"test.announce: {made!r}")
+            deadline = time.monotonic() + 30
+            while heard != {"notifications/resources/updated", "notifications/tools/list_changed"}:
+                left = deadline - time.monotonic()
+                check(left > 0, f"the listener heard only {sorted(heard)} of another instance's changes")
+                note = await asyncio.wait_for(next_notification(), timeout=left)
+                method = note.get("method", "")
+                if method == "notifications/resources/updated":
+                    check(note["params"]["uri"] == CHANGED_URI, f"another resource: {note!r}")
+                heard.add(method)
+        # Put the tool list back as it was.
+        await announcer.modern("tools/call", {"name": "test.announce", "arguments": {"toggle_tool": True}},
+                               "test.announce")
+    print("ok: subscriptions/listen on one instance heard a resource update and a tools list change "
+          "made through another")

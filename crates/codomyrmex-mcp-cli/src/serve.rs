@@ -54,10 +54,6 @@ pub fn server_with_key(
 ) -> Result<McpServer, String> {
     let worker = std::env::current_exe().ok();
     let (registry, workspace) = registry(config, worker)?;
-    if tools::test_tools::enabled() {
-        tracing::warn!("{}=1: the test tools are registered", tools::test_tools::ENV);
-        tools::test_tools::register(&registry).map_err(|e| e.to_string())?;
-    }
     let mut server_config = McpServerConfig::new("codomyrmex-mcp", codomyrmex_mcp::VERSION)
         .with_instructions(format!(
             "Codomyrmex MCP server ({} profile). Tools are named module.tool; paths are relative \
@@ -79,6 +75,10 @@ pub fn server_with_key(
         RESOURCE_PREFIX,
         MAX_WALKED_ENTRIES,
     ));
+    if tools::test_tools::enabled() {
+        tracing::warn!("{}=1: the test tools are registered", tools::test_tools::ENV);
+        tools::test_tools::register(&registry, &resources).map_err(|e| e.to_string())?;
+    }
     let prompts = Arc::new(McpPromptRegistry::new());
     prompts.add(
         PromptDefinition::new(
@@ -183,10 +183,15 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     };
     let server = server_with_key(&config, shared.as_ref().map(|s| s.request_state_key))?;
     // Task records through the store: the work stays here, leased for TASK_LEASE at a time.
+    // Changes made here go out on the store's change bus, and those of others come in.
+    let instance = instance_name();
     let (server, _task_sync) = match shared.as_ref() {
-        Some(s) => server.with_task_store(s.tasks.clone(), instance_name(), TASK_LEASE),
+        Some(s) => server.with_task_store(s.tasks.clone(), instance.clone(), TASK_LEASE),
         None => (server, None),
     };
+    let _change_bridge = shared.as_ref().map(|s| {
+        codomyrmex_mcp::runtime::spawn_change_bridge(server.engine(), s.changes.clone(), instance)
+    });
     tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
     // SIGINT and SIGTERM end the input like EOF does (stdio) or stop accepting (HTTP); the
     // in-flight calls get their grace period, a second signal exits at once.
@@ -237,12 +242,16 @@ struct Shared {
     request_state_key: [u8; 32],
     /// Task records, so that `tasks/*` work from any instance.
     tasks: Arc<dyn codomyrmex_mcp::task_store::TaskStore>,
+    /// List changes and resource updates between instances.
+    changes: Arc<dyn codomyrmex_mcp::change_bus::ChangeBus>,
 }
 
 /// Connects to the store at `url`.
 #[cfg(feature = "redis")]
 async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
-    use codomyrmex_mcp_redis::{RedisConnection, RedisSessionStore, RedisTaskStore};
+    use codomyrmex_mcp_redis::{
+        RedisChangeBus, RedisConnection, RedisSessionStore, RedisTaskStore,
+    };
     let conn = RedisConnection::connect(url.expose())
         .await
         .map_err(|e| format!("cannot use the store {}: {e}", url.redacted()))?;
@@ -255,6 +264,7 @@ async fn connect_store(url: &StoreUrl) -> Result<Shared, String> {
     tracing::info!(store = %url.redacted(), "sessions, tasks and the requestState key are shared through the store");
     Ok(Shared {
         tasks: Arc::new(RedisTaskStore::new(conn.clone())),
+        changes: Arc::new(RedisChangeBus::new(conn.clone())),
         sessions: Arc::new(RedisSessionStore::new(conn)),
         request_state_key,
     })

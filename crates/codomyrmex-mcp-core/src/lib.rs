@@ -33,6 +33,7 @@ pub mod resources;
 mod round;
 pub mod schema;
 pub mod sync;
+pub mod change_bus;
 pub mod task_store;
 mod tool_content;
 mod tool_support;

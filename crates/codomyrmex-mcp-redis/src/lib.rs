@@ -7,7 +7,9 @@
 //!   and bytes per stream, per session and for the whole store, oldest first, and scoped to the
 //!   session and principal that own each stream;
 //! - [`RedisTaskStore`]: task records ([`TaskStore`]), so that `tasks/*` work from any
-//!   instance, with the owners' leases, and cancels and `tasks/update` answers queued for them.
+//!   instance, with the owners' leases, and cancels and `tasks/update` answers queued for them;
+//! - [`RedisChangeBus`]: list changes and resource updates between instances (`ChangeBus`,
+//!   over pub/sub).
 //!
 //! Every operation that reads and writes is one Lua script, so it is atomic across instances.
 //! Both stores share one [`ConnectionManager`], which reconnects by itself after Redis goes
@@ -27,10 +29,12 @@
 
 #![warn(missing_docs)]
 
+mod changes;
 mod events;
 mod session;
 mod tasks;
 
+pub use changes::RedisChangeBus;
 pub use events::{EventBounds, RedisEventStore};
 pub use session::RedisSessionStore;
 pub use tasks::RedisTaskStore;
@@ -45,6 +49,8 @@ pub const DEFAULT_PREFIX: &str = "codomyrmex-mcp";
 #[derive(Clone)]
 pub struct RedisConnection {
     manager: ConnectionManager,
+    /// For connections of their own (pub/sub).
+    client: redis::Client,
     prefix: String,
 }
 
@@ -69,6 +75,7 @@ impl RedisConnection {
             .map_err(|e| StoreError::Unavailable(format!("Redis at {}: {e}", redact(url))))?;
         Ok(Self {
             manager,
+            client,
             prefix: DEFAULT_PREFIX.to_owned(),
         })
     }

@@ -194,3 +194,11 @@ async fn task_records_are_shared_between_connections() {
     assert_eq!(failed.status_message.as_deref(), Some(OWNER_STOPPED));
     assert_eq!(a.renew(&["x".into()], 9_000).await.unwrap().stop, vec!["x".to_owned()]);
 }
+
+#[tokio::test]
+async fn the_redis_change_bus_keeps_the_contract() {
+    let redis = start_redis();
+    let a = codomyrmex_mcp_redis::RedisChangeBus::new(connect(&redis, "t-bus").await);
+    let b = codomyrmex_mcp_redis::RedisChangeBus::new(connect(&redis, "t-bus").await);
+    codomyrmex_mcp::change_bus::contract::change_bus(&a, &b).await;
+}

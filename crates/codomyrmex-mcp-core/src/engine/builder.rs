@@ -164,6 +164,7 @@ impl EngineBuilder {
                 platform,
                 sealer,
                 tasks,
+                announced: crate::sync::Broadcast::new(1024),
             }),
         }
     }
