@@ -256,7 +256,12 @@ async def check_listen_sees_other_instance(instance_urls: list[str], token: str)
             while heard != {"notifications/resources/updated", "notifications/tools/list_changed"}:
                 left = deadline - time.monotonic()
                 check(left > 0, f"the listener heard only {sorted(heard)} of another instance's changes")
-                note = await asyncio.wait_for(next_notification(), timeout=left)
+                try:
+                    note = await asyncio.wait_for(next_notification(), timeout=left)
+                except asyncio.TimeoutError:
+                    raise TaskMismatch(
+                        f"the listener heard only {sorted(heard)} of another instance's changes in 30 s"
+                    ) from None
                 method = note.get("method", "")
                 if method == "notifications/resources/updated":
                     check(note["params"]["uri"] == CHANGED_URI, f"another resource: {note!r}")

@@ -76,7 +76,10 @@ pub fn server_with_key(
         MAX_WALKED_ENTRIES,
     ));
     if tools::test_tools::enabled() {
-        tracing::warn!("{}=1: the test tools are registered", tools::test_tools::ENV);
+        tracing::warn!(
+            "{}=1: the test tools are registered",
+            tools::test_tools::ENV
+        );
         tools::test_tools::register(&registry, &resources).map_err(|e| e.to_string())?;
     }
     let prompts = Arc::new(McpPromptRegistry::new());

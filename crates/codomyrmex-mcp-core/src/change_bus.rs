@@ -165,8 +165,14 @@ pub mod contract {
             a.publish("instance-a", e).await.unwrap();
         }
         for e in &events {
-            assert_eq!(on_b.next().await, Some(("instance-a".to_owned(), e.clone())));
-            assert_eq!(on_a.next().await, Some(("instance-a".to_owned(), e.clone())));
+            assert_eq!(
+                on_b.next().await,
+                Some(("instance-a".to_owned(), e.clone()))
+            );
+            assert_eq!(
+                on_a.next().await,
+                Some(("instance-a".to_owned(), e.clone()))
+            );
         }
         b.publish("instance-b", &ServerEvent::ToolsListChanged)
             .await
@@ -195,8 +201,7 @@ mod tests {
         let json = serde_json::to_string(&m).unwrap();
         let back: ChangeMessage = serde_json::from_str(&json).unwrap();
         assert_eq!(back.event(), Some(e));
-        let odd: ChangeMessage =
-            serde_json::from_str(r#"{"origin":"a","kind":"future"}"#).unwrap();
+        let odd: ChangeMessage = serde_json::from_str(r#"{"origin":"a","kind":"future"}"#).unwrap();
         assert_eq!(odd.event(), None);
     }
 }

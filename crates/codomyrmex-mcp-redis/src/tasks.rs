@@ -15,9 +15,7 @@
 
 use std::time::Duration;
 
-use codomyrmex_mcp::task_store::{
-    Renewal, TaskRecord, TaskStore, TaskStoreError, TaskStoreFuture,
-};
+use codomyrmex_mcp::task_store::{Renewal, TaskRecord, TaskStore, TaskStoreError, TaskStoreFuture};
 use redis::Script;
 use serde_json::{Map, Value};
 
@@ -192,7 +190,11 @@ impl TaskStore for RedisTaskStore {
                 .key(self.queue(&record.id))
                 .key(session.clone().unwrap_or_else(|| self.key(&record.id)))
                 .arg(record.encode()?)
-                .arg(if record.status.is_terminal() { "1" } else { "0" })
+                .arg(if record.status.is_terminal() {
+                    "1"
+                } else {
+                    "0"
+                })
                 .arg(record.lease_until)
                 .arg(record.expires_at)
                 .arg(ttl_left)
@@ -242,11 +244,7 @@ impl TaskStore for RedisTaskStore {
         })
     }
 
-    fn renew<'a>(
-        &'a self,
-        ids: &'a [String],
-        lease_until: u64,
-    ) -> TaskStoreFuture<'a, Renewal> {
+    fn renew<'a>(&'a self, ids: &'a [String], lease_until: u64) -> TaskStoreFuture<'a, Renewal> {
         Box::pin(async move {
             let mut renewal = Renewal::default();
             if ids.is_empty() {

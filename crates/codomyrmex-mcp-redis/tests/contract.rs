@@ -189,10 +189,16 @@ async fn task_records_are_shared_between_connections() {
     let b = codomyrmex_mcp_redis::RedisTaskStore::new(connect(&redis, "t-share").await);
     let r = TaskRecord::new("x", "a", TaskEra::Modern, 1_000, 60_000, 500, 5_000);
     assert!(a.put(r).await.unwrap());
-    assert_eq!(b.get("x", 2_000).await.unwrap().unwrap().status, TaskStatus::Working);
+    assert_eq!(
+        b.get("x", 2_000).await.unwrap().unwrap().status,
+        TaskStatus::Working
+    );
     let failed = b.get("x", 5_000).await.unwrap().unwrap();
     assert_eq!(failed.status_message.as_deref(), Some(OWNER_STOPPED));
-    assert_eq!(a.renew(&["x".into()], 9_000).await.unwrap().stop, vec!["x".to_owned()]);
+    assert_eq!(
+        a.renew(&["x".into()], 9_000).await.unwrap().stop,
+        vec!["x".to_owned()]
+    );
 }
 
 #[tokio::test]

@@ -59,12 +59,12 @@ pub fn register(
         tokio::time::sleep(wait).await;
         ToolOutput::content(vec![ContentBlock::text(format!("slept {seconds} s"))])
     };
-    registry.register_tool(ToolRegistration::new(definition, sleep).with_settings(
-        ToolSettings {
+    registry.register_tool(
+        ToolRegistration::new(definition, sleep).with_settings(ToolSettings {
             task_support: TaskSupport::Optional,
             ..ToolSettings::default()
-        },
-    ))
+        }),
+    )
 }
 
 fn register_announce(
@@ -82,7 +82,9 @@ fn register_announce(
             "additionalProperties": false
         }),
     )
-    .with_description("Test tool: announces a resource update and/or toggles a tool. Off by default.");
+    .with_description(
+        "Test tool: announces a resource update and/or toggles a tool. Off by default.",
+    );
     // Weak: the registry holds this handler.
     let tools = Arc::downgrade(registry);
     let resources = Arc::downgrade(resources);

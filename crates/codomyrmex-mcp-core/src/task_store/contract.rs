@@ -11,7 +11,15 @@ use serde_json::{Map, Value, json};
 use super::{OWNER_STOPPED, TaskEra, TaskOutcome, TaskRecord, TaskStatus, TaskStore};
 
 fn record(id: &str, now: u64, lease_until: u64) -> TaskRecord {
-    TaskRecord::new(id, "instance-a", TaskEra::Modern, now, 60_000, 500, lease_until)
+    TaskRecord::new(
+        id,
+        "instance-a",
+        TaskEra::Modern,
+        now,
+        60_000,
+        500,
+        lease_until,
+    )
 }
 
 fn answers(key: &str, n: u64) -> Map<String, Value> {
@@ -37,7 +45,8 @@ pub async fn task_store(store: &dyn TaskStore) {
 pub async fn round_trip(store: &dyn TaskStore) {
     let mut r = record("rt", 1_000, 10_000);
     r.principal = Some("alice".into());
-    r.input_requests.insert("k".into(), json!({"method": "elicitation/create"}));
+    r.input_requests
+        .insert("k".into(), json!({"method": "elicitation/create"}));
     assert!(store.put(r.clone()).await.unwrap());
     assert_eq!(store.get("rt", 1_001).await.unwrap(), Some(r.clone()));
     let mut done = r.clone();
@@ -58,7 +67,10 @@ pub async fn terminal_is_final(store: &dyn TaskStore) {
     assert!(store.put(r.clone()).await.unwrap());
     let failed = r.clone().owner_stopped(2_000);
     assert!(store.put(failed.clone()).await.unwrap());
-    assert!(!store.put(r).await.unwrap(), "a terminal record was overwritten");
+    assert!(
+        !store.put(r).await.unwrap(),
+        "a terminal record was overwritten"
+    );
     assert_eq!(store.get("tf", 2_001).await.unwrap(), Some(failed));
 }
 

@@ -130,11 +130,7 @@ impl TaskStore for MemoryTaskStore {
         ready(Ok(delivered))
     }
 
-    fn renew<'a>(
-        &'a self,
-        ids: &'a [String],
-        lease_until: u64,
-    ) -> TaskStoreFuture<'a, Renewal> {
+    fn renew<'a>(&'a self, ids: &'a [String], lease_until: u64) -> TaskStoreFuture<'a, Renewal> {
         let mut map = self.lock();
         let mut renewal = Renewal::default();
         for id in ids {

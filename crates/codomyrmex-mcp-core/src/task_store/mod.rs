@@ -295,8 +295,7 @@ pub trait TaskStore: Send + Sync + std::fmt::Debug {
 
     /// The owner renews the lease of its running tasks `ids` to `lease_until`, and hears which
     /// must stop and which answers arrived (taken from the queue).
-    fn renew<'a>(&'a self, ids: &'a [String], lease_until: u64)
-    -> TaskStoreFuture<'a, Renewal>;
+    fn renew<'a>(&'a self, ids: &'a [String], lease_until: u64) -> TaskStoreFuture<'a, Renewal>;
 
     /// The unexpired records of 2025-11-25 session `session`, by `seq` then id (leases applied
     /// as in [`get`](Self::get)).

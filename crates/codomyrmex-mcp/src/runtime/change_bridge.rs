@@ -104,10 +104,16 @@ mod tests {
         }
         a_resources.notify_updated("mem://doc");
         let next = tokio::time::timeout(Duration::from_secs(30), heard_on_b.next()).await;
-        assert_eq!(next.unwrap(), Some(ServerEvent::ResourceUpdated("mem://doc".into())));
+        assert_eq!(
+            next.unwrap(),
+            Some(ServerEvent::ResourceUpdated("mem://doc".into()))
+        );
         // a hears its own change once, from its registry: not again from the bus.
         let own = tokio::time::timeout(Duration::from_secs(30), heard_on_a.next()).await;
-        assert_eq!(own.unwrap(), Some(ServerEvent::ResourceUpdated("mem://doc".into())));
+        assert_eq!(
+            own.unwrap(),
+            Some(ServerEvent::ResourceUpdated("mem://doc".into()))
+        );
         let handler = |_: codomyrmex_mcp_core::schema::JsonObject| async {
             codomyrmex_mcp_core::registry::ToolOutput::content(vec![])
         };

@@ -19,8 +19,8 @@ mod task_sync;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-pub use driver::{Drive, drive, run, settle};
 pub use change_bridge::{ChangeBridgeHandle, spawn_change_bridge};
+pub use driver::{Drive, drive, run, settle};
 pub use task_sync::{TaskSyncHandle, spawn_task_sync};
 
 use codomyrmex_mcp_core::platform::{DefaultPlatform, Entropy, EntropyError, Platform, TimeSource};

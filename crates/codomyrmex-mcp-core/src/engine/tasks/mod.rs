@@ -46,9 +46,9 @@ use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage};
 mod methods;
 mod runner;
 mod shared;
-mod store;
 #[cfg(test)]
 mod shared_tests;
+mod store;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -455,9 +455,8 @@ impl TaskEntry {
 
     /// 2025-11-25 `tasks/result` of a finished task: what the call would have returned.
     fn final_result(&self) -> Option<Result<Value, ErrorObject>> {
-        if lock(&self.state).outcome.is_none() {
-            return None;
-        }
+        // No outcome yet: no result (and no record to make).
+        lock(&self.state).outcome.as_ref()?;
         shared::final_of(&self.record("", Duration::ZERO, 0))
     }
 }

@@ -291,14 +291,16 @@ impl Engine {
             return error(&id, ErrorObject::internal("Could not create a task"));
         };
         let legacy = scope.era == Era::Legacy;
-        let entry = Arc::new(TaskEntry::new(
-            task_id,
-            plan.reservation.seq,
-            plan.ttl,
-            Owner::of(scope.era, session),
-            self.shared.platform.time.clone(),
-        )
-        .tracked(self.shared.tasks.tracking()));
+        let entry = Arc::new(
+            TaskEntry::new(
+                task_id,
+                plan.reservation.seq,
+                plan.ttl,
+                Owner::of(scope.era, session),
+                self.shared.platform.time.clone(),
+            )
+            .tracked(self.shared.tasks.tracking()),
+        );
         let Prepared {
             guard,
             context,
@@ -400,8 +402,9 @@ impl Engine {
         .blocking(blocking)
         .publishing(self.task_sync().map(|sync| {
             let id = entry.id.clone();
-            Box::new(move || Box::pin(async move { sync.publish(&id).await }) as BoxFuture<'static, ()>)
-                as crate::invocation::Publish
+            Box::new(move || {
+                Box::pin(async move { sync.publish(&id).await }) as BoxFuture<'static, ()>
+            }) as crate::invocation::Publish
         }));
         let store = self.shared.tasks.clone();
         if legacy {

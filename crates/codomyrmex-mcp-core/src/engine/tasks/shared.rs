@@ -35,6 +35,9 @@ pub(crate) struct SharedTasks {
     pub(crate) lease: Duration,
 }
 
+/// The most final records waiting for the driver to write them.
+const MAX_FINALS: usize = 4096;
+
 /// The ids of live tasks changed since the driver last wrote them, and the final records of
 /// tasks that left the live store before it did.
 #[derive(Default)]
@@ -50,8 +53,15 @@ impl Dirty {
         self.signal.bump();
     }
 
+    /// Keeps the last record of a task that left the live store, for the driver to write; at
+    /// most [`MAX_FINALS`] wait (without a driver running, the oldest give way).
     pub(super) fn keep_final(&self, record: TaskRecord) {
-        lock(&self.finals).push(record);
+        let mut finals = lock(&self.finals);
+        if finals.len() >= MAX_FINALS {
+            finals.remove(0);
+        }
+        finals.push(record);
+        drop(finals);
         self.signal.bump();
     }
 }
@@ -138,7 +148,10 @@ pub(super) fn render(r: &TaskRecord, detailed: bool) -> Map<String, Value> {
         obj.insert("statusMessage".into(), json!(m));
     }
     obj.insert("createdAt".into(), json!(iso8601(from_ms(r.created_at))));
-    obj.insert("lastUpdatedAt".into(), json!(iso8601(from_ms(r.updated_at))));
+    obj.insert(
+        "lastUpdatedAt".into(),
+        json!(iso8601(from_ms(r.updated_at))),
+    );
     if r.era == TaskEra::Legacy {
         obj.insert("ttl".into(), json!(r.ttl));
         obj.insert("pollInterval".into(), json!(r.poll_interval));
@@ -149,7 +162,10 @@ pub(super) fn render(r: &TaskRecord, detailed: bool) -> Map<String, Value> {
     if detailed {
         match (&r.outcome, r.status) {
             (None, TaskStatus::InputRequired) => {
-                obj.insert("inputRequests".into(), Value::Object(r.input_requests.clone()));
+                obj.insert(
+                    "inputRequests".into(),
+                    Value::Object(r.input_requests.clone()),
+                );
             }
             (Some(TaskOutcome::Result { value, .. }), _) => {
                 obj.insert("result".into(), value.clone());
@@ -596,7 +612,10 @@ impl TaskSync {
     pub fn stop(&self, id: &str) {
         let mut inner = lock(&self.tasks.inner);
         if let Some(entry) = inner.tasks.get(id).cloned() {
-            entry.finish(Outcome::Cancelled, Some("The task ended on another instance.".into()));
+            entry.finish(
+                Outcome::Cancelled,
+                Some("The task ended on another instance.".into()),
+            );
             inner.take(id);
         }
         lock(&self.tasks.dirty.ids).remove(id);

@@ -38,8 +38,11 @@ fn registry() -> Arc<McpToolRegistry> {
         crate::registry::ToolOutput::content(vec![crate::wire::ContentBlock::text("42")])
     };
     r.register_tool(
-        ToolRegistration::new(ToolDefinition::new("quick", json!({"type": "object"})), quick)
-            .with_settings(settings),
+        ToolRegistration::new(
+            ToolDefinition::new("quick", json!({"type": "object"})),
+            quick,
+        )
+        .with_settings(settings),
     )
     .unwrap();
     Arc::new(r)
@@ -124,7 +127,10 @@ async fn a_modern_task_is_polled_and_cancelled_from_another_instance() {
     assert_eq!(seen["status"], "working", "{seen}");
     assert_eq!(seen["taskId"], id);
     let local = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(local, seen, "the owner and another instance show the same task");
+    assert_eq!(
+        local, seen,
+        "the owner and another instance show the same task"
+    );
 
     let ack = modern(&c.b, "tasks/cancel", json!({"taskId": id})).await;
     assert_eq!(ack["resultType"], "complete", "{ack}");
@@ -149,13 +155,21 @@ async fn the_tasks_of_an_instance_that_stopped_fail_within_the_lease() {
     sync(&c.a).await; // alive: renewed
     c.time.advance(LEASE - Duration::from_millis(1));
     let alive = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(alive["status"], "working", "renewed, so still working: {alive}");
+    assert_eq!(
+        alive["status"], "working",
+        "renewed, so still working: {alive}"
+    );
     // Instance a stops renewing (it died); one lease after its last renewal the task fails.
     c.time.advance(Duration::from_millis(1));
     let failed = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert_eq!(failed["statusMessage"], OWNER_STOPPED);
-    assert!(failed["error"]["message"].as_str().unwrap().contains(OWNER_STOPPED));
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(OWNER_STOPPED)
+    );
     // An owner that was only stalled does not bring it back: it stops the work.
     let entry = c.a.shared.tasks.get(id.as_str().unwrap()).unwrap();
     sync(&c.a).await;
@@ -203,5 +217,11 @@ async fn a_legacy_task_is_polled_listed_and_fetched_from_another_instance() {
     assert_eq!(other["error"]["code"], -32602, "{other}");
     let none = send(&c.b, &stranger, "tasks/list", json!({})).await;
     assert_eq!(none["tasks"], json!([]), "{none}");
-    assert!(c.store.get(id.as_str().unwrap(), 0).await.unwrap().is_some());
+    assert!(
+        c.store
+            .get(id.as_str().unwrap(), 0)
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
