@@ -42,7 +42,24 @@ fn registry() -> Arc<McpToolRegistry> {
             ToolDefinition::new("quick", json!({"type": "object"})),
             quick,
         )
-        .with_settings(settings),
+        .with_settings(settings.clone()),
+    )
+    .unwrap();
+    let ask = |_: crate::schema::JsonObject, cx: crate::context::ToolContext| async move {
+        cx.start_task();
+        let form = crate::context::InputRequest::form("Name?", json!({"type": "object"}));
+        match cx.input("confirm", form).await {
+            Ok(answer) => {
+                crate::registry::ToolOutput::content(vec![crate::wire::ContentBlock::text(
+                    format!("confirmed by {}", answer["content"]["name"]),
+                )])
+            }
+            Err(e) => crate::registry::ToolOutput::failure(e.into()),
+        }
+    };
+    r.register_tool(
+        ToolRegistration::new(ToolDefinition::new("ask", json!({"type": "object"})), ask)
+            .with_settings(settings),
     )
     .unwrap();
     Arc::new(r)
@@ -223,5 +240,56 @@ async fn a_legacy_task_is_polled_listed_and_fetched_from_another_instance() {
             .await
             .unwrap()
             .is_some()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn input_asked_on_one_instance_is_answered_through_another() {
+    let c = cluster();
+    let mut params = json!({"name": "ask", "arguments": {}});
+    params["_meta"] = json!({
+        META_PROTOCOL_VERSION: "2026-07-28",
+        META_CLIENT_CAPABILITIES: {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}},
+    });
+    let created = send(&c.a, &c.a.new_stateless_session(), "tools/call", params).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].clone();
+    // Until a's tool has asked and a has written it (no real time passes).
+    let mut parked = Value::Null;
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+        sync(&c.a).await;
+        parked = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+        if parked["status"] == "input_required" {
+            break;
+        }
+    }
+    assert_eq!(parked["status"], "input_required", "{parked}");
+    assert_eq!(
+        parked["inputRequests"]["confirm"]["method"], "elicitation/create",
+        "{parked}"
+    );
+    let answers = json!({"confirm": {"action": "accept", "content": {"name": "Ada"}}});
+    let ack = modern(
+        &c.b,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": answers}),
+    )
+    .await;
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    // a hears the answer at its next renewal; the tool finishes; b reads the result.
+    let mut done = Value::Null;
+    for _ in 0..100 {
+        sync(&c.a).await;
+        tokio::task::yield_now().await;
+        done = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+        if done["status"] == "completed" {
+            break;
+        }
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "confirmed by \"Ada\"",
+        "{done}"
     );
 }
