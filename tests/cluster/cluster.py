@@ -20,7 +20,9 @@ ports, then checks, through nginx:
 - SSE resumption on another instance and an elicitation answered on another instance
   (`streams_checks.py`, against the instances directly).
 
-Not checked yet (issue #16): tasks and `subscriptions/listen` across instances.
+- tasks polled from every instance, a task whose owner got SIGKILL failing within the lease,
+  and `subscriptions/listen` on one instance seeing a change made through another
+  (`tasks_checks.py`, against the instances directly).
 Everything it starts is stopped on exit. Exits non-zero on the first mismatch.
 """
 
@@ -43,6 +45,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 import streams_checks
+import tasks_checks
 
 TOKEN = "cluster-" + os.urandom(8).hex()
 TOOL = "codomyrmex.list_registered_tools"
@@ -225,6 +228,7 @@ def run(binary: str) -> None:
             CODOMYRMEX_MCP_AUTH_TOKEN=TOKEN,
             CODOMYRMEX_MCP_STORE=f"redis://127.0.0.1:{redis_port}/0",
             CODOMYRMEX_MCP_DEMO_TOOLS="1",
+            **tasks_checks.ENV,
         )
         instances = []
         for port in ports:
@@ -255,6 +259,8 @@ def run(binary: str) -> None:
         asyncio.run(asyncio.wait_for(check_legacy_session(url, 3 * INSTANCES, "before the kill"), timeout=60))
         direct = [f"http://127.0.0.1:{p}/mcp" for p in ports]
         asyncio.run(asyncio.wait_for(streams_checks.run(direct, TOKEN), timeout=60))
+        asyncio.run(asyncio.wait_for(tasks_checks.check_task_polled_everywhere(direct, TOKEN), timeout=120))
+        asyncio.run(asyncio.wait_for(tasks_checks.check_listen_sees_other_instance(direct, TOKEN), timeout=120))
 
         victim = instances[1]
         before, after, failures = asyncio.run(asyncio.wait_for(load(url, victim), timeout=120))
@@ -272,6 +278,10 @@ def run(binary: str) -> None:
         asyncio.run(asyncio.wait_for(check_store_down(url), timeout=60))
         start_redis()
         asyncio.run(asyncio.wait_for(check_store_back(url), timeout=90))
+
+        # Last: it kills a second instance (the first one's tasks are gone with Redis's restart).
+        asyncio.run(asyncio.wait_for(
+            tasks_checks.check_owner_killed([direct[0], direct[2]], instances[2], 1, TOKEN), timeout=120))
 
         served = served_by(scratch / "access.log")
         for port in ports:
@@ -299,7 +309,7 @@ if __name__ == "__main__":
     except TimeoutError:
         print("MISMATCH: the cluster run did not finish in time", file=sys.stderr)
         sys.exit(1)
-    except Mismatch as e:
+    except (Mismatch, tasks_checks.TaskMismatch) as e:
         print(f"MISMATCH: {e}", file=sys.stderr)
         sys.exit(1)
     print("cluster: all checks passed")

@@ -78,6 +78,13 @@ pub fn server_with_key(
         RESOURCE_PREFIX,
         MAX_WALKED_ENTRIES,
     ));
+    if tools::test_tools::enabled() {
+        tracing::warn!(
+            "{}=1: the test tools are registered",
+            tools::test_tools::ENV
+        );
+        tools::test_tools::register(&registry, &resources).map_err(|e| e.to_string())?;
+    }
     let prompts = Arc::new(McpPromptRegistry::new());
     prompts.add(
         PromptDefinition::new(
@@ -187,6 +194,16 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
         (None, _) => None,
     };
     let server = server_with_key(&config, shared.as_ref().map(|s| s.request_state_key))?;
+    // Task records through the store: the work stays here, leased for TASK_LEASE at a time.
+    // Changes made here go out on the store's change bus, and those of others come in.
+    let instance = instance_name();
+    let (server, _task_sync) = match shared.as_ref() {
+        Some(s) => server.with_task_store(s.tasks.clone(), instance.clone(), TASK_LEASE),
+        None => (server, None),
+    };
+    let _change_bridge = shared.as_ref().map(|s| {
+        codomyrmex_mcp::runtime::spawn_change_bridge(server.engine(), s.changes.clone(), instance)
+    });
     tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
     // SIGINT and SIGTERM end the input like EOF does (stdio) or stop accepting (HTTP); the
     // in-flight calls get their grace period, a second signal exits at once.
@@ -211,11 +228,33 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     }
 }
 
+/// How long this instance's lease on its running tasks lasts: if it dies, other instances
+/// see those tasks fail at most this long after its last renewal (renewed every second).
+const TASK_LEASE: Duration = Duration::from_secs(10);
+
+/// This instance's name in the task records it owns: the host, the process and a random
+/// part (a restarted process on the same host is another owner).
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().chars().take(64).collect::<String>())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    let tag: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{host}-{}-{tag}", std::process::id())
+}
+
 /// What instances sharing a store share.
 struct Shared {
     stores: SharedStores,
     /// The `requestState` sealing key, the same on every instance.
     request_state_key: [u8; 32],
+    /// Task records, so that `tasks/*` work from any instance.
+    tasks: Arc<dyn codomyrmex_mcp::task_store::TaskStore>,
+    /// List changes and resource updates between instances.
+    changes: Arc<dyn codomyrmex_mcp::change_bus::ChangeBus>,
 }
 
 /// The stores the HTTP transport uses when instances share them.
@@ -232,7 +271,8 @@ pub struct SharedStores {
 #[cfg(feature = "redis")]
 async fn connect_store(url: &StoreUrl, http: &HttpSettings) -> Result<Shared, String> {
     use codomyrmex_mcp_redis::{
-        EventBounds, RedisBus, RedisConnection, RedisEventStore, RedisSessionStore,
+        EventBounds, RedisBus, RedisChangeBus, RedisConnection, RedisEventStore,
+        RedisSessionStore, RedisTaskStore,
     };
     let conn = RedisConnection::connect(url.expose())
         .await
@@ -262,9 +302,11 @@ async fn connect_store(url: &StoreUrl, http: &HttpSettings) -> Result<Shared, St
     tracing::info!(
         store = %url.redacted(),
         instance = bus.instance(),
-        "sessions, SSE history, the message bus and the requestState key are shared through the store"
+        "sessions, SSE history, tasks, changes, the message bus and the requestState key are shared through the store"
     );
     Ok(Shared {
+        tasks: Arc::new(RedisTaskStore::new(conn.clone())),
+        changes: Arc::new(RedisChangeBus::new(conn.clone())),
         stores: SharedStores {
             sessions: Arc::new(RedisSessionStore::new(conn.clone())),
             events: Arc::new(RedisEventStore::new(conn, bounds)),

@@ -206,6 +206,11 @@ impl Timers {
     }
 }
 
+/// What a driver awaits before it sends a detached invocation's early answer: the new task's
+/// record written to a shared task store, so that every instance finds the task the client
+/// is told about.
+pub type Publish = Box<dyn FnOnce() -> crate::platform::BoxFuture<'static, ()> + Send>;
+
 /// One handler call for a driver to carry out. Dropping it drops the work, which cancels the
 /// request.
 pub struct Invocation {
@@ -219,6 +224,7 @@ pub struct Invocation {
     complete: Completion,
     detach: Detach,
     timers: Option<Timers>,
+    publish: Option<Publish>,
 }
 
 /// An [`Invocation`] taken apart by its driver.
@@ -243,6 +249,8 @@ pub struct InvocationParts {
     /// The engine's timers, when the work outlives its request (task work): the driver keeps
     /// one timer running for them.
     pub timers: Option<Timers>,
+    /// Awaited before a detached invocation's early answer is sent, if any.
+    pub publish: Option<Publish>,
 }
 
 impl Invocation {
@@ -286,6 +294,7 @@ impl Invocation {
             complete,
             detach: Detach::Never,
             timers: None,
+            publish: None,
         }
     }
 
@@ -293,6 +302,12 @@ impl Invocation {
     pub(crate) fn detached(mut self, detach: Detach, timers: Timers) -> Self {
         self.detach = detach;
         self.timers = Some(timers);
+        self
+    }
+
+    /// Has the driver await `publish` before it sends the early answer.
+    pub(crate) fn publishing(mut self, publish: Option<Publish>) -> Self {
+        self.publish = publish;
         self
     }
 
@@ -339,6 +354,7 @@ impl Invocation {
             complete: self.complete,
             detach: self.detach,
             timers: self.timers,
+            publish: self.publish,
         }
     }
 }
@@ -374,6 +390,7 @@ pub(crate) mod testing {
             complete,
             detach,
             timers,
+            publish,
             ..
         } = invocation.into_parts();
         if let Some(timers) = timers {
@@ -386,6 +403,9 @@ pub(crate) mod testing {
             Detach::Never => finished.await,
             Detach::Now(reply) => {
                 tokio::spawn(finished);
+                if let Some(publish) = publish {
+                    publish().await;
+                }
                 Some(reply)
             }
             Detach::OnFirstPending(early) => {
@@ -394,6 +414,11 @@ pub(crate) mod testing {
                     Poll::Pending => {
                         let reply = early();
                         tokio::spawn(finished);
+                        if reply.is_some()
+                            && let Some(publish) = publish
+                        {
+                            publish().await;
+                        }
                         reply
                     }
                 }

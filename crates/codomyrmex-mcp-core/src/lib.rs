@@ -19,6 +19,7 @@
 //!   own driver.
 #![warn(missing_docs)]
 
+pub mod change_bus;
 pub mod config;
 pub mod context;
 pub mod engine;
@@ -33,6 +34,7 @@ pub mod resources;
 mod round;
 pub mod schema;
 pub mod sync;
+pub mod task_store;
 mod tool_content;
 mod tool_support;
 pub mod uri_template;

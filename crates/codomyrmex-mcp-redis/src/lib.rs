@@ -9,7 +9,11 @@
 //!   the stream's pub/sub channel, so a reader on any instance follows it;
 //! - [`RedisBus`]: routing of client answers and cancellations to the instance whose call
 //!   waits ([`MessageBus`]), through pub/sub with the owners of pending requests recorded
-//!   with a TTL.
+//!   with a TTL;
+//! - [`RedisTaskStore`]: task records ([`TaskStore`]), so that `tasks/*` work from any
+//!   instance, with the owners' leases, and cancels and `tasks/update` answers queued for them;
+//! - [`RedisChangeBus`]: list changes and resource updates between instances (`ChangeBus`,
+//!   over pub/sub).
 //!
 //! Every operation that reads and writes is one Lua script, so it is atomic across instances.
 //! Both stores share one [`ConnectionManager`], which reconnects by itself after Redis goes
@@ -25,18 +29,23 @@
 //! [`SessionStore`]: codomyrmex_mcp::store::SessionStore
 //! [`EventStore`]: codomyrmex_mcp::store::EventStore
 //! [`MessageBus`]: codomyrmex_mcp::store::MessageBus
+//! [`TaskStore`]: codomyrmex_mcp::task_store::TaskStore
 //! [`StoreError::Unavailable`]: codomyrmex_mcp::store::StoreError::Unavailable
 
 #![warn(missing_docs)]
 
 mod bus;
+mod changes;
 mod events;
 mod pubsub;
 mod session;
+mod tasks;
 
 pub use bus::RedisBus;
+pub use changes::RedisChangeBus;
 pub use events::{EventBounds, RedisEventStore};
 pub use session::RedisSessionStore;
+pub use tasks::RedisTaskStore;
 
 use codomyrmex_mcp::store::{StoreError, redact_url as redact};
 use redis::aio::{ConnectionLike, ConnectionManager};

@@ -200,3 +200,40 @@ async fn each_session_operation_costs_the_round_trips_the_docs_say() {
     assert_eq!(trips(before), 1, "DELETE: one");
     assert_eq!(store.round_trips(), Some(conn.round_trips()));
 }
+
+#[tokio::test]
+async fn the_redis_task_store_keeps_the_contract() {
+    let redis = start_redis();
+    let store = codomyrmex_mcp_redis::RedisTaskStore::new(connect(&redis, "t-tasks").await);
+    codomyrmex_mcp::task_store::contract::task_store(&store).await;
+}
+
+/// Two instances' views of one task: what one writes (and a cancel, a lapsed lease) the
+/// other reads, through separate connections.
+#[tokio::test]
+async fn task_records_are_shared_between_connections() {
+    use codomyrmex_mcp::task_store::{OWNER_STOPPED, TaskEra, TaskRecord, TaskStatus, TaskStore};
+    let redis = start_redis();
+    let a = codomyrmex_mcp_redis::RedisTaskStore::new(connect(&redis, "t-share").await);
+    let b = codomyrmex_mcp_redis::RedisTaskStore::new(connect(&redis, "t-share").await);
+    let r = TaskRecord::new("x", "a", TaskEra::Modern, 1_000, 60_000, 500, 5_000);
+    assert!(a.put(r).await.unwrap());
+    assert_eq!(
+        b.get("x", 2_000).await.unwrap().unwrap().status,
+        TaskStatus::Working
+    );
+    let failed = b.get("x", 5_000).await.unwrap().unwrap();
+    assert_eq!(failed.status_message.as_deref(), Some(OWNER_STOPPED));
+    assert_eq!(
+        a.renew(&["x".into()], 9_000).await.unwrap().stop,
+        vec!["x".to_owned()]
+    );
+}
+
+#[tokio::test]
+async fn the_redis_change_bus_keeps_the_contract() {
+    let redis = start_redis();
+    let a = codomyrmex_mcp_redis::RedisChangeBus::new(connect(&redis, "t-bus").await);
+    let b = codomyrmex_mcp_redis::RedisChangeBus::new(connect(&redis, "t-bus").await);
+    codomyrmex_mcp::change_bus::contract::change_bus(&a, &b).await;
+}

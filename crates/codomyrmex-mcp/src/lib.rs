@@ -63,8 +63,8 @@ pub mod transport;
 #[doc(hidden)]
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
-    config, context, engine, invocation, platform, prompts, registry, resources, schema, sync,
-    uri_template, wire,
+    change_bus, config, context, engine, invocation, platform, prompts, registry, resources,
+    schema, sync, task_store, uri_template, wire,
 };
 
 pub use client::{ClientError, McpClient};

@@ -55,6 +55,21 @@ impl McpServer {
         self
     }
 
+    /// This server, sharing its task records with other instances through `store` (see
+    /// [`crate::task_store`]), as `instance`, with leases of `lease`; starts the driver's task
+    /// sync ([`crate::runtime::spawn_task_sync`]), which runs while the returned handle is
+    /// held. Call it while setting up, inside a tokio runtime, before serving.
+    pub fn with_task_store(
+        mut self,
+        store: Arc<dyn crate::task_store::TaskStore>,
+        instance: impl Into<String>,
+        lease: std::time::Duration,
+    ) -> (Self, Option<crate::runtime::TaskSyncHandle>) {
+        self.engine = self.engine.with_task_store(store, instance, lease);
+        let sync = crate::runtime::spawn_task_sync(&self.engine);
+        (self, sync)
+    }
+
     /// The protocol engine, for transports and tests.
     pub fn engine(&self) -> &Engine {
         &self.engine

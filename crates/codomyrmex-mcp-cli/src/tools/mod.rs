@@ -31,6 +31,7 @@ pub mod model_text;
 pub mod process;
 pub mod sandbox;
 pub mod shell;
+pub mod test_tools;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -32,6 +32,7 @@ pub struct EngineBuilder {
     pub(super) sealer: Option<Arc<Sealer>>,
     pub(super) time: Option<Arc<dyn TimeSource>>,
     pub(super) entropy: Option<Arc<dyn Entropy>>,
+    pub(super) shared_tasks: Option<tasks::SharedTasks>,
 }
 
 impl std::fmt::Debug for EngineBuilder {
@@ -58,6 +59,26 @@ impl EngineBuilder {
     /// Sets the task limits.
     pub fn task_config(mut self, config: TaskConfig) -> Self {
         self.tasks = config;
+        self
+    }
+
+    /// Shares this engine's task records through `store` with other instances (see
+    /// [`task_store`](crate::task_store)): `tasks/*` requests for a task another instance
+    /// runs are answered from its record; this engine's records name it `instance` and are
+    /// leased for `lease` at a time. The driver writes and renews them
+    /// ([`Engine::task_sync`]); without one running, leases lapse and other instances see the
+    /// tasks fail. Without this, tasks stay in this engine's memory.
+    pub fn task_store(
+        mut self,
+        store: Arc<dyn crate::task_store::TaskStore>,
+        instance: impl Into<String>,
+        lease: std::time::Duration,
+    ) -> Self {
+        self.shared_tasks = Some(tasks::SharedTasks {
+            store,
+            instance: instance.into(),
+            lease: lease.max(std::time::Duration::from_millis(100)),
+        });
         self
     }
 
@@ -97,6 +118,7 @@ impl EngineBuilder {
         let tasks = Arc::new(tasks::TaskStore::new(
             self.tasks.clone(),
             self.resolved_platform(),
+            self.shared_tasks.clone(),
         ));
         self.build_sharing_tasks(tasks)
     }
@@ -113,6 +135,7 @@ impl EngineBuilder {
             sealer,
             time: _,
             entropy: _,
+            shared_tasks: _,
         } = self;
         let server_info = Implementation::new(config.name.clone(), config.version.clone());
         let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
@@ -141,6 +164,7 @@ impl EngineBuilder {
                 platform,
                 sealer,
                 tasks,
+                announced: crate::sync::Broadcast::new(1024),
             }),
         }
     }

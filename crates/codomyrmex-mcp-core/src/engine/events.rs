@@ -26,6 +26,8 @@ pub struct EventStream {
     pub(crate) prompts: Option<Changes>,
     pub(crate) resources: Option<Changes>,
     pub(crate) updates: Option<Receiver<ResourceEvent>>,
+    /// Changes announced by other instances ([`Engine::announce`](super::Engine::announce)).
+    pub(crate) remote: Option<Receiver<ServerEvent>>,
 }
 
 impl std::fmt::Debug for EventStream {
@@ -58,6 +60,12 @@ impl EventStream {
                     None => std::future::pending().await,
                 }
             };
+            let remote = async {
+                match &mut self.remote {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             let got = futures_util::select! {
                 r = self.tools.changed().fuse() => {
                     if r.is_err() {
@@ -68,6 +76,14 @@ impl EventStream {
                 p = changed(&mut self.prompts).fuse() => if p { return Some(ServerEvent::PromptsListChanged) } else { None },
                 r = changed(&mut self.resources).fuse() => if r { return Some(ServerEvent::ResourcesListChanged) } else { None },
                 u = updates.fuse() => Some(u),
+                r = remote.fuse() => match r {
+                    Recv::Value(event) => return Some(event),
+                    Recv::Lagged(_) => None,
+                    Recv::Closed => {
+                        self.remote = None;
+                        None
+                    }
+                },
             };
             match got {
                 Some(Recv::Value(ResourceEvent::Updated(uri))) => {

@@ -53,7 +53,7 @@ use policy::{ExecutionPolicy, Gate, HandlerKind};
 use results::blocks_value;
 pub use session::Session;
 
-pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig};
+pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig, TaskSync};
 
 /// `_meta` key: the request's protocol version (modern era).
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -127,6 +127,8 @@ struct Shared {
     /// Created once per engine: every `requestState` it hands out stays verifiable.
     sealer: Arc<Sealer>,
     tasks: Arc<tasks::TaskStore>,
+    /// Changes other instances announced, for this engine's event streams.
+    announced: crate::sync::Broadcast<ServerEvent>,
     /// Spawning, timers, the clock and entropy: the core's only way to them.
     platform: crate::platform::Platform,
 }
@@ -164,6 +166,7 @@ impl Engine {
             sealer: None,
             time: None,
             entropy: None,
+            shared_tasks: None,
         }
     }
 
@@ -180,6 +183,7 @@ impl Engine {
             sealer: Some(s.sealer.clone()),
             time: Some(s.platform.time.clone()),
             entropy: Some(s.platform.entropy.clone()),
+            shared_tasks: s.tasks.shared.clone(),
         }
     }
 
@@ -213,6 +217,20 @@ impl Engine {
 
     /// A stream of list changes and resource updates, for transports to relay.
     pub fn events(&self) -> EventStream {
+        let mut events = self.local_events();
+        events.remote = Some(self.shared.announced.subscribe());
+        events
+    }
+
+    /// Relays `event`, a change another instance announced (see [`crate::change_bus`]), to
+    /// this engine's listeners as if it were its own; this engine's registries do not change.
+    pub fn announce(&self, event: ServerEvent) {
+        self.shared.announced.send(event);
+    }
+
+    /// The changes of this engine's own registries only, without those of other instances
+    /// ([`announce`](Self::announce)): what a change bus publishes.
+    pub fn local_events(&self) -> EventStream {
         let mut tools = self.shared.registry.subscribe();
         tools.mark_unchanged();
         EventStream {
@@ -232,6 +250,7 @@ impl Engine {
                 .resources
                 .as_ref()
                 .map(|r| r.subscribe_updates()),
+            remote: None,
         }
     }
 

@@ -38,6 +38,9 @@ pub struct Session {
     /// What the ids of this session's server-to-client requests start with after `srv-`
     /// (an instance's name when several instances serve the session: ids stay unique).
     request_prefix: std::sync::OnceLock<String>,
+    /// The id clients address this session by (HTTP's `Mcp-Session-Id`), when it has one:
+    /// 2025-11-25 task records name it, so another instance knows whose tasks they are.
+    key: std::sync::OnceLock<String>,
 }
 
 /// The most requests one session may have in flight (running or waiting for a permit).
@@ -159,6 +162,7 @@ impl Session {
             subscriptions: Mutex::new(std::collections::HashSet::new()),
             one_shot: false,
             request_prefix: std::sync::OnceLock::new(),
+            key: std::sync::OnceLock::new(),
         }
     }
 
@@ -185,6 +189,18 @@ impl Session {
     /// Whether the session subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
         lock(&self.subscriptions).contains(uri)
+    }
+
+    /// Names the session by the id clients address it with (HTTP's `Mcp-Session-Id`); set
+    /// once, later calls are ignored. 2025-11-25 tasks shared through a task store are listed
+    /// and found by it from any instance.
+    pub fn set_key(&self, key: &str) {
+        let _ = self.key.set(key.to_owned());
+    }
+
+    /// The id set with [`set_key`](Self::set_key), if any.
+    pub fn key(&self) -> Option<&str> {
+        self.key.get().map(String::as_str)
     }
 
     /// Attaches the authenticated caller (HTTP).

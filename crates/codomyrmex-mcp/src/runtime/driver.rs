@@ -82,6 +82,7 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
         complete,
         detach,
         timers,
+        publish,
         ..
     } = invocation.into_parts();
     let policied = Policied {
@@ -98,6 +99,9 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
     match detach {
         Detach::Now(reply) => {
             spawn(finished);
+            if let Some(publish) = publish {
+                publish().await;
+            }
             Some(reply)
         }
         Detach::OnFirstPending(early) => {
@@ -107,6 +111,11 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
                 Poll::Pending => {
                     let reply = early();
                     spawn(finished);
+                    if reply.is_some()
+                        && let Some(publish) = publish
+                    {
+                        publish().await;
+                    }
                     reply
                 }
             }

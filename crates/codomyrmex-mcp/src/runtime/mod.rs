@@ -12,12 +12,16 @@
 //!
 //! It is not an executor: the work runs on the tokio runtime the caller is in.
 
+mod change_bridge;
 mod driver;
+mod task_sync;
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+pub use change_bridge::{ChangeBridgeHandle, spawn_change_bridge};
 pub use driver::{Drive, drive, run, settle};
+pub use task_sync::{TaskSyncHandle, spawn_task_sync};
 
 use codomyrmex_mcp_core::platform::{DefaultPlatform, Entropy, EntropyError, Platform, TimeSource};
 

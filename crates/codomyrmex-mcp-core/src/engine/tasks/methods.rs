@@ -42,6 +42,9 @@ impl Engine {
     ) -> Handled {
         // A server with no task-supporting tool (and no task left) offers no tasks methods.
         let served = self.shared.registry.supports_tasks() || self.shared.tasks.len() > 0;
+        if served && let Some(handled) = self.shared_tasks(session, &id, method, params, scope) {
+            return handled;
+        }
         let result = match scope.era {
             _ if !served => Err(ErrorObject::method_not_found(method)),
             Era::Modern => self.modern_tasks(session, method, params, scope),
@@ -83,21 +86,7 @@ impl Engine {
         match method {
             "tasks/get" => Ok(Value::Object(entry.json(&self.shared.tasks.config, true))),
             "tasks/update" => {
-                let responses = match params.get("inputResponses") {
-                    Some(Value::Object(r)) => r,
-                    _ => {
-                        return Err(ErrorObject::invalid_params(
-                            "tasks/update: inputResponses must be an object",
-                        ));
-                    }
-                };
-                if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
-                    let key: String = key.chars().take(64).collect();
-                    return Err(ErrorObject::invalid_params(format!(
-                        "inputResponses[{key:?}] must be the result object of its request"
-                    )));
-                }
-                entry.update(responses);
+                entry.update(input_responses(params)?);
                 Ok(json!({}))
             }
             // Idempotent: cancelling a finished task is acknowledged too.
@@ -105,6 +94,48 @@ impl Engine {
                 let _ = entry.cancel();
                 Ok(json!({}))
             }
+        }
+    }
+
+    /// A `tasks/*` request that a shared task store answers: a task this instance does not
+    /// hold (another instance may run it), or a 2025-11-25 `tasks/list` of a session other
+    /// instances serve too. `None`: this instance answers from its own tasks.
+    fn shared_tasks(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        method: &str,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Option<Handled> {
+        let shared = self.shared.tasks.shared.as_ref()?;
+        match scope.era {
+            Era::Modern => {
+                if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
+                    || !declares_extension(&scope.client_capabilities)
+                {
+                    return None;
+                }
+                let remote = self.remote_task(session, Era::Modern, params)?;
+                let responses = match method {
+                    "tasks/update" => match input_responses(params) {
+                        Ok(r) => Some(r.clone()),
+                        Err(e) => return Some(error(id, e)),
+                    },
+                    _ => None,
+                };
+                Some(self.remote_modern(session, id.clone(), method, remote, responses, scope))
+            }
+            Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => None,
+            Era::Legacy if method == "tasks/list" => {
+                let key = session.key()?.to_owned();
+                Some(self.shared_list(session, id.clone(), params, shared.store.clone(), key))
+            }
+            Era::Legacy if matches!(method, "tasks/get" | "tasks/cancel" | "tasks/result") => {
+                let remote = self.remote_task(session, Era::Legacy, params)?;
+                Some(self.remote_legacy(session, id.clone(), method, remote))
+            }
+            Era::Legacy => None,
         }
     }
 
@@ -285,8 +316,36 @@ impl Engine {
         self.rebuild().task_config(config).build()
     }
 
+    /// This engine with its task records shared through `store` (see
+    /// [`EngineBuilder::task_store`](crate::engine::EngineBuilder::task_store)). Call it while
+    /// setting up, before serving: tasks created before are not carried over.
+    pub fn with_task_store(
+        &self,
+        store: Arc<dyn crate::task_store::TaskStore>,
+        instance: impl Into<String>,
+        lease: std::time::Duration,
+    ) -> Self {
+        self.rebuild().task_store(store, instance, lease).build()
+    }
+
     /// The task limits.
     pub fn task_config(&self) -> &TaskConfig {
         self.shared.tasks.config()
     }
+}
+
+/// The `inputResponses` of a `tasks/update`: an object of result objects.
+fn input_responses(params: &Map<String, Value>) -> Result<&Map<String, Value>, ErrorObject> {
+    let Some(Value::Object(responses)) = params.get("inputResponses") else {
+        return Err(ErrorObject::invalid_params(
+            "tasks/update: inputResponses must be an object",
+        ));
+    };
+    if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
+        let key: String = key.chars().take(64).collect();
+        return Err(ErrorObject::invalid_params(format!(
+            "inputResponses[{key:?}] must be the result object of its request"
+        )));
+    }
+    Ok(responses)
 }

@@ -45,12 +45,17 @@ use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage};
 
 mod methods;
 mod runner;
+mod shared;
+#[cfg(test)]
+mod shared_tests;
 mod store;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod timer_tests;
 
+pub(crate) use shared::SharedTasks;
+pub use shared::TaskSync;
 pub(crate) use store::TaskStore;
 use store::*;
 
@@ -147,6 +152,8 @@ enum Owner {
     Legacy {
         session: Weak<Session>,
         principal: Option<String>,
+        /// The session's key (`Mcp-Session-Id`), by which other instances recognise it.
+        key: Option<String>,
     },
 }
 
@@ -158,6 +165,7 @@ impl Owner {
             Era::Legacy => Self::Legacy {
                 session: Arc::downgrade(session),
                 principal,
+                key: session.key().map(str::to_owned),
             },
         }
     }
@@ -169,6 +177,7 @@ impl Owner {
             Self::Legacy {
                 session: s,
                 principal: p,
+                ..
             } => {
                 era == Era::Legacy
                     && std::ptr::eq(s.as_ptr(), Arc::as_ptr(session))
@@ -226,6 +235,8 @@ pub(crate) struct TaskEntry {
     next_waiter: AtomicU64,
     /// The encoded size of the kept result, counted against `max_retained_bytes`.
     size: AtomicUsize,
+    /// With a shared task store: where changes are noted for the driver to write.
+    dirty: Option<Arc<shared::Dirty>>,
 }
 
 impl std::fmt::Debug for TaskEntry {
@@ -302,7 +313,14 @@ impl TaskEntry {
             relay: Arc::new(Relay::default()),
             next_waiter: AtomicU64::new(0),
             size: AtomicUsize::new(0),
+            dirty: None,
         }
+    }
+
+    /// Notes every change in `dirty` (a shared task store's), from now on.
+    fn tracked(mut self, dirty: Option<Arc<shared::Dirty>>) -> Self {
+        self.dirty = dirty;
+        self
     }
 
     #[cfg(test)]
@@ -322,6 +340,9 @@ impl TaskEntry {
     fn touch(&self) {
         lock(&self.state).updated = Some(self.time.wall());
         self.changed.bump();
+        if let Some(dirty) = &self.dirty {
+            dirty.mark(&self.id);
+        }
     }
 
     /// Ends the task with `outcome`, unless it already ended. Returns whether it did.
@@ -429,67 +450,14 @@ impl TaskEntry {
     /// The task object: `Task` of the era, and for a 2026-07-28 `tasks/get` (`detailed`) the
     /// inlined `inputRequests`, `result` or `error`.
     fn json(&self, config: &TaskConfig, detailed: bool) -> Map<String, Value> {
-        let st = lock(&self.state);
-        let status = st.status(self.legacy);
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1);
-        let mut obj = Map::new();
-        obj.insert("taskId".into(), json!(self.id));
-        obj.insert("status".into(), json!(status.as_str()));
-        if let Some(m) = &st.status_message {
-            obj.insert("statusMessage".into(), json!(m));
-        }
-        obj.insert("createdAt".into(), json!(iso8601(self.created)));
-        let updated = st.updated.unwrap_or(self.created);
-        obj.insert("lastUpdatedAt".into(), json!(iso8601(updated)));
-        if self.legacy {
-            obj.insert("ttl".into(), json!(ms(self.ttl)));
-            obj.insert("pollInterval".into(), json!(ms(config.poll_interval)));
-            return obj;
-        }
-        obj.insert("ttlMs".into(), json!(ms(self.ttl)));
-        obj.insert("pollIntervalMs".into(), json!(ms(config.poll_interval)));
-        if detailed {
-            match (&st.outcome, status) {
-                (None, Status::InputRequired) => {
-                    obj.insert("inputRequests".into(), Value::Object(st.pending.clone()));
-                }
-                (Some(Outcome::Result { value, .. }), _) => {
-                    obj.insert("result".into(), value.clone());
-                }
-                (Some(Outcome::Error(e)), _) => {
-                    obj.insert(
-                        "error".into(),
-                        serde_json::to_value(e).unwrap_or_else(|_| json!({})),
-                    );
-                }
-                _ => {}
-            }
-        }
-        obj
+        shared::render(&self.record("", config.poll_interval, 0), detailed)
     }
 
     /// 2025-11-25 `tasks/result` of a finished task: what the call would have returned.
     fn final_result(&self) -> Option<Result<Value, ErrorObject>> {
-        let st = lock(&self.state);
-        Some(match st.outcome.as_ref()? {
-            Outcome::Result { value, .. } => {
-                let mut value = value.clone();
-                if let Value::Object(obj) = &mut value {
-                    let meta = obj
-                        .entry("_meta")
-                        .or_insert_with(|| Value::Object(Map::new()));
-                    if let Value::Object(meta) = meta {
-                        meta.insert(META_RELATED_TASK.into(), json!({"taskId": self.id}));
-                    }
-                }
-                Ok(value)
-            }
-            Outcome::Error(e) => Err(e.clone()),
-            Outcome::Cancelled => Err(ErrorObject::invalid_params(format!(
-                "Task {} was cancelled; it has no result",
-                self.id
-            ))),
-        })
+        // No outcome yet: no result (and no record to make).
+        lock(&self.state).outcome.as_ref()?;
+        shared::final_of(&self.record("", Duration::ZERO, 0))
     }
 }
 

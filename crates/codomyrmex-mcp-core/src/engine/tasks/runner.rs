@@ -291,13 +291,16 @@ impl Engine {
             return error(&id, ErrorObject::internal("Could not create a task"));
         };
         let legacy = scope.era == Era::Legacy;
-        let entry = Arc::new(TaskEntry::new(
-            task_id,
-            plan.reservation.seq,
-            plan.ttl,
-            Owner::of(scope.era, session),
-            self.shared.platform.time.clone(),
-        ));
+        let entry = Arc::new(
+            TaskEntry::new(
+                task_id,
+                plan.reservation.seq,
+                plan.ttl,
+                Owner::of(scope.era, session),
+                self.shared.platform.time.clone(),
+            )
+            .tracked(self.shared.tasks.tracking()),
+        );
         let Prepared {
             guard,
             context,
@@ -396,7 +399,13 @@ impl Engine {
             work,
             complete,
         )
-        .blocking(blocking);
+        .blocking(blocking)
+        .publishing(self.task_sync().map(|sync| {
+            let id = entry.id.clone();
+            Box::new(move || {
+                Box::pin(async move { sync.publish(&id).await }) as BoxFuture<'static, ()>
+            }) as crate::invocation::Publish
+        }));
         let store = self.shared.tasks.clone();
         if legacy {
             if let Some(plan) = lock(&plan).take() {

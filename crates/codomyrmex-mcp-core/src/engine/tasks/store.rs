@@ -28,6 +28,10 @@ pub(crate) struct TaskStore {
     schedule: Generation,
     /// Whether a driver's timer runs for this store.
     armed: Arc<AtomicBool>,
+    /// The store shared with other instances, if any: the records of these tasks go there.
+    pub(crate) shared: Option<super::SharedTasks>,
+    /// What changed since the driver last wrote it (with a shared store).
+    pub(super) dirty: Arc<super::shared::Dirty>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -48,6 +52,8 @@ pub(super) struct StoreInner {
     pub(super) retained: usize,
     /// When to look next for 2025-11-25 tasks whose session is gone (while any still runs).
     pub(super) orphan_check: Option<Instant>,
+    /// With a shared store: where a finished task's last record goes when it leaves here.
+    pub(super) finals: Option<(Arc<super::shared::Dirty>, std::time::Duration)>,
 }
 
 impl StoreInner {
@@ -55,6 +61,11 @@ impl StoreInner {
     pub(super) fn take(&mut self, id: &str) -> Option<Arc<TaskEntry>> {
         let entry = self.tasks.remove(id)?;
         entry.cancel.cancel();
+        if let Some((dirty, poll)) = &self.finals
+            && entry.status().is_terminal()
+        {
+            dirty.keep_final(entry.record("", *poll, 0));
+        }
         self.retained = self
             .retained
             .saturating_sub(entry.size.load(Ordering::Relaxed));
@@ -106,10 +117,14 @@ impl Reservation {
         if entry.legacy && inner.orphan_check.is_none() {
             inner.orphan_check = Some(store.platform.time.now() + SESSION_CHECK);
         }
-        inner.tasks.insert(entry.id.clone(), entry);
+        let id = entry.id.clone();
+        inner.tasks.insert(id.clone(), entry);
         self.armed = false;
         drop(inner);
         store.schedule.bump();
+        if store.shared.is_some() {
+            store.dirty.mark(&id);
+        }
     }
 }
 
@@ -123,14 +138,32 @@ impl Drop for Reservation {
 }
 
 impl TaskStore {
-    pub(crate) fn new(config: TaskConfig, platform: Platform) -> Self {
+    pub(crate) fn new(
+        config: TaskConfig,
+        platform: Platform,
+        shared: Option<super::SharedTasks>,
+    ) -> Self {
+        let dirty = Arc::new(super::shared::Dirty::default());
+        let inner = StoreInner {
+            finals: shared
+                .as_ref()
+                .map(|_| (dirty.clone(), config.poll_interval)),
+            ..StoreInner::default()
+        };
         Self {
             config,
-            inner: Arc::new(Mutex::new(StoreInner::default())),
+            inner: Arc::new(Mutex::new(inner)),
             platform,
             schedule: Generation::new(),
             armed: Arc::new(AtomicBool::new(false)),
+            shared,
+            dirty,
         }
+    }
+
+    /// Where a new entry notes its changes: the dirty set, with a shared store.
+    pub(super) fn tracking(&self) -> Option<Arc<super::shared::Dirty>> {
+        self.shared.as_ref().map(|_| self.dirty.clone())
     }
 
     /// The driver's handle on this store's timers.

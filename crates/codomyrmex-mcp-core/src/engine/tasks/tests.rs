@@ -21,7 +21,7 @@ fn time() -> Arc<dyn TimeSource> {
 }
 
 fn store(config: TaskConfig) -> TaskStore {
-    TaskStore::new(config, crate::platform::testing::platform())
+    TaskStore::new(config, crate::platform::testing::platform(), None)
 }
 
 fn random_id() -> Option<String> {

@@ -354,6 +354,7 @@ impl SessionTable {
         session: Arc<Session>,
     ) -> Result<(String, Arc<HttpSession>), StoreError> {
         let id = new_session_id(self.random)?;
+        session.set_key(&id);
         let now = now_ms();
         let keep = |id: &str| self.is_busy(id);
         let created = self
@@ -434,6 +435,7 @@ impl SessionTable {
             scopes: p.scopes,
         });
         let session = engine.new_session().with_principal(owner);
+        session.set_key(id);
         let level = record
             .log_level
             .and_then(|l| serde_json::from_value(serde_json::Value::String(l)).ok());

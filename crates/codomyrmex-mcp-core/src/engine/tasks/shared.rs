@@ -1,0 +1,623 @@
+//! Tasks across instances: a live task as a [`TaskRecord`], records as the wire shapes of both
+//! eras, the `tasks/*` methods for tasks another instance runs, and [`TaskSync`], the
+//! driver's handle for writing and renewing this instance's records.
+//!
+//! One rendering: a local task is shown by rendering its own record, so a task looks the
+//! same from its owner and from any other instance. The live part (the running future, its
+//! cancellation token, a tool waiting for input, a 2025-11-25 relay) stays on the owner;
+//! another instance reads the record, and its `tasks/cancel` and `tasks/update` reach the
+//! owner through the store at the owner's next lease renewal ([`TaskSync::apply`]).
+//!
+//! No I/O here: the store's futures are awaited inside `Pending` futures and by the driver.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::FutureExt as _;
+use serde_json::{Map, Value, json};
+
+use super::store::TaskStore as LiveTasks;
+use super::*;
+use crate::engine::session::Session;
+use crate::engine::{Engine, Handled, RequestScope, error};
+use crate::sync::{Changes, Generation};
+use crate::task_store::{
+    Renewal, TaskEra, TaskOutcome, TaskRecord, TaskStatus, TaskStore, TaskStoreError,
+};
+use crate::wire::{Era, ErrorObject, OutgoingMessage, RequestId};
+
+/// A task store shared with other instances, as the engine is configured with it.
+#[derive(Clone)]
+pub(crate) struct SharedTasks {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) instance: String,
+    pub(crate) lease: Duration,
+}
+
+/// The most final records waiting for the driver to write them.
+const MAX_FINALS: usize = 4096;
+
+/// The ids of live tasks changed since the driver last wrote them, and the final records of
+/// tasks that left the live store before it did.
+#[derive(Default)]
+pub(super) struct Dirty {
+    ids: Mutex<HashSet<String>>,
+    finals: Mutex<Vec<TaskRecord>>,
+    signal: Generation,
+}
+
+impl Dirty {
+    pub(super) fn mark(&self, id: &str) {
+        lock(&self.ids).insert(id.to_owned());
+        self.signal.bump();
+    }
+
+    /// Keeps the last record of a task that left the live store, for the driver to write; at
+    /// most [`MAX_FINALS`] wait (without a driver running, the oldest give way).
+    pub(super) fn keep_final(&self, record: TaskRecord) {
+        let mut finals = lock(&self.finals);
+        if finals.len() >= MAX_FINALS {
+            finals.remove(0);
+        }
+        finals.push(record);
+        drop(finals);
+        self.signal.bump();
+    }
+}
+
+pub(super) fn wall_ms(t: SystemTime) -> u64 {
+    u64::try_from(t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A duration in whole milliseconds, at least 1 (as both eras' `ttl` and poll interval are).
+pub(super) fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+fn from_ms(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+fn status_of(s: Status) -> TaskStatus {
+    match s {
+        Status::Working => TaskStatus::Working,
+        Status::InputRequired => TaskStatus::InputRequired,
+        Status::Completed => TaskStatus::Completed,
+        Status::Failed => TaskStatus::Failed,
+        Status::Cancelled => TaskStatus::Cancelled,
+    }
+}
+
+impl TaskEntry {
+    /// This task as a record owned by `instance`, leased until `lease_until`.
+    pub(super) fn record(
+        &self,
+        instance: &str,
+        poll_interval: Duration,
+        lease_until: u64,
+    ) -> TaskRecord {
+        let st = lock(&self.state);
+        let created = wall_ms(self.created);
+        let ttl = ms(self.ttl);
+        let (era, principal, session) = match &self.owner {
+            Owner::Modern { principal } => (TaskEra::Modern, principal.clone(), None),
+            Owner::Legacy { principal, key, .. } => {
+                (TaskEra::Legacy, principal.clone(), key.clone())
+            }
+        };
+        let mut r = TaskRecord::new(
+            self.id.clone(),
+            instance,
+            era,
+            created,
+            ttl,
+            ms(poll_interval),
+            lease_until,
+        );
+        r.principal = principal;
+        r.session = session;
+        r.seq = self.seq;
+        r.status = status_of(st.status(self.legacy));
+        r.status_message = st.status_message.clone();
+        r.updated_at = st.updated.map_or(created, wall_ms);
+        if !self.legacy && st.outcome.is_none() {
+            r.input_requests = st.pending.clone();
+        }
+        r.outcome = st.outcome.as_ref().map(|o| match o {
+            Outcome::Result { value, is_error } => TaskOutcome::Result {
+                value: value.clone(),
+                is_error: *is_error,
+            },
+            Outcome::Error(e) => TaskOutcome::Error {
+                error: serde_json::to_value(e).unwrap_or_else(|_| json!({})),
+            },
+            Outcome::Cancelled => TaskOutcome::Cancelled,
+        });
+        r
+    }
+}
+
+/// The task object of `record`'s era: `Task`, and for a 2026-07-28 `tasks/get` (`detailed`)
+/// the inlined `inputRequests`, `result` or `error`.
+pub(super) fn render(r: &TaskRecord, detailed: bool) -> Map<String, Value> {
+    let mut obj = Map::new();
+    obj.insert("taskId".into(), json!(r.id));
+    obj.insert("status".into(), json!(r.status.as_str()));
+    if let Some(m) = &r.status_message {
+        obj.insert("statusMessage".into(), json!(m));
+    }
+    obj.insert("createdAt".into(), json!(iso8601(from_ms(r.created_at))));
+    obj.insert(
+        "lastUpdatedAt".into(),
+        json!(iso8601(from_ms(r.updated_at))),
+    );
+    if r.era == TaskEra::Legacy {
+        obj.insert("ttl".into(), json!(r.ttl));
+        obj.insert("pollInterval".into(), json!(r.poll_interval));
+        return obj;
+    }
+    obj.insert("ttlMs".into(), json!(r.ttl));
+    obj.insert("pollIntervalMs".into(), json!(r.poll_interval));
+    if detailed {
+        match (&r.outcome, r.status) {
+            (None, TaskStatus::InputRequired) => {
+                obj.insert(
+                    "inputRequests".into(),
+                    Value::Object(r.input_requests.clone()),
+                );
+            }
+            (Some(TaskOutcome::Result { value, .. }), _) => {
+                obj.insert("result".into(), value.clone());
+            }
+            (Some(TaskOutcome::Error { error }), _) => {
+                obj.insert("error".into(), error.clone());
+            }
+            _ => {}
+        }
+    }
+    obj
+}
+
+/// 2025-11-25 `tasks/result` of a finished task: what the call would have returned.
+pub(super) fn final_of(r: &TaskRecord) -> Option<Result<Value, ErrorObject>> {
+    Some(match r.outcome.as_ref()? {
+        TaskOutcome::Result { value, .. } => {
+            let mut value = value.clone();
+            if let Value::Object(obj) = &mut value {
+                let meta = obj
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(meta) = meta {
+                    meta.insert(META_RELATED_TASK.into(), json!({"taskId": r.id}));
+                }
+            }
+            Ok(value)
+        }
+        TaskOutcome::Error { error } => Err(serde_json::from_value(error.clone())
+            .unwrap_or_else(|_| ErrorObject::internal(format!("Task {} failed", r.id)))),
+        // A kind this build does not know has no result either.
+        _ => Err(ErrorObject::invalid_params(format!(
+            "Task {} was cancelled; it has no result",
+            r.id
+        ))),
+    })
+}
+
+/// Whether `session`, in `era`, may see the task of `record`.
+fn admits(r: &TaskRecord, era: Era, session: &Session) -> bool {
+    let principal = session.principal().map(|p| p.subject);
+    match r.era {
+        TaskEra::Modern => era == Era::Modern && r.principal == principal,
+        TaskEra::Legacy => {
+            era == Era::Legacy
+                && r.session.is_some()
+                && r.session.as_deref() == session.key()
+                && r.principal == principal
+        }
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+fn not_found() -> ErrorObject {
+    ErrorObject::invalid_params("Failed to retrieve task: Task not found")
+}
+
+fn unavailable(e: &TaskStoreError) -> ErrorObject {
+    tracing::warn!(error = %e, "the task store failed");
+    ErrorObject::internal("The task store is unavailable; try again later")
+}
+
+impl LiveTasks {
+    /// The shared store's handle for the driver, when one is configured.
+    pub(crate) fn sync(self: &Arc<Self>) -> Option<TaskSync> {
+        Some(TaskSync {
+            shared: self.shared.clone()?,
+            tasks: self.clone(),
+        })
+    }
+}
+
+impl Engine {
+    fn wall_ms(&self) -> u64 {
+        wall_ms(self.shared.platform.time.wall())
+    }
+
+    /// The driver's handle on this engine's tasks in a shared [`TaskStore`]; `None` when the
+    /// engine keeps its tasks to itself (no store configured).
+    pub fn task_sync(&self) -> Option<TaskSync> {
+        self.shared.tasks.sync()
+    }
+
+    /// The id of a `tasks/*` request's task when a shared store is configured and this
+    /// instance does not hold that task for the requester: another instance may.
+    pub(super) fn remote_task(
+        &self,
+        session: &Arc<Session>,
+        era: Era,
+        params: &Map<String, Value>,
+    ) -> Option<(Arc<dyn TaskStore>, String)> {
+        let shared = self.shared.tasks.shared.as_ref()?;
+        let id = params.get("taskId")?.as_str()?;
+        if self.find_task(session, era, params).is_ok() {
+            return None;
+        }
+        Some((shared.store.clone(), id.to_owned()))
+    }
+
+    /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel` of a task in the shared store.
+    pub(super) fn remote_modern(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        method: &str,
+        (store, task_id): (Arc<dyn TaskStore>, String),
+        responses: Option<Map<String, Value>>,
+        scope: &RequestScope,
+    ) -> Handled {
+        let engine = self.clone();
+        let session = session.clone();
+        let scope = scope.clone();
+        let method = method.to_owned();
+        Handled::Pending(Box::pin(async move {
+            let now = engine.wall_ms();
+            let result = async {
+                let record = store
+                    .get(&task_id, now)
+                    .await
+                    .map_err(|e| unavailable(&e))?
+                    .filter(|r| admits(r, Era::Modern, &session))
+                    .ok_or_else(not_found)?;
+                Ok(match method.as_str() {
+                    "tasks/get" => Value::Object(render(&record, true)),
+                    "tasks/update" => {
+                        let responses = responses.unwrap_or_default();
+                        store
+                            .deliver(&task_id, responses)
+                            .await
+                            .map_err(|e| unavailable(&e))?;
+                        json!({})
+                    }
+                    _ => {
+                        store
+                            .cancel(&task_id, now)
+                            .await
+                            .map_err(|e| unavailable(&e))?;
+                        json!({})
+                    }
+                })
+            }
+            .await;
+            Some(match result {
+                Ok(result) => OutgoingMessage::Response {
+                    id,
+                    result: engine.finish_result(result, &scope),
+                },
+                Err(error) => OutgoingMessage::Error {
+                    id: Some(id),
+                    error,
+                },
+            })
+        }))
+    }
+
+    /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task in the
+    /// shared store. `tasks/result` waits for the record to end (it relays no server-to-client
+    /// requests: those stay with the owner's stream).
+    pub(super) fn remote_legacy(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        method: &str,
+        (store, task_id): (Arc<dyn TaskStore>, String),
+    ) -> Handled {
+        let guard = if method == "tasks/result" {
+            match session.begin_request(id.clone()) {
+                Ok(guard) => Some(guard),
+                Err(refused) => return error(&id, refused.error()),
+            }
+        } else {
+            None
+        };
+        let engine = self.clone();
+        let session = session.clone();
+        let method = method.to_owned();
+        Handled::Pending(Box::pin(async move {
+            let cancel = guard.as_ref().map(|g| g.token());
+            let _guard = guard;
+            let result = async {
+                let (store, task_id, session) = (&store, &task_id, &session);
+                let read = |now| async move {
+                    store
+                        .get(task_id, now)
+                        .await
+                        .map_err(|e| unavailable(&e))?
+                        .filter(|r| admits(r, Era::Legacy, session))
+                        .ok_or_else(not_found)
+                };
+                let mut record = read(engine.wall_ms()).await?;
+                match method.as_str() {
+                    "tasks/get" => Ok(Value::Object(render(&record, false))),
+                    "tasks/cancel" => {
+                        if record.status.is_terminal() {
+                            return Err(ErrorObject::invalid_params(format!(
+                                "Cannot cancel task: already in terminal status '{}'",
+                                record.status.as_str()
+                            )));
+                        }
+                        let after = store
+                            .cancel(task_id, engine.wall_ms())
+                            .await
+                            .map_err(|e| unavailable(&e))?
+                            .ok_or_else(not_found)?;
+                        Ok(Value::Object(render(&after, false)))
+                    }
+                    _ => loop {
+                        if let Some(outcome) = final_of(&record) {
+                            break outcome;
+                        }
+                        let changed = store.changed(task_id, record.updated_at);
+                        match &cancel {
+                            Some(c) => futures_util::select_biased! {
+                                () = c.cancelled().fuse() => return Err(ErrorObject::internal("cancelled")),
+                                r = changed.fuse() => r.map_err(|e| unavailable(&e))?,
+                            },
+                            None => changed.await.map_err(|e| unavailable(&e))?,
+                        }
+                        record = read(engine.wall_ms()).await?;
+                    },
+                }
+            }
+            .await;
+            if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
+                return None;
+            }
+            Some(match result {
+                Ok(result) => OutgoingMessage::Response { id, result },
+                Err(error) => OutgoingMessage::Error {
+                    id: Some(id),
+                    error,
+                },
+            })
+        }))
+    }
+
+    /// 2025-11-25 `tasks/list` of a session other instances also serve: the store's records
+    /// of the session, with this instance's own tasks as it holds them now, by creation
+    /// time. The cursor is the last task's `createdAt` milliseconds and id.
+    pub(super) fn shared_list(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        params: &Map<String, Value>,
+        store: Arc<dyn TaskStore>,
+        key: String,
+    ) -> Handled {
+        let after = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => {
+                match crate::engine::decode_cursor(c).and_then(|c| {
+                    let (ms, task) = c.split_once(':')?;
+                    Some((ms.parse::<u64>().ok()?, task.to_owned()))
+                }) {
+                    Some(a) => Some(a),
+                    None => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
+                }
+            }
+            Some(_) => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
+        };
+        let engine = self.clone();
+        let session = session.clone();
+        let size = self.shared.config.page_size.max(1);
+        Handled::Pending(Box::pin(async move {
+            let now = engine.wall_ms();
+            let stored = match store.list(&key, now).await {
+                Ok(r) => r,
+                Err(e) => {
+                    return Some(OutgoingMessage::Error {
+                        id: Some(id),
+                        error: unavailable(&e),
+                    });
+                }
+            };
+            let tasks = &engine.shared.tasks;
+            let poll = tasks.config.poll_interval;
+            let mut records: Vec<TaskRecord> = stored
+                .into_iter()
+                .filter(|r| admits(r, Era::Legacy, &session))
+                .map(|r| match tasks.get(&r.id) {
+                    Some(local) => local.record("", poll, 0),
+                    None => r,
+                })
+                .collect();
+            for local in tasks.list(&session) {
+                if !records.iter().any(|r| r.id == local.id) {
+                    records.push(local.record("", poll, 0));
+                }
+            }
+            records.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            let mut rest = records.into_iter().filter(|r| {
+                after
+                    .as_ref()
+                    .is_none_or(|(ms, task)| (r.created_at, &r.id) > (*ms, task))
+            });
+            let page: Vec<TaskRecord> = rest.by_ref().take(size).collect();
+            let mut obj = Map::new();
+            obj.insert(
+                "tasks".into(),
+                Value::Array(
+                    page.iter()
+                        .map(|r| Value::Object(render(r, false)))
+                        .collect(),
+                ),
+            );
+            if rest.next().is_some()
+                && let Some(last) = page.last()
+            {
+                obj.insert(
+                    "nextCursor".into(),
+                    json!(crate::engine::encode_cursor(&format!(
+                        "{}:{}",
+                        last.created_at, last.id
+                    ))),
+                );
+            }
+            Some(OutgoingMessage::Response {
+                id,
+                result: Value::Object(obj),
+            })
+        }))
+    }
+}
+
+/// The driver's handle on an engine's tasks in a shared [`TaskStore`] (from
+/// [`Engine::task_sync`]): which records to write, which leases to renew, and where to
+/// deliver what other instances asked of this one's tasks. It does no I/O itself.
+#[derive(Clone)]
+pub struct TaskSync {
+    shared: SharedTasks,
+    tasks: Arc<LiveTasks>,
+}
+
+impl std::fmt::Debug for TaskSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskSync")
+            .field("instance", &self.shared.instance)
+            .field("lease", &self.shared.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskSync {
+    /// The shared store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.shared.store
+    }
+
+    /// This instance's name in the records it owns.
+    pub fn instance(&self) -> &str {
+        &self.shared.instance
+    }
+
+    /// How long a renewal vouches for this instance's running tasks.
+    pub fn lease(&self) -> Duration {
+        self.shared.lease
+    }
+
+    /// How often to renew: a quarter of the lease, between 100 ms and 1 s, so that a cancel
+    /// from another instance reaches the work within a second.
+    pub fn renew_every(&self) -> Duration {
+        (self.shared.lease / 4).clamp(Duration::from_millis(100), Duration::from_secs(1))
+    }
+
+    /// Wall-clock milliseconds of the engine's time source.
+    pub fn now_ms(&self) -> u64 {
+        wall_ms(self.tasks.platform.time.wall())
+    }
+
+    /// Changes whenever a record is due to be written.
+    pub fn changes(&self) -> Changes {
+        self.tasks.dirty.signal.subscribe()
+    }
+
+    fn lease_until(&self) -> u64 {
+        self.now_ms().saturating_add(ms(self.shared.lease))
+    }
+
+    /// The record of live task `id` as it is now, leased anew.
+    pub fn record(&self, id: &str) -> Option<TaskRecord> {
+        let entry = self.tasks.get(id)?;
+        Some(entry.record(
+            &self.shared.instance,
+            self.tasks.config.poll_interval,
+            self.lease_until(),
+        ))
+    }
+
+    /// The records changed since the last call, to write with [`TaskStore::put`].
+    pub fn take_dirty(&self) -> Vec<TaskRecord> {
+        let ids: Vec<String> = lock(&self.tasks.dirty.ids).drain().collect();
+        let mut records: Vec<TaskRecord> = lock(&self.tasks.dirty.finals).drain(..).collect();
+        records.extend(ids.iter().filter_map(|id| self.record(id)));
+        records
+    }
+
+    /// Writes live task `id`'s record now (before the client hears of the task); a refused
+    /// write stops the task, a failed one is retried with the next changes.
+    pub async fn publish(&self, id: &str) {
+        let Some(record) = self.record(id) else {
+            return;
+        };
+        match self.shared.store.put(record).await {
+            Ok(true) => {}
+            Ok(false) => self.stop(id),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not write a task record");
+                self.retry(id);
+            }
+        }
+    }
+
+    /// Marks live task `id` to be written again (its write failed).
+    pub fn retry(&self, id: &str) {
+        self.tasks.dirty.mark(id);
+    }
+
+    /// The ids of this instance's running tasks, whose leases to renew.
+    pub fn running(&self) -> Vec<String> {
+        lock(&self.tasks.inner)
+            .tasks
+            .values()
+            .filter(|t| !t.status().is_terminal())
+            .map(|t| t.id.clone())
+            .collect()
+    }
+
+    /// Carries out a renewal: stops the work of tasks that ended elsewhere (cancelled by
+    /// request, or failed when this instance's lease lapsed) and forgets them here, so every
+    /// instance reads the store's record; delivers `tasks/update` answers.
+    pub fn apply(&self, renewal: Renewal) {
+        for id in &renewal.stop {
+            self.stop(id);
+        }
+        for (id, responses) in &renewal.responses {
+            if let Some(entry) = self.tasks.get(id) {
+                entry.update(responses);
+            }
+        }
+    }
+
+    /// Stops and forgets live task `id`, whose stored record ended (a write was refused).
+    pub fn stop(&self, id: &str) {
+        let mut inner = lock(&self.tasks.inner);
+        if let Some(entry) = inner.tasks.get(id).cloned() {
+            entry.finish(
+                Outcome::Cancelled,
+                Some("The task ended on another instance.".into()),
+            );
+            inner.take(id);
+        }
+        lock(&self.tasks.dirty.ids).remove(id);
+    }
+}

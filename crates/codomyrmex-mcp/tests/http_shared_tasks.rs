@@ -1,0 +1,140 @@
+//! Tasks across two HTTP servers sharing a session store and a task store (issue #16): a
+//! 2025-11-25 task made on one server is polled, fetched and listed on the other, in a
+//! session both serve, and a session the task does not belong to sees none of it.
+#![cfg(feature = "http")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod http_support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use codomyrmex_mcp::config::McpServerConfig;
+use codomyrmex_mcp::engine::Engine;
+use codomyrmex_mcp::registry::{
+    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
+use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync};
+use codomyrmex_mcp::store::MemorySessionStore;
+use codomyrmex_mcp::task_store::MemoryTaskStore;
+use codomyrmex_mcp::transport::http::HttpServer;
+use codomyrmex_mcp::{ContentBlock, schema::JsonObject};
+use http_support::{config, initialize_body, legacy, send};
+use serde_json::{Value, json};
+
+struct Instance {
+    addr: SocketAddr,
+    _sync: TaskSyncHandle,
+    _serving: tokio::task::JoinHandle<()>,
+}
+
+impl Instance {
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.addr.port())
+    }
+
+    async fn call(&self, sid: &str, id: i64, method: &str, params: Value) -> Value {
+        let req = legacy(method, Some(id), params, Some(sid)).header("accept", "application/json");
+        let r = send(self.addr, &self.host(), &req).await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+
+    async fn session(&self) -> String {
+        let init = legacy("initialize", Some(1), initialize_body(), None)
+            .header("accept", "application/json");
+        let r = send(self.addr, &self.host(), &init).await;
+        assert_eq!(r.status, 200);
+        let sid = r.header("mcp-session-id").unwrap().to_owned();
+        let note = legacy("notifications/initialized", None, json!({}), Some(&sid));
+        assert_eq!(send(self.addr, &self.host(), &note).await.status, 202);
+        sid
+    }
+}
+
+fn registry() -> Arc<McpToolRegistry> {
+    let r = McpToolRegistry::new();
+    let nap = |_: JsonObject| async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ToolOutput::content(vec![ContentBlock::text("rested")])
+    };
+    r.register_tool(
+        ToolRegistration::new(ToolDefinition::new("nap", json!({"type": "object"})), nap)
+            .with_settings(ToolSettings {
+                task_support: TaskSupport::Optional,
+                ..ToolSettings::default()
+            }),
+    )
+    .unwrap();
+    Arc::new(r)
+}
+
+async fn instance(
+    name: &str,
+    sessions: &Arc<MemorySessionStore>,
+    tasks: &Arc<MemoryTaskStore>,
+) -> Instance {
+    let engine = Engine::builder(
+        McpServerConfig::new("shared-tasks", "0.0.0").with_rate_limit(None),
+        registry(),
+    )
+    .task_store(tasks.clone(), name, Duration::from_secs(10))
+    .build();
+    let sync = spawn_task_sync(&engine).expect("a shared task store");
+    let mut http = config().with_session_store(sessions.clone());
+    http.bind = SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = HttpServer::new(engine, http);
+    let listener = server.bind().await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(async move {
+        let _ = server.serve(listener, std::future::pending()).await;
+    });
+    Instance {
+        addr,
+        _sync: sync,
+        _serving: serving,
+    }
+}
+
+#[tokio::test]
+async fn a_legacy_task_made_on_one_server_is_polled_fetched_and_listed_on_another() {
+    let sessions = Arc::new(MemorySessionStore::new());
+    let tasks = Arc::new(MemoryTaskStore::new());
+    let a = instance("a", &sessions, &tasks).await;
+    let b = instance("b", &sessions, &tasks).await;
+    let sid = a.session().await;
+    let created = a
+        .call(
+            &sid,
+            2,
+            "tools/call",
+            json!({"name": "nap", "arguments": {}, "task": {}}),
+        )
+        .await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    assert!(task_id.is_string(), "{created}");
+    let seen = b
+        .call(&sid, 3, "tasks/get", json!({"taskId": task_id}))
+        .await;
+    assert_eq!(seen["result"]["taskId"], task_id, "{seen}");
+    // Blocks on b until a's work is done and a's sync has written the result.
+    let fetched = b
+        .call(&sid, 4, "tasks/result", json!({"taskId": task_id}))
+        .await;
+    assert_eq!(
+        fetched["result"]["content"][0]["text"], "rested",
+        "{fetched}"
+    );
+    let listed = b.call(&sid, 5, "tasks/list", json!({})).await;
+    assert_eq!(listed["result"]["tasks"][0]["taskId"], task_id, "{listed}");
+    assert_eq!(listed["result"]["tasks"][0]["status"], "completed");
+    // Another session, on either server, sees nothing of it.
+    let other = b.session().await;
+    let hidden = b
+        .call(&other, 6, "tasks/get", json!({"taskId": task_id}))
+        .await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    let none = a.call(&other, 7, "tasks/list", json!({})).await;
+    assert_eq!(none["result"]["tasks"], json!([]), "{none}");
+}
