@@ -141,6 +141,7 @@ impl EngineBuilder {
                 platform,
                 sealer,
                 tasks,
+                tool_pages: Default::default(),
             }),
         }
     }

@@ -133,6 +133,8 @@ struct Shared {
     /// Created once per engine: every `requestState` it hands out stays verifiable.
     sealer: Arc<Sealer>,
     tasks: Arc<tasks::TaskStore>,
+    /// `tools/list` pages, reused until the registry changes.
+    tool_pages: tools::ToolPages,
     /// Spawning, timers, the clock and entropy: the core's only way to them.
     platform: crate::platform::Platform,
 }

@@ -686,6 +686,12 @@ impl McpToolRegistry {
         self.generation.subscribe()
     }
 
+    /// The number of changes to the set of tools so far (what [`subscribe`](Self::subscribe)
+    /// counts); a cache of anything derived from the tools is valid while it stays the same.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
     /// Whether any tool registered so far has `Mcp-Param-*` parameters.
     #[doc(hidden)]
     pub fn has_header_params(&self) -> bool {
