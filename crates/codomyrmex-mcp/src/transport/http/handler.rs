@@ -13,7 +13,7 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 
 use crate::context::{MessageSink, NullSink, Principal};
-use crate::engine::{Delivery, Handled, RequestMeta, Respond, Route, status_for};
+use crate::engine::{Classification, Delivery, Handled, RequestMeta, Respond, Route, status_for};
 use crate::runtime::Drive as _;
 use crate::store::{EventId, EventStore, ReplayScope, StoreError};
 use crate::wire::jsonrpc::{Decoded, decode};
@@ -229,21 +229,11 @@ async fn post_message(
         label,
         trace::trace_parent_from(&headers, class.meta.traceparent.as_deref()).as_ref(),
     );
-    route_message(
-        app,
-        &headers,
-        delivery,
-        sid,
-        principal,
-        decoded,
-        class.route,
-        class.meta,
-    )
-    .instrument(span)
-    .await
+    route_message(app, &headers, delivery, sid, principal, decoded, class)
+        .instrument(span)
+        .await
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn route_message(
     app: &AppState,
     headers: &HeaderMap,
@@ -251,10 +241,10 @@ async fn route_message(
     sid: Option<&str>,
     principal: Option<Principal>,
     decoded: Decoded,
-    route: Route,
-    meta: RequestMeta,
+    class: Classification,
 ) -> Response<Body> {
-    match (route, decoded, sid) {
+    let meta = class.meta;
+    match (class.route, decoded, sid) {
         (Route::Refuse { status, message }, ..) => refused(status, &message),
         (Route::Accept, ..) => accepted(),
         (Route::Modern, Decoded::Single(Ok(message)), _) => {
