@@ -271,8 +271,8 @@ pub struct SharedStores {
 #[cfg(feature = "redis")]
 async fn connect_store(url: &StoreUrl, http: &HttpSettings) -> Result<Shared, String> {
     use codomyrmex_mcp_redis::{
-        EventBounds, RedisBus, RedisChangeBus, RedisConnection, RedisEventStore,
-        RedisSessionStore, RedisTaskStore,
+        EventBounds, RedisBus, RedisChangeBus, RedisConnection, RedisEventStore, RedisSessionStore,
+        RedisTaskStore,
     };
     let conn = RedisConnection::connect(url.expose())
         .await

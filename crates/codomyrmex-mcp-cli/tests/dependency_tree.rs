@@ -113,7 +113,7 @@ fn core_dependents(spec: &str) -> Vec<String> {
 #[test]
 fn the_core_has_no_runtime_no_http_and_no_os_randomness() {
     let locked = locked_versions();
-    for name in ["tokio", "tokio-util", "hyper", "axum", "mio"] {
+    for name in ["tokio", "tokio-util", "hyper", "axum", "mio", "http"] {
         for version in locked.get(name).into_iter().flatten() {
             let spec = format!("{name}@{version}");
             let found = core_dependents(&spec);

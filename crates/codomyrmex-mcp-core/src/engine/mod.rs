@@ -12,12 +12,14 @@
 //! `2026-07-28`; an `initialize` request opens a legacy session on the [`Session`] it arrived on.
 
 mod builder;
+mod classify;
 mod events;
 #[cfg(test)]
 mod invocation_tests;
 mod invoke;
 mod limits;
 mod listen;
+mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod policy;
 mod prompts;
@@ -47,7 +49,9 @@ use crate::wire::{
 
 use crate::invocation::Invocation;
 pub use builder::EngineBuilder;
+pub use classify::{Classification, Delivery, Respond, Route, status_for};
 pub use events::{EventStream, ServerEvent};
+pub use meta::{MetaField, RequestMeta};
 use mrtr::{Binding, RoundTrip, Sealer};
 use policy::{ExecutionPolicy, Gate, HandlerKind};
 use results::blocks_value;
@@ -104,6 +108,8 @@ struct RequestScope {
     /// Shared, not copied, with the session and the tool context.
     client_capabilities: Arc<Value>,
     log_level: Option<LoggingLevel>,
+    /// `_meta.progressToken`, when it is a string or an integer.
+    progress_token: Option<Value>,
 }
 
 /// The protocol engine. Cheap to clone; clones share state.
@@ -129,6 +135,8 @@ struct Shared {
     tasks: Arc<tasks::TaskStore>,
     /// Changes other instances announced, for this engine's event streams.
     announced: crate::sync::Broadcast<ServerEvent>,
+    /// `tools/list` pages, reused until the registry changes.
+    tool_pages: tools::ToolPages,
     /// Spawning, timers, the clock and entropy: the core's only way to them.
     platform: crate::platform::Platform,
 }
@@ -384,9 +392,33 @@ impl Engine {
         message: IncomingMessage,
         sink: &Arc<dyn MessageSink>,
     ) -> Handled {
+        self.handle_with_meta(session, message, None, sink)
+    }
+
+    /// [`handle`](Self::handle), with the message's `_meta` already parsed (by
+    /// [`classify`](Self::classify)), so that it is not parsed again.
+    pub fn handle_classified(
+        &self,
+        session: &Arc<Session>,
+        message: IncomingMessage,
+        meta: RequestMeta,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        self.handle_with_meta(session, message, Some(meta), sink)
+    }
+
+    fn handle_with_meta(
+        &self,
+        session: &Arc<Session>,
+        message: IncomingMessage,
+        meta: Option<RequestMeta>,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
         match message {
             IncomingMessage::Request { id, method, params } => {
-                self.handle_request(session, id, &method, params.unwrap_or_default(), sink)
+                let params = params.unwrap_or_default();
+                let meta = meta.unwrap_or_else(|| RequestMeta::of(Some(&params)));
+                self.handle_request(session, id, &method, params, &meta, sink)
             }
             IncomingMessage::Notification { method, params } => {
                 self.handle_notification(session, &method, params.unwrap_or_default());
@@ -425,51 +457,49 @@ impl Engine {
         }
     }
 
-    /// Works out the era and version a request is served under, or the error it deserves.
+    /// Works out the era and version a request is served under, or the error it deserves,
+    /// from its `_meta` (parsed once, [`RequestMeta`]).
     fn scope(
         &self,
         session: &Session,
         method: &str,
-        params: &Map<String, Value>,
+        meta: &RequestMeta,
     ) -> Result<RequestScope, ErrorObject> {
-        let meta = params.get("_meta").and_then(Value::as_object);
-        let requested = meta.and_then(|m| m.get(META_PROTOCOL_VERSION));
-        if let Some(requested) = requested {
-            let Some(text) = requested.as_str() else {
+        let progress_token = meta.progress_token.get().cloned();
+        match &meta.protocol_version {
+            MetaField::Absent => {}
+            MetaField::Invalid => {
                 return Err(ErrorObject::invalid_params(format!(
                     "_meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
                 )));
-            };
-            let version = ProtocolVersion::parse(text);
-            match version {
+            }
+            MetaField::Present(text) => match ProtocolVersion::parse(text) {
                 Some(v) if v.era() == Era::Modern => {
-                    let caps = meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES));
-                    let Some(caps @ Value::Object(_)) = caps else {
+                    let MetaField::Present(caps) = &meta.client_capabilities else {
                         return Err(ErrorObject::invalid_params(format!(
                             "Missing required _meta field \"{META_CLIENT_CAPABILITIES}\" (an object)"
                         )));
                     };
-                    let log_level = match meta.and_then(|m| m.get(META_LOG_LEVEL)) {
-                        None => None,
-                        Some(l) => Some(serde_json::from_value(l.clone()).map_err(|_| {
-                            ErrorObject::invalid_params(format!(
+                    let log_level = match meta.log_level {
+                        MetaField::Absent => None,
+                        MetaField::Present(l) => Some(l),
+                        MetaField::Invalid => {
+                            return Err(ErrorObject::invalid_params(format!(
                                 "_meta[\"{META_LOG_LEVEL}\"] is not a log level"
-                            ))
-                        })?),
+                            )));
+                        }
                     };
                     return Ok(RequestScope {
                         era: Era::Modern,
                         version: v,
-                        client_capabilities: match caps.as_object() {
-                            Some(c) if c.is_empty() => crate::context::no_capabilities(),
-                            _ => Arc::new(caps.clone()),
-                        },
+                        client_capabilities: caps.clone(),
                         log_level,
+                        progress_token,
                     });
                 }
                 Some(v) if session.negotiated() == Some(v) => {}
                 _ => return Err(self.unsupported_version(text)),
-            }
+            },
         }
         if let Some((version, client_capabilities, log_level)) = session.negotiated_scope() {
             return Ok(RequestScope {
@@ -477,6 +507,7 @@ impl Engine {
                 version,
                 client_capabilities,
                 log_level,
+                progress_token,
             });
         }
         if method == "ping" {
@@ -486,6 +517,7 @@ impl Engine {
                 version: ProtocolVersion::LATEST_LEGACY,
                 client_capabilities: crate::context::no_capabilities(),
                 log_level: None,
+                progress_token,
             });
         }
         Err(ErrorObject::invalid_params(format!(
@@ -511,14 +543,15 @@ impl Engine {
         id: RequestId,
         method: &str,
         params: Map<String, Value>,
+        meta: &RequestMeta,
         sink: &Arc<dyn MessageSink>,
     ) -> Handled {
         // `initialize` exists only in the legacy era: a request carrying modern `_meta` is
         // scoped like any other and so answered "method not found" (2026-07-28 removed it).
-        if method == "initialize" && !carries_meta_version(&params) {
+        if method == "initialize" && !meta.names_version() {
             return self.initialize(session, &id, &params);
         }
-        let scope = match self.scope(session, method, &params) {
+        let scope = match self.scope(session, method, meta) {
             Ok(s) => s,
             Err(e) => return error(&id, e),
         };
@@ -598,6 +631,7 @@ impl Engine {
                 version: ProtocolVersion::LATEST_MODERN,
                 client_capabilities: crate::context::no_capabilities(),
                 log_level: None,
+                progress_token: None,
             },
         )
     }
@@ -730,10 +764,7 @@ impl Engine {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
         };
-        let progress_token = meta
-            .get("progressToken")
-            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-            .cloned();
+        let progress_token = scope.progress_token.clone();
         let input = match &round {
             Some(r) => InputMode::RoundTrip(r.clone()),
             None => InputMode::Requests(Arc::new(session::SessionRequester(session.clone()))),
@@ -812,14 +843,6 @@ struct Prepared {
     context: ToolContext,
     round: Option<Arc<RoundTrip>>,
     cancel: CancellationToken,
-}
-
-/// Whether a request names its protocol version in `_meta`, as modern-era requests do.
-fn carries_meta_version(params: &Map<String, Value>) -> bool {
-    params
-        .get("_meta")
-        .and_then(Value::as_object)
-        .is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
 }
 
 /// The decoded `cursor` parameter.

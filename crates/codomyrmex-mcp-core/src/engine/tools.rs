@@ -25,17 +25,26 @@ impl Engine {
             ),
             Some(_) => return Err(ErrorObject::invalid_params("Invalid cursor")),
         };
+        let key = (scope.version, after);
+        // Read before the page is built: a change that lands while it is built makes the
+        // entry stale at once, never a stale page look current.
+        let generation = self.shared.registry.generation();
+        if let Some(page) = self.shared.tool_pages.get(&key, generation) {
+            return Ok(page);
+        }
         let (tools, next) = self
             .shared
             .registry
-            .page(after.as_deref(), self.shared.config.page_size);
+            .page(key.1.as_deref(), self.shared.config.page_size);
         let tools = self.with_task_support(tools, scope);
         let mut obj = Map::new();
         obj.insert("tools".into(), Value::Array(tools));
         if let Some(next) = next {
             obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
         }
-        Ok(self.cacheable(obj, scope))
+        let page = self.cacheable(obj, scope);
+        self.shared.tool_pages.put(key, generation, &page);
+        Ok(page)
     }
 
     pub(super) fn call_tool(
@@ -184,26 +193,154 @@ impl Engine {
             obj.insert("isError".into(), json!(true));
             return Value::Object(obj);
         }
-        let data = result.data();
+        // Taken apart: the data moves into `structuredContent` rather than being copied.
+        let parts = result.into_parts();
         let blocks = match content {
             Some(blocks) => blocks,
             None => {
                 let mut blocks = Vec::with_capacity(2);
-                if let Some(data) = data {
+                if let Some(data) = &parts.data {
                     blocks.push(ContentBlock::text(
                         serde_json::to_string(data).unwrap_or_default(),
                     ));
                 }
-                if let Some(explanation) = result.explanation() {
+                if let Some(explanation) = parts.explanation {
                     blocks.push(ContentBlock::text(explanation));
                 }
                 blocks
             }
         };
         obj.insert("content".into(), blocks_value(blocks));
-        if let Some(data) = data {
-            obj.insert("structuredContent".into(), Value::Object(data.clone()));
+        if let Some(data) = parts.data {
+            obj.insert("structuredContent".into(), Value::Object(data));
         }
         Value::Object(obj)
+    }
+}
+
+/// `tools/list` pages as built for a protocol version and a cursor, kept while the registry's
+/// change counter ([`McpToolRegistry::generation`](crate::registry::McpToolRegistry)) stays
+/// where it was when each page was built. Bounded: cursors come from clients, so past
+/// [`ToolPages::MAX`] entries the cache starts over.
+#[derive(Default)]
+pub(super) struct ToolPages {
+    pages: std::sync::Mutex<ToolPageMap>,
+}
+
+/// A page by (version, cursor): the registry generation it was built at, and the page.
+type ToolPageMap = std::collections::HashMap<(ProtocolVersion, Option<String>), (u64, Value)>;
+
+impl ToolPages {
+    /// The most pages kept.
+    const MAX: usize = 64;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ToolPageMap> {
+        self.pages
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The page for `key`, if it was built at `generation`.
+    fn get(&self, key: &(ProtocolVersion, Option<String>), generation: u64) -> Option<Value> {
+        match self.lock().get(key) {
+            Some((built, page)) if *built == generation => Some(page.clone()),
+            _ => None,
+        }
+    }
+
+    fn put(&self, key: (ProtocolVersion, Option<String>), generation: u64, page: &Value) {
+        let mut pages = self.lock();
+        if pages.len() >= Self::MAX && !pages.contains_key(&key) {
+            pages.clear();
+        }
+        pages.insert(key, (generation, page.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tool_pages_tests {
+    use super::*;
+
+    fn list(engine: &Engine, version: &str) -> Value {
+        let session = engine.new_session();
+        let sink: Arc<dyn MessageSink> = Arc::new(crate::context::NullSink);
+        if version != "2026-07-28" {
+            let init = IncomingMessage::Request {
+                id: RequestId::from(0),
+                method: "initialize".into(),
+                params: json!({"protocolVersion": version, "capabilities": {},
+                    "clientInfo": {"name": "c", "version": "1"}})
+                .as_object()
+                .cloned(),
+            };
+            let _ = engine.handle(&session, init, &sink);
+        }
+        let params = if version == "2026-07-28" {
+            json!({"_meta": {META_PROTOCOL_VERSION: version, META_CLIENT_CAPABILITIES: {}}})
+        } else {
+            json!({})
+        };
+        let request = IncomingMessage::Request {
+            id: RequestId::from(1),
+            method: "tools/list".into(),
+            params: params.as_object().cloned(),
+        };
+        match engine.handle(&session, request, &sink) {
+            Handled::Reply(OutgoingMessage::Response { result, .. }) => result,
+            other => panic!("a reply expected: {other:?}"),
+        }
+    }
+
+    fn names(page: &Value) -> Vec<String> {
+        page["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn tool(registry: &McpToolRegistry, name: &str) {
+        registry
+            .register(
+                name,
+                json!({"type": "object"}),
+                |_: Map<String, Value>| -> Result<Value, McpErrorDetail> { Ok(json!({})) },
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn a_reused_page_follows_every_registry_change_in_each_era() {
+        let registry = Arc::new(McpToolRegistry::new());
+        tool(&registry, "a");
+        let engine = Engine::new(McpServerConfig::default(), registry.clone());
+        for version in ["2026-07-28", "2025-11-25", "2024-11-05"] {
+            assert_eq!(names(&list(&engine, version)), ["a"], "{version}");
+        }
+        let modern = list(&engine, "2026-07-28");
+        assert_eq!(modern, list(&engine, "2026-07-28"));
+        assert!(modern.get("ttlMs").is_some());
+        assert!(list(&engine, "2025-11-25").get("ttlMs").is_none());
+        tool(&registry, "b");
+        for version in ["2026-07-28", "2025-11-25", "2024-11-05"] {
+            assert_eq!(names(&list(&engine, version)), ["a", "b"], "{version}");
+        }
+        assert!(registry.unregister("a"));
+        for version in ["2026-07-28", "2025-11-25", "2024-11-05"] {
+            assert_eq!(names(&list(&engine, version)), ["b"], "{version}");
+        }
+    }
+
+    #[test]
+    fn the_cache_stays_bounded_whatever_cursors_clients_send() {
+        let pages = ToolPages::default();
+        for i in 0..10 * ToolPages::MAX {
+            let key = (ProtocolVersion::LATEST_MODERN, Some(format!("c{i}")));
+            pages.put(key, 0, &json!({}));
+        }
+        assert!(pages.lock().len() <= ToolPages::MAX);
     }
 }

@@ -686,6 +686,12 @@ impl McpToolRegistry {
         self.generation.subscribe()
     }
 
+    /// The number of changes to the set of tools so far (what [`subscribe`](Self::subscribe)
+    /// counts); a cache of anything derived from the tools is valid while it stays the same.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
     /// Whether any tool registered so far has `Mcp-Param-*` parameters.
     #[doc(hidden)]
     pub fn has_header_params(&self) -> bool {
@@ -825,26 +831,28 @@ impl RegisteredTool {
         Some(self.check_output(output))
     }
 
-    fn check_output(&self, output: ToolOutput) -> ToolOutput {
+    fn check_output(&self, mut output: ToolOutput) -> ToolOutput {
         let Some(validator) = &self.output_validator else {
             return output;
         };
         if output.result.is_failure() {
             return output;
         }
-        let structured = output
-            .result
-            .data()
-            .map(|d| Value::Object(d.clone()))
-            .unwrap_or(Value::Null);
-        if validator.is_valid(&structured) {
-            return output;
+        // The data is lent to the validator as a value and put back: never copied.
+        let structured = match output.result.data_mut() {
+            Some(d) => Value::Object(std::mem::take(d)),
+            None => Value::Null,
+        };
+        let violations =
+            (!validator.is_valid(&structured)).then(|| validator.violations(&structured));
+        if let (Value::Object(map), Some(d)) = (structured, output.result.data_mut()) {
+            *d = map;
         }
+        let Some(violations) = violations else {
+            return output;
+        };
         let mut details = Map::new();
-        details.insert(
-            "violations".into(),
-            Value::Array(validator.violations(&structured)),
-        );
+        details.insert("violations".into(), Value::Array(violations));
         ToolOutput::failure(
             McpErrorDetail::new(
                 "OutputValidationError",

@@ -658,6 +658,11 @@ impl McpToolResult {
         self.explanation.as_deref()
     }
 
+    /// The payload, to lend out and put back (the output check validates it in place).
+    pub(crate) fn data_mut(&mut self) -> Option<&mut JsonObject> {
+        self.data.as_mut()
+    }
+
     /// Extra top-level fields.
     pub fn extra(&self) -> &JsonObject {
         &self.extra

@@ -9,11 +9,11 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, header};
-use serde_json::{Map, Value};
+use serde_json::Map;
 use tokio::sync::mpsc;
 
 use crate::context::{MessageSink, NullSink, Principal};
-use crate::engine::{Handled, META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use crate::engine::{Classification, Delivery, Handled, RequestMeta, Respond, Route, status_for};
 use crate::runtime::Drive as _;
 use crate::store::{EventId, EventStore, ReplayScope, StoreError};
 use crate::wire::jsonrpc::{Decoded, decode};
@@ -63,13 +63,19 @@ fn bad(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Respo
     rpc_error(status, None, ErrorObject::new(code, message))
 }
 
-/// The HTTP status a modern-era error deserves.
-fn modern_status(e: &ErrorObject) -> StatusCode {
-    match e.code {
-        -32601 => StatusCode::NOT_FOUND,
-        -32700 | -32600 | -32602 | -32020 | -32021 | -32022 => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
-    }
+/// `message` with the status the core gives it on `route` ([`status_for`]).
+fn answer(route: &Route, message: &OutgoingMessage) -> Response<Body> {
+    let status = StatusCode::from_u16(status_for(message, route))
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json_response(status, message)
+}
+
+/// A refusal the core decided on, with its status.
+fn refused(status: u16, message: &OutgoingMessage) -> Response<Body> {
+    json_response(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+        message,
+    )
 }
 
 /// What a request's `Accept` headers allow, read in one pass.
@@ -149,51 +155,6 @@ async fn read_body(app: &AppState, body: Body) -> Result<axum::body::Bytes, Resp
     }
 }
 
-fn is_modern(params: &Option<Map<String, Value>>) -> bool {
-    params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(META_PROTOCOL_VERSION))
-        .is_some()
-}
-
-/// Whether a request should be answered as an SSE stream: when the client accepts one and
-/// the request may produce messages before its response.
-fn wants_stream(
-    app: &AppState,
-    accepts: Accepts,
-    message: &IncomingMessage,
-    legacy: Option<&HttpSession>,
-) -> bool {
-    if !accepts.sse {
-        return false;
-    }
-    if app.config.always_sse {
-        return true;
-    }
-    let IncomingMessage::Request { method, params, .. } = message else {
-        return false;
-    };
-    if method == "subscriptions/listen" {
-        return true;
-    }
-    if method != "tools/call" {
-        return false;
-    }
-    let meta = params
-        .as_ref()
-        .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object);
-    let progress = meta.is_some_and(|m| m.contains_key("progressToken"));
-    let modern_log = meta.is_some_and(|m| m.contains_key(META_LOG_LEVEL));
-    let legacy_input = legacy.is_some_and(|s| {
-        s.session.log_level().is_some()
-            || s.session
-                .has_any_client_capability(&["sampling", "elicitation", "roots"])
-    });
-    progress || modern_log || legacy_input
-}
-
 /// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
 pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
     let mut method = "none";
@@ -256,13 +217,20 @@ async fn post_message(
     };
     let decoded = decode(&body);
     *label = message_label(&decoded);
-    let params = match &decoded {
-        Decoded::Single(Ok(IncomingMessage::Request { params, .. }))
-        | Decoded::Single(Ok(IncomingMessage::Notification { params, .. })) => params.as_ref(),
-        _ => None,
-    };
-    let span = trace::request_span(label, trace::trace_parent(&headers, params).as_ref());
-    route_message(app, &headers, accepts, sid, principal, decoded)
+    // The core decides the route and parses `_meta` once; this transport only maps the
+    // outcome onto HTTP (#14).
+    let delivery = Delivery::new(
+        accepts.json,
+        accepts.sse,
+        app.config.always_sse,
+        sid.is_some(),
+    );
+    let class = app.engine.classify(&decoded, delivery);
+    let span = trace::request_span(
+        label,
+        trace::trace_parent_from(&headers, class.meta.traceparent.as_deref()).as_ref(),
+    );
+    route_message(app, &headers, delivery, sid, principal, decoded, class)
         .instrument(span)
         .await
 }
@@ -270,45 +238,33 @@ async fn post_message(
 async fn route_message(
     app: &AppState,
     headers: &HeaderMap,
-    accepts: Accepts,
+    delivery: Delivery,
     sid: Option<&str>,
     principal: Option<Principal>,
     decoded: Decoded,
+    class: Classification,
 ) -> Response<Body> {
-    let route = match (&decoded, &sid) {
-        (Decoded::Single(Ok(IncomingMessage::Request { params, .. })), _) if is_modern(params) => {
-            Route::Modern
-        }
-        (Decoded::Single(Ok(IncomingMessage::Request { method, .. })), None)
-            if method == "initialize" =>
-        {
-            Route::Initialize
-        }
-        // No session and no modern `_meta`: the engine answers -32602 (missing `_meta`).
-        (Decoded::Single(Ok(IncomingMessage::Request { .. })), None) => Route::Modern,
-        (Decoded::Single(Err(e)), None) => {
-            return json_response(StatusCode::BAD_REQUEST, &e.to_response());
-        }
-        (_, Some(_)) => Route::Legacy,
-        // A notification or response with no session: modern clients send none over HTTP.
-        (Decoded::Single(Ok(IncomingMessage::Notification { .. })), None) => return accepted(),
-        (_, None) => {
-            return bad(
-                StatusCode::BAD_REQUEST,
-                ErrorCode::INVALID_REQUEST,
-                "Missing Mcp-Session-Id header",
-            );
-        }
-    };
-    match (route, decoded, sid) {
+    let meta = class.meta;
+    match (class.route, decoded, sid) {
+        (Route::Refuse { status, message }, ..) => refused(status, &message),
+        (Route::Accept, ..) => accepted(),
         (Route::Modern, Decoded::Single(Ok(message)), _) => {
-            modern(app, headers, accepts, message, principal).await
+            modern(app, headers, delivery, message, meta, principal).await
         }
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
-            initialize(app, message, principal).await
+            initialize(app, message, meta, principal).await
         }
         (Route::Legacy, decoded, Some(sid)) => {
-            legacy(app, headers, accepts, sid, principal.as_ref(), decoded).await
+            legacy(
+                app,
+                headers,
+                delivery,
+                sid,
+                principal.as_ref(),
+                decoded,
+                meta,
+            )
+            .await
         }
         _ => bad(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -318,17 +274,12 @@ async fn route_message(
     }
 }
 
-enum Route {
-    Modern,
-    Initialize,
-    Legacy,
-}
-
 async fn modern(
     app: &AppState,
     headers: &HeaderMap,
-    accepts: Accepts,
+    delivery: Delivery,
     message: IncomingMessage,
+    meta: RequestMeta,
     principal: Option<Principal>,
 ) -> Response<Body> {
     let IncomingMessage::Request { id, method, params } = &message else {
@@ -337,8 +288,15 @@ async fn modern(
     let id = id.clone();
     let empty = Map::new();
     let p = params.as_ref().unwrap_or(&empty);
-    if is_modern(params)
-        && let Err(e) = super::headers::validate(headers, method, p, app.engine.registry())
+    // The mirrored headers are this transport's: checked against the `_meta` parsed once.
+    if meta.names_version()
+        && let Err(e) = super::headers::validate_with(
+            headers,
+            method,
+            p,
+            meta.protocol_version.get().map(String::as_str),
+            app.engine.registry(),
+        )
     {
         return json_response(
             StatusCode::BAD_REQUEST,
@@ -348,22 +306,19 @@ async fn modern(
             },
         );
     }
-    if method == "subscriptions/listen" && !accepts.sse {
-        // A subscription is a stream; it has no JSON form.
-        return bad(
-            StatusCode::NOT_ACCEPTABLE,
-            ErrorCode::INVALID_REQUEST,
-            "subscriptions/listen needs Accept: text/event-stream",
-        );
-    }
+    let respond = match app.engine.respond_as(&message, &meta, delivery, None) {
+        Ok(r) => r,
+        Err(Route::Refuse { status, message }) => return refused(status, &message),
+        Err(_) => return accepted(),
+    };
     let listen = method == "subscriptions/listen";
     let session = app.engine.new_stateless_session().with_principal(principal);
-    let stream = wants_stream(app, accepts, &message, None);
-    if stream {
+    if respond == Respond::Stream {
         let (tx, rx) = mpsc::channel(256);
         let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx));
         // Driven by the response body: in this request's span all the same.
-        let handled = trace::in_current_span(app.engine.handle(&session, message, &sink));
+        let handled =
+            trace::in_current_span(app.engine.handle_classified(&session, message, meta, &sink));
         // A subscription is no call: it ends with the server's streams, not its calls.
         let handled = if listen {
             handled
@@ -372,7 +327,7 @@ async fn modern(
         };
         return match handled {
             Handled::Nothing => accepted(),
-            Handled::Reply(m) => reply(&m),
+            Handled::Reply(m) => answer(&Route::Modern, &m),
             work => {
                 let work = crate::runtime::drive(work);
                 let body = SseBody::drive(work, rx, Some(app.config.keep_alive));
@@ -387,35 +342,28 @@ async fn modern(
         };
     }
     let sink = NullSink::shared();
-    let handled = app.engine.handle(&session, message, &sink);
+    let handled = app.engine.handle_classified(&session, message, meta, &sink);
     match app.drain.watch(id, handled) {
         Handled::Nothing => accepted(),
-        Handled::Reply(m) => reply(&m),
+        Handled::Reply(m) => answer(&Route::Modern, &m),
         // Awaited here: if the client disconnects, hyper drops this future, which cancels the
         // tool.
         work => match crate::runtime::drive(work).await {
-            Some(m) => reply(&m),
+            Some(m) => answer(&Route::Modern, &m),
             None => accepted(),
         },
     }
 }
 
-fn reply(m: &OutgoingMessage) -> Response<Body> {
-    let status = match m {
-        OutgoingMessage::Error { error, .. } => modern_status(error),
-        _ => StatusCode::OK,
-    };
-    json_response(status, m)
-}
-
 async fn initialize(
     app: &AppState,
     message: IncomingMessage,
+    meta: RequestMeta,
     principal: Option<Principal>,
 ) -> Response<Body> {
     let session = app.engine.new_session().with_principal(principal);
     let sink = NullSink::shared();
-    let handled = app.engine.handle(&session, message, &sink);
+    let handled = app.engine.handle_classified(&session, message, meta, &sink);
     let Handled::Reply(m) = handled else {
         return bad(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -424,7 +372,7 @@ async fn initialize(
         );
     };
     if !matches!(m, OutgoingMessage::Response { .. }) {
-        return json_response(StatusCode::BAD_REQUEST, &m);
+        return answer(&Route::Initialize, &m);
     }
     match app.sessions.insert(session).await {
         // Only when every session has a call in flight or an open stream: idle ones make room.
@@ -472,10 +420,11 @@ fn check_legacy_version(headers: &HeaderMap) -> Result<(), Response<Body>> {
 async fn legacy(
     app: &AppState,
     headers: &HeaderMap,
-    accepts: Accepts,
+    delivery: Delivery,
     sid: &str,
     principal: Option<&Principal>,
     decoded: Decoded,
+    meta: RequestMeta,
 ) -> Response<Body> {
     let session = match app.sessions.get(sid, principal).await {
         Ok(Some(s)) => s,
@@ -496,7 +445,7 @@ async fn legacy(
                 .into_message()
                 .await
             {
-                Some(m) => json_response(StatusCode::OK, &m),
+                Some(m) => answer(&Route::Legacy, &m),
                 None => accepted(),
             };
         }
@@ -510,23 +459,29 @@ async fn legacy(
                 Err(e) => return store_unavailable(app, &e),
             }
         }
-        app.engine.handle(&session.session, message, standalone);
+        app.engine
+            .handle_classified(&session.session, message, meta, standalone);
         return accepted();
     };
     let id = id.clone();
     let sets_level =
         matches!(&message, IncomingMessage::Request { method, .. } if method == "logging/setLevel");
+    let respond = app
+        .engine
+        .respond_as(&message, &meta, delivery, Some(&session.session));
     if let Some(shared) = app.sessions.shared()
-        && wants_stream(app, accepts, &message, Some(&session))
+        && respond == Ok(Respond::Stream)
     {
-        return shared_stream(app, shared, &session, message, id).await;
+        return shared_stream(app, shared, &session, message, meta, id).await;
     }
-    if wants_stream(app, accepts, &message, Some(&session)) {
+    if respond == Ok(Respond::Stream) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
         // nothing; the client can resume with Last-Event-ID.
         let log = session.open_stream();
         let sink: Arc<dyn MessageSink> = Arc::new(LogSink(log.clone()));
-        let handled = app.engine.handle(&session.session, message, &sink);
+        let handled = app
+            .engine
+            .handle_classified(&session.session, message, meta, &sink);
         let handled = app.drain.watch(id, handled);
         // Nothing was evicted from a stream this new: a failure would only end the body.
         let events = log.follow_from_start();
@@ -560,14 +515,16 @@ async fn legacy(
             Some(app.config.keep_alive),
         ));
     }
-    let handled = app.engine.handle(&session.session, message, standalone);
+    let handled = app
+        .engine
+        .handle_classified(&session.session, message, meta, standalone);
     if sets_level && let Err(e) = app.sessions.persist(&session).await {
         // Set here all the same; only other instances would miss it.
         tracing::warn!(error = %e, "could not store a session's log level");
         app.metrics.store_error();
     }
     match app.drain.watch(id, handled).into_message().await {
-        Some(m) => json_response(StatusCode::OK, &m),
+        Some(m) => answer(&Route::Legacy, &m),
         None => accepted(),
     }
 }
@@ -658,6 +615,7 @@ async fn shared_stream(
     shared: &Arc<super::cluster::Shared>,
     session: &Arc<HttpSession>,
     message: IncomingMessage,
+    meta: RequestMeta,
     id: crate::wire::RequestId,
 ) -> Response<Body> {
     let stream = match shared.open(session).await {
@@ -666,7 +624,9 @@ async fn shared_stream(
     };
     let sink = shared.sink(session.id(), session.owner(), stream, true);
     let dyn_sink: Arc<dyn MessageSink> = Arc::new(sink.clone());
-    let handled = app.engine.handle(&session.session, message, &dyn_sink);
+    let handled = app
+        .engine
+        .handle_classified(&session.session, message, meta, &dyn_sink);
     drop(dyn_sink);
     match app.drain.watch(id, handled) {
         Handled::Nothing => {

@@ -59,17 +59,33 @@ fn decode(raw: &str) -> Result<Cow<'_, str>, String> {
     Ok(Cow::Borrowed(raw))
 }
 
-/// Validates the standard headers of a modern request.
+/// Validates the standard headers of a modern request, reading its `_meta` version from
+/// `params` (the fuzz target's and the tests' entry; the endpoint uses [`validate_with`]).
 pub(crate) fn validate(
     headers: &HeaderMap,
     method: &str,
     params: &Map<String, Value>,
     registry: &McpToolRegistry,
 ) -> Result<(), ErrorObject> {
-    let meta_version = params
-        .get("_meta")
-        .and_then(|m| m.get(crate::engine::META_PROTOCOL_VERSION))
-        .and_then(Value::as_str);
+    let meta = crate::engine::RequestMeta::of(Some(params));
+    validate_with(
+        headers,
+        method,
+        params,
+        meta.protocol_version.get().map(String::as_str),
+        registry,
+    )
+}
+
+/// Validates the standard headers of a modern request against its body: `meta_version` is
+/// the `_meta` protocol version, as the engine's classification parsed it.
+pub(crate) fn validate_with(
+    headers: &HeaderMap,
+    method: &str,
+    params: &Map<String, Value>,
+    meta_version: Option<&str>,
+    registry: &McpToolRegistry,
+) -> Result<(), ErrorObject> {
     match header(headers, &PROTOCOL_VERSION)? {
         None => return Err(mismatch("missing MCP-Protocol-Version header".into())),
         Some(h) => {

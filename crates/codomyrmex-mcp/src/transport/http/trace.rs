@@ -11,7 +11,6 @@
 //! `tracestate` and `baggage` are not read.
 
 use axum::http::HeaderMap;
-use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
 use tracing::{Instrument, Span};
@@ -65,15 +64,19 @@ impl TraceParent {
 }
 
 /// The trace context of a request: `_meta.traceparent`, else the `traceparent` header.
+#[cfg(test)]
 pub(crate) fn trace_parent(
     headers: &HeaderMap,
-    params: Option<&Map<String, Value>>,
+    params: Option<&serde_json::Map<String, serde_json::Value>>,
 ) -> Option<TraceParent> {
-    let meta = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get("traceparent"))
-        .and_then(Value::as_str)
-        .and_then(TraceParent::parse);
+    let meta = crate::engine::RequestMeta::of(params);
+    trace_parent_from(headers, meta.traceparent.as_deref())
+}
+
+/// The trace context of a request: `meta` (its `_meta.traceparent`, as the engine's
+/// classification parsed it), else the `traceparent` header.
+pub(crate) fn trace_parent_from(headers: &HeaderMap, meta: Option<&str>) -> Option<TraceParent> {
+    let meta = meta.and_then(TraceParent::parse);
     meta.or_else(|| {
         let mut values = headers.get_all("traceparent").iter();
         let first = values.next()?;
