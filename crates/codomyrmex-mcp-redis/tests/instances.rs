@@ -290,3 +290,45 @@ async fn redis_going_away_ends_open_streams_and_gets_503_not_a_hang() {
     p.a.stop().await;
     p.b.stop().await;
 }
+
+/// A number from the Prometheus text of `server`'s `/metrics`.
+async fn metric(server: &TestServer, name: &str) -> f64 {
+    let r = server.send(&Req::new("GET", "/metrics")).await;
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// With a message bus, requests on a session this instance holds live refresh its record at
+/// most once a second, not once each; a `DELETE` on the other instance reaches this one over
+/// the bus, which drops its live state at once rather than at its next touch.
+#[tokio::test]
+async fn a_live_session_costs_no_round_trip_per_request_and_a_delete_elsewhere_ends_it_here() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.a.send(&ping).await.status, 200);
+    let before = metric(&p.a, "mcp_store_round_trips_total").await;
+    for _ in 0..20 {
+        assert_eq!(p.a.send(&ping).await.status, 200);
+    }
+    let spent = metric(&p.a, "mcp_store_round_trips_total").await - before;
+    assert!(spent < 10.0, "20 pings cost {spent} round trips");
+    assert_eq!(metric(&p.a, "mcp_http_sessions").await, 1.0);
+
+    let r =
+        p.b.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &sid))
+            .await;
+    assert_eq!(r.status, 204);
+    // No request reaches A: only the broadcast can end its live copy.
+    let deadline = Instant::now() + HANG;
+    while metric(&p.a, "mcp_http_sessions").await != 0.0 {
+        assert!(
+            Instant::now() < deadline,
+            "A still holds the session B deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(p.a.send(&ping).await.status, 404);
+}

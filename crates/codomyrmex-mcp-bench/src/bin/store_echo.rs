@@ -1,6 +1,6 @@
 //! The store benchmark's subject: the `echo` example's tool over Streamable HTTP, with its
-//! 2025-11-25 sessions in memory or in Redis (`codomyrmex-mcp-redis`), as the binary's
-//! `serve --store` keeps them.
+//! 2025-11-25 sessions in memory or in Redis (`codomyrmex-mcp-redis`: session records, SSE
+//! history and the message bus), as the binary's `serve --store` keeps them.
 //!
 //! ```text
 //! store_echo --http ADDR [--store redis://HOST:PORT/DB] [--allowed-host HOST:PORT]
@@ -17,7 +17,9 @@ use std::sync::Arc;
 use codomyrmex_mcp::registry::ToolOutput;
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::{ContentBlock, McpServer, McpServerConfig, McpToolRegistry};
-use codomyrmex_mcp_redis::{RedisConnection, RedisSessionStore};
+use codomyrmex_mcp_redis::{
+    EventBounds, RedisBus, RedisConnection, RedisEventStore, RedisSessionStore,
+};
 use serde_json::{Map, Value, json};
 
 const USAGE: &str =
@@ -78,13 +80,25 @@ async fn main() -> ExitCode {
         ..Default::default()
     };
     if let Some(url) = store {
-        match RedisConnection::connect(&url).await {
-            Ok(conn) => http = http.with_session_store(Arc::new(RedisSessionStore::new(conn))),
+        // What `serve --store` shares: session records, SSE history and the message bus.
+        let conn = match RedisConnection::connect(&url).await {
+            Ok(conn) => conn,
             Err(e) => {
                 eprintln!("store_echo: {e}");
                 return ExitCode::FAILURE;
             }
-        }
+        };
+        let bus = match RedisBus::join(conn.clone()).await {
+            Ok(bus) => bus,
+            Err(e) => {
+                eprintln!("store_echo: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        http = http
+            .with_session_store(Arc::new(RedisSessionStore::new(conn.clone())))
+            .with_event_store(Arc::new(RedisEventStore::new(conn, EventBounds::default())))
+            .with_message_bus(Arc::new(bus));
     }
     let http = HttpServer::new(server.engine().clone(), http);
     let listener = match http.bind().await {

@@ -39,7 +39,7 @@ use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
 
 use super::metrics::HttpMetrics;
-use super::sessions::{HttpSession, SessionTable};
+use super::sessions::{HttpSession, SESSION_ENDED, SessionTable};
 
 /// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
 const WRITER_QUEUE: usize = 256;
@@ -115,7 +115,7 @@ impl Shared {
         StoreSink { tx }
     }
 
-    fn store_error(&self, e: &StoreError) {
+    pub(crate) fn store_error(&self, e: &StoreError) {
         tracing::warn!(error = %e, "event store error");
         self.metrics.store_error();
     }
@@ -395,6 +395,10 @@ impl BusHandler for Delivery {
         let Some(table) = self.sessions.upgrade() else {
             return;
         };
+        if routed.message == SESSION_ENDED {
+            table.ended_elsewhere(&routed.session);
+            return;
+        }
         let Some(http) = table.live(&routed.session) else {
             return;
         };

@@ -35,6 +35,17 @@ use crate::engine::Session;
 use crate::store::{SessionRecord, SessionStore, StoreError, StoredPrincipal};
 
 use super::cluster::{ReaderGuard, Shared};
+
+/// How often a live session's record is refreshed in the store while it is used, when a
+/// message bus tells this instance of sessions ended elsewhere (see
+/// [`SessionTable::touched_lately`]). Requests in between cost no store round trip.
+pub(crate) const TOUCH_EVERY: Duration = Duration::from_secs(1);
+
+/// The message an instance broadcasts on the bus when a session ended there (a `DELETE`, an
+/// eviction): the others drop their live state. Never a client's: clients' messages are
+/// broadcast only as `notifications/cancelled`.
+pub(crate) const SESSION_ENDED: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"codomyrmex-mcp/sessionEnded"}"#;
 use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 
 /// One legacy session over HTTP: the engine's session plus its SSE streams, whose logs the
@@ -43,6 +54,8 @@ pub(crate) struct HttpSession {
     id: String,
     /// When it was last used, in the table's order of use (for the live cap).
     last_used: AtomicU64,
+    /// When its record's expiry was last refreshed in the store (wall-clock milliseconds).
+    touched: AtomicU64,
     pub(crate) session: Arc<Session>,
     /// Stream 0: the standalone GET stream, for messages not tied to a request.
     pub(crate) standalone: Arc<StreamLog>,
@@ -78,6 +91,7 @@ impl HttpSession {
         Self {
             id,
             last_used: AtomicU64::new(0),
+            touched: AtomicU64::new(now_ms()),
             session,
             standalone_sink,
             standalone,
@@ -372,6 +386,7 @@ impl SessionTable {
                 "made room in the session table"
             );
             self.forget(&created.evicted);
+            self.announce_ended(&created.evicted).await;
         }
         let http = Arc::new(HttpSession::new(
             id.clone(),
@@ -398,13 +413,51 @@ impl SessionTable {
         if !s.belongs_to(principal) {
             return Ok(None);
         }
-        if self.records.touch(id, now_ms()).await?.is_none() {
-            // Expired, or ended elsewhere.
-            self.forget(&[id.to_owned()]);
-            return Ok(None);
+        let now = now_ms();
+        if !self.touched_lately(&s, now) {
+            if self.records.touch(id, now).await?.is_none() {
+                // Expired, or ended elsewhere.
+                self.forget(&[id.to_owned()]);
+                return Ok(None);
+            }
+            s.touched.store(now, Ordering::Relaxed);
         }
         self.used(&s);
         Ok(Some(s))
+    }
+
+    /// Whether a live session's record was refreshed less than [`TOUCH_EVERY`] ago, so that
+    /// this request need not refresh it again. Only with a message bus: then a `DELETE`, or
+    /// an eviction, on another instance reaches this one as a broadcast
+    /// ([`SESSION_ENDED`]) instead of as the next touch's "gone", and the record's expiry
+    /// (the idle timeout, minutes) is refreshed at least every [`TOUCH_EVERY`] while the
+    /// session is used. Without a bus every request touches the record.
+    fn touched_lately(&self, s: &HttpSession, now: u64) -> bool {
+        self.shared.as_ref().is_some_and(|sh| sh.bus.is_some())
+            && now.saturating_sub(s.touched.load(Ordering::Relaxed))
+                < TOUCH_EVERY.as_millis() as u64
+            && TOUCH_EVERY < self.idle
+    }
+
+    /// Tells the other instances that `ids` ended (deleted or evicted), so that they drop
+    /// their live state now rather than at their next touch of the record.
+    async fn announce_ended(&self, ids: &[String]) {
+        let Some(bus) = self.shared.as_ref().and_then(|s| s.bus.as_ref()) else {
+            return;
+        };
+        for id in ids {
+            if let Err(e) = bus.broadcast(id, SESSION_ENDED.to_vec()).await {
+                tracing::warn!(error = %e, "could not tell the other instances a session ended");
+                if let Some(shared) = &self.shared {
+                    shared.store_error(&e);
+                }
+            }
+        }
+    }
+
+    /// Drops the live state of a session another instance ended ([`SESSION_ENDED`]).
+    pub(crate) fn ended_elsewhere(&self, id: &str) {
+        self.forget(&[id.to_owned()]);
     }
 
     /// The live state of a session of `principal` that this process does not hold, rebuilt
@@ -480,6 +533,7 @@ impl SessionTable {
         if let Some(shared) = &self.shared {
             shared.drop_history(id);
         }
+        self.announce_ended(&[id.to_owned()]).await;
         Ok(existed)
     }
 
