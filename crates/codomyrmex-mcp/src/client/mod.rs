@@ -9,11 +9,21 @@
 //! [`ClientHandlers`] the client was built with, which also decide the capabilities it
 //! declares.
 
+#[cfg(feature = "http")]
+mod dpop;
 mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
+mod http_io;
+#[cfg(feature = "http")]
+mod jws;
+#[cfg(feature = "http")]
 pub mod oauth;
+#[cfg(feature = "http")]
+mod oauth_flow;
+#[cfg(feature = "http")]
+mod oauth_grants;
 #[cfg(feature = "http")]
 pub mod oauth_loopback;
 pub mod param_headers;
@@ -275,10 +285,7 @@ impl McpClient {
         oauth: oauth::OAuthConfig,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let flow = oauth::Flow {
-            config: oauth,
-            fetch: http::fetcher(&target)?,
-        };
+        let flow = oauth::Flow::new(oauth, http::fetcher(&target)?);
         let (link, closer) = http::connect(target, Some(Arc::new(flow)))?;
         Ok(Self::start(link, Era::Legacy, options, Some(closer)))
     }
