@@ -143,9 +143,13 @@ fn server_spec(args: &ClientArgs) -> Result<ServerSpec, Failure> {
     Ok(spec)
 }
 
-/// What the command-line client can answer: its working directory as the one root.
+/// What the command-line client can answer: its working directory as the one root, and
+/// elicitation at the terminal when stdin is one.
 fn handlers() -> ClientHandlers {
     let mut handlers = ClientHandlers::new();
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        handlers = crate::client_elicit::handlers(handlers);
+    }
     if let Ok(dir) = std::env::current_dir() {
         let uri = format!("file://{}", dir.display());
         handlers = handlers.roots(vec![json!({"uri": uri, "name": "cwd"})]);

@@ -10,6 +10,7 @@
 
 mod cli;
 mod client_cmd;
+mod client_elicit;
 mod client_input;
 mod client_oauth;
 mod config;
