@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
+use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference, TaskCall};
 use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Value, json};
 
@@ -298,6 +298,8 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             name,
             pairs,
             args: raw,
+            task,
+            ttl,
         } => {
             let schema = if pairs.is_empty() {
                 None
@@ -318,6 +320,19 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             let schema = schema.unwrap_or_else(|| json!({}));
             let arguments =
                 client_input::arguments(pairs, raw.as_deref(), Some(&schema)).map_err(usage)?;
+            if *task {
+                let ttl = ttl.map(Duration::from_secs);
+                return match client
+                    .call_tool_as_task(name, Value::Object(arguments), ttl)
+                    .await?
+                {
+                    TaskCall::Task(task) => ok(show(&task, render_task)),
+                    TaskCall::Done(result) => Ok(Outcome {
+                        failed: result.get("isError").and_then(Value::as_bool) == Some(true),
+                        text: show(&result, render_call),
+                    }),
+                };
+            }
             let options = if args.json {
                 CallOptions::default()
             } else {
@@ -413,11 +428,34 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
                 "ok\n".into()
             })
         }
-        ClientAction::Tasks { id: Some(id) } => {
-            let task = client.get_task(id).await?;
-            ok(pretty(&task))
+        ClientAction::Tasks {
+            id: Some(id),
+            result: true,
+            ..
+        } => {
+            let result = client.task_result(id).await?;
+            Ok(Outcome {
+                failed: result.get("isError").and_then(Value::as_bool) == Some(true),
+                text: show(&result, render_call),
+            })
         }
-        ClientAction::Tasks { id: None } => {
+        ClientAction::Tasks {
+            id: Some(id),
+            cancel: true,
+            ..
+        } => {
+            let answer = client.cancel_task(id).await?;
+            ok(if args.json {
+                pretty(&answer)
+            } else {
+                format!("cancelled {id}\n")
+            })
+        }
+        ClientAction::Tasks { id: Some(id), .. } => {
+            let task = client.get_task(id).await?;
+            ok(show(&task, render_task))
+        }
+        ClientAction::Tasks { id: None, .. } => {
             let tasks = optional(client.list_tasks().await)?;
             ok(if args.json {
                 pretty(&Value::Array(tasks))
@@ -479,6 +517,20 @@ async fn listen(client: &McpClient, json: bool) -> Result<Outcome, Failure> {
         crate::emit(&line);
     }
     Err(ClientError::Closed.into())
+}
+
+/// A task: its id and status (and status message).
+fn render_task(task: &Value) -> String {
+    let mut out = format!(
+        "{}  {}",
+        str_of(task, "taskId").unwrap_or("?"),
+        str_of(task, "status").unwrap_or("?")
+    );
+    if let Some(m) = str_of(task, "statusMessage") {
+        let _ = write!(out, " — {m}");
+    }
+    out.push('\n');
+    out
 }
 
 fn render_prompt(result: &Value) -> String {

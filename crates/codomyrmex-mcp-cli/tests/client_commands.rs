@@ -323,3 +323,67 @@ fn tasks_listen_and_subscribe_in_both_eras() {
         assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
     }
 }
+
+/// A 2025-11-25 server with one task, `t1`: a task-augmented `tools/call` makes it.
+const TASK_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m.get("method"), m.get("params", {})
+    task = {"taskId": "t1", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000}
+    if method == "initialize":
+        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}, "serverInfo": {"name": "tasks", "version": "1"}}}
+    elif method == "tools/call" and "task" in p:
+        task["ttl"] = p["task"].get("ttl", 60000)
+        r = {"result": {"task": task}}
+    elif method == "tasks/get":
+        r = {"result": task}
+    elif method == "tasks/result":
+        r = {"result": {"content": [{"type": "text", "text": "done as a task"}]}}
+    elif method == "tasks/cancel":
+        task["status"] = "cancelled"
+        r = {"result": task}
+    else:
+        r = {"error": {"code": -32601, "message": "Method not found"}}
+    r.update({"jsonrpc": "2.0", "id": m["id"]})
+    print(json.dumps(r), flush=True)
+"#;
+
+#[test]
+fn call_as_a_task_then_its_result_or_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("tasks.py");
+    std::fs::write(&script, TASK_SERVER).unwrap();
+    let s = format!("python3 '{}'", script.display());
+    let base = ["client", "--stdio", s.as_str(), "--era", "legacy"];
+    let with = |rest: &[&str]| run(&[&base[..], rest].concat());
+    let r = with(&["call", "job", "--task", "--ttl", "5"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "t1  working\n"),
+        "{}",
+        r.stderr
+    );
+    let r = with(&["--json", "call", "job", "--task", "--ttl", "5"]);
+    assert_eq!(json_of(&r)["ttl"], 5000, "{}", r.stdout);
+    let r = with(&["tasks", "t1"]);
+    assert_eq!(r.stdout, "t1  working\n", "{}", r.stderr);
+    let r = with(&["tasks", "t1", "--result"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "done as a task\n"),
+        "{}",
+        r.stderr
+    );
+    let r = with(&["tasks", "t1", "--cancel"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "cancelled t1\n"),
+        "{}",
+        r.stderr
+    );
+    let r = with(&["tasks", "--result"]);
+    assert_eq!(r.code, Some(2), "--result needs an id: {}", r.stderr);
+}

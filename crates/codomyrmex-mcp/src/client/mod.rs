@@ -31,6 +31,7 @@ pub mod proto;
 #[cfg(feature = "http")]
 mod sse;
 mod stdio;
+mod tasks;
 #[cfg(feature = "http")]
 pub mod tls;
 #[cfg(feature = "http")]
@@ -50,6 +51,7 @@ use proto::{
     ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable, ServerMessage,
 };
 pub use stdio::StdioCommand;
+pub use tasks::{TASKS_EXTENSION, TaskCall};
 
 use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
 
@@ -783,9 +785,11 @@ impl McpClient {
             .map(|_| ())
     }
 
-    /// `tasks/get` (both eras' task forms share the method).
+    /// `tasks/get` (both eras' task forms share the method; on 2026-07-28 the request
+    /// declares the tasks extension).
     pub async fn get_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/get", json!({"taskId": task_id})).await
+        self.request("tasks/get", self.with_tasks(json!({"taskId": task_id})))
+            .await
     }
 
     /// `tasks/list` (2025-11-25 experimental tasks).
@@ -795,7 +799,7 @@ impl McpClient {
 
     /// `tasks/cancel`.
     pub async fn cancel_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/cancel", json!({"taskId": task_id}))
+        self.request("tasks/cancel", self.with_tasks(json!({"taskId": task_id})))
             .await
     }
 
