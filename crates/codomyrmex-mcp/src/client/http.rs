@@ -148,6 +148,9 @@ struct Conn {
     /// Held while a new session is opened, so that requests that all met the expired
     /// session open one new session between them, not one each.
     reinit: tokio::sync::Mutex<()>,
+    /// The authorization context: bumped whenever the token sent changes, so that the
+    /// client's list cache keeps `cacheScope: "private"` pages to the token they came with.
+    auth_context: Arc<std::sync::atomic::AtomicU64>,
     /// The POSTs of requests in flight, by id: a `notifications/cancelled` for one stops
     /// it, which closes its stream (2026-07-28's cancellation).
     in_flight: Mutex<std::collections::HashMap<RequestId, CancellationToken>>,
@@ -166,6 +169,7 @@ fn transport(message: String) -> ClientError {
 pub(crate) fn connect(
     target: HttpTarget,
     oauth: Option<Arc<dyn Authorizer>>,
+    auth_context: Arc<std::sync::atomic::AtomicU64>,
 ) -> Result<(ClientEnds, Closer), ClientError> {
     let endpoint = parse_url(&target.url).map_err(transport)?;
     let tls = super::tls::client_config(target.ca_file.as_deref()).map_err(transport)?;
@@ -196,6 +200,7 @@ pub(crate) fn connect(
         stop: CancellationToken::new(),
         reinit: tokio::sync::Mutex::new(()),
         in_flight: Mutex::new(std::collections::HashMap::new()),
+        auth_context,
     });
     let main = conn.clone();
     let posts = tokio::spawn(async move {
@@ -297,6 +302,16 @@ fn headers_for(
 }
 
 impl Conn {
+    /// Sends `token` from now on; a new token is a new authorization context.
+    fn set_token(&self, token: String) {
+        let mut current = lock(&self.token);
+        if current.as_deref() != Some(token.as_str()) {
+            *current = Some(token);
+            self.auth_context
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+
     /// The headers presenting the token in use on a `method` request: `Bearer`, or DPoP's
     /// scheme and a fresh proof for a DPoP-bound token.
     fn credentials(&self, method: &str) -> Vec<(String, String)> {
@@ -375,7 +390,7 @@ impl Conn {
             return; // another request refreshed meanwhile
         }
         if let Ok(tokens) = authorizer.refresh(self.target.url.clone()).await {
-            *lock(&self.token) = Some(tokens.access_token);
+            self.set_token(tokens.access_token);
         }
     }
 
@@ -420,7 +435,7 @@ impl Conn {
             .authorize(self.target.url.clone(), challenge)
             .await
             .map_err(|e| format!("authorization failed: {e}"))?;
-        *lock(&self.token) = Some(tokens.access_token);
+        self.set_token(tokens.access_token);
         Ok(true)
     }
 

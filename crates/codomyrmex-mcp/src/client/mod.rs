@@ -38,7 +38,7 @@ pub mod tls;
 pub mod token_file;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -216,6 +216,8 @@ pub struct McpClient {
     request_timeout: Option<Duration>,
     closer: Mutex<Option<Closer>>,
     next_progress: std::sync::atomic::AtomicU64,
+    /// The authorization context: bumped by the transport when its credentials change.
+    auth_context: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -259,14 +261,20 @@ impl McpClient {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let link = stdio::line_link(reader, writer);
-        Self::start(link, era, options, None)
+        Self::start(link, era, options, None, Arc::default())
     }
 
     /// Starts `command` and speaks MCP over its stdin and stdout. The era is decided by
     /// [`negotiate`](Self::negotiate); until then requests are sent in the legacy form.
     pub fn spawn(command: &StdioCommand, options: ClientOptions) -> Result<Self, ClientError> {
         let (link, closer) = stdio::spawn(command)?;
-        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+        Ok(Self::start(
+            link,
+            Era::Legacy,
+            options,
+            Some(closer),
+            Arc::default(),
+        ))
     }
 
     /// Connects to a Streamable HTTP endpoint.
@@ -275,8 +283,15 @@ impl McpClient {
         target: http::HttpTarget,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let (link, closer) = http::connect(target, None)?;
-        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+        let context = Arc::new(AtomicU64::new(0));
+        let (link, closer) = http::connect(target, None, context.clone())?;
+        Ok(Self::start(
+            link,
+            Era::Legacy,
+            options,
+            Some(closer),
+            context,
+        ))
     }
 
     /// Connects to a Streamable HTTP endpoint that may ask for OAuth: on a `401` (or a
@@ -288,8 +303,15 @@ impl McpClient {
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
         let flow = oauth::Flow::new(oauth, http::fetcher(&target)?);
-        let (link, closer) = http::connect(target, Some(Arc::new(flow)))?;
-        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+        let context = Arc::new(AtomicU64::new(0));
+        let (link, closer) = http::connect(target, Some(Arc::new(flow)), context.clone())?;
+        Ok(Self::start(
+            link,
+            Era::Legacy,
+            options,
+            Some(closer),
+            context,
+        ))
     }
 
     fn start(
@@ -297,6 +319,7 @@ impl McpClient {
         era: Era,
         options: ClientOptions,
         closer: Option<Closer>,
+        auth_context: Arc<AtomicU64>,
     ) -> Self {
         let identity = ClientIdentity {
             info: options.info,
@@ -323,6 +346,7 @@ impl McpClient {
             closer: Mutex::new(closer),
             tool_headers: Mutex::new(HashMap::new()),
             next_progress: std::sync::atomic::AtomicU64::new(1),
+            auth_context,
         }
     }
 
@@ -629,7 +653,13 @@ impl McpClient {
             if pages > 10_000 {
                 return Err(ClientError::Protocol(format!("{method}: too many pages")));
             }
-            let cached = lock(&self.shared.cache).get(method, cursor.as_deref(), Instant::now());
+            // Private pages are served only under the credentials they were fetched with.
+            let context = self.auth_context.load(Ordering::Acquire);
+            let cached = {
+                let mut cache = lock(&self.shared.cache);
+                cache.set_context(context);
+                cache.get(method, cursor.as_deref(), Instant::now())
+            };
             let page = match cached {
                 Some(p) => p,
                 None => {
@@ -637,12 +667,16 @@ impl McpClient {
                         .as_ref()
                         .map_or_else(|| json!({}), |c| json!({"cursor": c}));
                     let page = self.request(method, params).await?;
-                    lock(&self.shared.cache).store(
-                        method,
-                        cursor.as_deref(),
-                        &page,
-                        Instant::now(),
-                    );
+                    // Kept only if the credentials did not change meanwhile (an authorization
+                    // on the way): which context it belongs to is then unclear.
+                    if self.auth_context.load(Ordering::Acquire) == context {
+                        lock(&self.shared.cache).store(
+                            method,
+                            cursor.as_deref(),
+                            &page,
+                            Instant::now(),
+                        );
+                    }
                     page
                 }
             };
