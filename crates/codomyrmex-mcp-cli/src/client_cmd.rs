@@ -8,10 +8,9 @@
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference, TaskCall};
+use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, TaskCall};
 use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Value, json};
 
@@ -256,24 +255,6 @@ fn era_preference(era: EraArg) -> EraPreference {
     }
 }
 
-/// Progress on stderr, one line per notification.
-fn progress_printer() -> CallOptions {
-    CallOptions {
-        progress: Some(Arc::new(|p: Value| {
-            let done = p.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
-            let mut line = match p.get("total").and_then(Value::as_f64) {
-                Some(total) => format!("progress: {done}/{total}"),
-                None => format!("progress: {done}"),
-            };
-            if let Some(m) = p.get("message").and_then(Value::as_str) {
-                let _ = write!(line, " {m}");
-            }
-            eprintln!("{line}");
-        })),
-        timeout: None,
-    }
-}
-
 async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result<Outcome, Failure> {
     // The probe gets the whole budget: a server that never answers is the timeout's to report.
     client.negotiate(era_preference(args.era), timeout).await?;
@@ -333,14 +314,17 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
                     }),
                 };
             }
-            let options = if args.json {
-                CallOptions::default()
-            } else {
-                progress_printer()
-            };
+            // Progress on stderr (a bar on a terminal), never with --json.
+            let progress = (!args.json).then(crate::client_progress::for_call);
+            let options = progress
+                .as_ref()
+                .map(|p| p.options.clone())
+                .unwrap_or_default();
             let result = client
                 .call_tool_with(name, Value::Object(arguments), &options)
-                .await?;
+                .await;
+            drop(progress);
+            let result = result?;
             let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
             Ok(Outcome {
                 text: show(&result, render_call),

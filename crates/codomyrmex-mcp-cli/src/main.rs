@@ -13,6 +13,7 @@ mod client_cmd;
 mod client_elicit;
 mod client_input;
 mod client_oauth;
+mod client_progress;
 mod config;
 mod gateway;
 mod logging;

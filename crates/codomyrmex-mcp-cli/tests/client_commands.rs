@@ -387,3 +387,65 @@ fn call_as_a_task_then_its_result_or_cancel() {
     let r = with(&["tasks", "--result"]);
     assert_eq!(r.code, Some(2), "--result needs an id: {}", r.stderr);
 }
+
+/// A 2025-11-25 server whose one tool reports progress 1/2 and 2/2, then answers.
+const PROGRESS_SERVER: &str = r#"
+import json, sys, time
+def send(m):
+    print(json.dumps(m), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m.get("method"), m.get("params", {})
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "progress", "version": "1"}}})
+    elif method == "tools/call":
+        token = p.get("_meta", {}).get("progressToken")
+        for done in (1, 2):
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": done, "total": 2, "message": "step %d" % done}})
+            time.sleep(0.2)
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "finished"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+#[test]
+fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("progress.py");
+    std::fs::write(&script, PROGRESS_SERVER).unwrap();
+    let s = format!("python3 '{}'", script.display());
+    let r = run(&["client", "--stdio", &s, "--era", "legacy", "call", "work"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "finished\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("progress: 1/2 step 1"), "{}", r.stderr);
+    assert!(r.stderr.contains("progress: 2/2 step 2"), "{}", r.stderr);
+    let r = run(&[
+        "client", "--stdio", &s, "--era", "legacy", "--json", "call", "work",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stderr.contains("progress"), "{}", r.stderr);
+    // On a terminal (script(1) gives the command one): a bar, not lines.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped the terminal case: no script(1)");
+        return;
+    }
+    let line = format!("{BIN} client --stdio \"{s}\" --era legacy call work");
+    let mut c = Command::new("script");
+    c.args(["-qec", &line, "/dev/null"]);
+    let r = run_with(c, None);
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("finished"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("50%") && r.stdout.contains("step 1"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("progress: 1/2"), "{:?}", r.stdout);
+}
