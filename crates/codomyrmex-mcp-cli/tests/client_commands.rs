@@ -449,3 +449,67 @@ fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
     );
     assert!(!r.stdout.contains("progress: 1/2"), "{:?}", r.stdout);
 }
+
+/// A server of either era that announces a tools list change as soon as a client listens
+/// (2025-11-25: after `notifications/initialized`; 2026-07-28: on the `subscriptions/listen`
+/// stream, which it then keeps open).
+const CHANGING_SERVER: &str = r#"
+import json, sys
+def send(m):
+    print(json.dumps(m), flush=True)
+change = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if method == "notifications/initialized":
+        send(change)
+    if "id" not in m:
+        continue
+    if method == "server/discover" and sys.argv[1] == "modern":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+    elif method == "subscriptions/listen":
+        send(change)
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+#[test]
+fn listen_prints_changes_as_they_come_in_both_eras() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("changing.py");
+    std::fs::write(&script, CHANGING_SERVER).unwrap();
+    for era in ["legacy", "modern"] {
+        let s = format!("python3 '{}' {era}", script.display());
+        // A long --timeout: the line must come while the client is still listening.
+        let mut child = command(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "--timeout",
+            "60",
+            "listen",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let still_listening = child.try_wait().unwrap().is_none();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            first.starts_with("notifications/tools/list_changed"),
+            "{era}: {first:?}"
+        );
+        assert!(still_listening, "{era}: the client had already exited");
+    }
+}
