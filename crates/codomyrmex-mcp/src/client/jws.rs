@@ -46,10 +46,20 @@ impl Es256Key {
                 "signing algorithm {alg:?} is not supported (only ES256 is)"
             ));
         }
-        pem.trim()
-            .parse::<SigningKey>()
-            .map(Self)
-            .map_err(|_| "the private key is not a PKCS#8 PEM P-256 key".to_owned())
+        let bad = || "the private key is not a PKCS#8 PEM P-256 key".to_owned();
+        let body: String = pem
+            .trim()
+            .strip_prefix("-----BEGIN PRIVATE KEY-----")
+            .and_then(|r| r.trim_end().strip_suffix("-----END PRIVATE KEY-----"))
+            .ok_or_else(bad)?
+            .chars()
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .map_err(|_| bad())?;
+        let scalar = pkcs8_p256_scalar(&der).ok_or_else(bad)?;
+        SigningKey::from_slice(scalar).map(Self).map_err(|_| bad())
     }
 
     /// The public key as a JWK (`kty`, `crv`, `x`, `y`; never `d`).
@@ -86,6 +96,61 @@ impl Es256Key {
         );
         let signature: Signature = self.0.sign(input.as_bytes());
         format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.to_bytes()))
+    }
+}
+
+/// One DER element of `der` at its start: (tag, contents, the rest).
+fn der_element(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = der.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = match first {
+        0..=0x7f => (usize::from(first), rest),
+        0x81 => {
+            let (&l, rest) = rest.split_first()?;
+            (usize::from(l), rest)
+        }
+        0x82 => {
+            let (l, rest) = rest.split_at_checked(2)?;
+            (usize::from(l[0]) << 8 | usize::from(l[1]), rest)
+        }
+        _ => return None,
+    };
+    let (contents, rest) = rest.split_at_checked(len)?;
+    Some((tag, contents, rest))
+}
+
+/// The P-256 private scalar of a PKCS#8 `PrivateKeyInfo` (RFC 5208) holding an
+/// `ECPrivateKey` (RFC 5915): the algorithm must be id-ecPublicKey on prime256v1.
+fn pkcs8_p256_scalar(der: &[u8]) -> Option<&[u8]> {
+    const EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
+    const PRIME256V1: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+    let (0x30, info, _) = der_element(der)? else {
+        return None;
+    };
+    let (0x02, [0], info) = der_element(info)? else {
+        return None;
+    };
+    let (0x30, algorithm, info) = der_element(info)? else {
+        return None;
+    };
+    let (0x06, EC_PUBLIC_KEY, curve) = der_element(algorithm)? else {
+        return None;
+    };
+    let (0x06, PRIME256V1, _) = der_element(curve)? else {
+        return None;
+    };
+    let (0x04, key, _) = der_element(info)? else {
+        return None;
+    };
+    let (0x30, ec, _) = der_element(key)? else {
+        return None;
+    };
+    let (0x02, [1], ec) = der_element(ec)? else {
+        return None;
+    };
+    match der_element(ec)? {
+        (0x04, scalar, _) if scalar.len() == 32 => Some(scalar),
+        _ => None,
     }
 }
 
@@ -148,9 +213,36 @@ mod tests {
         assert_eq!(key.thumbprint(), sha256_b64(&canonical));
     }
 
+    /// A minimal PKCS#8 P-256 key (RFC 5208 and 5915, no optional fields): d = 1, so the
+    /// public key is the generator.
+    const PEM_D1: &str = "-----BEGIN PRIVATE KEY-----\n\
+        MEECAQAwEwYHKoZIzj0CAQYIKoZIzj0DAQcEJzAlAgEBBCAAAAAAAAAAAAAAAAAA\n\
+        AAAAAAAAAAAAAAAAAAAAAAAAAQ==\n\
+        -----END PRIVATE KEY-----\n";
+
+    #[test]
+    fn pkcs8_pem_keys_are_read() {
+        let key = Es256Key::from_pkcs8_pem(PEM_D1, "ES256").unwrap();
+        assert_eq!(
+            key.public_jwk()["x"],
+            "axfR8uEsQkf4vOblY6RA8ncDfYEt6zOg9KE5RdiYwpY"
+        );
+    }
+
     #[test]
     fn bad_keys_and_algorithms_are_errors() {
         assert!(Es256Key::from_pkcs8_pem("not a key", "ES256").is_err());
-        assert!(Es256Key::from_pkcs8_pem("", "RS256").is_err());
+        assert!(Es256Key::from_pkcs8_pem(PEM_D1, "RS256").is_err());
+        // Every truncation, and another curve OID.
+        let der = base64::engine::general_purpose::STANDARD
+            .decode("MEECAQAwEwYHKoZIzj0CAQYIKoZIzj0DAQcEJzAlAgEBBCAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAQ==")
+            .unwrap();
+        for cut in 0..der.len() {
+            assert!(pkcs8_p256_scalar(&der[..cut]).is_none(), "{cut}");
+        }
+        let mut other = der.clone();
+        other[25] = 0x22;
+        assert!(pkcs8_p256_scalar(&other).is_none());
+        assert!(pkcs8_p256_scalar(&der).is_some());
     }
 }
