@@ -19,6 +19,7 @@
 //!   own driver.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod config;
 pub mod context;
 pub mod engine;

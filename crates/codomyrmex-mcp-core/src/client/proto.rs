@@ -3,9 +3,9 @@
 //! as the fallback), the multi round-trip loop of 2026-07-28 (`inputRequests` answered,
 //! `requestState` passed back untouched) and list caching by `ttlMs` and `cacheScope`.
 //!
-//! It imports no runtime or HTTP types (std, serde_json and the wire types only), so it can
-//! live in the sans-IO core beside the server's engine. It is not a transport and not the
-//! public client API: [`McpClient`](super::McpClient) drives it, and the transports
+//! It imports no runtime or HTTP types (std, serde_json and the wire types only): it lives in
+//! the sans-IO core beside the server's engine. It is not a transport and not the
+//! public client API: the library's `McpClient` drives it, and the transports
 //! (`stdio`, `http`) move its bytes. Time is an input (`now`), never read here.
 
 use std::collections::HashMap;
@@ -743,6 +743,8 @@ mod tests {
     }
 
     #[test]
+    // A test's clock: the cache itself never reads one.
+    #[allow(clippy::disallowed_methods)]
     fn list_cache_honours_ttl_and_invalidation() {
         let mut c = ListCache::default();
         let t0 = Instant::now();

@@ -26,8 +26,7 @@ mod oauth_flow;
 mod oauth_grants;
 #[cfg(feature = "http")]
 pub mod oauth_loopback;
-pub mod param_headers;
-pub mod proto;
+pub use codomyrmex_mcp_core::client::{param_headers, proto};
 #[cfg(feature = "http")]
 mod sse;
 mod stdio;
