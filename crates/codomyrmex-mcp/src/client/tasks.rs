@@ -129,12 +129,12 @@ impl McpClient {
                         .get("error")
                         .cloned()
                         .and_then(|e| serde_json::from_value::<ErrorObject>(e).ok());
-                    return Err(match (error, task.get("result")) {
-                        (Some(e), _) => ClientError::Server(e),
+                    return match (error, task.get("result")) {
+                        (Some(e), _) => Err(ClientError::Server(e)),
                         // A tool error is a result with isError.
-                        (None, Some(r)) => return Ok(r.clone()),
-                        (None, None) => ClientError::Protocol("the task failed".into()),
-                    });
+                        (None, Some(r)) => Ok(r.clone()),
+                        (None, None) => Err(ClientError::Protocol("the task failed".into())),
+                    };
                 }
                 Some("cancelled") => {
                     return Err(ClientError::Protocol(format!(
