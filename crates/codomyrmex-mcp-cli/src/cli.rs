@@ -427,6 +427,13 @@ pub enum ClientAction {
         /// The arguments: a JSON object, @FILE to read it from a file, @- from stdin.
         #[arg(long, value_name = "JSON")]
         args: Option<String>,
+        /// Run the call as a task and print the task (its id, for `tasks ID --result`); a
+        /// 2026-07-28 server that answers at once prints the result.
+        #[arg(long)]
+        task: bool,
+        /// With --task: how long a 2025-11-25 server keeps the task, in seconds.
+        #[arg(long, value_name = "SECONDS", requires = "task")]
+        ttl: Option<u64>,
     },
     /// List the server's resources and resource templates.
     Resources,
@@ -476,10 +483,17 @@ pub enum ClientAction {
     },
     /// Check that the server answers.
     Ping,
-    /// List the server's tasks (2025-11-25 experimental tasks), or one task by id.
+    /// List the server's tasks (2025-11-25 experimental tasks), or one task by id: print
+    /// it, wait for its result, or cancel it.
     Tasks {
         /// A task id: print that task.
         id: Option<String>,
+        /// Wait for the task to end and print its result, as `call` would.
+        #[arg(long, requires = "id")]
+        result: bool,
+        /// Cancel the task.
+        #[arg(long, requires = "id", conflicts_with = "result")]
+        cancel: bool,
     },
     /// Print the server's notifications (list changes, updates, logs) as they come, until
     /// --timeout.

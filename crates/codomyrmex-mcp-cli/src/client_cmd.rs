@@ -8,10 +8,9 @@
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
+use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, TaskCall};
 use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Value, json};
 
@@ -143,9 +142,13 @@ fn server_spec(args: &ClientArgs) -> Result<ServerSpec, Failure> {
     Ok(spec)
 }
 
-/// What the command-line client can answer: its working directory as the one root.
+/// What the command-line client can answer: its working directory as the one root, and
+/// elicitation at the terminal when stdin is one.
 fn handlers() -> ClientHandlers {
     let mut handlers = ClientHandlers::new();
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        handlers = crate::client_elicit::handlers(handlers);
+    }
     if let Ok(dir) = std::env::current_dir() {
         let uri = format!("file://{}", dir.display());
         handlers = handlers.roots(vec![json!({"uri": uri, "name": "cwd"})]);
@@ -252,24 +255,6 @@ fn era_preference(era: EraArg) -> EraPreference {
     }
 }
 
-/// Progress on stderr, one line per notification.
-fn progress_printer() -> CallOptions {
-    CallOptions {
-        progress: Some(Arc::new(|p: Value| {
-            let done = p.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
-            let mut line = match p.get("total").and_then(Value::as_f64) {
-                Some(total) => format!("progress: {done}/{total}"),
-                None => format!("progress: {done}"),
-            };
-            if let Some(m) = p.get("message").and_then(Value::as_str) {
-                let _ = write!(line, " {m}");
-            }
-            eprintln!("{line}");
-        })),
-        timeout: None,
-    }
-}
-
 async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result<Outcome, Failure> {
     // The probe gets the whole budget: a server that never answers is the timeout's to report.
     client.negotiate(era_preference(args.era), timeout).await?;
@@ -294,6 +279,8 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             name,
             pairs,
             args: raw,
+            task,
+            ttl,
         } => {
             let schema = if pairs.is_empty() {
                 None
@@ -314,14 +301,30 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             let schema = schema.unwrap_or_else(|| json!({}));
             let arguments =
                 client_input::arguments(pairs, raw.as_deref(), Some(&schema)).map_err(usage)?;
-            let options = if args.json {
-                CallOptions::default()
-            } else {
-                progress_printer()
-            };
+            if *task {
+                let ttl = ttl.map(Duration::from_secs);
+                return match client
+                    .call_tool_as_task(name, Value::Object(arguments), ttl)
+                    .await?
+                {
+                    TaskCall::Task(task) => ok(show(&task, render_task)),
+                    TaskCall::Done(result) => Ok(Outcome {
+                        failed: result.get("isError").and_then(Value::as_bool) == Some(true),
+                        text: show(&result, render_call),
+                    }),
+                };
+            }
+            // Progress on stderr (a bar on a terminal), never with --json.
+            let progress = (!args.json).then(crate::client_progress::for_call);
+            let options = progress
+                .as_ref()
+                .map(|p| p.options.clone())
+                .unwrap_or_default();
             let result = client
                 .call_tool_with(name, Value::Object(arguments), &options)
-                .await?;
+                .await;
+            drop(progress);
+            let result = result?;
             let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
             Ok(Outcome {
                 text: show(&result, render_call),
@@ -409,11 +412,34 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
                 "ok\n".into()
             })
         }
-        ClientAction::Tasks { id: Some(id) } => {
-            let task = client.get_task(id).await?;
-            ok(pretty(&task))
+        ClientAction::Tasks {
+            id: Some(id),
+            result: true,
+            ..
+        } => {
+            let result = client.task_result(id).await?;
+            Ok(Outcome {
+                failed: result.get("isError").and_then(Value::as_bool) == Some(true),
+                text: show(&result, render_call),
+            })
         }
-        ClientAction::Tasks { id: None } => {
+        ClientAction::Tasks {
+            id: Some(id),
+            cancel: true,
+            ..
+        } => {
+            let answer = client.cancel_task(id).await?;
+            ok(if args.json {
+                pretty(&answer)
+            } else {
+                format!("cancelled {id}\n")
+            })
+        }
+        ClientAction::Tasks { id: Some(id), .. } => {
+            let task = client.get_task(id).await?;
+            ok(show(&task, render_task))
+        }
+        ClientAction::Tasks { id: None, .. } => {
             let tasks = optional(client.list_tasks().await)?;
             ok(if args.json {
                 pretty(&Value::Array(tasks))
@@ -475,6 +501,20 @@ async fn listen(client: &McpClient, json: bool) -> Result<Outcome, Failure> {
         crate::emit(&line);
     }
     Err(ClientError::Closed.into())
+}
+
+/// A task: its id and status (and status message).
+fn render_task(task: &Value) -> String {
+    let mut out = format!(
+        "{}  {}",
+        str_of(task, "taskId").unwrap_or("?"),
+        str_of(task, "status").unwrap_or("?")
+    );
+    if let Some(m) = str_of(task, "statusMessage") {
+        let _ = write!(out, " — {m}");
+    }
+    out.push('\n');
+    out
 }
 
 fn render_prompt(result: &Value) -> String {

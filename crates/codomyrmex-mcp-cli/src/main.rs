@@ -10,8 +10,10 @@
 
 mod cli;
 mod client_cmd;
+mod client_elicit;
 mod client_input;
 mod client_oauth;
+mod client_progress;
 mod config;
 mod gateway;
 mod logging;

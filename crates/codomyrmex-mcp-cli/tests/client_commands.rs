@@ -323,3 +323,193 @@ fn tasks_listen_and_subscribe_in_both_eras() {
         assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
     }
 }
+
+/// A 2025-11-25 server with one task, `t1`: a task-augmented `tools/call` makes it.
+const TASK_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m.get("method"), m.get("params", {})
+    task = {"taskId": "t1", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000}
+    if method == "initialize":
+        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}, "serverInfo": {"name": "tasks", "version": "1"}}}
+    elif method == "tools/call" and "task" in p:
+        task["ttl"] = p["task"].get("ttl", 60000)
+        r = {"result": {"task": task}}
+    elif method == "tasks/get":
+        r = {"result": task}
+    elif method == "tasks/result":
+        r = {"result": {"content": [{"type": "text", "text": "done as a task"}]}}
+    elif method == "tasks/cancel":
+        task["status"] = "cancelled"
+        r = {"result": task}
+    else:
+        r = {"error": {"code": -32601, "message": "Method not found"}}
+    r.update({"jsonrpc": "2.0", "id": m["id"]})
+    print(json.dumps(r), flush=True)
+"#;
+
+#[test]
+fn call_as_a_task_then_its_result_or_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("tasks.py");
+    std::fs::write(&script, TASK_SERVER).unwrap();
+    let s = format!("python3 '{}'", script.display());
+    let base = ["client", "--stdio", s.as_str(), "--era", "legacy"];
+    let with = |rest: &[&str]| run(&[&base[..], rest].concat());
+    let r = with(&["call", "job", "--task", "--ttl", "5"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "t1  working\n"),
+        "{}",
+        r.stderr
+    );
+    let r = with(&["--json", "call", "job", "--task", "--ttl", "5"]);
+    assert_eq!(json_of(&r)["ttl"], 5000, "{}", r.stdout);
+    let r = with(&["tasks", "t1"]);
+    assert_eq!(r.stdout, "t1  working\n", "{}", r.stderr);
+    let r = with(&["tasks", "t1", "--result"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "done as a task\n"),
+        "{}",
+        r.stderr
+    );
+    let r = with(&["tasks", "t1", "--cancel"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "cancelled t1\n"),
+        "{}",
+        r.stderr
+    );
+    let r = with(&["tasks", "--result"]);
+    assert_eq!(r.code, Some(2), "--result needs an id: {}", r.stderr);
+}
+
+/// A 2025-11-25 server whose one tool reports progress 1/2 and 2/2, then answers.
+const PROGRESS_SERVER: &str = r#"
+import json, sys, time
+def send(m):
+    print(json.dumps(m), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m.get("method"), m.get("params", {})
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "progress", "version": "1"}}})
+    elif method == "tools/call":
+        token = p.get("_meta", {}).get("progressToken")
+        for done in (1, 2):
+            if token is not None:
+                send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": done, "total": 2, "message": "step %d" % done}})
+            time.sleep(0.2)
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "finished"}]}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+#[test]
+fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("progress.py");
+    std::fs::write(&script, PROGRESS_SERVER).unwrap();
+    let s = format!("python3 '{}'", script.display());
+    let r = run(&["client", "--stdio", &s, "--era", "legacy", "call", "work"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "finished\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("progress: 1/2 step 1"), "{}", r.stderr);
+    assert!(r.stderr.contains("progress: 2/2 step 2"), "{}", r.stderr);
+    let r = run(&[
+        "client", "--stdio", &s, "--era", "legacy", "--json", "call", "work",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stderr.contains("progress"), "{}", r.stderr);
+    // On a terminal (script(1) gives the command one): a bar, not lines.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped the terminal case: no script(1)");
+        return;
+    }
+    let line = format!("{BIN} client --stdio \"{s}\" --era legacy call work");
+    let mut c = Command::new("script");
+    c.args(["-qec", &line, "/dev/null"]);
+    let r = run_with(c, None);
+    assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("finished"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("50%") && r.stdout.contains("step 1"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("progress: 1/2"), "{:?}", r.stdout);
+}
+
+/// A server of either era that announces a tools list change as soon as a client listens
+/// (2025-11-25: after `notifications/initialized`; 2026-07-28: on the `subscriptions/listen`
+/// stream, which it then keeps open).
+const CHANGING_SERVER: &str = r#"
+import json, sys
+def send(m):
+    print(json.dumps(m), flush=True)
+change = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if method == "notifications/initialized":
+        send(change)
+    if "id" not in m:
+        continue
+    if method == "server/discover" and sys.argv[1] == "modern":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+    elif method == "subscriptions/listen":
+        send(change)
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+    else:
+        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+#[test]
+fn listen_prints_changes_as_they_come_in_both_eras() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("changing.py");
+    std::fs::write(&script, CHANGING_SERVER).unwrap();
+    for era in ["legacy", "modern"] {
+        let s = format!("python3 '{}' {era}", script.display());
+        // A long --timeout: the line must come while the client is still listening.
+        let mut child = command(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "--timeout",
+            "60",
+            "listen",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let still_listening = child.try_wait().unwrap().is_none();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            first.starts_with("notifications/tools/list_changed"),
+            "{era}: {first:?}"
+        );
+        assert!(still_listening, "{era}: the client had already exited");
+    }
+}

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod change_bus;
+pub mod client;
 pub mod config;
 pub mod context;
 pub mod engine;

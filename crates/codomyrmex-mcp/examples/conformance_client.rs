@@ -6,15 +6,18 @@
 //! library would: negotiate, list, call, answer input.
 //!
 //! Authorization scenarios (`auth/*`) run through the client's OAuth support
-//! (`client::oauth`); what does not pass yet is listed in
-//! `.ci/conformance-client-expected-failures.txt`.
+//! (`client::oauth`), with what the suite passes in `MCP_CONFORMANCE_CONTEXT` (pre-registered
+//! credentials, a `private_key_jwt` key, a workload JWT, an enterprise IdP's ID token);
+//! DPoP is on whenever the authorization server offers it. What does not pass yet is listed
+//! in `.ci/conformance-client-expected-failures.txt`.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use codomyrmex_mcp::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
-use codomyrmex_mcp::client::oauth::OAuthConfig;
+use codomyrmex_mcp::client::oauth::{EnterpriseIdp, Es256Key, JwtBearer, OAuthConfig};
 use codomyrmex_mcp::client::{ClientError, ClientHandlers, ClientOptions, EraPreference};
 use serde_json::{Map, Value, json};
 
@@ -233,6 +236,32 @@ async fn main() -> ExitCode {
             .and_then(Value::as_str)
             .map(str::to_owned);
         oauth.client_credentials = scenario.contains("client-credentials");
+        let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+        // private_key_jwt (auth/client-credentials-jwt).
+        if let Some(pem) = text("private_key_pem") {
+            let alg = text("signing_algorithm").unwrap_or_else(|| "ES256".into());
+            match Es256Key::from_pkcs8_pem(&pem, &alg) {
+                Ok(key) => oauth.client_key = Some(key),
+                Err(e) => eprintln!("conformance_client: {e}"),
+            }
+        }
+        // Workload identity federation (auth/wif-jwt-bearer).
+        if let Some(jwt) = text("valid_jwt") {
+            oauth.jwt_bearer = Some(JwtBearer::Assertion(Arc::new(move || Ok(jwt.clone()))));
+        }
+        // Enterprise-managed authorization (auth/enterprise-managed-authorization).
+        if let (Some(token_endpoint), Some(client_id), Some(id_token)) = (
+            text("idp_token_endpoint"),
+            text("idp_client_id"),
+            text("idp_id_token"),
+        ) {
+            oauth.jwt_bearer = Some(JwtBearer::Enterprise(EnterpriseIdp {
+                token_endpoint,
+                client_id,
+                client_secret: None,
+                id_token: Arc::new(move || Ok(id_token.clone())),
+            }));
+        }
     }
     let client = match McpClient::connect_http_oauth(HttpTarget::new(url), oauth, options) {
         Ok(c) => c,

@@ -341,3 +341,42 @@ async fn the_get_stream_carries_server_messages() {
     assert_eq!(note["params"]["data"], "from the GET stream", "{note}");
     c.close(HANG).await;
 }
+
+/// 2026-07-28 has no request ids to cancel by: closing a call's POST stream is its
+/// cancellation. Dropping the call must close the stream, so the server sees it and stops
+/// the tool.
+#[tokio::test]
+async fn dropping_a_modern_call_closes_its_post_stream() {
+    use std::sync::atomic::Ordering;
+    let server = start(config()).await;
+    let url = format!("http://{}/mcp", server.host());
+    let c = connect(&url, None);
+    c.negotiate(EraPreference::Modern, HANG).await.unwrap();
+    assert_eq!(c.era(), Era::Modern);
+    let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let options = codomyrmex_mcp::client::CallOptions {
+        progress: Some(Arc::new(move |_| {
+            let _ = started_tx.send(());
+        })),
+        timeout: None,
+    };
+    {
+        let call = c.call_tool_with("wait_cancel", json!({}), &options);
+        tokio::pin!(call);
+        tokio::select! {
+            r = &mut call => panic!("the call ended first: {r:?}"),
+            _ = started_rx.recv() => {}
+        }
+        // The call is dropped here, with its stream open.
+    }
+    let deadline = tokio::time::Instant::now() + HANG;
+    while server.probes.cancelled.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server never saw the call cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    c.close(HANG).await;
+    server.stop().await;
+}

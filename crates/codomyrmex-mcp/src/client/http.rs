@@ -15,14 +15,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::http_io::{fetcher_for, next_chunk, read_body, read_messages, send_to};
 use super::oauth::{self, Authorizer};
 use super::param_headers::header_value;
 pub use super::sse::{SseEvent, SseParser};
@@ -150,6 +148,12 @@ struct Conn {
     /// Held while a new session is opened, so that requests that all met the expired
     /// session open one new session between them, not one each.
     reinit: tokio::sync::Mutex<()>,
+    /// The authorization context: bumped whenever the token sent changes, so that the
+    /// client's list cache keeps `cacheScope: "private"` pages to the token they came with.
+    auth_context: Arc<std::sync::atomic::AtomicU64>,
+    /// The POSTs of requests in flight, by id: a `notifications/cancelled` for one stops
+    /// it, which closes its stream (2026-07-28's cancellation).
+    in_flight: Mutex<std::collections::HashMap<RequestId, CancellationToken>>,
 }
 
 type Response = hyper::Response<Incoming>;
@@ -165,6 +169,7 @@ fn transport(message: String) -> ClientError {
 pub(crate) fn connect(
     target: HttpTarget,
     oauth: Option<Arc<dyn Authorizer>>,
+    auth_context: Arc<std::sync::atomic::AtomicU64>,
 ) -> Result<(ClientEnds, Closer), ClientError> {
     let endpoint = parse_url(&target.url).map_err(transport)?;
     let tls = super::tls::client_config(target.ca_file.as_deref()).map_err(transport)?;
@@ -194,44 +199,38 @@ pub(crate) fn connect(
         inbound: in_tx,
         stop: CancellationToken::new(),
         reinit: tokio::sync::Mutex::new(()),
+        in_flight: Mutex::new(std::collections::HashMap::new()),
+        auth_context,
     });
     let main = conn.clone();
     let posts = tokio::spawn(async move {
-        // The POSTs of 2026-07-28 requests in flight, by id: such a request is cancelled by
-        // closing its response stream, which aborting its POST does.
-        let mut modern: std::collections::HashMap<String, tokio::task::AbortHandle> =
-            std::collections::HashMap::new();
         while let Some(Outgoing { bytes, headers }) = out_rx.recv().await {
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 continue;
             };
             let method = message.get("method").and_then(Value::as_str).unwrap_or("");
             if method == "notifications/cancelled"
-                && let Some(post) = message
+                && let Some(id) = message
                     .pointer("/params/requestId")
-                    .and_then(|id| modern.remove(&id.to_string()))
+                    .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok())
+                && let Some(post) = lock(&main.in_flight).remove(&id)
             {
-                post.abort();
-                continue;
+                // Dropping the POST closes its connection: the server sees the disconnect.
+                post.cancel();
+            }
+            if message.get("id").is_some()
+                && let Some(id) = message
+                    .get("id")
+                    .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok())
+                && !method.is_empty()
+            {
+                lock(&main.in_flight).entry(id).or_default();
             }
             if method == "initialize" {
                 // Later messages need the session id it returns.
                 main.clone().post(message, bytes, headers).await;
             } else {
-                let key = message
-                    .get("id")
-                    .filter(|_| {
-                        message
-                            .pointer("/params/_meta")
-                            .and_then(|m| m.get(META_PROTOCOL_VERSION))
-                            .is_some()
-                    })
-                    .map(Value::to_string);
-                let post = tokio::spawn(main.clone().post(message, bytes, headers));
-                if let Some(key) = key {
-                    modern.retain(|_, p| !p.is_finished());
-                    modern.insert(key, post.abort_handle());
-                }
+                tokio::spawn(main.clone().post(message, bytes, headers));
             }
         }
         // The client is gone: the GET stream stops too.
@@ -252,11 +251,11 @@ pub(crate) fn connect(
     Ok(((out_tx, in_rx), closer))
 }
 
-/// The headers of one POST.
+/// The headers of one POST; `credentials` are the `Authorization` (and `DPoP`) headers.
 fn headers_for(
     message: &Value,
     target: &HttpTarget,
-    token: Option<&str>,
+    credentials: Vec<(String, String)>,
     session: Option<&str>,
     version: Option<&str>,
 ) -> Vec<(String, String)> {
@@ -267,9 +266,7 @@ fn headers_for(
             "application/json, text/event-stream".to_owned(),
         ),
     ];
-    if let Some(t) = token {
-        h.push(("Authorization".into(), format!("Bearer {t}")));
-    }
+    h.extend(credentials);
     h.extend(target.headers.iter().cloned());
     let params = message.get("params");
     let modern_version = params
@@ -305,13 +302,47 @@ fn headers_for(
 }
 
 impl Conn {
-    fn legacy_headers(&self, message: &Value) -> Vec<(String, String)> {
-        let token = lock(&self.token).clone();
+    /// Sends `token` from now on; a new token is a new authorization context.
+    fn set_token(&self, token: String) {
+        let mut current = lock(&self.token);
+        if current.as_deref() != Some(token.as_str()) {
+            *current = Some(token);
+            self.auth_context
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+
+    /// The headers presenting the token in use on a `method` request: `Bearer`, or DPoP's
+    /// scheme and a fresh proof for a DPoP-bound token.
+    fn credentials(&self, method: &str) -> Vec<(String, String)> {
+        let Some(token) = lock(&self.token).clone() else {
+            return Vec::new();
+        };
+        match &self.oauth {
+            Some(a) => a.credentials(method, &self.target.url, &token),
+            None => oauth::bearer(&token),
+        }
+    }
+
+    /// Keeps the `DPoP-Nonce` a response carries; whether it is new.
+    fn note_nonce(&self, response: &Response) -> bool {
+        let nonce = response
+            .headers()
+            .get(super::dpop::NONCE_HEADER)
+            .and_then(|v| v.to_str().ok());
+        match (&self.oauth, nonce) {
+            (Some(a), Some(n)) => a.note_nonce(&self.target.url, n),
+            _ => false,
+        }
+    }
+
+    fn legacy_headers(&self, message: &Value, method: &str) -> Vec<(String, String)> {
+        let credentials = self.credentials(method);
         let s = lock(&self.state);
         headers_for(
             message,
             &self.target,
-            token.as_deref(),
+            credentials,
             s.session.as_deref(),
             s.protocol_version.as_deref(),
         )
@@ -359,7 +390,7 @@ impl Conn {
             return; // another request refreshed meanwhile
         }
         if let Ok(tokens) = authorizer.refresh(self.target.url.clone()).await {
-            *lock(&self.token) = Some(tokens.access_token);
+            self.set_token(tokens.access_token);
         }
     }
 
@@ -383,6 +414,11 @@ impl Conn {
         if status == 403 && challenge.error.as_deref() != Some("insufficient_scope") {
             return Ok(false);
         }
+        // DPoP (RFC 9449 section 9): the server wants its nonce in the proof; send again
+        // with it (once per new nonce).
+        if super::dpop::asks_for_nonce(challenge.error.as_deref()) && self.note_nonce(response) {
+            return Ok(true);
+        }
         *attempts += 1;
         if *attempts > authorizer.max_step_ups() + 1 {
             return Err(format!(
@@ -399,16 +435,36 @@ impl Conn {
             .authorize(self.target.url.clone(), challenge)
             .await
             .map_err(|e| format!("authorization failed: {e}"))?;
-        *lock(&self.token) = Some(tokens.access_token);
+        self.set_token(tokens.access_token);
         Ok(true)
     }
 
-    /// Sends one message and hands back what answers it.
+    /// Sends one message and hands back what answers it, until the request is cancelled.
     async fn post(self: Arc<Self>, message: Value, bytes: Vec<u8>, extra: Vec<(String, String)>) {
         let id: Option<RequestId> = message
             .get("method")
             .and(message.get("id"))
             .and_then(|i| serde_json::from_value(i.clone()).ok());
+        let Some(id) = id else {
+            return self.post_one(message, None, bytes, extra).await;
+        };
+        // Registered before the task runs (by the caller's loop, in message order), so that a
+        // cancellation sent right after the request finds it.
+        let cancelled = lock(&self.in_flight).entry(id.clone()).or_default().clone();
+        tokio::select! {
+            () = self.clone().post_one(message, Some(id.clone()), bytes, extra) => {}
+            () = cancelled.cancelled() => {}
+        }
+        lock(&self.in_flight).remove(&id);
+    }
+
+    async fn post_one(
+        self: Arc<Self>,
+        message: Value,
+        id: Option<RequestId>,
+        bytes: Vec<u8>,
+        extra: Vec<(String, String)>,
+    ) {
         let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
         if is_initialize {
             let mut s = lock(&self.state);
@@ -420,7 +476,7 @@ impl Conn {
         let mut authorizations = 0;
         loop {
             self.refresh_if_due().await;
-            let mut headers = self.legacy_headers(&message);
+            let mut headers = self.legacy_headers(&message, "POST");
             headers.extend(extra.iter().cloned());
             let had_session = lock(&self.state).session.clone();
             let response = match self
@@ -431,6 +487,10 @@ impl Conn {
                 Err(e) => return self.fail(id.as_ref(), None, e).await,
             };
             let status = response.status().as_u16();
+            if status != 401 {
+                // A server may hand out its next DPoP nonce on any answer.
+                self.note_nonce(&response);
+            }
             if status == 401 || status == 403 {
                 let sent = lock(&self.token).clone();
                 match self
@@ -475,8 +535,7 @@ impl Conn {
             return Err("the session expired and there is no initialize to replay".into());
         };
         let message: Value = serde_json::from_slice(&init).map_err(|e| e.to_string())?;
-        let token = lock(&self.token).clone();
-        let headers = headers_for(&message, &self.target, token.as_deref(), None, None);
+        let headers = headers_for(&message, &self.target, self.credentials("POST"), None, None);
         let response = self.send(hyper::Method::POST, &headers, init).await?;
         if !response.status().is_success() {
             return Err(format!(
@@ -506,7 +565,7 @@ impl Conn {
             }
         }
         let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let headers = self.legacy_headers(&note);
+        let headers = self.legacy_headers(&note, "POST");
         self.send(hyper::Method::POST, &headers, note.to_string().into_bytes())
             .await?;
         Ok(())
@@ -739,7 +798,7 @@ impl Conn {
     async fn open_get(&self, last_event_id: Option<&str>) -> Result<Option<Response>, String> {
         let note = serde_json::json!({});
         let mut headers: Vec<(String, String)> = self
-            .legacy_headers(&note)
+            .legacy_headers(&note, "GET")
             .into_iter()
             .filter(|(n, _)| n != "Content-Type")
             .map(|(n, v)| {
@@ -796,144 +855,16 @@ impl Conn {
         if let Some(v) = lock(&self.state).protocol_version.clone() {
             headers.push(("MCP-Protocol-Version".into(), v));
         }
-        if let Some(t) = lock(&self.token).clone() {
-            headers.push(("Authorization".into(), format!("Bearer {t}")));
-        }
+        headers.extend(self.credentials("DELETE"));
         headers.extend(self.target.headers.iter().cloned());
         let _ = self.send(hyper::Method::DELETE, &headers, Vec::new()).await;
     }
 }
 
-/// One request on a new connection to `e`.
-/// Opens an HTTP/1.1 connection over `io`; the connection task runs in the background.
-async fn handshake<IO>(
-    e: &Endpoint,
-    io: IO,
-) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) =
-        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(io))
-            .await
-            .map_err(|err| format!("HTTP handshake with {} failed: {err}", e.authority))?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(sender)
-}
-
-async fn send_to(
-    e: &Endpoint,
-    tls: &Arc<rustls::ClientConfig>,
-    method: hyper::Method,
-    headers: &[(String, String)],
-    body: Vec<u8>,
-) -> Result<Response, String> {
-    let stream = tokio::net::TcpStream::connect((e.host.as_str(), e.port))
-        .await
-        .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
-    let _ = stream.set_nodelay(true);
-    let mut sender = if e.https {
-        handshake(e, super::tls::connect(tls, &e.host, stream).await?).await?
-    } else {
-        handshake(e, stream).await?
-    };
-    let mut request = hyper::Request::builder()
-        .method(method)
-        .uri(e.path.as_str())
-        .header(hyper::header::HOST, e.authority.as_str())
-        .header(
-            hyper::header::USER_AGENT,
-            concat!("codomyrmex-mcp/", env!("CARGO_PKG_VERSION")),
-        );
-    for (name, value) in headers {
-        request = request.header(name.as_str(), value.as_str());
-    }
-    let request = request
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|err| format!("cannot build the request: {err}"))?;
-    sender
-        .send_request(request)
-        .await
-        .map_err(|err| format!("HTTP request to {} failed: {err}", e.authority))
-}
-
 /// The OAuth flow's HTTP: any `http://` or `https://` URL (trusting what `target` trusts),
 /// redirects not followed, bodies bounded.
 pub(crate) fn fetcher(target: &HttpTarget) -> Result<oauth::Fetch, ClientError> {
-    let tls = super::tls::client_config(target.ca_file.as_deref()).map_err(transport)?;
-    Ok(Arc::new(
-        move |method: &'static str, url: String, headers: Vec<(String, String)>, body: Vec<u8>| {
-            let tls = tls.clone();
-            Box::pin(async move {
-                let endpoint = parse_url(&url)?;
-                let method =
-                    hyper::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
-                let response = send_to(&endpoint, &tls, method, &headers, body).await?;
-                let status = response.status().as_u16();
-                let location = response
-                    .headers()
-                    .get(hyper::header::LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                let body = read_body(response.into_body()).await?;
-                Ok(oauth::Fetched {
-                    status,
-                    location,
-                    body,
-                })
-            })
-        },
-    ))
-}
-
-async fn next_chunk(body: &mut Incoming) -> Result<Option<Bytes>, String> {
-    loop {
-        match body.frame().await {
-            None => return Ok(None),
-            Some(Err(e)) => return Err(format!("reading the response failed: {e}")),
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    return Ok(Some(data));
-                }
-            }
-        }
-    }
-}
-
-async fn read_body(mut body: Incoming) -> Result<Vec<u8>, String> {
-    let mut all = Vec::new();
-    while let Some(chunk) = next_chunk(&mut body).await? {
-        all.extend_from_slice(&chunk);
-        if all.len() > MAX_BODY {
-            return Err(format!("the response body is larger than {MAX_BODY} bytes"));
-        }
-    }
-    Ok(all)
-}
-
-/// Reads every message of a JSON or SSE body (for answers the client does not see).
-async fn read_messages(
-    response: Response,
-    sink: &mut (dyn FnMut(&Value) + Send),
-    parser: &mut SseParser,
-) -> Result<(), String> {
-    let mut body = response.into_body();
-    while let Some(chunk) = next_chunk(&mut body).await? {
-        for event in parser.feed(&chunk)? {
-            if let Ok(m) = serde_json::from_str::<Value>(&event.data) {
-                sink(&m);
-                return Ok(());
-            }
-        }
-        // A JSON body arrives whole or in a few chunks; try it as JSON as it grows.
-        if let Ok(m) = serde_json::from_slice::<Value>(&chunk) {
-            sink(&m);
-            return Ok(());
-        }
-    }
-    Ok(())
+    fetcher_for(target.ca_file.as_deref()).map_err(transport)
 }
 
 #[cfg(test)]
@@ -992,7 +923,7 @@ mod tests {
         let h = headers_for(
             &m,
             &target,
-            target.token.as_deref(),
+            oauth::bearer("tok"),
             Some("s"),
             Some("2025-11-25"),
         );
@@ -1004,7 +935,7 @@ mod tests {
         assert_eq!(get("X-Custom"), Some("1"));
         assert_eq!(get("Mcp-Session-Id"), None);
         let m = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "x://é", "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
-        let h = headers_for(&m, &HttpTarget::default(), None, None, None);
+        let h = headers_for(&m, &HttpTarget::default(), Vec::new(), None, None);
         assert!(
             h.iter()
                 .any(|(k, v)| k == "Mcp-Name" && v.starts_with("=?base64?"))
@@ -1013,7 +944,7 @@ mod tests {
         let h = headers_for(
             &m,
             &HttpTarget::default(),
-            None,
+            Vec::new(),
             Some("s1"),
             Some("2025-11-25"),
         );

@@ -9,25 +9,35 @@
 //! [`ClientHandlers`] the client was built with, which also decide the capabilities it
 //! declares.
 
+#[cfg(feature = "http")]
+mod dpop;
 mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
+mod http_io;
+#[cfg(feature = "http")]
+mod jws;
+#[cfg(feature = "http")]
 pub mod oauth;
 #[cfg(feature = "http")]
+mod oauth_flow;
+#[cfg(feature = "http")]
+mod oauth_grants;
+#[cfg(feature = "http")]
 pub mod oauth_loopback;
-pub mod param_headers;
-pub mod proto;
+pub use codomyrmex_mcp_core::client::{param_headers, proto};
 #[cfg(feature = "http")]
 mod sse;
 mod stdio;
+mod tasks;
 #[cfg(feature = "http")]
 pub mod tls;
 #[cfg(feature = "http")]
 pub mod token_file;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -40,6 +50,7 @@ use proto::{
     ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable, ServerMessage,
 };
 pub use stdio::StdioCommand;
+pub use tasks::{TASKS_EXTENSION, TaskCall};
 
 use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
 
@@ -204,6 +215,8 @@ pub struct McpClient {
     request_timeout: Option<Duration>,
     closer: Mutex<Option<Closer>>,
     next_progress: std::sync::atomic::AtomicU64,
+    /// The authorization context: bumped by the transport when its credentials change.
+    auth_context: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -247,14 +260,20 @@ impl McpClient {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let link = stdio::line_link(reader, writer);
-        Self::start(link, era, options, None)
+        Self::start(link, era, options, None, Arc::default())
     }
 
     /// Starts `command` and speaks MCP over its stdin and stdout. The era is decided by
     /// [`negotiate`](Self::negotiate); until then requests are sent in the legacy form.
     pub fn spawn(command: &StdioCommand, options: ClientOptions) -> Result<Self, ClientError> {
         let (link, closer) = stdio::spawn(command)?;
-        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+        Ok(Self::start(
+            link,
+            Era::Legacy,
+            options,
+            Some(closer),
+            Arc::default(),
+        ))
     }
 
     /// Connects to a Streamable HTTP endpoint.
@@ -263,8 +282,15 @@ impl McpClient {
         target: http::HttpTarget,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let (link, closer) = http::connect(target, None)?;
-        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+        let context = Arc::new(AtomicU64::new(0));
+        let (link, closer) = http::connect(target, None, context.clone())?;
+        Ok(Self::start(
+            link,
+            Era::Legacy,
+            options,
+            Some(closer),
+            context,
+        ))
     }
 
     /// Connects to a Streamable HTTP endpoint that may ask for OAuth: on a `401` (or a
@@ -275,12 +301,16 @@ impl McpClient {
         oauth: oauth::OAuthConfig,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let flow = oauth::Flow {
-            config: oauth,
-            fetch: http::fetcher(&target)?,
-        };
-        let (link, closer) = http::connect(target, Some(Arc::new(flow)))?;
-        Ok(Self::start(link, Era::Legacy, options, Some(closer)))
+        let flow = oauth::Flow::new(oauth, http::fetcher(&target)?);
+        let context = Arc::new(AtomicU64::new(0));
+        let (link, closer) = http::connect(target, Some(Arc::new(flow)), context.clone())?;
+        Ok(Self::start(
+            link,
+            Era::Legacy,
+            options,
+            Some(closer),
+            context,
+        ))
     }
 
     fn start(
@@ -288,6 +318,7 @@ impl McpClient {
         era: Era,
         options: ClientOptions,
         closer: Option<Closer>,
+        auth_context: Arc<AtomicU64>,
     ) -> Self {
         let identity = ClientIdentity {
             info: options.info,
@@ -314,6 +345,7 @@ impl McpClient {
             closer: Mutex::new(closer),
             tool_headers: Mutex::new(HashMap::new()),
             next_progress: std::sync::atomic::AtomicU64::new(1),
+            auth_context,
         }
     }
 
@@ -640,7 +672,13 @@ impl McpClient {
             if pages > 10_000 {
                 return Err(ClientError::Protocol(format!("{method}: too many pages")));
             }
-            let cached = lock(&self.shared.cache).get(method, cursor.as_deref(), Instant::now());
+            // Private pages are served only under the credentials they were fetched with.
+            let context = self.auth_context.load(Ordering::Acquire);
+            let cached = {
+                let mut cache = lock(&self.shared.cache);
+                cache.set_context(context);
+                cache.get(method, cursor.as_deref(), Instant::now())
+            };
             let page = match cached {
                 Some(p) => p,
                 None => {
@@ -648,12 +686,16 @@ impl McpClient {
                         .as_ref()
                         .map_or_else(|| json!({}), |c| json!({"cursor": c}));
                     let page = self.request(method, params).await?;
-                    lock(&self.shared.cache).store(
-                        method,
-                        cursor.as_deref(),
-                        &page,
-                        Instant::now(),
-                    );
+                    // Kept only if the credentials did not change meanwhile (an authorization
+                    // on the way): which context it belongs to is then unclear.
+                    if self.auth_context.load(Ordering::Acquire) == context {
+                        lock(&self.shared.cache).store(
+                            method,
+                            cursor.as_deref(),
+                            &page,
+                            Instant::now(),
+                        );
+                    }
                     page
                 }
             };
@@ -796,9 +838,11 @@ impl McpClient {
             .map(|_| ())
     }
 
-    /// `tasks/get` (both eras' task forms share the method).
+    /// `tasks/get` (both eras' task forms share the method; on 2026-07-28 the request
+    /// declares the tasks extension).
     pub async fn get_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/get", json!({"taskId": task_id})).await
+        self.request("tasks/get", self.with_tasks(json!({"taskId": task_id})))
+            .await
     }
 
     /// `tasks/list` (2025-11-25 experimental tasks).
@@ -808,7 +852,7 @@ impl McpClient {
 
     /// `tasks/cancel`.
     pub async fn cancel_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/cancel", json!({"taskId": task_id}))
+        self.request("tasks/cancel", self.with_tasks(json!({"taskId": task_id})))
             .await
     }
 

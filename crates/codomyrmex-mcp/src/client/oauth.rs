@@ -26,8 +26,14 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::dpop;
+pub use super::dpop::Dpop;
 use super::handlers::BoxFuture;
+pub use super::jws::Es256Key;
 use super::lock;
+pub(crate) use super::oauth_flow::{Authorizer, Flow, bearer};
+pub use super::oauth_grants::{EnterpriseIdp, JwtBearer};
+use super::oauth_grants::{client_assertion, jwt_bearer_pairs};
 
 /// Tokens for one resource.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -44,6 +50,12 @@ pub struct Tokens {
     /// The client and token endpoint the tokens came from: what a refresh needs.
     #[serde(default)]
     pub client: Option<ClientRegistration>,
+    /// The token's type as issued (`Bearer`, `DPoP`); `None` is `Bearer`.
+    #[serde(default)]
+    pub token_type: Option<String>,
+    /// The thumbprint of the DPoP key a `DPoP` token is bound to.
+    #[serde(default)]
+    pub dpop_jkt: Option<String>,
 }
 
 /// How long before its expiry an access token is refreshed.
@@ -74,6 +86,9 @@ pub struct ClientRegistration {
     pub auth_method: String,
     /// The resource indicator (RFC 8707) the tokens are for.
     pub resource: String,
+    /// The authorization server's issuer: a `private_key_jwt` assertion's audience.
+    #[serde(default)]
+    pub issuer: Option<String>,
 }
 
 /// Seconds since the Unix epoch.
@@ -125,6 +140,15 @@ pub struct OAuthConfig {
     /// Use the client credentials grant (a machine client with `client_id` and
     /// `client_secret`) instead of the authorization code flow.
     pub client_credentials: bool,
+    /// Authenticate at the token endpoint with `private_key_jwt` (RFC 7523 section 2.2): a
+    /// client assertion signed with this key (with `client_id`), instead of a secret.
+    pub client_key: Option<Es256Key>,
+    /// Get tokens with the JWT bearer grant (RFC 7523) instead of the authorization code
+    /// flow: a workload's own JWT, or an identity assertion from an enterprise IdP.
+    pub jwt_bearer: Option<JwtBearer>,
+    /// The DPoP key (RFC 9449), used when the authorization server offers DPoP with ES256;
+    /// `None` never asks for DPoP-bound tokens. [`OAuthConfig::new`] makes one.
+    pub dpop: Option<Arc<Dpop>>,
     /// Shows the authorization URL to the user and returns the URL the browser was
     /// redirected to (see [`LoopbackRedirect`](super::oauth_loopback::LoopbackRedirect));
     /// `None`: the client fetches the authorization URL itself, which works only when the
@@ -157,12 +181,15 @@ impl OAuthConfig {
             store: Arc::new(MemoryTokenStore::default()),
             max_step_ups: 2,
             client_credentials: false,
+            client_key: None,
+            jwt_bearer: None,
+            dpop: Dpop::generate().ok().map(Arc::new),
             user_agent: None,
         }
     }
 }
 
-/// A `WWW-Authenticate: Bearer ...` challenge.
+/// A `WWW-Authenticate: Bearer ...` (or `DPoP ...`) challenge.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Challenge {
     /// `resource_metadata`.
@@ -173,14 +200,11 @@ pub struct Challenge {
     pub error: Option<String>,
 }
 
-/// Parses the parameters of a Bearer challenge (quoted or token values).
+/// Parses the parameters of a Bearer or DPoP challenge (quoted or token values); a scheme
+/// name before a parameter (`Bearer x=1, DPoP error=...`) is skipped.
 pub fn parse_challenge(header: &str) -> Challenge {
     let mut c = Challenge::default();
     let rest = header.trim();
-    let rest = rest
-        .strip_prefix("Bearer")
-        .or_else(|| rest.strip_prefix("bearer"))
-        .unwrap_or(rest);
     let mut chars = rest.chars().peekable();
     loop {
         while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
@@ -207,7 +231,8 @@ pub fn parse_challenge(header: &str) -> Challenge {
         } else {
             value = std::iter::from_fn(|| chars.next_if(|c| *c != ',')).collect();
         }
-        match key.trim() {
+        // `DPoP error`: the parameter after a scheme name.
+        match key.split_whitespace().next_back().unwrap_or("") {
             "resource_metadata" => c.resource_metadata = Some(value.trim().to_owned()),
             "scope" => c.scope = Some(value.trim().to_owned()),
             "error" => c.error = Some(value.trim().to_owned()),
@@ -368,6 +393,8 @@ pub struct Fetched {
     pub status: u16,
     /// The `Location` header, if any.
     pub location: Option<String>,
+    /// The `DPoP-Nonce` header, if any.
+    pub dpop_nonce: Option<String>,
     /// The body.
     pub body: Vec<u8>,
 }
@@ -459,7 +486,9 @@ pub async fn authorize(
         .unwrap_or_else(|| vec!["client_secret_basic"]);
     // Registration.
     let (client_id, client_secret, auth_method) = if let Some(id) = &config.client_id {
-        let method = if config.client_secret.is_none() {
+        let method = if config.client_key.is_some() {
+            "private_key_jwt"
+        } else if config.client_secret.is_none() {
             "none"
         } else if methods.contains(&"client_secret_basic") {
             "client_secret_basic"
@@ -519,26 +548,47 @@ pub async fn authorize(
         client_secret: client_secret.clone(),
         auth_method: auth_method.clone(),
         resource: resource.clone(),
+        issuer: Some(issuer.clone()),
     };
+    // DPoP-bound tokens when the server offers them.
+    let dpop = config.dpop.as_deref().filter(|_| dpop::offered(&meta));
     let mut scope = union_scopes(previous, choose_scope(challenge, &prm).as_deref());
-    if config.client_credentials {
-        let mut pairs = vec![
-            ("grant_type", "client_credentials"),
-            ("resource", resource.as_str()),
-        ];
+    if let Some(grant) = &config.jwt_bearer {
+        let mut pairs = jwt_bearer_pairs(fetch, grant, &issuer, &resource).await?;
         if let Some(s) = &scope {
-            pairs.push(("scope", s.as_str()));
+            pairs.push(("scope".into(), s.clone()));
         }
-        let (headers, pairs) =
-            client_auth(&auth_method, &client_id, client_secret.as_deref(), pairs);
+        let (headers, pairs) = client_auth(config, &registration, pairs)?;
         return token_request(
             fetch,
             config,
             resource_url,
             headers,
             &pairs,
-            scope.clone(),
+            scope,
             registration,
+            dpop,
+        )
+        .await;
+    }
+    if config.client_credentials {
+        let mut pairs = vec![
+            ("grant_type".to_owned(), "client_credentials".to_owned()),
+            ("resource".to_owned(), resource.clone()),
+        ];
+        if let Some(s) = &scope {
+            pairs.push(("scope".into(), s.clone()));
+        }
+        let (headers, pairs) = client_auth(config, &registration, pairs)?;
+        return token_request(
+            fetch,
+            config,
+            resource_url,
+            headers,
+            &pairs,
+            scope,
+            registration,
+            dpop,
         )
         .await;
     }
@@ -614,14 +664,14 @@ pub async fn authorize(
         .get("code")
         .ok_or("the authorization response has no code")?;
     // Token request.
-    let pairs = vec![
+    let pairs = owned(&[
         ("grant_type", "authorization_code"),
         ("code", code.as_str()),
         ("redirect_uri", config.redirect_uri.as_str()),
         ("code_verifier", verifier.as_str()),
         ("resource", resource.as_str()),
-    ];
-    let (headers, pairs) = client_auth(&auth_method, &client_id, client_secret.as_deref(), pairs);
+    ]);
+    let (headers, pairs) = client_auth(config, &registration, pairs)?;
     token_request(
         fetch,
         config,
@@ -630,6 +680,7 @@ pub async fn authorize(
         &pairs,
         scope,
         registration,
+        dpop,
     )
     .await
 }
@@ -654,17 +705,17 @@ pub async fn refresh(
         .client
         .clone()
         .ok_or("the tokens do not say which client they belong to")?;
-    let pairs = vec![
+    let pairs = owned(&[
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token),
         ("resource", client.resource.as_str()),
-    ];
-    let (headers, pairs) = client_auth(
-        &client.auth_method,
-        &client.client_id,
-        client.client_secret.as_deref(),
-        pairs,
-    );
+    ]);
+    let (headers, pairs) = client_auth(config, &client, pairs)?;
+    // A DPoP-bound token is refreshed with a proof of the same key.
+    let dpop = config
+        .dpop
+        .as_deref()
+        .filter(|d| tokens.dpop_jkt.as_deref() == Some(d.thumbprint().as_str()));
     let mut fresh = token_request(
         fetch,
         config,
@@ -673,6 +724,7 @@ pub async fn refresh(
         &pairs,
         tokens.scope.clone(),
         client.clone(),
+        dpop,
     )
     .await?;
     if fresh.refresh_token.is_none() {
@@ -683,63 +735,127 @@ pub async fn refresh(
 }
 
 /// HTTP headers, as name and value.
-type Headers = Vec<(String, String)>;
-/// One form field.
-type Pair<'a> = (&'a str, &'a str);
+pub(crate) type Headers = Vec<(String, String)>;
+/// Form fields.
+type Pairs = Vec<(String, String)>;
+
+fn owned(pairs: &[(&str, &str)]) -> Pairs {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
 
 /// The token endpoint authentication: `client_secret_basic` (an `Authorization` header),
-/// `client_secret_post` (in the body) or `none` (the client id in the body).
-fn client_auth<'a>(
-    method: &str,
-    client_id: &'a str,
-    secret: Option<&'a str>,
-    mut pairs: Vec<Pair<'a>>,
-) -> (Headers, Vec<Pair<'a>>) {
+/// `client_secret_post` (in the body), `private_key_jwt` (a signed client assertion, RFC
+/// 7523 section 2.2) or `none` (the client id in the body).
+fn client_auth(
+    config: &OAuthConfig,
+    client: &ClientRegistration,
+    mut pairs: Pairs,
+) -> Result<(Headers, Pairs), String> {
     let mut headers = vec![(
         "Content-Type".to_owned(),
         "application/x-www-form-urlencoded".to_owned(),
     )];
-    match (method, secret) {
-        ("client_secret_basic", Some(secret)) => {
-            let basic = STANDARD.encode(format!(
-                "{}:{}",
-                form_encode(client_id),
-                form_encode(secret)
+    let id = client.client_id.clone();
+    match (client.auth_method.as_str(), &client.client_secret) {
+        ("private_key_jwt", _) => {
+            let key = config
+                .client_key
+                .as_ref()
+                .ok_or("private_key_jwt needs OAuthConfig::client_key")?;
+            let audience = client.issuer.as_deref().unwrap_or(&client.token_endpoint);
+            pairs.push((
+                "client_assertion_type".into(),
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
             ));
+            pairs.push((
+                "client_assertion".into(),
+                client_assertion(key, &id, audience)?,
+            ));
+        }
+        ("client_secret_basic", Some(secret)) => {
+            let basic = STANDARD.encode(format!("{}:{}", form_encode(&id), form_encode(secret)));
             headers.push(("Authorization".into(), format!("Basic {basic}")));
         }
         ("client_secret_post", Some(secret)) => {
-            pairs.push(("client_id", client_id));
-            pairs.push(("client_secret", secret));
+            pairs.push(("client_id".into(), id));
+            pairs.push(("client_secret".into(), secret.clone()));
         }
-        _ => pairs.push(("client_id", client_id)),
+        _ => pairs.push(("client_id".into(), id)),
     }
-    (headers, pairs)
+    Ok((headers, pairs))
 }
 
+/// The error a token endpoint answered with, for the user.
+fn token_error(status: u16, doc: &Value) -> String {
+    let field = |k: &str| doc.get(k).and_then(Value::as_str);
+    match (field("error"), field("error_description")) {
+        (Some(e), Some(d)) => format!("the token request failed with HTTP {status}: {e}: {d}"),
+        (Some(e), None) => format!("the token request failed with HTTP {status}: {e}"),
+        _ => format!("the token request failed with HTTP {status}"),
+    }
+}
+
+/// POSTs a token request (with a DPoP proof when `dpop` is given, sent again once with the
+/// server's nonce if it asks for one) and keeps the tokens it returns.
+#[allow(clippy::too_many_arguments)]
 async fn token_request(
     fetch: &Fetch,
     config: &OAuthConfig,
     resource_url: &str,
-    headers: Vec<(String, String)>,
-    pairs: &[(&str, &str)],
+    headers: Headers,
+    pairs: &[(String, String)],
     scope: Option<String>,
     client: ClientRegistration,
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, String> {
-    let r = fetch(
-        "POST",
-        client.token_endpoint.clone(),
-        headers,
-        form(pairs).into_bytes(),
-    )
-    .await?;
-    let doc: Value = serde_json::from_slice(&r.body)
-        .map_err(|_| format!("the token request failed with HTTP {}", r.status))?;
+    let body = pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut nonce_retried = false;
+    let (status, doc) = loop {
+        let mut headers = headers.clone();
+        if let Some(d) = dpop {
+            headers.push((
+                "DPoP".into(),
+                d.proof("POST", &client.token_endpoint, None)?,
+            ));
+        }
+        let r = fetch(
+            "POST",
+            client.token_endpoint.clone(),
+            headers,
+            body.clone().into_bytes(),
+        )
+        .await?;
+        let doc: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        if let (Some(d), Some(nonce)) = (dpop, &r.dpop_nonce) {
+            let fresh = d.note_nonce(&client.token_endpoint, nonce);
+            let asked = dpop::asks_for_nonce(doc.get("error").and_then(Value::as_str));
+            if asked && fresh && !nonce_retried {
+                nonce_retried = true;
+                continue;
+            }
+        }
+        break (r.status, doc);
+    };
     let access_token = doc
         .get("access_token")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("the token request failed with HTTP {}", r.status))?
+        .filter(|_| (200..300).contains(&status))
+        .ok_or_else(|| token_error(status, &doc))?
         .to_owned();
+    let token_type = doc
+        .get("token_type")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let bound = token_type
+        .as_deref()
+        .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
     let tokens = Tokens {
         access_token,
         refresh_token: doc
@@ -756,85 +872,11 @@ async fn token_request(
             .and_then(Value::as_u64)
             .map(|secs| unix_now().saturating_add(secs)),
         client: Some(client),
+        token_type,
+        dpop_jkt: dpop.filter(|_| bound).map(Dpop::thumbprint),
     };
     config.store.put(resource_url, tokens.clone());
     Ok(tokens)
-}
-
-/// What the HTTP transport asks when a request is refused: tokens kept for a resource, and
-/// a fresh authorization. A trait object, so that a client built without OAuth links none
-/// of the flow.
-pub(crate) trait Authorizer: Send + Sync {
-    /// The tokens kept for `resource_url`.
-    fn stored(&self, resource_url: &str) -> Option<Tokens>;
-    /// How many re-authorizations one request may make.
-    fn max_step_ups(&self) -> usize;
-    /// Refreshes the tokens kept for `resource_url`.
-    fn refresh(&self, resource_url: String) -> BoxFuture<Result<Tokens, String>>;
-    /// Authorizes for `resource_url` after `challenge`.
-    fn authorize(
-        &self,
-        resource_url: String,
-        challenge: Challenge,
-    ) -> BoxFuture<Result<Tokens, String>>;
-}
-
-/// The OAuth flow over a fetch: the [`Authorizer`] of [`McpClient::connect_http_oauth`](super::McpClient::connect_http_oauth).
-pub(crate) struct Flow {
-    pub(crate) config: OAuthConfig,
-    pub(crate) fetch: Fetch,
-}
-
-impl Authorizer for Flow {
-    fn stored(&self, resource_url: &str) -> Option<Tokens> {
-        self.config.store.get(resource_url)
-    }
-
-    fn max_step_ups(&self) -> usize {
-        self.config.max_step_ups
-    }
-
-    fn refresh(&self, resource_url: String) -> BoxFuture<Result<Tokens, String>> {
-        let config = self.config.clone();
-        let fetch = self.fetch.clone();
-        Box::pin(async move {
-            let tokens = config
-                .store
-                .get(&resource_url)
-                .ok_or("no tokens to refresh")?;
-            refresh(&fetch, &config, &resource_url, &tokens).await
-        })
-    }
-
-    fn authorize(
-        &self,
-        resource_url: String,
-        challenge: Challenge,
-    ) -> BoxFuture<Result<Tokens, String>> {
-        let config = self.config.clone();
-        let fetch = self.fetch.clone();
-        Box::pin(async move {
-            let stored = config.store.get(&resource_url);
-            // A refused token that can be refreshed is refreshed first; more scope needs
-            // the whole flow.
-            if challenge.error.as_deref() != Some("insufficient_scope")
-                && let Some(tokens) = &stored
-                && tokens.refresh_token.is_some()
-                && let Ok(fresh) = refresh(&fetch, &config, &resource_url, tokens).await
-            {
-                return Ok(fresh);
-            }
-            let previous = stored.and_then(|t| t.scope);
-            authorize(
-                &fetch,
-                &config,
-                &resource_url,
-                &challenge,
-                previous.as_deref(),
-            )
-            .await
-        })
-    }
 }
 
 /// Whether the metadata's `resource` identifies `url` (same origin, a path prefix).
@@ -870,6 +912,11 @@ mod tests {
             Some("invalid_token")
         );
         let _ = parse_challenge("Bearer =\"\\");
+        // DPoP's scheme (RFC 9449 section 7.1), alone or after a Bearer challenge.
+        let c = parse_challenge(r#"DPoP resource_metadata="http://h/prm", algs="ES256""#);
+        assert_eq!(c.resource_metadata.as_deref(), Some("http://h/prm"));
+        let c = parse_challenge(r#"Bearer realm="x", DPoP error="use_dpop_nonce""#);
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
     }
 
     #[test]

@@ -123,6 +123,8 @@ mod tests {
             scope: None,
             expires_at: Some(1),
             client: None,
+            token_type: None,
+            dpop_jkt: None,
         }
     }
 

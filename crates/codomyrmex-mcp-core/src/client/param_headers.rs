@@ -1,10 +1,10 @@
 //! The `x-mcp-header` annotations of tool input schemas (2026-07-28, SEP-2243), client side:
 //! checking a tool's annotations are valid (a tool with an invalid one is excluded from what
-//! [`list_tools`](super::McpClient::list_tools) returns), and the `Mcp-Param-{Name}` headers a
+//! the library's `McpClient::list_tools` returns), and the `Mcp-Param-{Name}` headers a
 //! `tools/call` must carry, values Base64-wrapped (`=?base64?...?=`) when they are not safe
 //! as plain header text.
 //!
-//! No I/O and no HTTP types (plain strings): it belongs with [`proto`](super::proto).
+//! No I/O and no HTTP types (plain strings): it lives beside [`proto`](super::proto).
 
 use base64::Engine as _;
 use serde_json::{Map, Value};

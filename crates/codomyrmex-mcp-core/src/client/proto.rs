@@ -1,11 +1,11 @@
 //! The client's protocol logic, with no I/O: request ids and response matching, the
 //! `_meta` a modern request carries, era negotiation (`server/discover` first, `initialize`
 //! as the fallback), the multi round-trip loop of 2026-07-28 (`inputRequests` answered,
-//! `requestState` passed back untouched) and list caching by `ttlMs`.
+//! `requestState` passed back untouched) and list caching by `ttlMs` and `cacheScope`.
 //!
-//! It imports no runtime or HTTP types (std, serde_json and the wire types only), so it can
-//! live in the sans-IO core beside the server's engine. It is not a transport and not the
-//! public client API: [`McpClient`](super::McpClient) drives it, and the transports
+//! It imports no runtime or HTTP types (std, serde_json and the wire types only): it lives in
+//! the sans-IO core beside the server's engine. It is not a transport and not the
+//! public client API: the library's `McpClient` drives it, and the transports
 //! (`stdio`, `http`) move its bytes. Time is an input (`now`), never read here.
 
 use std::collections::HashMap;
@@ -468,19 +468,34 @@ pub fn list_changed_method(notification: &str) -> Option<&'static str> {
 struct CacheEntry {
     value: Value,
     expires: Instant,
+    /// `cacheScope: "private"`: kept for the authorization context it was fetched in only.
+    private: bool,
 }
 
 /// List results kept for as long as their `ttlMs` says (2026-07-28 caching). A result
-/// without `ttlMs`, or with `0`, is not kept. Bounded in entries.
+/// without `ttlMs`, or with `0`, is not kept. `cacheScope: "public"` results are kept across
+/// authorization contexts; `"private"` ones (and those that name no scope) only within the
+/// context they were fetched in: a new context ([`set_context`](Self::set_context), a new
+/// access token) drops them. Bounded in entries.
 #[derive(Debug, Default)]
 pub struct ListCache {
     entries: HashMap<(String, Option<String>), CacheEntry>,
+    context: u64,
 }
 
 /// The most list pages kept.
 const MAX_CACHE_ENTRIES: usize = 256;
 
 impl ListCache {
+    /// Enters authorization context `context` (a counter the transport bumps when the
+    /// credentials it sends change); a new one forgets every private page.
+    pub fn set_context(&mut self, context: u64) {
+        if context != self.context {
+            self.context = context;
+            self.entries.retain(|_, e| !e.private);
+        }
+    }
+
     /// The cached page of `method` at `cursor`, if it is still fresh at `now`.
     pub fn get(&mut self, method: &str, cursor: Option<&str>, now: Instant) -> Option<Value> {
         let key = (method.to_owned(), cursor.map(str::to_owned));
@@ -510,11 +525,13 @@ impl ListCache {
             .checked_add(Duration::from_millis(ttl))
             .or_else(|| now.checked_add(Duration::from_secs(86_400)))
             .unwrap_or(now);
+        let private = page.get("cacheScope").and_then(Value::as_str) != Some("public");
         self.entries.insert(
             (method.to_owned(), cursor.map(str::to_owned)),
             CacheEntry {
                 value: page.clone(),
                 expires,
+                private,
             },
         );
     }
@@ -726,6 +743,8 @@ mod tests {
     }
 
     #[test]
+    // A test's clock: the cache itself never reads one.
+    #[allow(clippy::disallowed_methods)]
     fn list_cache_honours_ttl_and_invalidation() {
         let mut c = ListCache::default();
         let t0 = Instant::now();
@@ -752,6 +771,22 @@ mod tests {
             t0,
         );
         assert!(c.get("tools/list", Some("c"), t0).is_some());
+        // cacheScope: a private page (or one naming no scope) is not served under another
+        // authorization context; a public one is.
+        let mut c = ListCache::default();
+        c.set_context(1);
+        let private = json!({"tools": [1], "ttlMs": 1000, "cacheScope": "private"});
+        let public = json!({"tools": [2], "ttlMs": 1000, "cacheScope": "public"});
+        let unscoped = json!({"tools": [3], "ttlMs": 1000});
+        c.store("tools/list", None, &private, t0);
+        c.store("prompts/list", None, &public, t0);
+        c.store("resources/list", None, &unscoped, t0);
+        c.set_context(1);
+        assert_eq!(c.get("tools/list", None, t0), Some(private));
+        c.set_context(2);
+        assert_eq!(c.get("tools/list", None, t0), None);
+        assert_eq!(c.get("resources/list", None, t0), None);
+        assert_eq!(c.get("prompts/list", None, t0), Some(public));
         assert_eq!(
             list_changed_method("notifications/tools/list_changed"),
             Some("tools/list")
