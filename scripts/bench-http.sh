@@ -25,7 +25,7 @@
 #   bare               bare_http_echo: hyper + serde_json, parse and echo (the yardstick)
 #
 # Cases, as in the issue: 16 B calls over 1 keep-alive connection and over 64, each connection
-# one call at a time. The targets (>= 1.5x rmcp-stateless on both cases, for both eras; idle
+# one call at a time. The targets (>= 1.6x rmcp-stateless at 1 connection, >= 1.8x at 64, both eras; idle
 # sessions under 50 MiB of growth and all reclaimed) are checked; the exit status is 3 when one
 # is missed, 1 when a call failed (the tables are printed either way). The vCPU spinners
 # (scripts/spinners.sh) run for the 1-connection case, whose round trips would otherwise wait

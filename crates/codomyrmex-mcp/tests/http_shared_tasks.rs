@@ -17,7 +17,9 @@ use codomyrmex_mcp::registry::{
 };
 use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync};
 use codomyrmex_mcp::store::MemorySessionStore;
-use codomyrmex_mcp::task_store::MemoryTaskStore;
+use codomyrmex_mcp::task_store::{
+    MemoryTaskStore, Renewal, TaskRecord, TaskStore, TaskStoreFuture,
+};
 use codomyrmex_mcp::transport::http::HttpServer;
 use codomyrmex_mcp::{ContentBlock, schema::JsonObject};
 use http_support::{config, initialize_body, legacy, send};
@@ -70,10 +72,10 @@ fn registry() -> Arc<McpToolRegistry> {
     Arc::new(r)
 }
 
-async fn instance(
+async fn instance<T: TaskStore + 'static>(
     name: &str,
     sessions: &Arc<MemorySessionStore>,
-    tasks: &Arc<MemoryTaskStore>,
+    tasks: &Arc<T>,
 ) -> Instance {
     let engine = Engine::builder(
         McpServerConfig::new("shared-tasks", "0.0.0").with_rate_limit(None),
@@ -137,4 +139,94 @@ async fn a_legacy_task_made_on_one_server_is_polled_fetched_and_listed_on_anothe
     assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
     let none = a.call(&other, 7, "tasks/list", json!({})).await;
     assert_eq!(none["result"]["tasks"], json!([]), "{none}");
+}
+
+/// A task store that can be switched off, as a Redis that went away.
+#[derive(Debug, Default)]
+struct Switchable {
+    inner: MemoryTaskStore,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl Switchable {
+    fn gate<'a, T: Send + 'a>(
+        &'a self,
+        f: codomyrmex_mcp::task_store::TaskStoreFuture<'a, T>,
+    ) -> codomyrmex_mcp::task_store::TaskStoreFuture<'a, T> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            Box::pin(std::future::ready(Err(
+                codomyrmex_mcp::task_store::TaskStoreError::Unavailable("switched off".into()),
+            )))
+        } else {
+            f
+        }
+    }
+}
+
+impl TaskStore for Switchable {
+    fn put(&self, record: TaskRecord) -> TaskStoreFuture<'_, bool> {
+        self.gate(self.inner.put(record))
+    }
+    fn get<'a>(&'a self, id: &'a str, now: u64) -> TaskStoreFuture<'a, Option<TaskRecord>> {
+        self.gate(self.inner.get(id, now))
+    }
+    fn cancel<'a>(&'a self, id: &'a str, now: u64) -> TaskStoreFuture<'a, Option<TaskRecord>> {
+        self.gate(self.inner.cancel(id, now))
+    }
+    fn deliver<'a>(
+        &'a self,
+        id: &'a str,
+        responses: serde_json::Map<String, Value>,
+    ) -> TaskStoreFuture<'a, bool> {
+        self.gate(self.inner.deliver(id, responses))
+    }
+    fn renew<'a>(&'a self, ids: &'a [String], lease_until: u64) -> TaskStoreFuture<'a, Renewal> {
+        self.gate(self.inner.renew(ids, lease_until))
+    }
+    fn list<'a>(&'a self, session: &'a str, now: u64) -> TaskStoreFuture<'a, Vec<TaskRecord>> {
+        self.gate(self.inner.list(session, now))
+    }
+    fn changed<'a>(&'a self, id: &'a str, seen: u64) -> TaskStoreFuture<'a, ()> {
+        self.gate(self.inner.changed(id, seen))
+    }
+}
+
+/// With the task store away, a `tasks/*` request that needs it gets `503` with `Retry-After`
+/// and a JSON-RPC error saying so (issue #16, item 5), on the server that holds the task and
+/// on the other; when the store is back, the task is there.
+#[tokio::test]
+async fn with_the_task_store_down_tasks_requests_get_503_with_retry_after() {
+    let sessions = Arc::new(MemorySessionStore::new());
+    let tasks = Arc::new(Switchable::default());
+    let a = instance("a", &sessions, &tasks).await;
+    let b = instance("b", &sessions, &tasks).await;
+    let sid = a.session().await;
+    let created = a
+        .call(
+            &sid,
+            2,
+            "tools/call",
+            json!({"name": "nap", "arguments": {}, "task": {}}),
+        )
+        .await;
+    let task_id = created["result"]["task"]["taskId"].clone();
+    assert!(task_id.is_string(), "{created}");
+    tasks.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    // B holds nothing of the task: it needs the store.
+    let req = legacy(
+        "tasks/get",
+        Some(10),
+        json!({"taskId": task_id}),
+        Some(&sid),
+    )
+    .header("accept", "application/json");
+    let r = send(b.addr, &b.host(), &req).await;
+    assert_eq!(r.status, 503, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(r.json()["error"]["code"], -32000, "{:?}", r.json());
+    tasks.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let seen = b
+        .call(&sid, 20, "tasks/get", json!({"taskId": task_id}))
+        .await;
+    assert_eq!(seen["result"]["taskId"], task_id, "{seen}");
 }

@@ -93,6 +93,7 @@ const BAD_REQUEST: u16 = 400;
 const NOT_FOUND: u16 = 404;
 const NOT_ACCEPTABLE: u16 = 406;
 const OK: u16 = 200;
+const SERVICE_UNAVAILABLE: u16 = 503;
 
 fn refuse(status: u16, code: ErrorCode, message: &str) -> Route {
     Route::Refuse {
@@ -198,6 +199,10 @@ impl Engine {
 pub fn status_for(message: &OutgoingMessage, route: &Route) -> u16 {
     match (route, message) {
         (Route::Refuse { status, .. }, _) => *status,
+        // Retry later, in either era: busy, shutting down, or a shared store away.
+        (_, OutgoingMessage::Error { error, .. }) if error.code == ErrorCode::UNAVAILABLE.0 => {
+            SERVICE_UNAVAILABLE
+        }
         (Route::Modern, OutgoingMessage::Error { error, .. }) => modern_status(error),
         (Route::Initialize, OutgoingMessage::Response { .. }) => OK,
         (Route::Initialize, _) => BAD_REQUEST,

@@ -199,4 +199,8 @@ fn statuses_follow_the_era() {
     }
     assert_eq!(status_for(&ok, &Route::Initialize), 200);
     assert_eq!(status_for(&error(-32602), &Route::Initialize), 400);
+    // Retry later, in every era: busy, shutting down, a shared store away.
+    for route in [Route::Modern, Route::Legacy, Route::Initialize] {
+        assert_eq!(status_for(&error(-32000), &route), 503);
+    }
 }

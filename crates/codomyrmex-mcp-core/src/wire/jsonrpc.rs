@@ -69,6 +69,11 @@ impl ErrorCode {
     /// The server is shutting down: the request was cancelled when its grace period ended
     /// (a server-defined code of this implementation).
     pub const SHUTTING_DOWN: Self = Self(-32000);
+    /// The server cannot serve this request now; a retry (on this or another instance) may
+    /// succeed: it is busy, shutting down, or a shared store it needs is unavailable. The
+    /// same code as [`SHUTTING_DOWN`](Self::SHUTTING_DOWN); over HTTP, `503` with
+    /// `Retry-After`.
+    pub const UNAVAILABLE: Self = Self(-32000);
 }
 
 /// A JSON-RPC error object.

@@ -68,7 +68,7 @@
 //!   --json                      print one JSON object per line instead of text
 //!   --markdown                  also print markdown tables of the medians
 //!   --ratio-to NAME             add a column: calls/s as a multiple of NAME's; repeatable
-//!   --check SUBJECT=BASE        check SUBJECT against BASE: at least 1.5x its calls/s on the
+//!   --check SUBJECT=BASE        check SUBJECT against BASE: at least 1.6x (one connection), 1.8x (more) its calls/s on the
 //!                               16 B cases (exit status 3 when missed); repeatable
 //!   --idle-check NAME           check NAME's idle case: under 50 MiB growth with every
 //!                               session alive; afterwards no session left (`/health`), the

@@ -193,8 +193,8 @@ pub(crate) fn print_checks(
     let targets = opts.targets;
     for (size, in_flight, want, label) in [
         (16, Some(1), 4.0, "16 B calls, one in flight"),
-        (16, Some(64), 10.0, "16 B calls, 64 in flight"),
-        (64 * 1024, None, 1.5, "64 KiB payloads"),
+        (16, Some(64), 12.0, "16 B calls, 64 in flight"),
+        (64 * 1024, None, 2.0, "64 KiB payloads"),
     ] {
         if let Some(ci) = find(size, in_flight).filter(|_| targets.throughput) {
             let ratio = results.summary(s, ci).calls_per_sec / results.summary(b, ci).calls_per_sec;

@@ -226,7 +226,10 @@ fn not_found() -> ErrorObject {
 
 fn unavailable(e: &TaskStoreError) -> ErrorObject {
     tracing::warn!(error = %e, "the task store failed");
-    ErrorObject::internal("The task store is unavailable; try again later")
+    ErrorObject::new(
+        crate::wire::ErrorCode::UNAVAILABLE,
+        "The task store is unavailable; try again later",
+    )
 }
 
 impl LiveTasks {

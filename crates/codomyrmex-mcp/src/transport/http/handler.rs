@@ -67,7 +67,12 @@ fn bad(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Respo
 fn answer(route: &Route, message: &OutgoingMessage) -> Response<Body> {
     let status = StatusCode::from_u16(status_for(message, route))
         .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, message)
+    let response = json_response(status, message);
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        with_retry_after(response, Duration::from_secs(1))
+    } else {
+        response
+    }
 }
 
 /// A refusal the core decided on, with its status.
