@@ -6,8 +6,10 @@ it. The official SDK's client is in test_sdk_interop.py."""
 import asyncio
 import json
 import signal
+import queue
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -135,8 +137,25 @@ class StdioServer:
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
 
-    def read(self):
-        line = self.proc.stdout.readline()
+    def read(self, timeout=60.0):
+        # A reader thread, so that a message that never comes fails the test instead of
+        # hanging the suite.
+        if not hasattr(self, "_lines"):
+            self._lines = queue.Queue()
+
+            def pump():
+                for line in iter(self.proc.stdout.readline, b""):
+                    self._lines.put(line)
+                self._lines.put(b"")
+
+            threading.Thread(target=pump, daemon=True).start()
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self.proc.kill()
+            raise AssertionError(
+                f"no message from the server within {timeout} s; stderr: {self.proc.stderr.read().decode()}"
+            ) from None
         assert line, f"the server closed stdout; stderr: {self.proc.stderr.read().decode()}"
         return json.loads(line)
 
