@@ -43,6 +43,21 @@ impl Instance {
         r.json()
     }
 
+    /// Calls `nap` as a task (request id 2); its task id.
+    async fn start_nap_task(&self, sid: &str) -> Value {
+        let created = self
+            .call(
+                sid,
+                2,
+                "tools/call",
+                json!({"name": "nap", "arguments": {}, "task": {}}),
+            )
+            .await;
+        let task_id = created["result"]["task"]["taskId"].clone();
+        assert!(task_id.is_string(), "{created}");
+        task_id
+    }
+
     async fn session(&self) -> String {
         let init = legacy("initialize", Some(1), initialize_body(), None)
             .header("accept", "application/json");
@@ -106,16 +121,7 @@ async fn a_legacy_task_made_on_one_server_is_polled_fetched_and_listed_on_anothe
     let a = instance("a", &sessions, &tasks).await;
     let b = instance("b", &sessions, &tasks).await;
     let sid = a.session().await;
-    let created = a
-        .call(
-            &sid,
-            2,
-            "tools/call",
-            json!({"name": "nap", "arguments": {}, "task": {}}),
-        )
-        .await;
-    let task_id = created["result"]["task"]["taskId"].clone();
-    assert!(task_id.is_string(), "{created}");
+    let task_id = a.start_nap_task(&sid).await;
     let seen = b
         .call(&sid, 3, "tasks/get", json!({"taskId": task_id}))
         .await;
@@ -192,8 +198,8 @@ impl TaskStore for Switchable {
 }
 
 /// With the task store away, a `tasks/*` request that needs it gets `503` with `Retry-After`
-/// and a JSON-RPC error saying so (issue #16, item 5), on the server that holds the task and
-/// on the other; when the store is back, the task is there.
+/// and a JSON-RPC error saying so (issue #16, item 5), on the server that must read the
+/// record (not the one running the task); when the store is back, the task is there.
 #[tokio::test]
 async fn with_the_task_store_down_tasks_requests_get_503_with_retry_after() {
     let sessions = Arc::new(MemorySessionStore::new());
@@ -201,16 +207,7 @@ async fn with_the_task_store_down_tasks_requests_get_503_with_retry_after() {
     let a = instance("a", &sessions, &tasks).await;
     let b = instance("b", &sessions, &tasks).await;
     let sid = a.session().await;
-    let created = a
-        .call(
-            &sid,
-            2,
-            "tools/call",
-            json!({"name": "nap", "arguments": {}, "task": {}}),
-        )
-        .await;
-    let task_id = created["result"]["task"]["taskId"].clone();
-    assert!(task_id.is_string(), "{created}");
+    let task_id = a.start_nap_task(&sid).await;
     tasks.down.store(true, std::sync::atomic::Ordering::SeqCst);
     // B holds nothing of the task: it needs the store.
     let req = legacy(

@@ -553,29 +553,19 @@ pub async fn authorize(
     // DPoP-bound tokens when the server offers them.
     let dpop = config.dpop.as_deref().filter(|_| dpop::offered(&meta));
     let mut scope = union_scopes(previous, choose_scope(challenge, &prm).as_deref());
-    if let Some(grant) = &config.jwt_bearer {
-        let mut pairs = jwt_bearer_pairs(fetch, grant, &issuer, &resource).await?;
-        if let Some(s) = &scope {
-            pairs.push(("scope".into(), s.clone()));
-        }
-        let (headers, pairs) = client_auth(config, &registration, pairs)?;
-        return token_request(
-            fetch,
-            config,
-            resource_url,
-            headers,
-            &pairs,
-            scope,
-            registration,
-            dpop,
-        )
-        .await;
-    }
-    if config.client_credentials {
-        let mut pairs = vec![
+    // A grant with no user in it (a JWT bearer assertion, client credentials): one token
+    // request, the scope added.
+    let grant = if let Some(grant) = &config.jwt_bearer {
+        Some(jwt_bearer_pairs(fetch, grant, &issuer, &resource).await?)
+    } else if config.client_credentials {
+        Some(vec![
             ("grant_type".to_owned(), "client_credentials".to_owned()),
             ("resource".to_owned(), resource.clone()),
-        ];
+        ])
+    } else {
+        None
+    };
+    if let Some(mut pairs) = grant {
         if let Some(s) = &scope {
             pairs.push(("scope".into(), s.clone()));
         }
