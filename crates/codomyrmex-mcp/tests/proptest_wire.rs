@@ -8,31 +8,12 @@ use codomyrmex_mcp::wire::{
     CallToolResult, ContentBlock, ErrorObject, Implementation, IncomingMessage, LoggingLevel,
     OutgoingMessage, ProtocolVersion, RequestId, ResourceContents, ToolAnnotations,
 };
+mod json_strategy;
+use json_strategy::json_value;
 use proptest::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-
-fn json_leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        (-1_000_000i32..1_000_000).prop_map(|n| Value::from(f64::from(n) / 8.0)),
-        "\\PC{0,12}".prop_map(Value::String),
-    ]
-}
-
-fn json_value() -> impl Strategy<Value = Value> {
-    json_leaf().prop_recursive(3, 24, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("\\PC{0,8}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
 
 fn json_object() -> impl Strategy<Value = Map<String, Value>> {
     prop::collection::btree_map("\\PC{0,8}", json_value(), 0..4)

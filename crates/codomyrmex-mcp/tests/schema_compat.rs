@@ -147,6 +147,8 @@ use codomyrmex_mcp::schema::{
     ErrorDetails, JsonObject, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
     McpToolResultParts, SchemaError, status_indicates_failure,
 };
+mod json_strategy;
+use json_strategy::json_value;
 use proptest::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -416,28 +418,6 @@ fn rejects_message_with_invalid_nested_call() {
 }
 
 // ----- property tests ---------------------------------------------------------------------
-
-fn json_leaf() -> impl Strategy<Value = Value> {
-    prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        // Dyadic fractions print and parse back exactly with any float formatter.
-        (-1_000_000i32..1_000_000).prop_map(|n| Value::from(f64::from(n) / 8.0)),
-        "\\PC{0,12}".prop_map(Value::String),
-    ]
-}
-
-fn json_value() -> impl Strategy<Value = Value> {
-    json_leaf().prop_recursive(3, 24, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("\\PC{0,8}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
 
 fn json_object() -> impl Strategy<Value = JsonObject> {
     prop::collection::btree_map("\\PC{0,8}", json_value(), 0..4)
