@@ -2,8 +2,8 @@
 //!
 //! The engine decides *what* to run (which handler, under which deadline, cancelled by which
 //! token, admitted by which [`Admission`]) and *what the outcome means* on the wire; it never
-//! runs the handler itself. Every handler kind (tool, resource read, prompt, completer, task
-//! work) leaves `Engine::handle` as an `Invocation`; a driver (the library's
+//! runs the handler itself. Every handler kind (tool, resource read, resource lister, prompt,
+//! completer, task work) leaves `Engine::handle` as an `Invocation`; a driver (the library's
 //! `runtime::drive`, or a test's) carries it out:
 //!
 //! 1. wait for a permit of the admission ([`Admission::permit`]), cancellably;
@@ -33,6 +33,8 @@ pub enum HandlerKind {
     Tool,
     /// A `resources/read`, of a static resource or a template.
     Resource,
+    /// A `resources/list` page, when the registry's `ResourceLister`s are asked for it.
+    ResourceList,
     /// A `prompts/get`.
     Prompt,
     /// A `completion/complete`, for a prompt argument or a template variable.

@@ -564,7 +564,7 @@ impl Engine {
                 return self.read_resource(session, id, params, scope, sink);
             }
             (_, "resources/list") if has_resources => {
-                return self.list_resources(id, &params, scope);
+                return self.list_resources(session, id, &params, scope);
             }
             (_, "resources/templates/list") if has_resources => {
                 self.list_templates(&params, &scope)

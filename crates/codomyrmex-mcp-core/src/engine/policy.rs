@@ -1,7 +1,7 @@
 //! The execution policy: the one set of rules every handler invocation runs under.
 //!
-//! Tools, resource reads (static and templated), prompts, completers and task work are all
-//! invoked through [`ExecutionPolicy`]:
+//! Tools, resource reads (static and templated), resource listers, prompts, completers and
+//! task work are all invoked through [`ExecutionPolicy`]:
 //!
 //! 1. **Admission** ([`ExecutionPolicy::admit`]), synchronously, while the engine handles the
 //!    message: a slot in the session's [`Gate`] (at most `max_concurrent_requests` running plus
@@ -88,7 +88,10 @@ impl ExecutionPolicy {
         let now = self.time.now();
         let checked = match kind {
             HandlerKind::Tool | HandlerKind::Task => self.limiter.check(name, now),
-            HandlerKind::Resource | HandlerKind::Prompt | HandlerKind::Completer => {
+            HandlerKind::Resource
+            | HandlerKind::ResourceList
+            | HandlerKind::Prompt
+            | HandlerKind::Completer => {
                 self.limiter.check_global(now)
             }
         };
