@@ -103,7 +103,11 @@ impl ResourceLister for ModeLister {
         }
         Box::pin(async move {
             let mode = after.unwrap_or_default();
-            let mode = if mode == "panic-later" { "panic" } else { &mode };
+            let mode = if mode == "panic-later" {
+                "panic"
+            } else {
+                &mode
+            };
             behave(mode, Vec::new(), Vec::new).await
         })
     }

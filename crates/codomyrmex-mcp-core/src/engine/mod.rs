@@ -47,7 +47,7 @@ use crate::wire::{
     ProtocolVersion, RequestId,
 };
 
-use crate::invocation::Invocation;
+use crate::invocation::{Invocation, Wait};
 pub use builder::EngineBuilder;
 pub use classify::{Classification, Delivery, Respond, Route, status_for};
 pub use events::{EventStream, ServerEvent};
@@ -79,9 +79,11 @@ pub enum Handled {
     /// Send this now.
     Reply(OutgoingMessage),
     /// Drive this future; send what it yields, if anything. Dropping it cancels the work. Only
-    /// for waits that are no handler call: a `subscriptions/listen` stream, a `tasks/result`
-    /// wait, a `resources/list` page asked of the registry's listers.
+    /// for waits that are no handler call and end with their request or session: a
+    /// `subscriptions/listen` stream, a `tasks/result` wait on a task of this instance.
     Pending(BoxFuture<'static, Option<OutgoingMessage>>),
+    /// Carry out this wait under its deadline (see [`Wait`]): a shared task store's read.
+    Wait(Wait),
     /// Carry out this handler call (see [`Invocation`]); send what its completion returns.
     Invoke(Invocation),
     /// A JSON-RPC batch: settle each in order, and send what they yield as one batch.
@@ -95,6 +97,7 @@ impl std::fmt::Debug for Handled {
             Self::Reply(m) => f.debug_tuple("Reply").field(m).finish(),
             Self::Pending(_) => f.write_str("Pending(..)"),
             Self::Invoke(i) => f.debug_tuple("Invoke").field(i).finish(),
+            Self::Wait(w) => f.debug_tuple("Wait").field(w).finish(),
             Self::Batch(b) => f.debug_tuple("Batch").field(b).finish(),
         }
     }

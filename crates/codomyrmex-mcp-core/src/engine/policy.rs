@@ -91,9 +91,7 @@ impl ExecutionPolicy {
             HandlerKind::Resource
             | HandlerKind::ResourceList
             | HandlerKind::Prompt
-            | HandlerKind::Completer => {
-                self.limiter.check_global(now)
-            }
+            | HandlerKind::Completer => self.limiter.check_global(now),
         };
         checked.map_err(Refusal::RateLimited)?;
         Ok(crate::invocation::Admission {

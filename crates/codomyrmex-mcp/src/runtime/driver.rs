@@ -12,6 +12,9 @@
 //! has timers ([`Timers`], quinn's `drive_timer`): a tokio sleep re-armed to
 //! `poll_timeout`, firing `handle_timeout` with tokio's clock.
 //!
+//! A [`Wait`] (a shared task store's read) runs under its deadline and an unwind guard,
+//! with no permit: it is no handler call.
+//!
 //! It is not a scheduler: the futures run on the task that awaits them (or, for blocking
 //! handlers, on the blocking pool; for detached task work, on a spawned task).
 
@@ -19,7 +22,7 @@ use codomyrmex_mcp_core::engine::Handled;
 use std::task::Poll;
 
 use codomyrmex_mcp_core::invocation::{
-    Admission, Detach, Failure, Invocation, InvocationParts, Outcome, Timers, Work,
+    Admission, Detach, Failure, Invocation, InvocationParts, Outcome, Timers, Wait, Work,
 };
 use codomyrmex_mcp_core::platform::BoxFuture;
 use codomyrmex_mcp_core::sync::CancellationToken;
@@ -34,6 +37,7 @@ pub fn drive(handled: Handled) -> BoxFuture<'static, Option<OutgoingMessage>> {
         Handled::Reply(m) => Box::pin(std::future::ready(Some(m))),
         Handled::Pending(work) => work,
         Handled::Invoke(invocation) => Box::pin(run(invocation)),
+        Handled::Wait(wait) => Box::pin(run_wait(wait)),
         Handled::Batch(items) => Box::pin(async move {
             let mut out = Vec::new();
             for item in items {
@@ -122,6 +126,22 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
         }
         // `Never`, and any kind this driver does not know: the answer is the completion's.
         _ => finished.await,
+    }
+}
+
+/// Carries out a wait that runs no handler: under its deadline on tokio's timer and an
+/// unwind guard, with no permit.
+async fn run_wait(wait: Wait) -> Option<OutgoingMessage> {
+    let Wait {
+        work,
+        deadline,
+        failed,
+        ..
+    } = wait;
+    match tokio::time::timeout(deadline, catch_unwind(work)).await {
+        Ok(Ok(message)) => message,
+        Ok(Err(())) => failed(Failure::Panicked),
+        Err(_) => failed(Failure::TimedOut(deadline)),
     }
 }
 
