@@ -40,11 +40,12 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return error(&id, e),
         };
-        let ticket = match self
-            .shared
-            .policy
-            .admit(session.gate(), HandlerKind::Resource, &uri)
-        {
+        let ticket = match self.shared.policy.admit(
+            session.gate(),
+            HandlerKind::Resource,
+            &uri,
+            scope.now.mono,
+        ) {
             Ok(t) => t,
             Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
         };
@@ -151,6 +152,7 @@ impl Engine {
             session.gate(),
             HandlerKind::ResourceList,
             "resources/list",
+            scope.now.mono,
         ) {
             Ok(t) => t,
             Err(refusal) => return error(&id, invoke::refusal_error(refusal)),

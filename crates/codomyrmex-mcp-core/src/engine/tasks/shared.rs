@@ -297,10 +297,11 @@ impl Engine {
         session: &Arc<Session>,
         era: Era,
         params: &Map<String, Value>,
+        now: std::time::Instant,
     ) -> Option<(Arc<dyn TaskStore>, String)> {
         let shared = self.shared.tasks.shared.as_ref()?;
         let id = params.get("taskId")?.as_str()?;
-        if self.find_task(session, era, params).is_ok() {
+        if self.find_task(session, era, params, now).is_ok() {
             return None;
         }
         Some((shared.store.clone(), id.to_owned()))
@@ -321,8 +322,8 @@ impl Engine {
         let scope = scope.clone();
         let method = method.to_owned();
         let deadline = self.store_deadline();
+        let now = wall_ms(scope.now.wall);
         store_wait(id.clone(), deadline, async move {
-            let now = engine.wall_ms();
             let result = async {
                 let record = store
                     .get(&task_id, now)
@@ -499,7 +500,8 @@ impl Engine {
                     None => r,
                 })
                 .collect();
-            for local in tasks.list(&session) {
+            // Read after the store answered: the local tasks as they are then.
+            for local in tasks.list(&session, tasks.platform.time.now()) {
                 if !records.iter().any(|r| r.id == local.id) {
                     records.push(local.record("", poll, 0));
                 }
