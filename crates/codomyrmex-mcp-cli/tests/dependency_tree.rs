@@ -107,13 +107,23 @@ fn core_dependents(spec: &str) -> Vec<String> {
         .collect()
 }
 
-/// Issue #14: the protocol core has no async runtime, HTTP stack or OS randomness in its
-/// normal dependency tree, not even transitively, so the compiler enforces that it does no
-/// I/O and takes time and randomness as inputs.
+/// Issue #14: the protocol core has no async runtime, HTTP stack, OS randomness or date-time
+/// crate (`chrono`, `time`: each reads the clock) in its normal dependency tree, not even
+/// transitively, so the compiler enforces that it does no I/O and takes time and randomness
+/// as inputs.
 #[test]
 fn the_core_has_no_runtime_no_http_and_no_os_randomness() {
     let locked = locked_versions();
-    for name in ["tokio", "tokio-util", "hyper", "axum", "mio", "http"] {
+    for name in [
+        "tokio",
+        "tokio-util",
+        "hyper",
+        "axum",
+        "mio",
+        "http",
+        "chrono",
+        "time",
+    ] {
         for version in locked.get(name).into_iter().flatten() {
             let spec = format!("{name}@{version}");
             let found = core_dependents(&spec);

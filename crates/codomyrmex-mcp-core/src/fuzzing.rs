@@ -12,7 +12,7 @@ use crate::engine::mrtr::{Binding, Sealer};
 use crate::wire::ErrorObject;
 
 /// Seals and opens multi round-trip `requestState` values exactly as the engine does.
-pub struct RequestStateSealer(Sealer);
+pub struct RequestStateSealer(Sealer, std::sync::Arc<dyn crate::platform::TimeSource>);
 
 impl std::fmt::Debug for RequestStateSealer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -24,12 +24,15 @@ impl RequestStateSealer {
     /// A sealer with a fixed key and time to live.
     pub fn new(key: [u8; 32], ttl: Duration) -> Self {
         let platform = crate::platform::Platform::default_platform();
-        Self(Sealer::new(
-            Some(key),
-            ttl,
-            &crate::platform::NoEntropy,
+        Self(
+            Sealer::new(
+                Some(key),
+                ttl,
+                &crate::platform::NoEntropy,
+                platform.time.clone(),
+            ),
             platform.time,
-        ))
+        )
     }
 
     /// Seals the earlier responses and the handler's state for a request.
@@ -70,6 +73,6 @@ impl RequestStateSealer {
             target,
             principal,
         };
-        self.0.open(sealed, &binding)
+        self.0.open(sealed, &binding, self.1.wall())
     }
 }

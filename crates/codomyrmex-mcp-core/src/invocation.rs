@@ -2,8 +2,8 @@
 //!
 //! The engine decides *what* to run (which handler, under which deadline, cancelled by which
 //! token, admitted by which [`Admission`]) and *what the outcome means* on the wire; it never
-//! runs the handler itself. Every handler kind (tool, resource read, prompt, completer, task
-//! work) leaves `Engine::handle` as an `Invocation`; a driver (the library's
+//! runs the handler itself. Every handler kind (tool, resource read, resource lister, prompt,
+//! completer, task work) leaves `Engine::handle` as an `Invocation`; a driver (the library's
 //! `runtime::drive`, or a test's) carries it out:
 //!
 //! 1. wait for a permit of the admission ([`Admission::permit`]), cancellably;
@@ -33,6 +33,8 @@ pub enum HandlerKind {
     Tool,
     /// A `resources/read`, of a static resource or a template.
     Resource,
+    /// A `resources/list` page, when the registry's `ResourceLister`s are asked for it.
+    ResourceList,
     /// A `prompts/get`.
     Prompt,
     /// A `completion/complete`, for a prompt argument or a template variable.
@@ -210,6 +212,44 @@ impl Timers {
 /// record written to a shared task store, so that every instance finds the task the client
 /// is told about.
 pub type Publish = Box<dyn FnOnce() -> crate::platform::BoxFuture<'static, ()> + Send>;
+
+/// A wait that runs no user handler (a read of the shared task store, a `tasks/result` of a
+/// task another instance runs) for a driver to carry out under a deadline: it takes no permit
+/// and no rate-limit token (it is no handler call, and store reads must not starve
+/// handlers), but it never waits unbounded. A driver runs [`work`](Self::work) under an
+/// unwind guard and [`deadline`](Self::deadline); on overrun or panic it sends what
+/// [`failed`](Self::failed) makes of the [`Failure`]. Dropping it cancels the wait.
+#[non_exhaustive]
+pub struct Wait {
+    /// What to send, once the wait is over.
+    pub work: crate::platform::BoxFuture<'static, Option<OutgoingMessage>>,
+    /// The longest the wait may take.
+    pub deadline: Duration,
+    /// The answer when the wait overran its deadline or panicked.
+    pub failed: Box<dyn FnOnce(Failure) -> Option<OutgoingMessage> + Send>,
+}
+
+impl Wait {
+    pub(crate) fn new(
+        work: impl Future<Output = Option<OutgoingMessage>> + Send + 'static,
+        deadline: Duration,
+        failed: impl FnOnce(Failure) -> Option<OutgoingMessage> + Send + 'static,
+    ) -> Self {
+        Self {
+            work: Box::pin(work),
+            deadline,
+            failed: Box::new(failed),
+        }
+    }
+}
+
+impl std::fmt::Debug for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wait")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
 
 /// One handler call for a driver to carry out. Dropping it drops the work, which cancels the
 /// request.

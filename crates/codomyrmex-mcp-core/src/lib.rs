@@ -8,9 +8,11 @@
 //! - Protocol logic for both MCP eras (`2026-07-28` stateless, `2025-11-25` sessions):
 //!   dispatch, negotiation, `requestState` sealing, task state, subscriptions, result shaping.
 //! - Runtime-neutral: no tokio, hyper, axum, mio or getrandom in its dependency tree (a test
-//!   checks it). Spawning, timers, the blocking pool, the clock and randomness come in
-//!   through [`platform`]; clippy's `disallowed-methods` (this crate's `clippy.toml`) bans
-//!   `Instant::now`, `SystemTime::now`, `thread::sleep` and `thread::spawn` here.
+//!   checks it, and that no `chrono` or `time` is either). Time comes in as a `now`
+//!   ([`platform::Timestamp`], `Engine::handle_at`), or through the injected
+//!   [`platform::TimeSource`] for work that runs later; randomness through [`platform`];
+//!   clippy's `disallowed-methods` (this crate's `clippy.toml`) bans `Instant::now`,
+//!   `SystemTime::now`, both `elapsed`, `thread::sleep` and `thread::spawn` here.
 //!
 //! ## What it is not
 //! - Not a transport or a server: `codomyrmex-mcp` builds the stdio and Streamable HTTP

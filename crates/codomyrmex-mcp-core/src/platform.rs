@@ -1,5 +1,10 @@
 //! What the core takes in from the program it runs in: a [`TimeSource`] (monotonic and wall
-//! time) and [`Entropy`] (secure random bytes).
+//! time) and [`Entropy`] (secure random bytes), and [`Timestamp`], the `now` a message is
+//! handled at (`Engine::handle_at`). Every decision `handle` makes synchronously uses that
+//! `now`; the `TimeSource` is read only where a time is needed later, inside work the engine
+//! hands out (a task's `lastUpdatedAt`, a `requestState` sealed when a round ends, a
+//! store read's continuation), and by the entry points without `_at`, once, to make the
+//! `now` they handle at.
 //!
 //! The core never reads the clock or draws OS randomness itself (clippy's `disallowed-methods`
 //! and the dependency-tree test enforce it): both come in through these traits, held in a
@@ -26,6 +31,28 @@ pub trait TimeSource: Send + Sync + 'static {
     fn now(&self) -> Instant;
     /// The wall-clock time now.
     fn wall(&self) -> SystemTime;
+}
+
+/// An instant as the core takes it in: what [`Engine::handle_at`](crate::engine::Engine::handle_at)
+/// and the other `_at` entry points are handled at. Monotonic time for deadlines, TTLs and
+/// rate limits; wall time for what is shared or sealed (`requestState` expiry, task
+/// timestamps). Plain data: making one reads no clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timestamp {
+    /// Monotonic time.
+    pub mono: Instant,
+    /// Wall-clock time.
+    pub wall: SystemTime,
+}
+
+impl Timestamp {
+    /// Both times as `time` tells them now.
+    pub fn of(time: &dyn TimeSource) -> Self {
+        Self {
+            mono: time.now(),
+            wall: time.wall(),
+        }
+    }
 }
 
 /// Why secure random bytes could not be drawn.

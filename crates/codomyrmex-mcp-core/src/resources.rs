@@ -476,14 +476,12 @@ impl McpResourceRegistry {
             .take(size + 1)
             .map(|(k, r)| (k.clone(), r.wire.clone()))
             .collect();
-        let pending: Vec<_> = self
-            .read_listers()
-            .iter()
-            .map(|l| l.list(after.clone(), size + 1))
-            .collect();
+        // The listers are user code: they are first called inside the returned future, so
+        // that a panic in `list` itself happens where the driver's unwind guard catches it.
+        let listers: Vec<Arc<dyn ResourceLister>> = self.read_listers().clone();
         async move {
-            for listed in pending {
-                for definition in listed.await {
+            for lister in listers {
+                for definition in lister.list(after.clone(), size + 1).await {
                     // Only what the lister was asked for: after the cursor.
                     if after
                         .as_ref()

@@ -1,6 +1,7 @@
 //! One execution policy for every handler kind: a tool, a static resource read, a template
 //! read, a prompt, a prompt-argument completer, a resource-template completer and task work
-//! that panics, hangs past the timeout or fails costs only its own request. Each fault gets
+//! that panics, hangs past the timeout or fails costs only its own request, and so does a
+//! `ResourceLister` asked for a `resources/list` page. Each fault gets
 //! a clear error that leaks no panic text; a `ping` (`server/discover` on stateless HTTP)
 //! and a normal call succeed right after. Over stdio and Streamable HTTP, in both eras.
 //!
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use codomyrmex_mcp::engine::{Engine, TASKS_EXTENSION};
 use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::resources::{Completer, ResourceError, ResourceRequest};
+use codomyrmex_mcp::resources::{Completer, ResourceError, ResourceLister, ResourceRequest};
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
@@ -85,6 +86,37 @@ fn completer(release: &Arc<Release>) -> Completer {
             _ => vec!["ok".to_owned(), "panic".to_owned()],
         },
     )
+}
+
+/// Lists nothing, or panics or hangs when the page's cursor names that mode: `panic` panics
+/// in `list` itself, `panic-later` in the future it returns.
+struct ModeLister;
+
+impl ResourceLister for ModeLister {
+    fn list(
+        &self,
+        after: Option<String>,
+        _limit: usize,
+    ) -> codomyrmex_mcp::platform::BoxFuture<'static, Vec<ResourceDefinition>> {
+        if after.as_deref() == Some("panic") {
+            panic!("{SECRET}");
+        }
+        Box::pin(async move {
+            let mode = after.unwrap_or_default();
+            let mode = if mode == "panic-later" {
+                "panic"
+            } else {
+                &mode
+            };
+            behave(mode, Vec::new(), Vec::new).await
+        })
+    }
+}
+
+/// `cursor` for a `resources/list` page after `after` (the engine's cursors are the hex of
+/// the last URI).
+fn cursor_after(after: &str) -> String {
+    after.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 fn fixture(config: McpServerConfig) -> Fixture {
@@ -163,6 +195,7 @@ fn fixture(config: McpServerConfig) -> Fixture {
             BTreeMap::from([("mode".to_owned(), completer(&release))]),
         )
         .unwrap();
+    resources.add_lister(ModeLister);
     let prompts = Arc::new(McpPromptRegistry::new());
     for mode in ["ok", "panic", "hang", "error"] {
         let definition = PromptDefinition::new(mode, mode);
@@ -419,17 +452,19 @@ enum Kind {
     Prompt,
     PromptCompleter,
     TemplateCompleter,
+    Lister,
     Task,
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 8] = [
         Kind::Tool,
         Kind::Resource,
         Kind::Template,
         Kind::Prompt,
         Kind::PromptCompleter,
         Kind::TemplateCompleter,
+        Kind::Lister,
         Kind::Task,
     ];
 
@@ -452,13 +487,15 @@ impl Kind {
                 "completion/complete",
                 json!({"ref": {"type": "ref/resource", "uri": "tmpl://{mode}"}, "argument": {"name": "mode", "value": mode}}),
             ),
+            Kind::Lister => ("resources/list", json!({"cursor": cursor_after(mode)})),
         }
     }
 
-    /// Completers return values, not errors: they can only panic or hang.
+    /// Completers and listers return values, not errors: they can only panic or hang.
     fn modes(self) -> &'static [&'static str] {
         match self {
             Kind::PromptCompleter | Kind::TemplateCompleter => &["panic", "hang"],
+            Kind::Lister => &["panic", "panic-later", "hang"],
             _ => &["panic", "hang", "error"],
         }
     }

@@ -160,7 +160,7 @@ impl EngineBuilder {
                 prompts,
                 stateless_gate,
                 server_info,
-                policy: ExecutionPolicy::new(limiter, platform.time.clone()),
+                policy: ExecutionPolicy::new(limiter),
                 platform,
                 sealer,
                 tasks,

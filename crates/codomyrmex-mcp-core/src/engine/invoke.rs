@@ -150,11 +150,12 @@ impl Engine {
         let name = match target {
             Target::Prompt(n) | Target::Template(n) => n,
         };
-        let ticket = match self
-            .shared
-            .policy
-            .admit(session.gate(), HandlerKind::Completer, name)
-        {
+        let ticket = match self.shared.policy.admit(
+            session.gate(),
+            HandlerKind::Completer,
+            name,
+            scope.now.mono,
+        ) {
             Ok(t) => t,
             Err(refusal) => return error(&id, refusal_error(refusal)),
         };

@@ -47,7 +47,8 @@ use crate::wire::{
     ProtocolVersion, RequestId,
 };
 
-use crate::invocation::Invocation;
+use crate::invocation::{Invocation, Wait};
+use crate::platform::Timestamp;
 pub use builder::EngineBuilder;
 pub use classify::{Classification, Delivery, Respond, Route, status_for};
 pub use events::{EventStream, ServerEvent};
@@ -79,9 +80,11 @@ pub enum Handled {
     /// Send this now.
     Reply(OutgoingMessage),
     /// Drive this future; send what it yields, if anything. Dropping it cancels the work. Only
-    /// for waits that are no handler call: a `subscriptions/listen` stream, a `tasks/result`
-    /// wait, a `resources/list` page asked of the registry's listers.
+    /// for waits that are no handler call and end with their request or session: a
+    /// `subscriptions/listen` stream, a `tasks/result` wait on a task of this instance.
     Pending(BoxFuture<'static, Option<OutgoingMessage>>),
+    /// Carry out this wait under its deadline (see [`Wait`]): a shared task store's read.
+    Wait(Wait),
     /// Carry out this handler call (see [`Invocation`]); send what its completion returns.
     Invoke(Invocation),
     /// A JSON-RPC batch: settle each in order, and send what they yield as one batch.
@@ -95,6 +98,7 @@ impl std::fmt::Debug for Handled {
             Self::Reply(m) => f.debug_tuple("Reply").field(m).finish(),
             Self::Pending(_) => f.write_str("Pending(..)"),
             Self::Invoke(i) => f.debug_tuple("Invoke").field(i).finish(),
+            Self::Wait(w) => f.debug_tuple("Wait").field(w).finish(),
             Self::Batch(b) => f.debug_tuple("Batch").field(b).finish(),
         }
     }
@@ -110,6 +114,9 @@ struct RequestScope {
     log_level: Option<LoggingLevel>,
     /// `_meta.progressToken`, when it is a string or an integer.
     progress_token: Option<Value>,
+    /// When the request is handled: every decision `handle` makes about time (admission's
+    /// rate limit, a `requestState`'s expiry, a task's TTL and timestamps) uses it.
+    now: Timestamp,
 }
 
 /// The protocol engine. Cheap to clone; clones share state.
@@ -322,22 +329,41 @@ impl Engine {
         })
     }
 
-    /// Handles a decoded line or body: one message or a batch.
+    /// The engine's injected clock, read once: the `now` the entry points without `_at`
+    /// handle at.
+    pub fn now(&self) -> Timestamp {
+        Timestamp::of(self.shared.platform.time.as_ref())
+    }
+
+    /// Handles a decoded line or body: one message or a batch, at [`now`](Self::now).
     pub fn handle_decoded(
         &self,
         session: &Arc<Session>,
         decoded: Decoded,
         sink: &Arc<dyn MessageSink>,
     ) -> Handled {
+        self.handle_decoded_at(self.now(), session, decoded, sink)
+    }
+
+    /// [`handle_decoded`](Self::handle_decoded) at `now`; every message of a batch is
+    /// handled at the same `now`.
+    pub fn handle_decoded_at(
+        &self,
+        now: Timestamp,
+        session: &Arc<Session>,
+        decoded: Decoded,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
         match decoded {
-            Decoded::Single(Ok(m)) => self.handle(session, m, sink),
+            Decoded::Single(Ok(m)) => self.handle_at(now, session, m, sink),
             Decoded::Single(Err(e)) => Handled::Reply(e.to_response()),
-            Decoded::Batch(items) => self.handle_batch(session, items, sink),
+            Decoded::Batch(items) => self.handle_batch(now, session, items, sink),
         }
     }
 
     fn handle_batch(
         &self,
+        now: Timestamp,
         session: &Arc<Session>,
         items: Vec<Result<IncomingMessage, crate::wire::DecodeError>>,
         sink: &Arc<dyn MessageSink>,
@@ -366,7 +392,7 @@ impl Engine {
                         "Invalid request: initialize must not be part of a batch",
                     ),
                 ),
-                Ok(m) => self.handle(session, m, sink),
+                Ok(m) => self.handle_at(now, session, m, sink),
                 Err(e) => Handled::Reply(e.to_response()),
             })
             .collect();
@@ -385,14 +411,30 @@ impl Engine {
         crate::invocation::TimerHost::handle_timeout(self.shared.tasks.as_ref(), now);
     }
 
-    /// Handles one message.
+    /// Handles one message, at [`now`](Self::now): [`handle_at`](Self::handle_at) with the
+    /// engine's injected clock read once.
     pub fn handle(
         &self,
         session: &Arc<Session>,
         message: IncomingMessage,
         sink: &Arc<dyn MessageSink>,
     ) -> Handled {
-        self.handle_with_meta(session, message, None, sink)
+        self.handle_with_meta(self.now(), session, message, None, sink)
+    }
+
+    /// Handles one message at `now` (quinn-proto's `handle(now, ..)`): the time every
+    /// decision it makes synchronously is taken at. The engine reads its injected
+    /// `TimeSource` only for what happens later, inside the work it hands out (a task's
+    /// `lastUpdatedAt`, a `requestState` sealed when a handler's round ends, a store read's
+    /// clock after a wait).
+    pub fn handle_at(
+        &self,
+        now: Timestamp,
+        session: &Arc<Session>,
+        message: IncomingMessage,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        self.handle_with_meta(now, session, message, None, sink)
     }
 
     /// [`handle`](Self::handle), with the message's `_meta` already parsed (by
@@ -404,11 +446,24 @@ impl Engine {
         meta: RequestMeta,
         sink: &Arc<dyn MessageSink>,
     ) -> Handled {
-        self.handle_with_meta(session, message, Some(meta), sink)
+        self.handle_with_meta(self.now(), session, message, Some(meta), sink)
+    }
+
+    /// [`handle_classified`](Self::handle_classified) at `now`.
+    pub fn handle_classified_at(
+        &self,
+        now: Timestamp,
+        session: &Arc<Session>,
+        message: IncomingMessage,
+        meta: RequestMeta,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Handled {
+        self.handle_with_meta(now, session, message, Some(meta), sink)
     }
 
     fn handle_with_meta(
         &self,
+        now: Timestamp,
         session: &Arc<Session>,
         message: IncomingMessage,
         meta: Option<RequestMeta>,
@@ -418,7 +473,7 @@ impl Engine {
             IncomingMessage::Request { id, method, params } => {
                 let params = params.unwrap_or_default();
                 let meta = meta.unwrap_or_else(|| RequestMeta::of(Some(&params)));
-                self.handle_request(session, id, &method, params, &meta, sink)
+                self.handle_request(now, session, id, &method, params, &meta, sink)
             }
             IncomingMessage::Notification { method, params } => {
                 self.handle_notification(session, &method, params.unwrap_or_default());
@@ -461,6 +516,7 @@ impl Engine {
     /// from its `_meta` (parsed once, [`RequestMeta`]).
     fn scope(
         &self,
+        now: Timestamp,
         session: &Session,
         method: &str,
         meta: &RequestMeta,
@@ -495,6 +551,7 @@ impl Engine {
                         client_capabilities: caps.clone(),
                         log_level,
                         progress_token,
+                        now,
                     });
                 }
                 Some(v) if session.negotiated() == Some(v) => {}
@@ -508,6 +565,7 @@ impl Engine {
                 client_capabilities,
                 log_level,
                 progress_token,
+                now,
             });
         }
         if method == "ping" {
@@ -518,6 +576,7 @@ impl Engine {
                 client_capabilities: crate::context::no_capabilities(),
                 log_level: None,
                 progress_token,
+                now,
             });
         }
         Err(ErrorObject::invalid_params(format!(
@@ -537,8 +596,10 @@ impl Engine {
         }))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn handle_request(
         &self,
+        now: Timestamp,
         session: &Arc<Session>,
         id: RequestId,
         method: &str,
@@ -551,7 +612,7 @@ impl Engine {
         if method == "initialize" && !meta.names_version() {
             return self.initialize(session, &id, &params);
         }
-        let scope = match self.scope(session, method, meta) {
+        let scope = match self.scope(now, session, method, meta) {
             Ok(s) => s,
             Err(e) => return error(&id, e),
         };
@@ -564,7 +625,7 @@ impl Engine {
                 return self.read_resource(session, id, params, scope, sink);
             }
             (_, "resources/list") if has_resources => {
-                return self.list_resources(id, &params, scope);
+                return self.list_resources(session, id, &params, scope);
             }
             (_, "resources/templates/list") if has_resources => {
                 self.list_templates(&params, &scope)
@@ -587,7 +648,7 @@ impl Engine {
             }
             (Era::Legacy, "ping") => Ok(json!({})),
             (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
-            (Era::Modern, "server/discover") => Ok(self.discover()),
+            (Era::Modern, "server/discover") => Ok(self.discover(scope.now)),
             (_, m) if m.starts_with("tasks/") => {
                 return self.handle_tasks(session, id, m, &params, &scope, sink);
             }
@@ -616,7 +677,7 @@ impl Engine {
         Value::Object(caps)
     }
 
-    fn discover(&self) -> Value {
+    fn discover(&self, now: Timestamp) -> Value {
         let mut obj = Map::new();
         obj.insert("supportedVersions".into(), json!(supported_versions()));
         let caps = self.with_task_capabilities(self.capabilities(), ProtocolVersion::LATEST_MODERN);
@@ -632,6 +693,7 @@ impl Engine {
                 client_capabilities: crate::context::no_capabilities(),
                 log_level: None,
                 progress_token: None,
+                now,
             },
         )
     }
@@ -726,7 +788,9 @@ impl Engine {
             };
             let (mut responses, state) = match params.remove("requestState") {
                 None | Some(Value::Null) => (Map::new(), None),
-                Some(Value::String(sealed)) => self.shared.sealer.open(&sealed, &binding)?,
+                Some(Value::String(sealed)) => {
+                    self.shared.sealer.open(&sealed, &binding, scope.now.wall)?
+                }
                 Some(_) => {
                     return Err(ErrorObject::invalid_params("requestState must be a string"));
                 }
@@ -885,3 +949,5 @@ fn decode_cursor(cursor: &str) -> Option<String> {
 mod conformance_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod time_tests;

@@ -115,10 +115,12 @@ impl Sealer {
     }
 
     /// Verifies and opens a state: returns the earlier responses and the handler's state.
+    /// `now` is the wall time the request is handled at.
     pub(crate) fn open(
         &self,
         sealed: &str,
         binding: &Binding<'_>,
+        now: SystemTime,
     ) -> Result<(Map<String, Value>, Option<Value>), ErrorObject> {
         if sealed.len() > 1 << 20 {
             return Err(invalid("too large"));
@@ -138,10 +140,7 @@ impl Sealer {
         if payload["v"] != 1 {
             return Err(invalid("unknown version"));
         }
-        if payload["exp"]
-            .as_u64()
-            .is_none_or(|e| e < secs(self.time.wall()))
-        {
+        if payload["exp"].as_u64().is_none_or(|e| e < secs(now)) {
             return Err(invalid("expired"));
         }
         if payload["m"] != binding.method || payload["t"] != binding.target {
@@ -179,6 +178,11 @@ mod tests {
         ))
     }
 
+    /// The wall time of `clock()` before it is moved.
+    fn now() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+    }
+
     fn sealer(key: Option<[u8; 32]>, ttl: Duration) -> Sealer {
         Sealer::new(key, ttl, &TestEntropy, clock())
     }
@@ -199,7 +203,7 @@ mod tests {
         let sealed = s
             .seal(&b("tools/call", "t", None), &r, Some(&json!({"step": 2})))
             .unwrap();
-        let (r2, st) = s.open(&sealed, &b("tools/call", "t", None)).unwrap();
+        let (r2, st) = s.open(&sealed, &b("tools/call", "t", None), now()).unwrap();
         assert_eq!(r2, r);
         assert_eq!(st, Some(json!({"step": 2})));
         // Flip one character of the payload.
@@ -207,20 +211,33 @@ mod tests {
         chars[3] = if chars[3] == 'A' { 'B' } else { 'A' };
         let tampered: String = chars.into_iter().collect();
         assert_eq!(
-            s.open(&tampered, &b("tools/call", "t", None))
+            s.open(&tampered, &b("tools/call", "t", None), now())
                 .unwrap_err()
                 .code,
             -32602
         );
-        assert!(s.open("garbage", &b("tools/call", "t", None)).is_err());
-        assert!(s.open(&sealed, &b("tools/call", "other", None)).is_err());
-        assert!(s.open(&sealed, &b("prompts/get", "t", None)).is_err());
         assert!(
-            s.open(&sealed, &b("tools/call", "t", Some("mallory")))
+            s.open("garbage", &b("tools/call", "t", None), now())
+                .is_err()
+        );
+        assert!(
+            s.open(&sealed, &b("tools/call", "other", None), now())
+                .is_err()
+        );
+        assert!(
+            s.open(&sealed, &b("prompts/get", "t", None), now())
+                .is_err()
+        );
+        assert!(
+            s.open(&sealed, &b("tools/call", "t", Some("mallory")), now())
                 .is_err()
         );
         let other = sealer(None, Duration::from_secs(60));
-        assert!(other.open(&sealed, &b("tools/call", "t", None)).is_err());
+        assert!(
+            other
+                .open(&sealed, &b("tools/call", "t", None), now())
+                .is_err()
+        );
     }
 
     /// The tag is plain HMAC-SHA256 over the payload: RFC 4231 test case 2 (key "Jefe", which
@@ -246,7 +263,7 @@ mod tests {
         let payload = br#"{"v":1,"m":"tools/call","t":"t","p":null,"exp":99999999999,"r":{"k":"yes"},"s":{"step":2}}"#;
         let sealed = "eyJ2IjoxLCJtIjoidG9vbHMvY2FsbCIsInQiOiJ0IiwicCI6bnVsbCwiZXhwIjo5OTk5OTk5OTk5OSwiciI6eyJrIjoieWVzIn0sInMiOnsic3RlcCI6Mn19.qapX2dBe6fdKZs8Q_Ozk5hoJjgM_3cj3lPZ_yhPHImw";
         assert_eq!(s.seal_payload(payload).unwrap(), sealed);
-        let (r, st) = s.open(sealed, &b("tools/call", "t", None)).unwrap();
+        let (r, st) = s.open(sealed, &b("tools/call", "t", None), now()).unwrap();
         assert_eq!(r["k"], "yes");
         assert_eq!(st, Some(json!({"step": 2})));
     }
@@ -263,11 +280,11 @@ mod tests {
         let sealed = s
             .seal(&b("tools/call", "t", None), &Map::new(), None)
             .unwrap();
-        assert!(s.open(&sealed, &b("tools/call", "t", None)).is_ok());
+        assert!(s.open(&sealed, &b("tools/call", "t", None), now()).is_ok());
         // On the virtual clock: no sleep.
         time.advance(Duration::from_millis(1100));
         assert!(
-            s.open(&sealed, &b("tools/call", "t", None))
+            s.open(&sealed, &b("tools/call", "t", None), time.wall())
                 .unwrap_err()
                 .message
                 .contains("expired")
@@ -286,7 +303,7 @@ mod tests {
         let forged = zero
             .seal(&b("tools/call", "t", None), &Map::new(), None)
             .unwrap();
-        assert!(s.open(&forged, &b("tools/call", "t", None)).is_err());
+        assert!(s.open(&forged, &b("tools/call", "t", None), now()).is_err());
         // A configured key needs no randomness.
         let keyed = Sealer::new(Some([3; 32]), Duration::from_secs(60), &NoEntropy, clock());
         assert!(

@@ -1,7 +1,7 @@
 //! The execution policy: the one set of rules every handler invocation runs under.
 //!
-//! Tools, resource reads (static and templated), prompts, completers and task work are all
-//! invoked through [`ExecutionPolicy`]:
+//! Tools, resource reads (static and templated), resource listers, prompts, completers and
+//! task work are all invoked through [`ExecutionPolicy`]:
 //!
 //! 1. **Admission** ([`ExecutionPolicy::admit`]), synchronously, while the engine handles the
 //!    message: a slot in the session's [`Gate`] (at most `max_concurrent_requests` running plus
@@ -23,8 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_lock::Semaphore;
-
-use crate::platform::TimeSource;
 
 use super::limits::RateLimiter;
 pub use crate::invocation::{Failure, HandlerKind};
@@ -63,34 +61,34 @@ pub(crate) enum Refusal {
     RateLimited(Duration),
 }
 
-/// The rules every handler invocation runs under. One per engine.
+/// The rules every handler invocation runs under. One per engine. It reads no clock: rate
+/// limits refill to the `now` the request is handled at.
 pub(crate) struct ExecutionPolicy {
     limiter: RateLimiter,
-    /// The clock rate limits refill from.
-    time: std::sync::Arc<dyn TimeSource>,
 }
 
 impl ExecutionPolicy {
-    pub(crate) fn new(limiter: RateLimiter, time: std::sync::Arc<dyn TimeSource>) -> Self {
-        Self { limiter, time }
+    pub(crate) fn new(limiter: RateLimiter) -> Self {
+        Self { limiter }
     }
 
-    /// Admits an invocation of `name` (a tool name, URI, prompt name, ...) into `gate`, or
-    /// refuses it at once. Per-tool rate limits apply to tools and their tasks; the global
-    /// limit to every kind.
+    /// Admits an invocation of `name` (a tool name, URI, prompt name, ...) into `gate` at
+    /// `now`, or refuses it at once. Per-tool rate limits apply to tools and their tasks; the
+    /// global limit to every kind.
     pub(crate) fn admit(
         &self,
         gate: &Gate,
         kind: HandlerKind,
         name: &str,
+        now: std::time::Instant,
     ) -> Result<Ticket, Refusal> {
         let slot = gate.slots.try_acquire_arc().ok_or(Refusal::Overloaded)?;
-        let now = self.time.now();
         let checked = match kind {
             HandlerKind::Tool | HandlerKind::Task => self.limiter.check(name, now),
-            HandlerKind::Resource | HandlerKind::Prompt | HandlerKind::Completer => {
-                self.limiter.check_global(now)
-            }
+            HandlerKind::Resource
+            | HandlerKind::ResourceList
+            | HandlerKind::Prompt
+            | HandlerKind::Completer => self.limiter.check_global(now),
         };
         checked.map_err(Refusal::RateLimited)?;
         Ok(crate::invocation::Admission {
@@ -106,23 +104,23 @@ mod tests {
 
     use super::*;
     use crate::config::RateLimit;
-    use crate::platform::testing::TokioTime;
 
     fn policy(global: Option<RateLimit>) -> ExecutionPolicy {
-        ExecutionPolicy::new(
-            RateLimiter::new(global, HashMap::new()),
-            std::sync::Arc::new(TokioTime),
-        )
+        ExecutionPolicy::new(RateLimiter::new(global, HashMap::new()))
+    }
+
+    fn now() -> std::time::Instant {
+        crate::platform::test_origin()
     }
 
     #[test]
     fn past_the_waiting_bound_admission_is_refused_at_once() {
         let p = policy(None);
         let gate = Gate::new(1, 1);
-        let running = p.admit(&gate, HandlerKind::Tool, "t").unwrap();
-        let waiting = p.admit(&gate, HandlerKind::Resource, "r").unwrap();
+        let running = p.admit(&gate, HandlerKind::Tool, "t", now()).unwrap();
+        let waiting = p.admit(&gate, HandlerKind::Resource, "r", now()).unwrap();
         assert_eq!(
-            p.admit(&gate, HandlerKind::Prompt, "p").unwrap_err(),
+            p.admit(&gate, HandlerKind::Prompt, "p", now()).unwrap_err(),
             Refusal::Overloaded
         );
         // One permit: the running one holds it, the waiting one gets none until it is back.
@@ -131,7 +129,7 @@ mod tests {
         drop(permit);
         assert!(waiting.try_permit().is_some());
         drop(running);
-        assert!(p.admit(&gate, HandlerKind::Prompt, "p").is_ok());
+        assert!(p.admit(&gate, HandlerKind::Prompt, "p", now()).is_ok());
     }
 
     #[test]
@@ -141,10 +139,10 @@ mod tests {
             burst: 2,
         }));
         let gate = Gate::new(8, 8);
-        assert!(p.admit(&gate, HandlerKind::Completer, "c").is_ok());
-        assert!(p.admit(&gate, HandlerKind::Resource, "r").is_ok());
+        assert!(p.admit(&gate, HandlerKind::Completer, "c", now()).is_ok());
+        assert!(p.admit(&gate, HandlerKind::Resource, "r", now()).is_ok());
         assert!(matches!(
-            p.admit(&gate, HandlerKind::Prompt, "p"),
+            p.admit(&gate, HandlerKind::Prompt, "p", now()),
             Err(Refusal::RateLimited(_))
         ));
     }

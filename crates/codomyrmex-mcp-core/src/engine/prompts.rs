@@ -86,11 +86,12 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return error(&id, e),
         };
-        let ticket = match self
-            .shared
-            .policy
-            .admit(session.gate(), HandlerKind::Prompt, &name)
-        {
+        let ticket = match self.shared.policy.admit(
+            session.gate(),
+            HandlerKind::Prompt,
+            &name,
+            scope.now.mono,
+        ) {
             Ok(t) => t,
             Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
         };

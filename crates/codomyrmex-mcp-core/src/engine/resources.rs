@@ -40,11 +40,12 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return error(&id, e),
         };
-        let ticket = match self
-            .shared
-            .policy
-            .admit(session.gate(), HandlerKind::Resource, &uri)
-        {
+        let ticket = match self.shared.policy.admit(
+            session.gate(),
+            HandlerKind::Resource,
+            &uri,
+            scope.now.mono,
+        ) {
             Ok(t) => t,
             Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
         };
@@ -123,10 +124,13 @@ impl Engine {
         }
     }
 
-    /// `resources/list`: answered at once, or, when the registry has listers (which may walk
-    /// a directory), in a future.
+    /// `resources/list`: answered at once, or, when the registry has listers (user code that
+    /// may walk a directory, panic or hang), through an [`Invocation`] under the execution
+    /// policy like every other handler: admitted, with a permit, a deadline and an unwind
+    /// guard, cancellable by `notifications/cancelled`.
     pub(super) fn list_resources(
         &self,
+        session: &Arc<Session>,
         id: RequestId,
         params: &Map<String, Value>,
         scope: RequestScope,
@@ -144,13 +148,43 @@ impl Engine {
             let result = Ok(self.page_result("resources", items, next, &scope));
             return Handled::Reply(self.respond(id, result, &scope));
         }
+        let ticket = match self.shared.policy.admit(
+            session.gate(),
+            HandlerKind::ResourceList,
+            "resources/list",
+            scope.now.mono,
+        ) {
+            Ok(t) => t,
+            Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
+        };
+        let guard = match session.begin_request(id.clone()) {
+            Ok(guard) => guard,
+            Err(refused) => return error(&id, refused.error()),
+        };
+        let cancel = guard.token();
         let page = resources.page_listed(after, size);
         let engine = self.clone();
-        Handled::Pending(Box::pin(async move {
-            let (items, next) = page.await;
-            let result = Ok(engine.page_result("resources", items, next, &scope));
-            Some(engine.respond(id, result, &scope))
-        }))
+        Handled::Invoke(Invocation::new(
+            HandlerKind::ResourceList,
+            "resources/list",
+            Some(self.shared.config.tool_timeout),
+            cancel,
+            ticket,
+            page,
+            move |page| {
+                let _guard = guard;
+                let result = match page {
+                    Ok((items, next)) => Ok(engine.page_result("resources", items, next, &scope)),
+                    Err(None) => return None,
+                    Err(Some(failure)) => Err(invoke::failure_error(
+                        HandlerKind::ResourceList,
+                        "Listing resources",
+                        failure,
+                    )),
+                };
+                Some(engine.respond(id, result, &scope))
+            },
+        ))
     }
 
     pub(super) fn list_templates(

@@ -20,6 +20,19 @@ pub(crate) fn drive(handled: Handled) -> BoxFuture<'static, Option<OutgoingMessa
         Handled::Reply(m) => Box::pin(std::future::ready(Some(m))),
         Handled::Pending(work) => work,
         Handled::Invoke(invocation) => Box::pin(drive_invocation(invocation)),
+        Handled::Wait(wait) => Box::pin(async move {
+            let crate::invocation::Wait {
+                work,
+                deadline,
+                failed,
+                ..
+            } = wait;
+            match tokio::time::timeout(deadline, crate::util::catch_unwind(work)).await {
+                Ok(Ok(m)) => m,
+                Ok(Err(())) => failed(crate::invocation::Failure::Panicked),
+                Err(_) => failed(crate::invocation::Failure::TimedOut(deadline)),
+            }
+        }),
         Handled::Batch(items) => Box::pin(async move {
             let mut out = Vec::new();
             for item in items {

@@ -93,7 +93,11 @@ impl Engine {
         } else {
             HandlerKind::Tool
         };
-        let ticket = match self.shared.policy.admit(session.gate(), kind, &name) {
+        let ticket = match self
+            .shared
+            .policy
+            .admit(session.gate(), kind, &name, scope.now.mono)
+        {
             Ok(t) => t,
             Err(refusal) => {
                 let output = ToolOutput::failure(invoke::tool_refusal(&name, refusal));

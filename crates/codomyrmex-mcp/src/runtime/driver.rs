@@ -12,6 +12,9 @@
 //! has timers ([`Timers`], quinn's `drive_timer`): a tokio sleep re-armed to
 //! `poll_timeout`, firing `handle_timeout` with tokio's clock.
 //!
+//! A [`Wait`] (a shared task store's read) runs under its deadline and an unwind guard,
+//! with no permit: it is no handler call.
+//!
 //! It is not a scheduler: the futures run on the task that awaits them (or, for blocking
 //! handlers, on the blocking pool; for detached task work, on a spawned task).
 
@@ -19,7 +22,7 @@ use codomyrmex_mcp_core::engine::Handled;
 use std::task::Poll;
 
 use codomyrmex_mcp_core::invocation::{
-    Admission, Detach, Failure, Invocation, InvocationParts, Outcome, Timers, Work,
+    Admission, Detach, Failure, Invocation, InvocationParts, Outcome, Timers, Wait, Work,
 };
 use codomyrmex_mcp_core::platform::BoxFuture;
 use codomyrmex_mcp_core::sync::CancellationToken;
@@ -34,6 +37,7 @@ pub fn drive(handled: Handled) -> BoxFuture<'static, Option<OutgoingMessage>> {
         Handled::Reply(m) => Box::pin(std::future::ready(Some(m))),
         Handled::Pending(work) => work,
         Handled::Invoke(invocation) => Box::pin(run(invocation)),
+        Handled::Wait(wait) => Box::pin(run_wait(wait)),
         Handled::Batch(items) => Box::pin(async move {
             let mut out = Vec::new();
             for item in items {
@@ -122,6 +126,22 @@ pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
         }
         // `Never`, and any kind this driver does not know: the answer is the completion's.
         _ => finished.await,
+    }
+}
+
+/// Carries out a wait that runs no handler: under its deadline on tokio's timer and an
+/// unwind guard, with no permit.
+async fn run_wait(wait: Wait) -> Option<OutgoingMessage> {
+    let Wait {
+        work,
+        deadline,
+        failed,
+        ..
+    } = wait;
+    match tokio::time::timeout(deadline, catch_unwind(work)).await {
+        Ok(Ok(message)) => message,
+        Ok(Err(())) => failed(Failure::Panicked),
+        Err(_) => failed(Failure::TimedOut(deadline)),
     }
 }
 
@@ -365,5 +385,104 @@ mod tests {
         assert_eq!(done["completion"]["values"], json!(["x"]));
         let ran_on = ran_on.lock().unwrap().expect("the completer ran");
         assert_ne!(ran_on, std::thread::current().id(), "on the blocking pool");
+    }
+
+    /// A shared task store that never answers.
+    #[derive(Debug)]
+    struct Silent;
+
+    impl crate::task_store::TaskStore for Silent {
+        fn put(
+            &self,
+            _: crate::task_store::TaskRecord,
+        ) -> crate::task_store::TaskStoreFuture<'_, bool> {
+            Box::pin(std::future::pending())
+        }
+        fn get<'a>(
+            &'a self,
+            _: &'a str,
+            _: u64,
+        ) -> crate::task_store::TaskStoreFuture<'a, Option<crate::task_store::TaskRecord>> {
+            Box::pin(std::future::pending())
+        }
+        fn cancel<'a>(
+            &'a self,
+            _: &'a str,
+            _: u64,
+        ) -> crate::task_store::TaskStoreFuture<'a, Option<crate::task_store::TaskRecord>> {
+            Box::pin(std::future::pending())
+        }
+        fn deliver<'a>(
+            &'a self,
+            _: &'a str,
+            _: serde_json::Map<String, Value>,
+        ) -> crate::task_store::TaskStoreFuture<'a, bool> {
+            Box::pin(std::future::pending())
+        }
+        fn renew<'a>(
+            &'a self,
+            _: &'a [String],
+            _: u64,
+        ) -> crate::task_store::TaskStoreFuture<'a, crate::task_store::Renewal> {
+            Box::pin(std::future::pending())
+        }
+        fn list<'a>(
+            &'a self,
+            _: &'a str,
+            _: u64,
+        ) -> crate::task_store::TaskStoreFuture<'a, Vec<crate::task_store::TaskRecord>> {
+            Box::pin(std::future::pending())
+        }
+        fn changed<'a>(&'a self, _: &'a str, _: u64) -> crate::task_store::TaskStoreFuture<'a, ()> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    /// A read of a shared store that never answers is answered `-32000` at the store's lease,
+    /// on tokio's (paused) timer: the driver carries out the engine's `Wait`.
+    #[tokio::test(start_paused = true)]
+    async fn a_store_read_that_never_answers_ends_at_its_deadline() {
+        let tools = McpToolRegistry::new();
+        tools
+            .register_tool(
+                ToolRegistration::new(
+                    ToolDefinition::new("t", json!({"type": "object"})),
+                    |_: crate::schema::JsonObject| async { ToolOutput::content(Vec::new()) },
+                )
+                .with_settings(ToolSettings {
+                    task_support: TaskSupport::Optional,
+                    ..ToolSettings::default()
+                }),
+            )
+            .unwrap();
+        let lease = Duration::from_secs(10);
+        let engine = Engine::builder(
+            McpServerConfig::default().with_rate_limit(None),
+            Arc::new(tools),
+        )
+        .task_store(Arc::new(Silent), "a", lease)
+        .build();
+        let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+        let get = json!({"taskId": "0".repeat(32), "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {crate::engine::TASKS_EXTENSION: {}}},
+        }});
+        let handled = engine.handle(
+            &engine.new_stateless_session(),
+            request(1, "tasks/get", get),
+            &sink,
+        );
+        let answer = tokio::time::timeout(10 * lease, drive(handled))
+            .await
+            .expect("answered, not left waiting");
+        let Some(OutgoingMessage::Error { error, .. }) = answer else {
+            panic!("not an error: {answer:?}");
+        };
+        assert_eq!(error.code, -32000, "{error:?}");
+        assert!(
+            error.message.contains("within 10000 ms"),
+            "the lease: {error:?}"
+        );
     }
 }

@@ -13,19 +13,21 @@ use crate::registry::TaskSupport;
 use crate::wire::{Era, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
 
 impl Engine {
-    /// Finds the task a `tasks/*` request names, if the requester may see it.
+    /// Finds the task a `tasks/*` request handled at `now` names, if the requester may see
+    /// it (and it has not expired by `now`).
     pub(super) fn find_task(
         &self,
         session: &Arc<Session>,
         era: Era,
         params: &Map<String, Value>,
+        now: Instant,
     ) -> Result<Arc<TaskEntry>, ErrorObject> {
         let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
             return Err(ErrorObject::invalid_params("taskId must be a string"));
         };
         self.shared
             .tasks
-            .get(task_id)
+            .get_at(task_id, now)
             .filter(|t| t.owner.admits(era, session))
             .ok_or_else(|| ErrorObject::invalid_params("Failed to retrieve task: Task not found"))
     }
@@ -52,9 +54,9 @@ impl Engine {
                 Err(ErrorObject::method_not_found(method))
             }
             Era::Legacy if method == "tasks/result" => {
-                return self.task_result(session, id, params, sink);
+                return self.task_result(session, id, params, sink, scope.now.mono);
             }
-            Era::Legacy => self.legacy_tasks(session, method, params),
+            Era::Legacy => self.legacy_tasks(session, method, params, scope.now.mono),
         };
         match result {
             Ok(result) => Handled::Reply(OutgoingMessage::Response {
@@ -82,7 +84,7 @@ impl Engine {
                 "{method} needs the {TASKS_EXTENSION} extension"
             )));
         }
-        let entry = self.find_task(session, Era::Modern, params)?;
+        let entry = self.find_task(session, Era::Modern, params, scope.now.mono)?;
         match method {
             "tasks/get" => Ok(Value::Object(entry.json(&self.shared.tasks.config, true))),
             "tasks/update" => {
@@ -116,7 +118,7 @@ impl Engine {
                 {
                     return None;
                 }
-                let remote = self.remote_task(session, Era::Modern, params)?;
+                let remote = self.remote_task(session, Era::Modern, params, scope.now.mono)?;
                 let responses = match method {
                     "tasks/update" => match input_responses(params) {
                         Ok(r) => Some(r.clone()),
@@ -132,7 +134,7 @@ impl Engine {
                 Some(self.shared_list(session, id.clone(), params, shared.store.clone(), key))
             }
             Era::Legacy if matches!(method, "tasks/get" | "tasks/cancel" | "tasks/result") => {
-                let remote = self.remote_task(session, Era::Legacy, params)?;
+                let remote = self.remote_task(session, Era::Legacy, params, scope.now.mono)?;
                 Some(self.remote_legacy(session, id.clone(), method, remote))
             }
             Era::Legacy => None,
@@ -146,15 +148,16 @@ impl Engine {
         session: &Arc<Session>,
         method: &str,
         params: &Map<String, Value>,
+        now: Instant,
     ) -> Result<Value, ErrorObject> {
         let config = &self.shared.tasks.config;
         match method {
             "tasks/get" => {
-                let entry = self.find_task(session, Era::Legacy, params)?;
+                let entry = self.find_task(session, Era::Legacy, params, now)?;
                 Ok(Value::Object(entry.json(config, false)))
             }
             "tasks/cancel" => {
-                let entry = self.find_task(session, Era::Legacy, params)?;
+                let entry = self.find_task(session, Era::Legacy, params, now)?;
                 entry.cancel().map_err(|status| {
                     ErrorObject::invalid_params(format!(
                         "Cannot cancel task: already in terminal status '{}'",
@@ -177,7 +180,7 @@ impl Engine {
                 let mut tasks = self
                     .shared
                     .tasks
-                    .list(session)
+                    .list(session, now)
                     .into_iter()
                     .filter(|t| after.is_none_or(|a| t.seq > a));
                 let page: Vec<Arc<TaskEntry>> = tasks.by_ref().take(size).collect();
@@ -212,8 +215,9 @@ impl Engine {
         id: RequestId,
         params: &Map<String, Value>,
         sink: &Arc<dyn MessageSink>,
+        now: Instant,
     ) -> Handled {
-        let entry = match self.find_task(session, Era::Legacy, params) {
+        let entry = match self.find_task(session, Era::Legacy, params, now) {
             Ok(e) => e,
             Err(e) => return error(&id, e),
         };

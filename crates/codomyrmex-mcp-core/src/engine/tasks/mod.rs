@@ -292,21 +292,28 @@ impl Drop for Waiter {
 }
 
 impl TaskEntry {
-    fn new(id: String, seq: u64, ttl: Duration, owner: Owner, time: Arc<dyn TimeSource>) -> Self {
+    /// A task created at `now`; `time` is the clock of its later changes (`lastUpdatedAt`).
+    fn new(
+        id: String,
+        seq: u64,
+        ttl: Duration,
+        owner: Owner,
+        now: crate::platform::Timestamp,
+        time: Arc<dyn TimeSource>,
+    ) -> Self {
         let legacy = matches!(owner, Owner::Legacy { .. });
-        let now = time.wall();
         Self {
             id,
             seq,
-            created: now,
+            created: now.wall,
             ttl,
-            deadline: time.now() + ttl,
+            deadline: now.mono + ttl,
             owner,
             time,
             legacy,
             cancel: CancellationToken::new(),
             state: Mutex::new(TaskState {
-                updated: Some(now),
+                updated: Some(now.wall),
                 ..TaskState::default()
             }),
             changed: Generation::new(),

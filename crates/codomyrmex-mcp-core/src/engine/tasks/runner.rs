@@ -227,7 +227,7 @@ impl Engine {
                     return Ok(None);
                 }
                 // A full store: the call runs synchronously.
-                Ok(store.reserve().map(|reservation| TaskPlan {
+                Ok(store.reserve(scope.now.mono).map(|reservation| TaskPlan {
                     reservation,
                     ttl: store.config.ttl,
                 }))
@@ -262,7 +262,7 @@ impl Engine {
                         }
                     };
                     let reservation = store
-                        .reserve()
+                        .reserve(scope.now.mono)
                         .ok_or_else(|| ErrorObject::internal("Too many tasks; try again later"))?;
                     Ok(Some(TaskPlan { reservation, ttl }))
                 }
@@ -297,6 +297,7 @@ impl Engine {
                 plan.reservation.seq,
                 plan.ttl,
                 Owner::of(scope.era, session),
+                scope.now,
                 self.shared.platform.time.clone(),
             )
             .tracked(self.shared.tasks.tracking()),

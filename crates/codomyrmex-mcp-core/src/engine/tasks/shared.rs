@@ -8,7 +8,8 @@
 //! another instance reads the record, and its `tasks/cancel` and `tasks/update` reach the
 //! owner through the store at the owner's next lease renewal ([`TaskSync::apply`]).
 //!
-//! No I/O here: the store's futures are awaited inside `Pending` futures and by the driver.
+//! No I/O here: the store's futures are awaited inside [`Wait`]s (bounded by the lease: a
+//! store that answers later than that answers with stale records) and by the driver.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,7 @@ use super::store::TaskStore as LiveTasks;
 use super::*;
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, RequestScope, error};
+use crate::invocation::{Failure, Wait};
 use crate::sync::{Changes, Generation};
 use crate::task_store::{
     Renewal, TaskEra, TaskOutcome, TaskRecord, TaskStatus, TaskStore, TaskStoreError,
@@ -224,6 +226,41 @@ fn not_found() -> ErrorObject {
     ErrorObject::invalid_params("Failed to retrieve task: Task not found")
 }
 
+/// `work`, a read of the shared store answering request `id`, as a [`Wait`] the driver
+/// bounds by `deadline`: a store that hangs or panics costs only this request, which is
+/// answered "unavailable".
+fn store_wait(
+    id: RequestId,
+    deadline: Duration,
+    work: impl std::future::Future<Output = Option<OutgoingMessage>> + Send + 'static,
+) -> Handled {
+    Handled::Wait(Wait::new(work, deadline, move |failure| {
+        let error = match failure {
+            Failure::TimedOut(d) => {
+                tracing::warn!(deadline_ms = ms(d), "the task store did not answer in time");
+                ErrorObject::new(
+                    crate::wire::ErrorCode::UNAVAILABLE,
+                    format!(
+                        "The task store did not answer within {} ms; try again later",
+                        ms(d)
+                    ),
+                )
+            }
+            Failure::Panicked => {
+                tracing::error!("the task store panicked");
+                ErrorObject::new(
+                    crate::wire::ErrorCode::UNAVAILABLE,
+                    "The task store is unavailable; try again later",
+                )
+            }
+        };
+        Some(OutgoingMessage::Error {
+            id: Some(id),
+            error,
+        })
+    }))
+}
+
 fn unavailable(e: &TaskStoreError) -> ErrorObject {
     tracing::warn!(error = %e, "the task store failed");
     ErrorObject::new(
@@ -260,10 +297,11 @@ impl Engine {
         session: &Arc<Session>,
         era: Era,
         params: &Map<String, Value>,
+        now: std::time::Instant,
     ) -> Option<(Arc<dyn TaskStore>, String)> {
         let shared = self.shared.tasks.shared.as_ref()?;
         let id = params.get("taskId")?.as_str()?;
-        if self.find_task(session, era, params).is_ok() {
+        if self.find_task(session, era, params, now).is_ok() {
             return None;
         }
         Some((shared.store.clone(), id.to_owned()))
@@ -283,8 +321,9 @@ impl Engine {
         let session = session.clone();
         let scope = scope.clone();
         let method = method.to_owned();
-        Handled::Pending(Box::pin(async move {
-            let now = engine.wall_ms();
+        let deadline = self.store_deadline();
+        let now = wall_ms(scope.now.wall);
+        store_wait(id.clone(), deadline, async move {
             let result = async {
                 let record = store
                     .get(&task_id, now)
@@ -322,7 +361,7 @@ impl Engine {
                     error,
                 },
             })
-        }))
+        })
     }
 
     /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task in the
@@ -345,8 +384,15 @@ impl Engine {
         };
         let engine = self.clone();
         let session = session.clone();
+        // `tasks/result` waits for the task to end, which it does within the longest TTL;
+        // each read within the lease.
+        let deadline = if method == "tasks/result" {
+            self.shared.tasks.config.ttl + self.store_deadline()
+        } else {
+            self.store_deadline()
+        };
         let method = method.to_owned();
-        Handled::Pending(Box::pin(async move {
+        store_wait(id.clone(), deadline, async move {
             let cancel = guard.as_ref().map(|g| g.token());
             let _guard = guard;
             let result = async {
@@ -403,7 +449,7 @@ impl Engine {
                     error,
                 },
             })
-        }))
+        })
     }
 
     /// 2025-11-25 `tasks/list` of a session other instances also serve: the store's records
@@ -433,7 +479,7 @@ impl Engine {
         let engine = self.clone();
         let session = session.clone();
         let size = self.shared.config.page_size.max(1);
-        Handled::Pending(Box::pin(async move {
+        store_wait(id.clone(), self.store_deadline(), async move {
             let now = engine.wall_ms();
             let stored = match store.list(&key, now).await {
                 Ok(r) => r,
@@ -454,7 +500,8 @@ impl Engine {
                     None => r,
                 })
                 .collect();
-            for local in tasks.list(&session) {
+            // Read after the store answered: the local tasks as they are then.
+            for local in tasks.list(&session, tasks.platform.time.now()) {
                 if !records.iter().any(|r| r.id == local.id) {
                     records.push(local.record("", poll, 0));
                 }
@@ -490,7 +537,17 @@ impl Engine {
                 id,
                 result: Value::Object(obj),
             })
-        }))
+        })
+    }
+
+    /// How long one read of the shared store may take: its lease (a record read later than
+    /// that may already be stale).
+    fn store_deadline(&self) -> Duration {
+        self.shared
+            .tasks
+            .shared
+            .as_ref()
+            .map_or(Duration::from_secs(10), |s| s.lease)
     }
 }
 

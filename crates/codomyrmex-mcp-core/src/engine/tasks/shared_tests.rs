@@ -15,7 +15,7 @@ use crate::platform::FrozenTime;
 use crate::registry::{
     McpToolRegistry, TaskSupport, ToolDefinition, ToolRegistration, ToolSettings,
 };
-use crate::task_store::{MemoryTaskStore, OWNER_STOPPED, TaskStore as _};
+use crate::task_store::{MemoryTaskStore, OWNER_STOPPED, TaskRecord, TaskStore as _};
 use crate::wire::{IncomingMessage, OutgoingMessage, ProtocolVersion, RequestId};
 
 const LEASE: Duration = Duration::from_secs(10);
@@ -292,4 +292,119 @@ async fn input_asked_on_one_instance_is_answered_through_another() {
         done["result"]["content"][0]["text"], "confirmed by \"Ada\"",
         "{done}"
     );
+}
+
+/// A shared store whose reads hang or panic on demand (writes and renewals always work).
+#[derive(Debug)]
+struct FaultyStore {
+    inner: Arc<MemoryTaskStore>,
+    /// 0: fine; 1: reads never answer; 2: reads panic.
+    mode: std::sync::atomic::AtomicU8,
+}
+
+impl FaultyStore {
+    fn read<'a, T: Send + 'a>(
+        &'a self,
+        fine: crate::task_store::TaskStoreFuture<'a, T>,
+    ) -> crate::task_store::TaskStoreFuture<'a, T> {
+        match self.mode.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => fine,
+            1 => Box::pin(std::future::pending()),
+            _ => Box::pin(async { panic!("the store broke") }),
+        }
+    }
+}
+
+impl crate::task_store::TaskStore for FaultyStore {
+    fn put(&self, record: TaskRecord) -> crate::task_store::TaskStoreFuture<'_, bool> {
+        self.inner.put(record)
+    }
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+        now: u64,
+    ) -> crate::task_store::TaskStoreFuture<'a, Option<TaskRecord>> {
+        self.read(self.inner.get(id, now))
+    }
+    fn cancel<'a>(
+        &'a self,
+        id: &'a str,
+        now: u64,
+    ) -> crate::task_store::TaskStoreFuture<'a, Option<TaskRecord>> {
+        self.read(self.inner.cancel(id, now))
+    }
+    fn deliver<'a>(
+        &'a self,
+        id: &'a str,
+        responses: serde_json::Map<String, Value>,
+    ) -> crate::task_store::TaskStoreFuture<'a, bool> {
+        self.read(self.inner.deliver(id, responses))
+    }
+    fn renew<'a>(
+        &'a self,
+        ids: &'a [String],
+        lease_until: u64,
+    ) -> crate::task_store::TaskStoreFuture<'a, crate::task_store::Renewal> {
+        self.inner.renew(ids, lease_until)
+    }
+    fn list<'a>(
+        &'a self,
+        session: &'a str,
+        now: u64,
+    ) -> crate::task_store::TaskStoreFuture<'a, Vec<TaskRecord>> {
+        self.read(self.inner.list(session, now))
+    }
+    fn changed<'a>(&'a self, id: &'a str, seen: u64) -> crate::task_store::TaskStoreFuture<'a, ()> {
+        self.read(self.inner.changed(id, seen))
+    }
+}
+
+/// `answer`, or a failure when it is not there within a virtual day (the longest wait here,
+/// a 2025-11-25 `tasks/result`, is bounded by the task TTL and the lease).
+async fn answered(answer: impl std::future::Future<Output = Value>) -> Value {
+    tokio::time::timeout(Duration::from_secs(24 * 3600), answer)
+        .await
+        .expect("the request was never answered")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shared_store_that_hangs_or_panics_costs_only_the_request_that_reads_it() {
+    let c = cluster();
+    let faulty = Arc::new(FaultyStore {
+        inner: c.store.clone(),
+        mode: std::sync::atomic::AtomicU8::new(0),
+    });
+    let b = Engine::builder(McpServerConfig::default().with_rate_limit(None), registry())
+        .time_source(c.time.clone())
+        .task_store(faulty.clone(), "b", LEASE)
+        .build();
+    let created = modern(&c.a, "tools/call", json!({"name": "slow", "arguments": {}})).await;
+    let id = created["taskId"].clone();
+    let on_b = legacy_session(&b, "session-1");
+    for mode in [1, 2] {
+        faulty.mode.store(mode, std::sync::atomic::Ordering::SeqCst);
+        // Each read of the store is answered "unavailable" (the hang: within the lease, on
+        // tokio's paused clock), never left waiting.
+        for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+            let params = json!({"taskId": id, "inputResponses": {}});
+            let got = answered(modern(&b, method, params)).await;
+            assert_eq!(
+                got["error"]["code"],
+                json!(-32000),
+                "{mode} {method}: {got}"
+            );
+        }
+        for method in ["tasks/get", "tasks/result", "tasks/list"] {
+            let got = answered(send(&b, &on_b, method, json!({"taskId": id}))).await;
+            assert_eq!(
+                got["error"]["code"],
+                json!(-32000),
+                "{mode} {method}: {got}"
+            );
+        }
+    }
+    // The store recovers: the same engine reads it again.
+    faulty.mode.store(0, std::sync::atomic::Ordering::SeqCst);
+    let seen = modern(&b, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(seen["status"], "working", "{seen}");
 }

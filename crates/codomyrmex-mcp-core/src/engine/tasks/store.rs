@@ -185,9 +185,9 @@ impl TaskStore {
 
     /// A slot for a new task, making room by dropping the oldest finished task if needed.
     /// `None` when every slot holds a running task.
-    pub(crate) fn reserve(&self) -> Option<Reservation> {
+    pub(crate) fn reserve(&self, now: Instant) -> Option<Reservation> {
         let mut inner = lock(&self.inner);
-        inner.purge_expired(self.platform.time.now());
+        inner.purge_expired(now);
         if inner.tasks.len() + inner.reserved >= self.config.max_tasks.max(1) {
             let oldest = inner.oldest_finished(None)?;
             inner.take(&oldest);
@@ -204,11 +204,17 @@ impl TaskStore {
         })
     }
 
-    /// A live task by id.
+    /// A live task by id, as the store's clock tells the time: for reads inside work that
+    /// runs later than the request (the driver's task sync, a store read's continuation).
     pub(crate) fn get(&self, id: &str) -> Option<Arc<TaskEntry>> {
+        self.get_at(id, self.platform.time.now())
+    }
+
+    /// A live task by id, unless it has expired by `now`.
+    pub(crate) fn get_at(&self, id: &str, now: Instant) -> Option<Arc<TaskEntry>> {
         let mut inner = lock(&self.inner);
         let entry = inner.tasks.get(id)?.clone();
-        if entry.expired(self.platform.time.now()) {
+        if entry.expired(now) {
             inner.take(id);
             return None;
         }
@@ -236,10 +242,10 @@ impl TaskStore {
         }
     }
 
-    /// The 2025-11-25 tasks of `session`, oldest first.
-    pub(super) fn list(&self, session: &Arc<Session>) -> Vec<Arc<TaskEntry>> {
+    /// The 2025-11-25 tasks of `session` unexpired at `now`, oldest first.
+    pub(super) fn list(&self, session: &Arc<Session>, now: Instant) -> Vec<Arc<TaskEntry>> {
         let mut inner = lock(&self.inner);
-        inner.purge_expired(self.platform.time.now());
+        inner.purge_expired(now);
         let mut tasks: Vec<Arc<TaskEntry>> = inner
             .tasks
             .values()

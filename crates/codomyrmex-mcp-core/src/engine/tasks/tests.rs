@@ -20,6 +20,11 @@ fn time() -> Arc<dyn TimeSource> {
     Arc::new(crate::platform::testing::TokioTime)
 }
 
+/// The test clock now, as a request would be handled at.
+fn now() -> crate::platform::Timestamp {
+    crate::platform::Timestamp::of(time().as_ref())
+}
+
 fn store(config: TaskConfig) -> TaskStore {
     TaskStore::new(config, crate::platform::testing::platform(), None)
 }
@@ -29,7 +34,14 @@ fn random_id() -> Option<String> {
 }
 
 fn entry(ttl: Duration, owner: Owner) -> Arc<TaskEntry> {
-    Arc::new(TaskEntry::new(random_id().unwrap(), 1, ttl, owner, time()))
+    Arc::new(TaskEntry::new(
+        random_id().unwrap(),
+        1,
+        ttl,
+        owner,
+        now(),
+        time(),
+    ))
 }
 
 fn ask(e: &Arc<TaskEntry>, key: &str, max: usize) -> Result<Asked, ClientRequestError> {
@@ -206,13 +218,19 @@ fn the_store_is_bounded_and_makes_room_from_finished_tasks() {
     });
     let first = entry(Duration::from_secs(60), modern_owner());
     let second = entry(Duration::from_secs(60), modern_owner());
-    store.reserve().unwrap().commit(first.clone(), &store);
-    let r = store.reserve().unwrap();
-    assert!(store.reserve().is_none(), "a reservation holds its slot");
+    store
+        .reserve(now().mono)
+        .unwrap()
+        .commit(first.clone(), &store);
+    let r = store.reserve(now().mono).unwrap();
+    assert!(
+        store.reserve(now().mono).is_none(),
+        "a reservation holds its slot"
+    );
     r.commit(second.clone(), &store);
-    assert!(store.reserve().is_none(), "every task is running");
+    assert!(store.reserve(now().mono).is_none(), "every task is running");
     first.finish(Outcome::Cancelled, None);
-    let r = store.reserve().unwrap();
+    let r = store.reserve(now().mono).unwrap();
     assert!(
         store.get(&first.id).is_none(),
         "the oldest finished task made room"
@@ -221,7 +239,7 @@ fn the_store_is_bounded_and_makes_room_from_finished_tasks() {
     drop(r);
     assert_eq!(store.len(), 1);
     assert!(
-        store.reserve().is_some(),
+        store.reserve(now().mono).is_some(),
         "a dropped reservation frees its slot"
     );
 }
@@ -233,13 +251,14 @@ fn finished_results_are_kept_within_a_byte_budget() {
         ..TaskConfig::default()
     });
     let done = |bytes| {
-        let r = store.reserve().unwrap();
+        let r = store.reserve(now().mono).unwrap();
         let id = random_id().unwrap();
         let e = Arc::new(TaskEntry::new(
             id,
             r.seq,
             Duration::from_secs(60),
             modern_owner(),
+            now(),
             time(),
         ));
         r.commit(e.clone(), &store);
@@ -295,7 +314,7 @@ fn a_full_relay_drops_notifications_before_requests() {
 async fn expired_tasks_are_removed_and_cancelled() {
     let store = store(TaskConfig::default());
     let e = entry(Duration::from_millis(300), modern_owner());
-    store.reserve().unwrap().commit(e.clone(), &store);
+    store.reserve(now().mono).unwrap().commit(e.clone(), &store);
     assert!(store.get(&e.id).is_some(), "not before its TTL");
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(store.get(&e.id).is_none());
