@@ -483,8 +483,8 @@ pub enum ClientAction {
     },
     /// Check that the server answers.
     Ping,
-    /// List the server's tasks (2025-11-25 experimental tasks), or one task by id: print
-    /// it, wait for its result, or cancel it.
+    /// List the server's tasks (2025-11-25 experimental tasks; the 2026-07-28 tasks
+    /// extension has no list), or one task by id: print it, wait for its result, or cancel it.
     Tasks {
         /// A task id: print that task.
         id: Option<String>,

@@ -289,14 +289,21 @@ fn era_modern_against_a_legacy_server_says_what_to_do() {
 fn tasks_listen_and_subscribe_in_both_eras() {
     let dir = project();
     let s = serve(dir.path());
-    for era in ["legacy", "modern"] {
+    let r = run(&["client", "--stdio", &s, "--era", "legacy", "tasks"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "(no tasks)\n"),
+        "{}",
+        r.stderr
+    );
+    // The 2026-07-28 tasks extension has no list: say so, and what to do instead.
+    for era in ["modern", "auto"] {
         let r = run(&["client", "--stdio", &s, "--era", era, "tasks"]);
-        assert_eq!(
-            (r.code, r.stdout.as_str()),
-            (Some(0), "(no tasks)\n"),
-            "{era}: {}",
-            r.stderr
-        );
+        assert_eq!((r.code, r.stdout.as_str()), (Some(6), ""), "{era}: {}", r.stderr);
+        assert!(r.stderr.contains("no tasks/list"), "{era}: {}", r.stderr);
+        assert!(r.stderr.contains("tasks ID"), "{era}: {}", r.stderr);
+    }
+    for era in ["legacy", "modern"] {
         // Listening ends at the timeout, which is no failure for it.
         let r = run(&[
             "client",

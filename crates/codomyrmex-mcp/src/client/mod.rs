@@ -80,7 +80,7 @@ pub enum ClientError {
     #[error("no answer within {0:?}")]
     Timeout(Duration),
     /// The server does not speak the era asked for (`--era modern` against a 2025-only
-    /// server, say).
+    /// server, say), or the era spoken has no such request (`tasks/list` in 2026-07-28).
     #[error("{0}")]
     Era(String),
 }
@@ -845,8 +845,13 @@ impl McpClient {
             .await
     }
 
-    /// `tasks/list` (2025-11-25 experimental tasks).
+    /// `tasks/list` (2025-11-25 experimental tasks). The 2026-07-28 tasks extension has no
+    /// list (SEP-2663 removed it: a task is known by the id its call returned), so in that era
+    /// this is [`ClientError::Era`] without asking the server.
     pub async fn list_tasks(&self) -> Result<Vec<Value>, ClientError> {
+        if self.era() == Era::Modern {
+            return Err(ClientError::Era(tasks::NO_MODERN_LIST.into()));
+        }
         self.list_all("tasks/list", "tasks").await
     }
 
