@@ -392,7 +392,8 @@ pub struct ClientArgs {
     /// Print raw JSON results (for scripts) instead of a human-readable rendering.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Seconds the whole exchange may take, server shutdown included.
+    /// Seconds the whole exchange may take, server shutdown included (with `load`: each
+    /// call).
     #[arg(long, global = true, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
     /// What to ask.
@@ -498,6 +499,42 @@ pub enum ClientAction {
     /// Print the server's notifications (list changes, updates, logs) as they come, until
     /// --timeout.
     Listen,
+    /// Load-test a tool: call it again and again, at most --concurrency calls in flight,
+    /// until --calls calls or --duration (10 s when neither is given), then print calls/s,
+    /// latency percentiles and errors by kind. --timeout bounds each call here. Exit status
+    /// 1 when any call failed.
+    Load {
+        /// The tool's name.
+        name: String,
+        /// Arguments as KEY=VALUE, converted by the tool's input schema.
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+        /// The arguments: a JSON object, @FILE or @-.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Stop after starting this many calls.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        calls: Option<u64>,
+        /// Stop starting calls after this many seconds; calls in flight still finish.
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        duration: Option<u64>,
+        /// The most calls in flight at once.
+        #[arg(long, value_name = "C", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        concurrency: u32,
+        /// Start at most this many calls per second, evenly spread (default: no limit).
+        #[arg(long, value_name = "PER_SEC", value_parser = positive_rate)]
+        rate: Option<f64>,
+    },
+}
+
+/// A positive, finite number of calls per second.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "{s:?} is not a positive number of calls per second"
+        )),
+    }
 }
 
 #[cfg(test)]

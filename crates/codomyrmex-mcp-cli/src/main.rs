@@ -12,6 +12,7 @@ mod cli;
 mod client_cmd;
 mod client_elicit;
 mod client_input;
+mod client_load;
 mod client_oauth;
 mod client_progress;
 mod config;
