@@ -720,3 +720,110 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
     );
     assert_eq!(j["stoppedEarly"], "the connection closed", "{j}");
 }
+
+/// Runs `argv` on a pseudo-terminal (its stdin, stdout and stderr), types each answer once
+/// the text before it has appeared, and prints everything the terminal showed, then
+/// `exit N`. Fails (status 3) when a prompt does not come within 60 s.
+const ON_A_TERMINAL: &str = r#"
+import json, os, pty, select, sys, time
+argv, script = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+seen = b""
+def read_until(want):
+    global seen
+    deadline = time.monotonic() + 60
+    while want is None or want.encode() not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if select.select([fd], [], [], left)[0]:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return want is None
+            seen += chunk
+    return True
+for prompt, answer in script:
+    if not read_until(prompt):
+        sys.stdout.write(seen.decode(errors="replace") + "\nno prompt %r\n" % prompt)
+        os.kill(pid, 9)
+        sys.exit(3)
+    os.write(fd, answer.encode() + b"\n")
+read_until(None)
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace") + "\nexit %d\n" % os.waitstatus_to_exitcode(status))
+"#;
+
+#[test]
+fn elicitation_is_asked_at_the_terminal_only_when_stdin_is_one() {
+    let dir = project();
+    let s = format!("{} --demo-tools", serve(dir.path()));
+    let call = |era: &str| {
+        [
+            BIN,
+            "client",
+            "--stdio",
+            s.as_str(),
+            "--era",
+            era,
+            "call",
+            "demo.elicit",
+            "message=Who are you?",
+            "--json",
+        ]
+        .map(str::to_owned)
+    };
+    for era in ["legacy", "modern"] {
+        // stdin not a terminal: no prompt, and no elicitation capability declared.
+        let r = run(&call(era)[1..]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>());
+        assert!(!r.stderr.contains("the server asks"), "{era}: {}", r.stderr);
+        let expected = if era == "legacy" { Some(1) } else { Some(3) };
+        assert_eq!(r.code, expected, "{era}: {} {}", r.stdout, r.stderr);
+        assert!(
+            (r.stdout + &r.stderr).contains("capability"),
+            "{era}: the refusal names the missing capability"
+        );
+        // stdin a terminal: the question is asked there and the typed answer reaches the tool.
+        let script = serde_json::json!([
+            ["answer? [a]ccept, [d]ecline, [c]ancel: ", "a"],
+            ["answer: ", "Ada Lovelace"],
+        ]);
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-c",
+            ON_A_TERMINAL,
+            &serde_json::to_string(&call(era)).unwrap(),
+            &script.to_string(),
+        ]);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("CODOMYRMEX_MCP_") {
+                cmd.env_remove(k);
+            }
+        }
+        let r = run_with(cmd, None);
+        assert_eq!(r.code, Some(0), "{era}: {}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stdout.contains("the server asks: Who are you?"),
+            "{era}: {}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains(r#""answer": "Ada Lovelace""#),
+            "{era}: {}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains(r#""action": "accept""#),
+            "{era}: {}",
+            r.stdout
+        );
+        assert!(r.stdout.ends_with("\nexit 0\n"), "{era}: {}", r.stdout);
+    }
+}
