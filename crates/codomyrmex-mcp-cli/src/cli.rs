@@ -62,7 +62,7 @@ pub enum Command {
         example: bool,
     },
     /// Connect to any MCP server and list or call what it offers.
-    Client(ClientArgs),
+    Client(Box<ClientArgs>),
     /// Mount many MCP servers under namespaces and serve them as one, over stdio (`--check`
     /// prints the merged catalogue instead).
     Gateway(GatewayArgs),
@@ -373,6 +373,45 @@ pub struct ClientArgs {
     /// $XDG_CONFIG_HOME/codomyrmex-mcp/oauth-tokens.json, or under ~/.config).
     #[arg(long, value_name = "FILE", requires = "oauth")]
     pub token_file: Option<PathBuf>,
+    /// With --oauth: a client id registered at the authorization server beforehand, used
+    /// instead of dynamic registration.
+    #[arg(long, value_name = "ID", requires = "oauth")]
+    pub oauth_client_id: Option<String>,
+    /// With --oauth-client-id: authenticate at the token endpoint with `private_key_jwt`
+    /// (RFC 7523), signing with the key in FILE: PKCS#8 PEM, EC P-256 (ES256), readable by
+    /// its owner only.
+    #[arg(long, value_name = "FILE", requires = "oauth_client_id")]
+    pub oauth_private_key: Option<PathBuf>,
+    /// With --oauth: get tokens with the JWT bearer grant (RFC 7523) instead of the browser,
+    /// the assertion being a JWT this workload holds, read from FILE at each token request
+    /// (a rotated file is followed).
+    #[arg(
+        long,
+        value_name = "@FILE",
+        requires = "oauth",
+        conflicts_with = "oauth_id_token"
+    )]
+    pub oauth_jwt_assertion: Option<String>,
+    /// With --oauth: enterprise-managed authorization: the user's ID token from FILE is
+    /// exchanged at the IdP (RFC 8693) for an identity assertion grant (ID-JAG), which the
+    /// JWT bearer grant redeems.
+    #[arg(long, value_name = "@FILE", requires_all = ["oauth", "oauth_idp_token_endpoint", "oauth_idp_client_id"])]
+    pub oauth_id_token: Option<String>,
+    /// With --oauth-id-token: the IdP's token endpoint.
+    #[arg(long, value_name = "URL", requires = "oauth_id_token")]
+    pub oauth_idp_token_endpoint: Option<String>,
+    /// With --oauth-id-token: this client's id at the IdP.
+    #[arg(long, value_name = "ID", requires = "oauth_id_token")]
+    pub oauth_idp_client_id: Option<String>,
+    /// With --oauth: the DPoP key (RFC 9449; PKCS#8 PEM, EC P-256, readable by its owner
+    /// only), so that later runs can use the cached DPoP-bound tokens. Without it each run
+    /// makes a key, and a token bound to an earlier run's key is not used.
+    #[arg(long, value_name = "FILE", requires = "oauth")]
+    pub dpop_key: Option<PathBuf>,
+    /// With --oauth: never ask for DPoP-bound tokens (by default they are asked for when
+    /// the authorization server offers DPoP with ES256).
+    #[arg(long, requires = "oauth", conflicts_with = "dpop_key")]
+    pub no_dpop: bool,
     /// With an https:// URL: also trust the CA certificates in FILE (PEM).
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,

@@ -176,11 +176,8 @@ fn connect(spec: &ServerSpec, args: &ClientArgs) -> Result<McpClient, Failure> {
         ServerSpec::Http(target) => {
             codomyrmex_mcp::client::http::parse_url(&target.url).map_err(usage)?;
             if args.oauth {
-                let oauth = crate::client_oauth::config(
-                    args.token_file.clone(),
-                    Duration::from_secs(args.timeout),
-                )
-                .map_err(usage)?;
+                let oauth = crate::client_oauth::config(args, Duration::from_secs(args.timeout))
+                    .map_err(usage)?;
                 return Ok(McpClient::connect_http_oauth(
                     target.clone(),
                     oauth,

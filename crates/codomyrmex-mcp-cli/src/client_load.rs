@@ -194,7 +194,7 @@ impl Report {
             .iter()
             .map(|(k, m, c)| (*k, m.as_str(), *c))
             .collect();
-        list.sort_by(|a, b| b.2.cmp(&a.2));
+        list.sort_by_key(|m| std::cmp::Reverse(m.2));
         if self.other_messages > 0 {
             list.push(("other", "(other messages)", self.other_messages));
         }

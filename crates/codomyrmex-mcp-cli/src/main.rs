@@ -117,7 +117,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(e) => fail(e),
             }
         }
-        Command::Client(args) => client_cmd::run(args).await,
+        Command::Client(args) => client_cmd::run(*args).await,
         Command::Gateway(args) => gateway::run(args).await,
     }
 }
