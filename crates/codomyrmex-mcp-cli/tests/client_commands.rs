@@ -626,6 +626,26 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
     ]));
     assert!(r["calls"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["ok"], r["calls"], "{r}");
+    // --rate paces the starts; every call is still counted.
+    let r = json_of(&run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "file_system.read",
+        "path=hello.txt",
+        "--calls",
+        "10",
+        "--rate",
+        "200",
+        "--json",
+    ]));
+    assert_eq!(
+        (r["calls"].as_u64(), r["ok"].as_u64()),
+        (Some(10), Some(10)),
+        "{r}"
+    );
+    assert_eq!(r["rate"], 200.0, "{r}");
     // A tool it does not have is a usage error, before any call.
     let r = run(&[
         "client",
