@@ -23,6 +23,8 @@ use tokio::time::Instant;
 const MAX_MESSAGES: usize = 10;
 /// How much of an error message the report keeps.
 const MAX_MESSAGE_CHARS: usize = 200;
+/// The longest wait between two starts under `--rate`.
+const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 /// The duration when neither `--calls` nor `--duration` is given (as Inspector's `--load`).
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
@@ -66,7 +68,12 @@ pub async fn run(client: &McpClient, tool: &str, arguments: Value, plan: &Plan) 
     let concurrency = usize::try_from(plan.concurrency)
         .unwrap_or(usize::MAX)
         .max(1);
-    let interval = plan.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+    // At most a day apart: a rate so low that calls would be further apart starts one call.
+    let interval = plan.rate.map(|r| {
+        Duration::try_from_secs_f64(1.0 / r)
+            .unwrap_or(MAX_INTERVAL)
+            .min(MAX_INTERVAL)
+    });
     let options = CallOptions {
         timeout: Some(plan.call_timeout),
         ..CallOptions::default()
@@ -104,7 +111,7 @@ pub async fn run(client: &McpClient, tool: &str, arguments: Value, plan: &Plan) 
         let now = Instant::now();
         let may_start = report.stopped.is_none()
             && plan.calls.is_none_or(|n| started < n)
-            && deadline.is_none_or(|d| now < d)
+            && deadline.is_none_or(|d| now < d && next_start < d)
             && in_flight.len() < concurrency;
         if may_start && next_start > now {
             // Paced by --rate: start at the next slot, or record a call that ends first.

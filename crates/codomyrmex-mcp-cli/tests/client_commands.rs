@@ -646,6 +646,25 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "{r}"
     );
     assert_eq!(r["rate"], 200.0, "{r}");
+    // A rate whose next start falls after --duration starts one call, and does not panic.
+    let r = json_of(&run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "file_system.read",
+        "path=hello.txt",
+        "--duration",
+        "5",
+        "--rate",
+        "1e-300",
+        "--json",
+    ]));
+    assert_eq!(
+        (r["calls"].as_u64(), r["ok"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
     // A tool it does not have is a usage error, before any call.
     let r = run(&[
         "client",
