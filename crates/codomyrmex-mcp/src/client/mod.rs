@@ -838,29 +838,6 @@ impl McpClient {
             .map(|_| ())
     }
 
-    /// `tasks/get` (both eras' task forms share the method; on 2026-07-28 the request
-    /// declares the tasks extension).
-    pub async fn get_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/get", self.with_tasks(json!({"taskId": task_id})))
-            .await
-    }
-
-    /// `tasks/list` (2025-11-25 experimental tasks). The 2026-07-28 tasks extension has no
-    /// list (SEP-2663 removed it: a task is known by the id its call returned), so in that era
-    /// this is [`ClientError::Era`] without asking the server.
-    pub async fn list_tasks(&self) -> Result<Vec<Value>, ClientError> {
-        if self.era() == Era::Modern {
-            return Err(ClientError::Era(tasks::NO_MODERN_LIST.into()));
-        }
-        self.list_all("tasks/list", "tasks").await
-    }
-
-    /// `tasks/cancel`.
-    pub async fn cancel_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/cancel", self.with_tasks(json!({"taskId": task_id})))
-            .await
-    }
-
     /// Ends the connection: a stdio child gets its stdin closed and `grace` to exit before
     /// it is killed; an HTTP session is ended with DELETE (bounded by `grace`).
     pub async fn close(self, grace: Duration) {
