@@ -62,7 +62,7 @@ pub enum Command {
         example: bool,
     },
     /// Connect to any MCP server and list or call what it offers.
-    Client(ClientArgs),
+    Client(Box<ClientArgs>),
     /// Mount many MCP servers under namespaces and serve them as one, over stdio (`--check`
     /// prints the merged catalogue instead).
     Gateway(GatewayArgs),
@@ -373,6 +373,45 @@ pub struct ClientArgs {
     /// $XDG_CONFIG_HOME/codomyrmex-mcp/oauth-tokens.json, or under ~/.config).
     #[arg(long, value_name = "FILE", requires = "oauth")]
     pub token_file: Option<PathBuf>,
+    /// With --oauth: a client id registered at the authorization server beforehand, used
+    /// instead of dynamic registration.
+    #[arg(long, value_name = "ID", requires = "oauth")]
+    pub oauth_client_id: Option<String>,
+    /// With --oauth-client-id: authenticate at the token endpoint with `private_key_jwt`
+    /// (RFC 7523), signing with the key in FILE: PKCS#8 PEM, EC P-256 (ES256), readable by
+    /// its owner only.
+    #[arg(long, value_name = "FILE", requires = "oauth_client_id")]
+    pub oauth_private_key: Option<PathBuf>,
+    /// With --oauth: get tokens with the JWT bearer grant (RFC 7523) instead of the browser,
+    /// the assertion being a JWT this workload holds, read from FILE at each token request
+    /// (a rotated file is followed).
+    #[arg(
+        long,
+        value_name = "@FILE",
+        requires = "oauth",
+        conflicts_with = "oauth_id_token"
+    )]
+    pub oauth_jwt_assertion: Option<String>,
+    /// With --oauth: enterprise-managed authorization: the user's ID token from FILE is
+    /// exchanged at the IdP (RFC 8693) for an identity assertion grant (ID-JAG), which the
+    /// JWT bearer grant redeems.
+    #[arg(long, value_name = "@FILE", requires_all = ["oauth", "oauth_idp_token_endpoint", "oauth_idp_client_id"])]
+    pub oauth_id_token: Option<String>,
+    /// With --oauth-id-token: the IdP's token endpoint.
+    #[arg(long, value_name = "URL", requires = "oauth_id_token")]
+    pub oauth_idp_token_endpoint: Option<String>,
+    /// With --oauth-id-token: this client's id at the IdP.
+    #[arg(long, value_name = "ID", requires = "oauth_id_token")]
+    pub oauth_idp_client_id: Option<String>,
+    /// With --oauth: the DPoP key (RFC 9449; PKCS#8 PEM, EC P-256, readable by its owner
+    /// only), so that later runs can use the cached DPoP-bound tokens. Without it each run
+    /// makes a key, and a token bound to an earlier run's key is not used.
+    #[arg(long, value_name = "FILE", requires = "oauth")]
+    pub dpop_key: Option<PathBuf>,
+    /// With --oauth: never ask for DPoP-bound tokens (by default they are asked for when
+    /// the authorization server offers DPoP with ES256).
+    #[arg(long, requires = "oauth", conflicts_with = "dpop_key")]
+    pub no_dpop: bool,
     /// With an https:// URL: also trust the CA certificates in FILE (PEM).
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
@@ -392,7 +431,8 @@ pub struct ClientArgs {
     /// Print raw JSON results (for scripts) instead of a human-readable rendering.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Seconds the whole exchange may take, server shutdown included.
+    /// Seconds the whole exchange may take, server shutdown included (with `load`: each
+    /// call).
     #[arg(long, global = true, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
     /// What to ask.
@@ -483,8 +523,8 @@ pub enum ClientAction {
     },
     /// Check that the server answers.
     Ping,
-    /// List the server's tasks (2025-11-25 experimental tasks), or one task by id: print
-    /// it, wait for its result, or cancel it.
+    /// List the server's tasks (2025-11-25 experimental tasks; the 2026-07-28 tasks
+    /// extension has no list), or one task by id: print it, wait for its result, or cancel it.
     Tasks {
         /// A task id: print that task.
         id: Option<String>,
@@ -498,6 +538,42 @@ pub enum ClientAction {
     /// Print the server's notifications (list changes, updates, logs) as they come, until
     /// --timeout.
     Listen,
+    /// Load-test a tool: call it again and again, at most --concurrency calls in flight,
+    /// until --calls calls or --duration (10 s when neither is given), then print calls/s,
+    /// latency percentiles and errors by kind. --timeout bounds each call here. Exit status
+    /// 1 when any call failed.
+    Load {
+        /// The tool's name.
+        name: String,
+        /// Arguments as KEY=VALUE, converted by the tool's input schema.
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+        /// The arguments: a JSON object, @FILE or @-.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Stop after starting this many calls.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        calls: Option<u64>,
+        /// Stop starting calls after this many seconds; calls in flight still finish.
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        duration: Option<u64>,
+        /// The most calls in flight at once.
+        #[arg(long, value_name = "C", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        concurrency: u32,
+        /// Start at most this many calls per second, evenly spread (default: no limit).
+        #[arg(long, value_name = "PER_SEC", value_parser = positive_rate)]
+        rate: Option<f64>,
+    },
+}
+
+/// A positive, finite number of calls per second.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "{s:?} is not a positive number of calls per second"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, TaskCall};
 use codomyrmex_mcp::{ClientError, McpClient};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::cli::{ClientAction, ClientArgs, EraArg};
 use crate::client_input::{self, ServerSpec};
@@ -43,7 +43,7 @@ pub enum Status {
 }
 
 /// A failure: what to print and the exit status.
-struct Failure {
+pub(crate) struct Failure {
     status: Status,
     message: String,
 }
@@ -176,11 +176,8 @@ fn connect(spec: &ServerSpec, args: &ClientArgs) -> Result<McpClient, Failure> {
         ServerSpec::Http(target) => {
             codomyrmex_mcp::client::http::parse_url(&target.url).map_err(usage)?;
             if args.oauth {
-                let oauth = crate::client_oauth::config(
-                    args.token_file.clone(),
-                    Duration::from_secs(args.timeout),
-                )
-                .map_err(usage)?;
+                let oauth = crate::client_oauth::config(args, Duration::from_secs(args.timeout))
+                    .map_err(usage)?;
                 return Ok(McpClient::connect_http_oauth(
                     target.clone(),
                     oauth,
@@ -199,7 +196,12 @@ pub async fn run(args: ClientArgs) -> ExitCode {
     let result = async {
         let spec = server_spec(&args)?;
         let client = connect(&spec, &args)?;
-        let outcome = tokio::time::timeout(timeout, act(&client, &args, timeout)).await;
+        // A load test's --timeout bounds each call; --calls or --duration end it.
+        let outcome = if matches!(args.action, ClientAction::Load { .. }) {
+            Ok(act(&client, &args, timeout).await)
+        } else {
+            tokio::time::timeout(timeout, act(&client, &args, timeout)).await
+        };
         // The deadline holds for the shutdown too: what is left of it, at most the grace.
         let left = timeout
             .saturating_sub(started.elapsed())
@@ -282,25 +284,7 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             task,
             ttl,
         } => {
-            let schema = if pairs.is_empty() {
-                None
-            } else {
-                let tools = client.list_tools().await?;
-                let Some(tool) = tools
-                    .iter()
-                    .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
-                else {
-                    return Err(usage(format!("the server has no tool {name:?}")));
-                };
-                Some(
-                    tool.get("inputSchema")
-                        .cloned()
-                        .unwrap_or_else(|| json!({})),
-                )
-            };
-            let schema = schema.unwrap_or_else(|| json!({}));
-            let arguments =
-                client_input::arguments(pairs, raw.as_deref(), Some(&schema)).map_err(usage)?;
+            let arguments = tool_arguments(client, name, pairs, raw.as_deref(), false).await?;
             if *task {
                 let ttl = ttl.map(Duration::from_secs);
                 return match client
@@ -458,6 +442,35 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
                     .collect()
             })
         }
+        ClientAction::Load {
+            name,
+            pairs,
+            args: raw,
+            calls,
+            duration,
+            concurrency,
+            rate,
+        } => {
+            let arguments = tool_arguments(client, name, pairs, raw.as_deref(), true).await?;
+            let plan = crate::client_load::Plan {
+                calls: *calls,
+                duration: duration.map(Duration::from_secs),
+                concurrency: *concurrency,
+                rate: *rate,
+                call_timeout: timeout,
+            };
+            let report =
+                crate::client_load::run(client, name, Value::Object(arguments), &plan).await;
+            crate::emit(&if args.json {
+                pretty(&report.to_json())
+            } else {
+                report.render()
+            });
+            Ok(Outcome {
+                text: String::new(),
+                failed: report.failed() > 0,
+            })
+        }
         ClientAction::Listen => {
             if client.era() == codomyrmex_mcp::Era::Modern {
                 // 2026-07-28: notifications come on the stream of `subscriptions/listen`.
@@ -467,6 +480,32 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             listen(client, args.json).await
         }
     }
+}
+
+/// The arguments of a call to `name`: `pairs` converted by the tool's input schema (the tools
+/// are listed for it, and when `check` asks that the tool exist), with the JSON of `raw`.
+pub(crate) async fn tool_arguments(
+    client: &McpClient,
+    name: &str,
+    pairs: &[String],
+    raw: Option<&str>,
+    check: bool,
+) -> Result<Map<String, Value>, Failure> {
+    let schema = if pairs.is_empty() && !check {
+        json!({})
+    } else {
+        let tools = client.list_tools().await?;
+        let Some(tool) = tools
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+        else {
+            return Err(usage(format!("the server has no tool {name:?}")));
+        };
+        tool.get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| json!({}))
+    };
+    client_input::arguments(pairs, raw, Some(&schema)).map_err(usage)
 }
 
 /// `subscriptions/listen` with `params`, printing what its stream carries.

@@ -5,17 +5,30 @@
 //! or `xdg-open` when there is one; a loopback listener on a free port
 //! ([`LoopbackRedirect`]) receives the code.
 //!
+//! The grants and client authentication without a browser come from flags too: a
+//! pre-registered client id (`--oauth-client-id`), `private_key_jwt` with a key file
+//! (`--oauth-private-key`), the JWT bearer grant with a workload's JWT
+//! (`--oauth-jwt-assertion @FILE`) or enterprise-managed authorization (`--oauth-id-token
+//! @FILE` exchanged at `--oauth-idp-token-endpoint`), and DPoP (`--dpop-key`, `--no-dpop`).
+//! Key files are refused when other users may read them, as ssh refuses them; JWT files are
+//! read at each token request, since workloads' tokens are rotated.
+//!
 //! Not a browser and not a keychain: the login itself happens in the user's browser.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::client::oauth::OAuthConfig;
+use codomyrmex_mcp::client::oauth::{
+    Dpop, EnterpriseIdp, Es256Key, JwtBearer, JwtSource, OAuthConfig,
+};
 use codomyrmex_mcp::client::oauth_loopback::LoopbackRedirect;
 use codomyrmex_mcp::client::token_file::FileTokenStore;
+
+use crate::cli::ClientArgs;
 
 /// The default token file, if a config directory can be named.
 pub fn default_token_file() -> Option<PathBuf> {
@@ -37,10 +50,17 @@ fn token_file_under(xdg_config_home: Option<OsString>, home: Option<OsString>) -
     Some(base.join("codomyrmex-mcp").join("oauth-tokens.json"))
 }
 
-/// The OAuth configuration of `client --oauth`: tokens in `token_file`, the loopback redirect
-/// listener waiting at most `wait` for the browser. Needs a tokio runtime.
-pub fn config(token_file: Option<PathBuf>, wait: Duration) -> Result<OAuthConfig, String> {
-    let path = token_file
+/// The largest key or JWT file read.
+const MAX_CREDENTIAL_BYTES: u64 = 64 << 10;
+
+/// The OAuth configuration of `client --oauth`: tokens in `--token-file`, the grant, client
+/// authentication and DPoP key its flags name, the loopback redirect listener waiting at
+/// most `wait` for the browser. Every file is read (and checked) here, before any request.
+/// Needs a tokio runtime.
+pub fn config(args: &ClientArgs, wait: Duration) -> Result<OAuthConfig, String> {
+    let path = args
+        .token_file
+        .clone()
         .or_else(default_token_file)
         .ok_or("no place for the token file: give --token-file (HOME is not set)")?;
     let loopback = LoopbackRedirect::bind()
@@ -48,7 +68,97 @@ pub fn config(token_file: Option<PathBuf>, wait: Duration) -> Result<OAuthConfig
     let mut config = OAuthConfig::new(loopback.redirect_uri());
     config.store = Arc::new(FileTokenStore::new(path));
     config.user_agent = Some(loopback.user_agent(show, wait));
+    config.client_id.clone_from(&args.oauth_client_id);
+    if let Some(key) = &args.oauth_private_key {
+        config.client_key = Some(es256_key(key)?);
+    }
+    if let Some(file) = &args.oauth_jwt_assertion {
+        config.jwt_bearer = Some(JwtBearer::Assertion(jwt_file(
+            "--oauth-jwt-assertion",
+            file,
+        )?));
+    }
+    if let (Some(file), Some(token_endpoint), Some(client_id)) = (
+        &args.oauth_id_token,
+        &args.oauth_idp_token_endpoint,
+        &args.oauth_idp_client_id,
+    ) {
+        config.jwt_bearer = Some(JwtBearer::Enterprise(EnterpriseIdp {
+            token_endpoint: token_endpoint.clone(),
+            client_id: client_id.clone(),
+            client_secret: None,
+            id_token: jwt_file("--oauth-id-token", file)?,
+        }));
+    }
+    if args.no_dpop {
+        config.dpop = None;
+    } else if let Some(key) = &args.dpop_key {
+        config.dpop = Some(Arc::new(Dpop::with_key(es256_key(key)?)));
+    }
     Ok(config)
+}
+
+/// An ES256 key from a PKCS#8 PEM file only its owner can read.
+fn es256_key(path: &Path) -> Result<Es256Key, String> {
+    let pem = read_credential(path, true)?;
+    Es256Key::from_pkcs8_pem(&pem, "ES256").map_err(|e| {
+        format!(
+            "{}: {e}; give a PKCS#8 PEM EC P-256 key, signed with ES256 (`openssl genpkey \
+             -algorithm EC -pkeyopt ec_paramgen_curve:P-256`; `openssl pkcs8 -topk8 -nocrypt` \
+             converts an `EC PRIVATE KEY`)",
+            path.display()
+        )
+    })
+}
+
+/// `@FILE` as a source of a JWT: read (and checked) now, then again at each use.
+fn jwt_file(flag: &str, value: &str) -> Result<JwtSource, String> {
+    let path = value.strip_prefix('@').filter(|p| !p.is_empty()).ok_or_else(|| {
+        format!("{flag} takes @FILE, a file holding the JWT: a JWT on the command line is visible to other local users")
+    })?;
+    let path = PathBuf::from(path);
+    let read = move || {
+        let text = read_credential(&path, false)?;
+        let jwt = text.trim();
+        if jwt.is_empty() {
+            return Err(format!("{} is empty", path.display()));
+        }
+        Ok(jwt.to_owned())
+    };
+    read()?;
+    Ok(Arc::new(read))
+}
+
+/// A credential file's text, at most [`MAX_CREDENTIAL_BYTES`]; with `private`, refused when
+/// its group or other users may read it.
+fn read_credential(path: &Path, private: bool) -> Result<String, String> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = file
+            .metadata()
+            .map_err(|e| format!("cannot read {shown}: {e}"))?
+            .permissions()
+            .mode()
+            & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "{shown} can be read by other users (mode {mode:04o}): chmod 600 {shown}"
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    let mut text = String::new();
+    file.take(MAX_CREDENTIAL_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if text.len() as u64 > MAX_CREDENTIAL_BYTES {
+        return Err(format!("{shown} is larger than 64 KiB: not a key or a JWT"));
+    }
+    Ok(text)
 }
 
 /// Prints the authorization URL and opens it in a browser when there is one to open.

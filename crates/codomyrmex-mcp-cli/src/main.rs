@@ -12,6 +12,7 @@ mod cli;
 mod client_cmd;
 mod client_elicit;
 mod client_input;
+mod client_load;
 mod client_oauth;
 mod client_progress;
 mod config;
@@ -116,7 +117,7 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(e) => fail(e),
             }
         }
-        Command::Client(args) => client_cmd::run(args).await,
+        Command::Client(args) => client_cmd::run(*args).await,
         Command::Gateway(args) => gateway::run(args).await,
     }
 }

@@ -289,14 +289,26 @@ fn era_modern_against_a_legacy_server_says_what_to_do() {
 fn tasks_listen_and_subscribe_in_both_eras() {
     let dir = project();
     let s = serve(dir.path());
-    for era in ["legacy", "modern"] {
+    let r = run(&["client", "--stdio", &s, "--era", "legacy", "tasks"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(0), "(no tasks)\n"),
+        "{}",
+        r.stderr
+    );
+    // The 2026-07-28 tasks extension has no list: say so, and what to do instead.
+    for era in ["modern", "auto"] {
         let r = run(&["client", "--stdio", &s, "--era", era, "tasks"]);
         assert_eq!(
             (r.code, r.stdout.as_str()),
-            (Some(0), "(no tasks)\n"),
+            (Some(6), ""),
             "{era}: {}",
             r.stderr
         );
+        assert!(r.stderr.contains("no tasks/list"), "{era}: {}", r.stderr);
+        assert!(r.stderr.contains("tasks ID"), "{era}: {}", r.stderr);
+    }
+    for era in ["legacy", "modern"] {
         // Listening ends at the timeout, which is no failure for it.
         let r = run(&[
             "client",
@@ -511,5 +523,346 @@ fn listen_prints_changes_as_they_come_in_both_eras() {
             "{era}: {first:?}"
         );
         assert!(still_listening, "{era}: the client had already exited");
+    }
+}
+
+/// A 2025-11-25 server with three tools: `flaky` answers its calls in turn with a result, a
+/// tool error and a JSON-RPC error; `never` never answers; `crash` makes the server exit.
+const LOAD_SERVER: &str = r#"
+import json, sys
+calls = 0
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    method, p = m.get("method"), m.get("params", {})
+    if method == "initialize":
+        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "load", "version": "1"}}}
+    elif method == "tools/list":
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        r = {"result": {"tools": [{"name": t, "inputSchema": schema} for t in ("flaky", "never", "crash")]}}
+    elif method == "tools/call" and p.get("name") == "never":
+        continue
+    elif method == "tools/call" and p.get("name") == "crash":
+        sys.exit(1)
+    elif method == "tools/call":
+        calls += 1
+        if calls % 3 == 1:
+            r = {"result": {"content": [{"type": "text", "text": "ok %d" % p["arguments"]["n"]}]}}
+        elif calls % 3 == 2:
+            r = {"result": {"content": [{"type": "text", "text": "no luck"}], "isError": True}}
+        else:
+            r = {"error": {"code": -32000, "message": "busy"}}
+    else:
+        r = {"error": {"code": -32601, "message": "Method not found"}}
+    r.update({"jsonrpc": "2.0", "id": m["id"]})
+    print(json.dumps(r), flush=True)
+"#;
+
+#[test]
+fn load_counts_calls_latencies_and_errors_by_kind() {
+    // Our own server: every call succeeds, and no more than --concurrency are in flight.
+    let dir = project();
+    let s = format!("{} --no-rate-limit", serve(dir.path()));
+    for era in ["legacy", "modern"] {
+        let r = json_of(&run(&[
+            "client",
+            "--stdio",
+            &s,
+            "--era",
+            era,
+            "load",
+            "file_system.read",
+            "path=hello.txt",
+            "--calls",
+            "30",
+            "--concurrency",
+            "4",
+            "--json",
+        ]));
+        assert_eq!(r["tool"], "file_system.read", "{era}: {r}");
+        assert_eq!(
+            (r["calls"].as_u64(), r["ok"].as_u64()),
+            (Some(30), Some(30)),
+            "{era}: {r}"
+        );
+        assert_eq!(r["failed"], 0, "{era}: {r}");
+        assert_eq!(r["errorsByKind"], serde_json::json!({}), "{era}: {r}");
+        assert_eq!(r["concurrency"], 4, "{era}: {r}");
+        assert_eq!(r["maxInFlight"], 4, "{era}: {r}");
+        let l = &r["latencyMs"];
+        let at = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+        assert!(at("min") <= at("p50") && at("p50") <= at("p90"), "{r}");
+        assert!(at("p90") <= at("p99") && at("p99") <= at("max"), "{r}");
+        assert!(at("mean") <= at("max"), "{r}");
+        assert!(r["callsPerSecond"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Human output names the figures.
+    let r = run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "file_system.read",
+        "path=hello.txt",
+        "--calls",
+        "5",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for word in ["5 calls", "calls/s", "p50", "p90", "p99", "max", "ok 5"] {
+        assert!(r.stdout.contains(word), "{word}: {}", r.stdout);
+    }
+    // --duration alone stops it; whatever ran, succeeded.
+    let r = json_of(&run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "file_system.read",
+        "path=hello.txt",
+        "--duration",
+        "1",
+        "--json",
+    ]));
+    assert!(r["calls"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["ok"], r["calls"], "{r}");
+    // --rate paces the starts; every call is still counted.
+    let r = json_of(&run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "file_system.read",
+        "path=hello.txt",
+        "--calls",
+        "10",
+        "--rate",
+        "200",
+        "--json",
+    ]));
+    assert_eq!(
+        (r["calls"].as_u64(), r["ok"].as_u64()),
+        (Some(10), Some(10)),
+        "{r}"
+    );
+    assert_eq!(r["rate"], 200.0, "{r}");
+    // A rate whose next start falls after --duration starts one call, and does not panic.
+    let r = json_of(&run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "file_system.read",
+        "path=hello.txt",
+        "--duration",
+        "5",
+        "--rate",
+        "1e-300",
+        "--json",
+    ]));
+    assert_eq!(
+        (r["calls"].as_u64(), r["ok"].as_u64()),
+        (Some(1), Some(1)),
+        "{r}"
+    );
+    // A tool it does not have is a usage error, before any call.
+    let r = run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "no.such.tool",
+        "--calls",
+        "5",
+    ]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+
+    // Errors are counted by kind, and any failed call makes the status 1 (summary on stdout).
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("load.py");
+    std::fs::write(&script, LOAD_SERVER).unwrap();
+    let s = format!("python3 '{}'", script.display());
+    let r = run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "flaky",
+        "n=7",
+        "--calls",
+        "9",
+        "--concurrency",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    assert_eq!(
+        (j["calls"].as_u64(), j["ok"].as_u64(), j["failed"].as_u64()),
+        (Some(9), Some(3), Some(6)),
+        "{j}"
+    );
+    assert_eq!(
+        j["errorsByKind"],
+        serde_json::json!({"tool error": 3, "server error": 3}),
+        "{j}"
+    );
+    let messages = j["errorMessages"].as_array().unwrap();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["kind"] == "tool error" && m["message"] == "no luck" && m["count"] == 3),
+        "{j}"
+    );
+    assert!(
+        messages.iter().any(|m| m["kind"] == "server error"
+            && m["message"].as_str().unwrap().contains("busy")
+            && m["count"] == 3),
+        "{j}"
+    );
+    // --timeout bounds each call: a call with no answer is a timeout.
+    let r = run(&[
+        "client",
+        "--stdio",
+        &s,
+        "--timeout",
+        "1",
+        "load",
+        "never",
+        "--calls",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    assert_eq!(j["errorsByKind"], serde_json::json!({"timeout": 2}), "{j}");
+    // A connection that closes ends the run: nothing more could succeed.
+    let r = run(&[
+        "client",
+        "--stdio",
+        &s,
+        "load",
+        "crash",
+        "--calls",
+        "1000",
+        "--concurrency",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    assert_eq!(j["calls"], 3, "{j}");
+    assert_eq!(
+        j["errorsByKind"],
+        serde_json::json!({"connection closed": 3}),
+        "{j}"
+    );
+    assert_eq!(j["stoppedEarly"], "the connection closed", "{j}");
+}
+
+/// Runs `argv` on a pseudo-terminal (its stdin, stdout and stderr), types each answer once
+/// the text before it has appeared, and prints everything the terminal showed, then
+/// `exit N`. Fails (status 3) when a prompt does not come within 60 s.
+const ON_A_TERMINAL: &str = r#"
+import json, os, pty, select, sys, time
+argv, script = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+seen = b""
+def read_until(want):
+    global seen
+    deadline = time.monotonic() + 60
+    while want is None or want.encode() not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if select.select([fd], [], [], left)[0]:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return want is None
+            seen += chunk
+    return True
+for prompt, answer in script:
+    if not read_until(prompt):
+        sys.stdout.write(seen.decode(errors="replace") + "\nno prompt %r\n" % prompt)
+        os.kill(pid, 9)
+        sys.exit(3)
+    os.write(fd, answer.encode() + b"\n")
+read_until(None)
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(seen.decode(errors="replace") + "\nexit %d\n" % os.waitstatus_to_exitcode(status))
+"#;
+
+#[test]
+fn elicitation_is_asked_at_the_terminal_only_when_stdin_is_one() {
+    let dir = project();
+    let s = format!("{} --demo-tools", serve(dir.path()));
+    let call = |era: &str| {
+        [
+            BIN,
+            "client",
+            "--stdio",
+            s.as_str(),
+            "--era",
+            era,
+            "call",
+            "demo.elicit",
+            "message=Who are you?",
+            "--json",
+        ]
+        .map(str::to_owned)
+    };
+    for era in ["legacy", "modern"] {
+        // stdin not a terminal: no prompt, and no elicitation capability declared.
+        let r = run(&call(era)[1..]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>());
+        assert!(!r.stderr.contains("the server asks"), "{era}: {}", r.stderr);
+        let expected = if era == "legacy" { Some(1) } else { Some(3) };
+        assert_eq!(r.code, expected, "{era}: {} {}", r.stdout, r.stderr);
+        assert!(
+            (r.stdout + &r.stderr).contains("capability"),
+            "{era}: the refusal names the missing capability"
+        );
+        // stdin a terminal: the question is asked there and the typed answer reaches the tool.
+        let script = serde_json::json!([
+            ["answer? [a]ccept, [d]ecline, [c]ancel: ", "a"],
+            ["answer: ", "Ada Lovelace"],
+        ]);
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-c",
+            ON_A_TERMINAL,
+            &serde_json::to_string(&call(era)).unwrap(),
+            &script.to_string(),
+        ]);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("CODOMYRMEX_MCP_") {
+                cmd.env_remove(k);
+            }
+        }
+        let r = run_with(cmd, None);
+        assert_eq!(r.code, Some(0), "{era}: {}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stdout.contains("the server asks: Who are you?"),
+            "{era}: {}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains(r#""answer": "Ada Lovelace""#),
+            "{era}: {}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains(r#""action": "accept""#),
+            "{era}: {}",
+            r.stdout
+        );
+        assert!(r.stdout.ends_with("\nexit 0\n"), "{era}: {}", r.stdout);
     }
 }

@@ -91,3 +91,30 @@ async fn a_task_can_be_cancelled() {
         );
     }
 }
+
+/// 2025-11-25 lists a session's tasks; the 2026-07-28 tasks extension has no `tasks/list`
+/// (SEP-2663 removed it), so the client says so instead of asking.
+#[tokio::test]
+async fn tasks_are_listed_in_2025_11_25_and_the_modern_era_says_it_has_no_list() {
+    let c = client(Era::Legacy).await;
+    let TaskCall::Task(task) = c
+        .call_tool_as_task("nap", json!({"ms": 50}), None)
+        .await
+        .unwrap()
+    else {
+        panic!("no task");
+    };
+    let listed = c.list_tasks().await.unwrap();
+    assert!(
+        listed.iter().any(|t| t["taskId"] == task["taskId"]),
+        "{listed:?}"
+    );
+
+    let c = client(Era::Modern).await;
+    let e = c.list_tasks().await.unwrap_err();
+    let codomyrmex_mcp::ClientError::Era(hint) = &e else {
+        panic!("not an era error: {e:?}");
+    };
+    assert!(hint.contains("tasks/list"), "{hint}");
+    assert!(hint.contains("2026-07-28"), "{hint}");
+}

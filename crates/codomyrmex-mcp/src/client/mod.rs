@@ -80,7 +80,7 @@ pub enum ClientError {
     #[error("no answer within {0:?}")]
     Timeout(Duration),
     /// The server does not speak the era asked for (`--era modern` against a 2025-only
-    /// server, say).
+    /// server, say), or the era spoken has no such request (`tasks/list` in 2026-07-28).
     #[error("{0}")]
     Era(String),
 }
@@ -836,24 +836,6 @@ impl McpClient {
         self.request("logging/setLevel", json!({"level": level}))
             .await
             .map(|_| ())
-    }
-
-    /// `tasks/get` (both eras' task forms share the method; on 2026-07-28 the request
-    /// declares the tasks extension).
-    pub async fn get_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/get", self.with_tasks(json!({"taskId": task_id})))
-            .await
-    }
-
-    /// `tasks/list` (2025-11-25 experimental tasks).
-    pub async fn list_tasks(&self) -> Result<Vec<Value>, ClientError> {
-        self.list_all("tasks/list", "tasks").await
-    }
-
-    /// `tasks/cancel`.
-    pub async fn cancel_task(&self, task_id: &str) -> Result<Value, ClientError> {
-        self.request("tasks/cancel", self.with_tasks(json!({"taskId": task_id})))
-            .await
     }
 
     /// Ends the connection: a stdio child gets its stdin closed and `grace` to exit before

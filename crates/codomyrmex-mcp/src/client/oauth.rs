@@ -32,7 +32,7 @@ use super::handlers::BoxFuture;
 pub use super::jws::Es256Key;
 use super::lock;
 pub(crate) use super::oauth_flow::{Authorizer, Flow, bearer};
-pub use super::oauth_grants::{EnterpriseIdp, JwtBearer};
+pub use super::oauth_grants::{EnterpriseIdp, JwtBearer, JwtSource};
 use super::oauth_grants::{client_assertion, jwt_bearer_pairs};
 
 /// Tokens for one resource.

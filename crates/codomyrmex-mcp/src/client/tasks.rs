@@ -8,8 +8,8 @@
 //!   whose `DetailedTask` inlines the result or error; input a parked task asks for
 //!   (`inputRequests`) is answered by the client's handlers through `tasks/update`.
 //!
-//! `tasks/get`, `tasks/list` and `tasks/cancel` themselves are on [`McpClient`]. Not a task
-//! store: nothing here remembers tasks.
+//! Also `tasks/get`, `tasks/list` and `tasks/cancel`; `tasks/list` is 2025-11-25 only (the
+//! 2026-07-28 extension has none). Not a task store: nothing here remembers tasks.
 
 use std::time::Duration;
 
@@ -22,6 +22,12 @@ use crate::wire::{Era, ErrorObject};
 
 /// The 2026-07-28 tasks extension's identifier.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Why [`McpClient::list_tasks`] fails in 2026-07-28, and what to do instead.
+const NO_MODERN_LIST: &str = "the server speaks 2026-07-28, whose tasks extension has \
+no tasks/list (SEP-2663 removed it): a task is known by the id its call returned; show, wait for \
+or cancel one by that id (`tasks ID`, `tasks ID --result`, `tasks ID --cancel`), or list a \
+2025-11-25 server's tasks with --era legacy";
 
 /// The poll interval when the server names none, and the bounds on the one it names.
 const DEFAULT_POLL: Duration = Duration::from_millis(500);
@@ -91,6 +97,29 @@ impl McpClient {
                 Ok(TaskCall::Done(result))
             }
         }
+    }
+
+    /// `tasks/get` (both eras' task forms share the method; on 2026-07-28 the request
+    /// declares the tasks extension).
+    pub async fn get_task(&self, task_id: &str) -> Result<Value, ClientError> {
+        self.request("tasks/get", self.with_tasks(json!({"taskId": task_id})))
+            .await
+    }
+
+    /// `tasks/list` (2025-11-25 experimental tasks). The 2026-07-28 tasks extension has no
+    /// list (SEP-2663 removed it: a task is known by the id its call returned), so in that era
+    /// this is [`ClientError::Era`] without asking the server.
+    pub async fn list_tasks(&self) -> Result<Vec<Value>, ClientError> {
+        if self.era() == Era::Modern {
+            return Err(ClientError::Era(NO_MODERN_LIST.into()));
+        }
+        self.list_all("tasks/list", "tasks").await
+    }
+
+    /// `tasks/cancel`.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Value, ClientError> {
+        self.request("tasks/cancel", self.with_tasks(json!({"taskId": task_id})))
+            .await
     }
 
     /// `tasks/update` (2026-07-28): answers a parked task's `inputRequests`.

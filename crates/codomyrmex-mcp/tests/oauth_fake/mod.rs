@@ -3,7 +3,8 @@
 //! that is the protected resource (a 2025-11-25 MCP endpoint at `/mcp` taking bearer tokens,
 //! with one tool, `fake-tool`) and its authorization server (metadata, dynamic registration,
 //! an authorization endpoint that redirects to the `redirect_uri` at once, a token endpoint
-//! with the code and refresh grants). It records what it saw.
+//! with the code, refresh and JWT bearer grants, DPoP when `dpop` is set, and an enterprise
+//! IdP's token exchange at `/idp/token`). It records what it saw.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::collections::HashSet;
@@ -31,7 +32,26 @@ pub struct Fake {
     /// The bearer token of each request to `/mcp`.
     pub bearers: Vec<Option<String>>,
     pub issued: usize,
+    /// The form of each token request (at `/token` and `/idp/token`).
+    pub forms: Vec<std::collections::HashMap<String, String>>,
+    /// Whether each request to `/token` carried a DPoP proof.
+    pub token_dpop: Vec<bool>,
+    /// Dynamic registrations.
+    pub registrations: usize,
+    /// Offer DPoP (ES256) in the authorization server metadata, and bind tokens asked for
+    /// with a proof.
+    pub dpop: bool,
+    /// The authorization scheme of each request to `/mcp` (`Bearer`, `DPoP`).
+    pub schemes: Vec<Option<String>>,
 }
+
+/// The JWT bearer assertions `/token` takes: a workload's JWT, and the ID-JAG `/idp/token`
+/// issues for [`ID_TOKEN`].
+pub const WORKLOAD_JWT: &str = "workload.jwt.1";
+/// The ID token `/idp/token` exchanges.
+pub const ID_TOKEN: &str = "user.id-token.1";
+/// The ID-JAG `/idp/token` issues.
+pub const ID_JAG: &str = "id.jag.1";
 
 struct Request {
     method: String,
@@ -118,16 +138,35 @@ fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
                     "token_endpoint": format!("{base}/token"),
                     "registration_endpoint": format!("{base}/register"),
                     "scopes_supported": scopes,
-                    "token_endpoint_auth_methods_supported": ["none"],
+                    "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
                     "code_challenge_methods_supported": ["S256"],
+                    "dpop_signing_alg_values_supported": if fake.dpop { json!(["ES256"]) } else { Value::Null },
                 }),
             )
         }
-        ("POST", "/register") => respond(
-            201,
-            "",
-            &json!({"client_id": "client-1", "token_endpoint_auth_method": "none"}),
-        ),
+        ("POST", "/register") => {
+            fake.registrations += 1;
+            respond(
+                201,
+                "",
+                &json!({"client_id": "client-1", "token_endpoint_auth_method": "none"}),
+            )
+        }
+        ("POST", "/idp/token") => {
+            let form = query_params(&format!(
+                "{base}/idp/token?{}",
+                String::from_utf8_lossy(&r.body)
+            ));
+            fake.forms.push(form.clone());
+            if form.get("subject_token").map(String::as_str) != Some(ID_TOKEN) {
+                return respond(400, "", &json!({"error": "invalid_grant"}));
+            }
+            respond(
+                200,
+                "",
+                &json!({"access_token": ID_JAG, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}),
+            )
+        }
         ("GET", "/authorize") => {
             let q = query_params(&format!("{base}{}", r.target));
             fake.authorizations.push(q.get("scope").cloned());
@@ -145,6 +184,9 @@ fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
             ));
             let grant = form.get("grant_type").cloned().unwrap_or_default();
             fake.grants.push(grant.clone());
+            fake.forms.push(form.clone());
+            let proof = r.header("dpop").is_some();
+            fake.token_dpop.push(proof);
             let expires_in = match grant.as_str() {
                 "authorization_code" if form.get("code").map(String::as_str) == Some("code-1") => {
                     fake.code_expires_in
@@ -154,23 +196,32 @@ fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
                 {
                     3600
                 }
+                "urn:ietf:params:oauth:grant-type:jwt-bearer"
+                    if matches!(
+                        form.get("assertion").map(String::as_str),
+                        Some(WORKLOAD_JWT | ID_JAG)
+                    ) =>
+                {
+                    3600
+                }
                 _ => return respond(400, "", &json!({"error": "invalid_grant"})),
             };
             fake.issued += 1;
             let access = format!("access-{}", fake.issued);
             fake.valid.insert(access.clone());
+            let token_type = if fake.dpop && proof { "DPoP" } else { "Bearer" };
             let mut doc =
-                json!({"access_token": access, "token_type": "Bearer", "expires_in": expires_in});
+                json!({"access_token": access, "token_type": token_type, "expires_in": expires_in});
             if grant == "authorization_code" {
                 doc["refresh_token"] = json!("refresh-1");
             }
             respond(200, "", &doc)
         }
         ("POST", "/mcp") => {
-            let bearer = r
-                .header("authorization")
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::to_owned);
+            let authorization = r.header("authorization").and_then(|v| v.split_once(' '));
+            fake.schemes
+                .push(authorization.map(|(scheme, _)| scheme.to_owned()));
+            let bearer = authorization.map(|(_, token)| token.to_owned());
             fake.bearers.push(bearer.clone());
             if !bearer.is_some_and(|b| fake.valid.contains(&b)) {
                 return respond(
