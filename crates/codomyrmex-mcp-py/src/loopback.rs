@@ -6,8 +6,14 @@
 //! Server-to-client requests (a 2025-11-25 tool's elicitation, sampling or roots) go to the
 //! [`ClientHandler`] of a call waiting on the connection, whose answer is sent back; with no
 //! waiting call that has one, they are answered at once with an error (`-32601`), so the
-//! tool sees its request fail instead of waiting for its timeout. Notifications (progress,
-//! logs) are dropped.
+//! tool sees its request fail instead of waiting for its timeout.
+//!
+//! Notifications the server sends (progress, log messages, list changes) go to the
+//! [`NotificationHandler`] of a waiting call, in the order the server sent them and before
+//! that call's response: a progress notification to the call whose `progressToken` it
+//! carries, any other to a waiting call that has a handler (the connection does not say which
+//! request a log message belongs to; with one call at a time, it is that call's). With no
+//! such call waiting, they are dropped.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,10 +29,33 @@ use tokio::sync::oneshot;
 pub(crate) type ClientHandler =
     Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
 
-/// A call waiting for its response, and who answers the server's requests meanwhile.
+/// Takes one notification of the server's (the whole JSON-RPC notification); the
+/// connection reads on once it has returned.
+pub(crate) type NotificationHandler = Arc<dyn Fn(Value) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// A call waiting for its response, and who answers the server's requests and takes its
+/// notifications meanwhile.
 struct Waiter {
     reply: oneshot::Sender<Value>,
     handler: Option<ClientHandler>,
+    on_notification: Option<NotificationHandler>,
+    /// The request's `params._meta.progressToken`, as JSON text.
+    progress_token: Option<String>,
+}
+
+/// The waiting call a notification goes to (see the module docs).
+fn notification_handler(
+    waiters: &HashMap<String, Waiter>,
+    notification: &Value,
+) -> Option<NotificationHandler> {
+    if notification.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+        let token = notification.pointer("/params/progressToken")?.to_string();
+        return waiters
+            .values()
+            .find(|w| w.progress_token.as_deref() == Some(token.as_str()))
+            .and_then(|w| w.on_notification.clone());
+    }
+    waiters.values().find_map(|w| w.on_notification.clone())
 }
 
 type Pending = Arc<Mutex<HashMap<String, Waiter>>>;
@@ -115,6 +144,16 @@ impl Loopback {
                             .values()
                             .find_map(|w| w.handler.clone());
                         tokio::spawn(answer(answers.clone(), message, handler));
+                    } else {
+                        // A notification: taken before the reader reads on, so that it
+                        // arrives before the response that follows it.
+                        let handler = notification_handler(
+                            &replies.lock().unwrap_or_else(PoisonError::into_inner),
+                            &message,
+                        );
+                        if let Some(handler) = handler {
+                            handler(message).await;
+                        }
                     }
                     continue;
                 }
@@ -143,11 +182,12 @@ impl Loopback {
     }
 
     /// Sends one message; for a request, waits for its response, with `handler` answering
-    /// the server's requests meanwhile.
+    /// the server's requests and `on_notification` taking its notifications meanwhile.
     pub(crate) async fn send(
         &self,
         message: Value,
         handler: Option<ClientHandler>,
+        on_notification: Option<NotificationHandler>,
     ) -> Result<Option<Value>, String> {
         let Value::Object(object) = &message else {
             return Err("a JSON-RPC message must be a JSON object".to_owned());
@@ -181,7 +221,18 @@ impl Loopback {
                     return Err(format!("a request with id {id} is already pending"));
                 }
                 let (reply, rx) = oneshot::channel();
-                pending.insert(id.clone(), Waiter { reply, handler });
+                let progress_token = message
+                    .pointer("/params/_meta/progressToken")
+                    .map(Value::to_string);
+                pending.insert(
+                    id.clone(),
+                    Waiter {
+                        reply,
+                        handler,
+                        on_notification,
+                        progress_token,
+                    },
+                );
                 Some(rx)
             }
         };
