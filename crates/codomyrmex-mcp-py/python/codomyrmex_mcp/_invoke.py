@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import inspect
 import json
+import sys
 import threading
 from typing import Any, Dict, Iterator, Optional
 
@@ -101,17 +102,25 @@ async def _as_coroutine(awaitable: Any) -> Any:
 
 
 def _failure(error_type: str, message: str, details: Any = None) -> str:
-    from .schemas.mcp_schemas import MCPErrorDetail, MCPToolResult
+    # An ``MCPToolResult`` failure's JSON, written without Pydantic (the Rust side reads it
+    # as its own ``McpToolResult``).
+    error = {"error_type": error_type, "error_message": message, "error_details": details}
+    return json.dumps({"status": "failure", "error": error}, default=str)
 
-    return MCPToolResult(
-        status="failure",
-        error=MCPErrorDetail(error_type=error_type, error_message=message, error_details=details),
-    ).model_dump_json()
+
+def _not_plain(value: Any) -> Any:
+    raise TypeError("not plain JSON")
 
 
 def wrap(value: Any) -> str:
     """A handler's return value as ``MCPToolResult`` JSON: a result as it is, anything else
-    as ``data={"result": value}``."""
+    as ``data={"result": value}``. Plain JSON values (``str``, numbers, ``bool``, ``None``,
+    lists and dicts of them) are written by ``json``; anything else (models, dataclasses,
+    dates, NaN, ...) by Pydantic, as before."""
+    try:
+        return '{"status":"success","data":{"result":' + json.dumps(value, allow_nan=False, default=_not_plain) + "}}"
+    except (TypeError, ValueError, RecursionError):
+        pass
     from pydantic_core import to_jsonable_python
 
     from .schemas.mcp_schemas import MCPToolResult
@@ -139,9 +148,9 @@ def invoke(handler: Any, arguments_json: str, state: Any) -> str:
     except (_Cancelled, concurrent.futures.CancelledError, asyncio.CancelledError):
         return _failure("Cancelled", "The call was cancelled")
     except Exception as e:  # a tool's exception is its failure, never the server's
-        from pydantic import ValidationError
-
-        if isinstance(e, ValidationError):
+        # Without Pydantic imported, nothing raised is one of its ValidationErrors.
+        pydantic = sys.modules.get("pydantic")
+        if pydantic is not None and isinstance(e, pydantic.ValidationError):
             return _failure("ValidationError", str(e), {"errors": json.loads(e.json())})
         return _failure(type(e).__name__, str(e))
     try:

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Union
 
 from . import _core
 from .decorators import mcp_tool, register_function
-from .schemas.mcp_schemas import MCPToolRegistry
+from ._registry import MCPToolRegistry
 
 __all__ = ["MCPServer", "MCPServerConfig"]
 
