@@ -165,6 +165,8 @@ def test_plain_arguments_are_converted_as_pydantic_converts_them():
     [
         ("text", "text"),
         (3, 3),
+        (True, True),
+        (2.5, 2.5),
         (None, None),
         ({"a": [1, 2.5, True, None]}, {"a": [1, 2.5, True, None]}),
         (math.nan, None),  # Pydantic writes NaN as null, and still does

@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import inspect
 import json
+import math
 import sys
 import threading
 from typing import Any, Dict, Iterator, Optional
@@ -112,13 +113,32 @@ def _not_plain(value: Any) -> Any:
     raise TypeError("not plain JSON")
 
 
+# Made once: `json.dumps` with options builds an encoder at every call.
+_encode = json.JSONEncoder(allow_nan=False, default=_not_plain, separators=(",", ":")).encode
+
+
+def _plain_json(value: Any) -> str:
+    """``value`` as JSON if it is plain JSON (scalars written directly, as ``json`` writes
+    them); raises ``TypeError`` or ``ValueError`` otherwise."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return _encode(value)
+
+
 def wrap(value: Any) -> str:
     """A handler's return value as ``MCPToolResult`` JSON: a result as it is, anything else
     as ``data={"result": value}``. Plain JSON values (``str``, numbers, ``bool``, ``None``,
     lists and dicts of them) are written by ``json``; anything else (models, dataclasses,
     dates, NaN, ...) by Pydantic, as before."""
     try:
-        return '{"status":"success","data":{"result":' + json.dumps(value, allow_nan=False, default=_not_plain) + "}}"
+        return '{"status":"success","data":{"result":' + _plain_json(value) + "}}"
     except (TypeError, ValueError, RecursionError):
         pass
     from pydantic_core import to_jsonable_python
