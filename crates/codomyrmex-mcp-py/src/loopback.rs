@@ -13,7 +13,9 @@
 //! that call's response: a progress notification to the call whose `progressToken` it
 //! carries, any other to a waiting call that has a handler (the connection does not say which
 //! request a log message belongs to; with one call at a time, it is that call's). With no
-//! such call waiting, they are dropped.
+//! such call waiting, they are dropped. Each call's handler runs on a task of the call's own,
+//! fed through a bounded queue, so the reader never waits for it (a handler may send
+//! requests of its own) unless that call's queue is full.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,7 +24,7 @@ use codomyrmex_mcp::McpServer;
 use codomyrmex_mcp::registry::BoxFuture;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 /// Answers a server-to-client request (the whole JSON-RPC request) with its result, or the
 /// error message sent back instead.
@@ -38,24 +40,25 @@ pub(crate) type NotificationHandler = Arc<dyn Fn(Value) -> BoxFuture<'static, ()
 struct Waiter {
     reply: oneshot::Sender<Value>,
     handler: Option<ClientHandler>,
-    on_notification: Option<NotificationHandler>,
+    /// The queue to the call's notification handler.
+    notifications: Option<mpsc::Sender<Value>>,
     /// The request's `params._meta.progressToken`, as JSON text.
     progress_token: Option<String>,
 }
 
 /// The waiting call a notification goes to (see the module docs).
-fn notification_handler(
+fn notification_queue(
     waiters: &HashMap<String, Waiter>,
     notification: &Value,
-) -> Option<NotificationHandler> {
+) -> Option<mpsc::Sender<Value>> {
     if notification.get("method").and_then(Value::as_str) == Some("notifications/progress") {
         let token = notification.pointer("/params/progressToken")?.to_string();
         return waiters
             .values()
             .find(|w| w.progress_token.as_deref() == Some(token.as_str()))
-            .and_then(|w| w.on_notification.clone());
+            .and_then(|w| w.notifications.clone());
     }
-    waiters.values().find_map(|w| w.on_notification.clone())
+    waiters.values().find_map(|w| w.notifications.clone())
 }
 
 type Pending = Arc<Mutex<HashMap<String, Waiter>>>;
@@ -108,6 +111,9 @@ pub(crate) struct Loopback {
     max_message_size: usize,
 }
 
+/// Notifications queued for one call's handler before the reader waits for it.
+const NOTIFICATION_QUEUE: usize = 1024;
+
 /// The largest line the connection buffers at once; the engine's own message limit applies.
 const BUFFER: usize = 256 * 1024;
 
@@ -145,14 +151,15 @@ impl Loopback {
                             .find_map(|w| w.handler.clone());
                         tokio::spawn(answer(answers.clone(), message, handler));
                     } else {
-                        // A notification: taken before the reader reads on, so that it
-                        // arrives before the response that follows it.
-                        let handler = notification_handler(
+                        // A notification: queued before the reader reads on, so that it
+                        // reaches the call's handler before the response that follows it.
+                        let queue = notification_queue(
                             &replies.lock().unwrap_or_else(PoisonError::into_inner),
                             &message,
                         );
-                        if let Some(handler) = handler {
-                            handler(message).await;
+                        if let Some(queue) = queue {
+                            // A closed queue: its call has its answer; nothing waits.
+                            let _ = queue.send(message).await;
                         }
                     }
                     continue;
@@ -213,6 +220,9 @@ impl Loopback {
                 self.max_message_size
             ));
         }
+        // The call's notification handler, on a task of its own that ends once the queue
+        // closes: when the reader took the response (and with it the waiter's sender).
+        let mut drain = None;
         let waiter = match &request_id {
             None => None,
             Some(id) => {
@@ -221,6 +231,15 @@ impl Loopback {
                     return Err(format!("a request with id {id} is already pending"));
                 }
                 let (reply, rx) = oneshot::channel();
+                let notifications = on_notification.map(|handler| {
+                    let (queue, mut queued) = mpsc::channel::<Value>(NOTIFICATION_QUEUE);
+                    drain = Some(tokio::spawn(async move {
+                        while let Some(notification) = queued.recv().await {
+                            handler(notification).await;
+                        }
+                    }));
+                    queue
+                });
                 let progress_token = message
                     .pointer("/params/_meta/progressToken")
                     .map(Value::to_string);
@@ -229,7 +248,7 @@ impl Loopback {
                     Waiter {
                         reply,
                         handler,
-                        on_notification,
+                        notifications,
                         progress_token,
                     },
                 );
@@ -245,12 +264,17 @@ impl Loopback {
             }
             return Err(format!("the server connection is closed: {e}"));
         }
-        match waiter {
-            None => Ok(None),
-            Some(rx) => rx
-                .await
-                .map(Some)
-                .map_err(|_| "the server connection closed before answering".to_owned()),
+        let Some(rx) = waiter else {
+            return Ok(None);
+        };
+        let reply = rx.await;
+        if let Some(drain) = drain {
+            // Every notification before the response has been handled once this returns
+            // (a handler that panicked has ended the drain: nothing is left to wait for).
+            let _ = drain.await;
         }
+        reply
+            .map(Some)
+            .map_err(|_| "the server connection closed before answering".to_owned())
     }
 }

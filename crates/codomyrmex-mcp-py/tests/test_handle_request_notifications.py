@@ -193,3 +193,22 @@ def test_concurrent_calls_each_get_their_own_progress():
     assert [r["result"]["structuredContent"] for r in replies] == [{"result": "met"}] * 2, replies
     assert [n["params"]["progressToken"] for n in first] == ["one"]
     assert [n["params"]["progressToken"] for n in second] == ["two"]
+
+
+def test_a_listener_may_send_requests_of_its_own():
+    # The connection's reader does not wait for listeners: a listener that calls
+    # handle_request itself gets its answer (it used to wait for ever).
+    server = reporting_server()
+    pings = []
+
+    async def listener(notification):
+        pings.append(await server.handle_request({"jsonrpc": "2.0", "id": f"ping-{len(pings)}", "method": "ping"}))
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": "p",
+    }
+    reply = within(30, lambda: server.handle_request(call(1, "steps", {"n": 2}, meta), on_notification=listener))
+    assert reply["result"]["structuredContent"] == {"result": 2}, reply
+    assert [p["id"] for p in pings] == ["ping-0", "ping-1"] and all("result" in p for p in pings), pings

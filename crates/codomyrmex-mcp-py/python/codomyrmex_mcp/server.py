@@ -246,7 +246,9 @@ class MCPServer:
         ``io.modelcontextprotocol/logLevel`` in ``_meta``), in order, each before the
         response. Progress goes to the call whose token it carries; other notifications to a
         waiting call that passed ``on_notification`` (with calls in flight at once, any one
-        of them). What it raises is logged, not raised here. Without it they are dropped.
+        of them). It runs on a thread of its own, one notification at a time, and may send
+        requests itself (``handle_request`` from an async listener). What it raises is
+        logged, not raised here. Without it they are dropped.
 
         A tool that asks the client something (``Context.elicit``, ``create_message``,
         ``list_roots``): in 2026-07-28 the response is an ``input_required`` result, and the
