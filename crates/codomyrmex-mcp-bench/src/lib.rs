@@ -108,6 +108,19 @@ pub mod util {
             .collect()
     }
 
+    /// Whether a `tools/call` result echoes `text`, and is no error: a single text block
+    /// that is `text` (what MCP servers return for a string), or, from a server on the seed's
+    /// Python API (`codomyrmex_mcp`, whose tools' return values are sent as
+    /// `{"result": value}`), a single text block with `structuredContent` `{"result": text}`.
+    pub fn echoes(result: &serde_json::Value, text: &str) -> bool {
+        let content = &result["content"];
+        content.as_array().map(Vec::len) == Some(1)
+            && content[0]["type"] == "text"
+            && result["isError"] != serde_json::Value::Bool(true)
+            && (content[0]["text"].as_str() == Some(text)
+                || result["structuredContent"] == serde_json::json!({ "result": text }))
+    }
+
     /// The median (NaN for no values).
     pub fn median(mut values: Vec<f64>) -> f64 {
         values.sort_by(f64::total_cmp);
@@ -176,12 +189,32 @@ pub mod rmcp_subject {
 
 #[cfg(test)]
 mod tests {
-    use super::util::sse_json;
+    use super::util::{echoes, sse_json};
     use serde_json::json;
 
     #[test]
     fn sse_json_reads_data_lines_event_by_event() {
         let body = b": primed\r\nid: 0-1\r\ndata:\r\n\r\nevent: message\ndata: {\"a\":\ndata: 1}\n\ndata: not json\n\ndata: {\"b\":2}\n\n";
         assert_eq!(sse_json(body), vec![json!({"a": 1}), json!({"b": 2})]);
+    }
+
+    #[test]
+    fn echoes_takes_the_text_or_a_codomyrmex_result_and_nothing_else() {
+        let text = |t: &str| json!([{"type": "text", "text": t}]);
+        assert!(echoes(&json!({"content": text("abc")}), "abc"));
+        let wrapped = json!({"content": text("{\"result\":\"abc\"}"), "structuredContent": {"result": "abc"}});
+        assert!(echoes(&wrapped, "abc"));
+        assert!(!echoes(&wrapped, "abd"));
+        assert!(!echoes(&json!({"content": text("abd")}), "abc"));
+        assert!(!echoes(
+            &json!({"content": text("abc"), "isError": true}),
+            "abc"
+        ));
+        assert!(!echoes(
+            &json!({"content": [], "structuredContent": {"result": "abc"}}),
+            "abc"
+        ));
+        let two = json!([{"type": "text", "text": "abc"}, {"type": "text", "text": "abc"}]);
+        assert!(!echoes(&json!({"content": two}), "abc"));
     }
 }

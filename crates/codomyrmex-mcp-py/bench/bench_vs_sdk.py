@@ -3,23 +3,37 @@ Python SDK (`mcp` 2.x, its `MCPServer`), in one interleaved run.
 
 What it measures, for each subject, over stdio and over Streamable HTTP:
 
-- **calls/s**: `tools/call` of `add` (two integers) and `echo` (a string), alternated, with
-  `--concurrency` requests in flight (stdio: pipelined on the one connection; HTTP: one
-  keep-alive connection per worker thread), for `--seconds` per round;
+- **calls/s**: `tools/call` with `--concurrency` requests in flight (stdio: pipelined on the
+  one connection; HTTP: one keep-alive connection per worker);
 - **server CPU µs per call**: the server process's user + system time (`/proc/PID/stat`,
-  every thread) over the round, divided by the calls it answered;
-- **peak RSS**: the server's `VmHWM` (`/proc/PID/status`) at the end of its rounds;
-- **cold start** (stdio): process start to the first `tools/list` answered.
+  every thread) around the measured calls, divided by the calls it answered;
+- **peak RSS**: the server's `VmHWM` (`/proc/PID/status`);
+- **cold start** (stdio): process start to the first answer.
+
+The load generator (`--client`) is the same for both subjects:
+
+- `rust` (the default): the repository's load tools, `stdio_load` and `http_load`
+  (`crates/codomyrmex-mcp-bench`; build them with `cargo build --release -p
+  codomyrmex-mcp-bench --bin stdio_load --bin http_load`). A client in Rust spends a few µs
+  per call, so at our server's rates the figures are the server's, not the client's (the
+  Python client spent 15-20 µs of CPU per call, a third of what our server spends, on the
+  same 2 cores). They call `echo` (a 16-byte text) only, `--calls` calls per round after
+  `--warm-up-calls`, a fresh server process per round; `http_load` also reports the
+  client's CPU per call. The cold start is spawn to the `initialize` answer.
+- `python`: the loop in this file, which alternates `add` (two integers) and `echo` (a
+  string) for `--seconds` per round, on one server process per subject; the cold start is
+  spawn to the first `tools/list` answer.
 
 Rounds alternate the subjects (ours, theirs, theirs, ours, ...) so that drift of a shared
 machine hits both; each figure is the median over `--rounds`. Both servers run the legacy
 (2025-11-25) session flow, which both speak on both transports, with rate limits off.
 It prints a table and the ratios (ours / theirs: above 1 is better for calls/s, below 1 for
-the rest). Linux only (`/proc`). The client is Python too: at high rates it, not the server,
-may be the limit; the CPU per call is the figure that is not.
+the rest). Linux only (`/proc`). The CPU per call is the figure that does not depend on the
+machine's load; calls/s does.
 
     python bench/bench_vs_sdk.py                       # the defaults: a few minutes
-    python bench/bench_vs_sdk.py --rounds 1 --seconds 0.5 --cold-starts 1   # a smoke run
+    python bench/bench_vs_sdk.py --rounds 1 --calls 2000 --warm-up-calls 200 --cold-starts 1   # a smoke run
+    python bench/bench_vs_sdk.py --client python --rounds 1 --seconds 0.5 --cold-starts 1
     python bench/bench_vs_sdk.py --json results.json   # also write the numbers
 
 Run it on a quiet machine: it is a measurement, not a test.
@@ -336,15 +350,8 @@ class Subject:
         return rss
 
 
-def run(args: argparse.Namespace) -> Dict[str, Any]:
-    workdir = tempfile.mkdtemp(prefix="bench-vs-sdk-")
-    scripts = {}
-    for name, text in (("ours", OURS), ("theirs", THEIRS)):
-        path = os.path.join(workdir, f"{name}.py")
-        with open(path, "w") as f:
-            f.write(text)
-        scripts[name] = path
-    results: Dict[str, Any] = {"concurrency": args.concurrency, "seconds": args.seconds, "rounds": args.rounds}
+def run_python_client(args: argparse.Namespace, scripts: Dict[str, str]) -> Dict[str, Any]:
+    results: Dict[str, Any] = {"client": "python", "concurrency": args.concurrency, "seconds": args.seconds, "rounds": args.rounds}
 
     for transport, make in (("stdio", Stdio), ("http", Http)):
         subjects = {name: Subject(name, make, scripts[name]) for name in ("ours", "theirs")}
@@ -370,6 +377,105 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     return results
 
 
+# ----- the Rust load tools -----------------------------------------------------------------
+
+
+def load_tools(directory: Optional[str]) -> Tuple[str, str]:
+    """The paths of `stdio_load` and `http_load`: in `directory`, else the workspace's
+    release directory (`CARGO_TARGET_DIR` if set)."""
+    if directory is None:
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+        directory = os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(root, "target"), "release")
+    tools = (os.path.join(directory, "stdio_load"), os.path.join(directory, "http_load"))
+    for tool in tools:
+        if not os.access(tool, os.X_OK):
+            raise SystemExit(
+                f"{tool} not found: build the load tools with `cargo build --release -p codomyrmex-mcp-bench "
+                "--bin stdio_load --bin http_load`, pass --load-tools DIR, or use --client python"
+            )
+    return tools
+
+
+def records(command: List[str]) -> List[Dict[str, Any]]:
+    """Runs a load tool with `--json` and returns its records (one JSON object a line)."""
+    out = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(command[0])} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def run_rust_client(args: argparse.Namespace, scripts: Dict[str, str]) -> Dict[str, Any]:
+    stdio_load, http_load = load_tools(args.load_tools)
+    for path in (sys.executable, *scripts.values()):
+        if any(c.isspace() for c in path):
+            raise SystemExit(f"the load tools split commands on whitespace: {path!r} has some")
+    results: Dict[str, Any] = {
+        "client": "rust",
+        "concurrency": args.concurrency,
+        "calls": args.calls,
+        "rounds": args.rounds,
+    }
+    case = f"16:{args.concurrency}:{args.calls}"
+    common = ["--json", "--case", case, "--warmup", str(args.warm_up_calls), "--rounds", "1"]
+
+    def stdio(name: str) -> List[str]:
+        return ["--subject", f"{name}={sys.executable} {scripts[name]} stdio"]
+
+    def http(name: str) -> List[str]:
+        return ["--subject", f"{name}:legacy={sys.executable} {scripts[name]} http {{port}}"]
+
+    for transport, tool, subject, extra in (
+        ("stdio", stdio_load, stdio, ["--cold-starts", "0"]),
+        ("http", http_load, http, []),
+    ):
+        seen: Dict[str, Dict[str, List[float]]] = {n: {"rate": [], "cpu": [], "client": [], "rss": []} for n in scripts}
+        for r in range(args.rounds):
+            order = ["ours", "theirs"] if r % 2 == 0 else ["theirs", "ours"]
+            command = [tool, *common, *extra]
+            for name in order:
+                command += subject(name)
+            for record in records(command):
+                if "calls_per_sec" not in record:
+                    continue
+                got = seen[record["subject"]]
+                got["rate"].append(record["calls_per_sec"])
+                got["cpu"].append(record["cpu_us_per_call"])
+                got["rss"].append(record["peak_rss_kib"])
+                if "client_cpu_us_per_call" in record:
+                    got["client"].append(record["client_cpu_us_per_call"])
+        for name, got in seen.items():
+            results[f"{transport}.{name}.calls_per_s"] = statistics.median(got["rate"])
+            results[f"{transport}.{name}.cpu_us_per_call"] = statistics.median(got["cpu"])
+            results[f"{transport}.{name}.peak_rss_kib"] = max(got["rss"])
+            if got["client"]:
+                results[f"{transport}.{name}.client_cpu_us_per_call"] = statistics.median(got["client"])
+
+    starts: Dict[str, List[float]] = {"ours": [], "theirs": []}
+    for i in range(args.cold_starts):
+        command = [stdio_load, "--json", "--case", "16:1:1", "--warmup", "0", "--cold-starts", "0", "--rounds", "1"]
+        for name in ["ours", "theirs"] if i % 2 == 0 else ["theirs", "ours"]:
+            command += stdio(name)
+        for record in records(command):
+            if "calls_per_sec" in record:
+                starts[record["subject"]].append(record["cold_start_ms"] / 1000)
+    for name, values in starts.items():
+        results[f"cold_start.{name}.s"] = statistics.median(values)
+    return results
+
+
+def run(args: argparse.Namespace) -> Dict[str, Any]:
+    workdir = tempfile.mkdtemp(prefix="bench-vs-sdk-")
+    scripts = {}
+    for name, text in (("ours", OURS), ("theirs", THEIRS)):
+        path = os.path.join(workdir, f"{name}.py")
+        with open(path, "w") as f:
+            f.write(text)
+        scripts[name] = path
+    if args.client == "rust":
+        return run_rust_client(args, scripts)
+    return run_python_client(args, scripts)
+
+
 def report(results: Dict[str, Any]) -> None:
     def row(label: str, key: str, unit: str, scale: float = 1.0, better_higher: bool = False) -> None:
         ours, theirs = results[key.format("ours")] * scale, results[key.format("theirs")] * scale
@@ -377,14 +483,17 @@ def report(results: Dict[str, Any]) -> None:
         better = "higher is better" if better_higher else "lower is better"
         print(f"{label:<28} {ours:>12.1f} {theirs:>12.1f} {unit:<6} ours/theirs {ratio:7.3f}  ({better})")
 
+    length = f"{results['calls']} calls" if results["client"] == "rust" else f"{results['seconds']} s"
     print(
-        f"codomyrmex_mcp vs mcp SDK MCPServer: {results['rounds']} interleaved rounds of {results['seconds']} s, "
-        f"{results['concurrency']} in flight (medians)"
+        f"codomyrmex_mcp vs mcp SDK MCPServer: {results['rounds']} interleaved rounds of {length}, "
+        f"{results['concurrency']} in flight (medians), the {results['client']} client"
     )
     print(f"{'':<28} {'ours':>12} {'theirs':>12}")
     for transport in ("stdio", "http"):
         row(f"{transport} calls/s", f"{transport}.{{}}.calls_per_s", "1/s", better_higher=True)
         row(f"{transport} server CPU per call", f"{transport}.{{}}.cpu_us_per_call", "µs")
+        if f"{transport}.ours.client_cpu_us_per_call" in results:
+            row(f"{transport} client CPU per call", f"{transport}.{{}}.client_cpu_us_per_call", "µs")
         row(f"{transport} peak RSS", f"{transport}.{{}}.peak_rss_kib", "MiB", scale=1 / 1024)
     row("cold start (stdio)", "cold_start.{}.s", "ms", scale=1000)
 
@@ -392,14 +501,22 @@ def report(results: Dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="measured rounds per subject and transport (default 5)")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of a round (default 5 s)")
-    parser.add_argument("--warm-up", type=float, default=2.0, help="unmeasured calls first, in seconds (default 2)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="python client: length of a round (default 5 s)")
+    parser.add_argument("--warm-up", type=float, default=2.0, help="python client: unmeasured calls first, in seconds (default 2)")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight (default 4)")
+    parser.add_argument(
+        "--client", choices=("rust", "python"), default="rust", help="the load generator, the same for both (default rust)"
+    )
+    parser.add_argument("--calls", type=int, default=20000, help="rust client: measured calls per round (default 20000)")
+    parser.add_argument("--warm-up-calls", type=int, default=2000, help="rust client: unmeasured calls first (default 2000)")
+    parser.add_argument("--load-tools", metavar="DIR", help="rust client: where stdio_load and http_load are")
     parser.add_argument("--cold-starts", type=int, default=10, help="cold starts per subject (default 10)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args()
-    if min(args.rounds, args.concurrency, args.cold_starts) < 1 or args.seconds <= 0 or args.warm_up <= 0:
-        parser.error("--rounds, --concurrency and --cold-starts must be >= 1, --seconds and --warm-up > 0")
+    if min(args.rounds, args.concurrency, args.cold_starts, args.calls) < 1 or args.seconds <= 0 or args.warm_up <= 0:
+        parser.error("--rounds, --concurrency, --cold-starts and --calls must be >= 1, --seconds and --warm-up > 0")
+    if args.warm_up_calls < 0:
+        parser.error("--warm-up-calls must be >= 0")
     results = run(args)
     report(results)
     if args.json:

@@ -6,8 +6,16 @@
 //! Server-to-client requests (a 2025-11-25 tool's elicitation, sampling or roots) go to the
 //! [`ClientHandler`] of a call waiting on the connection, whose answer is sent back; with no
 //! waiting call that has one, they are answered at once with an error (`-32601`), so the
-//! tool sees its request fail instead of waiting for its timeout. Notifications (progress,
-//! logs) are dropped.
+//! tool sees its request fail instead of waiting for its timeout.
+//!
+//! Notifications the server sends (progress, log messages, list changes) go to the
+//! [`NotificationHandler`] of a waiting call, in the order the server sent them and before
+//! that call's response: a progress notification to the call whose `progressToken` it
+//! carries, any other to a waiting call that has a handler (the connection does not say which
+//! request a log message belongs to; with one call at a time, it is that call's). With no
+//! such call waiting, they are dropped. Each call's handler runs on a task of the call's own,
+//! fed through a bounded queue, so the reader never waits for it (a handler may send
+//! requests of its own) unless that call's queue is full.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,17 +24,41 @@ use codomyrmex_mcp::McpServer;
 use codomyrmex_mcp::registry::BoxFuture;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 /// Answers a server-to-client request (the whole JSON-RPC request) with its result, or the
 /// error message sent back instead.
 pub(crate) type ClientHandler =
     Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
 
-/// A call waiting for its response, and who answers the server's requests meanwhile.
+/// Takes one notification of the server's (the whole JSON-RPC notification); the
+/// connection reads on once it has returned.
+pub(crate) type NotificationHandler = Arc<dyn Fn(Value) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// A call waiting for its response, and who answers the server's requests and takes its
+/// notifications meanwhile.
 struct Waiter {
     reply: oneshot::Sender<Value>,
     handler: Option<ClientHandler>,
+    /// The queue to the call's notification handler.
+    notifications: Option<mpsc::Sender<Value>>,
+    /// The request's `params._meta.progressToken`, as JSON text.
+    progress_token: Option<String>,
+}
+
+/// The waiting call a notification goes to (see the module docs).
+fn notification_queue(
+    waiters: &HashMap<String, Waiter>,
+    notification: &Value,
+) -> Option<mpsc::Sender<Value>> {
+    if notification.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+        let token = notification.pointer("/params/progressToken")?.to_string();
+        return waiters
+            .values()
+            .find(|w| w.progress_token.as_deref() == Some(token.as_str()))
+            .and_then(|w| w.notifications.clone());
+    }
+    waiters.values().find_map(|w| w.notifications.clone())
 }
 
 type Pending = Arc<Mutex<HashMap<String, Waiter>>>;
@@ -79,6 +111,9 @@ pub(crate) struct Loopback {
     max_message_size: usize,
 }
 
+/// Notifications queued for one call's handler before the reader waits for it.
+const NOTIFICATION_QUEUE: usize = 1024;
+
 /// The largest line the connection buffers at once; the engine's own message limit applies.
 const BUFFER: usize = 256 * 1024;
 
@@ -115,6 +150,17 @@ impl Loopback {
                             .values()
                             .find_map(|w| w.handler.clone());
                         tokio::spawn(answer(answers.clone(), message, handler));
+                    } else {
+                        // A notification: queued before the reader reads on, so that it
+                        // reaches the call's handler before the response that follows it.
+                        let queue = notification_queue(
+                            &replies.lock().unwrap_or_else(PoisonError::into_inner),
+                            &message,
+                        );
+                        if let Some(queue) = queue {
+                            // A closed queue: its call has its answer; nothing waits.
+                            let _ = queue.send(message).await;
+                        }
                     }
                     continue;
                 }
@@ -143,11 +189,12 @@ impl Loopback {
     }
 
     /// Sends one message; for a request, waits for its response, with `handler` answering
-    /// the server's requests meanwhile.
+    /// the server's requests and `on_notification` taking its notifications meanwhile.
     pub(crate) async fn send(
         &self,
         message: Value,
         handler: Option<ClientHandler>,
+        on_notification: Option<NotificationHandler>,
     ) -> Result<Option<Value>, String> {
         let Value::Object(object) = &message else {
             return Err("a JSON-RPC message must be a JSON object".to_owned());
@@ -173,6 +220,9 @@ impl Loopback {
                 self.max_message_size
             ));
         }
+        // The call's notification handler, on a task of its own that ends once the queue
+        // closes: when the reader took the response (and with it the waiter's sender).
+        let mut drain = None;
         let waiter = match &request_id {
             None => None,
             Some(id) => {
@@ -181,7 +231,27 @@ impl Loopback {
                     return Err(format!("a request with id {id} is already pending"));
                 }
                 let (reply, rx) = oneshot::channel();
-                pending.insert(id.clone(), Waiter { reply, handler });
+                let notifications = on_notification.map(|handler| {
+                    let (queue, mut queued) = mpsc::channel::<Value>(NOTIFICATION_QUEUE);
+                    drain = Some(tokio::spawn(async move {
+                        while let Some(notification) = queued.recv().await {
+                            handler(notification).await;
+                        }
+                    }));
+                    queue
+                });
+                let progress_token = message
+                    .pointer("/params/_meta/progressToken")
+                    .map(Value::to_string);
+                pending.insert(
+                    id.clone(),
+                    Waiter {
+                        reply,
+                        handler,
+                        notifications,
+                        progress_token,
+                    },
+                );
                 Some(rx)
             }
         };
@@ -194,12 +264,17 @@ impl Loopback {
             }
             return Err(format!("the server connection is closed: {e}"));
         }
-        match waiter {
-            None => Ok(None),
-            Some(rx) => rx
-                .await
-                .map(Some)
-                .map_err(|_| "the server connection closed before answering".to_owned()),
+        let Some(rx) = waiter else {
+            return Ok(None);
+        };
+        let reply = rx.await;
+        if let Some(drain) = drain {
+            // Every notification before the response has been handled once this returns
+            // (a handler that panicked has ended the drain: nothing is left to wait for).
+            let _ = drain.await;
         }
+        reply
+            .map(Some)
+            .map_err(|_| "the server connection closed before answering".to_owned())
     }
 }

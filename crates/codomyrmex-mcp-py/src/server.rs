@@ -25,7 +25,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::loopback::{ClientHandler, Loopback};
+use crate::loopback::{ClientHandler, Loopback, NotificationHandler};
 use crate::registry::ToolRegistry;
 use crate::runtime::{runtime, with_python};
 
@@ -205,6 +205,28 @@ fn http_config(bind: SocketAddr, options_json: &str) -> PyResult<HttpConfig> {
     })
 }
 
+/// Calls `callback(message_json)` with the GIL on a blocking thread; resolves to the `str` it
+/// returned (empty for `None`), or a description of what it raised.
+fn python_callback(
+    callback: Py<PyAny>,
+) -> impl Fn(Value) -> codomyrmex_mcp::registry::BoxFuture<'static, Result<String, String>>
++ Send
++ Sync
++ 'static {
+    let callback = Arc::new(callback);
+    move |message: Value| {
+        let callback = callback.clone();
+        Box::pin(with_python(move |py| {
+            let value = callback.call1(py, (message.to_string(),))?;
+            if value.is_none(py) {
+                Ok(String::new())
+            } else {
+                value.extract::<String>(py)
+            }
+        }))
+    }
+}
+
 fn os_error(e: impl std::fmt::Display) -> PyErr {
     PyOSError::new_err(e.to_string())
 }
@@ -331,38 +353,48 @@ impl Server {
     /// returns the response's JSON, or `None` for a notification or a response. While it
     /// waits, `on_client_request(request_json)` answers the server's requests (a 2025-11-25
     /// tool's elicitation, sampling, roots) with the result's JSON; without it they are
-    /// answered with an error.
-    #[pyo3(signature = (message_json, on_client_request=None))]
+    /// answered with an error. `on_notification(notification_json)` takes the server's
+    /// notifications meanwhile (progress, log messages), each before the response; its
+    /// return value is ignored.
+    #[pyo3(signature = (message_json, on_client_request=None, on_notification=None))]
     fn handle_json(
         &self,
         py: Python<'_>,
         message_json: &str,
         on_client_request: Option<Py<PyAny>>,
+        on_notification: Option<Py<PyAny>>,
     ) -> PyResult<Option<String>> {
         let message: Value =
             serde_json::from_str(message_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let handler = on_client_request.map(|callback| {
-            let callback = Arc::new(callback);
+            let call = python_callback(callback);
             Arc::new(move |request: Value| {
-                let callback = callback.clone();
+                let reply = call(request);
                 Box::pin(async move {
-                    let text = with_python(move |py| {
-                        callback
-                            .call1(py, (request.to_string(),))?
-                            .extract::<String>(py)
-                    })
-                    .await?;
+                    let text = reply.await?;
                     serde_json::from_str::<Value>(&text)
                         .map_err(|e| format!("on_client_request did not return JSON: {e}"))
                 })
                     as codomyrmex_mcp::registry::BoxFuture<'static, Result<Value, String>>
             }) as ClientHandler
         });
+        let on_notification = on_notification.map(|callback| {
+            let call = python_callback(callback);
+            Arc::new(move |notification: Value| {
+                let done = call(notification);
+                Box::pin(async move {
+                    // The Python side catches and logs what the callback raises.
+                    if let Err(e) = done.await {
+                        eprintln!("codomyrmex_mcp: on_notification failed: {e}");
+                    }
+                }) as codomyrmex_mcp::registry::BoxFuture<'static, ()>
+            }) as NotificationHandler
+        });
         let rt = runtime()?;
         py.detach(|| {
             rt.block_on(async {
                 let loopback = self.loopback.get_or_init(|| Loopback::open(&self.server));
-                loopback.send(message, handler).await
+                loopback.send(message, handler, on_notification).await
             })
         })
         .map(|reply| reply.map(|v| v.to_string()))

@@ -175,10 +175,13 @@ def test_ctrl_c_stops_an_http_server_cleanly(http_server):
 
 def test_ctrl_c_stops_an_http_server_whose_sync_tool_hangs(http_server):
     import json
+    import threading
+    import time
     import urllib.error
     import urllib.request
 
     def post(message):
+        """The answer's status and body (an error status too: it is an answer)."""
         request = urllib.request.Request(
             http_server.url,
             data=json.dumps(message).encode(),
@@ -193,24 +196,37 @@ def test_ctrl_c_stops_an_http_server_whose_sync_tool_hangs(http_server):
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
-                return response.read().decode()
+                return response.status, response.read().decode()
         except urllib.error.HTTPError as e:
-            raise AssertionError(e.read().decode()) from e
+            return e.code, e.read().decode()
 
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-    hung = post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hang", "arguments": {}, "_meta": meta}})
-    assert "TIMEOUT" in hung.upper()
-    import threading
 
-    # `block` stays in flight (its thread is stuck) while the server is asked to stop.
-    threading.Thread(
-        target=lambda: post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "block", "arguments": {}, "_meta": meta}}),
-        daemon=True,
-    ).start()
-    added = post({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}, "_meta": meta}})
-    assert '"result":1' in added.replace(" ", "")
+    def call(request_id, name, arguments=None):
+        params = {"name": name, "arguments": arguments or {}, "_meta": meta}
+        return post({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+    status, hung = call(1, "hang")
+    assert status == 200 and "TIMEOUT" in hung.upper(), hung
+    # `block` stays in flight (its thread is stuck) while the server is asked to stop: its
+    # client gets the shutdown's 503 (-32000), and the server still exits at once.
+    blocked = []
+    worker = threading.Thread(target=lambda: blocked.append(call(2, "block")), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while '"result":true' not in call(3, "is_blocking")[1].replace(" ", ""):
+        assert time.monotonic() < deadline, "block never started"
+        time.sleep(0.02)
+    status, added = call(4, "add", {"a": 1})
+    assert status == 200 and '"result":1' in added.replace(" ", ""), added
     http_server.proc.send_signal(signal.SIGINT)
     assert http_server.proc.wait(timeout=30) == 0
+    worker.join(30)
+    assert len(blocked) == 1, "the in-flight call got no answer"
+    status, body = blocked[0]
+    assert status == 503, blocked
+    error = json.loads(body)["error"]
+    assert error["code"] == -32000 and "shutting down" in error["message"].lower(), body
 
 
 def test_http_refuses_cross_origin_requests_and_sends_no_cors_headers(http_server):

@@ -13,6 +13,8 @@ import concurrent.futures
 import contextlib
 import inspect
 import json
+import math
+import sys
 import threading
 from typing import Any, Dict, Iterator, Optional
 
@@ -101,17 +103,44 @@ async def _as_coroutine(awaitable: Any) -> Any:
 
 
 def _failure(error_type: str, message: str, details: Any = None) -> str:
-    from .schemas.mcp_schemas import MCPErrorDetail, MCPToolResult
+    # An ``MCPToolResult`` failure's JSON, written without Pydantic (the Rust side reads it
+    # as its own ``McpToolResult``).
+    error = {"error_type": error_type, "error_message": message, "error_details": details}
+    return json.dumps({"status": "failure", "error": error}, default=str)
 
-    return MCPToolResult(
-        status="failure",
-        error=MCPErrorDetail(error_type=error_type, error_message=message, error_details=details),
-    ).model_dump_json()
+
+def _not_plain(value: Any) -> Any:
+    raise TypeError("not plain JSON")
+
+
+# Made once: `json.dumps` with options builds an encoder at every call.
+_encode = json.JSONEncoder(allow_nan=False, default=_not_plain, separators=(",", ":")).encode
+
+
+def _plain_json(value: Any) -> str:
+    """``value`` as JSON if it is plain JSON (scalars written directly, as ``json`` writes
+    them); raises ``TypeError`` or ``ValueError`` otherwise."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return _encode(value)
 
 
 def wrap(value: Any) -> str:
     """A handler's return value as ``MCPToolResult`` JSON: a result as it is, anything else
-    as ``data={"result": value}``."""
+    as ``data={"result": value}``. Plain JSON values (``str``, numbers, ``bool``, ``None``,
+    lists and dicts of them) are written by ``json``; anything else (models, dataclasses,
+    dates, NaN, ...) by Pydantic, as before."""
+    try:
+        return '{"status":"success","data":{"result":' + _plain_json(value) + "}}"
+    except (TypeError, ValueError, RecursionError):
+        pass
     from pydantic_core import to_jsonable_python
 
     from .schemas.mcp_schemas import MCPToolResult
@@ -139,9 +168,9 @@ def invoke(handler: Any, arguments_json: str, state: Any) -> str:
     except (_Cancelled, concurrent.futures.CancelledError, asyncio.CancelledError):
         return _failure("Cancelled", "The call was cancelled")
     except Exception as e:  # a tool's exception is its failure, never the server's
-        from pydantic import ValidationError
-
-        if isinstance(e, ValidationError):
+        # Without Pydantic imported, nothing raised is one of its ValidationErrors.
+        pydantic = sys.modules.get("pydantic")
+        if pydantic is not None and isinstance(e, pydantic.ValidationError):
             return _failure("ValidationError", str(e), {"errors": json.loads(e.json())})
         return _failure(type(e).__name__, str(e))
     try:

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Union
 
 from . import _core
 from .decorators import mcp_tool, register_function
-from .schemas.mcp_schemas import MCPToolRegistry
+from ._registry import MCPToolRegistry
 
 __all__ = ["MCPServer", "MCPServerConfig"]
 
@@ -232,10 +232,23 @@ class MCPServer:
         correlation_id: Optional[str] = None,
         *,
         on_client_request: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        on_notification: Optional[Callable[[Dict[str, Any]], Any]] = None,
     ) -> Optional[Dict[str, Any]]:
         """Handles one JSON-RPC message on this server's in-memory connection (a legacy
         session lasts across calls) and returns the response, or None for a notification.
         ``correlation_id`` is accepted for compatibility and not used.
+
+        ``on_notification(notification)`` (sync or async; the whole JSON-RPC notification)
+        receives what the server sends while the request runs: a tool's progress
+        (``notifications/progress``, when the request's ``_meta`` has a ``progressToken``)
+        and log messages (``notifications/message``, at the level the client set: in
+        2025-11-25 with ``logging/setLevel``, in 2026-07-28 with the request's
+        ``io.modelcontextprotocol/logLevel`` in ``_meta``), in order, each before the
+        response. Progress goes to the call whose token it carries; other notifications to a
+        waiting call that passed ``on_notification`` (with calls in flight at once, any one
+        of them). It runs on a thread of its own, one notification at a time, and may send
+        requests itself (``handle_request`` from an async listener). What it raises is
+        logged, not raised here. Without it they are dropped.
 
         A tool that asks the client something (``Context.elicit``, ``create_message``,
         ``list_roots``): in 2026-07-28 the response is an ``input_required`` result, and the
@@ -244,23 +257,38 @@ class MCPServer:
         waits: ``on_client_request(request)`` (sync or async; the whole JSON-RPC request)
         returns its result (a dict), or raises to answer with an error; without it the
         request is answered with an error at once, and the tool's request fails
-        (``ClientRequestFailed``). Progress and log notifications are not delivered."""
+        (``ClientRequestFailed``)."""
         text = json.dumps(message)
         loop = asyncio.get_running_loop()
+
+        def resolved(value: Any) -> Any:  # on a Rust thread, with the GIL
+            if inspect.isawaitable(value):
+                value = asyncio.run_coroutine_threadsafe(_awaited(value), loop).result()
+            return value
+
         answer: Optional[Callable[[str], str]] = None
         if on_client_request is not None:
             callback = on_client_request
 
-            def answer_with(request_json: str) -> str:  # on a Rust thread, with the GIL
-                value = callback(json.loads(request_json))
-                if inspect.isawaitable(value):
-                    value = asyncio.run_coroutine_threadsafe(_awaited(value), loop).result()
+            def answer_with(request_json: str) -> str:
+                value = resolved(callback(json.loads(request_json)))
                 if hasattr(value, "model_dump"):
                     value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
                 return json.dumps(value)
 
             answer = answer_with
-        reply = await loop.run_in_executor(None, self._core.handle_json, text, answer)
+        notify: Optional[Callable[[str], None]] = None
+        if on_notification is not None:
+            listener = on_notification
+
+            def notify_with(notification_json: str) -> None:
+                try:
+                    resolved(listener(json.loads(notification_json)))
+                except Exception:  # the listener's failure is not the request's
+                    logger.exception("on_notification raised")
+
+            notify = notify_with
+        reply = await loop.run_in_executor(None, self._core.handle_json, text, answer, notify)
         return json.loads(reply) if reply is not None else None
 
     async def run_stdio(self) -> None:

@@ -1,7 +1,7 @@
 """A server written with the package, for the tests: `demo_server.py [stdio|http]`.
 
 Tools: `add` (sync), `slow_echo` (async), `boom` (raises), `block` (waits until `release`
-is called), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async wait with a
+is called; `is_blocking` says whether one started), `hang` (the same wait, with a 1 s timeout), `async_hang` (an async wait with a
 1 s timeout) and `async_hang_cancelled` (whether that wait was cancelled), `noisy` (prints to
 stdout), `progress` (takes a Context), `ask_name` (elicits), `ask_twice`, `ask_name_async`,
 `sample`, `sample_async`, `roots`, `roots_async` and `ask_and_sample` (requests to the
@@ -24,6 +24,7 @@ server = MCPServer(
     MCPServerConfig(name="py-demo", version="0.0.1", transport=transport, per_tool_timeouts={"hang": 1.0, "async_hang": 1.0, "hang_then_report": 1.0})
 )
 released = threading.Event()
+blocking = threading.Event()
 
 
 @server.tool(title="Add")
@@ -48,8 +49,15 @@ def boom(message: str) -> None:
 @server.tool()
 def block() -> str:
     """Waits until `release` is called."""
+    blocking.set()
     released.wait(60)
     return "released"
+
+
+@server.tool()
+def is_blocking() -> bool:
+    """Whether a `block` call has started."""
+    return blocking.is_set()
 
 
 @server.tool()

@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use codomyrmex_mcp_bench::util::echoes;
 use serde_json::json;
 
 use crate::Result;
@@ -152,7 +153,16 @@ impl Caller {
             self.needle.extend_from_slice(b"\"text\":\"");
             self.needle.extend_from_slice(self.text.as_bytes());
             self.needle.push(b'"');
-            let text_ok = find(body, &self.needle).is_some();
+            let mut text_ok = find(body, &self.needle).is_some();
+            if !text_ok {
+                // A server on the seed's Python API: `{"result": text}` ([`echoes`]).
+                self.needle.clear();
+                self.needle
+                    .extend_from_slice(b"\"structuredContent\":{\"result\":\"");
+                self.needle.extend_from_slice(self.text.as_bytes());
+                self.needle.extend_from_slice(b"\"}");
+                text_ok = find(body, &self.needle).is_some();
+            }
             self.needle.clear();
             let _ = write!(self.needle, "\"id\":{id}");
             let id_ok = find(body, &self.needle).is_some_and(|at| {
@@ -167,12 +177,7 @@ impl Caller {
         let id_value = json!(id);
         let v = response_of(head, body, &id_value)
             .ok_or_else(|| format!("no response to call {id} in {}", snippet(body)))?;
-        let ok = v["jsonrpc"] == "2.0"
-            && v["id"] == id_value
-            && v["result"]["content"].as_array().map(Vec::len) == Some(1)
-            && v["result"]["content"][0]["type"] == "text"
-            && v["result"]["content"][0]["text"].as_str() == Some(self.text.as_str())
-            && v["result"]["isError"] != json!(true);
+        let ok = v["jsonrpc"] == "2.0" && v["id"] == id_value && echoes(&v["result"], &self.text);
         if ok {
             Ok(())
         } else {

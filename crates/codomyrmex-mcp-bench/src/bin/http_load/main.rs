@@ -27,7 +27,8 @@
 //! Every request accepts `application/json, text/event-stream`; answers may be JSON or SSE
 //! (the JSON-RPC response in a `data:` line), with a `Content-Length` or chunked. Every answer
 //! is checked: status 200, the call's id, and the call's own text (unique per call) echoed
-//! back as a text block; every warm-up answer and every 97th measured one are parsed in full.
+//! back as a text block (or as `codomyrmex_mcp`'s `{"result": text}`: `util::echoes`); every
+//! warm-up answer and every 97th measured one are parsed in full.
 //! A failed check counts as an error; the exit status is 1 when any call failed.
 //!
 //! **Idle sessions** (`--idle NAME=COMMAND`). Starts the server, opens `--idle-sessions`

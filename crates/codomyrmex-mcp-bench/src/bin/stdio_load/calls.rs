@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use codomyrmex_mcp_bench::util::echoes;
+
 use crate::Result;
 use crate::server::Server;
 
@@ -43,16 +45,12 @@ impl Requests {
         out.extend_from_slice(&self.suffix);
     }
 
-    /// Checks a response in full: the right id, and the payload as the single text block.
+    /// Checks a response in full: the right id, and the payload echoed ([`echoes`]).
     pub(crate) fn check(&self, line: &[u8], id: u64) -> Result<()> {
         let v: Value = serde_json::from_slice(line)
             .map_err(|e| format!("response is not JSON ({e}): {}", truncate(line)))?;
-        let ok = v["jsonrpc"] == "2.0"
-            && v["id"] == json!(id)
-            && v["result"]["content"].as_array().map(Vec::len) == Some(1)
-            && v["result"]["content"][0]["type"] == "text"
-            && v["result"]["content"][0]["text"].as_str() == Some(self.payload.as_str())
-            && v["result"]["isError"] != json!(true);
+        let ok =
+            v["jsonrpc"] == "2.0" && v["id"] == json!(id) && echoes(&v["result"], &self.payload);
         if ok {
             Ok(())
         } else {

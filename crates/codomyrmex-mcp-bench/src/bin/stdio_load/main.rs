@@ -14,7 +14,8 @@
 //! every spawn (the case's own and `--cold-starts` extra ones) and summarised as a median.
 //!
 //! Every warm-up answer and a sample of measured answers are checked in full (the echoed text
-//! must come back as the single text block); every measured answer must carry a known id.
+//! must come back as the single text block, or as `codomyrmex_mcp`'s `{"result": text}`:
+//! `util::echoes`); every measured answer must carry a known id.
 //!
 //! One subject is given after `--`; several with `--subject NAME=COMMAND` (the command is split
 //! on whitespace). With several subjects and `--rounds R`, every round runs every case on every
