@@ -194,11 +194,15 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
         (None, _) => None,
     };
     let server = server_with_key(&config, shared.as_ref().map(|s| s.request_state_key))?;
-    // Task records through the store: the work stays here, leased for TASK_LEASE at a time.
+    // Task records through the store: the work stays here, leased for `task_lease` at a time.
     // Changes made here go out on the store's change bus, and those of others come in.
     let instance = instance_name();
     let (server, _task_sync) = match shared.as_ref() {
-        Some(s) => server.with_task_store(s.tasks.clone(), instance.clone(), TASK_LEASE),
+        Some(s) => server.with_task_store(
+            s.tasks.clone(),
+            instance.clone(),
+            Duration::from_secs(config.task_lease_secs),
+        ),
         None => (server, None),
     };
     let _change_bridge = shared.as_ref().map(|s| {
@@ -227,10 +231,6 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
         }
     }
 }
-
-/// How long this instance's lease on its running tasks lasts: if it dies, other instances
-/// see those tasks fail at most this long after its last renewal (renewed every second).
-const TASK_LEASE: Duration = Duration::from_secs(10);
 
 /// This instance's name in the task records it owns: the host, the process and a random
 /// part (a restarted process on the same host is another owner).
@@ -409,6 +409,7 @@ mod tests {
             shell: ShellSettings::default(),
             http,
             store: None,
+            task_lease_secs: crate::config::DEFAULT_TASK_LEASE_SECS,
             demo_tools: false,
         }
     }
