@@ -332,3 +332,69 @@ async fn a_live_session_costs_no_round_trip_per_request_and_a_delete_elsewhere_e
     }
     assert_eq!(p.a.send(&ping).await.status, 404);
 }
+
+/// The GET for a session's standalone stream on `server`, resuming after `last` if given.
+fn standalone(sid: &str, last: Option<&str>) -> Req {
+    let req = Req::new("GET", "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", LEGACY);
+    match last {
+        Some(last) => req.header("last-event-id", last),
+        None => req,
+    }
+}
+
+/// Registers tool `name` on `server` at run time: a `tools/list_changed` for its sessions.
+fn add_tool(server: &TestServer, name: &str) {
+    server
+        .registry
+        .register(
+            name,
+            json!({"type": "object"}),
+            |_: Map<String, Value>, _cx: ToolContext| async move {
+                Ok::<Value, McpErrorDetail>(json!({}))
+            },
+        )
+        .unwrap();
+}
+
+/// A 2025-11-25 session's standalone GET stream gets events on A, is cut, and resumes with
+/// `Last-Event-ID` on B: the event sent while it was cut comes first, then the ones sent
+/// after, none lost and none twice.
+#[tokio::test]
+async fn the_standalone_stream_cut_on_one_instance_resumes_on_the_other() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut get = p.a.open(&standalone(&sid, None)).await;
+    assert_eq!(get.status, 200);
+    add_tool(&p.a, "one");
+    let first = next(&mut get).await;
+    add_tool(&p.a, "two");
+    let second = next(&mut get).await;
+    for e in [&first, &second] {
+        assert_eq!(e.data["method"], "notifications/tools/list_changed", "{:?}", e.data);
+    }
+    let last = second.id.clone().expect("events carry ids");
+    get.close();
+    // Sent while no stream is open: kept in the store's history.
+    add_tool(&p.a, "three");
+    let mut resumed = p.b.open(&standalone(&sid, Some(&last))).await;
+    assert_eq!(resumed.status, 200, "B resumes A's standalone stream");
+    let third = next(&mut resumed).await;
+    add_tool(&p.a, "four");
+    let fourth = next(&mut resumed).await;
+    for e in [&third, &fourth] {
+        assert_eq!(e.data["method"], "notifications/tools/list_changed", "{:?}", e.data);
+    }
+    let ids: Vec<String> = [&first, &second, &third, &fourth]
+        .iter()
+        .map(|e| e.id.clone().unwrap())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 4, "no event twice: {ids:?}");
+    p.a.stop().await;
+    p.b.stop().await;
+}
