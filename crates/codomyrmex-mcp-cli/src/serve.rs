@@ -196,17 +196,22 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     let server = server_with_key(&config, shared.as_ref().map(|s| s.request_state_key))?;
     // Task records through the store: the work stays here, leased for `task_lease` at a time.
     // Changes made here go out on the store's change bus, and those of others come in.
-    let instance = instance_name();
+    // One name per process: the message bus's, also the owner of its task leases and the
+    // origin of the changes it publishes.
     let (server, _task_sync) = match shared.as_ref() {
         Some(s) => server.with_task_store(
             s.tasks.clone(),
-            instance.clone(),
+            s.instance.clone(),
             Duration::from_secs(config.task_lease_secs),
         ),
         None => (server, None),
     };
     let _change_bridge = shared.as_ref().map(|s| {
-        codomyrmex_mcp::runtime::spawn_change_bridge(server.engine(), s.changes.clone(), instance)
+        codomyrmex_mcp::runtime::spawn_change_bridge(
+            server.engine(),
+            s.changes.clone(),
+            s.instance.clone(),
+        )
     });
     tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
     // SIGINT and SIGTERM end the input like EOF does (stdio) or stop accepting (HTTP); the
@@ -232,20 +237,6 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     }
 }
 
-/// This instance's name in the task records it owns: the host, the process and a random
-/// part (a restarted process on the same host is another owner).
-fn instance_name() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().chars().take(64).collect::<String>())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".into());
-    let mut bytes = [0u8; 4];
-    let _ = getrandom::fill(&mut bytes);
-    let tag: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{host}-{}-{tag}", std::process::id())
-}
-
 /// What instances sharing a store share.
 struct Shared {
     stores: SharedStores,
@@ -255,6 +246,8 @@ struct Shared {
     tasks: Arc<dyn codomyrmex_mcp::task_store::TaskStore>,
     /// List changes and resource updates between instances.
     changes: Arc<dyn codomyrmex_mcp::change_bus::ChangeBus>,
+    /// This instance's one name among those sharing the store (its message bus's).
+    instance: String,
 }
 
 /// The stores the HTTP transport uses when instances share them.
@@ -305,6 +298,7 @@ async fn connect_store(url: &StoreUrl, http: &HttpSettings) -> Result<Shared, St
         "sessions, SSE history, tasks, changes, the message bus and the requestState key are shared through the store"
     );
     Ok(Shared {
+        instance: bus.instance().to_owned(),
         tasks: Arc::new(RedisTaskStore::new(conn.clone())),
         changes: Arc::new(RedisChangeBus::new(conn.clone())),
         stores: SharedStores {
