@@ -183,7 +183,7 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
              profile"
         ));
     }
-    let shared = match (&config.store, listen) {
+    let mut shared = match (&config.store, listen) {
         (Some(url), Some(_)) => Some(connect_store(url, &config.http).await?),
         (Some(_), None) => {
             tracing::warn!(
@@ -198,12 +198,14 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     // Changes made here go out on the store's change bus, and those of others come in.
     // One name per process: the message bus's, also the owner of its task leases and the
     // origin of the changes it publishes.
-    let (server, _task_sync) = match shared.as_ref() {
-        Some(s) => server.with_task_store(
-            s.tasks.clone(),
-            s.instance.clone(),
-            Duration::from_secs(config.task_lease_secs),
-        ),
+    let (server, _task_sync) = match shared.as_mut() {
+        Some(s) => {
+            let lease = Duration::from_secs(config.task_lease_secs);
+            match s.task_wakeups.take() {
+                Some(w) => server.with_task_store_woken(s.tasks.clone(), s.instance.clone(), lease, w),
+                None => server.with_task_store(s.tasks.clone(), s.instance.clone(), lease),
+            }
+        }
         None => (server, None),
     };
     let _change_bridge = shared.as_ref().map(|s| {
@@ -248,6 +250,8 @@ struct Shared {
     changes: Arc<dyn codomyrmex_mcp::change_bus::ChangeBus>,
     /// This instance's one name among those sharing the store (its message bus's).
     instance: String,
+    /// Pushed when another instance cancels a task of this one or queues answers for it.
+    task_wakeups: Option<codomyrmex_mcp::runtime::TaskWakeups>,
 }
 
 /// The stores the HTTP transport uses when instances share them.
@@ -297,9 +301,15 @@ async fn connect_store(url: &StoreUrl, http: &HttpSettings) -> Result<Shared, St
         instance = bus.instance(),
         "sessions, SSE history, tasks, changes, the message bus and the requestState key are shared through the store"
     );
+    let tasks = RedisTaskStore::new(conn.clone());
+    let task_wakeups = tasks
+        .wakeups(bus.instance())
+        .await
+        .map_err(|e| format!("the store {}: {e}", url.redacted()))?;
     Ok(Shared {
         instance: bus.instance().to_owned(),
-        tasks: Arc::new(RedisTaskStore::new(conn.clone())),
+        task_wakeups: Some(task_wakeups),
+        tasks: Arc::new(tasks),
         changes: Arc::new(RedisChangeBus::new(conn.clone())),
         stores: SharedStores {
             sessions: Arc::new(RedisSessionStore::new(conn.clone())),
