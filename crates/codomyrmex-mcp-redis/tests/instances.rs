@@ -361,7 +361,7 @@ fn add_tool(server: &TestServer, name: &str) {
 
 /// A 2025-11-25 session's standalone GET stream gets events on A, is cut, and resumes with
 /// `Last-Event-ID` on B: the event sent while it was cut comes first, then the ones sent
-/// after, none lost and none twice.
+/// after, none lost and none twice (each id once).
 #[tokio::test]
 async fn the_standalone_stream_cut_on_one_instance_resumes_on_the_other() {
     let p = pair().await;
@@ -382,7 +382,10 @@ async fn the_standalone_stream_cut_on_one_instance_resumes_on_the_other() {
     let mut resumed = p.b.open(&standalone(&sid, Some(&last))).await;
     assert_eq!(resumed.status, 200, "B resumes A's standalone stream");
     let third = next(&mut resumed).await;
+    // B delivers the session's notifications now that its stream is there; a change is
+    // heard on both (between `serve` instances the change bridge relays it).
     add_tool(&p.a, "four");
+    add_tool(&p.b, "four");
     let fourth = next(&mut resumed).await;
     for e in [&third, &fourth] {
         assert_eq!(e.data["method"], "notifications/tools/list_changed", "{:?}", e.data);
@@ -395,6 +398,43 @@ async fn the_standalone_stream_cut_on_one_instance_resumes_on_the_other() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), 4, "no event twice: {ids:?}");
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+/// A change both instances hear (here registered on both; between `serve` instances the
+/// change bridge relays it) reaches a session live on both once: only the instance that
+/// took the session last (restored it, or opened its GET stream) delivers its notifications.
+#[tokio::test]
+async fn a_change_reaches_a_session_live_on_two_instances_once() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let other = session_on(&p.a, json!({})).await;
+    let mut get = p.a.open(&standalone(&sid, None)).await;
+    assert_eq!(get.status, 200);
+    // B takes the session live too (and with it its notifications).
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.b.send(&ping).await.status, 200);
+    // A barrier: A hears what B announces in order, so once A drops `other` (deleted on B),
+    // it has heard that B took `sid`.
+    let before = metric(&p.a, "mcp_http_sessions").await;
+    let r =
+        p.b.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &other))
+            .await;
+    assert_eq!(r.status, 204);
+    let deadline = Instant::now() + HANG;
+    while metric(&p.a, "mcp_http_sessions").await >= before {
+        assert!(Instant::now() < deadline, "A never heard of the DELETE on B");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    add_tool(&p.a, "one");
+    add_tool(&p.b, "one");
+    let first = next(&mut get).await;
+    assert_eq!(first.data["method"], "notifications/tools/list_changed");
+    // A second copy would follow at once; give it a generous second (this can only pass
+    // wrongly, never fail wrongly).
+    let again = tokio::time::timeout(Duration::from_secs(1), get.next_event()).await;
+    assert!(again.is_err(), "the change came twice: {:?}", again.map(|e| e.map(|e| e.data)));
     p.a.stop().await;
     p.b.stop().await;
 }

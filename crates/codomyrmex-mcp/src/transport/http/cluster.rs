@@ -13,6 +13,9 @@
 //!   does not await it is routed to the claim's owner, and a `notifications/cancelled` for a
 //!   request not in flight here is broadcast ([`route`]). [`Delivery`] hands what was routed
 //!   here to the session's engine.
+//! - **One instance notifies.** A session live on several instances gets its notifications
+//!   (list changes, resource updates) from one: the last to take it live or to open its GET
+//!   stream, which says so on the bus ([`Shared::take_notifications`]); the others stop.
 //!
 //! What it is not: without an external store the in-memory replay logs
 //! ([`replay`](super::replay)) serve every stream directly, and without a bus nothing is
@@ -39,7 +42,7 @@ use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
 
 use super::metrics::HttpMetrics;
-use super::sessions::{HttpSession, SESSION_ENDED, SessionTable};
+use super::sessions::{HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken};
 
 /// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
 const WRITER_QUEUE: usize = 256;
@@ -175,13 +178,33 @@ impl Shared {
         self.events.open_stream(scope).await
     }
 
+    /// Makes this instance the one that delivers `session`'s notifications (list changes,
+    /// resource updates), and tells the others, which stop: one `PUBLISH`. Called when this
+    /// instance takes the session live from its record and when the client opens a GET
+    /// stream here, so the instance its client last came to delivers them, once.
+    pub(crate) async fn take_notifications(&self, session: &HttpSession) {
+        let Some(bus) = &self.bus else {
+            return;
+        };
+        session.set_notifies(true);
+        if let Err(e) = bus
+            .broadcast(session.id(), session_taken(bus.instance()))
+            .await
+        {
+            // The others go on delivering too: the client may see a change twice.
+            self.store_error(&e);
+        }
+    }
+
     /// Where a GET with `last` (its `Last-Event-ID`, if any) starts: the replay after it, or
-    /// the end of the standalone stream (created if the session has no history yet).
+    /// the end of the standalone stream (created if the session has no history yet). The
+    /// session's notifications are delivered from here from now on.
     pub(crate) async fn start(
         &self,
         session: &HttpSession,
         last: Option<EventId>,
     ) -> Result<Replay, StoreError> {
+        self.take_notifications(session).await;
         let owner = session.owner();
         let scope = ReplayScope {
             session: session.id(),
@@ -397,6 +420,16 @@ impl BusHandler for Delivery {
         };
         if routed.message == SESSION_ENDED {
             table.ended_elsewhere(&routed.session);
+            return;
+        }
+        if routed.message.starts_with(SESSION_TAKEN) {
+            let mine = table
+                .shared()
+                .and_then(|s| s.bus.as_ref())
+                .is_some_and(|bus| routed.message == session_taken(bus.instance()));
+            if !mine {
+                table.taken_elsewhere(&routed.session);
+            }
             return;
         }
         let Some(http) = table.live(&routed.session) else {

@@ -46,6 +46,22 @@ pub(crate) const TOUCH_EVERY: Duration = Duration::from_secs(1);
 /// broadcast only as `notifications/cancelled`.
 pub(crate) const SESSION_ENDED: &[u8] =
     br#"{"jsonrpc":"2.0","method":"codomyrmex-mcp/sessionEnded"}"#;
+
+/// How the message an instance broadcasts when it takes a session's notifications begins
+/// (it restored the session, or the client opened its GET stream there); the instance's
+/// name follows, then [`SESSION_TAKEN_END`]. The others stop delivering that session's
+/// notifications (list changes, resource updates), so its client gets each once.
+pub(crate) const SESSION_TAKEN: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"codomyrmex-mcp/sessionTaken","params":{"instance":""#;
+/// How [`SESSION_TAKEN`]'s message ends.
+pub(crate) const SESSION_TAKEN_END: &[u8] = br#""}}"#;
+
+/// The [`SESSION_TAKEN`] message of `instance`.
+pub(crate) fn session_taken(instance: &str) -> Vec<u8> {
+    let name = serde_json::to_string(instance).unwrap_or_default();
+    let name = name.trim_matches('"').as_bytes();
+    [SESSION_TAKEN, name, SESSION_TAKEN_END].concat()
+}
 use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 
 /// One legacy session over HTTP: the engine's session plus its SSE streams, whose logs the
@@ -65,6 +81,9 @@ pub(crate) struct HttpSession {
     limits: ReplayLimits,
     /// Open SSE responses reading from an external event store.
     store_readers: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether this instance delivers the session's notifications (list changes, resource
+    /// updates): until another instance sharing the session takes them ([`SESSION_TAKEN`]).
+    notifies: std::sync::atomic::AtomicBool,
 }
 
 impl HttpSession {
@@ -98,7 +117,18 @@ impl HttpSession {
             events: events.clone(),
             limits,
             store_readers: Arc::default(),
+            notifies: std::sync::atomic::AtomicBool::new(true),
         }
+    }
+
+    /// Whether this instance delivers the session's notifications.
+    pub(crate) fn notifies(&self) -> bool {
+        self.notifies.load(Ordering::Relaxed)
+    }
+
+    /// This instance delivers the session's notifications (`true`), or another does.
+    pub(crate) fn set_notifies(&self, on: bool) {
+        self.notifies.store(on, Ordering::Relaxed);
     }
 
     /// Counts an SSE response reading this session's streams from an external store.
@@ -460,6 +490,13 @@ impl SessionTable {
         self.forget(&[id.to_owned()]);
     }
 
+    /// Another instance took the notifications of session `id` ([`SESSION_TAKEN`]).
+    pub(crate) fn taken_elsewhere(&self, id: &str) {
+        if let Some(s) = self.lock().get(id) {
+            s.set_notifies(false);
+        }
+    }
+
     /// The live state of a session of `principal` that this process does not hold, rebuilt
     /// from its record (written by another instance sharing the store), refreshed.
     async fn restore(
@@ -509,6 +546,9 @@ impl SessionTable {
         let http = self.lock().entry(id.to_owned()).or_insert(http).clone();
         self.used(&http);
         self.shed_live();
+        if let Some(shared) = &self.shared {
+            shared.take_notifications(&http).await;
+        }
         Ok(Some(http))
     }
 
