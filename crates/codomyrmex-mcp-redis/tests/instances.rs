@@ -438,3 +438,60 @@ async fn a_change_reaches_a_session_live_on_two_instances_once() {
     p.a.stop().await;
     p.b.stop().await;
 }
+
+/// A `DELETE` on B whose broadcast A missed (A's pub/sub connection was cut, and is back)
+/// still ends the session on A: after a reconnect A checks a live session's record again
+/// before serving it, instead of trusting it for up to a second.
+#[tokio::test]
+async fn a_delete_whose_broadcast_was_missed_still_ends_the_session_elsewhere() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.a.send(&ping).await.status, 200);
+    let mut admin = redis::Client::open(format!(
+        "redis://127.0.0.1:{}/",
+        p.redis.as_ref().unwrap().port
+    ))
+    .unwrap()
+    .get_multiplexed_async_connection()
+    .await
+    .unwrap();
+    let subscribed = |admin: &mut redis::aio::MultiplexedConnection| {
+        let mut admin = admin.clone();
+        async move {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .arg("TYPE")
+                .arg("pubsub")
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            clients.lines().count()
+        }
+    };
+    let listening = subscribed(&mut admin).await;
+    assert_eq!(listening, 2, "one pub/sub connection per instance");
+    // Cut both instances' pub/sub connections: B's DELETE is published to nobody.
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let r =
+        p.b.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &sid))
+            .await;
+    assert_eq!(r.status, 204);
+    // Both reconnect by themselves.
+    let deadline = Instant::now() + HANG;
+    while subscribed(&mut admin).await < listening {
+        assert!(Instant::now() < deadline, "the instances never reconnected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        p.a.send(&ping).await.status,
+        404,
+        "A served a session B deleted while A was not listening"
+    );
+}

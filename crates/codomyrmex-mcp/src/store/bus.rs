@@ -77,6 +77,16 @@ pub trait MessageBus: Send + Sync + std::fmt::Debug {
 
     /// Delivers `message` of `session` to every instance.
     fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()>;
+
+    /// Whether this instance hears every message now: `None` while what is sent to it may be
+    /// lost (its subscription is down), else a number that changes whenever it may have
+    /// missed some (its subscription was lost and renewed since). The HTTP transport trusts
+    /// a live session it validated at the same epoch (a `DELETE` elsewhere would have
+    /// reached it), and checks its record again otherwise. A bus that loses nothing keeps
+    /// the default, `Some(0)`.
+    fn epoch(&self) -> Option<u64> {
+        Some(0)
+    }
 }
 
 #[derive(Default)]

@@ -72,6 +72,8 @@ pub(crate) struct HttpSession {
     last_used: AtomicU64,
     /// When its record's expiry was last refreshed in the store (wall-clock milliseconds).
     touched: AtomicU64,
+    /// The message bus's epoch when the record was last refreshed ([`NO_EPOCH`]: none).
+    epoch: AtomicU64,
     pub(crate) session: Arc<Session>,
     /// Stream 0: the standalone GET stream, for messages not tied to a request.
     pub(crate) standalone: Arc<StreamLog>,
@@ -111,6 +113,7 @@ impl HttpSession {
             id,
             last_used: AtomicU64::new(0),
             touched: AtomicU64::new(now_ms()),
+            epoch: AtomicU64::new(bus_epoch(shared)),
             session,
             standalone_sink,
             standalone,
@@ -192,6 +195,18 @@ impl HttpSession {
         self.standalone.close();
         self.events.end_session(&self.id);
     }
+}
+
+/// An epoch no bus reports: a session validated at it is checked again.
+const NO_EPOCH: u64 = u64::MAX;
+
+/// The bus's epoch ([`MessageBus::epoch`](crate::store::MessageBus::epoch)), or
+/// [`NO_EPOCH`] while it may be losing messages (or there is no bus).
+fn bus_epoch(shared: Option<&Arc<Shared>>) -> u64 {
+    shared
+        .and_then(|s| s.bus.as_ref())
+        .and_then(|b| b.epoch())
+        .unwrap_or(NO_EPOCH)
 }
 
 /// The record of `session`, created at `now`.
@@ -445,12 +460,15 @@ impl SessionTable {
         }
         let now = now_ms();
         if !self.touched_lately(&s, now) {
+            // Read before the touch: a DELETE after it is heard at this epoch, or changes it.
+            let epoch = bus_epoch(self.shared.as_ref());
             if self.records.touch(id, now).await?.is_none() {
                 // Expired, or ended elsewhere.
                 self.forget(&[id.to_owned()]);
                 return Ok(None);
             }
             s.touched.store(now, Ordering::Relaxed);
+            s.epoch.store(epoch, Ordering::Relaxed);
         }
         self.used(&s);
         Ok(Some(s))
@@ -462,8 +480,16 @@ impl SessionTable {
     /// ([`SESSION_ENDED`]) instead of as the next touch's "gone", and the record's expiry
     /// (the idle timeout, minutes) is refreshed at least every [`TOUCH_EVERY`] while the
     /// session is used. Without a bus every request touches the record.
+    ///
+    /// Only while the bus hears everything, at the epoch the record was last refreshed at
+    /// ([`MessageBus::epoch`](crate::store::MessageBus::epoch)): after the bus's
+    /// subscription was lost, a `DELETE`'s broadcast may have been missed, so each live
+    /// session's next request checks its record again (one round trip each, once).
     fn touched_lately(&self, s: &HttpSession, now: u64) -> bool {
+        let epoch = s.epoch.load(Ordering::Relaxed);
         self.shared.as_ref().is_some_and(|sh| sh.bus.is_some())
+            && epoch != NO_EPOCH
+            && epoch == bus_epoch(self.shared.as_ref())
             && now.saturating_sub(s.touched.load(Ordering::Relaxed))
                 < TOUCH_EVERY.as_millis() as u64
             && TOUCH_EVERY < self.idle
