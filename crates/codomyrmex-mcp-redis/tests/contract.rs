@@ -296,3 +296,26 @@ fn scope_static() -> ReplayScope<'static> {
         principal: None,
     }
 }
+
+/// A message routed to a claim whose owner no longer listens (it died) is not lost
+/// silently: the sender is told the owner is gone.
+#[tokio::test]
+async fn routing_to_a_claim_whose_owner_is_gone_says_so() {
+    let redis = start_redis();
+    let dead = RedisBus::join(connect(&redis, "t10").await).await.unwrap();
+    let live = RedisBus::join(connect(&redis, "t10").await).await.unwrap();
+    live.subscribe(std::sync::Arc::new(contract::Collector::default()))
+        .await
+        .unwrap();
+    // `dead` claimed a request, then stopped listening (it never subscribed).
+    dead.claim("s", "srv-1", 0, 60_000).await.unwrap();
+    assert_eq!(
+        live.route("s", "srv-1", b"{}".to_vec(), 0).await,
+        Err(StoreError::OwnerGone)
+    );
+    assert_eq!(
+        live.route("s", "srv-2", b"{}".to_vec(), 0).await,
+        Ok(false),
+        "no claim: still this instance's to handle"
+    );
+}

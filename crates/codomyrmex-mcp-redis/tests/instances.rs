@@ -495,3 +495,43 @@ async fn a_delete_whose_broadcast_was_missed_still_ends_the_session_elsewhere() 
         "A served a session B deleted while A was not listening"
     );
 }
+
+/// A client's answer to a request of an instance that died (its claim names an instance
+/// nobody listens for) gets a clear error, not a silent `202`.
+#[tokio::test]
+async fn an_answer_for_an_instance_that_died_gets_a_clear_error() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({"elicitation": {}})).await;
+    let mut admin = redis::Client::open(format!(
+        "redis://127.0.0.1:{}/",
+        p.redis.as_ref().unwrap().port
+    ))
+    .unwrap()
+    .get_multiplexed_async_connection()
+    .await
+    .unwrap();
+    // The claim a dead instance `i999` left for its request `"srv-i999-1"`.
+    let _: () = redis::cmd("SET")
+        .arg(format!("inst:bus:c:{sid}:\"srv-i999-1\""))
+        .arg("i999")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let answer = Req::new("POST", "/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", LEGACY)
+        .json(&json!({"jsonrpc": "2.0", "id": "srv-i999-1", "result": {"action": "decline"}}));
+    let r = p.b.send(&answer).await;
+    assert_eq!(r.status, 410, "{}", String::from_utf8_lossy(&r.body));
+    let body = r.json();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("gone")),
+        "{body}"
+    );
+    // The session itself goes on.
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.b.send(&ping).await.status, 200);
+}

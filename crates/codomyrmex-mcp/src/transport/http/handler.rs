@@ -461,6 +461,14 @@ async fn legacy(
             match super::cluster::route(shared, &session, &message).await {
                 Ok(true) => return accepted(),
                 Ok(false) => {}
+                Err(StoreError::OwnerGone) => {
+                    return bad(
+                        StatusCode::GONE,
+                        ErrorCode::INVALID_REQUEST,
+                        "The instance that asked for this answer is gone, and its call with it; \
+                         retry the call",
+                    );
+                }
                 Err(e) => return store_unavailable(app, &e),
             }
         }
