@@ -202,7 +202,9 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
         Some(s) => {
             let lease = Duration::from_secs(config.task_lease_secs);
             match s.task_wakeups.take() {
-                Some(w) => server.with_task_store_woken(s.tasks.clone(), s.instance.clone(), lease, w),
+                Some(w) => {
+                    server.with_task_store_woken(s.tasks.clone(), s.instance.clone(), lease, w)
+                }
                 None => server.with_task_store(s.tasks.clone(), s.instance.clone(), lease),
             }
         }

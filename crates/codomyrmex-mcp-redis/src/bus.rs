@@ -167,7 +167,10 @@ impl MessageBus for RedisBus {
 
     fn epoch(&self) -> Option<u64> {
         // Before the first subscription nothing was heard, so nothing can have been missed.
-        self.redis.hub.get().map_or(Some(0), crate::pubsub::Hub::epoch)
+        self.redis
+            .hub
+            .get()
+            .map_or(Some(0), crate::pubsub::Hub::epoch)
     }
 
     fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {

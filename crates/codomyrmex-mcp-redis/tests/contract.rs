@@ -276,7 +276,10 @@ async fn one_connection_listens_for_the_bus_the_changes_and_the_streams() {
         if channels.iter().any(|c| c.contains(":ev:")) {
             break;
         }
-        assert!(Instant::now() < deadline, "the reader never subscribed: {channels:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the reader never subscribed: {channels:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let clients: String = redis::cmd("CLIENT")

@@ -373,7 +373,11 @@ async fn the_standalone_stream_cut_on_one_instance_resumes_on_the_other() {
     add_tool(&p.a, "two");
     let second = next(&mut get).await;
     for e in [&first, &second] {
-        assert_eq!(e.data["method"], "notifications/tools/list_changed", "{:?}", e.data);
+        assert_eq!(
+            e.data["method"], "notifications/tools/list_changed",
+            "{:?}",
+            e.data
+        );
     }
     let last = second.id.clone().expect("events carry ids");
     get.close();
@@ -388,7 +392,11 @@ async fn the_standalone_stream_cut_on_one_instance_resumes_on_the_other() {
     add_tool(&p.b, "four");
     let fourth = next(&mut resumed).await;
     for e in [&third, &fourth] {
-        assert_eq!(e.data["method"], "notifications/tools/list_changed", "{:?}", e.data);
+        assert_eq!(
+            e.data["method"], "notifications/tools/list_changed",
+            "{:?}",
+            e.data
+        );
     }
     let ids: Vec<String> = [&first, &second, &third, &fourth]
         .iter()
@@ -424,7 +432,10 @@ async fn a_change_reaches_a_session_live_on_two_instances_once() {
     assert_eq!(r.status, 204);
     let deadline = Instant::now() + HANG;
     while metric(&p.a, "mcp_http_sessions").await >= before {
-        assert!(Instant::now() < deadline, "A never heard of the DELETE on B");
+        assert!(
+            Instant::now() < deadline,
+            "A never heard of the DELETE on B"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     add_tool(&p.a, "one");
@@ -434,7 +445,11 @@ async fn a_change_reaches_a_session_live_on_two_instances_once() {
     // A second copy would follow at once; give it a generous second (this can only pass
     // wrongly, never fail wrongly).
     let again = tokio::time::timeout(Duration::from_secs(1), get.next_event()).await;
-    assert!(again.is_err(), "the change came twice: {:?}", again.map(|e| e.map(|e| e.data)));
+    assert!(
+        again.is_err(),
+        "the change came twice: {:?}",
+        again.map(|e| e.map(|e| e.data))
+    );
     p.a.stop().await;
     p.b.stop().await;
 }
