@@ -87,7 +87,7 @@ impl Hub {
             .inner
             .generation
             .load(std::sync::atomic::Ordering::Acquire);
-        (g % 2 == 0).then_some(g / 2)
+        g.is_multiple_of(2).then_some(g / 2)
     }
 
     /// Subscribes to `channel` while the returned [`Watch`] lives.
