@@ -44,6 +44,11 @@ use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
 use super::metrics::HttpMetrics;
 use super::sessions::{HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken};
 
+/// The method of the bus message that asks the instance running a 2025-11-25 task to relay
+/// what it sends the client to another instance's `tasks/result` stream
+/// ([`Shared::ask_task_relay`]).
+const RELAY_TASK: &str = "codomyrmex-mcp/relayTask";
+
 /// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
 const WRITER_QUEUE: usize = 256;
 
@@ -192,6 +197,44 @@ impl Shared {
             .await
         {
             // The others go on delivering too: the client may see a change twice.
+            self.store_error(&e);
+        }
+    }
+
+    /// For a 2025-11-25 `tasks/result` answered on `stream` here (0, the standalone stream,
+    /// when it is answered as JSON): asks every instance (one `PUBLISH`) that the one
+    /// running the task send what the task sends the client (its sampling, elicitation and
+    /// roots requests) to that stream, in the store, whose SSE responses on any instance
+    /// carry them; the client's answers then reach the task through the bus like any other. Any
+    /// other message asks nothing.
+    pub(crate) async fn ask_task_relay(
+        &self,
+        session: &HttpSession,
+        message: &IncomingMessage,
+        stream: u64,
+    ) {
+        let (Some(bus), IncomingMessage::Request { method, params, .. }) = (&self.bus, message)
+        else {
+            return;
+        };
+        let Some(task) = params
+            .as_ref()
+            .filter(|_| method == "tasks/result")
+            .and_then(|p| p.get("taskId"))
+            .and_then(serde_json::Value::as_str)
+        else {
+            return;
+        };
+        let ask = json!({
+            "jsonrpc": "2.0",
+            "method": RELAY_TASK,
+            "params": {"instance": bus.instance(), "task": task, "stream": stream},
+        });
+        if let Err(e) = bus
+            .broadcast(session.id(), ask.to_string().into_bytes())
+            .await
+        {
+            // The task's requests then wait for a `tasks/result` on its own instance.
             self.store_error(&e);
         }
     }
@@ -413,6 +456,44 @@ pub(crate) struct Delivery {
     pub(crate) engine: Engine,
 }
 
+impl Delivery {
+    /// Another instance serves a `tasks/result` for a task of `http`'s session: if it runs
+    /// here, what it sends the client goes to that instance's stream, through the store.
+    fn relay_task(
+        &self,
+        table: &SessionTable,
+        http: &HttpSession,
+        params: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) {
+        let (Some(shared), Some(p)) = (table.shared(), params) else {
+            return;
+        };
+        let from = p.get("instance").and_then(serde_json::Value::as_str);
+        if from.is_none() || from == shared.bus.as_ref().map(|b| b.instance()) {
+            // This instance's own `tasks/result`: the engine relays to it already.
+            return;
+        }
+        let (Some(task), Some(stream)) = (
+            p.get("task").and_then(serde_json::Value::as_str),
+            p.get("stream").and_then(serde_json::Value::as_u64),
+        ) else {
+            return;
+        };
+        let sink: Arc<dyn MessageSink> = if stream == 0 {
+            http.standalone_sink.clone()
+        } else {
+            Arc::new(shared.sink(http.id(), http.owner(), stream, false))
+        };
+        if self.engine.relay_task(&http.session, task, sink) {
+            tracing::debug!(
+                task,
+                stream,
+                "relaying a task's requests to another instance"
+            );
+        }
+    }
+}
+
 impl BusHandler for Delivery {
     fn deliver(&self, routed: Routed) {
         let Some(table) = self.sessions.upgrade() else {
@@ -439,6 +520,12 @@ impl BusHandler for Delivery {
             tracing::debug!("ignored a routed message that does not decode");
             return;
         };
+        if let IncomingMessage::Notification { method, params } = &message
+            && method == RELAY_TASK
+        {
+            self.relay_task(&table, &http, params.as_ref());
+            return;
+        }
         if let IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. } =
             &message
             && !http.session.awaits_client_response(id)
