@@ -137,6 +137,11 @@ pub struct ServerOptions {
         hide_env_values = true
     )]
     pub store: Option<String>,
+    /// With --store: seconds this instance's lease on its running tasks lasts (renewed every
+    /// quarter lease, at most a second apart); if it dies, the other instances see its tasks
+    /// fail at most this long after its last renewal [default: 10; 1 to 3600].
+    #[arg(long, value_name = "SECS", env = "CODOMYRMEX_MCP_TASK_LEASE", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub task_lease: Option<u64>,
     /// HTTP options.
     #[command(flatten)]
     pub http_options: HttpOptions,
@@ -193,6 +198,7 @@ pub struct HttpOptions {
 const SERVE_ONLY: &[&str] = &[
     "http",
     "store",
+    "task_lease",
     "auth_token",
     "allowed_hosts",
     "allowed_origins",

@@ -147,6 +147,8 @@ pub struct FileConfig {
 pub struct StoreFile {
     /// `redis://[:PASSWORD@]HOST:PORT[/DB]`.
     url: Option<String>,
+    /// Seconds an instance's lease on its running tasks lasts.
+    task_lease: Option<u64>,
 }
 
 /// Where shared state lives: a store URL, printed with any password redacted.
@@ -313,10 +315,19 @@ pub struct Effective {
     /// Where shared state lives (`None`: in memory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreUrl>,
+    /// Seconds an instance's lease on its running tasks lasts, with a store: if it dies,
+    /// other instances see its tasks fail at most this long after its last renewal.
+    pub task_lease_secs: u64,
     /// Whether the demo tools are registered (`--demo-tools`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub demo_tools: bool,
 }
+
+/// The task lease unless configured, in seconds.
+pub const DEFAULT_TASK_LEASE_SECS: u64 = 10;
+/// The task leases accepted, in seconds: at least 1 (renewed every quarter lease, at most a
+/// second apart), at most an hour (how long a dead instance's tasks may read as `working`).
+pub const TASK_LEASE_SECS: std::ops::RangeInclusive<u64> = 1..=3600;
 
 /// Why the configuration is unusable.
 #[derive(Debug, thiserror::Error)]
@@ -473,10 +484,22 @@ pub fn merge(
             "JWT validation (jwks) needs both issuer and audience".into(),
         ));
     }
+    let file_store = file.store.unwrap_or_default();
+    let task_lease_secs = opts
+        .task_lease
+        .or(file_store.task_lease)
+        .unwrap_or(DEFAULT_TASK_LEASE_SECS);
+    if !TASK_LEASE_SECS.contains(&task_lease_secs) {
+        return Err(ConfigError::Invalid(format!(
+            "store.task_lease must be between {} and {} seconds",
+            TASK_LEASE_SECS.start(),
+            TASK_LEASE_SECS.end()
+        )));
+    }
     let store = opts
         .store
         .clone()
-        .or(file.store.and_then(|s| s.url))
+        .or(file_store.url)
         .filter(|u| !u.is_empty())
         .map(StoreUrl);
     if let Some(url) = &store
@@ -497,6 +520,7 @@ pub fn merge(
         shell,
         http,
         store,
+        task_lease_secs,
         demo_tools: opts.demo_tools,
     })
 }
@@ -563,6 +587,9 @@ trusted_proxies = []     # e.g. ["10.0.0.0/8"]: behind these, X-Forwarded-For/Fo
 [store]
 # url = "redis://127.0.0.1:6379/0"   # shared state for many instances (--store,
                                      # CODOMYRMEX_MCP_STORE); in memory when unset
+# task_lease = 10   # seconds (1 to 3600) an instance vouches for its running tasks; if it
+                    # dies they fail this long after its last renewal (--task-lease,
+                    # CODOMYRMEX_MCP_TASK_LEASE)
 "#;
 
 #[cfg(test)]
@@ -608,6 +635,34 @@ mod tests {
                 .store
                 .is_none()
         );
+    }
+
+    #[test]
+    fn the_task_lease_comes_from_the_flag_or_the_file_within_bounds_and_prints() {
+        let e = merge(&opts(&[]), FileConfig::default(), None).unwrap();
+        assert_eq!(e.task_lease_secs, 10);
+        assert!(e.to_toml().unwrap().contains("task_lease_secs = 10"));
+        let file = FileConfig::parse("[store]\ntask_lease = 30").unwrap();
+        let e = merge(&opts(&[]), file.clone(), None).unwrap();
+        assert_eq!(e.task_lease_secs, 30);
+        assert!(e.to_toml().unwrap().contains("task_lease_secs = 30"));
+        let e = merge(&opts(&["--task-lease", "5"]), file, None).unwrap();
+        assert_eq!(e.task_lease_secs, 5);
+        for bad in ["0", "3601"] {
+            let file = FileConfig::parse(&format!("[store]\ntask_lease = {bad}")).unwrap();
+            let err = merge(&opts(&[]), file, None).unwrap_err();
+            assert!(err.to_string().contains("task_lease"), "{err}");
+            assert!(
+                ServerOptsParse::try_parse_from(["t", "--task-lease", bad]).is_err(),
+                "--task-lease {bad}"
+            );
+        }
+    }
+
+    #[derive(clap::Parser)]
+    struct ServerOptsParse {
+        #[command(flatten)]
+        _o: ServerOptions,
     }
 
     #[test]

@@ -183,7 +183,7 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
              profile"
         ));
     }
-    let shared = match (&config.store, listen) {
+    let mut shared = match (&config.store, listen) {
         (Some(url), Some(_)) => Some(connect_store(url, &config.http).await?),
         (Some(_), None) => {
             tracing::warn!(
@@ -194,15 +194,28 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
         (None, _) => None,
     };
     let server = server_with_key(&config, shared.as_ref().map(|s| s.request_state_key))?;
-    // Task records through the store: the work stays here, leased for TASK_LEASE at a time.
+    // Task records through the store: the work stays here, leased for `task_lease` at a time.
     // Changes made here go out on the store's change bus, and those of others come in.
-    let instance = instance_name();
-    let (server, _task_sync) = match shared.as_ref() {
-        Some(s) => server.with_task_store(s.tasks.clone(), instance.clone(), TASK_LEASE),
+    // One name per process: the message bus's, also the owner of its task leases and the
+    // origin of the changes it publishes.
+    let (server, _task_sync) = match shared.as_mut() {
+        Some(s) => {
+            let lease = Duration::from_secs(config.task_lease_secs);
+            match s.task_wakeups.take() {
+                Some(w) => {
+                    server.with_task_store_woken(s.tasks.clone(), s.instance.clone(), lease, w)
+                }
+                None => server.with_task_store(s.tasks.clone(), s.instance.clone(), lease),
+            }
+        }
         None => (server, None),
     };
     let _change_bridge = shared.as_ref().map(|s| {
-        codomyrmex_mcp::runtime::spawn_change_bridge(server.engine(), s.changes.clone(), instance)
+        codomyrmex_mcp::runtime::spawn_change_bridge(
+            server.engine(),
+            s.changes.clone(),
+            s.instance.clone(),
+        )
     });
     tracing::info!(root = %config.root.display(), profile = config.profile.as_str(), "starting");
     // SIGINT and SIGTERM end the input like EOF does (stdio) or stop accepting (HTTP); the
@@ -228,24 +241,6 @@ pub async fn serve(config: Effective, force_stdio: bool) -> Result<(), String> {
     }
 }
 
-/// How long this instance's lease on its running tasks lasts: if it dies, other instances
-/// see those tasks fail at most this long after its last renewal (renewed every second).
-const TASK_LEASE: Duration = Duration::from_secs(10);
-
-/// This instance's name in the task records it owns: the host, the process and a random
-/// part (a restarted process on the same host is another owner).
-fn instance_name() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().chars().take(64).collect::<String>())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".into());
-    let mut bytes = [0u8; 4];
-    let _ = getrandom::fill(&mut bytes);
-    let tag: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{host}-{}-{tag}", std::process::id())
-}
-
 /// What instances sharing a store share.
 struct Shared {
     stores: SharedStores,
@@ -255,6 +250,10 @@ struct Shared {
     tasks: Arc<dyn codomyrmex_mcp::task_store::TaskStore>,
     /// List changes and resource updates between instances.
     changes: Arc<dyn codomyrmex_mcp::change_bus::ChangeBus>,
+    /// This instance's one name among those sharing the store (its message bus's).
+    instance: String,
+    /// Pushed when another instance cancels a task of this one or queues answers for it.
+    task_wakeups: Option<codomyrmex_mcp::runtime::TaskWakeups>,
 }
 
 /// The stores the HTTP transport uses when instances share them.
@@ -304,8 +303,15 @@ async fn connect_store(url: &StoreUrl, http: &HttpSettings) -> Result<Shared, St
         instance = bus.instance(),
         "sessions, SSE history, tasks, changes, the message bus and the requestState key are shared through the store"
     );
+    let tasks = RedisTaskStore::new(conn.clone());
+    let task_wakeups = tasks
+        .wakeups(bus.instance())
+        .await
+        .map_err(|e| format!("the store {}: {e}", url.redacted()))?;
     Ok(Shared {
-        tasks: Arc::new(RedisTaskStore::new(conn.clone())),
+        instance: bus.instance().to_owned(),
+        task_wakeups: Some(task_wakeups),
+        tasks: Arc::new(tasks),
         changes: Arc::new(RedisChangeBus::new(conn.clone())),
         stores: SharedStores {
             sessions: Arc::new(RedisSessionStore::new(conn.clone())),
@@ -409,6 +415,7 @@ mod tests {
             shell: ShellSettings::default(),
             http,
             store: None,
+            task_lease_secs: crate::config::DEFAULT_TASK_LEASE_SECS,
             demo_tools: false,
         }
     }

@@ -8,7 +8,8 @@
 //!   a payload is the session id, a newline, and the JSON-RPC message.
 //!
 //! Routing is one script (read the claim, publish to its owner), so it costs one round trip;
-//! a claim and a release one each.
+//! a claim and a release one each. A claim whose owner has no subscriber (the instance
+//! died) routes nowhere: the sender gets [`StoreError::OwnerGone`].
 
 use std::sync::Arc;
 
@@ -31,12 +32,14 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 ";
 
-/// `route`. KEYS: the claim. ARGV: prefix, payload. Returns how many subscribers got it (0:
-/// no claim, or its owner is gone).
+/// `route`. KEYS: the claim. ARGV: prefix, payload. Returns how many subscribers got it: 0
+/// when there is no claim, -1 when its owner no longer listens (it died).
 const ROUTE: &str = r"
 local owner = redis.call('GET', KEYS[1])
 if not owner then return 0 end
-return redis.call('PUBLISH', ARGV[1] .. ':bus:i:' .. owner, ARGV[2])
+local got = redis.call('PUBLISH', ARGV[1] .. ':bus:i:' .. owner, ARGV[2])
+if got == 0 then return -1 end
+return got
 ";
 
 /// The [`MessageBus`] in Redis; cheap to clone.
@@ -153,8 +156,21 @@ impl MessageBus for RedisBus {
                 .invoke_async(&mut self.redis.conn())
                 .await
                 .map_err(|e| unavailable(&e))?;
+            if got < 0 {
+                // Also while the owner's pub/sub connection is reconnecting: either way the
+                // message is not delivered (pub/sub keeps nothing).
+                return Err(StoreError::OwnerGone);
+            }
             Ok(got > 0)
         })
+    }
+
+    fn epoch(&self) -> Option<u64> {
+        // Before the first subscription nothing was heard, so nothing can have been missed.
+        self.redis
+            .hub
+            .get()
+            .map_or(Some(0), crate::pubsub::Hub::epoch)
     }
 
     fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {

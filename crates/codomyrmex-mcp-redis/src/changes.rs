@@ -1,15 +1,24 @@
 //! [`RedisChangeBus`]: list changes and resource updates between instances, over Redis
 //! pub/sub on the channel `P:changes` (`P` the key prefix), as JSON
-//! [`ChangeMessage`]s. Each subscription is a connection of its own (pub/sub needs one);
-//! its feed ends when that connection is lost, and the subscriber subscribes again. What is
-//! published meanwhile is not replayed (pub/sub keeps nothing): changes are advisory.
+//! [`ChangeMessage`]s. It listens on the process's one pub/sub connection (the
+//! [`RedisConnection`]'s, shared with the message bus and the SSE readers): one handler fans
+//! each message out to every feed. A feed lives while its subscriber holds it; when the
+//! connection is lost, the connection reconnects and subscribes again by itself. What is
+//! published meanwhile is not replayed (pub/sub keeps nothing): changes are advisory, and a
+//! feed that falls more than [`FEED_BUFFER`] messages behind skips the oldest.
+
+use std::sync::Arc;
 
 use codomyrmex_mcp::change_bus::{
     ChangeBus, ChangeBusError, ChangeBusFuture, ChangeFeed, ChangeMessage, ServerEvent,
 };
 use futures_util::StreamExt as _;
+use tokio::sync::broadcast;
 
 use crate::RedisConnection;
+
+/// How many messages a feed may fall behind before it skips the oldest.
+pub const FEED_BUFFER: usize = 1024;
 
 /// The [`ChangeBus`] on Redis pub/sub; cheap to clone.
 #[derive(Debug, Clone)]
@@ -30,6 +39,31 @@ impl RedisChangeBus {
     fn channel(&self) -> String {
         format!("{}:changes", self.redis.prefix)
     }
+
+    /// The fan-out of the channel, subscribed on the shared connection the first time (the
+    /// connection holds it, so every change bus built on it shares it).
+    async fn fanout(&self) -> Result<&broadcast::Sender<Vec<u8>>, ChangeBusError> {
+        self.redis
+            .changes
+            .get_or_try_init(|| async {
+                let hub = self
+                    .redis
+                    .hub()
+                    .await
+                    .map_err(|e| ChangeBusError::Unavailable(e.to_string()))?;
+                let (tx, _) = broadcast::channel(FEED_BUFFER);
+                let sender = tx.clone();
+                let handler: crate::pubsub::Handler = Arc::new(move |payload: Vec<u8>| {
+                    // No feed listening: nothing to do.
+                    let _ = sender.send(payload);
+                });
+                hub.handle(self.channel(), handler)
+                    .await
+                    .map_err(|e| ChangeBusError::Unavailable(e.to_string()))?;
+                Ok(tx)
+            })
+            .await
+    }
 }
 
 impl ChangeBus for RedisChangeBus {
@@ -49,18 +83,19 @@ impl ChangeBus for RedisChangeBus {
 
     fn subscribe(&self) -> ChangeBusFuture<'_, ChangeFeed> {
         Box::pin(async move {
-            let mut pubsub = self
-                .redis
-                .client
-                .get_async_pubsub()
-                .await
-                .map_err(|e| unavailable(&e))?;
-            pubsub
-                .subscribe(self.channel())
-                .await
-                .map_err(|e| unavailable(&e))?;
-            let feed = pubsub.into_on_message().filter_map(|msg| async move {
-                let payload: Vec<u8> = msg.get_payload().ok()?;
+            let rx = self.fanout().await?.subscribe();
+            let feed = futures_util::stream::unfold(rx, |mut rx| async move {
+                loop {
+                    match rx.recv().await {
+                        Ok(payload) => return Some((payload, rx)),
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            tracing::warn!(skipped = n, "a change feed fell behind");
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            })
+            .filter_map(|payload| async move {
                 // Anything unreadable (another build's kind, a stray publisher) is skipped.
                 let message: ChangeMessage = serde_json::from_slice(&payload).ok()?;
                 let event = message.event()?;

@@ -15,6 +15,10 @@
 //! - [`RedisChangeBus`]: list changes and resource updates between instances (`ChangeBus`,
 //!   over pub/sub).
 //!
+//! A process has one pub/sub connection per [`RedisConnection`] (the bus, the change feeds
+//! and the SSE readers share it) and, through [`RedisBus::join`], one instance name, which
+//! `serve` also gives its task leases and its change bridge.
+//!
 //! Every operation that reads and writes is one Lua script, so it is atomic across instances.
 //! Both stores share one [`ConnectionManager`], which reconnects by itself after Redis goes
 //! away; while it is away, operations fail with [`StoreError::Unavailable`] (the HTTP
@@ -62,6 +66,9 @@ pub struct RedisConnection {
     client: redis::Client,
     /// The pub/sub connection, made when first needed (a waiting SSE reader, the bus).
     hub: std::sync::Arc<tokio::sync::OnceCell<pubsub::Hub>>,
+    /// The change channel's fan-out to every change feed ([`RedisChangeBus`]), made when
+    /// first subscribed.
+    changes: Arc<tokio::sync::OnceCell<tokio::sync::broadcast::Sender<Vec<u8>>>>,
     prefix: String,
     trips: Arc<AtomicU64>,
 }
@@ -89,6 +96,7 @@ impl RedisConnection {
             manager,
             client,
             hub: std::sync::Arc::default(),
+            changes: Arc::default(),
             prefix: DEFAULT_PREFIX.to_owned(),
             trips: Arc::new(AtomicU64::new(0)),
         })

@@ -8,6 +8,9 @@
 //! backoff, subscribing again to every channel in use. Subscribing and unsubscribing are
 //! serialized, so a channel is never unsubscribed under a new waiter.
 //!
+//! [`Hub::epoch`] tells whether messages may have been missed: `None` while the connection
+//! is down, and a new number after each reconnect.
+//!
 //! What it is not: a delivery guarantee. A message published while the connection is down is
 //! lost; waiters bound their wait, so they read the store again anyway.
 
@@ -33,6 +36,8 @@ struct State {
 
 struct Inner {
     client: redis::Client,
+    /// Bumped when the connection is lost and again when it is back: odd while it is down.
+    generation: std::sync::atomic::AtomicU64,
     state: Mutex<State>,
     /// Serializes SUBSCRIBE and UNSUBSCRIBE.
     ops: tokio::sync::Mutex<()>,
@@ -64,6 +69,7 @@ impl Hub {
             .split();
         let inner = Arc::new(Inner {
             client,
+            generation: std::sync::atomic::AtomicU64::new(0),
             state: Mutex::new(State {
                 sink: Some(sink),
                 ..State::default()
@@ -72,6 +78,16 @@ impl Hub {
         });
         tokio::spawn(run(Arc::downgrade(&inner), stream));
         Ok(Self { inner })
+    }
+
+    /// `None` while the connection is down (what is published now is lost to this process),
+    /// else how many times it was renewed: a change means messages may have been missed.
+    pub(crate) fn epoch(&self) -> Option<u64> {
+        let g = self
+            .inner
+            .generation
+            .load(std::sync::atomic::Ordering::Acquire);
+        g.is_multiple_of(2).then_some(g / 2)
     }
 
     /// Subscribes to `channel` while the returned [`Watch`] lives.
@@ -206,6 +222,9 @@ async fn run(inner: Weak<Inner>, mut stream: PubSubStream) {
             let Some(inner) = inner.upgrade() else { return };
             let mut s = inner.lock();
             s.sink = None;
+            inner
+                .generation
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             for (_, n) in s.waits.values() {
                 n.notify_waiters();
             }
@@ -229,6 +248,9 @@ async fn run(inner: Weak<Inner>, mut stream: PubSubStream) {
             }
             let mut s = inner.lock();
             s.sink = Some(sink);
+            inner
+                .generation
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             // Waiters read the store again: what was published meanwhile is lost.
             for (_, n) in s.waits.values() {
                 n.notify_waiters();

@@ -4,7 +4,8 @@
 //! - `P:t:{id}`: a hash: `rec` (the record's JSON, [`TaskRecord::encode`]), and the fields the
 //!   store keeps current itself: `fin` (`1` once terminal: then nothing changes it), `lease`
 //!   (until when the owner vouches for it, Unix ms; a read takes it from here, not from `rec`),
-//!   `exp` (its expiry) and `upd` (its `updated_at`, for [`TaskStore::changed`]).
+//!   `exp` (its expiry), `upd` (its `updated_at`, for [`TaskStore::changed`]) and `own` (its
+//!   owner's instance name).
 //! - `P:t:{id}:q`: the `tasks/update` answers queued for the owner (at most 64, oldest first).
 //! - `P:t:s:{session}`: a sorted set of a 2025-11-25 session's task ids by creation time.
 //!
@@ -12,6 +13,13 @@
 //! task no instance reads again still leaves Redis. Every write is one Lua script: a terminal
 //! record, a lapsed lease turned `failed`, or a cancel, wins atomically across instances.
 //! [`TaskStore::changed`] polls (every 100 ms, for at most 2 s): no subscription to lose.
+//!
+//! A cancel, or answers queued for a running task, also publish the task id on the owner's
+//! channel `P:t:wake:{owner}` (in the same script): [`RedisTaskStore::wakeups`] is that
+//! channel as the owner's [`TaskWakeups`], so its sync renews at once instead of at its next
+//! poll. A wakeup lost while the pub/sub connection reconnects only waits for that poll.
+//!
+//! [`TaskWakeups`]: codomyrmex_mcp::runtime::TaskWakeups
 
 use std::time::Duration;
 
@@ -28,13 +36,13 @@ const CHANGE_POLL: Duration = Duration::from_millis(100);
 const CHANGE_WAIT: Duration = Duration::from_secs(2);
 
 /// `put`. KEYS: record, queue, session set (or the record again). ARGV: rec, fin, lease, exp,
-/// ttl left (ms), id, created_at, with session ('1'), upd. Returns 1 when written.
+/// ttl left (ms), id, created_at, with session ('1'), upd, owner. Returns 1 when written.
 const PUT: &str = r"
 if redis.call('HGET', KEYS[1], 'fin') == '1' then return 0 end
 local lease = tonumber(ARGV[3])
 local old = tonumber(redis.call('HGET', KEYS[1], 'lease') or '0')
 if old > lease then lease = old end
-redis.call('HSET', KEYS[1], 'rec', ARGV[1], 'fin', ARGV[2], 'lease', lease, 'exp', ARGV[4], 'upd', ARGV[9])
+redis.call('HSET', KEYS[1], 'rec', ARGV[1], 'fin', ARGV[2], 'lease', lease, 'exp', ARGV[4], 'upd', ARGV[9], 'own', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
 if ARGV[8] == '1' then
@@ -58,25 +66,28 @@ return {f[1], f[2]}
 
 /// Ends a running record with `rec` (a cancel, or with ARGV[3] = '1' a lapsed lease: only if
 /// the lease is still lapsed at ARGV[2]). KEYS: record, queue. ARGV: rec, now, lapsed only,
-/// upd. Returns {rec, lease} as stored after, or nil.
+/// upd, prefix, id. A cancel wakes the owner. Returns {rec, lease} as stored after, or nil.
 const FINISH: &str = r"
-local f = redis.call('HMGET', KEYS[1], 'rec', 'fin', 'lease')
+local f = redis.call('HMGET', KEYS[1], 'rec', 'fin', 'lease', 'own')
 if not f[1] then return false end
 if f[2] == '1' then return {f[1], f[3]} end
 if ARGV[3] == '1' and tonumber(f[3]) > tonumber(ARGV[2]) then return {f[1], f[3]} end
 redis.call('HSET', KEYS[1], 'rec', ARGV[1], 'fin', '1', 'upd', ARGV[4])
 redis.call('DEL', KEYS[2])
+if ARGV[3] ~= '1' and f[4] then redis.call('PUBLISH', ARGV[5] .. ':t:wake:' .. f[4], ARGV[6]) end
 return {ARGV[1], f[3]}
 ";
 
-/// `deliver`. KEYS: record, queue. ARGV: answers. Returns 1 when queued.
+/// `deliver`. KEYS: record, queue. ARGV: answers, prefix, id. Wakes the owner. Returns 1
+/// when queued.
 const DELIVER: &str = r"
-local fin = redis.call('HGET', KEYS[1], 'fin')
-if not fin or fin == '1' then return 0 end
+local f = redis.call('HMGET', KEYS[1], 'fin', 'own')
+if not f[1] or f[1] == '1' then return 0 end
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('LTRIM', KEYS[2], -64, -1)
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+if f[2] then redis.call('PUBLISH', ARGV[2] .. ':t:wake:' .. f[2], ARGV[3]) end
 return 1
 ";
 
@@ -116,6 +127,36 @@ impl RedisTaskStore {
         Self { redis }
     }
 
+    /// The wakeups of `instance`: one each time another instance cancels one of its tasks or
+    /// queues `tasks/update` answers for one, pushed over the connection's pub/sub (for
+    /// [`McpServer::with_task_store_woken`](codomyrmex_mcp::McpServer::with_task_store_woken)).
+    /// Wakeups that come while the sync is busy are merged into one. Call it once per
+    /// instance: a second call replaces the first's subscription.
+    pub async fn wakeups(
+        &self,
+        instance: &str,
+    ) -> Result<codomyrmex_mcp::runtime::TaskWakeups, TaskStoreError> {
+        let hub = self
+            .redis
+            .hub()
+            .await
+            .map_err(|e| TaskStoreError::Unavailable(e.to_string()))?;
+        let notify = std::sync::Arc::new(tokio::sync::Notify::new());
+        let poke = notify.clone();
+        let handler: crate::pubsub::Handler = std::sync::Arc::new(move |_id: Vec<u8>| {
+            // Stores a permit when nobody waits: a wakeup during a renewal is not lost.
+            poke.notify_one();
+        });
+        hub.handle(format!("{}:t:wake:{instance}", self.redis.prefix), handler)
+            .await
+            .map_err(|e| TaskStoreError::Unavailable(e.to_string()))?;
+        let wakeups = futures_util::stream::unfold(notify, |n| async move {
+            n.notified().await;
+            Some(((), n))
+        });
+        Ok(Box::pin(wakeups))
+    }
+
     fn key(&self, id: &str) -> String {
         format!("{}:t:{id}", self.redis.prefix)
     }
@@ -152,6 +193,8 @@ impl RedisTaskStore {
             .arg(now)
             .arg(if lapsed_only { "1" } else { "0" })
             .arg(record.updated_at)
+            .arg(&self.redis.prefix)
+            .arg(&record.id)
             .invoke_async(&mut self.redis.conn())
             .await
             .map_err(|e| unavailable(&e))?;
@@ -202,6 +245,7 @@ impl TaskStore for RedisTaskStore {
                 .arg(record.created_at)
                 .arg(if session.is_some() { "1" } else { "0" })
                 .arg(record.updated_at)
+                .arg(&record.owner)
                 .invoke_async(&mut self.redis.conn())
                 .await
                 .map_err(|e| unavailable(&e))?;
@@ -237,6 +281,8 @@ impl TaskStore for RedisTaskStore {
                 .key(self.key(id))
                 .key(self.queue(id))
                 .arg(answers)
+                .arg(&self.redis.prefix)
+                .arg(id)
                 .invoke_async(&mut self.redis.conn())
                 .await
                 .map_err(|e| unavailable(&e))?;

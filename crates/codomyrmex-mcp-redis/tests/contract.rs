@@ -237,3 +237,88 @@ async fn the_redis_change_bus_keeps_the_contract() {
     let b = codomyrmex_mcp_redis::RedisChangeBus::new(connect(&redis, "t-bus").await);
     codomyrmex_mcp::change_bus::contract::change_bus(&a, &b).await;
 }
+
+/// Everything of one process that listens (the message bus, the change bus, SSE readers
+/// waiting on a stream) shares one pub/sub connection to Redis, however many listen.
+#[tokio::test]
+async fn one_connection_listens_for_the_bus_the_changes_and_the_streams() {
+    use codomyrmex_mcp::change_bus::ChangeBus as _;
+    let redis = start_redis();
+    let conn = connect(&redis, "t9").await;
+    let bus = RedisBus::join(conn.clone()).await.unwrap();
+    bus.subscribe(std::sync::Arc::new(contract::Collector::default()))
+        .await
+        .unwrap();
+    let changes = codomyrmex_mcp_redis::RedisChangeBus::new(conn.clone());
+    let _feed_one = changes.subscribe().await.unwrap();
+    let _feed_two = changes.subscribe().await.unwrap();
+    let events = RedisEventStore::new(conn.clone(), EventBounds::default());
+    let scope = ReplayScope {
+        session: "s",
+        principal: None,
+    };
+    let stream = events.open_stream(scope).await.unwrap();
+    let after = codomyrmex_mcp::store::EventId { stream, seq: 0 };
+    let waiting = tokio::spawn(async move { events.wait_after(after, scope_static()).await });
+    // Wait until the reader is subscribed, then count the pub/sub connections.
+    let mut admin = redis::Client::open(format!("redis://127.0.0.1:{}/", redis.port))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let channels: Vec<String> = redis::cmd("PUBSUB")
+            .arg("CHANNELS")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        if channels.iter().any(|c| c.contains(":ev:")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the reader never subscribed: {channels:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(clients.lines().count(), 1, "{clients}");
+    waiting.abort();
+}
+
+fn scope_static() -> ReplayScope<'static> {
+    ReplayScope {
+        session: "s",
+        principal: None,
+    }
+}
+
+/// A message routed to a claim whose owner no longer listens (it died) is not lost
+/// silently: the sender is told the owner is gone.
+#[tokio::test]
+async fn routing_to_a_claim_whose_owner_is_gone_says_so() {
+    let redis = start_redis();
+    let dead = RedisBus::join(connect(&redis, "t10").await).await.unwrap();
+    let live = RedisBus::join(connect(&redis, "t10").await).await.unwrap();
+    live.subscribe(std::sync::Arc::new(contract::Collector::default()))
+        .await
+        .unwrap();
+    // `dead` claimed a request, then stopped listening (it never subscribed).
+    dead.claim("s", "srv-1", 0, 60_000).await.unwrap();
+    assert_eq!(
+        live.route("s", "srv-1", b"{}".to_vec(), 0).await,
+        Err(StoreError::OwnerGone)
+    );
+    assert_eq!(
+        live.route("s", "srv-2", b"{}".to_vec(), 0).await,
+        Ok(false),
+        "no claim: still this instance's to handle"
+    );
+}

@@ -332,3 +332,221 @@ async fn a_live_session_costs_no_round_trip_per_request_and_a_delete_elsewhere_e
     }
     assert_eq!(p.a.send(&ping).await.status, 404);
 }
+
+/// The GET for a session's standalone stream on `server`, resuming after `last` if given.
+fn standalone(sid: &str, last: Option<&str>) -> Req {
+    let req = Req::new("GET", "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", LEGACY);
+    match last {
+        Some(last) => req.header("last-event-id", last),
+        None => req,
+    }
+}
+
+/// Registers tool `name` on `server` at run time: a `tools/list_changed` for its sessions.
+fn add_tool(server: &TestServer, name: &str) {
+    server
+        .registry
+        .register(
+            name,
+            json!({"type": "object"}),
+            |_: Map<String, Value>, _cx: ToolContext| async move {
+                Ok::<Value, McpErrorDetail>(json!({}))
+            },
+        )
+        .unwrap();
+}
+
+/// A 2025-11-25 session's standalone GET stream gets events on A, is cut, and resumes with
+/// `Last-Event-ID` on B: the event sent while it was cut comes first, then the ones sent
+/// after, none lost and none twice (each id once).
+#[tokio::test]
+async fn the_standalone_stream_cut_on_one_instance_resumes_on_the_other() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut get = p.a.open(&standalone(&sid, None)).await;
+    assert_eq!(get.status, 200);
+    add_tool(&p.a, "one");
+    let first = next(&mut get).await;
+    add_tool(&p.a, "two");
+    let second = next(&mut get).await;
+    for e in [&first, &second] {
+        assert_eq!(
+            e.data["method"], "notifications/tools/list_changed",
+            "{:?}",
+            e.data
+        );
+    }
+    let last = second.id.clone().expect("events carry ids");
+    get.close();
+    // Sent while no stream is open: kept in the store's history.
+    add_tool(&p.a, "three");
+    let mut resumed = p.b.open(&standalone(&sid, Some(&last))).await;
+    assert_eq!(resumed.status, 200, "B resumes A's standalone stream");
+    let third = next(&mut resumed).await;
+    // B delivers the session's notifications now that its stream is there; a change is
+    // heard on both (between `serve` instances the change bridge relays it).
+    add_tool(&p.a, "four");
+    add_tool(&p.b, "four");
+    let fourth = next(&mut resumed).await;
+    for e in [&third, &fourth] {
+        assert_eq!(
+            e.data["method"], "notifications/tools/list_changed",
+            "{:?}",
+            e.data
+        );
+    }
+    let ids: Vec<String> = [&first, &second, &third, &fourth]
+        .iter()
+        .map(|e| e.id.clone().unwrap())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 4, "no event twice: {ids:?}");
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+/// A change both instances hear (here registered on both; between `serve` instances the
+/// change bridge relays it) reaches a session live on both once: only the instance that
+/// took the session last (restored it, or opened its GET stream) delivers its notifications.
+#[tokio::test]
+async fn a_change_reaches_a_session_live_on_two_instances_once() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let other = session_on(&p.a, json!({})).await;
+    let mut get = p.a.open(&standalone(&sid, None)).await;
+    assert_eq!(get.status, 200);
+    // B takes the session live too (and with it its notifications).
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.b.send(&ping).await.status, 200);
+    // A barrier: A hears what B announces in order, so once A drops `other` (deleted on B),
+    // it has heard that B took `sid`.
+    let before = metric(&p.a, "mcp_http_sessions").await;
+    let r =
+        p.b.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &other))
+            .await;
+    assert_eq!(r.status, 204);
+    let deadline = Instant::now() + HANG;
+    while metric(&p.a, "mcp_http_sessions").await >= before {
+        assert!(
+            Instant::now() < deadline,
+            "A never heard of the DELETE on B"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    add_tool(&p.a, "one");
+    add_tool(&p.b, "one");
+    let first = next(&mut get).await;
+    assert_eq!(first.data["method"], "notifications/tools/list_changed");
+    // A second copy would follow at once; give it a generous second (this can only pass
+    // wrongly, never fail wrongly).
+    let again = tokio::time::timeout(Duration::from_secs(1), get.next_event()).await;
+    assert!(
+        again.is_err(),
+        "the change came twice: {:?}",
+        again.map(|e| e.map(|e| e.data))
+    );
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+/// A `DELETE` on B whose broadcast A missed (A's pub/sub connection was cut, and is back)
+/// still ends the session on A: after a reconnect A checks a live session's record again
+/// before serving it, instead of trusting it for up to a second.
+#[tokio::test]
+async fn a_delete_whose_broadcast_was_missed_still_ends_the_session_elsewhere() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({})).await;
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.a.send(&ping).await.status, 200);
+    let mut admin = redis::Client::open(format!(
+        "redis://127.0.0.1:{}/",
+        p.redis.as_ref().unwrap().port
+    ))
+    .unwrap()
+    .get_multiplexed_async_connection()
+    .await
+    .unwrap();
+    let subscribed = |admin: &mut redis::aio::MultiplexedConnection| {
+        let mut admin = admin.clone();
+        async move {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .arg("TYPE")
+                .arg("pubsub")
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            clients.lines().count()
+        }
+    };
+    let listening = subscribed(&mut admin).await;
+    assert_eq!(listening, 2, "one pub/sub connection per instance");
+    // Cut both instances' pub/sub connections: B's DELETE is published to nobody.
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let r =
+        p.b.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &sid))
+            .await;
+    assert_eq!(r.status, 204);
+    // Both reconnect by themselves.
+    let deadline = Instant::now() + HANG;
+    while subscribed(&mut admin).await < listening {
+        assert!(Instant::now() < deadline, "the instances never reconnected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        p.a.send(&ping).await.status,
+        404,
+        "A served a session B deleted while A was not listening"
+    );
+}
+
+/// A client's answer to a request of an instance that died (its claim names an instance
+/// nobody listens for) gets a clear error, not a silent `202`.
+#[tokio::test]
+async fn an_answer_for_an_instance_that_died_gets_a_clear_error() {
+    let p = pair().await;
+    let sid = session_on(&p.a, json!({"elicitation": {}})).await;
+    let mut admin = redis::Client::open(format!(
+        "redis://127.0.0.1:{}/",
+        p.redis.as_ref().unwrap().port
+    ))
+    .unwrap()
+    .get_multiplexed_async_connection()
+    .await
+    .unwrap();
+    // The claim a dead instance `i999` left for its request `"srv-i999-1"`.
+    let _: () = redis::cmd("SET")
+        .arg(format!("inst:bus:c:{sid}:\"srv-i999-1\""))
+        .arg("i999")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let answer = Req::new("POST", "/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", LEGACY)
+        .json(&json!({"jsonrpc": "2.0", "id": "srv-i999-1", "result": {"action": "decline"}}));
+    let r = p.b.send(&answer).await;
+    assert_eq!(r.status, 410, "{}", String::from_utf8_lossy(&r.body));
+    let body = r.json();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("gone")),
+        "{body}"
+    );
+    // The session itself goes on.
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.b.send(&ping).await.status, 200);
+}

@@ -70,6 +70,22 @@ impl McpServer {
         (self, sync)
     }
 
+    /// [`with_task_store`](Self::with_task_store), with the store's `wakeups` (pushed when
+    /// another instance cancels a task of this one or queues answers for it): the sync
+    /// renews at once on each instead of polling every second
+    /// ([`crate::runtime::spawn_task_sync_woken`]).
+    pub fn with_task_store_woken(
+        mut self,
+        store: Arc<dyn crate::task_store::TaskStore>,
+        instance: impl Into<String>,
+        lease: std::time::Duration,
+        wakeups: crate::runtime::TaskWakeups,
+    ) -> (Self, Option<crate::runtime::TaskSyncHandle>) {
+        self.engine = self.engine.with_task_store(store, instance, lease);
+        let sync = crate::runtime::spawn_task_sync_woken(&self.engine, wakeups);
+        (self, sync)
+    }
+
     /// The protocol engine, for transports and tests.
     pub fn engine(&self) -> &Engine {
         &self.engine

@@ -21,7 +21,7 @@ use std::time::{Instant, SystemTime};
 
 pub use change_bridge::{ChangeBridgeHandle, spawn_change_bridge};
 pub use driver::{Drive, drive, run, settle};
-pub use task_sync::{TaskSyncHandle, spawn_task_sync};
+pub use task_sync::{TaskSyncHandle, TaskWakeups, spawn_task_sync, spawn_task_sync_woken};
 
 use codomyrmex_mcp_core::platform::{DefaultPlatform, Entropy, EntropyError, Platform, TimeSource};
 

@@ -3,15 +3,26 @@
 //! it runs, and carries out what other instances asked of them (a cancel, `tasks/update`
 //! answers), on one tokio task per engine.
 //!
-//! Cancels and answers reach the owner by polling: every renewal (a quarter of the lease,
-//! at most a second apart) returns them, so there is no subscription to lose and one store
-//! round trip per interval covers every task of the instance. When the store cannot be
-//! reached, writes are retried at the next round; a lease that cannot be renewed lapses, and
-//! the other instances then see those tasks fail.
+//! Cancels and answers reach the owner with its renewals: every renewal returns them, and
+//! one store round trip covers every task of the instance. Without wakeups the sync renews
+//! every quarter of the lease, at most a second apart, so a cancel from another instance
+//! waits for that poll. With [`TaskWakeups`] ([`spawn_task_sync_woken`]: the store pushes a
+//! wakeup when another instance cancels a task of this one, or queues answers for it) the
+//! sync renews at once on each, and otherwise only every quarter of the lease, which then
+//! only keeps the lease (and catches a lost wakeup). When the store cannot be reached,
+//! writes are retried at the next round; a lease that cannot be renewed lapses, and the
+//! other instances then see those tasks fail.
 
 use std::time::Duration;
 
 use codomyrmex_mcp_core::engine::{Engine, TaskSync};
+use futures_util::StreamExt as _;
+use futures_util::stream::BoxStream;
+
+/// Nudges from the task store: each item says another instance asked something of this
+/// instance's tasks (a cancel, `tasks/update` answers), to renew now. A stream that ends
+/// leaves the sync polling every quarter of the lease.
+pub type TaskWakeups = BoxStream<'static, ()>;
 
 /// Keeps a task sync running; dropping it stops the sync (the instance's leases then lapse).
 #[derive(Debug)]
@@ -27,11 +38,24 @@ impl Drop for TaskSyncHandle {
 /// Needs a tokio runtime.
 pub fn spawn_task_sync(engine: &Engine) -> Option<TaskSyncHandle> {
     let sync = engine.task_sync()?;
-    Some(TaskSyncHandle(tokio::spawn(run(sync))))
+    Some(TaskSyncHandle(tokio::spawn(run(sync, None))))
 }
 
-async fn run(sync: TaskSync) {
-    let every = sync.renew_every();
+/// [`spawn_task_sync`], renewing at once on each of `wakeups` (pushed by the store), and
+/// otherwise every quarter of the lease.
+pub fn spawn_task_sync_woken(engine: &Engine, wakeups: TaskWakeups) -> Option<TaskSyncHandle> {
+    let sync = engine.task_sync()?;
+    Some(TaskSyncHandle(tokio::spawn(run(sync, Some(wakeups)))))
+}
+
+async fn run(sync: TaskSync, mut wakeups: Option<TaskWakeups>) {
+    // Pushed wakeups make the one-second cap of the poll unneeded: the poll then only keeps
+    // the lease.
+    let every = if wakeups.is_some() {
+        (sync.lease() / 4).max(Duration::from_millis(100))
+    } else {
+        sync.renew_every()
+    };
     let mut changes = sync.changes();
     let mut renew_at = tokio::time::Instant::now();
     loop {
@@ -40,9 +64,22 @@ async fn run(sync: TaskSync) {
             renew(&sync).await;
             renew_at = tokio::time::Instant::now() + every;
         }
+        let woken = async {
+            match wakeups.as_mut() {
+                Some(w) => w.next().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             r = changes.changed() => if r.is_err() { return },
             () = tokio::time::sleep_until(renew_at) => {}
+            w = woken => match w {
+                Some(()) => renew_at = tokio::time::Instant::now(),
+                None => {
+                    tracing::warn!("the task store's wakeups ended; polling every {every:?}");
+                    wakeups = None;
+                }
+            },
         }
     }
 }

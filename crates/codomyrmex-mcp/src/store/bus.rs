@@ -10,8 +10,9 @@
 //! the call cancels it. Each instance *subscribes* once with the handler that delivers what
 //! was routed to it.
 //!
-//! What it is not: a queue. A message routed to an instance that died, or whose claim
-//! expired, is lost, as the answer to a request on a dead instance would be. A single
+//! What it is not: a queue. A message routed to an instance that died is not delivered,
+//! as the answer to a request on a dead instance could not be; the sender learns it
+//! ([`StoreError::OwnerGone`]) and tells its client. One whose claim expired is nobody's. A single
 //! instance needs no bus: the HTTP transport then routes nothing. [`MemoryBus`] joins
 //! instances in one process (tests, embedded clusters).
 
@@ -42,7 +43,8 @@ pub trait BusHandler: Send + Sync {
 /// - `claim(session, key)` records this instance as the owner of `key` for `ttl_ms`; a key
 ///   another instance holds is refused ([`StoreError::Exists`]).
 /// - `route(session, key, message)` delivers `message` to the owner's handler and returns
-///   `true`, or returns `false` when no live claim exists (the message is not delivered).
+///   `true`, or returns `false` when no live claim exists (the message is not delivered),
+///   or fails with [`StoreError::OwnerGone`] when the claim's owner no longer listens.
 /// - `release` forgets this instance's claim; `broadcast` delivers to every subscribed
 ///   instance, this one included.
 pub trait MessageBus: Send + Sync + std::fmt::Debug {
@@ -66,7 +68,7 @@ pub trait MessageBus: Send + Sync + std::fmt::Debug {
     fn release<'a>(&'a self, session: &'a str, key: &'a str) -> StoreFuture<'a, ()>;
 
     /// Delivers `message` to the owner of `key` of `session`; `false` when nobody owns it
-    /// at `now`.
+    /// at `now`; [`StoreError::OwnerGone`] when its owner no longer listens.
     fn route<'a>(
         &'a self,
         session: &'a str,
@@ -77,6 +79,16 @@ pub trait MessageBus: Send + Sync + std::fmt::Debug {
 
     /// Delivers `message` of `session` to every instance.
     fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()>;
+
+    /// Whether this instance hears every message now: `None` while what is sent to it may be
+    /// lost (its subscription is down), else a number that changes whenever it may have
+    /// missed some (its subscription was lost and renewed since). The HTTP transport trusts
+    /// a live session it validated at the same epoch (a `DELETE` elsewhere would have
+    /// reached it), and checks its record again otherwise. A bus that loses nothing keeps
+    /// the default, `Some(0)`.
+    fn epoch(&self) -> Option<u64> {
+        Some(0)
+    }
 }
 
 #[derive(Default)]
@@ -187,17 +199,21 @@ impl MessageBus for MemoryBus {
             hub.claims
                 .get(&(session.to_owned(), key.to_owned()))
                 .filter(|(_, expires)| *expires > now)
-                .and_then(|(owner, _)| hub.handlers.get(owner).cloned())
+                .map(|(owner, _)| hub.handlers.get(owner).cloned())
         };
         // Delivered outside the lock: the handler may use the bus.
-        let found = handler.is_some();
-        if let Some(h) = handler {
-            h.deliver(Routed {
-                session: session.to_owned(),
-                message,
-            });
-        }
-        ready(Ok(found))
+        let out = match handler {
+            None => Ok(false),
+            Some(None) => Err(StoreError::OwnerGone),
+            Some(Some(h)) => {
+                h.deliver(Routed {
+                    session: session.to_owned(),
+                    message,
+                });
+                Ok(true)
+            }
+        };
+        ready(out)
     }
 
     fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {

@@ -77,6 +77,10 @@ pub enum StoreError {
     /// The stream no longer takes events.
     #[error("the stream is closed")]
     Closed,
+    /// The instance a routed message is for no longer listens (it died): the message was
+    /// not delivered, and the call it was for is lost with that instance (HTTP `410`).
+    #[error("the instance this message is for is gone")]
+    OwnerGone,
     /// The backing store cannot be reached (HTTP `503` with `Retry-After`).
     #[error("the store is unavailable: {0}")]
     Unavailable(String),

@@ -32,6 +32,28 @@ impl Engine {
             .ok_or_else(|| ErrorObject::invalid_params("Failed to retrieve task: Task not found"))
     }
 
+    /// Sends what 2025-11-25 task `task_id` of `session` sends the client (its
+    /// server-to-client requests and notifications) to `sink` from now on: the stream of a
+    /// `tasks/result` another instance serves for it. `false` when this engine does not run
+    /// that task for that session.
+    pub fn relay_task(
+        &self,
+        session: &Arc<Session>,
+        task_id: &str,
+        sink: Arc<dyn MessageSink>,
+    ) -> bool {
+        let Some(entry) = self
+            .shared
+            .tasks
+            .get(task_id)
+            .filter(|t| t.owner.admits(Era::Legacy, session))
+        else {
+            return false;
+        };
+        entry.relay.redirect(sink);
+        true
+    }
+
     /// `tasks/*` requests of both eras.
     pub(in crate::engine) fn handle_tasks(
         &self,

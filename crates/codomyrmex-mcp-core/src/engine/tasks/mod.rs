@@ -561,6 +561,20 @@ impl Relay {
     }
 }
 
+impl Relay {
+    /// Sends to `sink` from now on (until another attaches), starting with what was
+    /// buffered: for a `tasks/result` read on another instance.
+    fn redirect(&self, sink: Arc<dyn MessageSink>) {
+        *lock(&self.attached) = Some(sink.clone());
+        let buffered: Vec<OutgoingMessage> = lock(&self.buffer).drain(..).collect();
+        for m in buffered {
+            if !sink.send(m) {
+                break;
+            }
+        }
+    }
+}
+
 struct RelayGuard {
     relay: Arc<Relay>,
     sink: Arc<dyn MessageSink>,

@@ -13,6 +13,9 @@
 //!   does not await it is routed to the claim's owner, and a `notifications/cancelled` for a
 //!   request not in flight here is broadcast ([`route`]). [`Delivery`] hands what was routed
 //!   here to the session's engine.
+//! - **One instance notifies.** A session live on several instances gets its notifications
+//!   (list changes, resource updates) from one: the last to take it live or to open its GET
+//!   stream, which says so on the bus ([`Shared::take_notifications`]); the others stop.
 //!
 //! What it is not: without an external store the in-memory replay logs
 //! ([`replay`](super::replay)) serve every stream directly, and without a bus nothing is
@@ -39,7 +42,12 @@ use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
 
 use super::metrics::HttpMetrics;
-use super::sessions::{HttpSession, SESSION_ENDED, SessionTable};
+use super::sessions::{HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken};
+
+/// The method of the bus message that asks the instance running a 2025-11-25 task to relay
+/// what it sends the client to another instance's `tasks/result` stream
+/// ([`Shared::ask_task_relay`]).
+const RELAY_TASK: &str = "codomyrmex-mcp/relayTask";
 
 /// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
 const WRITER_QUEUE: usize = 256;
@@ -175,13 +183,71 @@ impl Shared {
         self.events.open_stream(scope).await
     }
 
+    /// Makes this instance the one that delivers `session`'s notifications (list changes,
+    /// resource updates), and tells the others, which stop: one `PUBLISH`. Called when this
+    /// instance takes the session live from its record and when the client opens a GET
+    /// stream here, so the instance its client last came to delivers them, once.
+    pub(crate) async fn take_notifications(&self, session: &HttpSession) {
+        let Some(bus) = &self.bus else {
+            return;
+        };
+        session.set_notifies(true);
+        if let Err(e) = bus
+            .broadcast(session.id(), session_taken(bus.instance()))
+            .await
+        {
+            // The others go on delivering too: the client may see a change twice.
+            self.store_error(&e);
+        }
+    }
+
+    /// For a 2025-11-25 `tasks/result` answered on `stream` here (0, the standalone stream,
+    /// when it is answered as JSON): asks every instance (one `PUBLISH`) that the one
+    /// running the task send what the task sends the client (its sampling, elicitation and
+    /// roots requests) to that stream, in the store, whose SSE responses on any instance
+    /// carry them; the client's answers then reach the task through the bus like any other. Any
+    /// other message asks nothing.
+    pub(crate) async fn ask_task_relay(
+        &self,
+        session: &HttpSession,
+        message: &IncomingMessage,
+        stream: u64,
+    ) {
+        let (Some(bus), IncomingMessage::Request { method, params, .. }) = (&self.bus, message)
+        else {
+            return;
+        };
+        let Some(task) = params
+            .as_ref()
+            .filter(|_| method == "tasks/result")
+            .and_then(|p| p.get("taskId"))
+            .and_then(serde_json::Value::as_str)
+        else {
+            return;
+        };
+        let ask = json!({
+            "jsonrpc": "2.0",
+            "method": RELAY_TASK,
+            "params": {"instance": bus.instance(), "task": task, "stream": stream},
+        });
+        if let Err(e) = bus
+            .broadcast(session.id(), ask.to_string().into_bytes())
+            .await
+        {
+            // The task's requests then wait for a `tasks/result` on its own instance.
+            self.store_error(&e);
+        }
+    }
+
     /// Where a GET with `last` (its `Last-Event-ID`, if any) starts: the replay after it, or
-    /// the end of the standalone stream (created if the session has no history yet).
+    /// the end of the standalone stream (created if the session has no history yet). The
+    /// session's notifications are delivered from here from now on.
     pub(crate) async fn start(
         &self,
         session: &HttpSession,
         last: Option<EventId>,
     ) -> Result<Replay, StoreError> {
+        self.take_notifications(session).await;
         let owner = session.owner();
         let scope = ReplayScope {
             session: session.id(),
@@ -390,6 +456,44 @@ pub(crate) struct Delivery {
     pub(crate) engine: Engine,
 }
 
+impl Delivery {
+    /// Another instance serves a `tasks/result` for a task of `http`'s session: if it runs
+    /// here, what it sends the client goes to that instance's stream, through the store.
+    fn relay_task(
+        &self,
+        table: &SessionTable,
+        http: &HttpSession,
+        params: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) {
+        let (Some(shared), Some(p)) = (table.shared(), params) else {
+            return;
+        };
+        let from = p.get("instance").and_then(serde_json::Value::as_str);
+        if from.is_none() || from == shared.bus.as_ref().map(|b| b.instance()) {
+            // This instance's own `tasks/result`: the engine relays to it already.
+            return;
+        }
+        let (Some(task), Some(stream)) = (
+            p.get("task").and_then(serde_json::Value::as_str),
+            p.get("stream").and_then(serde_json::Value::as_u64),
+        ) else {
+            return;
+        };
+        let sink: Arc<dyn MessageSink> = if stream == 0 {
+            http.standalone_sink.clone()
+        } else {
+            Arc::new(shared.sink(http.id(), http.owner(), stream, false))
+        };
+        if self.engine.relay_task(&http.session, task, sink) {
+            tracing::debug!(
+                task,
+                stream,
+                "relaying a task's requests to another instance"
+            );
+        }
+    }
+}
+
 impl BusHandler for Delivery {
     fn deliver(&self, routed: Routed) {
         let Some(table) = self.sessions.upgrade() else {
@@ -399,6 +503,16 @@ impl BusHandler for Delivery {
             table.ended_elsewhere(&routed.session);
             return;
         }
+        if routed.message.starts_with(SESSION_TAKEN) {
+            let mine = table
+                .shared()
+                .and_then(|s| s.bus.as_ref())
+                .is_some_and(|bus| routed.message == session_taken(bus.instance()));
+            if !mine {
+                table.taken_elsewhere(&routed.session);
+            }
+            return;
+        }
         let Some(http) = table.live(&routed.session) else {
             return;
         };
@@ -406,6 +520,12 @@ impl BusHandler for Delivery {
             tracing::debug!("ignored a routed message that does not decode");
             return;
         };
+        if let IncomingMessage::Notification { method, params } = &message
+            && method == RELAY_TASK
+        {
+            self.relay_task(&table, &http, params.as_ref());
+            return;
+        }
         if let IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. } =
             &message
             && !http.session.awaits_client_response(id)

@@ -461,6 +461,14 @@ async fn legacy(
             match super::cluster::route(shared, &session, &message).await {
                 Ok(true) => return accepted(),
                 Ok(false) => {}
+                Err(StoreError::OwnerGone) => {
+                    return bad(
+                        StatusCode::GONE,
+                        ErrorCode::INVALID_REQUEST,
+                        "The instance that asked for this answer is gone, and its call with it; \
+                         retry the call",
+                    );
+                }
                 Err(e) => return store_unavailable(app, &e),
             }
         }
@@ -474,10 +482,12 @@ async fn legacy(
     let respond = app
         .engine
         .respond_as(&message, &meta, delivery, Some(&session.session));
-    if let Some(shared) = app.sessions.shared()
-        && respond == Ok(Respond::Stream)
-    {
-        return shared_stream(app, shared, &session, message, meta, id).await;
+    if let Some(shared) = app.sessions.shared() {
+        if respond == Ok(Respond::Stream) {
+            return shared_stream(app, shared, &session, message, meta, id).await;
+        }
+        // Answered as JSON: what it relays goes out on the standalone stream (stream 0).
+        shared.ask_task_relay(&session, &message, 0).await;
     }
     if respond == Ok(Respond::Stream) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
@@ -627,6 +637,7 @@ async fn shared_stream(
         Ok(n) => n,
         Err(e) => return store_unavailable(app, &e),
     };
+    shared.ask_task_relay(session, &message, stream).await;
     let sink = shared.sink(session.id(), session.owner(), stream, true);
     let dyn_sink: Arc<dyn MessageSink> = Arc::new(sink.clone());
     let handled = app

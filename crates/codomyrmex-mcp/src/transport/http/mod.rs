@@ -468,7 +468,8 @@ fn spawn_housekeeping(state: &AppState) {
                 event = events.next() => {
                     let Some(event) = event else { return };
                     let Some(s) = sessions.upgrade() else { return };
-                    for http in s.all() {
+                    // A session live on other instances too gets them from one of them.
+                    for http in s.all().into_iter().filter(|h| h.notifies()) {
                         if let Some(n) = engine.legacy_notification(&http.session, &event) {
                             http.standalone_sink.send(n);
                         }

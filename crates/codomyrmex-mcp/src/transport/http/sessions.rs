@@ -46,6 +46,22 @@ pub(crate) const TOUCH_EVERY: Duration = Duration::from_secs(1);
 /// broadcast only as `notifications/cancelled`.
 pub(crate) const SESSION_ENDED: &[u8] =
     br#"{"jsonrpc":"2.0","method":"codomyrmex-mcp/sessionEnded"}"#;
+
+/// How the message an instance broadcasts when it takes a session's notifications begins
+/// (it restored the session, or the client opened its GET stream there); the instance's
+/// name follows, then [`SESSION_TAKEN_END`]. The others stop delivering that session's
+/// notifications (list changes, resource updates), so its client gets each once.
+pub(crate) const SESSION_TAKEN: &[u8] =
+    br#"{"jsonrpc":"2.0","method":"codomyrmex-mcp/sessionTaken","params":{"instance":""#;
+/// How [`SESSION_TAKEN`]'s message ends.
+pub(crate) const SESSION_TAKEN_END: &[u8] = br#""}}"#;
+
+/// The [`SESSION_TAKEN`] message of `instance`.
+pub(crate) fn session_taken(instance: &str) -> Vec<u8> {
+    let name = serde_json::to_string(instance).unwrap_or_default();
+    let name = name.trim_matches('"').as_bytes();
+    [SESSION_TAKEN, name, SESSION_TAKEN_END].concat()
+}
 use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 
 /// One legacy session over HTTP: the engine's session plus its SSE streams, whose logs the
@@ -56,6 +72,8 @@ pub(crate) struct HttpSession {
     last_used: AtomicU64,
     /// When its record's expiry was last refreshed in the store (wall-clock milliseconds).
     touched: AtomicU64,
+    /// The message bus's epoch when the record was last refreshed ([`NO_EPOCH`]: none).
+    epoch: AtomicU64,
     pub(crate) session: Arc<Session>,
     /// Stream 0: the standalone GET stream, for messages not tied to a request.
     pub(crate) standalone: Arc<StreamLog>,
@@ -65,6 +83,9 @@ pub(crate) struct HttpSession {
     limits: ReplayLimits,
     /// Open SSE responses reading from an external event store.
     store_readers: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether this instance delivers the session's notifications (list changes, resource
+    /// updates): until another instance sharing the session takes them ([`SESSION_TAKEN`]).
+    notifies: std::sync::atomic::AtomicBool,
 }
 
 impl HttpSession {
@@ -92,13 +113,25 @@ impl HttpSession {
             id,
             last_used: AtomicU64::new(0),
             touched: AtomicU64::new(now_ms()),
+            epoch: AtomicU64::new(bus_epoch(shared)),
             session,
             standalone_sink,
             standalone,
             events: events.clone(),
             limits,
             store_readers: Arc::default(),
+            notifies: std::sync::atomic::AtomicBool::new(true),
         }
+    }
+
+    /// Whether this instance delivers the session's notifications.
+    pub(crate) fn notifies(&self) -> bool {
+        self.notifies.load(Ordering::Relaxed)
+    }
+
+    /// This instance delivers the session's notifications (`true`), or another does.
+    pub(crate) fn set_notifies(&self, on: bool) {
+        self.notifies.store(on, Ordering::Relaxed);
     }
 
     /// Counts an SSE response reading this session's streams from an external store.
@@ -162,6 +195,18 @@ impl HttpSession {
         self.standalone.close();
         self.events.end_session(&self.id);
     }
+}
+
+/// An epoch no bus reports: a session validated at it is checked again.
+const NO_EPOCH: u64 = u64::MAX;
+
+/// The bus's epoch ([`MessageBus::epoch`](crate::store::MessageBus::epoch)), or
+/// [`NO_EPOCH`] while it may be losing messages (or there is no bus).
+fn bus_epoch(shared: Option<&Arc<Shared>>) -> u64 {
+    shared
+        .and_then(|s| s.bus.as_ref())
+        .and_then(|b| b.epoch())
+        .unwrap_or(NO_EPOCH)
 }
 
 /// The record of `session`, created at `now`.
@@ -415,12 +460,15 @@ impl SessionTable {
         }
         let now = now_ms();
         if !self.touched_lately(&s, now) {
+            // Read before the touch: a DELETE after it is heard at this epoch, or changes it.
+            let epoch = bus_epoch(self.shared.as_ref());
             if self.records.touch(id, now).await?.is_none() {
                 // Expired, or ended elsewhere.
                 self.forget(&[id.to_owned()]);
                 return Ok(None);
             }
             s.touched.store(now, Ordering::Relaxed);
+            s.epoch.store(epoch, Ordering::Relaxed);
         }
         self.used(&s);
         Ok(Some(s))
@@ -432,8 +480,16 @@ impl SessionTable {
     /// ([`SESSION_ENDED`]) instead of as the next touch's "gone", and the record's expiry
     /// (the idle timeout, minutes) is refreshed at least every [`TOUCH_EVERY`] while the
     /// session is used. Without a bus every request touches the record.
+    ///
+    /// Only while the bus hears everything, at the epoch the record was last refreshed at
+    /// ([`MessageBus::epoch`](crate::store::MessageBus::epoch)): after the bus's
+    /// subscription was lost, a `DELETE`'s broadcast may have been missed, so each live
+    /// session's next request checks its record again (one round trip each, once).
     fn touched_lately(&self, s: &HttpSession, now: u64) -> bool {
+        let epoch = s.epoch.load(Ordering::Relaxed);
         self.shared.as_ref().is_some_and(|sh| sh.bus.is_some())
+            && epoch != NO_EPOCH
+            && epoch == bus_epoch(self.shared.as_ref())
             && now.saturating_sub(s.touched.load(Ordering::Relaxed))
                 < TOUCH_EVERY.as_millis() as u64
             && TOUCH_EVERY < self.idle
@@ -458,6 +514,13 @@ impl SessionTable {
     /// Drops the live state of a session another instance ended ([`SESSION_ENDED`]).
     pub(crate) fn ended_elsewhere(&self, id: &str) {
         self.forget(&[id.to_owned()]);
+    }
+
+    /// Another instance took the notifications of session `id` ([`SESSION_TAKEN`]).
+    pub(crate) fn taken_elsewhere(&self, id: &str) {
+        if let Some(s) = self.lock().get(id) {
+            s.set_notifies(false);
+        }
     }
 
     /// The live state of a session of `principal` that this process does not hold, rebuilt
@@ -509,6 +572,9 @@ impl SessionTable {
         let http = self.lock().entry(id.to_owned()).or_insert(http).clone();
         self.used(&http);
         self.shed_live();
+        if let Some(shared) = &self.shared {
+            shared.take_notifications(&http).await;
+        }
         Ok(Some(http))
     }
 
