@@ -503,29 +503,10 @@ async fn read_line<R: AsyncRead + Unpin>(
 
 /// The index of the first `\n` in `bytes`.
 ///
-/// Eight bytes at a time: a byte-at-a-time search was a tenth of the server's CPU time on
-/// 64 KiB lines. A word has a `\n` byte exactly when `word ^ 0x0a0a..` has a zero byte, which
-/// `(x - 0x0101..) & !x & 0x8080..` detects (never missing one; the word is then searched
-/// byte by byte for the position).
+/// `memchr` (SIMD where the CPU has it): a byte-at-a-time search was a tenth of the server's
+/// CPU time on 64 KiB lines, and a word-at-a-time one still 1.4 instructions a byte.
 fn find_newline(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
-    let byte_at =
-        |from: usize, part: &[u8]| part.iter().position(|&b| b == b'\n').map(|i| from + i);
-    let mut words = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for chunk in &mut words {
-        let Ok(word) = <[u8; 8]>::try_from(chunk) else {
-            return byte_at(offset, &bytes[offset..]);
-        };
-        let x = u64::from_ne_bytes(word) ^ NEWLINES;
-        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
-            return byte_at(offset, chunk);
-        }
-        offset += 8;
-    }
-    byte_at(offset, words.remainder())
+    memchr::memchr(b'\n', bytes)
 }
 
 fn trim(bytes: &[u8]) -> &[u8] {
