@@ -184,11 +184,19 @@ where
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::with_capacity(4096);
     let mut tasks: JoinSet<()> = JoinSet::new();
+    // Counted as work in flight while input is buffered here, unread by the pipe's poll: the
+    // writer must not spin on this thread while the read loop has lines to handle.
+    let mut reading: Option<spin::InFlight> = None;
     let outcome = loop {
         if writer_gone.is_finished() {
             break Ok(());
         }
         line.clear();
+        if reader.buffer().is_empty() {
+            reading = None;
+        } else if reading.is_none() {
+            reading = spin.as_ref().map(|s| s.call_started());
+        }
         // Input first: a line that is already buffered is taken without registering interest
         // in the channel closing (a lock on each side), which matters at high rates. A closed
         // output is still seen: here whenever the input would wait, and at the top of the

@@ -12,7 +12,8 @@
 //! what order, is the same with any spin; it only delays the moment the thread may sleep.
 //! It is bounded (an idle server stops polling after `stdio_spin`, a `poll` at most every
 //! spin-loop hint), it ends at once when the input is readable or closed, and it does not
-//! run while a call is in flight or an answer is queued (the thread has work then).
+//! run while a call is in flight, the read loop holds buffered input, or an answer is queued
+//! (the thread has work then).
 //! Spinning blocks the writer's worker thread; nothing else of the connection is runnable
 //! at that moment.
 
@@ -30,7 +31,7 @@ pub(super) struct InputSpin {
     in_flight: Arc<AtomicUsize>,
 }
 
-/// A call in flight; counted until dropped.
+/// Work in flight; counted until dropped.
 pub(super) struct InFlight(Arc<AtomicUsize>);
 
 impl Drop for InFlight {
@@ -46,7 +47,7 @@ pub(super) enum Spun {
     Ready,
     /// Nothing came within the spin.
     Expired,
-    /// Not spun: calls are in flight, or the spin is zero.
+    /// Not spun: work is in flight.
     Skipped,
 }
 
@@ -66,7 +67,8 @@ impl InputSpin {
         })
     }
 
-    /// Counts a call as in flight until the returned value is dropped.
+    /// Counts work in flight (a call, or input the read loop has buffered) until the returned
+    /// value is dropped.
     pub(super) fn call_started(&self) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         InFlight(self.in_flight.clone())
@@ -77,7 +79,7 @@ impl InputSpin {
         let _ = self.wait();
     }
 
-    /// Polls the input until it is readable, the spin has passed, or a call is in flight.
+    /// Polls the input until it is readable, the spin has passed, or work is in flight.
     pub(super) fn wait(&self) -> Spun {
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return Spun::Skipped;
