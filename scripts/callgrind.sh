@@ -11,7 +11,9 @@
 # measured calls (no warm-up); the server's total instruction count (every thread, start-up
 # and shutdown included) is read from callgrind's `totals:` line, and the figure is
 # (total(B) - total(A)) / (B - A): start-up, registration and shutdown cancel out.
-# stdio: `stdio_load`, 16 B calls, one in flight and 64 in flight. HTTP: `http_load`, 16 B
+# stdio: `stdio_load`, 16 B calls (one in flight and 64 in flight) and 64 KiB calls (one in
+# flight), with the input spin off (CODOMYRMEX_MCP_STDIO_SPIN_US=0): spinning is instructions
+# spent waiting, which would make the count depend on the client's timing. HTTP: `http_load`, 16 B
 # calls on one keep-alive connection, at 2026-07-28 (stateless) and 2025-11-25 (a session).
 set -euo pipefail
 
@@ -41,9 +43,10 @@ wait
 EOF
 chmod +x "$work/http-wrap.sh"
 
-stdio_case() { # in_flight calls -> total instructions
-    local out="$work/stdio.$1.$2"
-    "$bin/stdio_load" --case "16:$1:$2" --warmup 0 --cold-starts 0 --rounds 1 --timeout 600 \
+stdio_case() { # size in_flight calls -> total instructions
+    local out="$work/stdio.$1.$2.$3"
+    CODOMYRMEX_MCP_STDIO_SPIN_US=0 "$bin/stdio_load" --case "$1:$2:$3" --warmup 0 \
+        --cold-starts 0 --rounds 1 --timeout 600 \
         --subject "cg=valgrind --tool=callgrind --callgrind-out-file=$out $echo_bin --stdio" \
         > /dev/null 2>&1
     totals "$out"
@@ -64,9 +67,10 @@ per_call() { echo $(( ($2 - $1) / (b - a) )); }
 
 echo "| path | instructions per call |"
 echo "|---|---:|"
-for k in 1 64; do
-    ta="$(stdio_case "$k" "$a")"; tb="$(stdio_case "$k" "$b")"
-    echo "| stdio, 16 B, $k in flight | $(per_call "$ta" "$tb") |"
+for c in "16 1 16 B" "16 64 16 B" "65536 1 64 KiB"; do
+    read -r size k label <<< "$c"
+    ta="$(stdio_case "$size" "$k" "$a")"; tb="$(stdio_case "$size" "$k" "$b")"
+    echo "| stdio, $label, $k in flight | $(per_call "$ta" "$tb") |"
 done
 for era in modern legacy; do
     ta="$(http_case "$era" "$a")"; tb="$(http_case "$era" "$b")"

@@ -61,6 +61,7 @@ impl CacheScope {
 /// | `list_ttl` | 60 s (`ttlMs` on 2026-07-28 list results) |
 /// | `cache_scope` | `public` |
 /// | `shutdown_grace` | 5 s for in-flight calls after the input closes |
+/// | `stdio_spin` | 100 µs of polling stdin (a pipe) after the last answer before the thread may sleep; zero: never |
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
@@ -102,6 +103,15 @@ pub struct McpServerConfig {
     pub cache_scope: CacheScope,
     /// How long in-flight calls may run on after the input closes.
     pub shutdown_grace: Duration,
+    /// How long the stdio transport, on stdin and stdout as pipes (Linux), keeps polling its
+    /// input after it has written everything and no call is in flight, before its thread may
+    /// sleep. Sleeping lets an idle vCPU halt, and waking it costs tens of microseconds on a
+    /// VM; a client that sends its next request within this window finds the server awake.
+    /// Bounded: an idle server stops polling after this long (at most
+    /// [`Self::MAX_STDIO_SPIN`]), and the polling reads nothing. Zero never polls. The
+    /// `CODOMYRMEX_MCP_STDIO_SPIN_US` environment variable (whole microseconds) overrides it
+    /// for `serve_stdio`.
+    pub stdio_spin: Duration,
     /// The key that seals `requestState` of multi round-trip requests. `None` draws a random
     /// key at start-up; set it when several server instances must accept each other's states.
     pub request_state_key: Option<[u8; 32]>,
@@ -127,6 +137,7 @@ impl Default for McpServerConfig {
             list_ttl: Duration::from_secs(60),
             cache_scope: CacheScope::Public,
             shutdown_grace: Duration::from_secs(5),
+            stdio_spin: Duration::from_micros(100),
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
         }
@@ -179,6 +190,17 @@ impl McpServerConfig {
         self
     }
 
+    /// Sets how long the stdio transport polls its input before blocking (at most
+    /// [`Self::MAX_STDIO_SPIN`]; zero blocks at once).
+    pub fn with_stdio_spin(mut self, spin: Duration) -> Self {
+        self.stdio_spin = spin.min(Self::MAX_STDIO_SPIN);
+        self
+    }
+
+    /// The longest `stdio_spin` the stdio transport honours: polling longer than this saves
+    /// nothing a wake-up costs and burns a core.
+    pub const MAX_STDIO_SPIN: Duration = Duration::from_millis(10);
+
     /// Sets the page size (at least 1).
     pub fn with_page_size(mut self, page_size: usize) -> Self {
         self.page_size = page_size.max(1);
@@ -205,6 +227,15 @@ mod tests {
         assert_eq!(c.cache_scope, CacheScope::Public);
         assert_eq!(c.request_state_ttl, Duration::from_secs(600));
         assert_eq!(c.shutdown_grace, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_stdio_spin_defaults_to_100_us_and_is_capped() {
+        let c = McpServerConfig::default();
+        assert_eq!(c.stdio_spin, Duration::from_micros(100));
+        let long = c.clone().with_stdio_spin(Duration::from_secs(1));
+        assert_eq!(long.stdio_spin, McpServerConfig::MAX_STDIO_SPIN);
+        assert_eq!(c.with_stdio_spin(Duration::ZERO).stdio_spin, Duration::ZERO);
     }
 
     #[test]

@@ -172,6 +172,10 @@ pub(super) fn encoded_len_within(value: &Value, limit: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[path = "encoding_tests.rs"]
+mod encoding_tests;
+
+#[cfg(test)]
 mod result_size_tests {
     use super::*;
 

@@ -466,14 +466,57 @@ impl OutgoingMessage {
         out
     }
 
-    /// Appends the compact JSON encoding to `out`.
+    /// Appends the compact JSON encoding to `out`: the bytes `serde_json::to_writer` writes
+    /// for this message, produced by the one fast encoder ([`super::encode`]) straight into
+    /// `out`, with no intermediate buffer.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        // Serialising a `Value` tree into a Vec cannot fail: keys are strings, and the
-        // writer is infallible. Fall back to an internal error object all the same.
-        if serde_json::to_writer(&mut *out, self).is_err() {
-            out.extend_from_slice(
-                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#,
-            );
+        use super::encode::{write_str, write_value};
+        match self {
+            Self::Response { id, result } => {
+                out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+                write_id(out, id);
+                out.extend_from_slice(br#","result":"#);
+                write_value(out, result);
+                out.push(b'}');
+            }
+            Self::Notification { method, params } => {
+                out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+                write_str(out, method);
+                out.extend_from_slice(br#","params":"#);
+                write_value(out, params);
+                out.push(b'}');
+            }
+            Self::Request { id, method, params } => {
+                out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+                write_id(out, id);
+                out.extend_from_slice(br#","method":"#);
+                write_str(out, method);
+                out.extend_from_slice(br#","params":"#);
+                write_value(out, params);
+                out.push(b'}');
+            }
+            Self::Batch(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_to(out);
+                }
+                out.push(b']');
+            }
+            // Small, and rare on hot paths: serde_json's own encoding.
+            Self::Error { .. } => {
+                // Serialising into a Vec cannot fail: keys are strings, and the writer is
+                // infallible. Fall back to an internal error object all the same.
+                let mark = out.len();
+                if serde_json::to_writer(&mut *out, self).is_err() {
+                    out.truncate(mark);
+                    out.extend_from_slice(
+                        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#,
+                    );
+                }
+            }
         }
     }
 
@@ -489,6 +532,14 @@ impl OutgoingMessage {
     /// Whether this is a response (result or error) rather than a notification or request.
     pub fn is_response(&self) -> bool {
         matches!(self, Self::Response { .. } | Self::Error { .. })
+    }
+}
+
+/// Appends a request id as its `Serialize` implementation writes it.
+fn write_id(out: &mut Vec<u8>, id: &RequestId) {
+    match id {
+        RequestId::String(s) => super::encode::write_str(out, s),
+        RequestId::Number(n) => super::encode::write_number(out, n),
     }
 }
 
