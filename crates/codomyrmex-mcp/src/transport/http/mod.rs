@@ -51,6 +51,7 @@ mod handler;
 pub(crate) mod headers;
 mod limits;
 mod metrics;
+mod own_wakes;
 mod replay;
 mod sessions;
 mod sse;
@@ -769,7 +770,9 @@ impl HttpServer {
                 .clone()
                 .timer(timer)
                 .serve_connection(io, TowerToHyperService::new(svc));
-            let conn = graceful.watch(conn);
+            // Its wake-ups of itself (the body's hand-over) are polled again on this thread
+            // rather than sent through tokio's queue to the other worker (see `own_wakes`).
+            let conn = own_wakes::OwnWakes::new(graceful.watch(conn));
             tokio::spawn(async move {
                 tokio::select! {
                     r = conn => if let Err(e) = r {
