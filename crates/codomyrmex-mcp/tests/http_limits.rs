@@ -196,6 +196,109 @@ async fn slow_headers_are_cut_off() {
     s.stop().await;
 }
 
+/// Reads one response with a `Content-Length` body from a kept-alive connection.
+async fn read_response(stream: &mut TcpStream) -> Vec<u8> {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            let n = tokio::io::AsyncReadExt::read(stream, &mut buf)
+                .await
+                .unwrap();
+            assert!(n > 0, "closed mid-response: {raw:?}");
+            raw.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&raw);
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .expect("a content-length");
+                if body.len() >= len {
+                    return raw;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(HANG, read).await.expect("an answer")
+}
+
+/// The header and body deadlines share one timer per connection, armed for the first and
+/// re-armed only when it fires: after requests that each set a later deadline, a slow head
+/// and a slow body on the same connection are still cut off.
+#[tokio::test]
+async fn deadlines_hold_on_a_kept_alive_connection() {
+    let s = start(HttpConfig {
+        header_read_timeout: Duration::from_millis(300),
+        request_timeout: Duration::from_millis(300),
+        ..config()
+    })
+    .await;
+    let kept_alive = || async {
+        let mut stream = TcpStream::connect(s.addr).await.unwrap();
+        // Spaced out, so that each request's deadlines fall after the first's, which
+        // passes while they run.
+        for _ in 0..4 {
+            stream.write_all(&list().to_bytes(&s.host())).await.unwrap();
+            assert_eq!(status_of(&read_response(&mut stream).await), Some(200));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        stream
+    };
+    // A slow head.
+    let mut stream = kept_alive().await;
+    stream.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
+    let trickler = async {
+        for _ in 0..800 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if stream.write_all(b"x").await.is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    let finished = tokio::time::timeout(HANG, trickler).await;
+    assert!(
+        matches!(finished, Ok(false)),
+        "the server kept a slow head open on a kept-alive connection"
+    );
+    // A slow body: 400 bytes at one per 50 ms would take 20 s.
+    let mut stream = kept_alive().await;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: 400\r\n\r\n",
+        s.host()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let (mut rd, mut wr) = stream.into_split();
+    let writer = tokio::spawn(async move {
+        for _ in 0..400 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if wr.write_all(b" ").await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut head = [0u8; 12];
+    let got = tokio::time::timeout(
+        HANG,
+        tokio::io::AsyncReadExt::read_exact(&mut rd, &mut head),
+    )
+    .await
+    .expect("the server neither answered nor closed");
+    assert!(got.is_ok(), "closed without an answer");
+    assert_eq!(
+        status_of(&head),
+        Some(408),
+        "{:?}",
+        String::from_utf8_lossy(&head)
+    );
+    writer.abort();
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn idle_connections_are_closed() {
     let s = start(HttpConfig {

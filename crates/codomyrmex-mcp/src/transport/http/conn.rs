@@ -16,6 +16,8 @@ use axum::http::Request;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower::Service;
 
+use super::conn_timer::ConnTimer;
+
 /// What a connection has been doing.
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
@@ -111,20 +113,27 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
 }
 
 /// Counts a request as busy while its handler runs, and gives it the peer's address as
-/// [`ConnectInfo`].
+/// [`ConnectInfo`] and the connection's [`ConnTimer`].
 #[derive(Clone)]
 pub(crate) struct Tracked<S> {
     inner: S,
     activity: Arc<Activity>,
     peer: SocketAddr,
+    timer: ConnTimer,
 }
 
 impl<S> Tracked<S> {
-    pub(crate) fn new(inner: S, activity: Arc<Activity>, peer: SocketAddr) -> Self {
+    pub(crate) fn new(
+        inner: S,
+        activity: Arc<Activity>,
+        peer: SocketAddr,
+        timer: ConnTimer,
+    ) -> Self {
         Self {
             inner,
             activity,
             peer,
+            timer,
         }
     }
 }
@@ -153,6 +162,7 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         req.extensions_mut().insert(ConnectInfo(self.peer));
+        req.extensions_mut().insert(self.timer.clone());
         self.activity.busy.fetch_add(1, Ordering::Relaxed);
         let guard = BusyGuard(self.activity.clone());
         TrackedFuture {

@@ -19,6 +19,7 @@ use crate::store::{EventId, EventStore, ReplayScope, StoreError};
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
 
+use super::conn_timer::ConnTimer;
 use super::limits::{SERVER_BUSY, with_retry_after};
 use super::metrics::{Served, method_label};
 use super::replay::LogSink;
@@ -131,7 +132,13 @@ fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
     }
 }
 
-async fn read_body(app: &AppState, body: Body) -> Result<axum::body::Bytes, Response<Body>> {
+/// The body, within `max_body_bytes` and `request_timeout`. The deadline is on the
+/// connection's timer when the server loop gave one ([`ConnTimer`]), else a tokio sleep.
+async fn read_body(
+    app: &AppState,
+    body: Body,
+    timer: Option<&ConnTimer>,
+) -> Result<axum::body::Bytes, Response<Body>> {
     let limit = app.config.max_body_bytes;
     let too_large = || {
         bad(
@@ -144,19 +151,27 @@ async fn read_body(app: &AppState, body: Body) -> Result<axum::body::Bytes, Resp
     if http_body::Body::size_hint(&body).lower() > limit as u64 {
         return Err(too_large());
     }
-    match tokio::time::timeout(
-        app.config.request_timeout,
-        axum::body::to_bytes(body, limit),
-    )
-    .await
-    {
-        Err(_) => Err(bad(
+    let timeout = app.config.request_timeout;
+    let read = axum::body::to_bytes(body, limit);
+    let read = match timer {
+        Some(timer) => {
+            let deadline = timer.after(timeout);
+            tokio::select! {
+                biased;
+                r = read => Some(r),
+                () = deadline => None,
+            }
+        }
+        None => tokio::time::timeout(timeout, read).await.ok(),
+    };
+    match read {
+        None => Err(bad(
             StatusCode::REQUEST_TIMEOUT,
             ErrorCode::INVALID_REQUEST,
             "Request body was not received in time",
         )),
-        Ok(Err(_)) => Err(too_large()),
-        Ok(Ok(b)) => Ok(b),
+        Some(Err(_)) => Err(too_large()),
+        Some(Ok(b)) => Ok(b),
     }
 }
 
@@ -212,7 +227,7 @@ async fn post_message(
             "Accept must include application/json and text/event-stream",
         );
     }
-    let body = match read_body(app, body).await {
+    let body = match read_body(app, body, parts.extensions.get::<ConnTimer>()).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };

@@ -42,6 +42,7 @@
 mod auth;
 mod cluster;
 mod conn;
+mod conn_timer;
 mod cors;
 mod drain;
 mod forwarded;
@@ -50,6 +51,7 @@ mod handler;
 pub(crate) mod headers;
 mod limits;
 mod metrics;
+mod own_wakes;
 mod replay;
 mod sessions;
 mod sse;
@@ -64,7 +66,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::routing::{get, post};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -736,7 +738,6 @@ impl HttpServer {
         // hard cap, twice that, answers a bare 431 and closes the connection.
         let hard_cap = self.config.max_header_bytes.saturating_mul(2).max(8192);
         builder
-            .timer(TokioTimer::new())
             .header_read_timeout(self.config.header_read_timeout)
             .max_header_size(hard_cap)
             .keep_alive(true);
@@ -762,9 +763,17 @@ impl HttpServer {
             let _ = stream.set_nodelay(true);
             let activity = Arc::new(conn::Activity::default());
             let io = TokioIo::new(conn::TrackedIo::new(stream, activity.clone()));
-            let svc = conn::Tracked::new(app.clone(), activity.clone(), peer);
-            let conn = builder.serve_connection(io, TowerToHyperService::new(svc));
-            let conn = graceful.watch(conn);
+            // One timer per connection for its header and body deadlines: tokio's timer
+            // wheel is not re-programmed per request (see `conn_timer`).
+            let timer = conn_timer::ConnTimer::default();
+            let svc = conn::Tracked::new(app.clone(), activity.clone(), peer, timer.clone());
+            let conn = builder
+                .clone()
+                .timer(timer)
+                .serve_connection(io, TowerToHyperService::new(svc));
+            // Its wake-ups of itself (the body's hand-over) are polled again on this thread
+            // rather than sent through tokio's queue to the other worker (see `own_wakes`).
+            let conn = own_wakes::OwnWakes::new(graceful.watch(conn));
             tokio::spawn(async move {
                 tokio::select! {
                     r = conn => if let Err(e) = r {
