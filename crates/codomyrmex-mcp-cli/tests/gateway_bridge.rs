@@ -1,6 +1,7 @@
 //! The gateway's era bridge: one upstream (our own server, over Streamable HTTP, in this
 //! process) mounted twice, spoken to in 2025-11-25 (`old`) and in 2026-07-28 (`new`), and a
-//! tool that asks for roots, sampling and a form elicitation. Clients of both eras call it
+//! tool that asks for roots, sampling and a form elicitation (and a prompt that asks for a
+//! sample, a resource whose read asks for roots). Clients of both eras call them
 //! through the gateway (a child over stdio) and answer with their handlers; its progress
 //! reaches them too, their cancellation reaches it, and a change of its tools reaches them as
 //! `list_changed`.
@@ -15,10 +16,13 @@ use codomyrmex_mcp::client::{
     CallOptions, ClientHandlers, ClientOptions, EraPreference, StdioCommand,
 };
 use codomyrmex_mcp::engine::Engine;
+use codomyrmex_mcp::prompts::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
+use codomyrmex_mcp::resources::{ResourceDefinition, ResourceError, ResourceRequest};
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
+use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
-    ContentBlock, InputRequest, McpClient, McpServerConfig, McpToolRegistry, ToolContext,
-    ToolOutput,
+    ContentBlock, InputRequest, McpClient, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
+    McpServerConfig, McpToolRegistry, ToolContext, ToolOutput,
 };
 use serde_json::{Map, Value, json};
 
@@ -106,6 +110,54 @@ fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToo
     Arc::new(tools)
 }
 
+/// A prompt that asks for a sample before it renders.
+fn upstream_prompts() -> Arc<McpPromptRegistry> {
+    let prompts = McpPromptRegistry::new();
+    prompts.add(
+        PromptDefinition::new("ask_prompt", "asks for a sample"),
+        |r: PromptRequest| async move {
+            let sample = r
+                .context
+                .input(
+                    "sample",
+                    InputRequest::Sample(json!({"messages": [], "maxTokens": 5})),
+                )
+                .await
+                .map_err(McpErrorDetail::from)?;
+            let said = sample["content"]["text"].as_str().unwrap_or("?").to_owned();
+            Ok(PromptResult {
+                description: None,
+                messages: vec![PromptMessage::user(ContentBlock::text(said))],
+            })
+        },
+    );
+    Arc::new(prompts)
+}
+
+/// A resource whose reader asks for the client's roots.
+fn upstream_resources() -> Arc<McpResourceRegistry> {
+    let resources = McpResourceRegistry::new();
+    resources
+        .add(
+            ResourceDefinition::new("ask://roots", "roots"),
+            |r: ResourceRequest| async move {
+                let roots = r
+                    .context
+                    .input("roots", InputRequest::ListRoots)
+                    .await
+                    .map_err(|e| ResourceError::Failed(e.to_string()))?;
+                Ok(vec![ResourceContents::Text {
+                    uri: r.uri,
+                    mime_type: None,
+                    text: roots["roots"][0]["uri"].as_str().unwrap_or("?").to_owned(),
+                    meta: None,
+                }])
+            },
+        )
+        .unwrap();
+    Arc::new(resources)
+}
+
 /// Our server over Streamable HTTP on a loopback port; returns its URL and its tools. It
 /// stops with the test's runtime.
 async fn upstream() -> (String, Arc<McpToolRegistry>) {
@@ -126,7 +178,9 @@ async fn upstream_with(
     let tools = upstream_tools(tx);
     let mut config = McpServerConfig::new("bridge-upstream", "1").with_rate_limit(None);
     config.list_ttl = list_ttl;
-    let engine = Engine::new(config, tools.clone());
+    let engine = Engine::new(config, tools.clone())
+        .with_prompts(upstream_prompts())
+        .with_resources(upstream_resources());
     let config = HttpConfig {
         bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         rate_limit: None,
@@ -209,6 +263,23 @@ async fn bridge(era: EraPreference) {
             seen.push(p);
         }
         assert_eq!(seen, vec![1.0, 2.0, 3.0], "{up}: progress");
+
+        // A prompt and a resource read that ask for input cross the bridge as calls do.
+        let p = tokio::time::timeout(
+            GUARD,
+            client.get_prompt(&format!("{up}.ask_prompt"), json!({})),
+        )
+        .await
+        .expect("no hang")
+        .unwrap_or_else(|e| panic!("{up}: prompts/get: {e}"));
+        assert_eq!(p["messages"][0]["content"]["text"], "sampled", "{up}: {p}");
+        let uri = format!("{up}+ask://roots");
+        let r = tokio::time::timeout(GUARD, client.read_resource(&uri))
+            .await
+            .expect("no hang")
+            .unwrap_or_else(|e| panic!("{up}: resources/read: {e}"));
+        assert_eq!(r["contents"][0]["text"], "file:///work", "{up}: {r}");
+        assert_eq!(r["contents"][0]["uri"], uri, "{up}: {r}");
     }
     client.close(Duration::from_secs(5)).await;
 }

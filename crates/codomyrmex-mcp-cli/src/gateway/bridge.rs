@@ -1,6 +1,8 @@
-//! The era bridge: a mounted tool's call carries the upstream's requests for input (sampling,
-//! elicitation, roots) to the gateway's own client and the answers back, whatever era each
-//! side speaks, and relays the call's progress and log messages to the gateway's client.
+//! The era bridge: a mounted tool's call, prompt or resource read (`tools/call`,
+//! `prompts/get`, `resources/read`, one mechanism for the three) carries the upstream's
+//! requests for input (sampling, elicitation, roots) to the gateway's own client and the
+//! answers back, whatever era each side speaks, and relays the request's progress and log
+//! messages to the gateway's client.
 //!
 //! - **2025-11-25 upstream**: it sends server-to-client requests on its session. The
 //!   upstream's [`McpClient`] answers them with [`Inbox::handlers`], which hand each request
@@ -17,8 +19,8 @@
 //!
 //! Not done here: a server-to-client request of a 2025-11-25 upstream carries nothing that
 //! names the call it belongs to, so with several calls in flight to that upstream it is
-//! refused (never guessed), and one that arrives while a resource read or prompt is in flight
-//! is not attributed to them. Cancellation of such a request by the upstream is not relayed.
+//! refused (never guessed): calls, prompts and reads in flight to that upstream count alike.
+//! Cancellation of such a request by the upstream is not relayed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -297,29 +299,29 @@ fn call_options(context: &CurrentContext) -> CallOptions {
     }
 }
 
-/// Calls the tool `name` of `up` for the gateway's client behind `context`.
+/// Sends `method` (`tools/call`, `prompts/get` or `resources/read`) with `params` to `up`
+/// for the gateway's client behind `context`, within the upstream's concurrency limit.
 pub async fn call(
     up: &Live,
     client: Arc<McpClient>,
-    name: &str,
-    arguments: Value,
+    method: &'static str,
+    params: Value,
     context: ToolContext,
 ) -> Bridged {
-    let params = json!({"name": name, "arguments": arguments});
     match (client.era(), context.era()) {
         (Era::Modern, _) => {
             let Ok(_permit) = up.permits.acquire().await else {
                 return Bridged::Final(Err(ClientError::Closed));
             };
-            modern_upstream(up, &client, params, &context).await
+            modern_upstream(up, &client, method, params, &context).await
         }
         (Era::Legacy, Era::Legacy) => {
             let Ok(_permit) = up.permits.acquire().await else {
                 return Bridged::Final(Err(ClientError::Closed));
             };
-            legacy_both(up, &client, params, context).await
+            legacy_both(up, &client, method, params, context).await
         }
-        (Era::Legacy, Era::Modern) => parked_call(up, client, params, context).await,
+        (Era::Legacy, Era::Modern) => parked_call(up, client, method, params, context).await,
     }
 }
 
@@ -327,6 +329,7 @@ pub async fn call(
 async fn modern_upstream(
     up: &Live,
     client: &McpClient,
+    method: &'static str,
     mut params: Value,
     context: &ToolContext,
 ) -> Bridged {
@@ -359,10 +362,7 @@ async fn modern_upstream(
     }
     let options = call_options(&Arc::new(Mutex::new(context.clone())));
     for _ in 0..MAX_ROUNDS {
-        let result = match client
-            .request_round("tools/call", params.clone(), &options)
-            .await
-        {
+        let result = match client.request_round(method, params.clone(), &options).await {
             Ok(r) => r,
             Err(e) => return Bridged::Final(Err(e)),
         };
@@ -411,12 +411,13 @@ async fn modern_upstream(
 async fn legacy_both(
     up: &Live,
     client: &McpClient,
+    method: &'static str,
     params: Value,
     context: ToolContext,
 ) -> Bridged {
     let mut slot = up.inbox.register(context.clone());
     let options = call_options(&slot.context);
-    let call = client.request_with("tools/call", params, &options);
+    let call = client.request_with(method, params, &options);
     tokio::pin!(call);
     let mut n = 0usize;
     loop {
@@ -438,6 +439,7 @@ async fn legacy_both(
 async fn parked_call(
     up: &Live,
     client: Arc<McpClient>,
+    method: &'static str,
     params: Value,
     context: ToolContext,
 ) -> Bridged {
@@ -488,7 +490,7 @@ async fn parked_call(
             let options = call_options(&slot.context);
             let timeout = up.timeout;
             let task = tokio::spawn(async move {
-                tokio::time::timeout(timeout, client.request_with("tools/call", params, &options))
+                tokio::time::timeout(timeout, client.request_with(method, params, &options))
                     .await
                     .unwrap_or(Err(ClientError::Timeout(timeout)))
             });
