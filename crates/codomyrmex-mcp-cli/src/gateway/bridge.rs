@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, proto};
+use codomyrmex_mcp::engine::META_LOG_LEVEL;
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
 use codomyrmex_mcp::{
     ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
@@ -279,6 +280,21 @@ fn relay_log(context: &ToolContext, params: &Value) {
     context.log(level, params.get("data").cloned().unwrap_or(Value::Null));
 }
 
+/// Asks a 2026-07-28 upstream for the request's log messages (`_meta` log level): at the
+/// gateway's 2026-07-28 client's own level, or every message for a 2025-11-25 client (whose
+/// `logging/setLevel` the context applies when it relays them).
+fn with_log_level(params: &mut Value, context: &ToolContext) {
+    let level = match context.era() {
+        Era::Modern => context.meta().get(META_LOG_LEVEL).cloned(),
+        Era::Legacy => Some(json!("debug")),
+    };
+    if let (Some(level), Value::Object(params)) = (level, params)
+        && let Value::Object(meta) = params.entry("_meta").or_insert_with(|| json!({}))
+    {
+        meta.insert(META_LOG_LEVEL.to_owned(), level);
+    }
+}
+
 /// Progress of the upstream call, to whichever context is current (when the gateway's client
 /// asked for progress).
 fn call_options(context: &CurrentContext) -> CallOptions {
@@ -360,7 +376,10 @@ async fn modern_upstream(
         params = proto::retry_params(&params, responses, state);
         round = prior_round + 1;
     }
-    let options = call_options(&Arc::new(Mutex::new(context.clone())));
+    with_log_level(&mut params, context);
+    // In the inbox only so that the upstream's log messages reach this call's client.
+    let slot = up.inbox.register(context.clone());
+    let options = call_options(&slot.context);
     for _ in 0..MAX_ROUNDS {
         let result = match client.request_round(method, params.clone(), &options).await {
             Ok(r) => r,

@@ -141,6 +141,8 @@ pub struct Listing {
     pub resources: Vec<Value>,
     /// `resources/templates/list` entries.
     pub templates: Vec<Value>,
+    /// The upstream declared `resources.subscribe` (2025-11-25: `resources/subscribe`).
+    pub subscribe: bool,
 }
 
 /// One mounted entry.

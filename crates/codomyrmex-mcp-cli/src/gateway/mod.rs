@@ -167,11 +167,9 @@ async fn serve_catalogue(
         let mounted = match r {
             Ok((client, listing)) => {
                 live.set_client(Some(Arc::new(client)));
-                Some(supervise::mount_listing(
-                    &supervised,
-                    &live,
-                    &listing,
-                    &registries,
+                Some((
+                    supervise::mount_listing(&supervised, &live, &listing, &registries),
+                    listing.subscribe,
                 ))
             }
             Err(e) => {
@@ -380,6 +378,17 @@ async fn list_all(client: &McpClient, era: EraPreference) -> Result<Listing, Str
     if has("resources") {
         listing.resources = paged(client, "resources/list", "resources").await?;
         listing.templates = paged(client, "resources/templates/list", "resourceTemplates").await?;
+        listing.subscribe = caps["resources"]["subscribe"] == Value::Bool(true);
+    }
+    if has("logging") && client.era() == codomyrmex_mcp::Era::Legacy {
+        // Every message it has; each is relayed only as far as the gateway's client's
+        // own level (`logging/setLevel`, or a request's log level `_meta`) lets it.
+        if let Err(e) = client
+            .set_log_level(codomyrmex_mcp::LoggingLevel::Debug)
+            .await
+        {
+            tracing::debug!(error = %e, "the upstream refused logging/setLevel");
+        }
     }
     Ok(listing)
 }

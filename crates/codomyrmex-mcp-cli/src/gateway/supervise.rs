@@ -4,14 +4,23 @@
 //! and it is connected again with exponential backoff (1 s doubling to 30 s), a stdio child
 //! being started anew; once it answers, its catalogue is mounted again. An upstream that was
 //! down at start is connected the same way. When the upstream says a list changed
-//! (`notifications/*/list_changed`), its lists are read again and mounted anew, and the
-//! gateway's clients hear `list_changed` in their own era. One upstream's trouble never
+//! (`notifications/*/list_changed` of a 2025-11-25 upstream, or on the `subscriptions/listen`
+//! stream the supervisor keeps open to a 2026-07-28 upstream), its lists are read again and
+//! mounted anew, and the gateway's clients hear `list_changed` (or a listen event) in their
+//! own era. The upstream's `notifications/resources/updated` for a mounted resource reach the
+//! gateway's clients subscribed to its local URI: the supervisor subscribes to every mounted
+//! resource (up to [`MAX_SUBSCRIPTIONS`]) at the upstream, whoever subscribed at the gateway
+//! (the engine has no hook that would say when a client does). One upstream's trouble never
 //! touches another's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::catalog::{Catalogue, Filter, Listing, Mount};
+use codomyrmex_mcp::client::CallOptions;
+use codomyrmex_mcp::{Era, McpClient};
+use serde_json::{Value, json};
+
+use super::catalog::{Catalogue, Filter, Listing, Mount, local_uri};
 use super::serve::{Live, Registries, mount, unmount};
 use super::{Target, connect_upstream};
 
@@ -19,6 +28,11 @@ use super::{Target, connect_upstream};
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The most resources of one upstream the gateway subscribes to.
+const MAX_SUBSCRIPTIONS: usize = 1_000;
+/// How long a `subscriptions/listen` request may stay open (it is reopened on each
+/// remount).
+const LISTEN_FOR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// What a supervisor needs to know of its upstream.
 pub struct Supervised {
@@ -39,17 +53,17 @@ pub struct Supervised {
 pub async fn supervise(
     s: Supervised,
     live: Arc<Live>,
-    mut mounted: Option<Catalogue>,
+    mut mounted: Option<(Catalogue, bool)>,
     r: Registries,
 ) {
     loop {
-        if let Some(catalogue) = mounted.take() {
-            if watch(&s, &live).await == Ended::Changed
-                && let Some(listing) = relist(&s, &live).await
+        if let Some((catalogue, subscribe)) = mounted.take() {
+            if watch(&s, &live, &catalogue, subscribe, &r).await == Ended::Changed
+                && let Some(listing) = relist(&s, &live, subscribe).await
             {
                 // Clients hear of it as of any change of the gateway's registries.
                 unmount(&catalogue, &r);
-                mounted = Some(mount_listing(&s, &live, &listing, &r));
+                mounted = Some((mount_listing(&s, &live, &listing, &r), subscribe));
                 continue;
             }
             tracing::warn!(upstream = %live.name, "the upstream stopped answering; its tools leave the list");
@@ -57,7 +71,7 @@ pub async fn supervise(
             drop(live.set_client(None));
         }
         let listing = reconnect(&s, &live).await;
-        mounted = Some(mount_listing(&s, &live, &listing, &r));
+        mounted = Some((mount_listing(&s, &live, &listing, &r), listing.subscribe));
     }
 }
 
@@ -93,14 +107,40 @@ enum Ended {
 }
 
 /// Returns when the upstream fails a health check, its connection closes, or it says one of
-/// its lists changed.
-async fn watch(s: &Supervised, live: &Live) -> Ended {
+/// its lists changed. Meanwhile relays its `notifications/resources/updated` for the
+/// mounted resources (under their local URIs), having subscribed to them: a 2025-11-25
+/// upstream that declares `resources.subscribe` with `resources/subscribe`, a 2026-07-28
+/// upstream on a `subscriptions/listen` stream, which also carries its list changes.
+async fn watch(
+    s: &Supervised,
+    live: &Live,
+    catalogue: &Catalogue,
+    subscribe: bool,
+    r: &Registries,
+) -> Ended {
     let Some(client) = live.client() else {
         return Ended::Down;
     };
+    let uris: Vec<&str> = catalogue
+        .resources
+        .values()
+        .map(|e| e.upstream_name.as_str())
+        .take(MAX_SUBSCRIPTIONS)
+        .collect();
+    if client.era() == Era::Legacy && subscribe {
+        for uri in &uris {
+            let answer = tokio::time::timeout(s.timeout, client.subscribe(uri)).await;
+            if !matches!(answer, Ok(Ok(()))) {
+                tracing::debug!(upstream = %live.name, %uri, "resources/subscribe failed");
+            }
+        }
+    }
+    let listen = listen(&client, &uris);
+    tokio::pin!(listen);
     let mut next_check = tokio::time::Instant::now() + s.health_every;
     loop {
         tokio::select! {
+            () = &mut listen => {}
             () = tokio::time::sleep_until(next_check) => {
                 let answer =
                     tokio::time::timeout(s.timeout.min(Duration::from_secs(10)), client.ping()).await;
@@ -112,7 +152,10 @@ async fn watch(s: &Supervised, live: &Live) -> Ended {
             n = client.next_notification() => match n {
                 None => return Ended::Down,
                 Some(n) => {
-                    let method = n.get("method").and_then(serde_json::Value::as_str).unwrap_or("");
+                    let method = n.get("method").and_then(Value::as_str).unwrap_or("");
+                    if method == "notifications/resources/updated" {
+                        relay_updated(live, &n, r);
+                    }
                     if matches!(
                         method,
                         "notifications/tools/list_changed"
@@ -127,9 +170,47 @@ async fn watch(s: &Supervised, live: &Live) -> Ended {
     }
 }
 
+/// Tells the gateway's subscribers that a resource of `live` changed (the URI renamed into
+/// the gateway's namespace; one the gateway does not mount, or without a scheme, is
+/// dropped).
+fn relay_updated(live: &Live, n: &Value, r: &Registries) {
+    let Some(uri) = n["params"]["uri"].as_str() else {
+        return;
+    };
+    if let Some(local) = local_uri(&live.name, uri) {
+        r.resources.notify_updated(local);
+    }
+}
+
+/// A 2026-07-28 upstream's `subscriptions/listen` stream (its list changes and updates of
+/// `uris`), open while the future is; whatever it hears arrives as the client's
+/// notifications. Never ends (when the stream closes, the health check and the connection
+/// say whether the upstream is still up); for a 2025-11-25 upstream, it only waits.
+async fn listen(client: &McpClient, uris: &[&str]) {
+    if client.era() == Era::Modern {
+        let params = json!({"notifications": {
+            "toolsListChanged": true,
+            "promptsListChanged": true,
+            "resourcesListChanged": true,
+            "resourceSubscriptions": uris,
+        }});
+        let options = CallOptions {
+            progress: None,
+            timeout: Some(LISTEN_FOR),
+        };
+        if let Err(e) = client
+            .request_round("subscriptions/listen", params, &options)
+            .await
+        {
+            tracing::debug!(error = %e, "the upstream's subscriptions/listen ended");
+        }
+    }
+    std::future::pending::<()>().await;
+}
+
 /// The upstream's lists again, on the same connection (a kind it does not serve lists as
 /// empty); `None` when it does not answer in time.
-async fn relist(s: &Supervised, live: &Live) -> Option<Listing> {
+async fn relist(s: &Supervised, live: &Live, subscribe: bool) -> Option<Listing> {
     let client = live.client()?;
     let list = |method: &'static str, key: &'static str| {
         let client = client.clone();
@@ -147,6 +228,7 @@ async fn relist(s: &Supervised, live: &Live) -> Option<Listing> {
             prompts: list("prompts/list", "prompts").await?,
             resources: list("resources/list", "resources").await?,
             templates: list("resources/templates/list", "resourceTemplates").await?,
+            subscribe,
         })
     };
     let listing = tokio::time::timeout(s.timeout, all).await.ok().flatten();
