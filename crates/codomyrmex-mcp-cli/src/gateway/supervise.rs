@@ -2,8 +2,9 @@
 //! `health_check_secs`; when it fails (a child that died, a remote that stopped answering),
 //! the upstream's tools, prompts and resources leave the gateway (clients hear `list_changed`)
 //! and it is connected again with exponential backoff (1 s doubling to 30 s), a stdio child
-//! being started anew; once it answers, its catalogue is mounted again. An upstream that was
-//! down at start is connected the same way. When the upstream says a list changed
+//! being started anew; once it answers, its catalogue is mounted again. The first connection
+//! is the supervisor's too (the gateway serves without waiting for a slow upstream), and an
+//! upstream that was down at start is connected the same way. When the upstream says a list changed
 //! (`notifications/*/list_changed` of a 2025-11-25 upstream, or on the `subscriptions/listen`
 //! stream the supervisor keeps open to a 2026-07-28 upstream), its lists are read again and
 //! mounted anew, and the gateway's clients hear `list_changed` (or a listen event) in their
@@ -48,14 +49,17 @@ pub struct Supervised {
     pub era: codomyrmex_mcp::client::EraPreference,
 }
 
-/// Keeps the upstream mounted while it answers (`mounted`: what is mounted now, `None` when
-/// it is down), and mounts it again when it comes back. Runs until the process ends.
+/// Connects the upstream, keeps it mounted while it answers, and mounts it again when it
+/// comes back; `first_attempt` hears when the first connection attempt ended (mounted, or
+/// failed). Runs until the process ends.
 pub async fn supervise(
     s: Supervised,
     live: Arc<Live>,
-    mut mounted: Option<(Catalogue, bool)>,
     r: Registries,
+    first_attempt: tokio::sync::oneshot::Sender<()>,
 ) {
+    let mut first_attempt = Some(first_attempt);
+    let mut mounted: Option<(Catalogue, bool)> = None;
     loop {
         if let Some((catalogue, subscribe)) = mounted.take() {
             if watch(&s, &live, &catalogue, subscribe, &r).await == Ended::Changed
@@ -70,8 +74,11 @@ pub async fn supervise(
             unmount(&catalogue, &r);
             drop(live.set_client(None));
         }
-        let listing = reconnect(&s, &live).await;
+        let listing = reconnect(&s, &live, &mut first_attempt).await;
         mounted = Some((mount_listing(&s, &live, &listing, &r), listing.subscribe));
+        if let Some(tx) = first_attempt.take() {
+            let _ = tx.send(());
+        }
     }
 }
 
@@ -238,8 +245,13 @@ async fn relist(s: &Supervised, live: &Live, subscribe: bool) -> Option<Listing>
     listing
 }
 
-/// Connects until it works, with exponential backoff; returns the listing.
-async fn reconnect(s: &Supervised, live: &Live) -> Listing {
+/// Connects until it works, with exponential backoff; returns the listing. A failed attempt
+/// is told to `first_attempt`, if it is still waiting.
+async fn reconnect(
+    s: &Supervised,
+    live: &Live,
+    first_attempt: &mut Option<tokio::sync::oneshot::Sender<()>>,
+) -> Listing {
     let mut backoff = FIRST_BACKOFF;
     loop {
         let handlers = live.inbox.handlers();
@@ -251,6 +263,9 @@ async fn reconnect(s: &Supervised, live: &Live) -> Listing {
             }
             Err(e) => {
                 tracing::warn!(upstream = %live.name, error = %e, retry_in_secs = backoff.as_secs(), "upstream unreachable");
+                if let Some(tx) = first_attempt.take() {
+                    let _ = tx.send(());
+                }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
