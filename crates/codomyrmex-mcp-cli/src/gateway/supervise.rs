@@ -29,8 +29,8 @@ use super::{Target, connect_upstream};
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// The most resources of one upstream the gateway subscribes to.
-const MAX_SUBSCRIPTIONS: usize = 1_000;
+/// The most resources of one upstream the gateway subscribes to (one request each).
+const MAX_SUBSCRIPTIONS: usize = 100;
 /// How long a `subscriptions/listen` request may stay open (it is reopened on each
 /// remount).
 const LISTEN_FOR: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -136,10 +136,14 @@ async fn watch(
         .collect();
     if client.era() == Era::Legacy && subscribe {
         for uri in &uris {
-            let answer = tokio::time::timeout(s.timeout, client.subscribe(uri)).await;
-            if !matches!(answer, Ok(Ok(()))) {
-                tracing::debug!(upstream = %live.name, %uri, "resources/subscribe failed");
-            }
+            let why = match tokio::time::timeout(s.timeout, client.subscribe(uri)).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "no answer in time".to_owned(),
+            };
+            // Not asked again for the others.
+            tracing::warn!(upstream = %live.name, %uri, error = %why, "resources/subscribe failed; no further subscriptions");
+            break;
         }
     }
     let listen = listen(&client, &uris);
