@@ -423,6 +423,7 @@ mod tests {
             prompts: vec![json!({"name": "review"})],
             resources: vec![json!({"uri": "file:///README.md", "name": "readme"})],
             templates: vec![json!({"uriTemplate": "file:///{path}", "name": "files"})],
+            subscribe: false,
         };
         let f = filter(&[], &["secret_*"], &[("log", "history")]);
         let c = Catalogue::build(&[Mount {
