@@ -61,7 +61,8 @@ struct Asked {
 type CurrentContext = Arc<Mutex<ToolContext>>;
 
 struct Slot {
-    asks: mpsc::Sender<Asked>,
+    /// `None` for a call to a 2026-07-28 upstream, which takes only log messages.
+    asks: Option<mpsc::Sender<Asked>>,
     context: CurrentContext,
 }
 
@@ -74,42 +75,57 @@ pub struct Inbox {
     next: AtomicU64,
 }
 
-/// A call's place in the inbox; leaves it when dropped.
-struct Registered {
+/// A call's place in the inbox; it leaves when this is dropped.
+struct Place {
     inbox: Arc<Inbox>,
     id: u64,
-    asks: mpsc::Receiver<Asked>,
-    context: CurrentContext,
 }
 
-impl Drop for Registered {
+impl Drop for Place {
     fn drop(&mut self) {
         lock(&self.inbox.calls).remove(&self.id);
     }
 }
 
+/// A call in the inbox that takes the upstream's requests.
+struct Registered {
+    _place: Place,
+    asks: mpsc::Receiver<Asked>,
+    context: CurrentContext,
+}
+
 impl Inbox {
-    fn register(self: &Arc<Self>, context: ToolContext) -> Registered {
+    fn enter(
+        self: &Arc<Self>,
+        asks: Option<mpsc::Sender<Asked>>,
+        context: CurrentContext,
+    ) -> Place {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel(ASKS_PER_CALL);
-        let context = Arc::new(Mutex::new(context));
-        lock(&self.calls).insert(
-            id,
-            Slot {
-                asks: tx,
-                context: context.clone(),
-            },
-        );
-        Registered {
+        lock(&self.calls).insert(id, Slot { asks, context });
+        Place {
             inbox: self.clone(),
             id,
+        }
+    }
+
+    fn register(self: &Arc<Self>, context: ToolContext) -> Registered {
+        let (tx, rx) = mpsc::channel(ASKS_PER_CALL);
+        let context = Arc::new(Mutex::new(context));
+        Registered {
+            _place: self.enter(Some(tx), context.clone()),
             asks: rx,
             context,
         }
     }
 
+    /// A place for a call that takes only log messages (to a 2026-07-28 upstream, which
+    /// asks for input in its results): no channel for requests.
+    fn register_for_logs(self: &Arc<Self>, context: CurrentContext) -> Place {
+        self.enter(None, context)
+    }
+
     /// The one call in flight, if exactly one is.
-    fn only(&self) -> Option<(mpsc::Sender<Asked>, CurrentContext)> {
+    fn only(&self) -> Option<(Option<mpsc::Sender<Asked>>, CurrentContext)> {
         let calls = lock(&self.calls);
         if calls.len() != 1 {
             return None;
@@ -145,7 +161,7 @@ impl Inbox {
     }
 
     async fn route(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        let Some((asks, _)) = self.only() else {
+        let Some((Some(asks), _)) = self.only() else {
             return Err(ErrorObject::internal(format!(
                 "the gateway cannot tell which call this {method} belongs to"
             )));
@@ -378,8 +394,9 @@ async fn modern_upstream(
     }
     with_log_level(&mut params, context);
     // In the inbox only so that the upstream's log messages reach this call's client.
-    let slot = up.inbox.register(context.clone());
-    let options = call_options(&slot.context);
+    let current = Arc::new(Mutex::new(context.clone()));
+    let _place = up.inbox.register_for_logs(current.clone());
+    let options = call_options(&current);
     for _ in 0..MAX_ROUNDS {
         let result = match client.request_round(method, params.clone(), &options).await {
             Ok(r) => r,
