@@ -1,6 +1,7 @@
 //! The gateway's era bridge: one upstream (our own server, over Streamable HTTP, in this
 //! process) mounted twice, spoken to in 2025-11-25 (`old`) and in 2026-07-28 (`new`), and a
-//! tool that asks for roots, sampling and a form elicitation. Clients of both eras call it
+//! tool that asks for roots, sampling and a form elicitation (and a prompt that asks for a
+//! sample, a resource whose read asks for roots). Clients of both eras call them
 //! through the gateway (a child over stdio) and answer with their handlers; its progress
 //! reaches them too, their cancellation reaches it, and a change of its tools reaches them as
 //! `list_changed`.
@@ -15,10 +16,13 @@ use codomyrmex_mcp::client::{
     CallOptions, ClientHandlers, ClientOptions, EraPreference, StdioCommand,
 };
 use codomyrmex_mcp::engine::Engine;
+use codomyrmex_mcp::prompts::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
+use codomyrmex_mcp::resources::{ResourceDefinition, ResourceError, ResourceRequest};
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
+use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
-    ContentBlock, InputRequest, McpClient, McpServerConfig, McpToolRegistry, ToolContext,
-    ToolOutput,
+    ContentBlock, InputRequest, LoggingLevel, McpClient, McpErrorDetail, McpPromptRegistry,
+    McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput,
 };
 use serde_json::{Map, Value, json};
 
@@ -93,6 +97,17 @@ fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToo
         .unwrap();
     tools
         .register(
+            "log",
+            schema.clone(),
+            |_: Map<String, Value>, cx: ToolContext| async move {
+                cx.log(LoggingLevel::Debug, json!("noise"));
+                cx.log(LoggingLevel::Warning, json!("careful"));
+                text("logged")
+            },
+        )
+        .unwrap();
+    tools
+        .register(
             "progress",
             schema,
             |_: Map<String, Value>, cx: ToolContext| async move {
@@ -106,11 +121,72 @@ fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToo
     Arc::new(tools)
 }
 
-/// Our server over Streamable HTTP on a loopback port; returns its URL and its tools. It
-/// stops with the test's runtime.
-async fn upstream() -> (String, Arc<McpToolRegistry>) {
-    let (url, tools, _) = upstream_with(Duration::from_secs(60)).await;
-    (url, tools)
+/// A prompt that asks for a sample before it renders.
+fn upstream_prompts() -> Arc<McpPromptRegistry> {
+    let prompts = McpPromptRegistry::new();
+    prompts.add(
+        PromptDefinition::new("ask_prompt", "asks for a sample"),
+        |r: PromptRequest| async move {
+            let sample = r
+                .context
+                .input(
+                    "sample",
+                    InputRequest::Sample(json!({"messages": [], "maxTokens": 5})),
+                )
+                .await
+                .map_err(McpErrorDetail::from)?;
+            let said = sample["content"]["text"].as_str().unwrap_or("?").to_owned();
+            Ok(PromptResult {
+                description: None,
+                messages: vec![PromptMessage::user(ContentBlock::text(said))],
+            })
+        },
+    );
+    Arc::new(prompts)
+}
+
+/// A resource whose reader asks for the client's roots.
+fn upstream_resources() -> Arc<McpResourceRegistry> {
+    let resources = McpResourceRegistry::new();
+    resources
+        .add(
+            ResourceDefinition::new("ask://roots", "roots"),
+            |r: ResourceRequest| async move {
+                let roots = r
+                    .context
+                    .input("roots", InputRequest::ListRoots)
+                    .await
+                    .map_err(|e| ResourceError::Failed(e.to_string()))?;
+                Ok(vec![ResourceContents::Text {
+                    uri: r.uri,
+                    mime_type: None,
+                    text: roots["roots"][0]["uri"].as_str().unwrap_or("?").to_owned(),
+                    meta: None,
+                }])
+            },
+        )
+        .unwrap();
+    resources
+        .add(
+            ResourceDefinition::new("watched://r", "watched"),
+            |r: ResourceRequest| async move {
+                Ok(vec![ResourceContents::Text {
+                    uri: r.uri,
+                    mime_type: None,
+                    text: "now".to_owned(),
+                    meta: None,
+                }])
+            },
+        )
+        .unwrap();
+    Arc::new(resources)
+}
+
+/// Our server over Streamable HTTP on a loopback port; returns its URL, its tools and its
+/// resources. It stops with the test's runtime.
+async fn upstream() -> (String, Arc<McpToolRegistry>, Arc<McpResourceRegistry>) {
+    let (url, tools, _, resources) = upstream_with(Duration::from_secs(60)).await;
+    (url, tools, resources)
 }
 
 /// [`upstream`], whose 2026-07-28 lists may be cached for `list_ttl`; also hears each dropped
@@ -121,12 +197,16 @@ async fn upstream_with(
     String,
     Arc<McpToolRegistry>,
     tokio::sync::mpsc::UnboundedReceiver<()>,
+    Arc<McpResourceRegistry>,
 ) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let tools = upstream_tools(tx);
     let mut config = McpServerConfig::new("bridge-upstream", "1").with_rate_limit(None);
     config.list_ttl = list_ttl;
-    let engine = Engine::new(config, tools.clone());
+    let resources = upstream_resources();
+    let engine = Engine::new(config, tools.clone())
+        .with_prompts(upstream_prompts())
+        .with_resources(resources.clone());
     let config = HttpConfig {
         bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         rate_limit: None,
@@ -136,7 +216,7 @@ async fn upstream_with(
     let listener = server.bind().await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { server.serve(listener, std::future::pending()).await });
-    (format!("http://{addr}/mcp"), tools, rx)
+    (format!("http://{addr}/mcp"), tools, rx, resources)
 }
 
 fn handlers() -> ClientHandlers {
@@ -177,7 +257,7 @@ async fn gateway(dir: &std::path::Path, url: &str, era: EraPreference) -> McpCli
 }
 
 async fn bridge(era: EraPreference) {
-    let (url, _) = upstream().await;
+    let (url, _, _) = upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let client = gateway(dir.path(), &url, era).await;
     for up in ["old", "new"] {
@@ -209,6 +289,23 @@ async fn bridge(era: EraPreference) {
             seen.push(p);
         }
         assert_eq!(seen, vec![1.0, 2.0, 3.0], "{up}: progress");
+
+        // A prompt and a resource read that ask for input cross the bridge as calls do.
+        let p = tokio::time::timeout(
+            GUARD,
+            client.get_prompt(&format!("{up}.ask_prompt"), json!({})),
+        )
+        .await
+        .expect("no hang")
+        .unwrap_or_else(|e| panic!("{up}: prompts/get: {e}"));
+        assert_eq!(p["messages"][0]["content"]["text"], "sampled", "{up}: {p}");
+        let uri = format!("{up}+ask://roots");
+        let r = tokio::time::timeout(GUARD, client.read_resource(&uri))
+            .await
+            .expect("no hang")
+            .unwrap_or_else(|e| panic!("{up}: resources/read: {e}"));
+        assert_eq!(r["contents"][0]["text"], "file:///work", "{up}: {r}");
+        assert_eq!(r["contents"][0]["uri"], uri, "{up}: {r}");
     }
     client.close(Duration::from_secs(5)).await;
 }
@@ -223,11 +320,13 @@ async fn a_2026_client_answers_the_input_of_upstreams_of_both_eras() {
     bridge(EraPreference::Modern).await;
 }
 
-/// A 2025-11-25 upstream that says its tools changed is listed again: the gateway's client
-/// hears `list_changed` and finds the new tool.
+/// An upstream that says its tools changed is listed again (a 2025-11-25 upstream says so
+/// with `list_changed`, a 2026-07-28 one on the `subscriptions/listen` stream the gateway
+/// keeps open): the gateway's client hears `list_changed` and finds the new tool under both
+/// namespaces.
 #[tokio::test]
 async fn an_upstreams_list_changed_reaches_the_gateways_client() {
-    let (url, tools) = upstream().await;
+    let (url, tools, _) = upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let client = gateway(dir.path(), &url, EraPreference::Legacy).await;
     let names = |tools: &[Value]| -> Vec<String> {
@@ -260,21 +359,120 @@ async fn an_upstreams_list_changed_reaches_the_gateways_client() {
     let deadline = std::time::Instant::now() + GUARD;
     loop {
         let now = names(&client.list_tools().await.unwrap());
-        if now.contains(&"old.later".to_owned()) {
+        if now.contains(&"old.later".to_owned()) && now.contains(&"new.later".to_owned()) {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "not listed: {now:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let r = client.call_tool("old.later", json!({})).await.unwrap();
-    assert_eq!(r["content"][0]["text"], "added later", "{r}");
+    for up in ["old", "new"] {
+        let r = client
+            .call_tool(&format!("{up}.later"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(r["content"][0]["text"], "added later", "{up}: {r}");
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// The next `notifications/message` the client hears, with what it heard before it.
+async fn next_log(client: &McpClient) -> (Value, Vec<Value>) {
+    let mut before = Vec::new();
+    let found = tokio::time::timeout(GUARD, async {
+        while let Some(n) = client.next_notification().await {
+            if n["method"] == "notifications/message" {
+                return n["params"].clone();
+            }
+            before.push(n);
+        }
+        panic!("the connection ended before a log message");
+    })
+    .await
+    .expect("a log message within the guard");
+    (found, before)
+}
+
+/// An upstream's log messages during a call reach the gateway's client, at the client's own
+/// level: `logging/setLevel` (2025-11-25) or the request's log level `_meta` (2026-07-28).
+async fn logs(era: EraPreference) {
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, era).await;
+    if era == EraPreference::Legacy {
+        client.set_log_level(LoggingLevel::Info).await.unwrap();
+    }
+    for up in ["old", "new"] {
+        let r = client
+            .request(
+                "tools/call",
+                json!({
+                    "name": format!("{up}.log"),
+                    "arguments": {},
+                    "_meta": {"io.modelcontextprotocol/logLevel": "info"},
+                }),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r["content"][0]["text"], "logged", "{up}: {r}");
+        let (log, _) = next_log(&client).await;
+        // The debug message before it was below the client's level.
+        assert_eq!(log["data"], "careful", "{up}: {log}");
+        assert_eq!(log["level"], "warning", "{up}: {log}");
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_client_hears_the_log_messages_of_upstreams_of_both_eras() {
+    logs(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_hears_the_log_messages_of_upstreams_of_both_eras() {
+    logs(EraPreference::Modern).await;
+}
+
+/// A client subscribed to a mounted resource hears when it changes at its upstream, under
+/// the resource's local URI, whichever era the upstream speaks.
+#[tokio::test]
+async fn an_upstreams_resource_update_reaches_the_subscribed_client() {
+    let (url, _, resources) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, EraPreference::Legacy).await;
+    for up in ["old", "new"] {
+        client
+            .subscribe(&format!("{up}+watched://r"))
+            .await
+            .unwrap();
+    }
+    let mut heard = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + GUARD;
+    // The gateway subscribes at the upstream on its own time: changed until heard.
+    while heard.len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "heard only {heard:?}");
+        resources.notify_updated("watched://r");
+        let quiet = tokio::time::timeout(Duration::from_millis(200), async {
+            while let Some(n) = client.next_notification().await {
+                if n["method"] == "notifications/resources/updated" {
+                    return Some(n["params"]["uri"].as_str().unwrap().to_owned());
+                }
+            }
+            None
+        });
+        if let Ok(Some(uri)) = quiet.await {
+            heard.insert(uri);
+        }
+    }
+    let want: std::collections::BTreeSet<String> =
+        ["new+watched://r".to_owned(), "old+watched://r".to_owned()].into();
+    assert_eq!(heard, want);
     client.close(Duration::from_secs(5)).await;
 }
 
 /// The gateway's 2026-07-28 lists may be cached no longer than its upstreams' own.
 #[tokio::test]
 async fn the_gateways_list_ttl_is_no_longer_than_its_upstreams() {
-    let (url, _, _) = upstream_with(Duration::from_millis(2_500)).await;
+    let (url, _, _, _) = upstream_with(Duration::from_millis(2_500)).await;
     let dir = tempfile::tempdir().unwrap();
     let client = gateway(dir.path(), &url, EraPreference::Modern).await;
     let page = client.request("tools/list", json!({})).await.unwrap();
@@ -283,7 +481,7 @@ async fn the_gateways_list_ttl_is_no_longer_than_its_upstreams() {
 }
 
 async fn cancel(era: EraPreference) {
-    let (url, _, mut dropped) = upstream_with(Duration::from_secs(60)).await;
+    let (url, _, mut dropped, _) = upstream_with(Duration::from_secs(60)).await;
     let dir = tempfile::tempdir().unwrap();
     let client = gateway(dir.path(), &url, era).await;
     for up in ["old", "new"] {

@@ -337,3 +337,50 @@ async fn a_killed_child_is_restarted_and_its_tools_come_back() {
         .unwrap();
     assert!(read.to_string().contains("still here"), "{read}");
 }
+
+/// The gateway answers its first messages before every upstream is connected: an upstream
+/// that never finishes its handshake (a child that reads and never answers, with a long
+/// timeout) holds up neither the client's handshake nor the tools of an upstream that is up.
+#[tokio::test]
+async fn an_upstream_that_never_answers_holds_up_neither_the_handshake_nor_the_others() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[upstream]]
+name = "mute"
+command = "sleep"
+args = ["600"]
+timeout_secs = 600
+
+[[upstream]]
+name = "files"
+command = "{BIN}"
+args = ["serve", "--root", "{root}"]
+"#,
+            root = root.path().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    for era in [EraPreference::Legacy, EraPreference::Modern] {
+        // `gateway` fails (no hang) when the handshake is not answered within the guard.
+        let client = gateway(&config, era).await;
+        let tools = tokio::time::timeout(GUARD, client.list_tools())
+            .await
+            .expect("no hang")
+            .unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert!(
+            names.contains(&"files.file_system.read"),
+            "{era:?}: {names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.starts_with("mute.")),
+            "{era:?}: {names:?}"
+        );
+        client.close(Duration::from_secs(5)).await;
+    }
+}

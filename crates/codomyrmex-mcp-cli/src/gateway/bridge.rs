@@ -1,6 +1,8 @@
-//! The era bridge: a mounted tool's call carries the upstream's requests for input (sampling,
-//! elicitation, roots) to the gateway's own client and the answers back, whatever era each
-//! side speaks, and relays the call's progress and log messages to the gateway's client.
+//! The era bridge: a mounted tool's call, prompt or resource read (`tools/call`,
+//! `prompts/get`, `resources/read`, one mechanism for the three) carries the upstream's
+//! requests for input (sampling, elicitation, roots) to the gateway's own client and the
+//! answers back, whatever era each side speaks, and relays the request's progress and log
+//! messages to the gateway's client.
 //!
 //! - **2025-11-25 upstream**: it sends server-to-client requests on its session. The
 //!   upstream's [`McpClient`] answers them with [`Inbox::handlers`], which hand each request
@@ -17,8 +19,8 @@
 //!
 //! Not done here: a server-to-client request of a 2025-11-25 upstream carries nothing that
 //! names the call it belongs to, so with several calls in flight to that upstream it is
-//! refused (never guessed), and one that arrives while a resource read or prompt is in flight
-//! is not attributed to them. Cancellation of such a request by the upstream is not relayed.
+//! refused (never guessed): calls, prompts and reads in flight to that upstream count alike.
+//! Cancellation of such a request by the upstream is not relayed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, proto};
+use codomyrmex_mcp::engine::META_LOG_LEVEL;
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
 use codomyrmex_mcp::{
     ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
@@ -58,7 +61,8 @@ struct Asked {
 type CurrentContext = Arc<Mutex<ToolContext>>;
 
 struct Slot {
-    asks: mpsc::Sender<Asked>,
+    /// `None` for a call to a 2026-07-28 upstream, which takes only log messages.
+    asks: Option<mpsc::Sender<Asked>>,
     context: CurrentContext,
 }
 
@@ -71,42 +75,57 @@ pub struct Inbox {
     next: AtomicU64,
 }
 
-/// A call's place in the inbox; leaves it when dropped.
-struct Registered {
+/// A call's place in the inbox; it leaves when this is dropped.
+struct Place {
     inbox: Arc<Inbox>,
     id: u64,
-    asks: mpsc::Receiver<Asked>,
-    context: CurrentContext,
 }
 
-impl Drop for Registered {
+impl Drop for Place {
     fn drop(&mut self) {
         lock(&self.inbox.calls).remove(&self.id);
     }
 }
 
+/// A call in the inbox that takes the upstream's requests.
+struct Registered {
+    _place: Place,
+    asks: mpsc::Receiver<Asked>,
+    context: CurrentContext,
+}
+
 impl Inbox {
-    fn register(self: &Arc<Self>, context: ToolContext) -> Registered {
+    fn enter(
+        self: &Arc<Self>,
+        asks: Option<mpsc::Sender<Asked>>,
+        context: CurrentContext,
+    ) -> Place {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel(ASKS_PER_CALL);
-        let context = Arc::new(Mutex::new(context));
-        lock(&self.calls).insert(
-            id,
-            Slot {
-                asks: tx,
-                context: context.clone(),
-            },
-        );
-        Registered {
+        lock(&self.calls).insert(id, Slot { asks, context });
+        Place {
             inbox: self.clone(),
             id,
+        }
+    }
+
+    fn register(self: &Arc<Self>, context: ToolContext) -> Registered {
+        let (tx, rx) = mpsc::channel(ASKS_PER_CALL);
+        let context = Arc::new(Mutex::new(context));
+        Registered {
+            _place: self.enter(Some(tx), context.clone()),
             asks: rx,
             context,
         }
     }
 
+    /// A place for a call that takes only log messages (to a 2026-07-28 upstream, which
+    /// asks for input in its results): no channel for requests.
+    fn register_for_logs(self: &Arc<Self>, context: CurrentContext) -> Place {
+        self.enter(None, context)
+    }
+
     /// The one call in flight, if exactly one is.
-    fn only(&self) -> Option<(mpsc::Sender<Asked>, CurrentContext)> {
+    fn only(&self) -> Option<(Option<mpsc::Sender<Asked>>, CurrentContext)> {
         let calls = lock(&self.calls);
         if calls.len() != 1 {
             return None;
@@ -142,7 +161,7 @@ impl Inbox {
     }
 
     async fn route(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        let Some((asks, _)) = self.only() else {
+        let Some((Some(asks), _)) = self.only() else {
             return Err(ErrorObject::internal(format!(
                 "the gateway cannot tell which call this {method} belongs to"
             )));
@@ -277,6 +296,21 @@ fn relay_log(context: &ToolContext, params: &Value) {
     context.log(level, params.get("data").cloned().unwrap_or(Value::Null));
 }
 
+/// Asks a 2026-07-28 upstream for the request's log messages (`_meta` log level): at the
+/// gateway's 2026-07-28 client's own level, or every message for a 2025-11-25 client (whose
+/// `logging/setLevel` the context applies when it relays them).
+fn with_log_level(params: &mut Value, context: &ToolContext) {
+    let level = match context.era() {
+        Era::Modern => context.meta().get(META_LOG_LEVEL).cloned(),
+        Era::Legacy => Some(json!("debug")),
+    };
+    if let (Some(level), Value::Object(params)) = (level, params)
+        && let Value::Object(meta) = params.entry("_meta").or_insert_with(|| json!({}))
+    {
+        meta.insert(META_LOG_LEVEL.to_owned(), level);
+    }
+}
+
 /// Progress of the upstream call, to whichever context is current (when the gateway's client
 /// asked for progress).
 fn call_options(context: &CurrentContext) -> CallOptions {
@@ -297,29 +331,29 @@ fn call_options(context: &CurrentContext) -> CallOptions {
     }
 }
 
-/// Calls the tool `name` of `up` for the gateway's client behind `context`.
+/// Sends `method` (`tools/call`, `prompts/get` or `resources/read`) with `params` to `up`
+/// for the gateway's client behind `context`, within the upstream's concurrency limit.
 pub async fn call(
     up: &Live,
     client: Arc<McpClient>,
-    name: &str,
-    arguments: Value,
+    method: &'static str,
+    params: Value,
     context: ToolContext,
 ) -> Bridged {
-    let params = json!({"name": name, "arguments": arguments});
     match (client.era(), context.era()) {
         (Era::Modern, _) => {
             let Ok(_permit) = up.permits.acquire().await else {
                 return Bridged::Final(Err(ClientError::Closed));
             };
-            modern_upstream(up, &client, params, &context).await
+            modern_upstream(up, &client, method, params, &context).await
         }
         (Era::Legacy, Era::Legacy) => {
             let Ok(_permit) = up.permits.acquire().await else {
                 return Bridged::Final(Err(ClientError::Closed));
             };
-            legacy_both(up, &client, params, context).await
+            legacy_both(up, &client, method, params, context).await
         }
-        (Era::Legacy, Era::Modern) => parked_call(up, client, params, context).await,
+        (Era::Legacy, Era::Modern) => parked_call(up, client, method, params, context).await,
     }
 }
 
@@ -327,6 +361,7 @@ pub async fn call(
 async fn modern_upstream(
     up: &Live,
     client: &McpClient,
+    method: &'static str,
     mut params: Value,
     context: &ToolContext,
 ) -> Bridged {
@@ -357,12 +392,13 @@ async fn modern_upstream(
         params = proto::retry_params(&params, responses, state);
         round = prior_round + 1;
     }
-    let options = call_options(&Arc::new(Mutex::new(context.clone())));
+    with_log_level(&mut params, context);
+    // In the inbox only so that the upstream's log messages reach this call's client.
+    let current = Arc::new(Mutex::new(context.clone()));
+    let _place = up.inbox.register_for_logs(current.clone());
+    let options = call_options(&current);
     for _ in 0..MAX_ROUNDS {
-        let result = match client
-            .request_round("tools/call", params.clone(), &options)
-            .await
-        {
+        let result = match client.request_round(method, params.clone(), &options).await {
             Ok(r) => r,
             Err(e) => return Bridged::Final(Err(e)),
         };
@@ -411,12 +447,13 @@ async fn modern_upstream(
 async fn legacy_both(
     up: &Live,
     client: &McpClient,
+    method: &'static str,
     params: Value,
     context: ToolContext,
 ) -> Bridged {
     let mut slot = up.inbox.register(context.clone());
     let options = call_options(&slot.context);
-    let call = client.request_with("tools/call", params, &options);
+    let call = client.request_with(method, params, &options);
     tokio::pin!(call);
     let mut n = 0usize;
     loop {
@@ -438,6 +475,7 @@ async fn legacy_both(
 async fn parked_call(
     up: &Live,
     client: Arc<McpClient>,
+    method: &'static str,
     params: Value,
     context: ToolContext,
 ) -> Bridged {
@@ -488,7 +526,7 @@ async fn parked_call(
             let options = call_options(&slot.context);
             let timeout = up.timeout;
             let task = tokio::spawn(async move {
-                tokio::time::timeout(timeout, client.request_with("tools/call", params, &options))
+                tokio::time::timeout(timeout, client.request_with(method, params, &options))
                     .await
                     .unwrap_or(Err(ClientError::Timeout(timeout)))
             });

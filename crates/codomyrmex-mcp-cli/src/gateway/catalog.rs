@@ -141,6 +141,8 @@ pub struct Listing {
     pub resources: Vec<Value>,
     /// `resources/templates/list` entries.
     pub templates: Vec<Value>,
+    /// The upstream declared `resources.subscribe` (2025-11-25: `resources/subscribe`).
+    pub subscribe: bool,
 }
 
 /// One mounted entry.
@@ -421,6 +423,7 @@ mod tests {
             prompts: vec![json!({"name": "review"})],
             resources: vec![json!({"uri": "file:///README.md", "name": "readme"})],
             templates: vec![json!({"uriTemplate": "file:///{path}", "name": "files"})],
+            subscribe: false,
         };
         let f = filter(&[], &["secret_*"], &[("log", "history")]);
         let c = Catalogue::build(&[Mount {

@@ -123,6 +123,11 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
     }
 }
 
+/// The longest the gateway waits for its upstreams' first connections before it serves: a
+/// client that lists at once sees every upstream that answered by then, and a client's
+/// `server/discover` probe (the Python SDK gives it 10 s) is answered well within its time.
+const START_WAIT: Duration = Duration::from_secs(5);
+
 /// Serves the merged catalogue over stdio (until EOF or a signal), or over Streamable HTTP
 /// with `http`'s settings (until a signal). Each upstream is watched by its own supervisor.
 async fn serve_catalogue(
@@ -147,15 +152,11 @@ async fn serve_catalogue(
             ))
         })
         .collect();
-    let handlers: Vec<ClientHandlers> = lives.iter().map(|l| l.inbox.handlers()).collect();
-    let connected = connect_upstreams(&config.upstreams, &handlers).await;
-    let mut list_ttl: Option<Duration> = None;
-    for (client, _) in connected.iter().flatten() {
-        if let Some(ttl) = upstream_list_ttl(client).await {
-            list_ttl = Some(list_ttl.map_or(ttl, |t| t.min(ttl)));
-        }
-    }
-    for ((r, u), live) in connected.into_iter().zip(&config.upstreams).zip(lives) {
+    // Each supervisor connects its upstream; the gateway serves once every first attempt
+    // ended, or after START_WAIT: a late upstream joins the catalogue later (clients hear
+    // `list_changed`), and a hanging one never holds up the others or the handshake.
+    let mut first_attempts = Vec::with_capacity(lives.len());
+    for (u, live) in config.upstreams.iter().zip(&lives) {
         let supervised = supervise::Supervised {
             era: u.era,
             target: target_of(u),
@@ -163,28 +164,30 @@ async fn serve_catalogue(
             timeout: u.timeout,
             health_every: u.health_check,
         };
-        // What is up at start is mounted before the first client can list.
-        let mounted = match r {
-            Ok((client, listing)) => {
-                live.set_client(Some(Arc::new(client)));
-                Some(supervise::mount_listing(
-                    &supervised,
-                    &live,
-                    &listing,
-                    &registries,
-                ))
-            }
-            Err(e) => {
-                tracing::warn!(upstream = %u.name, error = %e, "upstream unreachable; mounted when it answers");
-                None
-            }
-        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        first_attempts.push(rx);
         tokio::spawn(supervise::supervise(
             supervised,
-            live,
-            mounted,
+            live.clone(),
             registries.clone(),
+            tx,
         ));
+    }
+    let all_tried = async {
+        for rx in first_attempts {
+            let _ = rx.await;
+        }
+    };
+    if tokio::time::timeout(START_WAIT, all_tried).await.is_err() {
+        tracing::info!("serving before every upstream answered; the others join when they do");
+    }
+    let mut list_ttl: Option<Duration> = None;
+    for live in &lives {
+        if let Some(client) = live.client()
+            && let Some(ttl) = upstream_list_ttl(&client).await
+        {
+            list_ttl = Some(list_ttl.map_or(ttl, |t| t.min(ttl)));
+        }
     }
     let serve::Registries {
         tools,
@@ -380,6 +383,17 @@ async fn list_all(client: &McpClient, era: EraPreference) -> Result<Listing, Str
     if has("resources") {
         listing.resources = paged(client, "resources/list", "resources").await?;
         listing.templates = paged(client, "resources/templates/list", "resourceTemplates").await?;
+        listing.subscribe = caps["resources"]["subscribe"] == Value::Bool(true);
+    }
+    if has("logging") && client.era() == codomyrmex_mcp::Era::Legacy {
+        // Every message it has; each is relayed only as far as the gateway's client's
+        // own level (`logging/setLevel`, or a request's log level `_meta`) lets it.
+        if let Err(e) = client
+            .set_log_level(codomyrmex_mcp::LoggingLevel::Debug)
+            .await
+        {
+            tracing::debug!(error = %e, "the upstream refused logging/setLevel");
+        }
     }
     Ok(listing)
 }

@@ -7,10 +7,10 @@
 //! gateway can relay becomes a failure naming the upstream, and an upstream's transport error
 //! is reported as the upstream being unavailable, without its details (which may name hosts,
 //! paths or credentials). Resources and templates are read through under their local URIs
-//! (`NAMESPACE+scheme:...`), the contents renamed back. Not built yet: server-to-client
-//! requests across the
-//! gateway (sampling, elicitation, roots) and notifications. Restarts and health checks are
-//! the supervisor's ([`super::supervise`]).
+//! (`NAMESPACE+scheme:...`), the contents renamed back. Calls, prompts and reads all go
+//! through [`forward`] and so across the era bridge ([`super::bridge`]: the upstream's
+//! requests for sampling, elicitation and roots, its progress and log messages). Restarts
+//! and health checks are the supervisor's ([`super::supervise`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,39 +180,23 @@ type ReadFuture = std::pin::Pin<
 fn reader(upstream: Arc<Live>) -> impl Fn(ResourceRequest) -> ReadFuture + Send + Sync + 'static {
     move |request: ResourceRequest| {
         let upstream = upstream.clone();
-        Box::pin(async move { forward_read(&upstream, &request.uri).await })
+        Box::pin(async move { forward_read(&upstream, &request.uri, request.context).await })
     }
 }
 
 async fn forward_read(
     upstream: &Live,
     local: &str,
+    context: ToolContext,
 ) -> Result<Vec<ResourceContents>, ResourceError> {
     let failed = |m: String| ResourceError::Failed(m);
     let Some((namespace, uri)) = split_local_uri(local).filter(|(n, _)| *n == upstream.name) else {
         return Err(ResourceError::NotFound(local.to_owned()));
     };
-    let _permit = upstream
-        .permits
-        .acquire()
+    let params = serde_json::json!({"uri": uri});
+    let result = forward(upstream, "resources/read", params, context)
         .await
-        .map_err(|_| failed(format!("upstream {namespace} is not reachable")))?;
-    let client = upstream
-        .client()
-        .ok_or_else(|| failed(format!("upstream {namespace} is not reachable")))?;
-    let got = tokio::time::timeout(upstream.timeout, client.read_resource(uri))
-        .await
-        .map_err(|_| failed(format!("upstream {namespace} did not answer in time")))?;
-    let result = match got {
-        Ok(r) => r,
-        Err(ClientError::Server(e)) => {
-            return Err(failed(format!(
-                "upstream {namespace}: {}",
-                relayed(&e.message)
-            )));
-        }
-        Err(_) => return Err(failed(format!("upstream {namespace} is not reachable"))),
-    };
+        .map_err(|d| failed(d.error_message))?;
     let contents: Vec<ResourceContents> = result
         .get("contents")
         .cloned()
@@ -304,47 +288,54 @@ async fn forward_call(
     arguments: Map<String, Value>,
     context: ToolContext,
 ) -> ToolOutput {
+    let params = serde_json::json!({"name": name, "arguments": arguments});
+    match forward(upstream, "tools/call", params, context).await {
+        Ok(result) => relay_result(&upstream.name, result),
+        Err(detail) => ToolOutput::failure(detail),
+    }
+}
+
+/// Sends `method` to `upstream` within its timeout, carrying its requests for input across
+/// the era bridge (the one way calls, prompts and reads go); the upstream's result, or a
+/// failure naming the upstream and none of its transport's details.
+async fn forward(
+    upstream: &Live,
+    method: &'static str,
+    params: Value,
+    context: ToolContext,
+) -> Result<Value, McpErrorDetail> {
     let Some(client) = upstream.client() else {
-        return ToolOutput::failure(unavailable(&upstream.name));
+        return Err(unavailable(&upstream.name));
     };
-    let call = bridge::call(upstream, client, name, Value::Object(arguments), context);
-    let outcome = match tokio::time::timeout(upstream.timeout, call).await {
-        Ok(outcome) => outcome,
-        Err(_) => {
-            return ToolOutput::failure(McpErrorDetail::new(
-                "UPSTREAM_TIMEOUT",
-                format!(
-                    "upstream {} did not answer within {} s",
-                    upstream.name,
-                    upstream.timeout.as_secs()
-                ),
-            ));
-        }
-    };
-    match outcome {
-        Bridged::AskedClient => ToolOutput::failure(McpErrorDetail::new(
-            "InputRequired",
-            "input from the client is required",
-        )),
-        Bridged::Failed(detail) => ToolOutput::failure(detail),
-        Bridged::Final(Err(ClientError::Timeout(_))) => ToolOutput::failure(McpErrorDetail::new(
+    let timed_out = || {
+        McpErrorDetail::new(
             "UPSTREAM_TIMEOUT",
             format!(
                 "upstream {} did not answer within {} s",
                 upstream.name,
                 upstream.timeout.as_secs()
             ),
+        )
+    };
+    let call = bridge::call(upstream, client, method, params, context);
+    match tokio::time::timeout(upstream.timeout, call).await {
+        Err(_) | Ok(Bridged::Final(Err(ClientError::Timeout(_)))) => Err(timed_out()),
+        // The engine answers input-required; this is not sent.
+        Ok(Bridged::AskedClient) => Err(McpErrorDetail::new(
+            "InputRequired",
+            "input from the client is required",
         )),
-        Bridged::Final(Err(ClientError::Server(e))) => ToolOutput::failure(McpErrorDetail::new(
+        Ok(Bridged::Failed(detail)) => Err(detail),
+        Ok(Bridged::Final(Err(ClientError::Server(e)))) => Err(McpErrorDetail::new(
             "UPSTREAM_ERROR",
             format!(
-                "upstream {} refused the call: {}",
+                "upstream {} refused the request: {}",
                 upstream.name,
                 relayed(&e.message)
             ),
         )),
-        Bridged::Final(Err(_)) => ToolOutput::failure(unavailable(&upstream.name)),
-        Bridged::Final(Ok(result)) => relay_result(&upstream.name, result),
+        Ok(Bridged::Final(Err(_))) => Err(unavailable(&upstream.name)),
+        Ok(Bridged::Final(Ok(result))) => Ok(result),
     }
 }
 
@@ -453,7 +444,7 @@ fn mount_prompt(
         move |request: codomyrmex_mcp::prompts::PromptRequest| {
             let upstream = upstream.clone();
             let name = name.clone();
-            async move { forward_prompt(&upstream, &name, request.arguments).await }
+            async move { forward_prompt(&upstream, &name, request).await }
         },
     )
 }
@@ -461,35 +452,15 @@ fn mount_prompt(
 async fn forward_prompt(
     upstream: &Live,
     name: &str,
-    arguments: std::collections::BTreeMap<String, String>,
+    request: codomyrmex_mcp::prompts::PromptRequest,
 ) -> Result<PromptResult, McpErrorDetail> {
-    let _permit = upstream
-        .permits
-        .acquire()
-        .await
-        .map_err(|_| unavailable(&upstream.name))?;
-    let args = serde_json::to_value(arguments).unwrap_or_default();
-    let client = upstream
-        .client()
-        .ok_or_else(|| unavailable(&upstream.name))?;
-    let got = tokio::time::timeout(upstream.timeout, client.get_prompt(name, args))
-        .await
-        .map_err(|_| {
-            McpErrorDetail::new(
-                "UPSTREAM_TIMEOUT",
-                format!("upstream {} did not answer in time", upstream.name),
-            )
-        })?;
-    let result = match got {
-        Ok(r) => r,
-        Err(ClientError::Server(e)) => {
-            return Err(McpErrorDetail::new(
-                "UPSTREAM_ERROR",
-                format!("upstream {}: {}", upstream.name, relayed(&e.message)),
-            ));
-        }
-        Err(_) => return Err(unavailable(&upstream.name)),
-    };
+    let arguments: Map<String, Value> = request
+        .arguments
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    let params = serde_json::json!({"name": name, "arguments": arguments});
+    let result = forward(upstream, "prompts/get", params, request.context).await?;
     let malformed = || {
         McpErrorDetail::new(
             "UPSTREAM_MALFORMED",
