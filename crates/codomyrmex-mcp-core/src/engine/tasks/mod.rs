@@ -235,7 +235,8 @@ pub(crate) struct TaskEntry {
     next_waiter: AtomicU64,
     /// The encoded size of the kept result, counted against `max_retained_bytes`.
     size: AtomicUsize,
-    /// With a shared task store: where changes are noted for the driver to write.
+    /// Where changes go: written to the default in-memory store, or noted for the driver to
+    /// write to a shared one. `None` for an entry outside any store (unit tests).
     dirty: Option<Arc<shared::Dirty>>,
 }
 
@@ -324,7 +325,7 @@ impl TaskEntry {
         }
     }
 
-    /// Notes every change in `dirty` (a shared task store's), from now on.
+    /// Sends every change to `dirty` (the live store's), from now on.
     fn tracked(mut self, dirty: Option<Arc<shared::Dirty>>) -> Self {
         self.dirty = dirty;
         self
@@ -348,7 +349,7 @@ impl TaskEntry {
         lock(&self.state).updated = Some(self.time.wall());
         self.changed.bump();
         if let Some(dirty) = &self.dirty {
-            dirty.mark(&self.id);
+            dirty.changed(self, false);
         }
     }
 

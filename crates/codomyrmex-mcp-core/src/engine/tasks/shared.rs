@@ -40,16 +40,53 @@ pub(crate) struct SharedTasks {
 /// The most final records waiting for the driver to write them.
 const MAX_FINALS: usize = 4096;
 
-/// The ids of live tasks changed since the driver last wrote them, and the final records of
-/// tasks that left the live store before it did.
+/// The owner named in the records of the default in-memory store.
+pub(super) const LOCAL_OWNER: &str = "local";
+
+/// Where changes of live tasks go. With a shared store: the ids of live tasks changed since
+/// the driver last wrote them, and the final records of tasks that left the live store before
+/// it did. With the default in-memory store (`memory`): nowhere to wait, the record is
+/// written at once.
 #[derive(Default)]
 pub(super) struct Dirty {
     ids: Mutex<HashSet<String>>,
     finals: Mutex<Vec<TaskRecord>>,
     signal: Generation,
+    /// The default in-memory store, and the poll interval its records suggest.
+    memory: Option<(Arc<crate::task_store::MemoryTaskStore>, Duration)>,
 }
 
 impl Dirty {
+    /// Writes straight to `memory`, the engine's default in-memory store.
+    pub(super) fn writing_to(
+        memory: Arc<crate::task_store::MemoryTaskStore>,
+        poll_interval: Duration,
+    ) -> Self {
+        Self {
+            memory: Some((memory, poll_interval)),
+            ..Self::default()
+        }
+    }
+
+    /// Live task `entry` changed (`created`: it has just joined the live store). Its record is
+    /// written now to the in-memory store (a task that already left it is not written back);
+    /// with a shared store it is noted for the driver.
+    pub(super) fn changed(&self, entry: &TaskEntry, created: bool) {
+        match &self.memory {
+            Some((store, poll)) => {
+                store.write(entry.record(LOCAL_OWNER, *poll, u64::MAX), created);
+            }
+            None => self.mark(&entry.id),
+        }
+    }
+
+    /// Live task `id` left the live store: its record leaves the in-memory store too.
+    pub(super) fn left(&self, id: &str) {
+        if let Some((store, _)) = &self.memory {
+            store.remove(id);
+        }
+    }
+
     pub(super) fn mark(&self, id: &str) {
         lock(&self.ids).insert(id.to_owned());
         self.signal.bump();

@@ -32,6 +32,8 @@ pub(crate) struct TaskStore {
     pub(crate) shared: Option<super::SharedTasks>,
     /// What changed since the driver last wrote it (with a shared store).
     pub(super) dirty: Arc<super::shared::Dirty>,
+    /// Where the tasks' records are read: the shared store, or by default an in-memory one.
+    records: Arc<dyn crate::task_store::TaskStore>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -54,6 +56,8 @@ pub(super) struct StoreInner {
     pub(super) orphan_check: Option<Instant>,
     /// With a shared store: where a finished task's last record goes when it leaves here.
     pub(super) finals: Option<(Arc<super::shared::Dirty>, std::time::Duration)>,
+    /// With the default in-memory store: where a task's record leaves with it.
+    pub(super) memory: Option<Arc<super::shared::Dirty>>,
 }
 
 impl StoreInner {
@@ -61,6 +65,9 @@ impl StoreInner {
     pub(super) fn take(&mut self, id: &str) -> Option<Arc<TaskEntry>> {
         let entry = self.tasks.remove(id)?;
         entry.cancel.cancel();
+        if let Some(dirty) = &self.memory {
+            dirty.left(id);
+        }
         if let Some((dirty, poll)) = &self.finals
             && entry.status().is_terminal()
         {
@@ -117,14 +124,13 @@ impl Reservation {
         if entry.legacy && inner.orphan_check.is_none() {
             inner.orphan_check = Some(store.platform.time.now() + SESSION_CHECK);
         }
-        let id = entry.id.clone();
-        inner.tasks.insert(id.clone(), entry);
+        // Written while the task is in the live store, so a task leaving it at once does not
+        // leave its record behind.
+        store.dirty.changed(&entry, true);
+        inner.tasks.insert(entry.id.clone(), entry);
         self.armed = false;
         drop(inner);
         store.schedule.bump();
-        if store.shared.is_some() {
-            store.dirty.mark(&id);
-        }
     }
 }
 
@@ -143,11 +149,20 @@ impl TaskStore {
         platform: Platform,
         shared: Option<super::SharedTasks>,
     ) -> Self {
-        let dirty = Arc::new(super::shared::Dirty::default());
+        let (records, dirty): (Arc<dyn crate::task_store::TaskStore>, _) = match &shared {
+            Some(s) => (s.store.clone(), super::shared::Dirty::default()),
+            None => {
+                let memory = Arc::new(crate::task_store::MemoryTaskStore::new());
+                let dirty = super::shared::Dirty::writing_to(memory.clone(), config.poll_interval);
+                (memory, dirty)
+            }
+        };
+        let dirty = Arc::new(dirty);
         let inner = StoreInner {
             finals: shared
                 .as_ref()
                 .map(|_| (dirty.clone(), config.poll_interval)),
+            memory: shared.is_none().then(|| dirty.clone()),
             ..StoreInner::default()
         };
         Self {
@@ -158,12 +173,20 @@ impl TaskStore {
             armed: Arc::new(AtomicBool::new(false)),
             shared,
             dirty,
+            records,
         }
     }
 
-    /// Where a new entry notes its changes: the dirty set, with a shared store.
+    /// Where this store's task records are read, through the [`TaskStore`] trait.
+    ///
+    /// [`TaskStore`]: crate::task_store::TaskStore
+    pub(crate) fn records(&self) -> Arc<dyn crate::task_store::TaskStore> {
+        self.records.clone()
+    }
+
+    /// Where a new entry sends its changes.
     pub(super) fn tracking(&self) -> Option<Arc<super::shared::Dirty>> {
-        self.shared.as_ref().map(|_| self.dirty.clone())
+        Some(self.dirty.clone())
     }
 
     /// The driver's handle on this store's timers.

@@ -889,6 +889,33 @@ async fn tasks_end_and_disappear_when_their_ttl_elapses() {
     assert_eq!(c.engine.shared.tasks.len(), 0);
 }
 
+/// The default engine keeps its task records in its in-memory `task_store::TaskStore`: a
+/// task's record is there from creation, follows it to its end, and leaves with the task when
+/// the store makes room.
+#[tokio::test(start_paused = true)]
+async fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
+    use crate::task_store::{TaskOutcome, TaskStatus};
+    let c = Client::new(&engine(TaskConfig {
+        max_tasks: 1,
+        ..TaskConfig::default()
+    }));
+    let records = c.engine.shared.tasks.records();
+    let wall = || shared::wall_ms(time().wall());
+    let created = c.call("slow", json!({"ms": 50})).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let record = records.get(&id, wall()).await.unwrap();
+    let record = record.expect("written when the task is created");
+    assert_eq!(record.status, TaskStatus::Working);
+    c.terminal(&created["taskId"]).await;
+    let record = records.get(&id, wall()).await.unwrap().unwrap();
+    assert_eq!(record.status, TaskStatus::Completed);
+    assert!(matches!(record.outcome, Some(TaskOutcome::Result { .. })));
+    // A new task takes the only slot: the finished one leaves, record and all.
+    let next = c.call("slow", json!({"ms": 60_000})).await;
+    assert_eq!(next["resultType"], "task");
+    assert_eq!(records.get(&id, wall()).await.unwrap(), None);
+}
+
 #[tokio::test(start_paused = true)]
 async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
     let c = Client::new(&engine(TaskConfig::default()));
