@@ -49,7 +49,7 @@ impl Engine {
         }
         let result = match scope.era {
             _ if !served => Err(ErrorObject::method_not_found(method)),
-            Era::Modern => self.modern_tasks(session, method, params, scope),
+            Era::Modern => return self.modern_tasks(session, id, method, params, scope),
             Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => {
                 Err(ErrorObject::method_not_found(method))
             }
@@ -67,38 +67,6 @@ impl Engine {
         }
     }
 
-    /// 2026-07-28: `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
-    /// extension. `tasks/result` and `tasks/list` do not exist there.
-    pub(super) fn modern_tasks(
-        &self,
-        session: &Arc<Session>,
-        method: &str,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Result<Value, ErrorObject> {
-        if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
-            return Err(ErrorObject::method_not_found(method));
-        }
-        if !declares_extension(&scope.client_capabilities) {
-            return Err(missing_extension(&format!(
-                "{method} needs the {TASKS_EXTENSION} extension"
-            )));
-        }
-        let entry = self.find_task(session, Era::Modern, params, scope.now.mono)?;
-        match method {
-            "tasks/get" => Ok(Value::Object(entry.json(&self.shared.tasks.config, true))),
-            "tasks/update" => {
-                entry.update(input_responses(params)?);
-                Ok(json!({}))
-            }
-            // Idempotent: cancelling a finished task is acknowledged too.
-            _ => {
-                let _ = entry.cancel();
-                Ok(json!({}))
-            }
-        }
-    }
-
     /// A `tasks/*` request that a shared task store answers: a task this instance does not
     /// hold (another instance may run it), or a 2025-11-25 `tasks/list` of a session other
     /// instances serve too. `None`: this instance answers from its own tasks.
@@ -112,22 +80,8 @@ impl Engine {
     ) -> Option<Handled> {
         let shared = self.shared.tasks.shared.as_ref()?;
         match scope.era {
-            Era::Modern => {
-                if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
-                    || !declares_extension(&scope.client_capabilities)
-                {
-                    return None;
-                }
-                let remote = self.remote_task(session, Era::Modern, params, scope.now.mono)?;
-                let responses = match method {
-                    "tasks/update" => match input_responses(params) {
-                        Ok(r) => Some(r.clone()),
-                        Err(e) => return Some(error(id, e)),
-                    },
-                    _ => None,
-                };
-                Some(self.remote_modern(session, id.clone(), method, remote, responses, scope))
-            }
+            // One path for both eras' stores (`modern_tasks`).
+            Era::Modern => None,
             Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => None,
             Era::Legacy if method == "tasks/list" => {
                 let key = session.key()?.to_owned();
@@ -339,7 +293,9 @@ impl Engine {
 }
 
 /// The `inputResponses` of a `tasks/update`: an object of result objects.
-fn input_responses(params: &Map<String, Value>) -> Result<&Map<String, Value>, ErrorObject> {
+pub(super) fn input_responses(
+    params: &Map<String, Value>,
+) -> Result<&Map<String, Value>, ErrorObject> {
     let Some(Value::Object(responses)) = params.get("inputResponses") else {
         return Err(ErrorObject::invalid_params(
             "tasks/update: inputResponses must be an object",

@@ -307,6 +307,39 @@ fn unavailable(e: &TaskStoreError) -> ErrorObject {
 }
 
 impl LiveTasks {
+    /// Before a read of live task `entry`'s record: with a shared store, whose writes the
+    /// driver makes later, writes the record now, so the read sees what this instance knows
+    /// (a refused write means the task ended elsewhere: its work stops). The default
+    /// in-memory store is written at every change already.
+    async fn write_ahead(
+        &self,
+        store: &Arc<dyn TaskStore>,
+        entry: &TaskEntry,
+    ) -> Result<(), ErrorObject> {
+        let Some(shared) = &self.shared else {
+            return Ok(());
+        };
+        let lease_until = wall_ms(self.platform.time.wall()).saturating_add(ms(shared.lease));
+        let record = entry.record(&shared.instance, self.config.poll_interval, lease_until);
+        if !store.put(record).await.map_err(|e| unavailable(&e))? {
+            self.stop_ended(&entry.id);
+        }
+        Ok(())
+    }
+
+    /// Stops and forgets live task `id`, whose stored record ended elsewhere.
+    fn stop_ended(&self, id: &str) {
+        let mut inner = lock(&self.inner);
+        if let Some(entry) = inner.tasks.get(id).cloned() {
+            entry.finish(
+                Outcome::Cancelled,
+                Some("The task ended on another instance.".into()),
+            );
+            inner.take(id);
+        }
+        lock(&self.dirty.ids).remove(id);
+    }
+
     /// The shared store's handle for the driver, when one is configured.
     pub(crate) fn sync(self: &Arc<Self>) -> Option<TaskSync> {
         Some(TaskSync {
@@ -344,16 +377,42 @@ impl Engine {
         Some((shared.store.clone(), id.to_owned()))
     }
 
-    /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel` of a task in the shared store.
-    pub(super) fn remote_modern(
+    /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
+    /// extension (`tasks/result` and `tasks/list` do not exist there), of a task this instance
+    /// runs or, with a shared store, another one does. One path for both: the record is read
+    /// through the [`TaskStore`] in a [`Wait`]; what acts on the work (delivering answers,
+    /// stopping it) goes to the live task when this instance runs it, else through the store.
+    pub(super) fn modern_tasks(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         method: &str,
-        (store, task_id): (Arc<dyn TaskStore>, String),
-        responses: Option<Map<String, Value>>,
+        params: &Map<String, Value>,
         scope: &RequestScope,
     ) -> Handled {
+        if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
+            return error(&id, ErrorObject::method_not_found(method));
+        }
+        if !declares_extension(&scope.client_capabilities) {
+            return error(
+                &id,
+                missing_extension(&format!("{method} needs the {TASKS_EXTENSION} extension")),
+            );
+        }
+        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
+            return error(&id, ErrorObject::invalid_params("taskId must be a string"));
+        };
+        let task_id = task_id.to_owned();
+        // Checked once the task is found, as an unknown task is the first thing to hear of.
+        let mut update = Map::new();
+        if let Some(r) = params.get("inputResponses") {
+            update.insert("inputResponses".into(), r.clone());
+        }
+        let tasks = self.shared.tasks.clone();
+        let store = tasks.records();
+        let live = tasks
+            .get_at(&task_id, scope.now.mono)
+            .filter(|t| t.owner.admits(Era::Modern, session));
         let engine = self.clone();
         let session = session.clone();
         let scope = scope.clone();
@@ -362,6 +421,9 @@ impl Engine {
         let now = wall_ms(scope.now.wall);
         store_wait(id.clone(), deadline, async move {
             let result = async {
+                if let Some(entry) = &live {
+                    tasks.write_ahead(&store, entry).await?;
+                }
                 let record = store
                     .get(&task_id, now)
                     .await
@@ -371,18 +433,29 @@ impl Engine {
                 Ok(match method.as_str() {
                     "tasks/get" => Value::Object(render(&record, true)),
                     "tasks/update" => {
-                        let responses = responses.unwrap_or_default();
-                        store
-                            .deliver(&task_id, responses)
-                            .await
-                            .map_err(|e| unavailable(&e))?;
+                        let responses = super::methods::input_responses(&update)?;
+                        match &live {
+                            Some(entry) => {
+                                entry.update(responses);
+                            }
+                            None => {
+                                store
+                                    .deliver(&task_id, responses.clone())
+                                    .await
+                                    .map_err(|e| unavailable(&e))?;
+                            }
+                        }
                         json!({})
                     }
+                    // Idempotent: cancelling a finished task is acknowledged too.
                     _ => {
                         store
                             .cancel(&task_id, now)
                             .await
                             .map_err(|e| unavailable(&e))?;
+                        if let Some(entry) = &live {
+                            let _ = entry.cancel();
+                        }
                         json!({})
                     }
                 })
@@ -707,14 +780,6 @@ impl TaskSync {
 
     /// Stops and forgets live task `id`, whose stored record ended (a write was refused).
     pub fn stop(&self, id: &str) {
-        let mut inner = lock(&self.tasks.inner);
-        if let Some(entry) = inner.tasks.get(id).cloned() {
-            entry.finish(
-                Outcome::Cancelled,
-                Some("The task ended on another instance.".into()),
-            );
-            inner.take(id);
-        }
-        lock(&self.tasks.dirty.ids).remove(id);
+        self.tasks.stop_ended(id);
     }
 }

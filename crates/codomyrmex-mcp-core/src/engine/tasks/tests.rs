@@ -916,6 +916,44 @@ async fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
     assert_eq!(records.get(&id, wall()).await.unwrap(), None);
 }
 
+/// `tasks/*` read a task's record through the `task_store::TaskStore` trait, in the default
+/// in-memory mode as with a shared store: the engine answers with a `Wait` the driver carries
+/// out, never from the live task in the handling call.
+#[tokio::test(start_paused = true)]
+async fn tasks_methods_read_through_the_store_as_a_wait() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let created = c.call("slow", json!({"ms": 60_000})).await;
+    let task_id = created["taskId"].clone();
+    let caps = json!({"extensions": {TASKS_EXTENSION: {}}});
+    let meta = json!({
+        super::super::META_PROTOCOL_VERSION: "2026-07-28",
+        super::super::META_CLIENT_CAPABILITIES: caps,
+    });
+    for (method, extra) in [
+        ("tasks/get", json!({})),
+        ("tasks/update", json!({"inputResponses": {}})),
+        ("tasks/cancel", json!({})),
+    ] {
+        let mut params = json!({"taskId": task_id, "_meta": meta});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let message = IncomingMessage::Request {
+            id: RequestId::from(100),
+            method: method.into(),
+            params: params.as_object().cloned(),
+        };
+        let handled = c.engine.handle(&c.session, message, &c.sink);
+        assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
+        let answer = handled.into_message().await;
+        assert!(
+            matches!(answer, Some(OutgoingMessage::Response { .. })),
+            "{method}: {answer:?}"
+        );
+    }
+    assert_eq!(c.get(&task_id).await["status"], "cancelled");
+}
+
 #[tokio::test(start_paused = true)]
 async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
     let c = Client::new(&engine(TaskConfig::default()));
