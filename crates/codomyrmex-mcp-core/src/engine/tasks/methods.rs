@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use futures_util::FutureExt as _;
 use serde_json::{Map, Value, json};
 
 use super::*;
@@ -13,25 +12,6 @@ use crate::registry::TaskSupport;
 use crate::wire::{Era, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
 
 impl Engine {
-    /// Finds the task a `tasks/*` request handled at `now` names, if the requester may see
-    /// it (and it has not expired by `now`).
-    pub(super) fn find_task(
-        &self,
-        session: &Arc<Session>,
-        era: Era,
-        params: &Map<String, Value>,
-        now: Instant,
-    ) -> Result<Arc<TaskEntry>, ErrorObject> {
-        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
-            return Err(ErrorObject::invalid_params("taskId must be a string"));
-        };
-        self.shared
-            .tasks
-            .get_at(task_id, now)
-            .filter(|t| t.owner.admits(era, session))
-            .ok_or_else(|| ErrorObject::invalid_params("Failed to retrieve task: Task not found"))
-    }
-
     /// `tasks/*` requests of both eras.
     pub(in crate::engine) fn handle_tasks(
         &self,
@@ -53,10 +33,10 @@ impl Engine {
             Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => {
                 Err(ErrorObject::method_not_found(method))
             }
-            Era::Legacy if method == "tasks/result" => {
-                return self.task_result(session, id, params, sink, scope.now.mono);
+            Era::Legacy if matches!(method, "tasks/get" | "tasks/cancel" | "tasks/result") => {
+                return self.legacy_tasks(session, id, method, params, scope, sink);
             }
-            Era::Legacy => self.legacy_tasks(session, method, params, scope.now.mono),
+            Era::Legacy => self.legacy_list(session, method, params, scope.now.mono),
         };
         match result {
             Ok(result) => Handled::Reply(OutgoingMessage::Response {
@@ -84,20 +64,16 @@ impl Engine {
             Era::Modern => None,
             Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => None,
             Era::Legacy if method == "tasks/list" => {
-                let key = session.key()?.to_owned();
+                let key = self.shared.tasks.session_key(session)?;
                 Some(self.shared_list(session, id.clone(), params, shared.store.clone(), key))
             }
-            Era::Legacy if matches!(method, "tasks/get" | "tasks/cancel" | "tasks/result") => {
-                let remote = self.remote_task(session, Era::Legacy, params, scope.now.mono)?;
-                Some(self.remote_legacy(session, id.clone(), method, remote))
-            }
+            // One path for local and shared (`legacy_tasks`).
             Era::Legacy => None,
         }
     }
 
-    /// 2025-11-25: `tasks/get`, `tasks/list` and `tasks/cancel` (`tasks/result` blocks, so it
-    /// is [`task_result`](Self::task_result)).
-    pub(super) fn legacy_tasks(
+    /// 2025-11-25 `tasks/list` of this instance's own tasks.
+    pub(super) fn legacy_list(
         &self,
         session: &Arc<Session>,
         method: &str,
@@ -106,20 +82,6 @@ impl Engine {
     ) -> Result<Value, ErrorObject> {
         let config = &self.shared.tasks.config;
         match method {
-            "tasks/get" => {
-                let entry = self.find_task(session, Era::Legacy, params, now)?;
-                Ok(Value::Object(entry.json(config, false)))
-            }
-            "tasks/cancel" => {
-                let entry = self.find_task(session, Era::Legacy, params, now)?;
-                entry.cancel().map_err(|status| {
-                    ErrorObject::invalid_params(format!(
-                        "Cannot cancel task: already in terminal status '{}'",
-                        status.as_str()
-                    ))
-                })?;
-                Ok(Value::Object(entry.json(config, false)))
-            }
             "tasks/list" => {
                 let after = match params.get("cursor") {
                     None | Some(Value::Null) => None,
@@ -159,53 +121,6 @@ impl Engine {
             }
             _ => Err(ErrorObject::method_not_found(method)),
         }
-    }
-
-    /// 2025-11-25 `tasks/result`: waits for the task to end, relaying its server-to-client
-    /// requests meanwhile, and answers what the call itself would have.
-    pub(super) fn task_result(
-        &self,
-        session: &Arc<Session>,
-        id: RequestId,
-        params: &Map<String, Value>,
-        sink: &Arc<dyn MessageSink>,
-        now: Instant,
-    ) -> Handled {
-        let entry = match self.find_task(session, Era::Legacy, params, now) {
-            Ok(e) => e,
-            Err(e) => return error(&id, e),
-        };
-        let guard = match session.begin_request(id.clone()) {
-            Ok(guard) => guard,
-            Err(refused) => return error(&id, refused.error()),
-        };
-        let sink = sink.clone();
-        Handled::Pending(Box::pin(async move {
-            let cancel = guard.token();
-            let _guard = guard;
-            let _relay = entry.relay.attach(sink);
-            let mut changes = entry.changed.subscribe();
-            let outcome = loop {
-                if let Some(outcome) = entry.final_result() {
-                    break outcome;
-                }
-                futures_util::select_biased! {
-                    () = cancel.cancelled().fuse() => return None,
-                    changed = changes.changed().fuse() => {
-                        if changed.is_err() {
-                            break Err(ErrorObject::internal("The task is gone"));
-                        }
-                    }
-                }
-            };
-            Some(match outcome {
-                Ok(result) => OutgoingMessage::Response { id, result },
-                Err(error) => OutgoingMessage::Error {
-                    id: Some(id),
-                    error,
-                },
-            })
-        }))
     }
 
     /// The tasks capability of `version`, added to `capabilities` when a tool supports tasks:

@@ -116,6 +116,7 @@ pub(crate) enum Status {
 }
 
 impl Status {
+    #[cfg(test)]
     pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Working => "working",
@@ -168,6 +169,14 @@ impl Owner {
                 key: session.key().map(str::to_owned),
             },
         }
+    }
+
+    /// A 2025-11-25 owner named by `key` in its records (see `TaskStore::session_key`).
+    fn keyed(mut self, session_key: Option<String>) -> Self {
+        if let Self::Legacy { key, .. } = &mut self {
+            *key = session_key;
+        }
+        self
     }
 
     fn admits(&self, era: Era, session: &Arc<Session>) -> bool {
@@ -347,10 +356,11 @@ impl TaskEntry {
     /// Records a change: `lastUpdatedAt` and the change signal.
     fn touch(&self) {
         lock(&self.state).updated = Some(self.time.wall());
-        self.changed.bump();
+        // The record first: a reader woken by the signal reads it.
         if let Some(dirty) = &self.dirty {
             dirty.changed(self, false);
         }
+        self.changed.bump();
     }
 
     /// Ends the task with `outcome`, unless it already ended. Returns whether it did.
@@ -462,6 +472,7 @@ impl TaskEntry {
     }
 
     /// 2025-11-25 `tasks/result` of a finished task: what the call would have returned.
+    #[cfg(test)]
     fn final_result(&self) -> Option<Result<Value, ErrorObject>> {
         // No outcome yet: no result (and no record to make).
         lock(&self.state).outcome.as_ref()?;

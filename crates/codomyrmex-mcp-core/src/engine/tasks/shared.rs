@@ -244,14 +244,14 @@ pub(super) fn final_of(r: &TaskRecord) -> Option<Result<Value, ErrorObject>> {
 }
 
 /// Whether `session`, in `era`, may see the task of `record`.
-fn admits(r: &TaskRecord, era: Era, session: &Session) -> bool {
+fn admits(r: &TaskRecord, era: Era, session: &Session, key: Option<&str>) -> bool {
     let principal = session.principal().map(|p| p.subject);
     match r.era {
         TaskEra::Modern => era == Era::Modern && r.principal == principal,
         TaskEra::Legacy => {
             era == Era::Legacy
                 && r.session.is_some()
-                && r.session.as_deref() == session.key()
+                && r.session.as_deref() == key
                 && r.principal == principal
         }
         #[allow(unreachable_patterns)]
@@ -360,23 +360,6 @@ impl Engine {
         self.shared.tasks.sync()
     }
 
-    /// The id of a `tasks/*` request's task when a shared store is configured and this
-    /// instance does not hold that task for the requester: another instance may.
-    pub(super) fn remote_task(
-        &self,
-        session: &Arc<Session>,
-        era: Era,
-        params: &Map<String, Value>,
-        now: std::time::Instant,
-    ) -> Option<(Arc<dyn TaskStore>, String)> {
-        let shared = self.shared.tasks.shared.as_ref()?;
-        let id = params.get("taskId")?.as_str()?;
-        if self.find_task(session, era, params, now).is_ok() {
-            return None;
-        }
-        Some((shared.store.clone(), id.to_owned()))
-    }
-
     /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
     /// extension (`tasks/result` and `tasks/list` do not exist there), of a task this instance
     /// runs or, with a shared store, another one does. One path for both: the record is read
@@ -428,7 +411,7 @@ impl Engine {
                     .get(&task_id, now)
                     .await
                     .map_err(|e| unavailable(&e))?
-                    .filter(|r| admits(r, Era::Modern, &session))
+                    .filter(|r| admits(r, Era::Modern, &session, None))
                     .ok_or_else(not_found)?;
                 Ok(match method.as_str() {
                     "tasks/get" => Value::Object(render(&record, true)),
@@ -474,23 +457,38 @@ impl Engine {
         })
     }
 
-    /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task in the
-    /// shared store. `tasks/result` waits for the record to end (it relays no server-to-client
-    /// requests: those stay with the owner's stream).
-    pub(super) fn remote_legacy(
+    /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task this
+    /// instance runs or, with a shared store, another one does. One path for both, as for
+    /// [`modern_tasks`](Self::modern_tasks): the record is read through the [`TaskStore`] in a
+    /// [`Wait`]. `tasks/result` waits for the record to end; while it waits, a task this
+    /// instance runs relays its server-to-client requests to this request's stream (those of
+    /// a task another instance runs stay with the owner's stream).
+    pub(super) fn legacy_tasks(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         method: &str,
-        (store, task_id): (Arc<dyn TaskStore>, String),
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+        sink: &Arc<dyn MessageSink>,
     ) -> Handled {
-        let guard = if method == "tasks/result" {
+        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
+            return error(&id, ErrorObject::invalid_params("taskId must be a string"));
+        };
+        let task_id = task_id.to_owned();
+        let tasks = self.shared.tasks.clone();
+        let store = tasks.records();
+        let live = tasks
+            .get_at(&task_id, scope.now.mono)
+            .filter(|t| t.owner.admits(Era::Legacy, session));
+        let key = tasks.session_key(session);
+        let (guard, relay) = if method == "tasks/result" {
             match session.begin_request(id.clone()) {
-                Ok(guard) => Some(guard),
+                Ok(guard) => (Some(guard), Some(sink.clone())),
                 Err(refused) => return error(&id, refused.error()),
             }
         } else {
-            None
+            (None, None)
         };
         let engine = self.clone();
         let session = session.clone();
@@ -505,16 +503,23 @@ impl Engine {
         store_wait(id.clone(), deadline, async move {
             let cancel = guard.as_ref().map(|g| g.token());
             let _guard = guard;
+            let _relay = live.as_ref().zip(relay).map(|(t, s)| t.relay.attach(s));
             let result = async {
-                let (store, task_id, session) = (&store, &task_id, &session);
+                let (store, task_id, session, live) = (&store, &task_id, &session, &live);
+                let key = &key;
+                let tasks = &tasks;
                 let read = |now| async move {
+                    if let Some(entry) = live {
+                        tasks.write_ahead(store, entry).await?;
+                    }
                     store
                         .get(task_id, now)
                         .await
                         .map_err(|e| unavailable(&e))?
-                        .filter(|r| admits(r, Era::Legacy, session))
+                        .filter(|r| admits(r, Era::Legacy, session, key.as_deref()))
                         .ok_or_else(not_found)
                 };
+                let mut changes = live.as_ref().map(|t| t.changed.subscribe());
                 let mut record = read(engine.wall_ms()).await?;
                 match method.as_str() {
                     "tasks/get" => Ok(Value::Object(render(&record, false))),
@@ -530,19 +535,36 @@ impl Engine {
                             .await
                             .map_err(|e| unavailable(&e))?
                             .ok_or_else(not_found)?;
+                        if let Some(entry) = live {
+                            let _ = entry.cancel();
+                        }
                         Ok(Value::Object(render(&after, false)))
                     }
                     _ => loop {
                         if let Some(outcome) = final_of(&record) {
                             break outcome;
                         }
+                        // Woken by the store, or by the live task (whose shared record the
+                        // driver writes later).
                         let changed = store.changed(task_id, record.updated_at);
-                        match &cancel {
-                            Some(c) => futures_util::select_biased! {
-                                () = c.cancelled().fuse() => return Err(ErrorObject::internal("cancelled")),
-                                r = changed.fuse() => r.map_err(|e| unavailable(&e))?,
-                            },
-                            None => changed.await.map_err(|e| unavailable(&e))?,
+                        let live_changed = async {
+                            match changes.as_mut() {
+                                Some(c) => {
+                                    let _ = c.changed().await;
+                                }
+                                None => std::future::pending().await,
+                            }
+                        };
+                        let cancelled = async {
+                            match &cancel {
+                                Some(c) => c.cancelled().await,
+                                None => std::future::pending().await,
+                            }
+                        };
+                        futures_util::select_biased! {
+                            () = cancelled.fuse() => return Err(ErrorObject::internal("cancelled")),
+                            r = changed.fuse() => r.map_err(|e| unavailable(&e))?,
+                            () = live_changed.fuse() => {}
                         }
                         record = read(engine.wall_ms()).await?;
                     },
@@ -604,7 +626,7 @@ impl Engine {
             let poll = tasks.config.poll_interval;
             let mut records: Vec<TaskRecord> = stored
                 .into_iter()
-                .filter(|r| admits(r, Era::Legacy, &session))
+                .filter(|r| admits(r, Era::Legacy, &session, Some(&key)))
                 .map(|r| match tasks.get(&r.id) {
                     Some(local) => local.record("", poll, 0),
                     None => r,

@@ -34,6 +34,8 @@ pub(crate) struct TaskStore {
     pub(super) dirty: Arc<super::shared::Dirty>,
     /// Where the tasks' records are read: the shared store, or by default an in-memory one.
     records: Arc<dyn crate::task_store::TaskStore>,
+    /// The prefix of [`session_key`](Self::session_key)s of sessions without a key.
+    local_prefix: std::sync::OnceLock<Option<String>>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -174,7 +176,22 @@ impl TaskStore {
             shared,
             dirty,
             records,
+            local_prefix: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The key by which task records name `session`: its `Mcp-Session-Id`, or for a session
+    /// without one (stdio) its serial under this store's random prefix, which no session of
+    /// another instance matches. `None` without entropy (no task is created then).
+    pub(crate) fn session_key(&self, session: &Session) -> Option<String> {
+        if let Some(key) = session.key() {
+            return Some(key.to_owned());
+        }
+        let prefix = self
+            .local_prefix
+            .get_or_init(|| self.random_id())
+            .as_ref()?;
+        Some(format!("{prefix}:{}", session.serial()))
     }
 
     /// Where this store's task records are read, through the [`TaskStore`] trait.

@@ -954,6 +954,49 @@ async fn tasks_methods_read_through_the_store_as_a_wait() {
     assert_eq!(c.get(&task_id).await["status"], "cancelled");
 }
 
+/// The same for 2025-11-25 `tasks/get`, `tasks/cancel` and `tasks/result`, of a session without
+/// a key (stdio): its tasks are named in their records by a key no other session has.
+#[tokio::test(start_paused = true)]
+async fn experimental_tasks_methods_read_through_the_store_as_a_wait() {
+    let e = engine(TaskConfig::default());
+    let c = legacy(&e, json!({})).await;
+    assert_eq!(c.session.key(), None);
+    let created = c
+        .request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60_000}, "task": {}}),
+        )
+        .await
+        .unwrap();
+    let task_id = created["task"]["taskId"].clone();
+    for method in ["tasks/get", "tasks/cancel", "tasks/result"] {
+        let message = IncomingMessage::Request {
+            id: RequestId::from(100),
+            method: method.into(),
+            params: json!({"taskId": task_id}).as_object().cloned(),
+        };
+        let handled = c.engine.handle(&c.session, message, &c.sink);
+        assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
+        match handled.into_message().await {
+            Some(OutgoingMessage::Response { result, .. }) if method != "tasks/result" => {
+                assert_eq!(result["taskId"], task_id, "{method}: {result}");
+            }
+            // Cancelled just before: no result.
+            Some(OutgoingMessage::Error { error, .. }) if method == "tasks/result" => {
+                assert!(error.message.contains("cancelled"), "{error:?}");
+            }
+            other => panic!("{method}: {other:?}"),
+        }
+    }
+    // Another keyless session of the same engine does not see it.
+    let other = legacy(&e, json!({})).await;
+    let err = other
+        .request("tasks/get", json!({"taskId": task_id}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, -32602, "{err:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
     let c = Client::new(&engine(TaskConfig::default()));
@@ -1203,10 +1246,12 @@ async fn experimental_task_input_is_a_related_task_request() {
         method: "tasks/result".into(),
         params: json!({"taskId": id}).as_object().cloned(),
     };
-    let Handled::Pending(result) = e.handle(&c.session, message, &sink) else {
-        panic!("tasks/result waits")
-    };
-    let result = tokio::spawn(result);
+    let handled = e.handle(&c.session, message, &sink);
+    assert!(
+        matches!(handled, Handled::Wait(_)),
+        "tasks/result waits: {handled:?}"
+    );
+    let result = tokio::spawn(handled.into_message());
     let request = loop {
         if let Some(m) = lock(&capture.0).first().cloned() {
             break m;
