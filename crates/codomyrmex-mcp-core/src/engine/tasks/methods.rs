@@ -7,12 +7,14 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::context::MessageSink;
 use crate::engine::session::Session;
-use crate::engine::{Engine, Handled, RequestScope, decode_cursor, encode_cursor, error};
+use crate::engine::{Engine, Handled, RequestScope, error};
 use crate::registry::TaskSupport;
-use crate::wire::{Era, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
+use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
 
 impl Engine {
-    /// `tasks/*` requests of both eras.
+    /// `tasks/*` requests of both eras. Each reads its task's record through the
+    /// [`TaskStore`](crate::task_store::TaskStore) trait, from the default in-memory store or
+    /// a shared one alike.
     pub(in crate::engine) fn handle_tasks(
         &self,
         session: &Arc<Session>,
@@ -24,102 +26,17 @@ impl Engine {
     ) -> Handled {
         // A server with no task-supporting tool (and no task left) offers no tasks methods.
         let served = self.shared.registry.supports_tasks() || self.shared.tasks.len() > 0;
-        if served && let Some(handled) = self.shared_tasks(session, &id, method, params, scope) {
-            return handled;
-        }
-        let result = match scope.era {
-            _ if !served => Err(ErrorObject::method_not_found(method)),
-            Era::Modern => return self.modern_tasks(session, id, method, params, scope),
+        match scope.era {
+            _ if !served => error(&id, ErrorObject::method_not_found(method)),
+            Era::Modern => self.modern_tasks(session, id, method, params, scope),
             Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => {
-                Err(ErrorObject::method_not_found(method))
+                error(&id, ErrorObject::method_not_found(method))
             }
             Era::Legacy if matches!(method, "tasks/get" | "tasks/cancel" | "tasks/result") => {
-                return self.legacy_tasks(session, id, method, params, scope, sink);
+                self.legacy_tasks(session, id, method, params, scope, sink)
             }
-            Era::Legacy => self.legacy_list(session, method, params, scope.now.mono),
-        };
-        match result {
-            Ok(result) => Handled::Reply(OutgoingMessage::Response {
-                id,
-                result: self.finish_result(result, scope),
-            }),
-            Err(e) => error(&id, e),
-        }
-    }
-
-    /// A `tasks/*` request that a shared task store answers: a task this instance does not
-    /// hold (another instance may run it), or a 2025-11-25 `tasks/list` of a session other
-    /// instances serve too. `None`: this instance answers from its own tasks.
-    fn shared_tasks(
-        &self,
-        session: &Arc<Session>,
-        id: &RequestId,
-        method: &str,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Option<Handled> {
-        let shared = self.shared.tasks.shared.as_ref()?;
-        match scope.era {
-            // One path for both eras' stores (`modern_tasks`).
-            Era::Modern => None,
-            Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => None,
-            Era::Legacy if method == "tasks/list" => {
-                let key = self.shared.tasks.session_key(session)?;
-                Some(self.shared_list(session, id.clone(), params, shared.store.clone(), key))
-            }
-            // One path for local and shared (`legacy_tasks`).
-            Era::Legacy => None,
-        }
-    }
-
-    /// 2025-11-25 `tasks/list` of this instance's own tasks.
-    pub(super) fn legacy_list(
-        &self,
-        session: &Arc<Session>,
-        method: &str,
-        params: &Map<String, Value>,
-        now: Instant,
-    ) -> Result<Value, ErrorObject> {
-        let config = &self.shared.tasks.config;
-        match method {
-            "tasks/list" => {
-                let after = match params.get("cursor") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(c)) => Some(
-                        decode_cursor(c)
-                            .and_then(|c| c.parse::<u64>().ok())
-                            .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
-                    ),
-                    Some(_) => return Err(ErrorObject::invalid_params("Invalid cursor")),
-                };
-                let size = self.shared.config.page_size.max(1);
-                let mut tasks = self
-                    .shared
-                    .tasks
-                    .list(session, now)
-                    .into_iter()
-                    .filter(|t| after.is_none_or(|a| t.seq > a));
-                let page: Vec<Arc<TaskEntry>> = tasks.by_ref().take(size).collect();
-                let mut obj = Map::new();
-                obj.insert(
-                    "tasks".into(),
-                    Value::Array(
-                        page.iter()
-                            .map(|t| Value::Object(t.json(config, false)))
-                            .collect(),
-                    ),
-                );
-                if tasks.next().is_some()
-                    && let Some(last) = page.last()
-                {
-                    obj.insert(
-                        "nextCursor".into(),
-                        json!(encode_cursor(&last.seq.to_string())),
-                    );
-                }
-                Ok(Value::Object(obj))
-            }
-            _ => Err(ErrorObject::method_not_found(method)),
+            Era::Legacy if method == "tasks/list" => self.legacy_list(session, id, params),
+            Era::Legacy => error(&id, ErrorObject::method_not_found(method)),
         }
     }
 

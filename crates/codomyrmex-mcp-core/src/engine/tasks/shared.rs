@@ -584,23 +584,27 @@ impl Engine {
         })
     }
 
-    /// 2025-11-25 `tasks/list` of a session other instances also serve: the store's records
-    /// of the session, with this instance's own tasks as it holds them now, by creation
-    /// time. The cursor is the last task's `createdAt` milliseconds and id.
-    pub(super) fn shared_list(
+    /// 2025-11-25 `tasks/list`: the store's records of the session (which other instances
+    /// may serve too), with this instance's own tasks as it holds them now, by creation time
+    /// then order of creation on their owner. The cursor is the last task's `createdAt`
+    /// milliseconds, `seq` and id.
+    pub(super) fn legacy_list(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         params: &Map<String, Value>,
-        store: Arc<dyn TaskStore>,
-        key: String,
     ) -> Handled {
+        // `None` only without entropy, when no task was created either.
+        let key = self.shared.tasks.session_key(session).unwrap_or_default();
+        let store = self.shared.tasks.records();
         let after = match params.get("cursor") {
             None | Some(Value::Null) => None,
             Some(Value::String(c)) => {
                 match crate::engine::decode_cursor(c).and_then(|c| {
-                    let (ms, task) = c.split_once(':')?;
-                    Some((ms.parse::<u64>().ok()?, task.to_owned()))
+                    let mut parts = c.splitn(3, ':');
+                    let ms = parts.next()?.parse::<u64>().ok()?;
+                    let seq = parts.next()?.parse::<u64>().ok()?;
+                    Some((ms, seq, parts.next()?.to_owned()))
                 }) {
                     Some(a) => Some(a),
                     None => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
@@ -638,12 +642,11 @@ impl Engine {
                     records.push(local.record("", poll, 0));
                 }
             }
-            records.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-            let mut rest = records.into_iter().filter(|r| {
-                after
-                    .as_ref()
-                    .is_none_or(|(ms, task)| (r.created_at, &r.id) > (*ms, task))
-            });
+            let order = |r: &TaskRecord| (r.created_at, r.seq, r.id.clone());
+            records.sort_by_key(order);
+            let mut rest = records
+                .into_iter()
+                .filter(|r| after.as_ref().is_none_or(|a| order(r) > *a));
             let page: Vec<TaskRecord> = rest.by_ref().take(size).collect();
             let mut obj = Map::new();
             obj.insert(
@@ -660,8 +663,8 @@ impl Engine {
                 obj.insert(
                     "nextCursor".into(),
                     json!(crate::engine::encode_cursor(&format!(
-                        "{}:{}",
-                        last.created_at, last.id
+                        "{}:{}:{}",
+                        last.created_at, last.seq, last.id
                     ))),
                 );
             }

@@ -988,6 +988,20 @@ async fn experimental_tasks_methods_read_through_the_store_as_a_wait() {
             other => panic!("{method}: {other:?}"),
         }
     }
+    let message = IncomingMessage::Request {
+        id: RequestId::from(101),
+        method: "tasks/list".into(),
+        params: None,
+    };
+    let handled = c.engine.handle(&c.session, message, &c.sink);
+    assert!(
+        matches!(handled, Handled::Wait(_)),
+        "tasks/list: {handled:?}"
+    );
+    let Some(OutgoingMessage::Response { result, .. }) = handled.into_message().await else {
+        panic!("tasks/list answers")
+    };
+    assert_eq!(result["tasks"][0]["taskId"], task_id, "{result}");
     // Another keyless session of the same engine does not see it.
     let other = legacy(&e, json!({})).await;
     let err = other
@@ -995,6 +1009,8 @@ async fn experimental_tasks_methods_read_through_the_store_as_a_wait() {
         .await
         .unwrap_err();
     assert_eq!(err.code, -32602, "{err:?}");
+    let none = other.request("tasks/list", json!({})).await.unwrap();
+    assert_eq!(none["tasks"], json!([]), "{none}");
 }
 
 #[tokio::test(start_paused = true)]
