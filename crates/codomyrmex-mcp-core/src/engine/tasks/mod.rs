@@ -1,6 +1,7 @@
 //! Tasks: tool calls that run on after their request is answered, and that the client polls.
 //!
-//! Two wire shapes share one [`TaskStore`]:
+//! Two wire shapes share one live [`TaskStore`] table (the records of its tasks live behind
+//! the [`crate::task_store::TaskStore`] trait, in memory by default):
 //!
 //! - **2026-07-28**, the `io.modelcontextprotocol/tasks` extension (SEP-2663). A client opts in
 //!   per request by declaring the extension in `_meta` client capabilities; the *server* decides

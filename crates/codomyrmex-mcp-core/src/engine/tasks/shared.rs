@@ -1,12 +1,14 @@
-//! Tasks across instances: a live task as a [`TaskRecord`], records as the wire shapes of both
-//! eras, the `tasks/*` methods for tasks another instance runs, and [`TaskSync`], the
-//! driver's handle for writing and renewing this instance's records.
+//! Tasks through the [`TaskStore`]: a live task as a [`TaskRecord`], records as the wire shapes
+//! of both eras, the `tasks/*` methods of both eras, and [`TaskSync`], the driver's handle for
+//! writing and renewing this instance's records in a shared store.
 //!
-//! One rendering: a local task is shown by rendering its own record, so a task looks the
-//! same from its owner and from any other instance. The live part (the running future, its
-//! cancellation token, a tool waiting for input, a 2025-11-25 relay) stays on the owner;
-//! another instance reads the record, and its `tasks/cancel` and `tasks/update` reach the
-//! owner through the store at the owner's next lease renewal ([`TaskSync::apply`]).
+//! One path: every `tasks/*` reads its task's record through the store, the engine's own
+//! in-memory one by default (written at every change of a live task) or a shared one, so a
+//! task looks the same from its owner and from any other instance. The live part (the running
+//! future, its cancellation token, a tool waiting for input, a 2025-11-25 relay) stays on the
+//! owner; what acts on the work goes to it directly when this instance runs the task, and
+//! otherwise through the store, reaching the owner at its next lease renewal
+//! ([`TaskSync::apply`]). What this is not: the live table and its caps (`store.rs`).
 //!
 //! No I/O here: the store's futures are awaited inside [`Wait`]s (bounded by the lease: a
 //! store that answers later than that answers with stale records) and by the driver.
@@ -321,7 +323,8 @@ impl LiveTasks {
         };
         let lease_until = wall_ms(self.platform.time.wall()).saturating_add(ms(shared.lease));
         let record = entry.record(&shared.instance, self.config.poll_interval, lease_until);
-        if !store.put(record).await.map_err(|e| unavailable(&e))? {
+        let written = store.put(record).await.map_err(|e| unavailable(&e))?;
+        if !written && !entry.status().is_terminal() {
             self.stop_ended(&entry.id);
         }
         Ok(())
@@ -432,12 +435,16 @@ impl Engine {
                     }
                     // Idempotent: cancelling a finished task is acknowledged too.
                     _ => {
-                        store
-                            .cancel(&task_id, now)
-                            .await
-                            .map_err(|e| unavailable(&e))?;
-                        if let Some(entry) = &live {
-                            let _ = entry.cancel();
+                        match &live {
+                            Some(entry) => {
+                                let _ = entry.cancel();
+                            }
+                            None => {
+                                store
+                                    .cancel(&task_id, now)
+                                    .await
+                                    .map_err(|e| unavailable(&e))?;
+                            }
                         }
                         json!({})
                     }
@@ -530,14 +537,17 @@ impl Engine {
                                 record.status.as_str()
                             )));
                         }
-                        let after = store
-                            .cancel(task_id, engine.wall_ms())
-                            .await
-                            .map_err(|e| unavailable(&e))?
-                            .ok_or_else(not_found)?;
-                        if let Some(entry) = live {
-                            let _ = entry.cancel();
-                        }
+                        let after = match live {
+                            Some(entry) => {
+                                let _ = entry.cancel();
+                                read(engine.wall_ms()).await?
+                            }
+                            None => store
+                                .cancel(task_id, engine.wall_ms())
+                                .await
+                                .map_err(|e| unavailable(&e))?
+                                .ok_or_else(not_found)?,
+                        };
                         Ok(Value::Object(render(&after, false)))
                     }
                     _ => loop {

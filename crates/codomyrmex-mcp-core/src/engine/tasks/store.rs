@@ -1,4 +1,7 @@
-//! The task store: bounded, with TTL expiry, holding the live task entries.
+//! The live task table: bounded, with TTL expiry, holding the live task entries by id (the
+//! parts of a task that cannot be serialized). Their records live in a
+//! [`TaskStore`](crate::task_store::TaskStore): the default in-memory one is written at every
+//! change of an entry here and loses a record when its entry leaves.
 //!
 //! It owns the tasks' time-driven state and exposes it as a [`TimerHost`]: TTL deadlines and
 //! the orphan check (a 2025-11-25 task whose session is gone) are instants in
