@@ -120,16 +120,6 @@ fn from_ms(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
-fn status_of(s: Status) -> TaskStatus {
-    match s {
-        Status::Working => TaskStatus::Working,
-        Status::InputRequired => TaskStatus::InputRequired,
-        Status::Completed => TaskStatus::Completed,
-        Status::Failed => TaskStatus::Failed,
-        Status::Cancelled => TaskStatus::Cancelled,
-    }
-}
-
 impl TaskEntry {
     /// This task as a record owned by `instance`, leased until `lease_until`.
     pub(super) fn record(
@@ -159,7 +149,7 @@ impl TaskEntry {
         r.principal = principal;
         r.session = session;
         r.seq = self.seq;
-        r.status = status_of(st.status(self.legacy));
+        r.status = st.status(self.legacy);
         r.status_message = st.status_message.clone();
         r.updated_at = st.updated.map_or(created, wall_ms);
         if !self.legacy && st.outcome.is_none() {
