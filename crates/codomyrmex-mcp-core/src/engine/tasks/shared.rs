@@ -76,7 +76,11 @@ impl Dirty {
     pub(super) fn changed(&self, entry: &TaskEntry, created: bool) {
         match &self.memory {
             Some((store, poll)) => {
-                store.write(entry.record(LOCAL_OWNER, *poll, u64::MAX), created);
+                let mut record = entry.record(LOCAL_OWNER, *poll, u64::MAX);
+                // The live table expires the task, and its record with it, at its TTL on the
+                // monotonic clock: a jump of the wall clock expires nothing.
+                record.expires_at = u64::MAX;
+                store.write(record, created);
             }
             None => self.mark(&entry.id),
         }

@@ -1013,6 +1013,35 @@ async fn experimental_tasks_methods_read_through_the_store_as_a_wait() {
     assert_eq!(none["tasks"], json!([]), "{none}");
 }
 
+/// Tokio's clock, with a wall clock that can jump.
+struct JumpingWall(std::sync::atomic::AtomicU64);
+
+impl TimeSource for JumpingWall {
+    fn now(&self) -> Instant {
+        crate::platform::testing::TokioTime.now()
+    }
+    fn wall(&self) -> SystemTime {
+        crate::platform::testing::TokioTime.wall()
+            + Duration::from_secs(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// Task TTLs run on the monotonic clock: a wall clock that jumps past a running task's TTL
+/// does not make its in-memory record expire (the live table removes it at its TTL).
+#[tokio::test(start_paused = true)]
+async fn a_wall_clock_jump_does_not_expire_a_running_task() {
+    let time = Arc::new(JumpingWall(std::sync::atomic::AtomicU64::new(0)));
+    let cfg = McpServerConfig::default().with_rate_limit(None);
+    let e = Engine::builder(cfg, task_registry())
+        .time_source(time.clone())
+        .build();
+    let c = Client::new(&e);
+    let created = c.call("slow", json!({"ms": 3_600_000})).await;
+    let id = created["taskId"].clone();
+    time.0.store(24 * 3600, Ordering::Relaxed);
+    assert_eq!(c.get(&id).await["status"], "working");
+}
+
 #[tokio::test(start_paused = true)]
 async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
     let c = Client::new(&engine(TaskConfig::default()));
