@@ -213,8 +213,8 @@ impl Timers {
 /// is told about.
 pub type Publish = Box<dyn FnOnce() -> crate::platform::BoxFuture<'static, ()> + Send>;
 
-/// A wait that runs no user handler (a read of the shared task store, a `tasks/result` of a
-/// task another instance runs) for a driver to carry out under a deadline: it takes no permit
+/// A wait that runs no user handler (a read of the task store, in-memory or shared, such as a
+/// 2025-11-25 `tasks/result`) for a driver to carry out under a deadline: it takes no permit
 /// and no rate-limit token (it is no handler call, and store reads must not starve
 /// handlers), but it never waits unbounded. A driver runs [`work`](Self::work) under an
 /// unwind guard and [`deadline`](Self::deadline); on overrun or panic it sends what

@@ -81,9 +81,10 @@ pub enum Handled {
     Reply(OutgoingMessage),
     /// Drive this future; send what it yields, if anything. Dropping it cancels the work. Only
     /// for waits that are no handler call and end with their request or session: a
-    /// `subscriptions/listen` stream, a `tasks/result` wait on a task of this instance.
+    /// `subscriptions/listen` stream.
     Pending(BoxFuture<'static, Option<OutgoingMessage>>),
-    /// Carry out this wait under its deadline (see [`Wait`]): a shared task store's read.
+    /// Carry out this wait under its deadline (see [`Wait`]): a task store's read (every
+    /// `tasks/*`, in-memory or shared).
     Wait(Wait),
     /// Carry out this handler call (see [`Invocation`]); send what its completion returns.
     Invoke(Invocation),

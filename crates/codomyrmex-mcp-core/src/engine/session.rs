@@ -41,7 +41,12 @@ pub struct Session {
     /// The id clients address this session by (HTTP's `Mcp-Session-Id`), when it has one:
     /// 2025-11-25 task records name it, so another instance knows whose tasks they are.
     key: std::sync::OnceLock<String>,
+    /// Distinct for every session of this process: names a session without a key.
+    serial: u64,
 }
+
+/// The serial of the next session.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 /// The most requests one session may have in flight (running or waiting for a permit).
 const MAX_IN_FLIGHT: usize = 1024;
@@ -163,6 +168,7 @@ impl Session {
             one_shot: false,
             request_prefix: std::sync::OnceLock::new(),
             key: std::sync::OnceLock::new(),
+            serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -196,6 +202,11 @@ impl Session {
     /// and found by it from any instance.
     pub fn set_key(&self, key: &str) {
         let _ = self.key.set(key.to_owned());
+    }
+
+    /// Distinct for every session of this process.
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial
     }
 
     /// The id set with [`set_key`](Self::set_key), if any.

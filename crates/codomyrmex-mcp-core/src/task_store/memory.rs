@@ -39,6 +39,48 @@ impl MemoryTaskStore {
         self.records.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// [`put`](TaskStore::put), synchronously; `create: false` only replaces a stored record
+    /// (a task that left the store is not written back by a late change of its live part).
+    pub(crate) fn write(&self, record: TaskRecord, create: bool) -> bool {
+        let written = {
+            let mut map = self.lock();
+            match map.get_mut(&record.id) {
+                Some(stored) if stored.record.status.is_terminal() => false,
+                Some(stored) => {
+                    let lease = stored.record.lease_until.max(record.lease_until);
+                    stored.record = record;
+                    stored.record.lease_until = lease;
+                    if stored.record.status.is_terminal() {
+                        stored.queued.clear();
+                    }
+                    true
+                }
+                None if create => {
+                    map.insert(
+                        record.id.clone(),
+                        Stored {
+                            record,
+                            queued: VecDeque::new(),
+                        },
+                    );
+                    true
+                }
+                None => false,
+            }
+        };
+        if written {
+            self.changed.bump();
+        }
+        written
+    }
+
+    /// Forgets record `id` (its task left the engine's live store).
+    pub(crate) fn remove(&self, id: &str) {
+        if self.lock().remove(id).is_some() {
+            self.changed.bump();
+        }
+    }
+
     /// The record `id` at `now` with the lease rule applied, in the locked map.
     fn read(map: &mut HashMap<String, Stored>, id: &str, now: u64) -> Option<TaskRecord> {
         let stored = map.get_mut(id)?;
@@ -56,35 +98,7 @@ impl MemoryTaskStore {
 
 impl TaskStore for MemoryTaskStore {
     fn put(&self, record: TaskRecord) -> TaskStoreFuture<'_, bool> {
-        let written = {
-            let mut map = self.lock();
-            match map.get_mut(&record.id) {
-                Some(stored) if stored.record.status.is_terminal() => false,
-                Some(stored) => {
-                    let lease = stored.record.lease_until.max(record.lease_until);
-                    stored.record = record;
-                    stored.record.lease_until = lease;
-                    if stored.record.status.is_terminal() {
-                        stored.queued.clear();
-                    }
-                    true
-                }
-                None => {
-                    map.insert(
-                        record.id.clone(),
-                        Stored {
-                            record,
-                            queued: VecDeque::new(),
-                        },
-                    );
-                    true
-                }
-            }
-        };
-        if written {
-            self.changed.bump();
-        }
-        ready(Ok(written))
+        ready(Ok(self.write(record, true)))
     }
 
     fn get<'a>(&'a self, id: &'a str, now: u64) -> TaskStoreFuture<'a, Option<TaskRecord>> {

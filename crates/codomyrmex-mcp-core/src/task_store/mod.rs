@@ -28,7 +28,8 @@
 //! needs no runtime: the engine awaits them inside the `Pending` futures the driver runs, and
 //! the driver's task sync (`codomyrmex_mcp::runtime`) writes and renews records.
 //!
-//! [`MemoryTaskStore`] is the in-memory implementation.
+//! [`MemoryTaskStore`] is the in-memory implementation, and the engine's default: without a
+//! shared store, an engine keeps its tasks' records in one of its own.
 
 mod memory;
 

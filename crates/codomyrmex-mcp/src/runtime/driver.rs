@@ -12,7 +12,7 @@
 //! has timers ([`Timers`], quinn's `drive_timer`): a tokio sleep re-armed to
 //! `poll_timeout`, firing `handle_timeout` with tokio's clock.
 //!
-//! A [`Wait`] (a shared task store's read) runs under its deadline and an unwind guard,
+//! A [`Wait`] (a task store's read) runs under its deadline and an unwind guard,
 //! with no permit: it is no handler call.
 //!
 //! It is not a scheduler: the futures run on the task that awaits them (or, for blocking

@@ -2,36 +2,16 @@
 
 use std::sync::Arc;
 
-use futures_util::FutureExt as _;
 use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::context::MessageSink;
 use crate::engine::session::Session;
-use crate::engine::{Engine, Handled, RequestScope, decode_cursor, encode_cursor, error};
+use crate::engine::{Engine, Handled, RequestScope, error};
 use crate::registry::TaskSupport;
-use crate::wire::{Era, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
+use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
 
 impl Engine {
-    /// Finds the task a `tasks/*` request handled at `now` names, if the requester may see
-    /// it (and it has not expired by `now`).
-    pub(super) fn find_task(
-        &self,
-        session: &Arc<Session>,
-        era: Era,
-        params: &Map<String, Value>,
-        now: Instant,
-    ) -> Result<Arc<TaskEntry>, ErrorObject> {
-        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
-            return Err(ErrorObject::invalid_params("taskId must be a string"));
-        };
-        self.shared
-            .tasks
-            .get_at(task_id, now)
-            .filter(|t| t.owner.admits(era, session))
-            .ok_or_else(|| ErrorObject::invalid_params("Failed to retrieve task: Task not found"))
-    }
-
     /// Sends what 2025-11-25 task `task_id` of `session` sends the client (its
     /// server-to-client requests and notifications) to `sink` from now on: the stream of a
     /// `tasks/result` another instance serves for it. `false` when this engine does not run
@@ -54,7 +34,9 @@ impl Engine {
         true
     }
 
-    /// `tasks/*` requests of both eras.
+    /// `tasks/*` requests of both eras. Each reads its task's record through the
+    /// [`TaskStore`](crate::task_store::TaskStore) trait, from the default in-memory store or
+    /// a shared one alike.
     pub(in crate::engine) fn handle_tasks(
         &self,
         session: &Arc<Session>,
@@ -66,214 +48,18 @@ impl Engine {
     ) -> Handled {
         // A server with no task-supporting tool (and no task left) offers no tasks methods.
         let served = self.shared.registry.supports_tasks() || self.shared.tasks.len() > 0;
-        if served && let Some(handled) = self.shared_tasks(session, &id, method, params, scope) {
-            return handled;
-        }
-        let result = match scope.era {
-            _ if !served => Err(ErrorObject::method_not_found(method)),
-            Era::Modern => self.modern_tasks(session, method, params, scope),
-            Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => {
-                Err(ErrorObject::method_not_found(method))
-            }
-            Era::Legacy if method == "tasks/result" => {
-                return self.task_result(session, id, params, sink, scope.now.mono);
-            }
-            Era::Legacy => self.legacy_tasks(session, method, params, scope.now.mono),
-        };
-        match result {
-            Ok(result) => Handled::Reply(OutgoingMessage::Response {
-                id,
-                result: self.finish_result(result, scope),
-            }),
-            Err(e) => error(&id, e),
-        }
-    }
-
-    /// 2026-07-28: `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
-    /// extension. `tasks/result` and `tasks/list` do not exist there.
-    pub(super) fn modern_tasks(
-        &self,
-        session: &Arc<Session>,
-        method: &str,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Result<Value, ErrorObject> {
-        if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
-            return Err(ErrorObject::method_not_found(method));
-        }
-        if !declares_extension(&scope.client_capabilities) {
-            return Err(missing_extension(&format!(
-                "{method} needs the {TASKS_EXTENSION} extension"
-            )));
-        }
-        let entry = self.find_task(session, Era::Modern, params, scope.now.mono)?;
-        match method {
-            "tasks/get" => Ok(Value::Object(entry.json(&self.shared.tasks.config, true))),
-            "tasks/update" => {
-                entry.update(input_responses(params)?);
-                Ok(json!({}))
-            }
-            // Idempotent: cancelling a finished task is acknowledged too.
-            _ => {
-                let _ = entry.cancel();
-                Ok(json!({}))
-            }
-        }
-    }
-
-    /// A `tasks/*` request that a shared task store answers: a task this instance does not
-    /// hold (another instance may run it), or a 2025-11-25 `tasks/list` of a session other
-    /// instances serve too. `None`: this instance answers from its own tasks.
-    fn shared_tasks(
-        &self,
-        session: &Arc<Session>,
-        id: &RequestId,
-        method: &str,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Option<Handled> {
-        let shared = self.shared.tasks.shared.as_ref()?;
         match scope.era {
-            Era::Modern => {
-                if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
-                    || !declares_extension(&scope.client_capabilities)
-                {
-                    return None;
-                }
-                let remote = self.remote_task(session, Era::Modern, params, scope.now.mono)?;
-                let responses = match method {
-                    "tasks/update" => match input_responses(params) {
-                        Ok(r) => Some(r.clone()),
-                        Err(e) => return Some(error(id, e)),
-                    },
-                    _ => None,
-                };
-                Some(self.remote_modern(session, id.clone(), method, remote, responses, scope))
-            }
-            Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => None,
-            Era::Legacy if method == "tasks/list" => {
-                let key = session.key()?.to_owned();
-                Some(self.shared_list(session, id.clone(), params, shared.store.clone(), key))
+            _ if !served => error(&id, ErrorObject::method_not_found(method)),
+            Era::Modern => self.modern_tasks(session, id, method, params, scope),
+            Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => {
+                error(&id, ErrorObject::method_not_found(method))
             }
             Era::Legacy if matches!(method, "tasks/get" | "tasks/cancel" | "tasks/result") => {
-                let remote = self.remote_task(session, Era::Legacy, params, scope.now.mono)?;
-                Some(self.remote_legacy(session, id.clone(), method, remote))
+                self.legacy_tasks(session, id, method, params, scope, sink)
             }
-            Era::Legacy => None,
+            Era::Legacy if method == "tasks/list" => self.legacy_list(session, id, params),
+            Era::Legacy => error(&id, ErrorObject::method_not_found(method)),
         }
-    }
-
-    /// 2025-11-25: `tasks/get`, `tasks/list` and `tasks/cancel` (`tasks/result` blocks, so it
-    /// is [`task_result`](Self::task_result)).
-    pub(super) fn legacy_tasks(
-        &self,
-        session: &Arc<Session>,
-        method: &str,
-        params: &Map<String, Value>,
-        now: Instant,
-    ) -> Result<Value, ErrorObject> {
-        let config = &self.shared.tasks.config;
-        match method {
-            "tasks/get" => {
-                let entry = self.find_task(session, Era::Legacy, params, now)?;
-                Ok(Value::Object(entry.json(config, false)))
-            }
-            "tasks/cancel" => {
-                let entry = self.find_task(session, Era::Legacy, params, now)?;
-                entry.cancel().map_err(|status| {
-                    ErrorObject::invalid_params(format!(
-                        "Cannot cancel task: already in terminal status '{}'",
-                        status.as_str()
-                    ))
-                })?;
-                Ok(Value::Object(entry.json(config, false)))
-            }
-            "tasks/list" => {
-                let after = match params.get("cursor") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(c)) => Some(
-                        decode_cursor(c)
-                            .and_then(|c| c.parse::<u64>().ok())
-                            .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
-                    ),
-                    Some(_) => return Err(ErrorObject::invalid_params("Invalid cursor")),
-                };
-                let size = self.shared.config.page_size.max(1);
-                let mut tasks = self
-                    .shared
-                    .tasks
-                    .list(session, now)
-                    .into_iter()
-                    .filter(|t| after.is_none_or(|a| t.seq > a));
-                let page: Vec<Arc<TaskEntry>> = tasks.by_ref().take(size).collect();
-                let mut obj = Map::new();
-                obj.insert(
-                    "tasks".into(),
-                    Value::Array(
-                        page.iter()
-                            .map(|t| Value::Object(t.json(config, false)))
-                            .collect(),
-                    ),
-                );
-                if tasks.next().is_some()
-                    && let Some(last) = page.last()
-                {
-                    obj.insert(
-                        "nextCursor".into(),
-                        json!(encode_cursor(&last.seq.to_string())),
-                    );
-                }
-                Ok(Value::Object(obj))
-            }
-            _ => Err(ErrorObject::method_not_found(method)),
-        }
-    }
-
-    /// 2025-11-25 `tasks/result`: waits for the task to end, relaying its server-to-client
-    /// requests meanwhile, and answers what the call itself would have.
-    pub(super) fn task_result(
-        &self,
-        session: &Arc<Session>,
-        id: RequestId,
-        params: &Map<String, Value>,
-        sink: &Arc<dyn MessageSink>,
-        now: Instant,
-    ) -> Handled {
-        let entry = match self.find_task(session, Era::Legacy, params, now) {
-            Ok(e) => e,
-            Err(e) => return error(&id, e),
-        };
-        let guard = match session.begin_request(id.clone()) {
-            Ok(guard) => guard,
-            Err(refused) => return error(&id, refused.error()),
-        };
-        let sink = sink.clone();
-        Handled::Pending(Box::pin(async move {
-            let cancel = guard.token();
-            let _guard = guard;
-            let _relay = entry.relay.attach(sink);
-            let mut changes = entry.changed.subscribe();
-            let outcome = loop {
-                if let Some(outcome) = entry.final_result() {
-                    break outcome;
-                }
-                futures_util::select_biased! {
-                    () = cancel.cancelled().fuse() => return None,
-                    changed = changes.changed().fuse() => {
-                        if changed.is_err() {
-                            break Err(ErrorObject::internal("The task is gone"));
-                        }
-                    }
-                }
-            };
-            Some(match outcome {
-                Ok(result) => OutgoingMessage::Response { id, result },
-                Err(error) => OutgoingMessage::Error {
-                    id: Some(id),
-                    error,
-                },
-            })
-        }))
     }
 
     /// The tasks capability of `version`, added to `capabilities` when a tool supports tasks:
@@ -361,7 +147,9 @@ impl Engine {
 }
 
 /// The `inputResponses` of a `tasks/update`: an object of result objects.
-fn input_responses(params: &Map<String, Value>) -> Result<&Map<String, Value>, ErrorObject> {
+pub(super) fn input_responses(
+    params: &Map<String, Value>,
+) -> Result<&Map<String, Value>, ErrorObject> {
     let Some(Value::Object(responses)) = params.get("inputResponses") else {
         return Err(ErrorObject::invalid_params(
             "tasks/update: inputResponses must be an object",

@@ -1,6 +1,7 @@
 //! Tasks: tool calls that run on after their request is answered, and that the client polls.
 //!
-//! Two wire shapes share one [`TaskStore`]:
+//! Two wire shapes share one live [`TaskStore`] table (the records of its tasks live behind
+//! the [`crate::task_store::TaskStore`] trait, in memory by default):
 //!
 //! - **2026-07-28**, the `io.modelcontextprotocol/tasks` extension (SEP-2663). A client opts in
 //!   per request by declaring the extension in `_meta` client capabilities; the *server* decides
@@ -105,31 +106,8 @@ impl Default for TaskConfig {
     }
 }
 
-/// A task's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
-    Working,
-    InputRequired,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl Status {
-    pub(crate) const fn as_str(self) -> &'static str {
-        match self {
-            Self::Working => "working",
-            Self::InputRequired => "input_required",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    pub(crate) const fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-}
+/// A task's status: the records' own type.
+pub(crate) use crate::task_store::TaskStatus as Status;
 
 /// How a task ended.
 #[derive(Debug, Clone)]
@@ -168,6 +146,14 @@ impl Owner {
                 key: session.key().map(str::to_owned),
             },
         }
+    }
+
+    /// A 2025-11-25 owner named by `key` in its records (see `TaskStore::session_key`).
+    fn keyed(mut self, session_key: Option<String>) -> Self {
+        if let Self::Legacy { key, .. } = &mut self {
+            *key = session_key;
+        }
+        self
     }
 
     fn admits(&self, era: Era, session: &Arc<Session>) -> bool {
@@ -235,7 +221,8 @@ pub(crate) struct TaskEntry {
     next_waiter: AtomicU64,
     /// The encoded size of the kept result, counted against `max_retained_bytes`.
     size: AtomicUsize,
-    /// With a shared task store: where changes are noted for the driver to write.
+    /// Where changes go: written to the default in-memory store, or noted for the driver to
+    /// write to a shared one. `None` for an entry outside any store (unit tests).
     dirty: Option<Arc<shared::Dirty>>,
 }
 
@@ -324,7 +311,7 @@ impl TaskEntry {
         }
     }
 
-    /// Notes every change in `dirty` (a shared task store's), from now on.
+    /// Sends every change to `dirty` (the live store's), from now on.
     fn tracked(mut self, dirty: Option<Arc<shared::Dirty>>) -> Self {
         self.dirty = dirty;
         self
@@ -346,10 +333,11 @@ impl TaskEntry {
     /// Records a change: `lastUpdatedAt` and the change signal.
     fn touch(&self) {
         lock(&self.state).updated = Some(self.time.wall());
-        self.changed.bump();
+        // The record first: a reader woken by the signal reads it.
         if let Some(dirty) = &self.dirty {
-            dirty.mark(&self.id);
+            dirty.changed(self, false);
         }
+        self.changed.bump();
     }
 
     /// Ends the task with `outcome`, unless it already ended. Returns whether it did.
@@ -461,6 +449,7 @@ impl TaskEntry {
     }
 
     /// 2025-11-25 `tasks/result` of a finished task: what the call would have returned.
+    #[cfg(test)]
     fn final_result(&self) -> Option<Result<Value, ErrorObject>> {
         // No outcome yet: no result (and no record to make).
         lock(&self.state).outcome.as_ref()?;

@@ -296,7 +296,7 @@ impl Engine {
                 task_id,
                 plan.reservation.seq,
                 plan.ttl,
-                Owner::of(scope.era, session),
+                Owner::of(scope.era, session).keyed(self.shared.tasks.session_key(session)),
                 scope.now,
                 self.shared.platform.time.clone(),
             )

@@ -1,12 +1,14 @@
-//! Tasks across instances: a live task as a [`TaskRecord`], records as the wire shapes of both
-//! eras, the `tasks/*` methods for tasks another instance runs, and [`TaskSync`], the
-//! driver's handle for writing and renewing this instance's records.
+//! Tasks through the [`TaskStore`]: a live task as a [`TaskRecord`], records as the wire shapes
+//! of both eras, the `tasks/*` methods of both eras, and [`TaskSync`], the driver's handle for
+//! writing and renewing this instance's records in a shared store.
 //!
-//! One rendering: a local task is shown by rendering its own record, so a task looks the
-//! same from its owner and from any other instance. The live part (the running future, its
-//! cancellation token, a tool waiting for input, a 2025-11-25 relay) stays on the owner;
-//! another instance reads the record, and its `tasks/cancel` and `tasks/update` reach the
-//! owner through the store at the owner's next lease renewal ([`TaskSync::apply`]).
+//! One path: every `tasks/*` reads its task's record through the store, the engine's own
+//! in-memory one by default (written at every change of a live task) or a shared one, so a
+//! task looks the same from its owner and from any other instance. The live part (the running
+//! future, its cancellation token, a tool waiting for input, a 2025-11-25 relay) stays on the
+//! owner; what acts on the work goes to it directly when this instance runs the task, and
+//! otherwise through the store, reaching the owner at its next lease renewal
+//! ([`TaskSync::apply`]). What this is not: the live table and its caps (`store.rs`).
 //!
 //! No I/O here: the store's futures are awaited inside [`Wait`]s (bounded by the lease: a
 //! store that answers later than that answers with stale records) and by the driver.
@@ -40,16 +42,57 @@ pub(crate) struct SharedTasks {
 /// The most final records waiting for the driver to write them.
 const MAX_FINALS: usize = 4096;
 
-/// The ids of live tasks changed since the driver last wrote them, and the final records of
-/// tasks that left the live store before it did.
+/// The owner named in the records of the default in-memory store.
+pub(super) const LOCAL_OWNER: &str = "local";
+
+/// Where changes of live tasks go. With a shared store: the ids of live tasks changed since
+/// the driver last wrote them, and the final records of tasks that left the live store before
+/// it did. With the default in-memory store (`memory`): nowhere to wait, the record is
+/// written at once.
 #[derive(Default)]
 pub(super) struct Dirty {
     ids: Mutex<HashSet<String>>,
     finals: Mutex<Vec<TaskRecord>>,
     signal: Generation,
+    /// The default in-memory store, and the poll interval its records suggest.
+    memory: Option<(Arc<crate::task_store::MemoryTaskStore>, Duration)>,
 }
 
 impl Dirty {
+    /// Writes straight to `memory`, the engine's default in-memory store.
+    pub(super) fn writing_to(
+        memory: Arc<crate::task_store::MemoryTaskStore>,
+        poll_interval: Duration,
+    ) -> Self {
+        Self {
+            memory: Some((memory, poll_interval)),
+            ..Self::default()
+        }
+    }
+
+    /// Live task `entry` changed (`created`: it has just joined the live store). Its record is
+    /// written now to the in-memory store (a task that already left it is not written back);
+    /// with a shared store it is noted for the driver.
+    pub(super) fn changed(&self, entry: &TaskEntry, created: bool) {
+        match &self.memory {
+            Some((store, poll)) => {
+                let mut record = entry.record(LOCAL_OWNER, *poll, u64::MAX);
+                // The live table expires the task, and its record with it, at its TTL on the
+                // monotonic clock: a jump of the wall clock expires nothing.
+                record.expires_at = u64::MAX;
+                store.write(record, created);
+            }
+            None => self.mark(&entry.id),
+        }
+    }
+
+    /// Live task `id` left the live store: its record leaves the in-memory store too.
+    pub(super) fn left(&self, id: &str) {
+        if let Some((store, _)) = &self.memory {
+            store.remove(id);
+        }
+    }
+
     pub(super) fn mark(&self, id: &str) {
         lock(&self.ids).insert(id.to_owned());
         self.signal.bump();
@@ -81,16 +124,6 @@ fn from_ms(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
-fn status_of(s: Status) -> TaskStatus {
-    match s {
-        Status::Working => TaskStatus::Working,
-        Status::InputRequired => TaskStatus::InputRequired,
-        Status::Completed => TaskStatus::Completed,
-        Status::Failed => TaskStatus::Failed,
-        Status::Cancelled => TaskStatus::Cancelled,
-    }
-}
-
 impl TaskEntry {
     /// This task as a record owned by `instance`, leased until `lease_until`.
     pub(super) fn record(
@@ -120,7 +153,7 @@ impl TaskEntry {
         r.principal = principal;
         r.session = session;
         r.seq = self.seq;
-        r.status = status_of(st.status(self.legacy));
+        r.status = st.status(self.legacy);
         r.status_message = st.status_message.clone();
         r.updated_at = st.updated.map_or(created, wall_ms);
         if !self.legacy && st.outcome.is_none() {
@@ -207,14 +240,14 @@ pub(super) fn final_of(r: &TaskRecord) -> Option<Result<Value, ErrorObject>> {
 }
 
 /// Whether `session`, in `era`, may see the task of `record`.
-fn admits(r: &TaskRecord, era: Era, session: &Session) -> bool {
+fn admits(r: &TaskRecord, era: Era, session: &Session, key: Option<&str>) -> bool {
     let principal = session.principal().map(|p| p.subject);
     match r.era {
         TaskEra::Modern => era == Era::Modern && r.principal == principal,
         TaskEra::Legacy => {
             era == Era::Legacy
                 && r.session.is_some()
-                && r.session.as_deref() == session.key()
+                && r.session.as_deref() == key
                 && r.principal == principal
         }
         #[allow(unreachable_patterns)]
@@ -270,6 +303,40 @@ fn unavailable(e: &TaskStoreError) -> ErrorObject {
 }
 
 impl LiveTasks {
+    /// Before a read of live task `entry`'s record: with a shared store, whose writes the
+    /// driver makes later, writes the record now, so the read sees what this instance knows
+    /// (a refused write means the task ended elsewhere: its work stops). The default
+    /// in-memory store is written at every change already.
+    async fn write_ahead(
+        &self,
+        store: &Arc<dyn TaskStore>,
+        entry: &TaskEntry,
+    ) -> Result<(), ErrorObject> {
+        let Some(shared) = &self.shared else {
+            return Ok(());
+        };
+        let lease_until = wall_ms(self.platform.time.wall()).saturating_add(ms(shared.lease));
+        let record = entry.record(&shared.instance, self.config.poll_interval, lease_until);
+        let written = store.put(record).await.map_err(|e| unavailable(&e))?;
+        if !written && !entry.status().is_terminal() {
+            self.stop_ended(&entry.id);
+        }
+        Ok(())
+    }
+
+    /// Stops and forgets live task `id`, whose stored record ended elsewhere.
+    fn stop_ended(&self, id: &str) {
+        let mut inner = lock(&self.inner);
+        if let Some(entry) = inner.tasks.get(id).cloned() {
+            entry.finish(
+                Outcome::Cancelled,
+                Some("The task ended on another instance.".into()),
+            );
+            inner.take(id);
+        }
+        lock(&self.dirty.ids).remove(id);
+    }
+
     /// The shared store's handle for the driver, when one is configured.
     pub(crate) fn sync(self: &Arc<Self>) -> Option<TaskSync> {
         Some(TaskSync {
@@ -290,33 +357,42 @@ impl Engine {
         self.shared.tasks.sync()
     }
 
-    /// The id of a `tasks/*` request's task when a shared store is configured and this
-    /// instance does not hold that task for the requester: another instance may.
-    pub(super) fn remote_task(
-        &self,
-        session: &Arc<Session>,
-        era: Era,
-        params: &Map<String, Value>,
-        now: std::time::Instant,
-    ) -> Option<(Arc<dyn TaskStore>, String)> {
-        let shared = self.shared.tasks.shared.as_ref()?;
-        let id = params.get("taskId")?.as_str()?;
-        if self.find_task(session, era, params, now).is_ok() {
-            return None;
-        }
-        Some((shared.store.clone(), id.to_owned()))
-    }
-
-    /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel` of a task in the shared store.
-    pub(super) fn remote_modern(
+    /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
+    /// extension (`tasks/result` and `tasks/list` do not exist there), of a task this instance
+    /// runs or, with a shared store, another one does. One path for both: the record is read
+    /// through the [`TaskStore`] in a [`Wait`]; what acts on the work (delivering answers,
+    /// stopping it) goes to the live task when this instance runs it, else through the store.
+    pub(super) fn modern_tasks(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         method: &str,
-        (store, task_id): (Arc<dyn TaskStore>, String),
-        responses: Option<Map<String, Value>>,
+        params: &Map<String, Value>,
         scope: &RequestScope,
     ) -> Handled {
+        if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
+            return error(&id, ErrorObject::method_not_found(method));
+        }
+        if !declares_extension(&scope.client_capabilities) {
+            return error(
+                &id,
+                missing_extension(&format!("{method} needs the {TASKS_EXTENSION} extension")),
+            );
+        }
+        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
+            return error(&id, ErrorObject::invalid_params("taskId must be a string"));
+        };
+        let task_id = task_id.to_owned();
+        // Checked once the task is found, as an unknown task is the first thing to hear of.
+        let mut update = Map::new();
+        if let Some(r) = params.get("inputResponses") {
+            update.insert("inputResponses".into(), r.clone());
+        }
+        let tasks = self.shared.tasks.clone();
+        let store = tasks.records();
+        let live = tasks
+            .get_at(&task_id, scope.now.mono)
+            .filter(|t| t.owner.admits(Era::Modern, session));
         let engine = self.clone();
         let session = session.clone();
         let scope = scope.clone();
@@ -325,27 +401,45 @@ impl Engine {
         let now = wall_ms(scope.now.wall);
         store_wait(id.clone(), deadline, async move {
             let result = async {
+                if let Some(entry) = &live {
+                    tasks.write_ahead(&store, entry).await?;
+                }
                 let record = store
                     .get(&task_id, now)
                     .await
                     .map_err(|e| unavailable(&e))?
-                    .filter(|r| admits(r, Era::Modern, &session))
+                    .filter(|r| admits(r, Era::Modern, &session, None))
                     .ok_or_else(not_found)?;
                 Ok(match method.as_str() {
                     "tasks/get" => Value::Object(render(&record, true)),
                     "tasks/update" => {
-                        let responses = responses.unwrap_or_default();
-                        store
-                            .deliver(&task_id, responses)
-                            .await
-                            .map_err(|e| unavailable(&e))?;
+                        let responses = super::methods::input_responses(&update)?;
+                        match &live {
+                            Some(entry) => {
+                                entry.update(responses);
+                            }
+                            None => {
+                                store
+                                    .deliver(&task_id, responses.clone())
+                                    .await
+                                    .map_err(|e| unavailable(&e))?;
+                            }
+                        }
                         json!({})
                     }
+                    // Idempotent: cancelling a finished task is acknowledged too.
                     _ => {
-                        store
-                            .cancel(&task_id, now)
-                            .await
-                            .map_err(|e| unavailable(&e))?;
+                        match &live {
+                            Some(entry) => {
+                                let _ = entry.cancel();
+                            }
+                            None => {
+                                store
+                                    .cancel(&task_id, now)
+                                    .await
+                                    .map_err(|e| unavailable(&e))?;
+                            }
+                        }
                         json!({})
                     }
                 })
@@ -364,23 +458,38 @@ impl Engine {
         })
     }
 
-    /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task in the
-    /// shared store. `tasks/result` waits for the record to end (it relays no server-to-client
-    /// requests: those stay with the owner's stream).
-    pub(super) fn remote_legacy(
+    /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task this
+    /// instance runs or, with a shared store, another one does. One path for both, as for
+    /// [`modern_tasks`](Self::modern_tasks): the record is read through the [`TaskStore`] in a
+    /// [`Wait`]. `tasks/result` waits for the record to end; while it waits, a task this
+    /// instance runs relays its server-to-client requests to this request's stream (those of
+    /// a task another instance runs stay with the owner's stream).
+    pub(super) fn legacy_tasks(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         method: &str,
-        (store, task_id): (Arc<dyn TaskStore>, String),
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+        sink: &Arc<dyn MessageSink>,
     ) -> Handled {
-        let guard = if method == "tasks/result" {
+        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
+            return error(&id, ErrorObject::invalid_params("taskId must be a string"));
+        };
+        let task_id = task_id.to_owned();
+        let tasks = self.shared.tasks.clone();
+        let store = tasks.records();
+        let live = tasks
+            .get_at(&task_id, scope.now.mono)
+            .filter(|t| t.owner.admits(Era::Legacy, session));
+        let key = tasks.session_key(session);
+        let (guard, relay) = if method == "tasks/result" {
             match session.begin_request(id.clone()) {
-                Ok(guard) => Some(guard),
+                Ok(guard) => (Some(guard), Some(sink.clone())),
                 Err(refused) => return error(&id, refused.error()),
             }
         } else {
-            None
+            (None, None)
         };
         let engine = self.clone();
         let session = session.clone();
@@ -395,16 +504,23 @@ impl Engine {
         store_wait(id.clone(), deadline, async move {
             let cancel = guard.as_ref().map(|g| g.token());
             let _guard = guard;
+            let _relay = live.as_ref().zip(relay).map(|(t, s)| t.relay.attach(s));
             let result = async {
-                let (store, task_id, session) = (&store, &task_id, &session);
+                let (store, task_id, session, live) = (&store, &task_id, &session, &live);
+                let key = &key;
+                let tasks = &tasks;
                 let read = |now| async move {
+                    if let Some(entry) = live {
+                        tasks.write_ahead(store, entry).await?;
+                    }
                     store
                         .get(task_id, now)
                         .await
                         .map_err(|e| unavailable(&e))?
-                        .filter(|r| admits(r, Era::Legacy, session))
+                        .filter(|r| admits(r, Era::Legacy, session, key.as_deref()))
                         .ok_or_else(not_found)
                 };
+                let mut changes = live.as_ref().map(|t| t.changed.subscribe());
                 let mut record = read(engine.wall_ms()).await?;
                 match method.as_str() {
                     "tasks/get" => Ok(Value::Object(render(&record, false))),
@@ -415,24 +531,44 @@ impl Engine {
                                 record.status.as_str()
                             )));
                         }
-                        let after = store
-                            .cancel(task_id, engine.wall_ms())
-                            .await
-                            .map_err(|e| unavailable(&e))?
-                            .ok_or_else(not_found)?;
+                        let after = match live {
+                            Some(entry) => {
+                                let _ = entry.cancel();
+                                read(engine.wall_ms()).await?
+                            }
+                            None => store
+                                .cancel(task_id, engine.wall_ms())
+                                .await
+                                .map_err(|e| unavailable(&e))?
+                                .ok_or_else(not_found)?,
+                        };
                         Ok(Value::Object(render(&after, false)))
                     }
                     _ => loop {
                         if let Some(outcome) = final_of(&record) {
                             break outcome;
                         }
+                        // Woken by the store, or by the live task (whose shared record the
+                        // driver writes later).
                         let changed = store.changed(task_id, record.updated_at);
-                        match &cancel {
-                            Some(c) => futures_util::select_biased! {
-                                () = c.cancelled().fuse() => return Err(ErrorObject::internal("cancelled")),
-                                r = changed.fuse() => r.map_err(|e| unavailable(&e))?,
-                            },
-                            None => changed.await.map_err(|e| unavailable(&e))?,
+                        let live_changed = async {
+                            match changes.as_mut() {
+                                Some(c) => {
+                                    let _ = c.changed().await;
+                                }
+                                None => std::future::pending().await,
+                            }
+                        };
+                        let cancelled = async {
+                            match &cancel {
+                                Some(c) => c.cancelled().await,
+                                None => std::future::pending().await,
+                            }
+                        };
+                        futures_util::select_biased! {
+                            () = cancelled.fuse() => return Err(ErrorObject::internal("cancelled")),
+                            r = changed.fuse() => r.map_err(|e| unavailable(&e))?,
+                            () = live_changed.fuse() => {}
                         }
                         record = read(engine.wall_ms()).await?;
                     },
@@ -452,23 +588,27 @@ impl Engine {
         })
     }
 
-    /// 2025-11-25 `tasks/list` of a session other instances also serve: the store's records
-    /// of the session, with this instance's own tasks as it holds them now, by creation
-    /// time. The cursor is the last task's `createdAt` milliseconds and id.
-    pub(super) fn shared_list(
+    /// 2025-11-25 `tasks/list`: the store's records of the session (which other instances
+    /// may serve too), with this instance's own tasks as it holds them now, by creation time
+    /// then order of creation on their owner. The cursor is the last task's `createdAt`
+    /// milliseconds, `seq` and id.
+    pub(super) fn legacy_list(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         params: &Map<String, Value>,
-        store: Arc<dyn TaskStore>,
-        key: String,
     ) -> Handled {
+        // `None` only without entropy, when no task was created either.
+        let key = self.shared.tasks.session_key(session).unwrap_or_default();
+        let store = self.shared.tasks.records();
         let after = match params.get("cursor") {
             None | Some(Value::Null) => None,
             Some(Value::String(c)) => {
                 match crate::engine::decode_cursor(c).and_then(|c| {
-                    let (ms, task) = c.split_once(':')?;
-                    Some((ms.parse::<u64>().ok()?, task.to_owned()))
+                    let mut parts = c.splitn(3, ':');
+                    let ms = parts.next()?.parse::<u64>().ok()?;
+                    let seq = parts.next()?.parse::<u64>().ok()?;
+                    Some((ms, seq, parts.next()?.to_owned()))
                 }) {
                     Some(a) => Some(a),
                     None => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
@@ -494,7 +634,7 @@ impl Engine {
             let poll = tasks.config.poll_interval;
             let mut records: Vec<TaskRecord> = stored
                 .into_iter()
-                .filter(|r| admits(r, Era::Legacy, &session))
+                .filter(|r| admits(r, Era::Legacy, &session, Some(&key)))
                 .map(|r| match tasks.get(&r.id) {
                     Some(local) => local.record("", poll, 0),
                     None => r,
@@ -506,12 +646,11 @@ impl Engine {
                     records.push(local.record("", poll, 0));
                 }
             }
-            records.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-            let mut rest = records.into_iter().filter(|r| {
-                after
-                    .as_ref()
-                    .is_none_or(|(ms, task)| (r.created_at, &r.id) > (*ms, task))
-            });
+            let order = |r: &TaskRecord| (r.created_at, r.seq, r.id.clone());
+            records.sort_by_key(order);
+            let mut rest = records
+                .into_iter()
+                .filter(|r| after.as_ref().is_none_or(|a| order(r) > *a));
             let page: Vec<TaskRecord> = rest.by_ref().take(size).collect();
             let mut obj = Map::new();
             obj.insert(
@@ -528,8 +667,8 @@ impl Engine {
                 obj.insert(
                     "nextCursor".into(),
                     json!(crate::engine::encode_cursor(&format!(
-                        "{}:{}",
-                        last.created_at, last.id
+                        "{}:{}:{}",
+                        last.created_at, last.seq, last.id
                     ))),
                 );
             }
@@ -670,14 +809,6 @@ impl TaskSync {
 
     /// Stops and forgets live task `id`, whose stored record ended (a write was refused).
     pub fn stop(&self, id: &str) {
-        let mut inner = lock(&self.tasks.inner);
-        if let Some(entry) = inner.tasks.get(id).cloned() {
-            entry.finish(
-                Outcome::Cancelled,
-                Some("The task ended on another instance.".into()),
-            );
-            inner.take(id);
-        }
-        lock(&self.tasks.dirty.ids).remove(id);
+        self.tasks.stop_ended(id);
     }
 }

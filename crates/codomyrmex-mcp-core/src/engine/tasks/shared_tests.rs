@@ -408,3 +408,56 @@ async fn a_shared_store_that_hangs_or_panics_costs_only_the_request_that_reads_i
     let seen = modern(&b, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(seen["status"], "working", "{seen}");
 }
+
+/// A `tasks/get` of a task this instance runs reads the shared store too: the read writes the
+/// live task's record ahead of it, so it shows what the owner knows before the task sync has
+/// run, and the store (and so every other instance) holds that from then on.
+#[tokio::test(start_paused = true)]
+async fn a_read_on_the_owner_writes_its_record_ahead_of_the_task_sync() {
+    let c = cluster();
+    let mut params = json!({"name": "ask", "arguments": {}});
+    params["_meta"] = json!({
+        META_PROTOCOL_VERSION: "2026-07-28",
+        META_CLIENT_CAPABILITIES: {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}},
+    });
+    let created = send(&c.a, &c.a.new_stateless_session(), "tools/call", params).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].clone();
+    let task = id.as_str().unwrap();
+    let entry = c.a.shared.tasks.get(task).unwrap();
+    for _ in 0..10_000 {
+        if entry.status() == Status::InputRequired {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(entry.status(), Status::InputRequired);
+    let answer = json!({"confirm": {"action": "accept", "content": {"name": "Ada"}}});
+    let ack = modern(
+        &c.a,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": answer}),
+    )
+    .await;
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    for _ in 0..10_000 {
+        if entry.status() == Status::Completed {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(entry.status(), Status::Completed);
+    let now = super::shared::wall_ms(c.time.wall());
+    let before = c.store.get(task, now).await.unwrap().unwrap();
+    assert_eq!(
+        before.status,
+        crate::task_store::TaskStatus::InputRequired,
+        "the task sync has not written the change yet"
+    );
+    let seen = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(seen["status"], "completed", "{seen}");
+    let stored = c.store.get(task, now).await.unwrap().unwrap();
+    assert_eq!(stored.status, crate::task_store::TaskStatus::Completed);
+    let elsewhere = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(elsewhere, seen, "{elsewhere}");
+}

@@ -1,4 +1,7 @@
-//! The task store: bounded, with TTL expiry, holding the live task entries.
+//! The live task table: bounded, with TTL expiry, holding the live task entries by id (the
+//! parts of a task that cannot be serialized). Their records live in a
+//! [`TaskStore`](crate::task_store::TaskStore): the default in-memory one is written at every
+//! change of an entry here and loses a record when its entry leaves.
 //!
 //! It owns the tasks' time-driven state and exposes it as a [`TimerHost`]: TTL deadlines and
 //! the orphan check (a 2025-11-25 task whose session is gone) are instants in
@@ -32,6 +35,10 @@ pub(crate) struct TaskStore {
     pub(crate) shared: Option<super::SharedTasks>,
     /// What changed since the driver last wrote it (with a shared store).
     pub(super) dirty: Arc<super::shared::Dirty>,
+    /// Where the tasks' records are read: the shared store, or by default an in-memory one.
+    records: Arc<dyn crate::task_store::TaskStore>,
+    /// The prefix of [`session_key`](Self::session_key)s of sessions without a key.
+    local_prefix: std::sync::OnceLock<Option<String>>,
 }
 
 impl std::fmt::Debug for TaskStore {
@@ -54,6 +61,8 @@ pub(super) struct StoreInner {
     pub(super) orphan_check: Option<Instant>,
     /// With a shared store: where a finished task's last record goes when it leaves here.
     pub(super) finals: Option<(Arc<super::shared::Dirty>, std::time::Duration)>,
+    /// With the default in-memory store: where a task's record leaves with it.
+    pub(super) memory: Option<Arc<super::shared::Dirty>>,
 }
 
 impl StoreInner {
@@ -61,6 +70,9 @@ impl StoreInner {
     pub(super) fn take(&mut self, id: &str) -> Option<Arc<TaskEntry>> {
         let entry = self.tasks.remove(id)?;
         entry.cancel.cancel();
+        if let Some(dirty) = &self.memory {
+            dirty.left(id);
+        }
         if let Some((dirty, poll)) = &self.finals
             && entry.status().is_terminal()
         {
@@ -117,14 +129,13 @@ impl Reservation {
         if entry.legacy && inner.orphan_check.is_none() {
             inner.orphan_check = Some(store.platform.time.now() + SESSION_CHECK);
         }
-        let id = entry.id.clone();
-        inner.tasks.insert(id.clone(), entry);
+        // Written while the task is in the live store, so a task leaving it at once does not
+        // leave its record behind.
+        store.dirty.changed(&entry, true);
+        inner.tasks.insert(entry.id.clone(), entry);
         self.armed = false;
         drop(inner);
         store.schedule.bump();
-        if store.shared.is_some() {
-            store.dirty.mark(&id);
-        }
     }
 }
 
@@ -143,11 +154,20 @@ impl TaskStore {
         platform: Platform,
         shared: Option<super::SharedTasks>,
     ) -> Self {
-        let dirty = Arc::new(super::shared::Dirty::default());
+        let (records, dirty): (Arc<dyn crate::task_store::TaskStore>, _) = match &shared {
+            Some(s) => (s.store.clone(), super::shared::Dirty::default()),
+            None => {
+                let memory = Arc::new(crate::task_store::MemoryTaskStore::new());
+                let dirty = super::shared::Dirty::writing_to(memory.clone(), config.poll_interval);
+                (memory, dirty)
+            }
+        };
+        let dirty = Arc::new(dirty);
         let inner = StoreInner {
             finals: shared
                 .as_ref()
                 .map(|_| (dirty.clone(), config.poll_interval)),
+            memory: shared.is_none().then(|| dirty.clone()),
             ..StoreInner::default()
         };
         Self {
@@ -158,12 +178,35 @@ impl TaskStore {
             armed: Arc::new(AtomicBool::new(false)),
             shared,
             dirty,
+            records,
+            local_prefix: std::sync::OnceLock::new(),
         }
     }
 
-    /// Where a new entry notes its changes: the dirty set, with a shared store.
+    /// The key by which task records name `session`: its `Mcp-Session-Id`, or for a session
+    /// without one (stdio) its serial under this store's random prefix, which no session of
+    /// another instance matches. `None` without entropy (no task is created then).
+    pub(crate) fn session_key(&self, session: &Session) -> Option<String> {
+        if let Some(key) = session.key() {
+            return Some(key.to_owned());
+        }
+        let prefix = self
+            .local_prefix
+            .get_or_init(|| self.random_id())
+            .as_ref()?;
+        Some(format!("{prefix}:{}", session.serial()))
+    }
+
+    /// Where this store's task records are read, through the [`TaskStore`] trait.
+    ///
+    /// [`TaskStore`]: crate::task_store::TaskStore
+    pub(crate) fn records(&self) -> Arc<dyn crate::task_store::TaskStore> {
+        self.records.clone()
+    }
+
+    /// Where a new entry sends its changes.
     pub(super) fn tracking(&self) -> Option<Arc<super::shared::Dirty>> {
-        self.shared.as_ref().map(|_| self.dirty.clone())
+        Some(self.dirty.clone())
     }
 
     /// The driver's handle on this store's timers.

@@ -889,6 +889,159 @@ async fn tasks_end_and_disappear_when_their_ttl_elapses() {
     assert_eq!(c.engine.shared.tasks.len(), 0);
 }
 
+/// The default engine keeps its task records in its in-memory `task_store::TaskStore`: a
+/// task's record is there from creation, follows it to its end, and leaves with the task when
+/// the store makes room.
+#[tokio::test(start_paused = true)]
+async fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
+    use crate::task_store::{TaskOutcome, TaskStatus};
+    let c = Client::new(&engine(TaskConfig {
+        max_tasks: 1,
+        ..TaskConfig::default()
+    }));
+    let records = c.engine.shared.tasks.records();
+    let wall = || shared::wall_ms(time().wall());
+    let created = c.call("slow", json!({"ms": 50})).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let record = records.get(&id, wall()).await.unwrap();
+    let record = record.expect("written when the task is created");
+    assert_eq!(record.status, TaskStatus::Working);
+    c.terminal(&created["taskId"]).await;
+    let record = records.get(&id, wall()).await.unwrap().unwrap();
+    assert_eq!(record.status, TaskStatus::Completed);
+    assert!(matches!(record.outcome, Some(TaskOutcome::Result { .. })));
+    // A new task takes the only slot: the finished one leaves, record and all.
+    let next = c.call("slow", json!({"ms": 60_000})).await;
+    assert_eq!(next["resultType"], "task");
+    assert_eq!(records.get(&id, wall()).await.unwrap(), None);
+}
+
+/// `tasks/*` read a task's record through the `task_store::TaskStore` trait, in the default
+/// in-memory mode as with a shared store: the engine answers with a `Wait` the driver carries
+/// out, never from the live task in the handling call.
+#[tokio::test(start_paused = true)]
+async fn tasks_methods_read_through_the_store_as_a_wait() {
+    let c = Client::new(&engine(TaskConfig::default()));
+    let created = c.call("slow", json!({"ms": 60_000})).await;
+    let task_id = created["taskId"].clone();
+    let caps = json!({"extensions": {TASKS_EXTENSION: {}}});
+    let meta = json!({
+        super::super::META_PROTOCOL_VERSION: "2026-07-28",
+        super::super::META_CLIENT_CAPABILITIES: caps,
+    });
+    for (method, extra) in [
+        ("tasks/get", json!({})),
+        ("tasks/update", json!({"inputResponses": {}})),
+        ("tasks/cancel", json!({})),
+    ] {
+        let mut params = json!({"taskId": task_id, "_meta": meta});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let message = IncomingMessage::Request {
+            id: RequestId::from(100),
+            method: method.into(),
+            params: params.as_object().cloned(),
+        };
+        let handled = c.engine.handle(&c.session, message, &c.sink);
+        assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
+        let answer = handled.into_message().await;
+        assert!(
+            matches!(answer, Some(OutgoingMessage::Response { .. })),
+            "{method}: {answer:?}"
+        );
+    }
+    assert_eq!(c.get(&task_id).await["status"], "cancelled");
+}
+
+/// The same for 2025-11-25 `tasks/get`, `tasks/cancel` and `tasks/result`, of a session without
+/// a key (stdio): its tasks are named in their records by a key no other session has.
+#[tokio::test(start_paused = true)]
+async fn experimental_tasks_methods_read_through_the_store_as_a_wait() {
+    let e = engine(TaskConfig::default());
+    let c = legacy(&e, json!({})).await;
+    assert_eq!(c.session.key(), None);
+    let created = c
+        .request(
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 60_000}, "task": {}}),
+        )
+        .await
+        .unwrap();
+    let task_id = created["task"]["taskId"].clone();
+    for method in ["tasks/get", "tasks/cancel", "tasks/result"] {
+        let message = IncomingMessage::Request {
+            id: RequestId::from(100),
+            method: method.into(),
+            params: json!({"taskId": task_id}).as_object().cloned(),
+        };
+        let handled = c.engine.handle(&c.session, message, &c.sink);
+        assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
+        match handled.into_message().await {
+            Some(OutgoingMessage::Response { result, .. }) if method != "tasks/result" => {
+                assert_eq!(result["taskId"], task_id, "{method}: {result}");
+            }
+            // Cancelled just before: no result.
+            Some(OutgoingMessage::Error { error, .. }) if method == "tasks/result" => {
+                assert!(error.message.contains("cancelled"), "{error:?}");
+            }
+            other => panic!("{method}: {other:?}"),
+        }
+    }
+    let message = IncomingMessage::Request {
+        id: RequestId::from(101),
+        method: "tasks/list".into(),
+        params: None,
+    };
+    let handled = c.engine.handle(&c.session, message, &c.sink);
+    assert!(
+        matches!(handled, Handled::Wait(_)),
+        "tasks/list: {handled:?}"
+    );
+    let Some(OutgoingMessage::Response { result, .. }) = handled.into_message().await else {
+        panic!("tasks/list answers")
+    };
+    assert_eq!(result["tasks"][0]["taskId"], task_id, "{result}");
+    // Another keyless session of the same engine does not see it.
+    let other = legacy(&e, json!({})).await;
+    let err = other
+        .request("tasks/get", json!({"taskId": task_id}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, -32602, "{err:?}");
+    let none = other.request("tasks/list", json!({})).await.unwrap();
+    assert_eq!(none["tasks"], json!([]), "{none}");
+}
+
+/// Tokio's clock, with a wall clock that can jump.
+struct JumpingWall(std::sync::atomic::AtomicU64);
+
+impl TimeSource for JumpingWall {
+    fn now(&self) -> Instant {
+        crate::platform::testing::TokioTime.now()
+    }
+    fn wall(&self) -> SystemTime {
+        crate::platform::testing::TokioTime.wall()
+            + Duration::from_secs(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// Task TTLs run on the monotonic clock: a wall clock that jumps past a running task's TTL
+/// does not make its in-memory record expire (the live table removes it at its TTL).
+#[tokio::test(start_paused = true)]
+async fn a_wall_clock_jump_does_not_expire_a_running_task() {
+    let time = Arc::new(JumpingWall(std::sync::atomic::AtomicU64::new(0)));
+    let cfg = McpServerConfig::default().with_rate_limit(None);
+    let e = Engine::builder(cfg, task_registry())
+        .time_source(time.clone())
+        .build();
+    let c = Client::new(&e);
+    let created = c.call("slow", json!({"ms": 3_600_000})).await;
+    let id = created["taskId"].clone();
+    time.0.store(24 * 3600, Ordering::Relaxed);
+    assert_eq!(c.get(&id).await["status"], "working");
+}
+
 #[tokio::test(start_paused = true)]
 async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
     let c = Client::new(&engine(TaskConfig::default()));
@@ -1138,10 +1291,12 @@ async fn experimental_task_input_is_a_related_task_request() {
         method: "tasks/result".into(),
         params: json!({"taskId": id}).as_object().cloned(),
     };
-    let Handled::Pending(result) = e.handle(&c.session, message, &sink) else {
-        panic!("tasks/result waits")
-    };
-    let result = tokio::spawn(result);
+    let handled = e.handle(&c.session, message, &sink);
+    assert!(
+        matches!(handled, Handled::Wait(_)),
+        "tasks/result waits: {handled:?}"
+    );
+    let result = tokio::spawn(handled.into_message());
     let request = loop {
         if let Some(m) = lock(&capture.0).first().cloned() {
             break m;
