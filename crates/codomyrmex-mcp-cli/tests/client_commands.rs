@@ -3,74 +3,14 @@
 //! that is not there).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
-const HANG_GUARD: Duration = Duration::from_secs(60);
-
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    c
-}
-
-fn finish(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        assert!(start.elapsed() < HANG_GUARD, "hung");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_with(mut cmd: Command, stdin: Option<&str>) -> Ran {
-    let mut child = cmd
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    let out = finish(child);
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn run(args: &[&str]) -> Ran {
-    run_with(command(args), None)
-}
+use support::{
+    BIN, command, json_of, output, output_with, python_server, run, without_our_variables,
+};
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -80,11 +20,6 @@ fn project() -> tempfile::TempDir {
 
 fn serve(root: &Path) -> String {
     format!("'{BIN}' serve --root '{}'", root.display())
-}
-
-fn json_of(r: &Ran) -> Value {
-    assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
 }
 
 #[test]
@@ -117,7 +52,7 @@ fn key_value_arguments_and_args_from_stdin_in_every_era() {
             "--json",
         ]);
         cmd.env_remove("X");
-        let r = json_of(&run_with(cmd, Some(r#"{"path": "hello.txt"}"#)));
+        let r = json_of(&output_with(&mut cmd, Some(r#"{"path": "hello.txt"}"#)));
         assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
         // A value the schema cannot take is a usage error, before anything is called.
         let r = run(&[
@@ -274,9 +209,7 @@ for line in sys.stdin:
 #[test]
 fn era_modern_against_a_legacy_server_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("legacy.py");
-    std::fs::write(&script, LEGACY_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(dir.path(), "legacy.py", LEGACY_SERVER);
     let r = run(&["client", "--stdio", &s, "--era", "modern", "tools"]);
     assert_eq!(r.code, Some(6), "{}", r.stderr);
     assert!(r.stderr.contains("--era auto"), "{}", r.stderr);
@@ -366,9 +299,7 @@ for line in sys.stdin:
 #[test]
 fn call_as_a_task_then_its_result_or_cancel() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("tasks.py");
-    std::fs::write(&script, TASK_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(dir.path(), "tasks.py", TASK_SERVER);
     let base = ["client", "--stdio", s.as_str(), "--era", "legacy"];
     let with = |rest: &[&str]| run(&[&base[..], rest].concat());
     let r = with(&["call", "job", "--task", "--ttl", "5"]);
@@ -426,9 +357,7 @@ for line in sys.stdin:
 #[test]
 fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("progress.py");
-    std::fs::write(&script, PROGRESS_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(dir.path(), "progress.py", PROGRESS_SERVER);
     let r = run(&["client", "--stdio", &s, "--era", "legacy", "call", "work"]);
     assert_eq!(
         (r.code, r.stdout.as_str()),
@@ -451,7 +380,7 @@ fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
     let line = format!("{BIN} client --stdio \"{s}\" --era legacy call work");
     let mut c = Command::new("script");
     c.args(["-qec", &line, "/dev/null"]);
-    let r = run_with(c, None);
+    let r = output(&mut c);
     assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
     assert!(r.stdout.contains("finished"), "{}", r.stdout);
     assert!(
@@ -491,10 +420,9 @@ for line in sys.stdin:
 fn listen_prints_changes_as_they_come_in_both_eras() {
     use std::io::BufRead as _;
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("changing.py");
-    std::fs::write(&script, CHANGING_SERVER).unwrap();
+    let server = python_server(dir.path(), "changing.py", CHANGING_SERVER);
     for era in ["legacy", "modern"] {
-        let s = format!("python3 '{}' {era}", script.display());
+        let s = format!("{server} {era}");
         // A long --timeout: the line must come while the client is still listening.
         let mut child = command(&[
             "client",
@@ -679,9 +607,7 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
 
     // Errors are counted by kind, and any failed call makes the status 1 (summary on stdout).
     let tmp = tempfile::tempdir().unwrap();
-    let script = tmp.path().join("load.py");
-    std::fs::write(&script, LOAD_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(tmp.path(), "load.py", LOAD_SERVER);
     let r = run(&[
         "client",
         "--stdio",
@@ -696,7 +622,8 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "--json",
     ]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    let j: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
     assert_eq!(
         (j["calls"].as_u64(), j["ok"].as_u64(), j["failed"].as_u64()),
         (Some(9), Some(3), Some(6)),
@@ -734,7 +661,8 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "--json",
     ]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    let j: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
     assert_eq!(j["errorsByKind"], serde_json::json!({"timeout": 2}), "{j}");
     // A connection that closes ends the run: nothing more could succeed.
     let r = run(&[
@@ -750,7 +678,8 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "--json",
     ]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    let j: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
     assert_eq!(j["calls"], 3, "{j}");
     assert_eq!(
         j["errorsByKind"],
@@ -841,12 +770,7 @@ fn elicitation_is_asked_at_the_terminal_only_when_stdin_is_one() {
             &serde_json::to_string(&call(era)).unwrap(),
             &script.to_string(),
         ]);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("CODOMYRMEX_MCP_") {
-                cmd.env_remove(k);
-            }
-        }
-        let r = run_with(cmd, None);
+        let r = output(without_our_variables(&mut cmd));
         assert_eq!(r.code, Some(0), "{era}: {}\n{}", r.stdout, r.stderr);
         assert!(
             r.stdout.contains("the server asks: Who are you?"),

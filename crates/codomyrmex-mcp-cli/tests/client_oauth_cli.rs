@@ -7,29 +7,18 @@
 #[path = "../../codomyrmex-mcp/tests/oauth_fake/mod.rs"]
 mod oauth_fake;
 
+mod support;
+
 use std::path::Path;
-use std::process::Output;
-use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
-const HANG: Duration = Duration::from_secs(60);
+use support::{Ran, command, output_async};
 
-async fn client(url: &str, token_file: &Path, browser: &Path) -> Output {
-    let mut c = tokio::process::Command::new(BIN);
-    c.args(["client", "--http", url, "--oauth", "--token-file"])
-        .arg(token_file)
+async fn client(url: &str, token_file: &Path, browser: &Path) -> Ran {
+    let mut c = command(&["client", "--http", url, "--oauth", "--token-file"]);
+    c.arg(token_file)
         .args(["--era", "legacy", "--timeout", "30", "tools"])
-        .env("BROWSER", browser)
-        .kill_on_drop(true);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    tokio::time::timeout(HANG, c.output())
-        .await
-        .unwrap()
-        .unwrap()
+        .env("BROWSER", browser);
+    output_async(c).await
 }
 
 #[tokio::test]
@@ -49,11 +38,12 @@ async fn oauth_through_the_browser_and_the_loopback_listener_then_from_the_cache
     let tokens = dir.path().join("cache/tokens.json");
 
     let first = client(&url, &tokens, &browser).await;
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&first.stdout),
-        String::from_utf8_lossy(&first.stderr),
-    );
-    assert_eq!(first.status.code(), Some(0), "{stdout}\n{stderr}");
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = first;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("fake-tool"), "{stdout}");
     assert!(
         stderr.contains("/authorize?"),
@@ -78,13 +68,8 @@ async fn oauth_through_the_browser_and_the_loopback_listener_then_from_the_cache
     let no_browser = dir.path().join("no-browser");
     std::fs::write(&no_browser, "#!/bin/sh\nexit 1\n").unwrap();
     let second = client(&url, &tokens, &no_browser).await;
-    assert_eq!(
-        second.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
-    assert!(String::from_utf8_lossy(&second.stdout).contains("fake-tool"));
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert!(second.stdout.contains("fake-tool"));
     let f = fake.lock().unwrap();
     assert_eq!(f.authorizations.len(), 1, "authorized once");
     assert_eq!(f.grants, ["authorization_code"]);
@@ -127,28 +112,18 @@ async fn run_env(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> (Option<i32>, String, String) {
-    let mut c = tokio::process::Command::new(BIN);
-    c.args(["client", "--http", url, "--oauth", "--token-file"])
-        .arg(tokens)
+    let mut c = command(&["client", "--http", url, "--oauth", "--token-file"]);
+    c.arg(tokens)
         .args(args)
         .args(["--era", "legacy", "--timeout", "30", "tools"])
         .env("BROWSER", "/bin/false")
-        .kill_on_drop(true);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    c.envs(env.iter().copied());
-    let out = tokio::time::timeout(HANG, c.output())
-        .await
-        .unwrap()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .envs(env.iter().copied());
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output_async(c).await;
+    (code, stdout, stderr)
 }
 
 /// `&str`s of `v`.
