@@ -191,19 +191,13 @@ fn an_unreachable_server_is_a_connection_failure() {
 
 /// A 2025-only stdio server (Python): refuses `server/discover`, serves `initialize`.
 const LEGACY_SERVER: &str = r#"
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    if m.get("method") == "initialize":
-        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}}}
-    elif m.get("method") == "tools/list":
-        r = {"result": {"tools": [{"name": "old.tool", "inputSchema": {"type": "object"}}]}}
-    else:
-        r = {"error": {"code": -32601, "message": "Method not found"}}
-    r.update({"jsonrpc": "2.0", "id": m["id"]})
-    print(json.dumps(r), flush=True)
+def answer(method, p, m):
+    if method == "initialize":
+        return initialized("old", {"tools": {}})
+    if method == "tools/list":
+        return {"result": {"tools": [{"name": "old.tool", "inputSchema": {"type": "object"}}]}}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
@@ -271,29 +265,22 @@ fn tasks_listen_and_subscribe_in_both_eras() {
 
 /// A 2025-11-25 server with one task, `t1`: a task-augmented `tools/call` makes it.
 const TASK_SERVER: &str = r#"
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method, p = m.get("method"), m.get("params", {})
+def answer(method, p, m):
     task = {"taskId": "t1", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000}
     if method == "initialize":
-        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}, "serverInfo": {"name": "tasks", "version": "1"}}}
-    elif method == "tools/call" and "task" in p:
+        return initialized("tasks", {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
+    if method == "tools/call" and "task" in p:
         task["ttl"] = p["task"].get("ttl", 60000)
-        r = {"result": {"task": task}}
-    elif method == "tasks/get":
-        r = {"result": task}
-    elif method == "tasks/result":
-        r = {"result": {"content": [{"type": "text", "text": "done as a task"}]}}
-    elif method == "tasks/cancel":
+        return {"result": {"task": task}}
+    if method == "tasks/get":
+        return {"result": task}
+    if method == "tasks/result":
+        return {"result": {"content": [{"type": "text", "text": "done as a task"}]}}
+    if method == "tasks/cancel":
         task["status"] = "cancelled"
-        r = {"result": task}
-    else:
-        r = {"error": {"code": -32601, "message": "Method not found"}}
-    r.update({"jsonrpc": "2.0", "id": m["id"]})
-    print(json.dumps(r), flush=True)
+        return {"result": task}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
@@ -333,25 +320,18 @@ fn call_as_a_task_then_its_result_or_cancel() {
 
 /// A 2025-11-25 server whose one tool reports progress 1/2 and 2/2, then answers.
 const PROGRESS_SERVER: &str = r#"
-import json, sys, time
-def send(m):
-    print(json.dumps(m), flush=True)
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method, p = m.get("method"), m.get("params", {})
+def answer(method, p, m):
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "progress", "version": "1"}}})
-    elif method == "tools/call":
+        return initialized("progress", {"tools": {}})
+    if method == "tools/call":
         token = p.get("_meta", {}).get("progressToken")
         for done in (1, 2):
             if token is not None:
                 send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": done, "total": 2, "message": "step %d" % done}})
             time.sleep(0.2)
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "finished"}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+        return {"result": {"content": [{"type": "text", "text": "finished"}]}}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
@@ -395,25 +375,19 @@ fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
 /// (2025-11-25: after `notifications/initialized`; 2026-07-28: on the `subscriptions/listen`
 /// stream, which it then keeps open).
 const CHANGING_SERVER: &str = r#"
-import json, sys
-def send(m):
-    print(json.dumps(m), flush=True)
 change = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
-for line in sys.stdin:
-    m = json.loads(line)
-    method = m.get("method")
+def answer(method, p, m):
     if method == "notifications/initialized":
         send(change)
-    if "id" not in m:
-        continue
-    if method == "server/discover" and sys.argv[1] == "modern":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+    elif method == "server/discover" and sys.argv[1] == "modern":
+        return {"result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}}
     elif method == "subscriptions/listen":
         send(change)
     elif method == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+        return initialized("changing", {"tools": {"listChanged": True}})
     else:
-        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+        return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
@@ -457,34 +431,27 @@ fn listen_prints_changes_as_they_come_in_both_eras() {
 /// A 2025-11-25 server with three tools: `flaky` answers its calls in turn with a result, a
 /// tool error and a JSON-RPC error; `never` never answers; `crash` makes the server exit.
 const LOAD_SERVER: &str = r#"
-import json, sys
 calls = 0
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method, p = m.get("method"), m.get("params", {})
+def answer(method, p, m):
+    global calls
     if method == "initialize":
-        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "load", "version": "1"}}}
-    elif method == "tools/list":
+        return initialized("load", {"tools": {}})
+    if method == "tools/list":
         schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-        r = {"result": {"tools": [{"name": t, "inputSchema": schema} for t in ("flaky", "never", "crash")]}}
-    elif method == "tools/call" and p.get("name") == "never":
-        continue
-    elif method == "tools/call" and p.get("name") == "crash":
+        return {"result": {"tools": [{"name": t, "inputSchema": schema} for t in ("flaky", "never", "crash")]}}
+    if method == "tools/call" and p.get("name") == "never":
+        return None
+    if method == "tools/call" and p.get("name") == "crash":
         sys.exit(1)
-    elif method == "tools/call":
+    if method == "tools/call":
         calls += 1
         if calls % 3 == 1:
-            r = {"result": {"content": [{"type": "text", "text": "ok %d" % p["arguments"]["n"]}]}}
-        elif calls % 3 == 2:
-            r = {"result": {"content": [{"type": "text", "text": "no luck"}], "isError": True}}
-        else:
-            r = {"error": {"code": -32000, "message": "busy"}}
-    else:
-        r = {"error": {"code": -32601, "message": "Method not found"}}
-    r.update({"jsonrpc": "2.0", "id": m["id"]})
-    print(json.dumps(r), flush=True)
+            return {"result": {"content": [{"type": "text", "text": "ok %d" % p["arguments"]["n"]}]}}
+        if calls % 3 == 2:
+            return {"result": {"content": [{"type": "text", "text": "no luck"}], "isError": True}}
+        return {"error": {"code": -32000, "message": "busy"}}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]

@@ -34,6 +34,20 @@ fn client(root: &Path, serve_extra: &str, args: &[&str]) -> Ran {
     run(&all)
 }
 
+/// `client --stdio SERVE call TOOL --args ARGS`, the human output.
+fn call(root: &Path, serve_extra: &str, tool: &str, args: &str) -> Ran {
+    client(root, serve_extra, &["call", tool, "--args", args])
+}
+
+/// [`call`] with `--json`: the result, the run having succeeded.
+fn call_json(root: &Path, serve_extra: &str, tool: &str, args: &str) -> Value {
+    json_of(&client(
+        root,
+        serve_extra,
+        &["call", tool, "--args", args, "--json"],
+    ))
+}
+
 #[test]
 fn client_over_stdio_lists_tools_both_ways() {
     let dir = project();
@@ -91,58 +105,41 @@ fn client_over_stdio_lists_tools_both_ways() {
 #[test]
 fn client_over_stdio_calls_tools() {
     let dir = project();
-    let read = json_of(&client(
+    let read = call_json(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.read",
-            "--args",
-            r#"{"path": "hello.txt", "start_line": 2}"#,
-            "--json",
-        ],
-    ));
+        "file_system.read",
+        r#"{"path": "hello.txt", "start_line": 2}"#,
+    );
     assert_eq!(read["structuredContent"]["content"], "world\n");
     assert_ne!(read["isError"], true);
 
     // Human output: the text the model reads, not JSON-escaped.
-    let human = client(
+    let human = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.read",
-            "--args",
-            r#"{"path": "hello.txt"}"#,
-        ],
+        "file_system.read",
+        r#"{"path": "hello.txt"}"#,
     );
     assert_eq!(human.code, Some(0), "{}", human.stderr);
     assert_eq!(
         human.stdout,
         std::fs::read_to_string(dir.path().join("hello.txt")).unwrap()
     );
-    let human = client(
+    let human = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.search",
-            "--args",
-            r#"{"pattern": "needle"}"#,
-        ],
+        "file_system.search",
+        r#"{"pattern": "needle"}"#,
     );
     assert_eq!(human.code, Some(0), "{}", human.stderr);
     assert!(human.stdout.starts_with("src/lib.rs:"), "{}", human.stdout);
     // A structured result whose text is only its JSON: pretty-printed.
-    let human = client(
+    let human = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.stat",
-            "--args",
-            r#"{"path": "hello.txt"}"#,
-        ],
+        "file_system.stat",
+        r#"{"path": "hello.txt"}"#,
     );
     assert_eq!(human.code, Some(0), "{}", human.stderr);
     assert!(
@@ -152,17 +149,12 @@ fn client_over_stdio_calls_tools() {
     );
 
     // json.query runs in a worker process.
-    let q = json_of(&client(
+    let q = call_json(
         dir.path(),
         "",
-        &[
-            "call",
-            "json.query",
-            "--args",
-            r#"{"filter": "[.items[] * 2]", "path": "data.json"}"#,
-            "--json",
-        ],
-    ));
+        "json.query",
+        r#"{"filter": "[.items[] * 2]", "path": "data.json"}"#,
+    );
     assert_eq!(q["structuredContent"]["results"], json!([[2, 4, 6]]));
 
     // The modern era works too.
@@ -182,25 +174,17 @@ fn client_over_stdio_calls_tools() {
     assert_eq!(m["structuredContent"]["size"], 12);
 
     // A tool error: exit status 1, the error on stderr.
-    let denied = client(
+    let denied = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.read",
-            "--args",
-            r#"{"path": "../etc/passwd"}"#,
-        ],
+        "file_system.read",
+        r#"{"path": "../etc/passwd"}"#,
     );
     assert_eq!(denied.code, Some(1));
     assert!(denied.stderr.contains("ACCESS_DENIED"), "{}", denied.stderr);
     assert!(denied.stdout.is_empty(), "{}", denied.stdout);
 
-    let bad = client(
-        dir.path(),
-        "",
-        &["call", "file_system.read", "--args", "[1]"],
-    );
+    let bad = call(dir.path(), "", "file_system.read", "[1]");
     assert_eq!(bad.code, Some(2), "bad arguments are a usage error");
     assert!(bad.stderr.contains("JSON object"), "{}", bad.stderr);
 }
@@ -209,15 +193,11 @@ fn client_over_stdio_calls_tools() {
 fn a_crashing_filter_does_not_take_the_server_down() {
     let dir = project();
     // Unbounded recursion overflows the evaluator's stack: the worker dies, the server answers.
-    let r = client(
+    let r = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "json.query",
-            "--args",
-            r#"{"filter": "def f: 1 + f; f"}"#,
-        ],
+        "json.query",
+        r#"{"filter": "def f: 1 + f; f"}"#,
     );
     assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
     assert!(r.stderr.contains("JQ_ERROR"), "{}", r.stderr);
@@ -243,19 +223,11 @@ fn sandbox_escapes_are_refused_end_to_end() {
     }
     for (path, kind) in cases {
         let args = json!({"path": path}).to_string();
-        let r = client(
-            dir.path(),
-            "--profile full",
-            &["call", "file_system.read", "--args", &args],
-        );
+        let r = call(dir.path(), "--profile full", "file_system.read", &args);
         assert_eq!(r.code, Some(1), "{path}: {}", r.stdout);
         assert!(r.stderr.contains(kind), "{path}: {}", r.stderr);
         let args = json!({"path": path, "content": "pwned"}).to_string();
-        let r = client(
-            dir.path(),
-            "--profile full",
-            &["call", "file_system.write", "--args", &args],
-        );
+        let r = call(dir.path(), "--profile full", "file_system.write", &args);
         assert!(r.stderr.contains(kind), "{path}: {}", r.stderr);
     }
     assert_eq!(
@@ -292,31 +264,22 @@ fn resources_read_and_prompts() {
 #[test]
 fn full_profile_writes_and_runs_commands() {
     let dir = project();
-    let w = json_of(&client(
+    let w = call_json(
         dir.path(),
         "--profile full",
-        &[
-            "call",
-            "file_system.write",
-            "--args",
-            r#"{"path": "new/file.txt", "content": "made", "create_parents": true}"#,
-            "--json",
-        ],
-    ));
+        "file_system.write",
+        r#"{"path": "new/file.txt", "content": "made", "create_parents": true}"#,
+    );
     assert_eq!(w["structuredContent"]["created"], true);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("new/file.txt")).unwrap(),
         "made"
     );
-    let readonly = client(
+    let readonly = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.write",
-            "--args",
-            r#"{"path": "x", "content": "y"}"#,
-        ],
+        "file_system.write",
+        r#"{"path": "x", "content": "y"}"#,
     );
     assert_eq!(
         readonly.code,

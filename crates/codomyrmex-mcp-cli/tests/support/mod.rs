@@ -236,9 +236,30 @@ pub fn serve_http(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
     server
 }
 
-/// Writes the Python stdio server `script` to `dir/name`; the `--stdio` command running it.
+/// What every Python stdio server of [`python_server`] starts with: `send(message)` writes a
+/// line; `initialized(name, capabilities)` is a 2025-11-25 `initialize` result;
+/// `NOT_FOUND` is the method-not-found error; `serve(answer)` reads the client's lines and
+/// calls `answer(method, params, message)` for each (notifications too), then answers a
+/// request with the result or error it returned, or not at all for `None`.
+pub const PYTHON_SERVER_PRELUDE: &str = r#"
+import json, sys, time
+def send(m):
+    print(json.dumps(m), flush=True)
+def initialized(name, capabilities):
+    return {"result": {"protocolVersion": "2025-11-25", "capabilities": capabilities, "serverInfo": {"name": name, "version": "1"}}}
+NOT_FOUND = {"error": {"code": -32601, "message": "Method not found"}}
+def serve(answer):
+    for line in sys.stdin:
+        m = json.loads(line)
+        r = answer(m.get("method"), m.get("params", {}), m)
+        if r is not None and "id" in m:
+            send(dict(r, jsonrpc="2.0", id=m["id"]))
+"#;
+
+/// Writes the Python stdio server `script`, after [`PYTHON_SERVER_PRELUDE`], to `dir/name`;
+/// the `--stdio` command running it.
 pub fn python_server(dir: &Path, name: &str, script: &str) -> String {
     let path = dir.join(name);
-    std::fs::write(&path, script).unwrap();
+    std::fs::write(&path, format!("{PYTHON_SERVER_PRELUDE}{script}")).unwrap();
     format!("python3 '{}'", path.display())
 }
