@@ -383,6 +383,22 @@ pub struct ClientArgs {
     /// instead of dynamic registration.
     #[arg(long, value_name = "ID", requires = "oauth")]
     pub oauth_client_id: Option<String>,
+    /// With --oauth-client-id: the client's secret, read from FILE (readable by its owner
+    /// only; one line). Also read from $CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET when FILE is not
+    /// given; never a flag's value, which other local users see in `ps`. Sent as the
+    /// authorization server's metadata allows: `client_secret_basic`, else `client_secret_post`.
+    #[arg(long, value_name = "FILE", requires = "oauth_client_id")]
+    pub oauth_client_secret_file: Option<PathBuf>,
+    /// With --oauth: the grant. `client-credentials` is machine to machine, with no browser
+    /// and no user: --oauth-client-id and a client secret or --oauth-private-key.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "GRANT",
+        requires_all = ["oauth", "oauth_client_id"],
+        conflicts_with_all = ["oauth_jwt_assertion", "oauth_id_token"]
+    )]
+    pub oauth_grant: Option<OAuthGrant>,
     /// With --oauth-client-id: authenticate at the token endpoint with `private_key_jwt`
     /// (RFC 7523), signing with the key in FILE: PKCS#8 PEM, EC P-256 (ES256), readable by
     /// its owner only.
@@ -409,6 +425,10 @@ pub struct ClientArgs {
     /// With --oauth-id-token: this client's id at the IdP.
     #[arg(long, value_name = "ID", requires = "oauth_id_token")]
     pub oauth_idp_client_id: Option<String>,
+    /// With --oauth-id-token: this client's secret at the IdP, read from FILE (readable by
+    /// its owner only), or from $CODOMYRMEX_MCP_OAUTH_IDP_CLIENT_SECRET when FILE is not given.
+    #[arg(long, value_name = "FILE", requires = "oauth_id_token")]
+    pub oauth_idp_client_secret_file: Option<PathBuf>,
     /// With --oauth: the DPoP key (RFC 9449; PKCS#8 PEM, EC P-256, readable by its owner
     /// only), so that later runs can use the cached DPoP-bound tokens. Without it each run
     /// makes a key, and a token bound to an earlier run's key is not used.
@@ -447,6 +467,16 @@ pub struct ClientArgs {
 }
 
 /// Protocol eras.
+/// `client --oauth-grant`: how tokens are got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[non_exhaustive]
+pub enum OAuthGrant {
+    /// The authorization code flow, through the user's browser (the default).
+    AuthorizationCode,
+    /// The client credentials grant: the client's own tokens, no user and no browser.
+    ClientCredentials,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EraArg {
     /// Probe with `server/discover`; fall back to `initialize`.

@@ -10,7 +10,11 @@
 //! (`--oauth-private-key`), the JWT bearer grant with a workload's JWT
 //! (`--oauth-jwt-assertion @FILE`) or enterprise-managed authorization (`--oauth-id-token
 //! @FILE` exchanged at `--oauth-idp-token-endpoint`), and DPoP (`--dpop-key`, `--no-dpop`).
-//! Key files are refused when other users may read them, as ssh refuses them; JWT files are
+//! A client secret comes from a file (`--oauth-client-secret-file`, the IdP's
+//! `--oauth-idp-client-secret-file`) or the environment ([`CLIENT_SECRET_ENV`],
+//! [`IDP_CLIENT_SECRET_ENV`]), never from a flag's value, and `--oauth-grant
+//! client-credentials` gets the client's own tokens with it (or with `private_key_jwt`).
+//! Key and secret files are refused when other users may read them, as ssh refuses them; JWT files are
 //! read at each token request, since workloads' tokens are rotated.
 //!
 //! Not a browser and not a keychain: the login itself happens in the user's browser.
@@ -28,7 +32,7 @@ use codomyrmex_mcp::client::oauth::{
 use codomyrmex_mcp::client::oauth_loopback::LoopbackRedirect;
 use codomyrmex_mcp::client::token_file::FileTokenStore;
 
-use crate::cli::ClientArgs;
+use crate::cli::{ClientArgs, OAuthGrant};
 
 /// The default token file, if a config directory can be named.
 pub fn default_token_file() -> Option<PathBuf> {
@@ -69,8 +73,27 @@ pub fn config(args: &ClientArgs, wait: Duration) -> Result<OAuthConfig, String> 
     config.store = Arc::new(FileTokenStore::new(path));
     config.user_agent = Some(loopback.user_agent(show, wait));
     config.client_id.clone_from(&args.oauth_client_id);
+    config.client_secret = secret(
+        "--oauth-client-secret-file",
+        args.oauth_client_secret_file.as_deref(),
+        CLIENT_SECRET_ENV,
+    )?;
+    if config.client_secret.is_some() && config.client_id.is_none() {
+        return Err(format!(
+            "${CLIENT_SECRET_ENV} is set: it is the secret of the client --oauth-client-id names; give that too, or unset it"
+        ));
+    }
     if let Some(key) = &args.oauth_private_key {
         config.client_key = Some(es256_key(key)?);
+    }
+    if args.oauth_grant == Some(OAuthGrant::ClientCredentials) {
+        if config.client_secret.is_none() && config.client_key.is_none() {
+            return Err(format!(
+                "--oauth-grant client-credentials authenticates the client: give \
+                 --oauth-client-secret-file FILE (or ${CLIENT_SECRET_ENV}) or --oauth-private-key FILE"
+            ));
+        }
+        config.client_credentials = true;
     }
     if let Some(file) = &args.oauth_jwt_assertion {
         config.jwt_bearer = Some(JwtBearer::Assertion(jwt_file(
@@ -86,7 +109,11 @@ pub fn config(args: &ClientArgs, wait: Duration) -> Result<OAuthConfig, String> 
         config.jwt_bearer = Some(JwtBearer::Enterprise(EnterpriseIdp {
             token_endpoint: token_endpoint.clone(),
             client_id: client_id.clone(),
-            client_secret: None,
+            client_secret: secret(
+                "--oauth-idp-client-secret-file",
+                args.oauth_idp_client_secret_file.as_deref(),
+                IDP_CLIENT_SECRET_ENV,
+            )?,
             id_token: jwt_file("--oauth-id-token", file)?,
         }));
     }
@@ -96,6 +123,33 @@ pub fn config(args: &ClientArgs, wait: Duration) -> Result<OAuthConfig, String> 
         config.dpop = Some(Arc::new(Dpop::with_key(es256_key(key)?)));
     }
     Ok(config)
+}
+
+/// The environment variable holding the client secret when `--oauth-client-secret-file` is
+/// not given.
+pub const CLIENT_SECRET_ENV: &str = "CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET";
+/// The environment variable holding the client secret at the IdP when
+/// `--oauth-idp-client-secret-file` is not given.
+pub const IDP_CLIENT_SECRET_ENV: &str = "CODOMYRMEX_MCP_OAUTH_IDP_CLIENT_SECRET";
+
+/// A client secret: the first line of `file` (only its owner may read it), else the
+/// environment variable `var` when it is set and not empty, else none.
+fn secret(flag: &str, file: Option<&Path>, var: &str) -> Result<Option<String>, String> {
+    if let Some(path) = file {
+        let text = read_credential(path, true)?;
+        let secret = text.trim();
+        if secret.is_empty() || secret.contains(['\r', '\n']) {
+            return Err(format!(
+                "{flag} {}: give a file holding the secret alone, on one line",
+                path.display()
+            ));
+        }
+        return Ok(Some(secret.to_owned()));
+    }
+    Ok(std::env::var(var)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty()))
 }
 
 /// An ES256 key from a PKCS#8 PEM file only its owner can read.

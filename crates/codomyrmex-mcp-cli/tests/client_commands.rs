@@ -3,74 +3,14 @@
 //! that is not there).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
-const HANG_GUARD: Duration = Duration::from_secs(60);
-
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    c
-}
-
-fn finish(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        assert!(start.elapsed() < HANG_GUARD, "hung");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_with(mut cmd: Command, stdin: Option<&str>) -> Ran {
-    let mut child = cmd
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    let out = finish(child);
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn run(args: &[&str]) -> Ran {
-    run_with(command(args), None)
-}
+use support::{
+    BIN, command, json_of, output, output_with, python_server, run, without_our_variables,
+};
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -80,11 +20,6 @@ fn project() -> tempfile::TempDir {
 
 fn serve(root: &Path) -> String {
     format!("'{BIN}' serve --root '{}'", root.display())
-}
-
-fn json_of(r: &Ran) -> Value {
-    assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
 }
 
 #[test]
@@ -117,7 +52,7 @@ fn key_value_arguments_and_args_from_stdin_in_every_era() {
             "--json",
         ]);
         cmd.env_remove("X");
-        let r = json_of(&run_with(cmd, Some(r#"{"path": "hello.txt"}"#)));
+        let r = json_of(&output_with(&mut cmd, Some(r#"{"path": "hello.txt"}"#)));
         assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
         // A value the schema cannot take is a usage error, before anything is called.
         let r = run(&[
@@ -256,27 +191,19 @@ fn an_unreachable_server_is_a_connection_failure() {
 
 /// A 2025-only stdio server (Python): refuses `server/discover`, serves `initialize`.
 const LEGACY_SERVER: &str = r#"
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    if m.get("method") == "initialize":
-        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}}}
-    elif m.get("method") == "tools/list":
-        r = {"result": {"tools": [{"name": "old.tool", "inputSchema": {"type": "object"}}]}}
-    else:
-        r = {"error": {"code": -32601, "message": "Method not found"}}
-    r.update({"jsonrpc": "2.0", "id": m["id"]})
-    print(json.dumps(r), flush=True)
+def answer(method, p, m):
+    if method == "initialize":
+        return initialized("old", {"tools": {}})
+    if method == "tools/list":
+        return {"result": {"tools": [{"name": "old.tool", "inputSchema": {"type": "object"}}]}}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
 fn era_modern_against_a_legacy_server_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("legacy.py");
-    std::fs::write(&script, LEGACY_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(dir.path(), "legacy.py", LEGACY_SERVER);
     let r = run(&["client", "--stdio", &s, "--era", "modern", "tools"]);
     assert_eq!(r.code, Some(6), "{}", r.stderr);
     assert!(r.stderr.contains("--era auto"), "{}", r.stderr);
@@ -338,37 +265,28 @@ fn tasks_listen_and_subscribe_in_both_eras() {
 
 /// A 2025-11-25 server with one task, `t1`: a task-augmented `tools/call` makes it.
 const TASK_SERVER: &str = r#"
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method, p = m.get("method"), m.get("params", {})
+def answer(method, p, m):
     task = {"taskId": "t1", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000}
     if method == "initialize":
-        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}, "serverInfo": {"name": "tasks", "version": "1"}}}
-    elif method == "tools/call" and "task" in p:
+        return initialized("tasks", {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
+    if method == "tools/call" and "task" in p:
         task["ttl"] = p["task"].get("ttl", 60000)
-        r = {"result": {"task": task}}
-    elif method == "tasks/get":
-        r = {"result": task}
-    elif method == "tasks/result":
-        r = {"result": {"content": [{"type": "text", "text": "done as a task"}]}}
-    elif method == "tasks/cancel":
+        return {"result": {"task": task}}
+    if method == "tasks/get":
+        return {"result": task}
+    if method == "tasks/result":
+        return {"result": {"content": [{"type": "text", "text": "done as a task"}]}}
+    if method == "tasks/cancel":
         task["status"] = "cancelled"
-        r = {"result": task}
-    else:
-        r = {"error": {"code": -32601, "message": "Method not found"}}
-    r.update({"jsonrpc": "2.0", "id": m["id"]})
-    print(json.dumps(r), flush=True)
+        return {"result": task}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
 fn call_as_a_task_then_its_result_or_cancel() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("tasks.py");
-    std::fs::write(&script, TASK_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(dir.path(), "tasks.py", TASK_SERVER);
     let base = ["client", "--stdio", s.as_str(), "--era", "legacy"];
     let with = |rest: &[&str]| run(&[&base[..], rest].concat());
     let r = with(&["call", "job", "--task", "--ttl", "5"]);
@@ -402,33 +320,24 @@ fn call_as_a_task_then_its_result_or_cancel() {
 
 /// A 2025-11-25 server whose one tool reports progress 1/2 and 2/2, then answers.
 const PROGRESS_SERVER: &str = r#"
-import json, sys, time
-def send(m):
-    print(json.dumps(m), flush=True)
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method, p = m.get("method"), m.get("params", {})
+def answer(method, p, m):
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "progress", "version": "1"}}})
-    elif method == "tools/call":
+        return initialized("progress", {"tools": {}})
+    if method == "tools/call":
         token = p.get("_meta", {}).get("progressToken")
         for done in (1, 2):
             if token is not None:
                 send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": done, "total": 2, "message": "step %d" % done}})
             time.sleep(0.2)
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"content": [{"type": "text", "text": "finished"}]}})
-    else:
-        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+        return {"result": {"content": [{"type": "text", "text": "finished"}]}}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
 fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("progress.py");
-    std::fs::write(&script, PROGRESS_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(dir.path(), "progress.py", PROGRESS_SERVER);
     let r = run(&["client", "--stdio", &s, "--era", "legacy", "call", "work"]);
     assert_eq!(
         (r.code, r.stdout.as_str()),
@@ -451,7 +360,7 @@ fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
     let line = format!("{BIN} client --stdio \"{s}\" --era legacy call work");
     let mut c = Command::new("script");
     c.args(["-qec", &line, "/dev/null"]);
-    let r = run_with(c, None);
+    let r = output(&mut c);
     assert_eq!(r.code, Some(0), "{} {}", r.stdout, r.stderr);
     assert!(r.stdout.contains("finished"), "{}", r.stdout);
     assert!(
@@ -466,35 +375,28 @@ fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
 /// (2025-11-25: after `notifications/initialized`; 2026-07-28: on the `subscriptions/listen`
 /// stream, which it then keeps open).
 const CHANGING_SERVER: &str = r#"
-import json, sys
-def send(m):
-    print(json.dumps(m), flush=True)
 change = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
-for line in sys.stdin:
-    m = json.loads(line)
-    method = m.get("method")
+def answer(method, p, m):
     if method == "notifications/initialized":
         send(change)
-    if "id" not in m:
-        continue
-    if method == "server/discover" and sys.argv[1] == "modern":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+    elif method == "server/discover" and sys.argv[1] == "modern":
+        return {"result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}}
     elif method == "subscriptions/listen":
         send(change)
     elif method == "initialize":
-        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "changing", "version": "1"}}})
+        return initialized("changing", {"tools": {"listChanged": True}})
     else:
-        send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "Method not found"}})
+        return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
 fn listen_prints_changes_as_they_come_in_both_eras() {
     use std::io::BufRead as _;
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("changing.py");
-    std::fs::write(&script, CHANGING_SERVER).unwrap();
+    let server = python_server(dir.path(), "changing.py", CHANGING_SERVER);
     for era in ["legacy", "modern"] {
-        let s = format!("python3 '{}' {era}", script.display());
+        let s = format!("{server} {era}");
         // A long --timeout: the line must come while the client is still listening.
         let mut child = command(&[
             "client",
@@ -529,34 +431,27 @@ fn listen_prints_changes_as_they_come_in_both_eras() {
 /// A 2025-11-25 server with three tools: `flaky` answers its calls in turn with a result, a
 /// tool error and a JSON-RPC error; `never` never answers; `crash` makes the server exit.
 const LOAD_SERVER: &str = r#"
-import json, sys
 calls = 0
-for line in sys.stdin:
-    m = json.loads(line)
-    if "id" not in m:
-        continue
-    method, p = m.get("method"), m.get("params", {})
+def answer(method, p, m):
+    global calls
     if method == "initialize":
-        r = {"result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "load", "version": "1"}}}
-    elif method == "tools/list":
+        return initialized("load", {"tools": {}})
+    if method == "tools/list":
         schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-        r = {"result": {"tools": [{"name": t, "inputSchema": schema} for t in ("flaky", "never", "crash")]}}
-    elif method == "tools/call" and p.get("name") == "never":
-        continue
-    elif method == "tools/call" and p.get("name") == "crash":
+        return {"result": {"tools": [{"name": t, "inputSchema": schema} for t in ("flaky", "never", "crash")]}}
+    if method == "tools/call" and p.get("name") == "never":
+        return None
+    if method == "tools/call" and p.get("name") == "crash":
         sys.exit(1)
-    elif method == "tools/call":
+    if method == "tools/call":
         calls += 1
         if calls % 3 == 1:
-            r = {"result": {"content": [{"type": "text", "text": "ok %d" % p["arguments"]["n"]}]}}
-        elif calls % 3 == 2:
-            r = {"result": {"content": [{"type": "text", "text": "no luck"}], "isError": True}}
-        else:
-            r = {"error": {"code": -32000, "message": "busy"}}
-    else:
-        r = {"error": {"code": -32601, "message": "Method not found"}}
-    r.update({"jsonrpc": "2.0", "id": m["id"]})
-    print(json.dumps(r), flush=True)
+            return {"result": {"content": [{"type": "text", "text": "ok %d" % p["arguments"]["n"]}]}}
+        if calls % 3 == 2:
+            return {"result": {"content": [{"type": "text", "text": "no luck"}], "isError": True}}
+        return {"error": {"code": -32000, "message": "busy"}}
+    return NOT_FOUND
+serve(answer)
 "#;
 
 #[test]
@@ -679,9 +574,7 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
 
     // Errors are counted by kind, and any failed call makes the status 1 (summary on stdout).
     let tmp = tempfile::tempdir().unwrap();
-    let script = tmp.path().join("load.py");
-    std::fs::write(&script, LOAD_SERVER).unwrap();
-    let s = format!("python3 '{}'", script.display());
+    let s = python_server(tmp.path(), "load.py", LOAD_SERVER);
     let r = run(&[
         "client",
         "--stdio",
@@ -696,7 +589,8 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "--json",
     ]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    let j: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
     assert_eq!(
         (j["calls"].as_u64(), j["ok"].as_u64(), j["failed"].as_u64()),
         (Some(9), Some(3), Some(6)),
@@ -734,7 +628,8 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "--json",
     ]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    let j: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
     assert_eq!(j["errorsByKind"], serde_json::json!({"timeout": 2}), "{j}");
     // A connection that closes ends the run: nothing more could succeed.
     let r = run(&[
@@ -750,7 +645,8 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "--json",
     ]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+    let j: serde_json::Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
     assert_eq!(j["calls"], 3, "{j}");
     assert_eq!(
         j["errorsByKind"],
@@ -841,12 +737,7 @@ fn elicitation_is_asked_at_the_terminal_only_when_stdin_is_one() {
             &serde_json::to_string(&call(era)).unwrap(),
             &script.to_string(),
         ]);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("CODOMYRMEX_MCP_") {
-                cmd.env_remove(k);
-            }
-        }
-        let r = run_with(cmd, None);
+        let r = output(without_our_variables(&mut cmd));
         assert_eq!(r.code, Some(0), "{era}: {}\n{}", r.stdout, r.stderr);
         assert!(
             r.stdout.contains("the server asks: Who are you?"),

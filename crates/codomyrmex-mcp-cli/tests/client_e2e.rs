@@ -4,84 +4,12 @@
 // Test helpers fail by panicking, outside `#[test]` functions too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
-const HANG_GUARD: Duration = Duration::from_secs(60);
-
-/// Every variable this program reads, so that the caller's environment cannot leak in.
-const OUR_VARS: &[&str] = &[
-    "CODOMYRMEX_MCP_CONFIG",
-    "CODOMYRMEX_MCP_ROOT",
-    "CODOMYRMEX_MCP_PROFILE",
-    "CODOMYRMEX_MCP_TIMEOUT",
-    "CODOMYRMEX_MCP_NO_RATE_LIMIT",
-    "CODOMYRMEX_MCP_HTTP",
-    "CODOMYRMEX_MCP_AUTH_TOKEN",
-    "CODOMYRMEX_MCP_CLIENT_TOKEN",
-    "CODOMYRMEX_MCP_LOG",
-    "CODOMYRMEX_MCP_DEMO_TOOLS",
-];
-
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for v in OUR_VARS {
-        c.env_remove(v);
-    }
-    c
-}
-
-/// Runs to completion, killing the process if it hangs.
-fn finish(mut child: Child) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "hung; stdout: {} stderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn run(mut cmd: Command) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    finish(child)
-}
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn ran(cmd: Command) -> Ran {
-    let out = run(cmd);
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use support::{BIN, Ran, command, json_of, output, run, serve_http};
 
 /// A project directory for the server's root.
 fn project() -> tempfile::TempDir {
@@ -103,12 +31,21 @@ fn client(root: &Path, serve_extra: &str, args: &[&str]) -> Ran {
     let serve = serve_cmd(root, serve_extra);
     let mut all = vec!["client", "--stdio", serve.as_str()];
     all.extend_from_slice(args);
-    ran(command(&all))
+    run(&all)
 }
 
-fn json_of(r: &Ran) -> Value {
-    assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+/// `client --stdio SERVE call TOOL --args ARGS`, the human output.
+fn call(root: &Path, serve_extra: &str, tool: &str, args: &str) -> Ran {
+    client(root, serve_extra, &["call", tool, "--args", args])
+}
+
+/// [`call`] with `--json`: the result, the run having succeeded.
+fn call_json(root: &Path, serve_extra: &str, tool: &str, args: &str) -> Value {
+    json_of(&client(
+        root,
+        serve_extra,
+        &["call", tool, "--args", args, "--json"],
+    ))
 }
 
 #[test]
@@ -168,58 +105,41 @@ fn client_over_stdio_lists_tools_both_ways() {
 #[test]
 fn client_over_stdio_calls_tools() {
     let dir = project();
-    let read = json_of(&client(
+    let read = call_json(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.read",
-            "--args",
-            r#"{"path": "hello.txt", "start_line": 2}"#,
-            "--json",
-        ],
-    ));
+        "file_system.read",
+        r#"{"path": "hello.txt", "start_line": 2}"#,
+    );
     assert_eq!(read["structuredContent"]["content"], "world\n");
     assert_ne!(read["isError"], true);
 
     // Human output: the text the model reads, not JSON-escaped.
-    let human = client(
+    let human = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.read",
-            "--args",
-            r#"{"path": "hello.txt"}"#,
-        ],
+        "file_system.read",
+        r#"{"path": "hello.txt"}"#,
     );
     assert_eq!(human.code, Some(0), "{}", human.stderr);
     assert_eq!(
         human.stdout,
         std::fs::read_to_string(dir.path().join("hello.txt")).unwrap()
     );
-    let human = client(
+    let human = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.search",
-            "--args",
-            r#"{"pattern": "needle"}"#,
-        ],
+        "file_system.search",
+        r#"{"pattern": "needle"}"#,
     );
     assert_eq!(human.code, Some(0), "{}", human.stderr);
     assert!(human.stdout.starts_with("src/lib.rs:"), "{}", human.stdout);
     // A structured result whose text is only its JSON: pretty-printed.
-    let human = client(
+    let human = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.stat",
-            "--args",
-            r#"{"path": "hello.txt"}"#,
-        ],
+        "file_system.stat",
+        r#"{"path": "hello.txt"}"#,
     );
     assert_eq!(human.code, Some(0), "{}", human.stderr);
     assert!(
@@ -229,17 +149,12 @@ fn client_over_stdio_calls_tools() {
     );
 
     // json.query runs in a worker process.
-    let q = json_of(&client(
+    let q = call_json(
         dir.path(),
         "",
-        &[
-            "call",
-            "json.query",
-            "--args",
-            r#"{"filter": "[.items[] * 2]", "path": "data.json"}"#,
-            "--json",
-        ],
-    ));
+        "json.query",
+        r#"{"filter": "[.items[] * 2]", "path": "data.json"}"#,
+    );
     assert_eq!(q["structuredContent"]["results"], json!([[2, 4, 6]]));
 
     // The modern era works too.
@@ -259,25 +174,17 @@ fn client_over_stdio_calls_tools() {
     assert_eq!(m["structuredContent"]["size"], 12);
 
     // A tool error: exit status 1, the error on stderr.
-    let denied = client(
+    let denied = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.read",
-            "--args",
-            r#"{"path": "../etc/passwd"}"#,
-        ],
+        "file_system.read",
+        r#"{"path": "../etc/passwd"}"#,
     );
     assert_eq!(denied.code, Some(1));
     assert!(denied.stderr.contains("ACCESS_DENIED"), "{}", denied.stderr);
     assert!(denied.stdout.is_empty(), "{}", denied.stdout);
 
-    let bad = client(
-        dir.path(),
-        "",
-        &["call", "file_system.read", "--args", "[1]"],
-    );
+    let bad = call(dir.path(), "", "file_system.read", "[1]");
     assert_eq!(bad.code, Some(2), "bad arguments are a usage error");
     assert!(bad.stderr.contains("JSON object"), "{}", bad.stderr);
 }
@@ -286,15 +193,11 @@ fn client_over_stdio_calls_tools() {
 fn a_crashing_filter_does_not_take_the_server_down() {
     let dir = project();
     // Unbounded recursion overflows the evaluator's stack: the worker dies, the server answers.
-    let r = client(
+    let r = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "json.query",
-            "--args",
-            r#"{"filter": "def f: 1 + f; f"}"#,
-        ],
+        "json.query",
+        r#"{"filter": "def f: 1 + f; f"}"#,
     );
     assert_eq!(r.code, Some(1), "{} {}", r.stdout, r.stderr);
     assert!(r.stderr.contains("JQ_ERROR"), "{}", r.stderr);
@@ -320,19 +223,11 @@ fn sandbox_escapes_are_refused_end_to_end() {
     }
     for (path, kind) in cases {
         let args = json!({"path": path}).to_string();
-        let r = client(
-            dir.path(),
-            "--profile full",
-            &["call", "file_system.read", "--args", &args],
-        );
+        let r = call(dir.path(), "--profile full", "file_system.read", &args);
         assert_eq!(r.code, Some(1), "{path}: {}", r.stdout);
         assert!(r.stderr.contains(kind), "{path}: {}", r.stderr);
         let args = json!({"path": path, "content": "pwned"}).to_string();
-        let r = client(
-            dir.path(),
-            "--profile full",
-            &["call", "file_system.write", "--args", &args],
-        );
+        let r = call(dir.path(), "--profile full", "file_system.write", &args);
         assert!(r.stderr.contains(kind), "{path}: {}", r.stderr);
     }
     assert_eq!(
@@ -369,31 +264,22 @@ fn resources_read_and_prompts() {
 #[test]
 fn full_profile_writes_and_runs_commands() {
     let dir = project();
-    let w = json_of(&client(
+    let w = call_json(
         dir.path(),
         "--profile full",
-        &[
-            "call",
-            "file_system.write",
-            "--args",
-            r#"{"path": "new/file.txt", "content": "made", "create_parents": true}"#,
-            "--json",
-        ],
-    ));
+        "file_system.write",
+        r#"{"path": "new/file.txt", "content": "made", "create_parents": true}"#,
+    );
     assert_eq!(w["structuredContent"]["created"], true);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("new/file.txt")).unwrap(),
         "made"
     );
-    let readonly = client(
+    let readonly = call(
         dir.path(),
         "",
-        &[
-            "call",
-            "file_system.write",
-            "--args",
-            r#"{"path": "x", "content": "y"}"#,
-        ],
+        "file_system.write",
+        r#"{"path": "x", "content": "y"}"#,
     );
     assert_eq!(
         readonly.code,
@@ -416,77 +302,24 @@ fn full_profile_writes_and_runs_commands() {
             "--json",
         ]);
         cmd.env("CODOMYRMEX_MCP_AUTH_TOKEN", "hunter2-secret");
-        let r = json_of(&ran(cmd));
+        let r = json_of(&output(&mut cmd));
         let stdout = r["structuredContent"]["stdout"].as_str().unwrap();
         assert!(stdout.contains("PATH="), "{stdout}");
         assert!(!stdout.contains("hunter2-secret"), "{stdout}");
     }
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The line `serve --http` prints once it is listening.
-const SERVING: &str = "codomyrmex-mcp: serving MCP over Streamable HTTP at ";
-
-/// Starts `serve --http 127.0.0.1:0` and returns the URL it announces on stderr. The server
-/// picks its own port, so tests running side by side never race for one.
-fn start_http(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> (Server, String) {
-    let root = root.display().to_string();
-    let mut args = vec!["serve", "--root", root.as_str(), "--http", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let mut cmd = command(&args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let server = Server(child);
-    let (tx, rx) = mpsc::channel();
-    // Reads the announcement, then keeps draining (and showing) the rest so that the server
-    // never blocks on a full pipe.
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            match line.strip_prefix(SERVING) {
-                Some(url) => {
-                    let _ = tx.send(url.to_owned());
-                }
-                None => eprintln!("server: {line}"),
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(HANG_GUARD)
-        .expect("the HTTP server did not announce its address");
-    assert!(
-        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
-        "{url}"
-    );
-    (server, url)
-}
-
 #[test]
 fn client_over_http_in_both_eras() {
     let dir = project();
-    let (_server, url) = start_http(dir.path(), &[], &[]);
+    let server = serve_http(dir.path(), &[], &[]);
+    let url = server.url.clone();
     for era in ["legacy", "modern"] {
-        let tools = json_of(&ran(command(&[
+        let tools = json_of(&run(&[
             "client", "--http", &url, "--era", era, "tools", "--json",
-        ])));
+        ]));
         assert_eq!(tools.as_array().unwrap().len(), 12, "{era}");
-        let r = json_of(&ran(command(&[
+        let r = json_of(&run(&[
             "client",
             "--http",
             &url,
@@ -497,9 +330,9 @@ fn client_over_http_in_both_eras() {
             "--args",
             r#"{"path": "hello.txt"}"#,
             "--json",
-        ])));
+        ]));
         assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
-        let r = ran(command(&[
+        let r = run(&[
             "client",
             "--http",
             &url,
@@ -507,9 +340,9 @@ fn client_over_http_in_both_eras() {
             era,
             "read",
             "codomyrmex://root/hello.txt",
-        ]));
+        ]);
         assert_eq!(r.stdout, "hello\nworld\n", "{era}: {}", r.stderr);
-        let r = ran(command(&[
+        let r = run(&[
             "client",
             "--http",
             &url,
@@ -519,7 +352,7 @@ fn client_over_http_in_both_eras() {
             "file_system.stat",
             "--args",
             r#"{"path": "/etc"}"#,
-        ]));
+        ]);
         assert_eq!(r.code, Some(1), "{era}");
         assert!(r.stderr.contains("ACCESS_DENIED"), "{era}: {}", r.stderr);
     }
@@ -529,7 +362,7 @@ fn client_over_http_in_both_eras() {
 fn full_profile_over_http_requires_authentication() {
     let dir = project();
     let root = dir.path().display().to_string();
-    let r = ran(command(&[
+    let r = run(&[
         "serve",
         "--root",
         &root,
@@ -537,16 +370,17 @@ fn full_profile_over_http_requires_authentication() {
         "127.0.0.1:0",
         "--profile",
         "full",
-    ]));
+    ]);
     assert_eq!(r.code, Some(1));
     assert!(r.stderr.contains("without authentication"), "{}", r.stderr);
 
-    let (_server, url) = start_http(
+    let server = serve_http(
         dir.path(),
         &["--profile", "full"],
         &[("CODOMYRMEX_MCP_AUTH_TOKEN", "s3cret-token")],
     );
-    let r = ran(command(&["client", "--http", &url, "tools"]));
+    let url = server.url.clone();
+    let r = run(&["client", "--http", &url, "tools"]);
     assert_eq!(
         r.code,
         Some(4),
@@ -554,7 +388,7 @@ fn full_profile_over_http_requires_authentication() {
         r.stdout
     );
     assert!(r.stderr.contains("Unauthorized"), "{}", r.stderr);
-    let r = json_of(&ran(command(&[
+    let r = json_of(&run(&[
         "client",
         "--http",
         &url,
@@ -562,7 +396,7 @@ fn full_profile_over_http_requires_authentication() {
         "s3cret-token",
         "tools",
         "--json",
-    ])));
+    ]));
     assert_eq!(r.as_array().unwrap().len(), 17);
     let mut cmd = command(&[
         "client",
@@ -574,7 +408,7 @@ fn full_profile_over_http_requires_authentication() {
         r#"{"path": "via-http.txt", "content": "ok"}"#,
     ]);
     cmd.env("CODOMYRMEX_MCP_CLIENT_TOKEN", "s3cret-token");
-    let r = ran(cmd);
+    let r = output(&mut cmd);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("via-http.txt")).unwrap(),
@@ -590,9 +424,7 @@ fn config_print_shows_the_precedence_and_redacts_secrets() {
     let file_s = file.display().to_string();
 
     // The file alone.
-    let v = json_of(&ran(command(&[
-        "config", "--print", "--json", "--config", &file_s,
-    ])));
+    let v = json_of(&run(&["config", "--print", "--json", "--config", &file_s]));
     assert_eq!(v["profile"], "full");
     assert_eq!(v["timeout_secs"], 9);
     assert_eq!(
@@ -607,7 +439,7 @@ fn config_print_shows_the_precedence_and_redacts_secrets() {
         .env("CODOMYRMEX_MCP_PROFILE", "readonly")
         .env("CODOMYRMEX_MCP_TIMEOUT", "5")
         .env("CODOMYRMEX_MCP_AUTH_TOKEN", "env-secret");
-    let r = ran(cmd);
+    let r = output(&mut cmd);
     let v = json_of(&r);
     assert_eq!(v["profile"], "readonly");
     assert_eq!(v["timeout_secs"], 3);
@@ -616,7 +448,7 @@ fn config_print_shows_the_precedence_and_redacts_secrets() {
     // TOML by default; no secret in any form.
     let mut cmd = command(&["config", "--print", "--config", &file_s]);
     cmd.env("CODOMYRMEX_MCP_AUTH_TOKEN", "env-secret");
-    let r = ran(cmd);
+    let r = output(&mut cmd);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.contains("profile = \"full\""), "{}", r.stdout);
     assert!(
@@ -630,10 +462,10 @@ fn config_print_shows_the_precedence_and_redacts_secrets() {
         r.stdout
     );
 
-    let r = ran(command(&["config", "--example"]));
+    let r = run(&["config", "--example"]);
     assert!(r.stdout.contains("[shell]"), "{}", r.stdout);
     std::fs::write(&file, "profile = \"root\"\n").unwrap();
-    let r = ran(command(&["config", "--print", "--config", &file_s]));
+    let r = run(&["config", "--print", "--config", &file_s]);
     assert_eq!(r.code, Some(1));
     assert!(
         r.stderr.contains("invalid configuration file"),
@@ -653,18 +485,13 @@ fn demo_tools_are_listed_only_when_asked_for() {
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect()
     };
-    let plain = names(json_of(&ran(command(&["tools", "--root", &root]))));
+    let plain = names(json_of(&run(&["tools", "--root", &root])));
     assert!(!plain.iter().any(|n| n.starts_with("demo.")), "{plain:?}");
     let mut with_var = command(&["tools", "--root", &root]);
     with_var.env("CODOMYRMEX_MCP_DEMO_TOOLS", "1");
-    let demo = names(json_of(&ran(with_var)));
+    let demo = names(json_of(&output(&mut with_var)));
     assert!(demo.contains(&"demo.elicit".to_owned()), "{demo:?}");
-    let flag = names(json_of(&ran(command(&[
-        "tools",
-        "--root",
-        &root,
-        "--demo-tools",
-    ]))));
+    let flag = names(json_of(&run(&["tools", "--root", &root, "--demo-tools"])));
     assert!(flag.contains(&"demo.elicit".to_owned()), "{flag:?}");
 }
 
@@ -672,7 +499,7 @@ fn demo_tools_are_listed_only_when_asked_for() {
 fn tools_lists_builtins_with_schemas() {
     let dir = project();
     let root = dir.path().display().to_string();
-    let v = json_of(&ran(command(&["tools", "--root", &root])));
+    let v = json_of(&run(&["tools", "--root", &root]));
     let read = v
         .as_array()
         .unwrap()
@@ -681,14 +508,7 @@ fn tools_lists_builtins_with_schemas() {
         .unwrap();
     assert_eq!(read["inputSchema"]["type"], "object");
     assert_eq!(read["outputSchema"]["type"], "object");
-    let r = ran(command(&[
-        "tools",
-        "--root",
-        &root,
-        "--profile",
-        "full",
-        "--table",
-    ]));
+    let r = run(&["tools", "--root", &root, "--profile", "full", "--table"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
         r.stdout.contains("shell.run — Run a command"),

@@ -7,29 +7,18 @@
 #[path = "../../codomyrmex-mcp/tests/oauth_fake/mod.rs"]
 mod oauth_fake;
 
+mod support;
+
 use std::path::Path;
-use std::process::Output;
-use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
-const HANG: Duration = Duration::from_secs(60);
+use support::{Ran, command, output_async};
 
-async fn client(url: &str, token_file: &Path, browser: &Path) -> Output {
-    let mut c = tokio::process::Command::new(BIN);
-    c.args(["client", "--http", url, "--oauth", "--token-file"])
-        .arg(token_file)
+async fn client(url: &str, token_file: &Path, browser: &Path) -> Ran {
+    let mut c = command(&["client", "--http", url, "--oauth", "--token-file"]);
+    c.arg(token_file)
         .args(["--era", "legacy", "--timeout", "30", "tools"])
-        .env("BROWSER", browser)
-        .kill_on_drop(true);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    tokio::time::timeout(HANG, c.output())
-        .await
-        .unwrap()
-        .unwrap()
+        .env("BROWSER", browser);
+    output_async(c).await
 }
 
 #[tokio::test]
@@ -49,11 +38,12 @@ async fn oauth_through_the_browser_and_the_loopback_listener_then_from_the_cache
     let tokens = dir.path().join("cache/tokens.json");
 
     let first = client(&url, &tokens, &browser).await;
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&first.stdout),
-        String::from_utf8_lossy(&first.stderr),
-    );
-    assert_eq!(first.status.code(), Some(0), "{stdout}\n{stderr}");
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = first;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("fake-tool"), "{stdout}");
     assert!(
         stderr.contains("/authorize?"),
@@ -78,13 +68,8 @@ async fn oauth_through_the_browser_and_the_loopback_listener_then_from_the_cache
     let no_browser = dir.path().join("no-browser");
     std::fs::write(&no_browser, "#!/bin/sh\nexit 1\n").unwrap();
     let second = client(&url, &tokens, &no_browser).await;
-    assert_eq!(
-        second.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
-    assert!(String::from_utf8_lossy(&second.stdout).contains("fake-tool"));
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert!(second.stdout.contains("fake-tool"));
     let f = fake.lock().unwrap();
     assert_eq!(f.authorizations.len(), 1, "authorized once");
     assert_eq!(f.grants, ["authorization_code"]);
@@ -117,27 +102,33 @@ fn file(dir: &Path, name: &str, text: &str, mode: u32) -> std::path::PathBuf {
 
 /// `client --http URL --oauth --token-file TOKENS ARGS... --era legacy tools`, no browser.
 async fn run(url: &str, tokens: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut c = tokio::process::Command::new(BIN);
-    c.args(["client", "--http", url, "--oauth", "--token-file"])
-        .arg(tokens)
+    run_env(url, tokens, args, &[]).await
+}
+
+/// [`run`] with the environment variables `env` set.
+async fn run_env(
+    url: &str,
+    tokens: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    let mut c = command(&["client", "--http", url, "--oauth", "--token-file"]);
+    c.arg(tokens)
         .args(args)
         .args(["--era", "legacy", "--timeout", "30", "tools"])
         .env("BROWSER", "/bin/false")
-        .kill_on_drop(true);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    let out = tokio::time::timeout(HANG, c.output())
-        .await
-        .unwrap()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .envs(env.iter().copied());
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output_async(c).await;
+    (code, stdout, stderr)
+}
+
+/// `&str`s of `v`.
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
 }
 
 /// The JSON of a JWT's part `n` (0 the header, 1 the claims).
@@ -357,5 +348,186 @@ async fn dpop_bound_tokens_with_a_kept_key_are_reused_and_no_dpop_turns_it_off()
     assert_eq!(
         f.schemes.last().cloned().flatten().as_deref(),
         Some("Bearer")
+    );
+}
+
+#[tokio::test]
+async fn client_credentials_with_a_secret_file_sent_as_the_metadata_allows() {
+    let (url, fake) = oauth_fake::start(3600, true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let m2m = |secret: &Path| {
+        vec![
+            "--oauth-grant".to_owned(),
+            "client-credentials".to_owned(),
+            "--oauth-client-id".to_owned(),
+            oauth_fake::M2M_CLIENT_ID.to_owned(),
+            "--oauth-client-secret-file".to_owned(),
+            secret.to_str().unwrap().to_owned(),
+        ]
+    };
+
+    // A secret file other users can read is refused before anything is sent.
+    let open = file(
+        dir.path(),
+        "open.secret",
+        &format!("{}\n", oauth_fake::M2M_SECRET),
+        0o640,
+    );
+    let (code, _, stderr) = run(&url, &dir.path().join("t0.json"), &strs(&m2m(&open))).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("chmod 600"), "{stderr}");
+    // The grant authenticates the client: without a secret or a key it says what to give.
+    let (code, _, stderr) = run(
+        &url,
+        &dir.path().join("t0.json"),
+        &[
+            "--oauth-grant",
+            "client-credentials",
+            "--oauth-client-id",
+            oauth_fake::M2M_CLIENT_ID,
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--oauth-client-secret-file")
+            && stderr.contains("CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET"),
+        "{stderr}"
+    );
+    // And it needs the client's id.
+    let (code, _, stderr) = run(
+        &url,
+        &dir.path().join("t0.json"),
+        &["--oauth-grant", "client-credentials"],
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--oauth-client-id"), "{stderr}");
+    assert!(fake.lock().unwrap().grants.is_empty(), "nothing was asked");
+
+    // The metadata lists neither secret method: client_secret_post, the secret in the form.
+    let secret = file(
+        dir.path(),
+        "m2m.secret",
+        &format!("{}\n", oauth_fake::M2M_SECRET),
+        0o600,
+    );
+    let (code, stdout, stderr) = run(&url, &dir.path().join("t1.json"), &strs(&m2m(&secret))).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("fake-tool"), "{stdout}");
+    assert!(!stderr.contains("/authorize?"), "no browser: {stderr}");
+    {
+        let f = fake.lock().unwrap();
+        assert_eq!(f.grants, ["client_credentials"]);
+        assert_eq!(f.registrations, 0, "the client id was given");
+        assert!(f.authorizations.is_empty(), "no user");
+        assert_eq!(f.forms[0]["client_id"], oauth_fake::M2M_CLIENT_ID);
+        assert_eq!(
+            f.forms[0]["client_secret"],
+            oauth_fake::M2M_SECRET,
+            "trimmed"
+        );
+        assert_eq!(f.token_authorization, [None]);
+    }
+
+    // The metadata lists client_secret_basic: the secret goes in the Authorization header.
+    fake.lock().unwrap().auth_methods = Some(vec!["client_secret_basic", "client_secret_post"]);
+    let (code, stdout, stderr) = run(&url, &dir.path().join("t2.json"), &strs(&m2m(&secret))).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let f = fake.lock().unwrap();
+    assert_eq!(f.grants, ["client_credentials", "client_credentials"]);
+    assert!(
+        !f.forms[1].contains_key("client_secret"),
+        "{:?}",
+        f.forms[1]
+    );
+    let basic = f.token_authorization[1].as_deref().unwrap();
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(basic.strip_prefix("Basic ").unwrap())
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(decoded).unwrap(),
+        format!("{}:{}", oauth_fake::M2M_CLIENT_ID, oauth_fake::M2M_SECRET)
+    );
+}
+
+#[tokio::test]
+async fn client_secrets_from_the_environment_and_the_idps_secret_from_a_file() {
+    let (url, fake) = oauth_fake::start(3600, true).await;
+    let base = fake.lock().unwrap().base.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let secret_env = [("CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET", oauth_fake::M2M_SECRET)];
+
+    // The environment's secret, with the client credentials grant.
+    let (code, stdout, stderr) = run_env(
+        &url,
+        &dir.path().join("t1.json"),
+        &[
+            "--oauth-grant",
+            "client-credentials",
+            "--oauth-client-id",
+            oauth_fake::M2M_CLIENT_ID,
+        ],
+        &secret_env,
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_eq!(fake.lock().unwrap().grants, ["client_credentials"]);
+    assert_eq!(
+        fake.lock().unwrap().forms[0]["client_secret"],
+        oauth_fake::M2M_SECRET
+    );
+    // A secret with no client id to go with it is a mistake, said so.
+    let (code, _, stderr) = run_env(&url, &dir.path().join("t2.json"), &[], &secret_env).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET")
+            && stderr.contains("--oauth-client-id"),
+        "{stderr}"
+    );
+
+    // The IdP's client secret, from a 0600 file: sent to the IdP with client_secret_basic.
+    let id_token = file(dir.path(), "id.jwt", oauth_fake::ID_TOKEN, 0o600);
+    let idp_secret = file(dir.path(), "idp.secret", "idp-secret-1\n", 0o600);
+    let idp_args = |secret: Option<&Path>| {
+        let mut a = vec![
+            "--oauth-id-token".to_owned(),
+            format!("@{}", id_token.display()),
+            "--oauth-idp-token-endpoint".to_owned(),
+            format!("{base}/idp/token"),
+            "--oauth-idp-client-id".to_owned(),
+            "idp-client".to_owned(),
+        ];
+        if let Some(s) = secret {
+            a.push("--oauth-idp-client-secret-file".to_owned());
+            a.push(s.to_str().unwrap().to_owned());
+        }
+        a
+    };
+    let args = idp_args(Some(&idp_secret));
+    let (code, stdout, stderr) = run(&url, &dir.path().join("t3.json"), &strs(&args)).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    // And from the environment.
+    let args = idp_args(None);
+    let (code, stdout, stderr) = run_env(
+        &url,
+        &dir.path().join("t4.json"),
+        &strs(&args),
+        &[("CODOMYRMEX_MCP_OAUTH_IDP_CLIENT_SECRET", "idp-secret-2")],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let f = fake.lock().unwrap();
+    use base64::Engine as _;
+    let basic = |s: &str| {
+        Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("idp-client:{s}"))
+        ))
+    };
+    assert_eq!(
+        f.idp_authorization,
+        [basic("idp-secret-1"), basic("idp-secret-2")]
     );
 }

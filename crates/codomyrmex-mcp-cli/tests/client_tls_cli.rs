@@ -5,23 +5,14 @@
 #[path = "../../codomyrmex-mcp/tests/tls_fake/mod.rs"]
 mod tls_fake;
 
-use std::process::Output;
-use std::time::Duration;
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+use support::{Ran, command, output_async};
 
-async fn client(args: &[&str]) -> Output {
-    let mut c = tokio::process::Command::new(BIN);
-    c.arg("client").args(args).kill_on_drop(true);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    tokio::time::timeout(Duration::from_secs(60), c.output())
-        .await
-        .unwrap()
-        .unwrap()
+async fn client(args: &[&str]) -> Ran {
+    let mut c = command(&["client"]);
+    c.args(args);
+    output_async(c).await
 }
 
 #[tokio::test]
@@ -39,15 +30,10 @@ async fn https_with_cacert_and_without() {
         "tools",
     ])
     .await;
-    assert_eq!(
-        ok.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
-    assert!(String::from_utf8_lossy(&ok.stdout).contains("over-tls"));
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+    assert!(ok.stdout.contains("over-tls"));
     let refused = client(&["--http", &url, "--era", "legacy", "tools"]).await;
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(4), "{stderr}");
+    let stderr = &refused.stderr;
+    assert_eq!(refused.code, Some(4), "{stderr}");
     assert!(stderr.contains("certificate"), "{stderr}");
 }

@@ -4,42 +4,17 @@
 // Test helpers fail by panicking, outside `#[test]` functions too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+use std::process::Stdio;
 
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-fn output(cmd: &mut Command) -> (Option<i32>, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().unwrap();
-    (
-        status.code(),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
+use support::{Ran, await_line, command, output, stderr_lines};
 
 #[test]
 fn a_port_in_use_is_named_with_the_fix() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
-    let (code, _, stderr) = output(&mut command(&["serve", "--http", &addr]));
+    let Ran { code, stderr, .. } = output(&mut command(&["serve", "--http", &addr]));
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!("{addr} is already in use")),
@@ -63,18 +38,10 @@ fn localhost_is_accepted_as_an_address() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx.recv_timeout(Duration::from_secs(60));
+    let lines = stderr_lines(&mut child);
+    let line = await_line(&lines, "serving MCP over Streamable HTTP at ");
     let _ = child.kill();
     let _ = child.wait();
-    let line = line.expect("serve --http localhost:0 printed nothing");
     assert!(
         line.contains("serving MCP over Streamable HTTP at http://127.0.0.1:"),
         "{line}"
@@ -83,10 +50,10 @@ fn localhost_is_accepted_as_an_address() {
 
 #[test]
 fn a_non_loopback_name_and_a_public_bind_without_auth_are_refused() {
-    let (code, _, stderr) = output(&mut command(&["serve", "--http", "example.invalid:80"]));
+    let Ran { code, stderr, .. } = output(&mut command(&["serve", "--http", "example.invalid:80"]));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("example.invalid"), "{stderr}");
-    let (code, _, stderr) = output(&mut command(&["serve", "--http", "0.0.0.0:0"]));
+    let Ran { code, stderr, .. } = output(&mut command(&["serve", "--http", "0.0.0.0:0"]));
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("without authentication"), "{stderr}");
 }
@@ -100,13 +67,13 @@ fn a_bad_variable_is_reported_under_its_own_name() {
         ("CODOMYRMEX_MCP_HTTP", "nowhere", &["serve"][..]),
         ("CODOMYRMEX_MCP_NO_RATE_LIMIT", "maybe", &["serve"][..]),
     ] {
-        let (code, _, stderr) = output(command(args).env(var, value));
+        let Ran { code, stderr, .. } = output(command(args).env(var, value));
         assert_eq!(code, Some(2), "{var}: {stderr}");
         assert!(stderr.contains(var), "{var}: {stderr}");
         assert!(stderr.contains(value), "{var}: {stderr}");
     }
     // The same value given as a flag is reported under the flag.
-    let (code, _, stderr) = output(&mut command(&["serve", "--timeout", "soon"]));
+    let Ran { code, stderr, .. } = output(&mut command(&["serve", "--timeout", "soon"]));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--timeout"), "{stderr}");
     assert!(!stderr.contains("CODOMYRMEX_MCP_TIMEOUT"), "{stderr}");
@@ -117,7 +84,7 @@ fn a_config_file_error_names_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, "profile = \"readonly\"\n\ntimeout_secs = \"ten\"\n").unwrap();
-    let (code, _, stderr) = output(&mut command(&[
+    let Ran { code, stderr, .. } = output(&mut command(&[
         "config",
         "--print",
         "--config",
@@ -132,13 +99,17 @@ fn a_config_file_error_names_the_file_and_line() {
 
 #[test]
 fn config_alone_prints_the_configuration() {
-    let (code, stdout, stderr) = output(&mut command(&["config"]));
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(&mut command(&["config"]));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("profile = \"readonly\""), "{stdout}");
-    let (code, stdout, _) = output(&mut command(&["config", "--print"]));
+    let Ran { code, stdout, .. } = output(&mut command(&["config", "--print"]));
     assert_eq!(code, Some(0));
     assert!(stdout.contains("profile = \"readonly\""), "{stdout}");
-    let (code, stdout, _) = output(&mut command(&["config", "--json"]));
+    let Ran { code, stdout, .. } = output(&mut command(&["config", "--json"]));
     assert_eq!(code, Some(0));
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["profile"], "readonly");
@@ -160,27 +131,36 @@ const SERVE_ONLY_FLAGS: &[&str] = &[
 #[test]
 fn each_subcommand_help_shows_only_its_own_flags() {
     for sub in ["tools", "config"] {
-        let (code, help, _) = output(&mut command(&[sub, "--help"]));
+        let Ran {
+            code, stdout: help, ..
+        } = output(&mut command(&[sub, "--help"]));
         assert_eq!(code, Some(0));
         assert!(help.contains("--root"), "{sub}: {help}");
         for flag in SERVE_ONLY_FLAGS {
             assert!(!help.contains(flag), "{sub} --help lists {flag}: {help}");
         }
     }
-    let (_, help, _) = output(&mut command(&["serve", "--help"]));
+    let Ran { stdout: help, .. } = output(&mut command(&["serve", "--help"]));
     for flag in SERVE_ONLY_FLAGS {
         assert!(help.contains(flag), "serve --help lacks {flag}: {help}");
     }
     // The variables still reach `config`.
-    let (code, stdout, stderr) =
-        output(command(&["config"]).env("CODOMYRMEX_MCP_HTTP", "127.0.0.1:9999"));
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(command(&["config"]).env("CODOMYRMEX_MCP_HTTP", "127.0.0.1:9999"));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("listen = \"127.0.0.1:9999\""), "{stdout}");
 }
 
 #[test]
 fn trusted_proxies_come_from_the_variable_as_a_list() {
-    let (code, stdout, stderr) = output(
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(
         command(&["config", "--json"]).env("CODOMYRMEX_MCP_TRUSTED_PROXIES", "10.0.0.0/8,::1"),
     );
     assert_eq!(code, Some(0), "{stderr}");
@@ -189,7 +169,7 @@ fn trusted_proxies_come_from_the_variable_as_a_list() {
         v["http"]["trusted_proxies"],
         serde_json::json!(["10.0.0.0/8", "::1/128"])
     );
-    let (code, _, stderr) =
+    let Ran { code, stderr, .. } =
         output(command(&["config"]).env("CODOMYRMEX_MCP_TRUSTED_PROXIES", "10.0.0.0/99"));
     assert_ne!(code, Some(0));
     assert!(stderr.contains("trusted_proxies"), "{stderr}");

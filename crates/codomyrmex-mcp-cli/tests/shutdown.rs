@@ -8,6 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(unix)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -17,21 +19,15 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process};
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
-const HANG_GUARD: Duration = Duration::from_secs(60);
+use support::{HANG_GUARD, Server, await_line, stderr_lines};
 
 /// The script of the slow call: says it started, then waits for `go` to appear.
 const WAIT_FOR_GO: &str = "touch started; i=0; while [ ! -e go ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; echo done";
 
+/// [`support::command`] without `NO_COLOR`, so that colour is the program's own choice.
 fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("CODOMYRMEX_MCP_") || k == "NO_COLOR" {
-            c.env_remove(k);
-        }
-    }
+    let mut c = support::command(args);
+    c.env_remove("NO_COLOR");
     c
 }
 
@@ -64,33 +60,6 @@ fn wait(child: &mut Child) -> ExitStatus {
             panic!("the server did not exit");
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// stderr, line by line, on a channel (and drained to the end, so the server never blocks).
-fn stderr_lines(child: &mut Child) -> mpsc::Receiver<String> {
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            eprintln!("server: {line}");
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
-/// Waits for a stderr line containing `needle`; returns it.
-fn await_line(lines: &mpsc::Receiver<String>, needle: &str) -> String {
-    let deadline = Instant::now() + HANG_GUARD;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match lines.recv_timeout(left) {
-            Ok(line) if line.contains(needle) => return line,
-            Ok(_) => {}
-            Err(e) => panic!("no stderr line with {needle:?}: {e}"),
-        }
     }
 }
 
@@ -199,46 +168,15 @@ fn a_second_signal_on_stdio_exits_at_once() {
     drop(s.stdin);
 }
 
-struct Http {
-    child: Child,
-    addr: String,
-    err: mpsc::Receiver<String>,
-}
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 const TOKEN: &str = "shutdown-test-token";
 
-fn serve_http(root: &Path) -> Http {
-    let mut child = command(&[
-        "serve",
-        "--root",
-        root.to_str().unwrap(),
-        "--profile",
-        "full",
-        "--http",
-        "127.0.0.1:0",
-    ])
-    .env("CODOMYRMEX_MCP_AUTH_TOKEN", TOKEN)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let err = stderr_lines(&mut child);
-    let line = await_line(&err, "serving MCP over Streamable HTTP at http://");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|u| u.strip_suffix("/mcp"))
-        .unwrap()
-        .to_owned();
-    Http { child, addr, err }
+/// `serve --http` with the `full` profile and [`TOKEN`].
+fn serve_http(root: &Path) -> Server {
+    support::serve_http(
+        root,
+        &["--profile", "full"],
+        &[("CODOMYRMEX_MCP_AUTH_TOKEN", TOKEN)],
+    )
 }
 
 /// A modern (stateless) `tools/call` POSTed on a connection of its own; the thread returns
@@ -275,10 +213,10 @@ fn json_rpc_error_in(response: &str) -> Value {
 fn http_shutdown_logs_the_drain_and_answers_the_call_with_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = serve_http(dir.path());
-    let call = post_slow_call(&h.addr);
+    let call = post_slow_call(h.addr());
     await_file(&dir.path().join("started"));
     signal(&h.child, Signal::TERM);
-    let draining = await_line(&h.err, "draining");
+    let draining = await_line(&h.stderr, "draining");
     assert!(draining.contains("1 in-flight call"), "{draining}");
     // The call never finishes: the grace period (10 s) ends and the call gets an error.
     let response = call.join().unwrap().expect("the connection was cut");
@@ -300,12 +238,12 @@ fn http_shutdown_logs_the_drain_and_answers_the_call_with_an_error() {
 fn a_second_signal_exits_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = serve_http(dir.path());
-    let _call = post_slow_call(&h.addr);
+    let _call = post_slow_call(h.addr());
     await_file(&dir.path().join("started"));
     signal(&h.child, Signal::INT);
-    await_line(&h.err, "SIGINT received");
+    await_line(&h.stderr, "SIGINT received");
     signal(&h.child, Signal::INT);
-    await_line(&h.err, "received again");
+    await_line(&h.stderr, "received again");
     let status = wait(&mut h.child);
     // 130: the forced exit, not the graceful 0 after the grace period.
     assert_eq!(status.code(), Some(130), "{status:?}");

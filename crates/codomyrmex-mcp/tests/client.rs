@@ -325,6 +325,17 @@ async fn bad_input_from_a_server_gives_clear_errors() {
         .await
         .unwrap_err();
     assert!(matches!(e, ClientError::Timeout(_)), "{e:?}");
+    // One round alone (a gateway's) keeps the call's timeout too.
+    let options = CallOptions {
+        progress: None,
+        timeout: Some(Duration::from_millis(100)),
+    };
+    let round = silent.request_round("x", json!({}), &options);
+    let e = tokio::time::timeout(Duration::from_secs(30), round)
+        .await
+        .expect("the round's timeout, not a hang")
+        .unwrap_err();
+    assert_eq!(e, ClientError::Timeout(Duration::from_millis(100)));
 
     // A line longer than the limit ends the connection with a transport error.
     let huge = fake_server(|_| {

@@ -386,14 +386,8 @@ impl McpClient {
         params: Value,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        let timeout = options.timeout.or(self.request_timeout);
         let work = self.multi_round(method, params, options.progress.as_ref());
-        match timeout {
-            Some(t) => tokio::time::timeout(t, work)
-                .await
-                .map_err(|_| ClientError::Timeout(t))?,
-            None => work.await,
-        }
+        self.within_timeout(options, work).await
     }
 
     /// One round of a request, with no input loop: the result as the server sent it, an
@@ -406,9 +400,18 @@ impl McpClient {
         params: Value,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        let timeout = options.timeout.or(self.request_timeout);
         let work = self.round(method, params, options.progress.as_ref());
-        match timeout {
+        self.within_timeout(options, work).await
+    }
+
+    /// `work`, given up as [`ClientError::Timeout`] after the call's timeout, else the
+    /// client's, if either is set.
+    async fn within_timeout(
+        &self,
+        options: &CallOptions,
+        work: impl Future<Output = Result<Value, ClientError>>,
+    ) -> Result<Value, ClientError> {
+        match options.timeout.or(self.request_timeout) {
             Some(t) => tokio::time::timeout(t, work)
                 .await
                 .map_err(|_| ClientError::Timeout(t))?,

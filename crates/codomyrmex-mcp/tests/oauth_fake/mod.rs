@@ -3,7 +3,7 @@
 //! that is the protected resource (a 2025-11-25 MCP endpoint at `/mcp` taking bearer tokens,
 //! with one tool, `fake-tool`) and its authorization server (metadata, dynamic registration,
 //! an authorization endpoint that redirects to the `redirect_uri` at once, a token endpoint
-//! with the code, refresh and JWT bearer grants, DPoP when `dpop` is set, and an enterprise
+//! with the code, refresh, JWT bearer and client credentials grants, DPoP when `dpop` is set, and an enterprise
 //! IdP's token exchange at `/idp/token`). It records what it saw.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
@@ -43,6 +43,31 @@ pub struct Fake {
     pub dpop: bool,
     /// The authorization scheme of each request to `/mcp` (`Bearer`, `DPoP`).
     pub schemes: Vec<Option<String>>,
+    /// `token_endpoint_auth_methods_supported` in the metadata; `None`: `none` and
+    /// `private_key_jwt`.
+    pub auth_methods: Option<Vec<&'static str>>,
+    /// The `Authorization` header of each request to `/token`.
+    pub token_authorization: Vec<Option<String>>,
+    /// The `Authorization` header of each request to `/idp/token`.
+    pub idp_authorization: Vec<Option<String>>,
+}
+
+/// The pre-registered machine client the client credentials grant takes, and its secret
+/// (`client_secret_basic` or `client_secret_post`; `private_key_jwt` is taken as given).
+pub const M2M_CLIENT_ID: &str = "m2m-1";
+/// [`M2M_CLIENT_ID`]'s secret.
+pub const M2M_SECRET: &str = "m2m-secret-1";
+
+/// Whether a token request authenticates [`M2M_CLIENT_ID`]: a Basic header or the form's
+/// secret, or a client assertion.
+fn m2m_authenticated(r: &Request, form: &std::collections::HashMap<String, String>) -> bool {
+    use base64::Engine as _;
+    let basic =
+        base64::engine::general_purpose::STANDARD.encode(format!("{M2M_CLIENT_ID}:{M2M_SECRET}"));
+    r.header("authorization") == Some(format!("Basic {basic}").as_str())
+        || (form.get("client_id").map(String::as_str) == Some(M2M_CLIENT_ID)
+            && form.get("client_secret").map(String::as_str) == Some(M2M_SECRET))
+        || form.contains_key("client_assertion")
 }
 
 /// The JWT bearer assertions `/token` takes: a workload's JWT, and the ID-JAG `/idp/token`
@@ -138,7 +163,7 @@ fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
                     "token_endpoint": format!("{base}/token"),
                     "registration_endpoint": format!("{base}/register"),
                     "scopes_supported": scopes,
-                    "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
+                    "token_endpoint_auth_methods_supported": fake.auth_methods.clone().unwrap_or_else(|| vec!["none", "private_key_jwt"]),
                     "code_challenge_methods_supported": ["S256"],
                     "dpop_signing_alg_values_supported": if fake.dpop { json!(["ES256"]) } else { Value::Null },
                 }),
@@ -158,6 +183,8 @@ fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
                 String::from_utf8_lossy(&r.body)
             ));
             fake.forms.push(form.clone());
+            fake.idp_authorization
+                .push(r.header("authorization").map(str::to_owned));
             if form.get("subject_token").map(String::as_str) != Some(ID_TOKEN) {
                 return respond(400, "", &json!({"error": "invalid_grant"}));
             }
@@ -187,6 +214,8 @@ fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
             fake.forms.push(form.clone());
             let proof = r.header("dpop").is_some();
             fake.token_dpop.push(proof);
+            fake.token_authorization
+                .push(r.header("authorization").map(str::to_owned));
             let expires_in = match grant.as_str() {
                 "authorization_code" if form.get("code").map(String::as_str) == Some("code-1") => {
                     fake.code_expires_in
@@ -203,6 +232,10 @@ fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
                     ) =>
                 {
                     3600
+                }
+                "client_credentials" if m2m_authenticated(r, &form) => 3600,
+                "client_credentials" => {
+                    return respond(401, "", &json!({"error": "invalid_client"}));
                 }
                 _ => return respond(400, "", &json!({"error": "invalid_grant"})),
             };
