@@ -84,7 +84,8 @@ impl RequestMeta {
         };
         let log_level = match meta.get(META_LOG_LEVEL) {
             None => MetaField::Absent,
-            Some(l) => match serde_json::from_value::<LoggingLevel>(l.clone()) {
+            // Read from the borrowed value: no copy of the string.
+            Some(l) => match <LoggingLevel as serde::Deserialize>::deserialize(l) {
                 Ok(l) => MetaField::Present(l),
                 Err(_) => MetaField::Invalid,
             },

@@ -492,7 +492,14 @@ const TOOL_RESULT_FIELDS: &[&str] = &["status", "data", "error", "explanation"];
 /// Whether `status` indicates failure: it contains `"fail"`, case-insensitively
 /// (`"failure"`, `"FAILED"`, `"partial_failure"`, ...).
 pub fn status_indicates_failure(status: &str) -> bool {
-    status.to_lowercase().contains("fail")
+    // The same answer as `status.to_lowercase().contains("fail")`, without the lowercased
+    // copy (one allocation on every tool call): the only characters whose lowercase holds an
+    // ASCII letter are the ASCII letters themselves, `K` (KELVIN SIGN, to `k`) and `İ` (to
+    // `i` followed by U+0307, which no `l` can follow directly).
+    status
+        .as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"fail"))
 }
 
 /// Checks the `MCPToolResult` validators `check_error_if_failed` and `check_data_if_success`.

@@ -27,6 +27,41 @@ fn failure_statuses_are_case_insensitive_substrings() {
     }
 }
 
+#[test]
+fn failure_status_agrees_with_the_lowercased_search_for_every_character() {
+    // The search without a lowercased copy gives `to_lowercase().contains("fail")`'s answer
+    // with any character in any of the four places (K and \u{130} lowercase to ASCII).
+    let reference = |s: &str| s.to_lowercase().contains("fail");
+    for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+        if !c.is_ascii() && c.to_lowercase().all(|l| !l.is_ascii()) {
+            continue;
+        }
+        for at in 0..4 {
+            let mut word: Vec<char> = "fAiL".chars().collect();
+            word[at] = c;
+            let status: String = word.into_iter().collect();
+            assert_eq!(
+                status_indicates_failure(&status),
+                reference(&status),
+                "{status:?}"
+            );
+        }
+    }
+    for status in [
+        "FA\u{130}L",
+        "FA\u{130}\u{307}L",
+        "x\u{212A}fail",
+        "\u{17F}ail",
+        "é-FAIL",
+    ] {
+        assert_eq!(
+            status_indicates_failure(status),
+            reference(status),
+            "{status}"
+        );
+    }
+}
+
 // ----- ErrorDetails / McpErrorDetail ----------------------------------------------------
 
 #[test]

@@ -263,7 +263,7 @@ fn decode_one(value: Value) -> Result<IncomingMessage, DecodeError> {
 /// member given twice keeps its last value, as in a decoded JSON object.
 #[derive(Default)]
 struct Envelope {
-    jsonrpc: Option<Value>,
+    jsonrpc: Option<JsonRpcTag>,
     id: Option<Value>,
     method: Option<Value>,
     params: Option<Value>,
@@ -274,7 +274,7 @@ struct Envelope {
 impl Envelope {
     fn from_object(mut obj: Map<String, Value>) -> Self {
         Self {
-            jsonrpc: obj.remove("jsonrpc"),
+            jsonrpc: obj.remove("jsonrpc").map(|v| JsonRpcTag::of(&v)),
             id: obj.remove("id"),
             method: obj.remove("method"),
             params: obj.remove("params"),
@@ -299,9 +299,8 @@ impl Envelope {
             Some(_) => return Err(invalid(None, "id must be a string or an integer")),
         };
         let known_id = id.clone().flatten();
-        match &self.jsonrpc {
-            Some(Value::String(v)) if v == "2.0" => {}
-            _ => return Err(invalid(known_id, "jsonrpc must be \"2.0\"")),
+        if self.jsonrpc != Some(JsonRpcTag::Two) {
+            return Err(invalid(known_id, "jsonrpc must be \"2.0\""));
         }
         let params = match self.params {
             None => None,
@@ -365,7 +364,10 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
         let mut e = Envelope::default();
         while let Some(member) = map.next_key::<Member>()? {
             let slot = match member {
-                Member::JsonRpc => &mut e.jsonrpc,
+                Member::JsonRpc => {
+                    e.jsonrpc = Some(map.next_value()?);
+                    continue;
+                }
                 Member::Id => &mut e.id,
                 Member::Method => &mut e.method,
                 Member::Params => &mut e.params,
@@ -382,6 +384,74 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
             *slot = Some(map.next_value()?);
         }
         Ok(e)
+    }
+}
+
+/// The `jsonrpc` member: `"2.0"` or anything else, read without copying the string (a
+/// non-string value is parsed all the same, so that input the general path refuses is refused
+/// here too).
+#[derive(PartialEq)]
+enum JsonRpcTag {
+    Two,
+    Other,
+}
+
+impl JsonRpcTag {
+    fn of(value: &Value) -> Self {
+        if value.as_str() == Some("2.0") {
+            Self::Two
+        } else {
+            Self::Other
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonRpcTag {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TagVisitor;
+        impl<'de> serde::de::Visitor<'de> for TagVisitor {
+            type Value = JsonRpcTag;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<JsonRpcTag, E> {
+                Ok(if v == "2.0" {
+                    JsonRpcTag::Two
+                } else {
+                    JsonRpcTag::Other
+                })
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<JsonRpcTag, E> {
+                Ok(JsonRpcTag::Other)
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<JsonRpcTag, E> {
+                Ok(JsonRpcTag::Other)
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<JsonRpcTag, E> {
+                Ok(JsonRpcTag::Other)
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<JsonRpcTag, E> {
+                Ok(JsonRpcTag::Other)
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<JsonRpcTag, E> {
+                Ok(JsonRpcTag::Other)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<JsonRpcTag, A::Error> {
+                Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(JsonRpcTag::Other)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<JsonRpcTag, A::Error> {
+                Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(JsonRpcTag::Other)
+            }
+        }
+        deserializer.deserialize_any(TagVisitor)
     }
 }
 
@@ -589,6 +659,37 @@ mod tests {
         match decode(bytes.as_bytes()) {
             Decoded::Single(r) => r,
             Decoded::Batch(_) => panic!("unexpected batch"),
+        }
+    }
+
+    #[test]
+    fn every_jsonrpc_member_decodes_as_the_general_path_decodes_it() {
+        // The envelope reads `jsonrpc` without copying it; what it accepts and refuses, and
+        // the error each refusal gets, are the general path's (a map decoded first).
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for tag in [
+            r#""2.0""#,
+            r#""2\u002e0""#,
+            r#""2.1""#,
+            r#""""#,
+            "2",
+            "2.0",
+            "-1",
+            "1e999",
+            "null",
+            "true",
+            "[]",
+            r#"["2.0"]"#,
+            "{}",
+            r#"{"a":"2.0"}"#,
+            &deep,
+        ] {
+            let line = format!(r#"{{"jsonrpc":{tag},"id":7,"method":"x","params":{{}}}}"#);
+            let general = match serde_json::from_str::<Value>(&line) {
+                Ok(v) => decode_value(v),
+                Err(e) => Decoded::Single(Err(DecodeError::Parse(parse_error_text(&e)))),
+            };
+            assert_eq!(decode(line.as_bytes()), general, "{line}");
         }
     }
 
