@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::engine::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
@@ -261,11 +263,116 @@ pub fn with_progress_token(params: Value, token: &Value) -> Value {
     Value::Object(obj)
 }
 
-/// A request's bytes.
+/// A request's bytes, written straight from the borrowed parts (no copy of `params`).
 pub fn request_bytes(id: &RequestId, method: &str, params: &Value) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        .to_string()
-        .into_bytes()
+    encode(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// A modern request's bytes: `params` with the `_meta` of [`modern_params`] (protocol version,
+/// capabilities and client info unless the caller set them), written at encoding time from
+/// the connection's identity: no per-request copy of the identity or of `params`.
+pub fn modern_request_bytes(
+    id: &RequestId,
+    method: &str,
+    params: &Value,
+    version: &str,
+    identity: &ClientIdentity,
+) -> Vec<u8> {
+    encode(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params: &ModernParams {
+            params: params.as_object(),
+            meta: ModernMeta {
+                caller: None,
+                version,
+                identity,
+            },
+        },
+    })
+}
+
+/// Compact JSON of `message`. Writing borrowed `Value`s and strings into a `Vec` cannot fail
+/// (keys are strings, the writer is infallible); an empty vector if it ever did.
+fn encode(message: &impl Serialize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    if serde_json::to_writer(&mut out, message).is_err() {
+        out.clear();
+    }
+    out
+}
+
+/// A JSON-RPC request, borrowed.
+#[derive(Serialize)]
+struct Request<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'a str,
+    params: &'a P,
+}
+
+/// A modern request's params: the caller's (an object, or none) with its `_meta` completed.
+struct ModernParams<'a> {
+    params: Option<&'a Map<String, Value>>,
+    meta: ModernMeta<'a>,
+}
+
+/// A modern request's `_meta`: the caller's entries (an object, or none), then the protocol
+/// version, capabilities and client info the caller did not set.
+#[derive(Clone, Copy)]
+struct ModernMeta<'a> {
+    caller: Option<&'a Map<String, Value>>,
+    version: &'a str,
+    identity: &'a ClientIdentity,
+}
+
+impl Serialize for ModernParams<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut m = serializer.serialize_map(None)?;
+        let mut meta_written = false;
+        for (key, value) in self.params.into_iter().flatten() {
+            if key == "_meta" {
+                let meta = ModernMeta {
+                    caller: value.as_object(),
+                    ..self.meta
+                };
+                m.serialize_entry(key, &meta)?;
+                meta_written = true;
+            } else {
+                m.serialize_entry(key, value)?;
+            }
+        }
+        if !meta_written {
+            m.serialize_entry("_meta", &self.meta)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for ModernMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut m = serializer.serialize_map(None)?;
+        for (key, value) in self.caller.into_iter().flatten() {
+            m.serialize_entry(key, value)?;
+        }
+        let missing = |key: &str| !self.caller.is_some_and(|c| c.contains_key(key));
+        if missing(META_PROTOCOL_VERSION) {
+            m.serialize_entry(META_PROTOCOL_VERSION, self.version)?;
+        }
+        if missing(META_CLIENT_CAPABILITIES) {
+            m.serialize_entry(META_CLIENT_CAPABILITIES, &self.identity.capabilities)?;
+        }
+        if missing(META_CLIENT_INFO) {
+            m.serialize_entry(META_CLIENT_INFO, &self.identity.info)?;
+        }
+        m.end()
+    }
 }
 
 /// A notification's bytes.
@@ -583,6 +690,30 @@ mod tests {
             ..InputKinds::default()
         });
         assert_eq!(url_only, json!({"elicitation": {"url": {}}}));
+    }
+
+    #[test]
+    fn modern_request_bytes_equal_the_modern_params_encoded() {
+        let id = RequestId::Number(7.into());
+        for params in [
+            json!(null),
+            json!({"name": "x"}),
+            json!({"name": "x", "_meta": "not an object"}),
+            json!({"name": "x", "_meta": {"progressToken": "p1", META_PROTOCOL_VERSION: "custom"}}),
+            json!({"_meta": {META_CLIENT_INFO: {"name": "mine"}, META_CLIENT_CAPABILITIES: {}}}),
+        ] {
+            let bytes = modern_request_bytes(&id, "tools/call", &params, "2026-07-28", &identity());
+            let expected = request_bytes(
+                &id,
+                "tools/call",
+                &modern_params(params.clone(), "2026-07-28", &identity()),
+            );
+            let got: Value = serde_json::from_slice(&bytes).unwrap();
+            let want: Value = serde_json::from_slice(&expected).unwrap();
+            assert_eq!(got, want, "{params}");
+            assert_eq!(got["jsonrpc"], "2.0");
+            assert_eq!(got["id"], 7);
+        }
     }
 
     #[test]

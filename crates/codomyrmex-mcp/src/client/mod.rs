@@ -463,11 +463,8 @@ impl McpClient {
         params: Value,
         progress: Option<&ProgressHandler>,
     ) -> Result<Value, ClientError> {
-        let mut params = if self.era() == Era::Modern {
-            proto::modern_params(params, self.modern_version(), &self.identity)
-        } else {
-            params
-        };
+        let modern = self.era() == Era::Modern;
+        let mut params = params;
         let token = progress.map(|p| {
             let n = self.next_progress.fetch_add(1, Ordering::Relaxed);
             let token = format!("p{n}");
@@ -493,7 +490,19 @@ impl McpClient {
         };
         let headers = self.param_headers(method, &params);
         let message = Outgoing {
-            bytes: proto::request_bytes(&id, method, &params),
+            // A modern request's constant `_meta` is written from the identity as it is
+            // encoded, not copied into `params`.
+            bytes: if modern {
+                proto::modern_request_bytes(
+                    &id,
+                    method,
+                    &params,
+                    self.modern_version(),
+                    &self.identity,
+                )
+            } else {
+                proto::request_bytes(&id, method, &params)
+            },
             headers,
         };
         if self.outbox.send(message).await.is_err() {
