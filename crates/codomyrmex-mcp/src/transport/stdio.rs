@@ -241,7 +241,7 @@ where
                         let fut = crate::runtime::drive(fut);
                         let tx = tx.clone();
                         // Counted until its answer is queued (or it is cancelled).
-                        let in_flight = spin.as_ref().map(|s| s.call_started());
+                        let in_flight = spin.as_ref().map(|s| s.call());
                         tasks.spawn(async move {
                             if let Some(m) = fut.await {
                                 let _ = tx.send(m).await;

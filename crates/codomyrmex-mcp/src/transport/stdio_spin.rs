@@ -13,7 +13,10 @@
 //! It is bounded (an idle server stops polling after `stdio_spin`, a `poll` at most every
 //! spin-loop hint), it ends at once when the input is readable or closed, and it does not
 //! run while a call is in flight, the read loop holds buffered input, or an answer is queued
-//! (the thread has work then).
+//! (the thread has work then). Nor does it run after a busy spell in which calls overlapped:
+//! a client that keeps several calls in flight sends the next without waiting for an answer,
+//! so its input does not come back within a spin, and spinning would only hold a worker
+//! thread (at 64 in flight it cost about 14% of the calls/s, `docs/perf-notes.md`).
 //! Spinning blocks the writer's worker thread; nothing else of the connection is runnable
 //! at that moment.
 
@@ -24,19 +27,25 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-/// The input to poll, how long, and the calls in flight.
+/// The input to poll, how long, and the work and calls in flight.
 pub(super) struct InputSpin {
     input: OwnedFd,
     spin: Duration,
     in_flight: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+    /// The most calls in flight at once since the writer last went idle.
+    peak: AtomicUsize,
 }
 
-/// Work in flight; counted until dropped.
-pub(super) struct InFlight(Arc<AtomicUsize>);
+/// Work in flight; counted until dropped (a call also in the calls' count).
+pub(super) struct InFlight(Arc<AtomicUsize>, Option<Arc<AtomicUsize>>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+        if let Some(calls) = &self.1 {
+            calls.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -49,6 +58,8 @@ pub(super) enum Spun {
     Expired,
     /// Not spun: work is in flight.
     Skipped,
+    /// Not spun: calls overlapped since the writer last went idle (a pipelining client).
+    Pipelined,
 }
 
 impl InputSpin {
@@ -64,14 +75,24 @@ impl InputSpin {
             input,
             spin,
             in_flight: Arc::new(AtomicUsize::new(0)),
+            calls: Arc::new(AtomicUsize::new(0)),
+            peak: AtomicUsize::new(0),
         })
     }
 
-    /// Counts work in flight (a call, or input the read loop has buffered) until the returned
-    /// value is dropped.
+    /// Counts work in flight (input the read loop has buffered) until the returned value is
+    /// dropped.
     pub(super) fn call_started(&self) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
-        InFlight(self.in_flight.clone())
+        InFlight(self.in_flight.clone(), None)
+    }
+
+    /// Counts a call in flight until the returned value is dropped, and how many overlap.
+    pub(super) fn call(&self) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let calls = self.calls.fetch_add(1, Ordering::AcqRel) + 1;
+        self.peak.fetch_max(calls, Ordering::AcqRel);
+        InFlight(self.in_flight.clone(), Some(self.calls.clone()))
     }
 
     /// Called by the writer when it has written everything queued.
@@ -83,6 +104,10 @@ impl InputSpin {
     pub(super) fn wait(&self) -> Spun {
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return Spun::Skipped;
+        }
+        // Idle now: the busy spell that ended decides, and the next one starts counting.
+        if self.peak.swap(0, Ordering::AcqRel) > 1 {
+            return Spun::Pipelined;
         }
         let zero = Timespec {
             tv_sec: 0,

@@ -70,6 +70,26 @@ async fn no_spin_while_a_call_is_in_flight_and_none_when_zero() {
     );
 }
 
+#[tokio::test]
+async fn no_spin_after_overlapping_calls_and_a_spin_after_single_ones() {
+    let (_tx, rx) = pipe::pipe().unwrap();
+    let spin = InputSpin::new(&rx, Duration::from_millis(1)).expect("a spin");
+    // One call at a time, the buffered-input guard overlapping it: a spin.
+    let reading = spin.call_started();
+    let call = spin.call();
+    drop(reading);
+    drop(call);
+    assert_eq!(spin.wait(), Spun::Expired);
+    // Two calls at once (a pipelining client): no spin when they are done...
+    let (a, b) = (spin.call(), spin.call());
+    drop(a);
+    drop(b);
+    assert_eq!(spin.wait(), Spun::Pipelined);
+    // ...and the next spell is judged on its own.
+    drop(spin.call());
+    assert_eq!(spin.wait(), Spun::Expired);
+}
+
 #[test]
 fn the_environment_override_takes_whole_microseconds_only() {
     assert_eq!(from_env(None), None);
