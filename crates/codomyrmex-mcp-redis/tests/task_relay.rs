@@ -24,7 +24,8 @@ use codomyrmex_mcp_redis::{
     EventBounds, RedisBus, RedisEventStore, RedisSessionStore, RedisTaskStore,
 };
 use http_support::{
-    HANG, LEGACY, Open, Req, SseEvent, config, initialize_body, legacy, open, send,
+    HANG, LEGACY, Open, Req, SseEvent, config, initialize_body, legacy, legacy_session_at, open,
+    send,
 };
 use redis_support::*;
 use serde_json::{Map, Value, json};
@@ -123,16 +124,7 @@ async fn next(stream: &mut Open) -> SseEvent {
 async fn session_and_task(a: &Instance) -> (String, Value) {
     let mut init = initialize_body();
     init["capabilities"] = json!({"elicitation": {}});
-    let r = send(
-        a.addr,
-        &a.host(),
-        &legacy("initialize", Some(1), init, None).header("accept", "application/json"),
-    )
-    .await;
-    assert_eq!(r.status, 200);
-    let sid = r.header("mcp-session-id").unwrap().to_owned();
-    let note = legacy("notifications/initialized", None, json!({}), Some(&sid));
-    assert_eq!(send(a.addr, &a.host(), &note).await.status, 202);
+    let sid = legacy_session_at(a.addr, init).await;
     let created = send(
         a.addr,
         &a.host(),

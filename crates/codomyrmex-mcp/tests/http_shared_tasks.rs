@@ -22,7 +22,7 @@ use codomyrmex_mcp::task_store::{
 };
 use codomyrmex_mcp::transport::http::HttpServer;
 use codomyrmex_mcp::{ContentBlock, schema::JsonObject};
-use http_support::{config, initialize_body, legacy, send};
+use http_support::{call_json, config, initialize_body, legacy, legacy_session_at, send};
 use serde_json::{Value, json};
 
 struct Instance {
@@ -37,10 +37,7 @@ impl Instance {
     }
 
     async fn call(&self, sid: &str, id: i64, method: &str, params: Value) -> Value {
-        let req = legacy(method, Some(id), params, Some(sid)).header("accept", "application/json");
-        let r = send(self.addr, &self.host(), &req).await;
-        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-        r.json()
+        call_json(self.addr, sid, id, method, params).await
     }
 
     /// Calls `nap` as a task (request id 2); its task id.
@@ -59,14 +56,7 @@ impl Instance {
     }
 
     async fn session(&self) -> String {
-        let init = legacy("initialize", Some(1), initialize_body(), None)
-            .header("accept", "application/json");
-        let r = send(self.addr, &self.host(), &init).await;
-        assert_eq!(r.status, 200);
-        let sid = r.header("mcp-session-id").unwrap().to_owned();
-        let note = legacy("notifications/initialized", None, json!({}), Some(&sid));
-        assert_eq!(send(self.addr, &self.host(), &note).await.status, 202);
-        sid
+        legacy_session_at(self.addr, initialize_body()).await
     }
 }
 

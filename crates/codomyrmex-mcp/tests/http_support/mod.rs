@@ -565,22 +565,31 @@ impl TestServer {
 
     /// `initialize` + `notifications/initialized`; returns the session id.
     pub async fn legacy_session(&self) -> String {
-        let r = self
-            .send(&legacy("initialize", Some(1), initialize_body(), None))
-            .await;
-        assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
-        let sid = r.header("mcp-session-id").expect("a session id").to_owned();
-        let n = self
-            .send(&legacy(
-                "notifications/initialized",
-                None,
-                json!({}),
-                Some(&sid),
-            ))
-            .await;
-        assert_eq!(n.status, 202);
-        sid
+        legacy_session_at(self.addr, initialize_body()).await
     }
+}
+
+/// `initialize` with `params` (answered as JSON) + `notifications/initialized` on the server at
+/// `addr`; returns the session id.
+pub async fn legacy_session_at(addr: SocketAddr, params: Value) -> String {
+    let host = format!("127.0.0.1:{}", addr.port());
+    let init = legacy("initialize", Some(1), params, None).header("accept", "application/json");
+    let r = send(addr, &host, &init).await;
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
+    let sid = r.header("mcp-session-id").expect("a session id").to_owned();
+    let note = legacy("notifications/initialized", None, json!({}), Some(&sid));
+    assert_eq!(send(addr, &host, &note).await.status, 202);
+    sid
+}
+
+/// A legacy request in session `sid` on the server at `addr`, answered as JSON with `200`;
+/// the answer.
+pub async fn call_json(addr: SocketAddr, sid: &str, id: i64, method: &str, params: Value) -> Value {
+    let host = format!("127.0.0.1:{}", addr.port());
+    let req = legacy(method, Some(id), params, Some(sid)).header("accept", "application/json");
+    let r = send(addr, &host, &req).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()
 }
 
 /// Reads until the peer closes or `limit` passes; returns what was read and whether it closed.
