@@ -71,3 +71,5 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[cfg(test)]
 mod layering_tests;
+#[cfg(test)]
+mod test_runtime;
