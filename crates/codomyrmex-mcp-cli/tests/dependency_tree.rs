@@ -64,9 +64,10 @@ fn each_hash_crate_is_locked_at_one_version() {
     );
 }
 
-/// `cargo tree -p codomyrmex-mcp-core -e normal -i <spec> --depth 1`: the crate and the
-/// crates in the core's normal tree that depend on it directly (empty when it is absent).
-fn core_dependents(spec: &str) -> Vec<String> {
+/// `cargo tree -p codomyrmex-mcp-core -e <edges> -i <spec> --depth 1`: the crate and the
+/// crates in the core's tree of those edge kinds that depend on it directly (empty when it is
+/// absent).
+fn core_dependents(edges: &str, spec: &str) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml");
     let out = std::process::Command::new(cargo)
@@ -78,7 +79,7 @@ fn core_dependents(spec: &str) -> Vec<String> {
             "-p",
             "codomyrmex-mcp-core",
             "-e",
-            "normal",
+            edges,
             "--prefix",
             "none",
             "--depth",
@@ -126,7 +127,7 @@ fn the_core_has_no_runtime_no_http_and_no_os_randomness() {
     ] {
         for version in locked.get(name).into_iter().flatten() {
             let spec = format!("{name}@{version}");
-            let found = core_dependents(&spec);
+            let found = core_dependents("normal", &spec);
             assert!(
                 found.is_empty(),
                 "{spec} is in the core's tree, through {found:?}"
@@ -138,10 +139,29 @@ fn the_core_has_no_runtime_no_http_and_no_os_randomness() {
     // `getrandom` dependency: entropy is the platform's).
     for version in locked.get("getrandom").into_iter().flatten() {
         let spec = format!("getrandom@{version}");
-        let found = core_dependents(&spec);
+        let found = core_dependents("normal", &spec);
         assert!(
             found.iter().all(|d| d == "ahash"),
             "{spec} is in the core's tree through {found:?}, not only through ahash"
         );
+    }
+}
+
+/// Issue #14: the core's own tests drive it the way a host does, on a virtual clock with a
+/// single-threaded executor of their own, so its dev-dependencies bring no async runtime or
+/// HTTP stack either (`cargo tree -p codomyrmex-mcp-core -e normal,dev`): the library, which
+/// has them, is not one of them.
+#[test]
+fn the_core_tests_have_no_runtime_and_no_http_either() {
+    let locked = locked_versions();
+    for name in ["tokio", "tokio-util", "hyper", "axum", "mio", "http"] {
+        for version in locked.get(name).into_iter().flatten() {
+            let spec = format!("{name}@{version}");
+            let found = core_dependents("normal,dev", &spec);
+            assert!(
+                found.is_empty(),
+                "{spec} is in the core's tree with its dev-dependencies, through {found:?}"
+            );
+        }
     }
 }

@@ -8,7 +8,9 @@
 //! - Protocol logic for both MCP eras (`2026-07-28` stateless, `2025-11-25` sessions):
 //!   dispatch, negotiation, `requestState` sealing, task state, subscriptions, result shaping.
 //! - Runtime-neutral: no tokio, hyper, axum, mio or getrandom in its dependency tree (a test
-//!   checks it, and that no `chrono` or `time` is either). Time comes in as a `now`
+//!   checks it, and that no `chrono` or `time` is either, and no tokio, hyper, axum or mio
+//!   with the dev-dependencies: the core's tests run on a virtual clock of their own). Time
+//!   comes in as a `now`
 //!   ([`platform::Timestamp`], `Engine::handle_at`), or through the injected
 //!   [`platform::TimeSource`] for work that runs later; randomness through [`platform`];
 //!   clippy's `disallowed-methods` (this crate's `clippy.toml`) bans `Instant::now`,
@@ -71,3 +73,5 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[cfg(test)]
 mod layering_tests;
+#[cfg(test)]
+mod test_runtime;

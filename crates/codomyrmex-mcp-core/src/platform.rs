@@ -12,7 +12,7 @@
 //! [`Invocation`](crate::invocation::Invocation) values and timers as
 //! [`Timers`](crate::invocation::Timers), which a driver carries out. The `codomyrmex-mcp`
 //! library provides the tokio/OS implementation and registers it as the default
-//! ([`DefaultPlatform`]); tests inject their own (a paused clock, failing entropy).
+//! ([`DefaultPlatform`]); tests inject their own (a virtual clock, failing entropy).
 //!
 //! This is not an executor or a timer wheel: each trait is the smallest seam a host fills.
 
@@ -184,31 +184,30 @@ impl TimeSource for FrozenTime {
 
 /// The origin of tests' virtual clocks: read once; tests move time by adding to it.
 #[cfg(test)]
-#[allow(clippy::disallowed_methods)]
 pub(crate) fn test_origin() -> Instant {
-    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
+    crate::test_runtime::origin()
 }
 
-/// The platform of the core's own tests: tokio's clock (so `start_paused` tests run on virtual
-/// time) and counting entropy (distinct, deterministic ids).
+/// The platform of the core's own tests: the tests' virtual clock (`crate::test_runtime`,
+/// moved only by the tests) and counting entropy (distinct, deterministic ids).
 #[cfg(test)]
 pub(crate) mod testing {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;
 
-    pub(crate) struct TokioTime;
+    /// The virtual clock of the test running on this thread.
+    pub(crate) struct VirtualTime;
 
-    impl TimeSource for TokioTime {
+    impl TimeSource for VirtualTime {
         fn now(&self) -> Instant {
-            tokio::time::Instant::now().into_std()
+            crate::test_runtime::now()
         }
         fn wall(&self) -> SystemTime {
-            // A fixed epoch moved by tokio's (possibly paused) clock.
+            // A fixed epoch moved by the virtual clock.
             SystemTime::UNIX_EPOCH
                 + Duration::from_secs(1_800_000_000)
-                + self.now().saturating_duration_since(test_origin())
+                + crate::test_runtime::elapsed()
         }
     }
 
@@ -230,7 +229,7 @@ pub(crate) mod testing {
         static ENTROPY: std::sync::LazyLock<Arc<CountingEntropy>> =
             std::sync::LazyLock::new(|| Arc::new(CountingEntropy(AtomicU64::new(1))));
         Platform {
-            time: Arc::new(TokioTime),
+            time: Arc::new(VirtualTime),
             entropy: ENTROPY.clone(),
         }
     }

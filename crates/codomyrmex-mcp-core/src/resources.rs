@@ -593,53 +593,55 @@ mod tests {
         assert_eq!(r.template_page(Some(1), 1).0.len(), 1);
     }
 
-    #[tokio::test]
-    async fn static_and_template_reads() {
-        let r = McpResourceRegistry::new();
-        r.add_text(
-            ResourceDefinition::new("test://static-text", "t").with_mime_type("text/plain"),
-            "hello",
-        )
-        .unwrap();
-        r.add_blob(
-            ResourceDefinition::new("test://bin", "b").with_mime_type("image/png"),
-            &[1, 2, 3],
-        )
-        .unwrap();
-        r.add_template(
-            ResourceTemplateDefinition::new("test://template/{id}/data", "tpl"),
-            |req: ResourceRequest| async move {
-                Ok(vec![ResourceContents::Text {
-                    uri: req.uri,
-                    mime_type: None,
-                    text: req.variables["id"].clone(),
-                    meta: None,
-                }])
-            },
-            BTreeMap::new(),
-        )
-        .unwrap();
-        let c = r
-            .read("test://static-text", ToolContext::detached())
-            .await
+    #[test]
+    fn static_and_template_reads() {
+        crate::test_runtime::run(async {
+            let r = McpResourceRegistry::new();
+            r.add_text(
+                ResourceDefinition::new("test://static-text", "t").with_mime_type("text/plain"),
+                "hello",
+            )
             .unwrap();
-        assert!(matches!(&c[0], ResourceContents::Text { text, .. } if text == "hello"));
-        let c = r.read("test://bin", ToolContext::detached()).await.unwrap();
-        assert!(matches!(&c[0], ResourceContents::Blob { blob, .. } if blob == "AQID"));
-        let c = r
-            .read("test://template/42/data", ToolContext::detached())
-            .await
+            r.add_blob(
+                ResourceDefinition::new("test://bin", "b").with_mime_type("image/png"),
+                &[1, 2, 3],
+            )
             .unwrap();
-        assert!(matches!(&c[0], ResourceContents::Text { text, .. } if text == "42"));
-        assert_eq!(
-            r.read("test://nope", ToolContext::detached())
+            r.add_template(
+                ResourceTemplateDefinition::new("test://template/{id}/data", "tpl"),
+                |req: ResourceRequest| async move {
+                    Ok(vec![ResourceContents::Text {
+                        uri: req.uri,
+                        mime_type: None,
+                        text: req.variables["id"].clone(),
+                        meta: None,
+                    }])
+                },
+                BTreeMap::new(),
+            )
+            .unwrap();
+            let c = r
+                .read("test://static-text", ToolContext::detached())
                 .await
-                .unwrap_err(),
-            ResourceError::NotFound("test://nope".into())
-        );
-        assert!(matches!(
-            r.add_text(ResourceDefinition::new("test://bin", "dup"), "x"),
-            Err(ResourceRegistrationError::Duplicate(_))
-        ));
+                .unwrap();
+            assert!(matches!(&c[0], ResourceContents::Text { text, .. } if text == "hello"));
+            let c = r.read("test://bin", ToolContext::detached()).await.unwrap();
+            assert!(matches!(&c[0], ResourceContents::Blob { blob, .. } if blob == "AQID"));
+            let c = r
+                .read("test://template/42/data", ToolContext::detached())
+                .await
+                .unwrap();
+            assert!(matches!(&c[0], ResourceContents::Text { text, .. } if text == "42"));
+            assert_eq!(
+                r.read("test://nope", ToolContext::detached())
+                    .await
+                    .unwrap_err(),
+                ResourceError::NotFound("test://nope".into())
+            );
+            assert!(matches!(
+                r.add_text(ResourceDefinition::new("test://bin", "dup"), "x"),
+                Err(ResourceRegistrationError::Duplicate(_))
+            ));
+        });
     }
 }

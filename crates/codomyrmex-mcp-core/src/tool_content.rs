@@ -19,25 +19,8 @@ use crate::wire::ContentBlock;
 /// A successful tool result: `content` is what the model reads, `data` is
 /// `structuredContent`.
 ///
-/// ```
-/// use codomyrmex_mcp::{McpErrorDetail, WithContent, mcp_tool};
-///
-/// #[derive(serde::Serialize, schemars::JsonSchema)]
-/// struct Greeting {
-///     /// The greeting.
-///     text: String,
-///     /// Its length in bytes.
-///     len: usize,
-/// }
-///
-/// /// Greets someone.
-/// #[mcp_tool(name = "greet")]
-/// fn greet(name: String) -> Result<WithContent<Greeting>, McpErrorDetail> {
-///     let text = format!("Hello, {name}!");
-///     let len = text.len();
-///     Ok(WithContent::text(text.clone(), Greeting { text, len }))
-/// }
-/// ```
+/// Examples: the `codomyrmex-mcp` crate's docs, *Tools, prompts and resources from
+/// functions* (they use its macros, and this crate's tests build without that crate).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WithContent<T> {
     /// The content blocks sent to the model, in order.

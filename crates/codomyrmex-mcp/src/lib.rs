@@ -48,6 +48,130 @@
 //! #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 //! # }
 //! ```
+//!
+//! ## Tools, prompts and resources from functions
+//! `#[mcp_tool]`, `#[mcp_tools]`, `#[mcp_prompt]` and `#[mcp_resource]` turn functions into
+//! registrations ([`macro@mcp_tool`] has the rules), and each registry's `discovered()` holds
+//! every one linked into the program. A complete server ([`McpToolRegistry::discovered`]):
+//!
+//! ```standalone_crate,no_run
+//! use codomyrmex_mcp::{McpServer, McpServerConfig, McpToolRegistry, mcp_tool};
+//!
+//! /// Says hello.
+//! #[mcp_tool(read_only)]
+//! fn hello(name: Option<String>) -> String {
+//!     format!("Hello, {}!", name.as_deref().unwrap_or("world"))
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let registry = McpToolRegistry::discovered()?;
+//!     let config = McpServerConfig::new("hello", "1.0.0");
+//!     Ok(McpServer::new(config, registry.into()).serve_stdio().await?)
+//! }
+//! ```
+//!
+//! Discovery sees exactly the tools linked into the program:
+//!
+//! ```standalone_crate
+//! use codomyrmex_mcp::{McpToolRegistry, mcp_tool};
+//!
+//! #[mcp_tool(name = "text.shout")]
+//! fn shout(text: String) -> String {
+//!     text.to_uppercase()
+//! }
+//!
+//! let registry = McpToolRegistry::discovered()?;
+//! assert_eq!(registry.list_tools(), ["text.shout"]);
+//! # Ok::<(), codomyrmex_mcp::McpRegistrationError>(())
+//! ```
+//!
+//! A type whose methods are tools ([`McpTools`], [`McpToolRegistry::register_methods`]):
+//!
+//! ```standalone_crate
+//! use std::sync::Arc;
+//! use codomyrmex_mcp::{McpToolRegistry, mcp_tool, mcp_tools};
+//!
+//! struct Greeter {
+//!     greeting: String,
+//! }
+//!
+//! #[mcp_tools]
+//! impl Greeter {
+//!     /// Greets someone.
+//!     #[mcp_tool(read_only)]
+//!     fn greet(&self, name: String) -> String {
+//!         format!("{}, {name}!", self.greeting)
+//!     }
+//! }
+//!
+//! let registry = McpToolRegistry::new();
+//! registry.register_methods(Arc::new(Greeter { greeting: "Hello".into() }))?;
+//! assert_eq!(registry.list_tools(), ["greet"]);
+//! # Ok::<(), codomyrmex_mcp::McpRegistrationError>(())
+//! ```
+//!
+//! A result that says what the model reads and what programs get ([`WithContent`]):
+//!
+//! ```standalone_crate
+//! use codomyrmex_mcp::{McpErrorDetail, WithContent, mcp_tool};
+//!
+//! #[derive(serde::Serialize, schemars::JsonSchema)]
+//! struct Greeting {
+//!     /// The greeting.
+//!     text: String,
+//!     /// Its length in bytes.
+//!     len: usize,
+//! }
+//!
+//! /// Greets someone.
+//! #[mcp_tool(name = "greet")]
+//! fn greet(name: String) -> Result<WithContent<Greeting>, McpErrorDetail> {
+//!     let text = format!("Hello, {name}!");
+//!     let len = text.len();
+//!     Ok(WithContent::text(text.clone(), Greeting { text, len }))
+//! }
+//! ```
+//!
+//! Prompts ([`McpPromptRegistry::discovered`]):
+//!
+//! ```standalone_crate
+//! use codomyrmex_mcp::{ContentBlock, McpPromptRegistry, PromptMessage, mcp_prompt};
+//!
+//! /// Asks for a review.
+//! #[mcp_prompt(name = "review")]
+//! fn review(code: String, focus: Option<String>) -> Vec<PromptMessage> {
+//!     let focus = focus.unwrap_or_else(|| "anything".into());
+//!     vec![PromptMessage::user(ContentBlock::text(format!("Review for {focus}:\n{code}")))]
+//! }
+//!
+//! let registry = McpPromptRegistry::discovered()?;
+//! assert_eq!(registry.names(), ["review"]);
+//! # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
+//! ```
+//!
+//! Resources and templates ([`McpResourceRegistry::discovered`]):
+//!
+//! ```standalone_crate
+//! use codomyrmex_mcp::{McpResourceRegistry, mcp_resource};
+//!
+//! /// A greeting.
+//! #[mcp_resource(uri = "greeting://hello", mime_type = "text/plain")]
+//! fn hello() -> String {
+//!     "Hello!".into()
+//! }
+//!
+//! /// A user's profile.
+//! #[mcp_resource(uri_template = "users://{id}/profile", name = "profile")]
+//! fn profile(id: String) -> String {
+//!     format!("user {id}")
+//! }
+//!
+//! let registry = McpResourceRegistry::discovered()?;
+//! assert_eq!(registry.resources()[0].uri, "greeting://hello");
+//! assert_eq!(registry.templates()[0].uri_template, "users://{id}/profile");
+//! # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod client;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::context::{InputRequest, MessageSink, NullSink, ToolContext};
 use crate::registry::{McpToolRegistry, ToolOutput};
+use crate::test_runtime::run;
 use crate::wire::ContentBlock;
 use crate::wire::jsonrpc::decode;
 
@@ -38,27 +39,29 @@ async fn answer(engine: &Engine, request: Value) -> Value {
 /// server-stateless, `sep-2575-http-server-method-not-found-404-initialize`: under 2026-07-28
 /// `initialize` is a removed method, so a request carrying modern `_meta` gets -32601, not a
 /// complaint about its missing `protocolVersion` parameter.
-#[tokio::test(start_paused = true)]
-async fn initialize_with_modern_meta_is_method_not_found() {
-    let e = engine();
-    let reply = answer(
+#[test]
+fn initialize_with_modern_meta_is_method_not_found() {
+    run(async {
+        let e = engine();
+        let reply = answer(
         &e,
         json!({"jsonrpc": "2.0", "id": 500, "method": "initialize", "params": {"_meta": modern_meta()}}),
     )
     .await;
-    assert_eq!(reply["id"], 500);
-    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+        assert_eq!(reply["id"], 500);
+        assert_eq!(reply["error"]["code"], -32601, "{reply}");
 
-    // A legacy initialize is unaffected.
-    let reply = answer(
-        &e,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "c", "version": "1"},
-        }}),
-    )
-    .await;
-    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
+        // A legacy initialize is unaffected.
+        let reply = answer(
+            &e,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            }}),
+        )
+        .await;
+        assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
+    });
 }
 
 /// A tool that asks for the user's name and greets them.
@@ -97,36 +100,38 @@ fn greet_call(input_responses: Value) -> Value {
 
 /// input-required-result-validate-input, `sep-2322-validate-input-responses`: an input response
 /// that is not a result object is refused with -32602 rather than handed to the tool.
-#[tokio::test(start_paused = true)]
-async fn malformed_input_responses_are_invalid_params() {
-    let e = greeter();
-    let reply = answer(&e, greet_call(json!({"user_name": 12345}))).await;
-    assert_eq!(reply["error"]["code"], -32602, "{reply}");
-    assert!(
-        reply["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("user_name")
-    );
+#[test]
+fn malformed_input_responses_are_invalid_params() {
+    run(async {
+        let e = greeter();
+        let reply = answer(&e, greet_call(json!({"user_name": 12345}))).await;
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        assert!(
+            reply["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("user_name")
+        );
 
-    // Well-formed responses, with an extra key nobody asked for, still complete
-    // (input-required-result-ignore-extra-params).
-    let reply = answer(
-        &e,
-        greet_call(json!({
-            "user_name": {"action": "accept", "content": {"name": "Ada"}},
-            "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
-        })),
-    )
-    .await;
-    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
-    assert_eq!(reply["result"]["content"][0]["text"], "Hello, Ada!");
+        // Well-formed responses, with an extra key nobody asked for, still complete
+        // (input-required-result-ignore-extra-params).
+        let reply = answer(
+            &e,
+            greet_call(json!({
+                "user_name": {"action": "accept", "content": {"name": "Ada"}},
+                "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
+            })),
+        )
+        .await;
+        assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+        assert_eq!(reply["result"]["content"][0]["text"], "Hello, Ada!");
 
-    // No responses at all: the input is asked for.
-    let reply = answer(&e, greet_call(Value::Null)).await;
-    assert_eq!(reply["result"]["resultType"], "input_required", "{reply}");
-    assert_eq!(
-        reply["result"]["inputRequests"]["user_name"]["method"],
-        "elicitation/create"
-    );
+        // No responses at all: the input is asked for.
+        let reply = answer(&e, greet_call(Value::Null)).await;
+        assert_eq!(reply["result"]["resultType"], "input_required", "{reply}");
+        assert_eq!(
+            reply["result"]["inputRequests"]["user_name"]["method"],
+            "elicitation/create"
+        );
+    });
 }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::registry::ToolOutput;
 use crate::schema::McpErrorDetail;
+use crate::test_runtime::run;
 use crate::wire::{ContentBlock, OutgoingMessage, RequestId, ResourceContents};
 
 fn big() -> String {
@@ -137,26 +138,28 @@ async fn answers(version: &str) -> Vec<OutgoingMessage> {
     out
 }
 
-#[tokio::test]
-async fn tool_call_answers_are_written_as_serde_json_serializes_them_in_both_eras() {
-    for version in ["2026-07-28", "2025-11-25"] {
-        let answers = answers(version).await;
-        assert_eq!(answers.len(), 4, "{version}");
-        assert!(
-            matches!(answers[3], OutgoingMessage::Error { .. }),
-            "{version}"
-        );
-        for m in &answers {
-            let mut written = Vec::new();
-            m.write_to(&mut written);
-            assert_eq!(written, serde_json::to_vec(m).unwrap(), "{version}");
-            if let OutgoingMessage::Response { result, .. } = m {
-                assert!(
-                    written.len() > 64 * 1024,
-                    "the big strings are in: {version}"
-                );
-                assert_eq!(result.get("resultType").is_some(), version == "2026-07-28");
+#[test]
+fn tool_call_answers_are_written_as_serde_json_serializes_them_in_both_eras() {
+    run(async {
+        for version in ["2026-07-28", "2025-11-25"] {
+            let answers = answers(version).await;
+            assert_eq!(answers.len(), 4, "{version}");
+            assert!(
+                matches!(answers[3], OutgoingMessage::Error { .. }),
+                "{version}"
+            );
+            for m in &answers {
+                let mut written = Vec::new();
+                m.write_to(&mut written);
+                assert_eq!(written, serde_json::to_vec(m).unwrap(), "{version}");
+                if let OutgoingMessage::Response { result, .. } = m {
+                    assert!(
+                        written.len() > 64 * 1024,
+                        "the big strings are in: {version}"
+                    );
+                    assert_eq!(result.get("resultType").is_some(), version == "2026-07-28");
+                }
             }
         }
-    }
+    });
 }

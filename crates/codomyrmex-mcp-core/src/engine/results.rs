@@ -230,67 +230,71 @@ mod result_size_tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_oversized_tool_result_becomes_a_result_too_large_failure() {
-        let registry = Arc::new(McpToolRegistry::new());
-        registry
-            .register(
-                "big",
-                json!({"type": "object"}),
-                |_: Map<String, Value>| -> Result<Value, McpErrorDetail> {
-                    Ok(json!({"blob": "x".repeat(10_000)}))
-                },
-            )
-            .unwrap();
-        registry
-            .register(
-                "small",
-                json!({"type": "object"}),
-                |_: Map<String, Value>| -> Result<Value, McpErrorDetail> { Ok(json!({"ok": 1})) },
-            )
-            .unwrap();
-        let engine = Engine::new(
-            McpServerConfig::default()
-                .with_rate_limit(None)
-                .with_max_result_size(4096),
-            registry,
-        );
-        let session = engine.new_session();
-        let sink: Arc<dyn MessageSink> = Arc::new(crate::context::NullSink);
-        let call = |name: &str| {
-            let meta = json!({
-                META_PROTOCOL_VERSION: "2026-07-28",
-                META_CLIENT_CAPABILITIES: {},
-            });
-            IncomingMessage::Request {
-                id: RequestId::from(1),
-                method: "tools/call".into(),
-                params: json!({"name": name, "_meta": meta}).as_object().cloned(),
-            }
-        };
-        let answer = engine
-            .handle(&session, call("big"), &sink)
-            .into_message()
-            .await;
-        let Some(OutgoingMessage::Response { result, .. }) = answer else {
-            panic!("a response expected: {answer:?}")
-        };
-        assert_eq!(result["isError"], json!(true));
-        assert_eq!(
-            result["structuredContent"]["error_type"],
-            "RESULT_TOO_LARGE"
-        );
-        let text = result["content"][0]["text"].as_str().unwrap_or_default();
-        assert!(text.contains("max_result_size"), "{text}");
-        assert!(serde_json::to_vec(&result).unwrap().len() < 4096);
-        let answer = engine
-            .handle(&session, call("small"), &sink)
-            .into_message()
-            .await;
-        let Some(OutgoingMessage::Response { result, .. }) = answer else {
-            panic!("a response expected: {answer:?}")
-        };
-        assert_eq!(result["structuredContent"], json!({"ok": 1}));
-        assert_eq!(session.in_flight(), 0);
+    #[test]
+    fn an_oversized_tool_result_becomes_a_result_too_large_failure() {
+        crate::test_runtime::run(async {
+            let registry = Arc::new(McpToolRegistry::new());
+            registry
+                .register(
+                    "big",
+                    json!({"type": "object"}),
+                    |_: Map<String, Value>| -> Result<Value, McpErrorDetail> {
+                        Ok(json!({"blob": "x".repeat(10_000)}))
+                    },
+                )
+                .unwrap();
+            registry
+                .register(
+                    "small",
+                    json!({"type": "object"}),
+                    |_: Map<String, Value>| -> Result<Value, McpErrorDetail> {
+                        Ok(json!({"ok": 1}))
+                    },
+                )
+                .unwrap();
+            let engine = Engine::new(
+                McpServerConfig::default()
+                    .with_rate_limit(None)
+                    .with_max_result_size(4096),
+                registry,
+            );
+            let session = engine.new_session();
+            let sink: Arc<dyn MessageSink> = Arc::new(crate::context::NullSink);
+            let call = |name: &str| {
+                let meta = json!({
+                    META_PROTOCOL_VERSION: "2026-07-28",
+                    META_CLIENT_CAPABILITIES: {},
+                });
+                IncomingMessage::Request {
+                    id: RequestId::from(1),
+                    method: "tools/call".into(),
+                    params: json!({"name": name, "_meta": meta}).as_object().cloned(),
+                }
+            };
+            let answer = engine
+                .handle(&session, call("big"), &sink)
+                .into_message()
+                .await;
+            let Some(OutgoingMessage::Response { result, .. }) = answer else {
+                panic!("a response expected: {answer:?}")
+            };
+            assert_eq!(result["isError"], json!(true));
+            assert_eq!(
+                result["structuredContent"]["error_type"],
+                "RESULT_TOO_LARGE"
+            );
+            let text = result["content"][0]["text"].as_str().unwrap_or_default();
+            assert!(text.contains("max_result_size"), "{text}");
+            assert!(serde_json::to_vec(&result).unwrap().len() < 4096);
+            let answer = engine
+                .handle(&session, call("small"), &sink)
+                .into_message()
+                .await;
+            let Some(OutgoingMessage::Response { result, .. }) = answer else {
+                panic!("a response expected: {answer:?}")
+            };
+            assert_eq!(result["structuredContent"], json!({"ok": 1}));
+            assert_eq!(session.in_flight(), 0);
+        });
     }
 }

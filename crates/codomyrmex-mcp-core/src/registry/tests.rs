@@ -1,6 +1,7 @@
 //! Tests of the tool registry: registration, listing, validation and invocation.
 
 use super::*;
+use crate::test_runtime::run;
 
 fn schema() -> Value {
     json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]})
@@ -130,110 +131,118 @@ fn unregister_reports_presence() {
     assert!(r.get("t").is_none());
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn execute_success_failure_and_wrapping() {
-    let r = McpToolRegistry::new();
-    r.register("add", schema(), add).unwrap();
-    r.register(
-        "obj",
-        json!({"type":"object"}),
-        |_: JsonObject| -> Result<Value, McpErrorDetail> { Ok(json!({"k": 1})) },
-    )
-    .unwrap();
-    r.register(
-        "err",
-        json!({"type":"object"}),
-        |_: JsonObject| -> Result<Value, McpErrorDetail> {
-            Err(McpErrorDetail::new("Nope", "it failed"))
-        },
-    )
-    .unwrap();
-    r.register("direct", json!({"type":"object"}), |_: JsonObject| {
-        McpToolResult::no_change_needed("already fine")
-    })
-    .unwrap();
-    r.register("async", json!({"type":"object"}), |_: JsonObject| async {
-        Ok::<_, McpErrorDetail>(json!("later"))
-    })
-    .unwrap();
-    r.register(
-        "ctx",
-        json!({"type":"object"}),
-        |_: JsonObject, cx: ToolContext| async move {
-            Ok::<_, McpErrorDetail>(json!(cx.tool_name()))
-        },
-    )
-    .unwrap();
+#[test]
+fn execute_success_failure_and_wrapping() {
+    run(async {
+        let r = McpToolRegistry::new();
+        r.register("add", schema(), add).unwrap();
+        r.register(
+            "obj",
+            json!({"type":"object"}),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> { Ok(json!({"k": 1})) },
+        )
+        .unwrap();
+        r.register(
+            "err",
+            json!({"type":"object"}),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> {
+                Err(McpErrorDetail::new("Nope", "it failed"))
+            },
+        )
+        .unwrap();
+        r.register("direct", json!({"type":"object"}), |_: JsonObject| {
+            McpToolResult::no_change_needed("already fine")
+        })
+        .unwrap();
+        r.register("async", json!({"type":"object"}), |_: JsonObject| async {
+            Ok::<_, McpErrorDetail>(json!("later"))
+        })
+        .unwrap();
+        r.register(
+            "ctx",
+            json!({"type":"object"}),
+            |_: JsonObject, cx: ToolContext| async move {
+                Ok::<_, McpErrorDetail>(json!(cx.tool_name()))
+            },
+        )
+        .unwrap();
 
-    let ok = r.execute(&call("add", json!({"a": 2, "b": 3}))).await;
-    assert_eq!(ok.status(), "success");
-    assert_eq!(ok.data().unwrap().get("result"), Some(&json!(5)));
+        let ok = r.execute(&call("add", json!({"a": 2, "b": 3}))).await;
+        assert_eq!(ok.status(), "success");
+        assert_eq!(ok.data().unwrap().get("result"), Some(&json!(5)));
 
-    let obj = r.execute(&call("obj", json!({}))).await;
-    assert_eq!(obj.data().unwrap().get("k"), Some(&json!(1)));
+        let obj = r.execute(&call("obj", json!({}))).await;
+        assert_eq!(obj.data().unwrap().get("k"), Some(&json!(1)));
 
-    let err = r.execute(&call("err", json!({}))).await;
-    assert!(err.is_failure());
-    assert_eq!(err.error().unwrap().error_type, "Nope");
+        let err = r.execute(&call("err", json!({}))).await;
+        assert!(err.is_failure());
+        assert_eq!(err.error().unwrap().error_type, "Nope");
 
-    let direct = r.execute(&call("direct", json!({}))).await;
-    assert_eq!(direct.status(), "no_change_needed");
+        let direct = r.execute(&call("direct", json!({}))).await;
+        assert_eq!(direct.status(), "no_change_needed");
 
-    let later = r.execute(&call("async", json!({}))).await;
-    assert_eq!(later.data().unwrap().get("result"), Some(&json!("later")));
+        let later = r.execute(&call("async", json!({}))).await;
+        assert_eq!(later.data().unwrap().get("result"), Some(&json!("later")));
 
-    let named = r.execute(&call("ctx", json!({}))).await;
-    assert_eq!(named.data().unwrap().get("result"), Some(&json!("ctx")));
+        let named = r.execute(&call("ctx", json!({}))).await;
+        assert_eq!(named.data().unwrap().get("result"), Some(&json!("ctx")));
 
-    let missing = r.execute(&call("nope", json!({}))).await;
-    assert_eq!(missing.error().unwrap().error_type, "ToolNotFound");
+        let missing = r.execute(&call("nope", json!({}))).await;
+        assert_eq!(missing.error().unwrap().error_type, "ToolNotFound");
+    });
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn invalid_arguments_list_every_violation() {
-    let r = McpToolRegistry::new();
-    r.register("add", schema(), add).unwrap();
-    let res = r.execute(&call("add", json!({"a": "x"}))).await;
-    let e = res.error().unwrap();
-    assert_eq!(e.error_type, "ValidationError");
-    let details = serde_json::to_value(e.error_details.as_ref().unwrap()).unwrap();
-    let v = details["violations"].as_array().unwrap();
-    assert_eq!(v.len(), 2, "{details}");
-    let rules: Vec<&str> = v.iter().map(|x| x["rule"].as_str().unwrap()).collect();
-    assert!(
-        rules.contains(&"type") && rules.contains(&"required"),
-        "{rules:?}"
-    );
-    assert!(v.iter().any(|x| x["pointer"] == "/a"));
+#[test]
+fn invalid_arguments_list_every_violation() {
+    run(async {
+        let r = McpToolRegistry::new();
+        r.register("add", schema(), add).unwrap();
+        let res = r.execute(&call("add", json!({"a": "x"}))).await;
+        let e = res.error().unwrap();
+        assert_eq!(e.error_type, "ValidationError");
+        let details = serde_json::to_value(e.error_details.as_ref().unwrap()).unwrap();
+        let v = details["violations"].as_array().unwrap();
+        assert_eq!(v.len(), 2, "{details}");
+        let rules: Vec<&str> = v.iter().map(|x| x["rule"].as_str().unwrap()).collect();
+        assert!(
+            rules.contains(&"type") && rules.contains(&"required"),
+            "{rules:?}"
+        );
+        assert!(v.iter().any(|x| x["pointer"] == "/a"));
+    });
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn panics_become_internal_errors_and_the_registry_survives() {
-    let r = McpToolRegistry::new();
-    r.register(
-        "boom",
-        json!({"type":"object"}),
-        |_: JsonObject| -> Result<Value, McpErrorDetail> { panic!("secret path /etc/shadow") },
-    )
-    .unwrap();
-    r.register("add", schema(), add).unwrap();
-    let res = r.execute(&call("boom", json!({}))).await;
-    let e = res.error().unwrap();
-    assert_eq!(e.error_type, "InternalError");
-    assert!(!e.error_message.contains("shadow"));
-    let ok = r.execute(&call("add", json!({"a": 1, "b": 1}))).await;
-    assert_eq!(ok.status(), "success");
+#[test]
+fn panics_become_internal_errors_and_the_registry_survives() {
+    run(async {
+        let r = McpToolRegistry::new();
+        r.register(
+            "boom",
+            json!({"type":"object"}),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> { panic!("secret path /etc/shadow") },
+        )
+        .unwrap();
+        r.register("add", schema(), add).unwrap();
+        let res = r.execute(&call("boom", json!({}))).await;
+        let e = res.error().unwrap();
+        assert_eq!(e.error_type, "InternalError");
+        assert!(!e.error_message.contains("shadow"));
+        let ok = r.execute(&call("add", json!({"a": 1, "b": 1}))).await;
+        assert_eq!(ok.status(), "success");
+    });
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn output_schema_is_enforced() {
-    let r = McpToolRegistry::new();
-    r.register_tool(ToolRegistration::new(
+#[test]
+fn output_schema_is_enforced() {
+    run(async {
+        let r = McpToolRegistry::new();
+        r.register_tool(ToolRegistration::new(
         ToolDefinition::new("out", json!({"type":"object"}))
             .with_output_schema(json!({"type":"object","properties":{"result":{"type":"string"}},"required":["result"]})),
         |_: JsonObject| -> Result<Value, McpErrorDetail> { Ok(json!(5)) },
     ))
     .unwrap();
-    let res = r.execute(&call("out", json!({}))).await;
-    assert_eq!(res.error().unwrap().error_type, "OutputValidationError");
+        let res = r.execute(&call("out", json!({}))).await;
+        assert_eq!(res.error().unwrap().error_type, "OutputValidationError");
+    });
 }

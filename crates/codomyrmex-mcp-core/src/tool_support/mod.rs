@@ -14,28 +14,8 @@ use crate::schema::McpErrorDetail;
 /// A type whose methods are tools. `#[mcp_tools]` implements it; register the methods with
 /// [`McpToolRegistry::register_methods`].
 ///
-/// ```
-/// use std::sync::Arc;
-/// use codomyrmex_mcp::{McpToolRegistry, mcp_tool, mcp_tools};
-///
-/// struct Greeter {
-///     greeting: String,
-/// }
-///
-/// #[mcp_tools]
-/// impl Greeter {
-///     /// Greets someone.
-///     #[mcp_tool(read_only)]
-///     fn greet(&self, name: String) -> String {
-///         format!("{}, {name}!", self.greeting)
-///     }
-/// }
-///
-/// let registry = McpToolRegistry::new();
-/// registry.register_methods(Arc::new(Greeter { greeting: "Hello".into() }))?;
-/// assert_eq!(registry.list_tools(), ["greet"]);
-/// # Ok::<(), codomyrmex_mcp::McpRegistrationError>(())
-/// ```
+/// Examples: the `codomyrmex-mcp` crate's docs, *Tools, prompts and resources from
+/// functions* (they use its macros, and this crate's tests build without that crate).
 pub trait McpTools: Send + Sync + 'static {
     /// The registrations of the type's tools, each holding a clone of `state`.
     fn tool_registrations(state: &Arc<Self>) -> Vec<ToolRegistration>
@@ -52,39 +32,8 @@ impl McpToolRegistry {
     ///
     /// Fails, returning no registry, if two tools share a name with different definitions.
     ///
-    /// A complete server:
-    ///
-    /// ```standalone_crate,no_run
-    /// use codomyrmex_mcp::{McpServer, McpServerConfig, McpToolRegistry, mcp_tool};
-    ///
-    /// /// Says hello.
-    /// #[mcp_tool(read_only)]
-    /// fn hello(name: Option<String>) -> String {
-    ///     format!("Hello, {}!", name.as_deref().unwrap_or("world"))
-    /// }
-    ///
-    /// #[tokio::main]
-    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    ///     let registry = McpToolRegistry::discovered()?;
-    ///     let config = McpServerConfig::new("hello", "1.0.0");
-    ///     Ok(McpServer::new(config, registry.into()).serve_stdio().await?)
-    /// }
-    /// ```
-    ///
-    /// Discovery sees exactly the tools linked into the program:
-    ///
-    /// ```standalone_crate
-    /// use codomyrmex_mcp::{McpToolRegistry, mcp_tool};
-    ///
-    /// #[mcp_tool(name = "text.shout")]
-    /// fn shout(text: String) -> String {
-    ///     text.to_uppercase()
-    /// }
-    ///
-    /// let registry = McpToolRegistry::discovered()?;
-    /// assert_eq!(registry.list_tools(), ["text.shout"]);
-    /// # Ok::<(), codomyrmex_mcp::McpRegistrationError>(())
-    /// ```
+    /// Examples: the `codomyrmex-mcp` crate's docs, *Tools, prompts and resources from
+    /// functions* (they use its macros, and this crate's tests build without that crate).
     ///
     /// [`register_methods`]: McpToolRegistry::register_methods
     pub fn discovered() -> Result<Self, McpRegistrationError> {
@@ -163,20 +112,8 @@ pub enum FnRegistrationError {
 impl McpPromptRegistry {
     /// A registry holding every `#[mcp_prompt]` function linked into the program.
     ///
-    /// ```standalone_crate
-    /// use codomyrmex_mcp::{ContentBlock, McpPromptRegistry, PromptMessage, mcp_prompt};
-    ///
-    /// /// Asks for a review.
-    /// #[mcp_prompt(name = "review")]
-    /// fn review(code: String, focus: Option<String>) -> Vec<PromptMessage> {
-    ///     let focus = focus.unwrap_or_else(|| "anything".into());
-    ///     vec![PromptMessage::user(ContentBlock::text(format!("Review for {focus}:\n{code}")))]
-    /// }
-    ///
-    /// let registry = McpPromptRegistry::discovered()?;
-    /// assert_eq!(registry.names(), ["review"]);
-    /// # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
-    /// ```
+    /// Examples: the `codomyrmex-mcp` crate's docs, *Tools, prompts and resources from
+    /// functions* (they use its macros, and this crate's tests build without that crate).
     pub fn discovered() -> Result<Self, FnRegistrationError> {
         let registry = Self::new();
         for entry in inventory::iter::<__private::PromptEntry> {
@@ -217,26 +154,8 @@ impl McpPromptRegistry {
 impl McpResourceRegistry {
     /// A registry holding every `#[mcp_resource]` function linked into the program.
     ///
-    /// ```standalone_crate
-    /// use codomyrmex_mcp::{McpResourceRegistry, mcp_resource};
-    ///
-    /// /// A greeting.
-    /// #[mcp_resource(uri = "greeting://hello", mime_type = "text/plain")]
-    /// fn hello() -> String {
-    ///     "Hello!".into()
-    /// }
-    ///
-    /// /// A user's profile.
-    /// #[mcp_resource(uri_template = "users://{id}/profile", name = "profile")]
-    /// fn profile(id: String) -> String {
-    ///     format!("user {id}")
-    /// }
-    ///
-    /// let registry = McpResourceRegistry::discovered()?;
-    /// assert_eq!(registry.resources()[0].uri, "greeting://hello");
-    /// assert_eq!(registry.templates()[0].uri_template, "users://{id}/profile");
-    /// # Ok::<(), codomyrmex_mcp::FnRegistrationError>(())
-    /// ```
+    /// Examples: the `codomyrmex-mcp` crate's docs, *Tools, prompts and resources from
+    /// functions* (they use its macros, and this crate's tests build without that crate).
     pub fn discovered() -> Result<Self, FnRegistrationError> {
         let registry = Self::new();
         for entry in inventory::iter::<__private::ResourceEntry> {

@@ -16,6 +16,7 @@ use crate::registry::{
     McpToolRegistry, TaskSupport, ToolDefinition, ToolRegistration, ToolSettings,
 };
 use crate::task_store::{MemoryTaskStore, OWNER_STOPPED, TaskRecord, TaskStore as _};
+use crate::test_runtime::{advancing, idle, run};
 use crate::wire::{IncomingMessage, OutgoingMessage, ProtocolVersion, RequestId};
 
 const LEASE: Duration = Duration::from_secs(10);
@@ -133,66 +134,70 @@ async fn sync(e: &Engine) {
     sync.apply(renewal);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_modern_task_is_polled_and_cancelled_from_another_instance() {
-    let c = cluster();
-    let created = modern(&c.a, "tools/call", json!({"name": "slow", "arguments": {}})).await;
-    assert_eq!(created["resultType"], "task", "{created}");
-    let id = created["taskId"].clone();
-    // Written before the client heard of it: the other instance finds it at once.
-    let seen = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(seen["status"], "working", "{seen}");
-    assert_eq!(seen["taskId"], id);
-    let local = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(
-        local, seen,
-        "the owner and another instance show the same task"
-    );
+#[test]
+fn a_modern_task_is_polled_and_cancelled_from_another_instance() {
+    run(async {
+        let c = cluster();
+        let created = modern(&c.a, "tools/call", json!({"name": "slow", "arguments": {}})).await;
+        assert_eq!(created["resultType"], "task", "{created}");
+        let id = created["taskId"].clone();
+        // Written before the client heard of it: the other instance finds it at once.
+        let seen = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(seen["status"], "working", "{seen}");
+        assert_eq!(seen["taskId"], id);
+        let local = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(
+            local, seen,
+            "the owner and another instance show the same task"
+        );
 
-    let ack = modern(&c.b, "tasks/cancel", json!({"taskId": id})).await;
-    assert_eq!(ack["resultType"], "complete", "{ack}");
-    let cancelled = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(cancelled["status"], "cancelled");
-    // The owner hears of it at its next renewal and stops the work.
-    let entry = c.a.shared.tasks.get(id.as_str().unwrap()).unwrap();
-    sync(&c.a).await;
-    assert!(entry.cancel.is_cancelled(), "the work is told to stop");
-    let from_owner = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(from_owner["status"], "cancelled", "{from_owner}");
-    let missing = modern(&c.b, "tasks/get", json!({"taskId": "0".repeat(32)})).await;
-    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+        let ack = modern(&c.b, "tasks/cancel", json!({"taskId": id})).await;
+        assert_eq!(ack["resultType"], "complete", "{ack}");
+        let cancelled = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(cancelled["status"], "cancelled");
+        // The owner hears of it at its next renewal and stops the work.
+        let entry = c.a.shared.tasks.get(id.as_str().unwrap()).unwrap();
+        sync(&c.a).await;
+        assert!(entry.cancel.is_cancelled(), "the work is told to stop");
+        let from_owner = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(from_owner["status"], "cancelled", "{from_owner}");
+        let missing = modern(&c.b, "tasks/get", json!({"taskId": "0".repeat(32)})).await;
+        assert_eq!(missing["error"]["code"], -32602, "{missing}");
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_tasks_of_an_instance_that_stopped_fail_within_the_lease() {
-    let c = cluster();
-    let created = modern(&c.a, "tools/call", json!({"name": "slow", "arguments": {}})).await;
-    let id = created["taskId"].clone();
-    c.time.advance(LEASE / 2);
-    sync(&c.a).await; // alive: renewed
-    c.time.advance(LEASE - Duration::from_millis(1));
-    let alive = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(
-        alive["status"], "working",
-        "renewed, so still working: {alive}"
-    );
-    // Instance a stops renewing (it died); one lease after its last renewal the task fails.
-    c.time.advance(Duration::from_millis(1));
-    let failed = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(failed["status"], "failed", "{failed}");
-    assert_eq!(failed["statusMessage"], OWNER_STOPPED);
-    assert!(
-        failed["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains(OWNER_STOPPED)
-    );
-    // An owner that was only stalled does not bring it back: it stops the work.
-    let entry = c.a.shared.tasks.get(id.as_str().unwrap()).unwrap();
-    sync(&c.a).await;
-    assert!(entry.cancel.is_cancelled());
-    let from_owner = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(from_owner, failed);
+#[test]
+fn the_tasks_of_an_instance_that_stopped_fail_within_the_lease() {
+    run(async {
+        let c = cluster();
+        let created = modern(&c.a, "tools/call", json!({"name": "slow", "arguments": {}})).await;
+        let id = created["taskId"].clone();
+        c.time.advance(LEASE / 2);
+        sync(&c.a).await; // alive: renewed
+        c.time.advance(LEASE - Duration::from_millis(1));
+        let alive = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(
+            alive["status"], "working",
+            "renewed, so still working: {alive}"
+        );
+        // Instance a stops renewing (it died); one lease after its last renewal the task fails.
+        c.time.advance(Duration::from_millis(1));
+        let failed = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(failed["status"], "failed", "{failed}");
+        assert_eq!(failed["statusMessage"], OWNER_STOPPED);
+        assert!(
+            failed["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(OWNER_STOPPED)
+        );
+        // An owner that was only stalled does not bring it back: it stops the work.
+        let entry = c.a.shared.tasks.get(id.as_str().unwrap()).unwrap();
+        sync(&c.a).await;
+        assert!(entry.cancel.is_cancelled());
+        let from_owner = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(from_owner, failed);
+    });
 }
 
 fn legacy_session(e: &Engine, key: &str) -> Arc<Session> {
@@ -202,96 +207,100 @@ fn legacy_session(e: &Engine, key: &str) -> Arc<Session> {
     session
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_legacy_task_is_polled_listed_and_fetched_from_another_instance() {
-    let c = cluster();
-    let on_a = legacy_session(&c.a, "session-1");
-    let on_b = legacy_session(&c.b, "session-1");
-    let stranger = legacy_session(&c.b, "session-2");
-    let created = send(
-        &c.a,
-        &on_a,
-        "tools/call",
-        json!({"name": "quick", "arguments": {}, "task": {}}),
-    )
-    .await;
-    let id = created["task"]["taskId"].clone();
-    assert!(id.is_string(), "{created}");
-    let seen = send(&c.b, &on_b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(seen["taskId"], id, "{seen}");
-    // The owner's own tasks/result, then its record as the sync writes it.
-    let local = send(&c.a, &on_a, "tasks/result", json!({"taskId": id})).await;
-    assert_eq!(local["content"][0]["text"], "42", "{local}");
-    sync(&c.a).await;
-    let done = send(&c.b, &on_b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(done["status"], "completed", "{done}");
-    let remote = send(&c.b, &on_b, "tasks/result", json!({"taskId": id})).await;
-    assert_eq!(remote, local, "the same result from any instance");
-    let listed = send(&c.b, &on_b, "tasks/list", json!({})).await;
-    assert_eq!(listed["tasks"][0]["taskId"], id, "{listed}");
-    // Another session sees none of it.
-    let other = send(&c.b, &stranger, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(other["error"]["code"], -32602, "{other}");
-    let none = send(&c.b, &stranger, "tasks/list", json!({})).await;
-    assert_eq!(none["tasks"], json!([]), "{none}");
-    assert!(
-        c.store
-            .get(id.as_str().unwrap(), 0)
-            .await
-            .unwrap()
-            .is_some()
-    );
+#[test]
+fn a_legacy_task_is_polled_listed_and_fetched_from_another_instance() {
+    run(async {
+        let c = cluster();
+        let on_a = legacy_session(&c.a, "session-1");
+        let on_b = legacy_session(&c.b, "session-1");
+        let stranger = legacy_session(&c.b, "session-2");
+        let created = send(
+            &c.a,
+            &on_a,
+            "tools/call",
+            json!({"name": "quick", "arguments": {}, "task": {}}),
+        )
+        .await;
+        let id = created["task"]["taskId"].clone();
+        assert!(id.is_string(), "{created}");
+        let seen = send(&c.b, &on_b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(seen["taskId"], id, "{seen}");
+        // The owner's own tasks/result, then its record as the sync writes it.
+        let local = send(&c.a, &on_a, "tasks/result", json!({"taskId": id})).await;
+        assert_eq!(local["content"][0]["text"], "42", "{local}");
+        sync(&c.a).await;
+        let done = send(&c.b, &on_b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        let remote = send(&c.b, &on_b, "tasks/result", json!({"taskId": id})).await;
+        assert_eq!(remote, local, "the same result from any instance");
+        let listed = send(&c.b, &on_b, "tasks/list", json!({})).await;
+        assert_eq!(listed["tasks"][0]["taskId"], id, "{listed}");
+        // Another session sees none of it.
+        let other = send(&c.b, &stranger, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(other["error"]["code"], -32602, "{other}");
+        let none = send(&c.b, &stranger, "tasks/list", json!({})).await;
+        assert_eq!(none["tasks"], json!([]), "{none}");
+        assert!(
+            c.store
+                .get(id.as_str().unwrap(), 0)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn input_asked_on_one_instance_is_answered_through_another() {
-    let c = cluster();
-    let mut params = json!({"name": "ask", "arguments": {}});
-    params["_meta"] = json!({
-        META_PROTOCOL_VERSION: "2026-07-28",
-        META_CLIENT_CAPABILITIES: {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}},
+#[test]
+fn input_asked_on_one_instance_is_answered_through_another() {
+    run(async {
+        let c = cluster();
+        let mut params = json!({"name": "ask", "arguments": {}});
+        params["_meta"] = json!({
+            META_PROTOCOL_VERSION: "2026-07-28",
+            META_CLIENT_CAPABILITIES: {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}},
+        });
+        let created = send(&c.a, &c.a.new_stateless_session(), "tools/call", params).await;
+        assert_eq!(created["resultType"], "task", "{created}");
+        let id = created["taskId"].clone();
+        // Until a's tool has asked and a has written it (no real time passes).
+        let mut parked = Value::Null;
+        for _ in 0..100 {
+            idle().await;
+            sync(&c.a).await;
+            parked = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+            if parked["status"] == "input_required" {
+                break;
+            }
+        }
+        assert_eq!(parked["status"], "input_required", "{parked}");
+        assert_eq!(
+            parked["inputRequests"]["confirm"]["method"], "elicitation/create",
+            "{parked}"
+        );
+        let answers = json!({"confirm": {"action": "accept", "content": {"name": "Ada"}}});
+        let ack = modern(
+            &c.b,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": answers}),
+        )
+        .await;
+        assert_eq!(ack["resultType"], "complete", "{ack}");
+        // a hears the answer at its next renewal; the tool finishes; b reads the result.
+        let mut done = Value::Null;
+        for _ in 0..100 {
+            sync(&c.a).await;
+            idle().await;
+            done = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+            if done["status"] == "completed" {
+                break;
+            }
+        }
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(
+            done["result"]["content"][0]["text"], "confirmed by \"Ada\"",
+            "{done}"
+        );
     });
-    let created = send(&c.a, &c.a.new_stateless_session(), "tools/call", params).await;
-    assert_eq!(created["resultType"], "task", "{created}");
-    let id = created["taskId"].clone();
-    // Until a's tool has asked and a has written it (no real time passes).
-    let mut parked = Value::Null;
-    for _ in 0..100 {
-        tokio::task::yield_now().await;
-        sync(&c.a).await;
-        parked = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-        if parked["status"] == "input_required" {
-            break;
-        }
-    }
-    assert_eq!(parked["status"], "input_required", "{parked}");
-    assert_eq!(
-        parked["inputRequests"]["confirm"]["method"], "elicitation/create",
-        "{parked}"
-    );
-    let answers = json!({"confirm": {"action": "accept", "content": {"name": "Ada"}}});
-    let ack = modern(
-        &c.b,
-        "tasks/update",
-        json!({"taskId": id, "inputResponses": answers}),
-    )
-    .await;
-    assert_eq!(ack["resultType"], "complete", "{ack}");
-    // a hears the answer at its next renewal; the tool finishes; b reads the result.
-    let mut done = Value::Null;
-    for _ in 0..100 {
-        sync(&c.a).await;
-        tokio::task::yield_now().await;
-        done = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-        if done["status"] == "completed" {
-            break;
-        }
-    }
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(
-        done["result"]["content"][0]["text"], "confirmed by \"Ada\"",
-        "{done}"
-    );
 }
 
 /// A shared store whose reads hang or panic on demand (writes and renewals always work).
@@ -359,105 +368,110 @@ impl crate::task_store::TaskStore for FaultyStore {
     }
 }
 
-/// `answer`, or a failure when it is not there within a virtual day (the longest wait here,
-/// a 2025-11-25 `tasks/result`, is bounded by the task TTL and the lease).
+/// `answer`, the virtual clock advancing while it waits, or a failure when it is not there
+/// within a virtual day (the longest wait here, a 2025-11-25 `tasks/result`, is bounded by
+/// the task TTL and the lease).
 async fn answered(answer: impl std::future::Future<Output = Value>) -> Value {
-    tokio::time::timeout(Duration::from_secs(24 * 3600), answer)
+    advancing(Duration::from_secs(24 * 3600), answer)
         .await
         .expect("the request was never answered")
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_shared_store_that_hangs_or_panics_costs_only_the_request_that_reads_it() {
-    let c = cluster();
-    let faulty = Arc::new(FaultyStore {
-        inner: c.store.clone(),
-        mode: std::sync::atomic::AtomicU8::new(0),
+#[test]
+fn a_shared_store_that_hangs_or_panics_costs_only_the_request_that_reads_it() {
+    run(async {
+        let c = cluster();
+        let faulty = Arc::new(FaultyStore {
+            inner: c.store.clone(),
+            mode: std::sync::atomic::AtomicU8::new(0),
+        });
+        let b = Engine::builder(McpServerConfig::default().with_rate_limit(None), registry())
+            .time_source(c.time.clone())
+            .task_store(faulty.clone(), "b", LEASE)
+            .build();
+        let created = modern(&c.a, "tools/call", json!({"name": "slow", "arguments": {}})).await;
+        let id = created["taskId"].clone();
+        let on_b = legacy_session(&b, "session-1");
+        for mode in [1, 2] {
+            faulty.mode.store(mode, std::sync::atomic::Ordering::SeqCst);
+            // Each read of the store is answered "unavailable" (the hang: within the lease, on
+            // the virtual clock), never left waiting.
+            for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+                let params = json!({"taskId": id, "inputResponses": {}});
+                let got = answered(modern(&b, method, params)).await;
+                assert_eq!(
+                    got["error"]["code"],
+                    json!(-32000),
+                    "{mode} {method}: {got}"
+                );
+            }
+            for method in ["tasks/get", "tasks/result", "tasks/list"] {
+                let got = answered(send(&b, &on_b, method, json!({"taskId": id}))).await;
+                assert_eq!(
+                    got["error"]["code"],
+                    json!(-32000),
+                    "{mode} {method}: {got}"
+                );
+            }
+        }
+        // The store recovers: the same engine reads it again.
+        faulty.mode.store(0, std::sync::atomic::Ordering::SeqCst);
+        let seen = modern(&b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(seen["status"], "working", "{seen}");
     });
-    let b = Engine::builder(McpServerConfig::default().with_rate_limit(None), registry())
-        .time_source(c.time.clone())
-        .task_store(faulty.clone(), "b", LEASE)
-        .build();
-    let created = modern(&c.a, "tools/call", json!({"name": "slow", "arguments": {}})).await;
-    let id = created["taskId"].clone();
-    let on_b = legacy_session(&b, "session-1");
-    for mode in [1, 2] {
-        faulty.mode.store(mode, std::sync::atomic::Ordering::SeqCst);
-        // Each read of the store is answered "unavailable" (the hang: within the lease, on
-        // tokio's paused clock), never left waiting.
-        for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
-            let params = json!({"taskId": id, "inputResponses": {}});
-            let got = answered(modern(&b, method, params)).await;
-            assert_eq!(
-                got["error"]["code"],
-                json!(-32000),
-                "{mode} {method}: {got}"
-            );
-        }
-        for method in ["tasks/get", "tasks/result", "tasks/list"] {
-            let got = answered(send(&b, &on_b, method, json!({"taskId": id}))).await;
-            assert_eq!(
-                got["error"]["code"],
-                json!(-32000),
-                "{mode} {method}: {got}"
-            );
-        }
-    }
-    // The store recovers: the same engine reads it again.
-    faulty.mode.store(0, std::sync::atomic::Ordering::SeqCst);
-    let seen = modern(&b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(seen["status"], "working", "{seen}");
 }
 
 /// A `tasks/get` of a task this instance runs reads the shared store too: the read writes the
 /// live task's record ahead of it, so it shows what the owner knows before the task sync has
 /// run, and the store (and so every other instance) holds that from then on.
-#[tokio::test(start_paused = true)]
-async fn a_read_on_the_owner_writes_its_record_ahead_of_the_task_sync() {
-    let c = cluster();
-    let mut params = json!({"name": "ask", "arguments": {}});
-    params["_meta"] = json!({
-        META_PROTOCOL_VERSION: "2026-07-28",
-        META_CLIENT_CAPABILITIES: {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}},
+#[test]
+fn a_read_on_the_owner_writes_its_record_ahead_of_the_task_sync() {
+    run(async {
+        let c = cluster();
+        let mut params = json!({"name": "ask", "arguments": {}});
+        params["_meta"] = json!({
+            META_PROTOCOL_VERSION: "2026-07-28",
+            META_CLIENT_CAPABILITIES: {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}},
+        });
+        let created = send(&c.a, &c.a.new_stateless_session(), "tools/call", params).await;
+        assert_eq!(created["resultType"], "task", "{created}");
+        let id = created["taskId"].clone();
+        let task = id.as_str().unwrap();
+        let entry = c.a.shared.tasks.get(task).unwrap();
+        for _ in 0..10_000 {
+            if entry.status() == Status::InputRequired {
+                break;
+            }
+            idle().await;
+        }
+        assert_eq!(entry.status(), Status::InputRequired);
+        let answer = json!({"confirm": {"action": "accept", "content": {"name": "Ada"}}});
+        let ack = modern(
+            &c.a,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": answer}),
+        )
+        .await;
+        assert_eq!(ack["resultType"], "complete", "{ack}");
+        for _ in 0..10_000 {
+            if entry.status() == Status::Completed {
+                break;
+            }
+            idle().await;
+        }
+        assert_eq!(entry.status(), Status::Completed);
+        let now = super::shared::wall_ms(c.time.wall());
+        let before = c.store.get(task, now).await.unwrap().unwrap();
+        assert_eq!(
+            before.status,
+            crate::task_store::TaskStatus::InputRequired,
+            "the task sync has not written the change yet"
+        );
+        let seen = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(seen["status"], "completed", "{seen}");
+        let stored = c.store.get(task, now).await.unwrap().unwrap();
+        assert_eq!(stored.status, crate::task_store::TaskStatus::Completed);
+        let elsewhere = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
+        assert_eq!(elsewhere, seen, "{elsewhere}");
     });
-    let created = send(&c.a, &c.a.new_stateless_session(), "tools/call", params).await;
-    assert_eq!(created["resultType"], "task", "{created}");
-    let id = created["taskId"].clone();
-    let task = id.as_str().unwrap();
-    let entry = c.a.shared.tasks.get(task).unwrap();
-    for _ in 0..10_000 {
-        if entry.status() == Status::InputRequired {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(entry.status(), Status::InputRequired);
-    let answer = json!({"confirm": {"action": "accept", "content": {"name": "Ada"}}});
-    let ack = modern(
-        &c.a,
-        "tasks/update",
-        json!({"taskId": id, "inputResponses": answer}),
-    )
-    .await;
-    assert_eq!(ack["resultType"], "complete", "{ack}");
-    for _ in 0..10_000 {
-        if entry.status() == Status::Completed {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(entry.status(), Status::Completed);
-    let now = super::shared::wall_ms(c.time.wall());
-    let before = c.store.get(task, now).await.unwrap().unwrap();
-    assert_eq!(
-        before.status,
-        crate::task_store::TaskStatus::InputRequired,
-        "the task sync has not written the change yet"
-    );
-    let seen = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(seen["status"], "completed", "{seen}");
-    let stored = c.store.get(task, now).await.unwrap().unwrap();
-    assert_eq!(stored.status, crate::task_store::TaskStatus::Completed);
-    let elsewhere = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(elsewhere, seen, "{elsewhere}");
 }

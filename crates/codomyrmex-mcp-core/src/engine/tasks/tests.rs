@@ -8,6 +8,7 @@ use crate::context::ToolContext;
 use crate::engine::{Engine, Handled};
 use crate::registry::{McpToolRegistry, ToolDefinition, ToolRegistration, ToolSettings};
 use crate::registry::{TaskSupport, ToolOutput};
+use crate::test_runtime::{advance, advancing, idle, run, sleep, spawn};
 use crate::wire::{ContentBlock, IncomingMessage, RequestId};
 
 // ----- the store and its entries -----
@@ -17,7 +18,7 @@ fn modern_owner() -> Owner {
 }
 
 fn time() -> Arc<dyn TimeSource> {
-    Arc::new(crate::platform::testing::TokioTime)
+    Arc::new(crate::platform::testing::VirtualTime)
 }
 
 /// The test clock now, as a request would be handled at.
@@ -73,36 +74,38 @@ fn timestamps_are_iso_8601_utc() {
     assert_eq!(iso8601(t), "2099-12-31T23:59:59.000Z");
 }
 
-#[tokio::test(start_paused = true)]
-async fn status_follows_the_lifecycle() {
-    let e = entry(Duration::from_secs(60), modern_owner());
-    assert_eq!(e.status(), Status::Working);
-    let Ok(Asked::Waiting(w)) = ask(&e, "k", 8) else {
-        panic!("a waiter expected")
-    };
-    assert_eq!(e.status(), Status::InputRequired);
-    assert_eq!(
-        e.update(&Map::from_iter([("k".into(), json!({"action": "accept"}))])),
-        1
-    );
-    assert_eq!(e.status(), Status::Working);
-    assert_eq!(
-        w.wait(&CancellationToken::new()).await.unwrap(),
-        json!({"action": "accept"})
-    );
-    let value = json!({"content": [], "isError": true});
-    assert!(e.finish(
-        Outcome::Result {
-            value,
-            is_error: true
-        },
-        None
-    ));
-    // 2026-07-28 reserves `failed` for protocol errors: a tool error completes.
-    assert_eq!(e.status(), Status::Completed);
-    let e = entry(Duration::from_secs(60), modern_owner());
-    e.finish(Outcome::Error(ErrorObject::internal("x")), None);
-    assert_eq!(e.status(), Status::Failed);
+#[test]
+fn status_follows_the_lifecycle() {
+    run(async {
+        let e = entry(Duration::from_secs(60), modern_owner());
+        assert_eq!(e.status(), Status::Working);
+        let Ok(Asked::Waiting(w)) = ask(&e, "k", 8) else {
+            panic!("a waiter expected")
+        };
+        assert_eq!(e.status(), Status::InputRequired);
+        assert_eq!(
+            e.update(&Map::from_iter([("k".into(), json!({"action": "accept"}))])),
+            1
+        );
+        assert_eq!(e.status(), Status::Working);
+        assert_eq!(
+            w.wait(&CancellationToken::new()).await.unwrap(),
+            json!({"action": "accept"})
+        );
+        let value = json!({"content": [], "isError": true});
+        assert!(e.finish(
+            Outcome::Result {
+                value,
+                is_error: true
+            },
+            None
+        ));
+        // 2026-07-28 reserves `failed` for protocol errors: a tool error completes.
+        assert_eq!(e.status(), Status::Completed);
+        let e = entry(Duration::from_secs(60), modern_owner());
+        e.finish(Outcome::Error(ErrorObject::internal("x")), None);
+        assert_eq!(e.status(), Status::Failed);
+    });
 }
 
 #[test]
@@ -141,53 +144,58 @@ fn a_terminal_status_never_changes() {
     ));
 }
 
-#[tokio::test(start_paused = true)]
-async fn cancelling_stops_the_work_and_wakes_waiters() {
-    let e = entry(Duration::from_secs(60), modern_owner());
-    let Ok(Asked::Waiting(w)) = ask(&e, "k", 8) else {
-        panic!("a waiter expected")
-    };
-    assert_eq!(e.cancel(), Ok(()));
-    assert!(e.cancel.is_cancelled());
-    assert_eq!(e.status(), Status::Cancelled);
-    assert!(lock(&e.state).pending.is_empty());
-    assert_eq!(
-        w.wait(&CancellationToken::new()).await,
-        Err(ClientRequestError::Cancelled)
-    );
-    assert_eq!(e.cancel(), Err(Status::Cancelled));
+#[test]
+fn cancelling_stops_the_work_and_wakes_waiters() {
+    run(async {
+        let e = entry(Duration::from_secs(60), modern_owner());
+        let Ok(Asked::Waiting(w)) = ask(&e, "k", 8) else {
+            panic!("a waiter expected")
+        };
+        assert_eq!(e.cancel(), Ok(()));
+        assert!(e.cancel.is_cancelled());
+        assert_eq!(e.status(), Status::Cancelled);
+        assert!(lock(&e.state).pending.is_empty());
+        assert_eq!(
+            w.wait(&CancellationToken::new()).await,
+            Err(ClientRequestError::Cancelled)
+        );
+        assert_eq!(e.cancel(), Err(Status::Cancelled));
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn partial_updates_keep_the_task_waiting_for_the_rest() {
-    let e = entry(Duration::from_secs(60), modern_owner());
-    let (Ok(Asked::Waiting(a)), Ok(Asked::Waiting(b))) = (ask(&e, "a", 8), ask(&e, "b", 8)) else {
-        panic!("two waiters expected")
-    };
-    let unknown = Map::from_iter([("zzz".into(), json!({"ignored": true}))]);
-    assert_eq!(e.update(&unknown), 0, "unknown keys are ignored");
-    assert_eq!(
-        e.update(&Map::from_iter([("a".into(), json!({"n": 1}))])),
-        1
-    );
-    assert_eq!(e.status(), Status::InputRequired);
-    let pending = e.json(&TaskConfig::default(), true)["inputRequests"].clone();
-    assert!(
-        pending.get("a").is_none() && pending.get("b").is_some(),
-        "{pending}"
-    );
-    let cancel = CancellationToken::new();
-    assert_eq!(a.wait(&cancel).await.unwrap(), json!({"n": 1}));
-    assert_eq!(
-        e.update(&Map::from_iter([("a".into(), json!({"n": 9}))])),
-        0,
-        "an answered key is not pending any more"
-    );
-    e.update(&Map::from_iter([("b".into(), json!({"n": 2}))]));
-    assert_eq!(b.wait(&cancel).await.unwrap(), json!({"n": 2}));
-    assert_eq!(e.status(), Status::Working);
-    // A key asked again gets the answer it already has.
-    assert!(matches!(ask(&e, "a", 8), Ok(Asked::Answered(v)) if v == json!({"n": 1})));
+#[test]
+fn partial_updates_keep_the_task_waiting_for_the_rest() {
+    run(async {
+        let e = entry(Duration::from_secs(60), modern_owner());
+        let (Ok(Asked::Waiting(a)), Ok(Asked::Waiting(b))) = (ask(&e, "a", 8), ask(&e, "b", 8))
+        else {
+            panic!("two waiters expected")
+        };
+        let unknown = Map::from_iter([("zzz".into(), json!({"ignored": true}))]);
+        assert_eq!(e.update(&unknown), 0, "unknown keys are ignored");
+        assert_eq!(
+            e.update(&Map::from_iter([("a".into(), json!({"n": 1}))])),
+            1
+        );
+        assert_eq!(e.status(), Status::InputRequired);
+        let pending = e.json(&TaskConfig::default(), true)["inputRequests"].clone();
+        assert!(
+            pending.get("a").is_none() && pending.get("b").is_some(),
+            "{pending}"
+        );
+        let cancel = CancellationToken::new();
+        assert_eq!(a.wait(&cancel).await.unwrap(), json!({"n": 1}));
+        assert_eq!(
+            e.update(&Map::from_iter([("a".into(), json!({"n": 9}))])),
+            0,
+            "an answered key is not pending any more"
+        );
+        e.update(&Map::from_iter([("b".into(), json!({"n": 2}))]));
+        assert_eq!(b.wait(&cancel).await.unwrap(), json!({"n": 2}));
+        assert_eq!(e.status(), Status::Working);
+        // A key asked again gets the answer it already has.
+        assert!(matches!(ask(&e, "a", 8), Ok(Asked::Answered(v)) if v == json!({"n": 1})));
+    });
 }
 
 #[test]
@@ -310,16 +318,18 @@ fn a_full_relay_drops_notifications_before_requests() {
     drop(guard);
 }
 
-#[tokio::test(start_paused = true)]
-async fn expired_tasks_are_removed_and_cancelled() {
-    let store = store(TaskConfig::default());
-    let e = entry(Duration::from_millis(300), modern_owner());
-    store.reserve(now().mono).unwrap().commit(e.clone(), &store);
-    assert!(store.get(&e.id).is_some(), "not before its TTL");
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert!(store.get(&e.id).is_none());
-    assert!(e.cancel.is_cancelled());
-    assert_eq!(store.len(), 0);
+#[test]
+fn expired_tasks_are_removed_and_cancelled() {
+    run(async {
+        let store = store(TaskConfig::default());
+        let e = entry(Duration::from_millis(300), modern_owner());
+        store.reserve(now().mono).unwrap().commit(e.clone(), &store);
+        assert!(store.get(&e.id).is_some(), "not before its TTL");
+        advance(Duration::from_millis(400)).await;
+        assert!(store.get(&e.id).is_none());
+        assert!(e.cancel.is_cancelled());
+        assert_eq!(store.len(), 0);
+    });
 }
 
 #[test]
@@ -455,7 +465,7 @@ fn task_registry() -> Arc<McpToolRegistry> {
         TaskSupport::Optional,
         |a: Map<String, Value>| async move {
             let ms = a.get("ms").and_then(Value::as_u64).unwrap_or(100);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
+            sleep(Duration::from_millis(ms)).await;
             text(format!("slept {ms}"))
         },
     );
@@ -464,7 +474,7 @@ fn task_registry() -> Arc<McpToolRegistry> {
         "required",
         TaskSupport::Required,
         |_: Map<String, Value>| async {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            sleep(Duration::from_millis(20)).await;
             ToolOutput::failure(McpErrorDetail::new("JobFailed", "always"))
         },
     );
@@ -473,7 +483,7 @@ fn task_registry() -> Arc<McpToolRegistry> {
         "boom",
         TaskSupport::Optional,
         |_: Map<String, Value>| async {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            sleep(Duration::from_millis(20)).await;
             explode()
         },
     );
@@ -511,7 +521,7 @@ fn task_registry() -> Arc<McpToolRegistry> {
                 Ok(a) => a,
                 Err(e) => return ToolOutput::failure(e.into()),
             };
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            sleep(Duration::from_millis(20)).await;
             text(format!("Hello, {}!", name_of(&answer)))
         },
     );
@@ -605,7 +615,7 @@ impl Client {
             if done(&task) {
                 return task;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            advance(Duration::from_millis(10)).await;
         }
         panic!("task {task_id} did not get there")
     }
@@ -621,161 +631,176 @@ impl Client {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_task_supporting_call_becomes_a_task_and_completes() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let created = c.call("slow", json!({"ms": 50})).await;
-    assert_eq!(created["resultType"], "task", "{created}");
-    assert_eq!(created["status"], "working");
-    for absent in [
-        "task",
-        "result",
-        "error",
-        "inputRequests",
-        "requestState",
-        "ttl",
-        "content",
-    ] {
-        assert!(created.get(absent).is_none(), "{absent}: {created}");
-    }
-    assert!(created["ttlMs"].as_u64().unwrap() > 0);
-    let id = &created["taskId"];
-    // Durable at once.
-    let now = c.get(id).await;
-    assert_eq!(now["taskId"], *id);
-    assert_eq!(now["resultType"], "complete");
-    let done = c.terminal(id).await;
-    assert_eq!(done["status"], "completed", "{done}");
-    assert_eq!(done["result"]["content"][0]["text"], "slept 50");
-    assert!(done.get("error").is_none());
-    // A sync-only tool stays sync, with or without a legacy `task` hint.
-    let sync = c
-        .modern(
-            "tools/call",
-            json!({"name": "echo", "task": {"ttl": 1000}}),
-            true,
-        )
-        .await
-        .unwrap();
-    assert_eq!(sync["resultType"], "complete");
-    assert_eq!(sync["content"][0]["text"], "echo");
-    // A tool that finishes without waiting answers at once.
-    let instant = c.call("instant", json!({})).await;
-    assert_eq!(instant["resultType"], "complete");
-    assert!(instant.get("taskId").is_none());
-    assert_eq!(c.session.in_flight(), 0);
+#[test]
+fn a_task_supporting_call_becomes_a_task_and_completes() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let created = c.call("slow", json!({"ms": 50})).await;
+        assert_eq!(created["resultType"], "task", "{created}");
+        assert_eq!(created["status"], "working");
+        for absent in [
+            "task",
+            "result",
+            "error",
+            "inputRequests",
+            "requestState",
+            "ttl",
+            "content",
+        ] {
+            assert!(created.get(absent).is_none(), "{absent}: {created}");
+        }
+        assert!(created["ttlMs"].as_u64().unwrap() > 0);
+        let id = &created["taskId"];
+        // Durable at once.
+        let now = c.get(id).await;
+        assert_eq!(now["taskId"], *id);
+        assert_eq!(now["resultType"], "complete");
+        let done = c.terminal(id).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(done["result"]["content"][0]["text"], "slept 50");
+        assert!(done.get("error").is_none());
+        // A sync-only tool stays sync, with or without a legacy `task` hint.
+        let sync = c
+            .modern(
+                "tools/call",
+                json!({"name": "echo", "task": {"ttl": 1000}}),
+                true,
+            )
+            .await
+            .unwrap();
+        assert_eq!(sync["resultType"], "complete");
+        assert_eq!(sync["content"][0]["text"], "echo");
+        // A tool that finishes without waiting answers at once.
+        let instant = c.call("instant", json!({})).await;
+        assert_eq!(instant["resultType"], "complete");
+        assert!(instant.get("taskId").is_none());
+        assert_eq!(c.session.in_flight(), 0);
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn without_the_extension_calls_are_synchronous_and_tasks_methods_refused() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let sync = c
-        .modern(
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 5}}),
-            false,
+#[test]
+fn without_the_extension_calls_are_synchronous_and_tasks_methods_refused() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        // Answered once the tool's 5 ms have passed on the virtual clock.
+        let sync = advancing(
+            Duration::from_millis(5),
+            c.modern(
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 5}}),
+                false,
+            ),
         )
         .await
+        .expect("answered after 5 ms")
         .unwrap();
-    assert_eq!(sync["resultType"], "complete");
-    assert_eq!(sync["content"][0]["text"], "slept 5");
-    for (method, params) in [
-        ("tasks/get", json!({"taskId": "x"})),
-        ("tasks/update", json!({"taskId": "x", "inputResponses": {}})),
-        ("tasks/cancel", json!({"taskId": "x"})),
-    ] {
-        let e = c.modern(method, params, false).await.unwrap_err();
-        assert_eq!(e.code, -32021, "{method}");
-        assert_eq!(
-            e.data.unwrap()["requiredCapabilities"]["extensions"][TASKS_EXTENSION],
-            json!({})
+        assert_eq!(sync["resultType"], "complete");
+        assert_eq!(sync["content"][0]["text"], "slept 5");
+        for (method, params) in [
+            ("tasks/get", json!({"taskId": "x"})),
+            ("tasks/update", json!({"taskId": "x", "inputResponses": {}})),
+            ("tasks/cancel", json!({"taskId": "x"})),
+        ] {
+            let e = c.modern(method, params, false).await.unwrap_err();
+            assert_eq!(e.code, -32021, "{method}");
+            assert_eq!(
+                e.data.unwrap()["requiredCapabilities"]["extensions"][TASKS_EXTENSION],
+                json!({})
+            );
+        }
+        let e = c
+            .modern("tools/call", json!({"name": "required"}), false)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, -32021);
+        assert!(e.data.unwrap()["requiredCapabilities"]["extensions"][TASKS_EXTENSION].is_object());
+        // The per-request declaration is what counts.
+        let created = c.call("required", json!({})).await;
+        assert_eq!(created["resultType"], "task");
+    });
+}
+
+#[test]
+fn tool_errors_complete_and_protocol_errors_fail() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let created = c.call("required", json!({})).await;
+        let done = c.terminal(&created["taskId"]).await;
+        assert_eq!(done["status"], "completed");
+        assert_eq!(done["result"]["isError"], true);
+        let created = c.call("boom", json!({})).await;
+        let done = c.terminal(&created["taskId"]).await;
+        assert_eq!(done["status"], "failed", "{done}");
+        assert_eq!(done["error"]["code"], -32603);
+        assert!(done["error"]["message"].is_string());
+        assert!(done.get("result").is_none());
+        assert!(
+            !done["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("kaboom"),
+            "no panic text leaks"
         );
-    }
-    let e = c
-        .modern("tools/call", json!({"name": "required"}), false)
-        .await
-        .unwrap_err();
-    assert_eq!(e.code, -32021);
-    assert!(e.data.unwrap()["requiredCapabilities"]["extensions"][TASKS_EXTENSION].is_object());
-    // The per-request declaration is what counts.
-    let created = c.call("required", json!({})).await;
-    assert_eq!(created["resultType"], "task");
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn tool_errors_complete_and_protocol_errors_fail() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let created = c.call("required", json!({})).await;
-    let done = c.terminal(&created["taskId"]).await;
-    assert_eq!(done["status"], "completed");
-    assert_eq!(done["result"]["isError"], true);
-    let created = c.call("boom", json!({})).await;
-    let done = c.terminal(&created["taskId"]).await;
-    assert_eq!(done["status"], "failed", "{done}");
-    assert_eq!(done["error"]["code"], -32603);
-    assert!(done["error"]["message"].is_string());
-    assert!(done.get("result").is_none());
-    assert!(
-        !done["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("kaboom"),
-        "no panic text leaks"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn cancel_acknowledges_and_settles_cancelled() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let created = c.call("slow", json!({"ms": 60_000})).await;
-    let id = &created["taskId"];
-    let ack = c
-        .modern("tasks/cancel", json!({"taskId": id}), true)
-        .await
-        .unwrap();
-    assert_eq!(ack["resultType"], "complete");
-    for field in ["taskId", "status", "result", "error", "inputRequests"] {
-        assert!(ack.get(field).is_none(), "{field}: {ack}");
-    }
-    assert_eq!(c.get(id).await["status"], "cancelled");
-    let again = c.modern("tasks/cancel", json!({"taskId": id}), true).await;
-    assert_eq!(again.unwrap()["resultType"], "complete", "idempotent");
-    for method in ["tasks/get", "tasks/cancel"] {
-        let e = c
-            .modern(method, json!({"taskId": "nope"}), true)
+#[test]
+fn cancel_acknowledges_and_settles_cancelled() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let created = c.call("slow", json!({"ms": 60_000})).await;
+        let id = &created["taskId"];
+        let ack = c
+            .modern("tasks/cancel", json!({"taskId": id}), true)
             .await
-            .unwrap_err();
-        assert_eq!(e.code, -32602, "{method}");
-    }
-    let e = c.modern("tasks/get", json!({}), true).await.unwrap_err();
-    assert_eq!(e.code, -32602);
+            .unwrap();
+        assert_eq!(ack["resultType"], "complete");
+        for field in ["taskId", "status", "result", "error", "inputRequests"] {
+            assert!(ack.get(field).is_none(), "{field}: {ack}");
+        }
+        assert_eq!(c.get(id).await["status"], "cancelled");
+        let again = c.modern("tasks/cancel", json!({"taskId": id}), true).await;
+        assert_eq!(again.unwrap()["resultType"], "complete", "idempotent");
+        for method in ["tasks/get", "tasks/cancel"] {
+            let e = c
+                .modern(method, json!({"taskId": "nope"}), true)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, -32602, "{method}");
+        }
+        let e = c.modern("tasks/get", json!({}), true).await.unwrap_err();
+        assert_eq!(e.code, -32602);
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn removed_and_unknown_tasks_methods_are_not_found() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    for method in ["tasks/result", "tasks/list", "tasks/nope"] {
-        let e = c
-            .modern(method, json!({"taskId": "x"}), true)
-            .await
-            .unwrap_err();
-        assert_eq!(e.code, -32601, "{method}");
-    }
+#[test]
+fn removed_and_unknown_tasks_methods_are_not_found() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        for method in ["tasks/result", "tasks/list", "tasks/nope"] {
+            let e = c
+                .modern(method, json!({"taskId": "x"}), true)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, -32601, "{method}");
+        }
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn input_parks_the_task_until_tasks_update() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let created = c.call("ask", json!({})).await;
-    assert_eq!(created["resultType"], "task", "{created}");
-    assert!(created.get("inputRequests").is_none());
-    let id = &created["taskId"];
-    let parked = c.until(id, |t| t["status"] == "input_required").await;
-    assert_eq!(
-        parked["inputRequests"]["confirm"]["method"],
-        "elicitation/create"
-    );
-    let ack = c
+#[test]
+fn input_parks_the_task_until_tasks_update() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let created = c.call("ask", json!({})).await;
+        assert_eq!(created["resultType"], "task", "{created}");
+        assert!(created.get("inputRequests").is_none());
+        let id = &created["taskId"];
+        let parked = c.until(id, |t| t["status"] == "input_required").await;
+        assert_eq!(
+            parked["inputRequests"]["confirm"]["method"],
+            "elicitation/create"
+        );
+        let ack = c
         .modern(
             "tasks/update",
             json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"name": "Ada"}}}}),
@@ -783,63 +808,67 @@ async fn input_parks_the_task_until_tasks_update() {
         )
         .await
         .unwrap();
-    assert_eq!(ack["resultType"], "complete");
-    assert!(ack.get("status").is_none());
-    let done = c.terminal(id).await;
-    assert_eq!(done["result"]["content"][0]["text"], "confirmed by Ada");
-    let e = c
-        .modern(
+        assert_eq!(ack["resultType"], "complete");
+        assert!(ack.get("status").is_none());
+        let done = c.terminal(id).await;
+        assert_eq!(done["result"]["content"][0]["text"], "confirmed by Ada");
+        let e = c
+            .modern(
+                "tasks/update",
+                json!({"taskId": id, "inputResponses": {"k": 1}}),
+                true,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, -32602, "answers are objects");
+    });
+}
+
+#[test]
+fn several_inputs_are_pending_at_once_and_answered_one_by_one() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let created = c.call("two", json!({})).await;
+        let id = &created["taskId"];
+        let parked = c
+            .until(id, |t| {
+                t["inputRequests"].as_object().is_some_and(|m| m.len() == 2)
+            })
+            .await;
+        assert_eq!(parked["status"], "input_required");
+        let answer = |name: &str| json!({"action": "accept", "content": {"name": name}});
+        c.modern(
             "tasks/update",
-            json!({"taskId": id, "inputResponses": {"k": 1}}),
+            json!({"taskId": id, "inputResponses": {"a": answer("x")}}),
             true,
         )
         .await
-        .unwrap_err();
-    assert_eq!(e.code, -32602, "answers are objects");
+        .unwrap();
+        let half = c.get(id).await;
+        assert_eq!(half["status"], "input_required");
+        let keys: Vec<&String> = half["inputRequests"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["b"]);
+        c.modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"b": answer("y")}}),
+            true,
+        )
+        .await
+        .unwrap();
+        let done = c.terminal(id).await;
+        assert_eq!(done["result"]["content"][0]["text"], "x and y");
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn several_inputs_are_pending_at_once_and_answered_one_by_one() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let created = c.call("two", json!({})).await;
-    let id = &created["taskId"];
-    let parked = c
-        .until(id, |t| {
-            t["inputRequests"].as_object().is_some_and(|m| m.len() == 2)
-        })
-        .await;
-    assert_eq!(parked["status"], "input_required");
-    let answer = |name: &str| json!({"action": "accept", "content": {"name": name}});
-    c.modern(
-        "tasks/update",
-        json!({"taskId": id, "inputResponses": {"a": answer("x")}}),
-        true,
-    )
-    .await
-    .unwrap();
-    let half = c.get(id).await;
-    assert_eq!(half["status"], "input_required");
-    let keys: Vec<&String> = half["inputRequests"].as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["b"]);
-    c.modern(
-        "tasks/update",
-        json!({"taskId": id, "inputResponses": {"b": answer("y")}}),
-        true,
-    )
-    .await
-    .unwrap();
-    let done = c.terminal(id).await;
-    assert_eq!(done["result"]["content"][0]["text"], "x and y");
-}
-
-#[tokio::test(start_paused = true)]
-async fn multi_round_trip_input_comes_before_the_task() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let r1 = c.call("mrtr_then_task", json!({})).await;
-    assert_eq!(r1["resultType"], "input_required", "{r1}");
-    assert!(r1.get("taskId").is_none());
-    assert!(r1["inputRequests"]["user_name"].is_object());
-    let r2 = c
+#[test]
+fn multi_round_trip_input_comes_before_the_task() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let r1 = c.call("mrtr_then_task", json!({})).await;
+        assert_eq!(r1["resultType"], "input_required", "{r1}");
+        assert!(r1.get("taskId").is_none());
+        assert!(r1["inputRequests"]["user_name"].is_object());
+        let r2 = c
         .modern(
             "tools/call",
             json!({
@@ -851,166 +880,179 @@ async fn multi_round_trip_input_comes_before_the_task() {
         )
         .await
         .unwrap();
-    assert_eq!(r2["resultType"], "task", "{r2}");
-    assert!(r2.get("requestState").is_none() && r2.get("inputRequests").is_none());
-    let done = c.terminal(&r2["taskId"]).await;
-    assert_eq!(done["result"]["content"][0]["text"], "Hello, Alice!");
+        assert_eq!(r2["resultType"], "task", "{r2}");
+        assert!(r2.get("requestState").is_none() && r2.get("inputRequests").is_none());
+        let done = c.terminal(&r2["taskId"]).await;
+        assert_eq!(done["result"]["content"][0]["text"], "Hello, Alice!");
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_full_store_runs_calls_synchronously() {
-    let c = Client::new(&engine(TaskConfig {
-        max_tasks: 1,
-        ..TaskConfig::default()
-    }));
-    let first = c.call("slow", json!({"ms": 60_000})).await;
-    assert_eq!(first["resultType"], "task");
-    let second = c.call("slow", json!({"ms": 5})).await;
-    assert_eq!(second["resultType"], "complete", "{second}");
-    assert_eq!(c.engine.shared.tasks.len(), 1);
+#[test]
+fn a_full_store_runs_calls_synchronously() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig {
+            max_tasks: 1,
+            ..TaskConfig::default()
+        }));
+        let first = c.call("slow", json!({"ms": 60_000})).await;
+        assert_eq!(first["resultType"], "task");
+        let second = advancing(Duration::from_millis(5), c.call("slow", json!({"ms": 5})))
+            .await
+            .expect("answered after 5 ms");
+        assert_eq!(second["resultType"], "complete", "{second}");
+        assert_eq!(c.engine.shared.tasks.len(), 1);
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn tasks_end_and_disappear_when_their_ttl_elapses() {
-    let c = Client::new(&engine(TaskConfig {
-        ttl: Duration::from_millis(400),
-        ..TaskConfig::default()
-    }));
-    let created = c.call("slow", json!({"ms": 3_600_000})).await;
-    assert_eq!(created["ttlMs"], 400);
-    let id = created["taskId"].clone();
-    assert_eq!(c.get(&id).await["status"], "working");
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let e = c
-        .modern("tasks/get", json!({"taskId": id}), true)
-        .await
-        .unwrap_err();
-    assert_eq!(e.code, -32602);
-    assert_eq!(c.engine.shared.tasks.len(), 0);
+#[test]
+fn tasks_end_and_disappear_when_their_ttl_elapses() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig {
+            ttl: Duration::from_millis(400),
+            ..TaskConfig::default()
+        }));
+        let created = c.call("slow", json!({"ms": 3_600_000})).await;
+        assert_eq!(created["ttlMs"], 400);
+        let id = created["taskId"].clone();
+        assert_eq!(c.get(&id).await["status"], "working");
+        advance(Duration::from_millis(600)).await;
+        let e = c
+            .modern("tasks/get", json!({"taskId": id}), true)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert_eq!(c.engine.shared.tasks.len(), 0);
+    });
 }
 
 /// The default engine keeps its task records in its in-memory `task_store::TaskStore`: a
 /// task's record is there from creation, follows it to its end, and leaves with the task when
 /// the store makes room.
-#[tokio::test(start_paused = true)]
-async fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
-    use crate::task_store::{TaskOutcome, TaskStatus};
-    let c = Client::new(&engine(TaskConfig {
-        max_tasks: 1,
-        ..TaskConfig::default()
-    }));
-    let records = c.engine.shared.tasks.records();
-    let wall = || shared::wall_ms(time().wall());
-    let created = c.call("slow", json!({"ms": 50})).await;
-    let id = created["taskId"].as_str().unwrap().to_owned();
-    let record = records.get(&id, wall()).await.unwrap();
-    let record = record.expect("written when the task is created");
-    assert_eq!(record.status, TaskStatus::Working);
-    c.terminal(&created["taskId"]).await;
-    let record = records.get(&id, wall()).await.unwrap().unwrap();
-    assert_eq!(record.status, TaskStatus::Completed);
-    assert!(matches!(record.outcome, Some(TaskOutcome::Result { .. })));
-    // A new task takes the only slot: the finished one leaves, record and all.
-    let next = c.call("slow", json!({"ms": 60_000})).await;
-    assert_eq!(next["resultType"], "task");
-    assert_eq!(records.get(&id, wall()).await.unwrap(), None);
+#[test]
+fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
+    run(async {
+        use crate::task_store::{TaskOutcome, TaskStatus};
+        let c = Client::new(&engine(TaskConfig {
+            max_tasks: 1,
+            ..TaskConfig::default()
+        }));
+        let records = c.engine.shared.tasks.records();
+        let wall = || shared::wall_ms(time().wall());
+        let created = c.call("slow", json!({"ms": 50})).await;
+        let id = created["taskId"].as_str().unwrap().to_owned();
+        let record = records.get(&id, wall()).await.unwrap();
+        let record = record.expect("written when the task is created");
+        assert_eq!(record.status, TaskStatus::Working);
+        c.terminal(&created["taskId"]).await;
+        let record = records.get(&id, wall()).await.unwrap().unwrap();
+        assert_eq!(record.status, TaskStatus::Completed);
+        assert!(matches!(record.outcome, Some(TaskOutcome::Result { .. })));
+        // A new task takes the only slot: the finished one leaves, record and all.
+        let next = c.call("slow", json!({"ms": 60_000})).await;
+        assert_eq!(next["resultType"], "task");
+        assert_eq!(records.get(&id, wall()).await.unwrap(), None);
+    });
 }
 
 /// `tasks/*` read a task's record through the `task_store::TaskStore` trait, in the default
 /// in-memory mode as with a shared store: the engine answers with a `Wait` the driver carries
 /// out, never from the live task in the handling call.
-#[tokio::test(start_paused = true)]
-async fn tasks_methods_read_through_the_store_as_a_wait() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let created = c.call("slow", json!({"ms": 60_000})).await;
-    let task_id = created["taskId"].clone();
-    let caps = json!({"extensions": {TASKS_EXTENSION: {}}});
-    let meta = json!({
-        super::super::META_PROTOCOL_VERSION: "2026-07-28",
-        super::super::META_CLIENT_CAPABILITIES: caps,
-    });
-    for (method, extra) in [
-        ("tasks/get", json!({})),
-        ("tasks/update", json!({"inputResponses": {}})),
-        ("tasks/cancel", json!({})),
-    ] {
-        let mut params = json!({"taskId": task_id, "_meta": meta});
-        for (k, v) in extra.as_object().unwrap() {
-            params[k] = v.clone();
+#[test]
+fn tasks_methods_read_through_the_store_as_a_wait() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let created = c.call("slow", json!({"ms": 60_000})).await;
+        let task_id = created["taskId"].clone();
+        let caps = json!({"extensions": {TASKS_EXTENSION: {}}});
+        let meta = json!({
+            super::super::META_PROTOCOL_VERSION: "2026-07-28",
+            super::super::META_CLIENT_CAPABILITIES: caps,
+        });
+        for (method, extra) in [
+            ("tasks/get", json!({})),
+            ("tasks/update", json!({"inputResponses": {}})),
+            ("tasks/cancel", json!({})),
+        ] {
+            let mut params = json!({"taskId": task_id, "_meta": meta});
+            for (k, v) in extra.as_object().unwrap() {
+                params[k] = v.clone();
+            }
+            let message = IncomingMessage::Request {
+                id: RequestId::from(100),
+                method: method.into(),
+                params: params.as_object().cloned(),
+            };
+            let handled = c.engine.handle(&c.session, message, &c.sink);
+            assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
+            let answer = handled.into_message().await;
+            assert!(
+                matches!(answer, Some(OutgoingMessage::Response { .. })),
+                "{method}: {answer:?}"
+            );
         }
-        let message = IncomingMessage::Request {
-            id: RequestId::from(100),
-            method: method.into(),
-            params: params.as_object().cloned(),
-        };
-        let handled = c.engine.handle(&c.session, message, &c.sink);
-        assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
-        let answer = handled.into_message().await;
-        assert!(
-            matches!(answer, Some(OutgoingMessage::Response { .. })),
-            "{method}: {answer:?}"
-        );
-    }
-    assert_eq!(c.get(&task_id).await["status"], "cancelled");
+        assert_eq!(c.get(&task_id).await["status"], "cancelled");
+    });
 }
 
 /// The same for 2025-11-25 `tasks/get`, `tasks/cancel` and `tasks/result`, of a session without
 /// a key (stdio): its tasks are named in their records by a key no other session has.
-#[tokio::test(start_paused = true)]
-async fn experimental_tasks_methods_read_through_the_store_as_a_wait() {
-    let e = engine(TaskConfig::default());
-    let c = legacy(&e, json!({})).await;
-    assert_eq!(c.session.key(), None);
-    let created = c
-        .request(
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 60_000}, "task": {}}),
-        )
-        .await
-        .unwrap();
-    let task_id = created["task"]["taskId"].clone();
-    for method in ["tasks/get", "tasks/cancel", "tasks/result"] {
+#[test]
+fn experimental_tasks_methods_read_through_the_store_as_a_wait() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = legacy(&e, json!({})).await;
+        assert_eq!(c.session.key(), None);
+        let created = c
+            .request(
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 60_000}, "task": {}}),
+            )
+            .await
+            .unwrap();
+        let task_id = created["task"]["taskId"].clone();
+        for method in ["tasks/get", "tasks/cancel", "tasks/result"] {
+            let message = IncomingMessage::Request {
+                id: RequestId::from(100),
+                method: method.into(),
+                params: json!({"taskId": task_id}).as_object().cloned(),
+            };
+            let handled = c.engine.handle(&c.session, message, &c.sink);
+            assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
+            match handled.into_message().await {
+                Some(OutgoingMessage::Response { result, .. }) if method != "tasks/result" => {
+                    assert_eq!(result["taskId"], task_id, "{method}: {result}");
+                }
+                // Cancelled just before: no result.
+                Some(OutgoingMessage::Error { error, .. }) if method == "tasks/result" => {
+                    assert!(error.message.contains("cancelled"), "{error:?}");
+                }
+                other => panic!("{method}: {other:?}"),
+            }
+        }
         let message = IncomingMessage::Request {
-            id: RequestId::from(100),
-            method: method.into(),
-            params: json!({"taskId": task_id}).as_object().cloned(),
+            id: RequestId::from(101),
+            method: "tasks/list".into(),
+            params: None,
         };
         let handled = c.engine.handle(&c.session, message, &c.sink);
-        assert!(matches!(handled, Handled::Wait(_)), "{method}: {handled:?}");
-        match handled.into_message().await {
-            Some(OutgoingMessage::Response { result, .. }) if method != "tasks/result" => {
-                assert_eq!(result["taskId"], task_id, "{method}: {result}");
-            }
-            // Cancelled just before: no result.
-            Some(OutgoingMessage::Error { error, .. }) if method == "tasks/result" => {
-                assert!(error.message.contains("cancelled"), "{error:?}");
-            }
-            other => panic!("{method}: {other:?}"),
-        }
-    }
-    let message = IncomingMessage::Request {
-        id: RequestId::from(101),
-        method: "tasks/list".into(),
-        params: None,
-    };
-    let handled = c.engine.handle(&c.session, message, &c.sink);
-    assert!(
-        matches!(handled, Handled::Wait(_)),
-        "tasks/list: {handled:?}"
-    );
-    let Some(OutgoingMessage::Response { result, .. }) = handled.into_message().await else {
-        panic!("tasks/list answers")
-    };
-    assert_eq!(result["tasks"][0]["taskId"], task_id, "{result}");
-    // Another keyless session of the same engine does not see it.
-    let other = legacy(&e, json!({})).await;
-    let err = other
-        .request("tasks/get", json!({"taskId": task_id}))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code, -32602, "{err:?}");
-    let none = other.request("tasks/list", json!({})).await.unwrap();
-    assert_eq!(none["tasks"], json!([]), "{none}");
+        assert!(
+            matches!(handled, Handled::Wait(_)),
+            "tasks/list: {handled:?}"
+        );
+        let Some(OutgoingMessage::Response { result, .. }) = handled.into_message().await else {
+            panic!("tasks/list answers")
+        };
+        assert_eq!(result["tasks"][0]["taskId"], task_id, "{result}");
+        // Another keyless session of the same engine does not see it.
+        let other = legacy(&e, json!({})).await;
+        let err = other
+            .request("tasks/get", json!({"taskId": task_id}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, -32602, "{err:?}");
+        let none = other.request("tasks/list", json!({})).await.unwrap();
+        assert_eq!(none["tasks"], json!([]), "{none}");
+    });
 }
 
 /// Tokio's clock, with a wall clock that can jump.
@@ -1018,56 +1060,60 @@ struct JumpingWall(std::sync::atomic::AtomicU64);
 
 impl TimeSource for JumpingWall {
     fn now(&self) -> Instant {
-        crate::platform::testing::TokioTime.now()
+        crate::platform::testing::VirtualTime.now()
     }
     fn wall(&self) -> SystemTime {
-        crate::platform::testing::TokioTime.wall()
+        crate::platform::testing::VirtualTime.wall()
             + Duration::from_secs(self.0.load(Ordering::Relaxed))
     }
 }
 
 /// Task TTLs run on the monotonic clock: a wall clock that jumps past a running task's TTL
 /// does not make its in-memory record expire (the live table removes it at its TTL).
-#[tokio::test(start_paused = true)]
-async fn a_wall_clock_jump_does_not_expire_a_running_task() {
-    let time = Arc::new(JumpingWall(std::sync::atomic::AtomicU64::new(0)));
-    let cfg = McpServerConfig::default().with_rate_limit(None);
-    let e = Engine::builder(cfg, task_registry())
-        .time_source(time.clone())
-        .build();
-    let c = Client::new(&e);
-    let created = c.call("slow", json!({"ms": 3_600_000})).await;
-    let id = created["taskId"].clone();
-    time.0.store(24 * 3600, Ordering::Relaxed);
-    assert_eq!(c.get(&id).await["status"], "working");
+#[test]
+fn a_wall_clock_jump_does_not_expire_a_running_task() {
+    run(async {
+        let time = Arc::new(JumpingWall(std::sync::atomic::AtomicU64::new(0)));
+        let cfg = McpServerConfig::default().with_rate_limit(None);
+        let e = Engine::builder(cfg, task_registry())
+            .time_source(time.clone())
+            .build();
+        let c = Client::new(&e);
+        let created = c.call("slow", json!({"ms": 3_600_000})).await;
+        let id = created["taskId"].clone();
+        time.0.store(24 * 3600, Ordering::Relaxed);
+        assert_eq!(c.get(&id).await["status"], "working");
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
-    let c = Client::new(&engine(TaskConfig::default()));
-    let d = c.modern("server/discover", json!({}), false).await.unwrap();
-    assert_eq!(d["capabilities"]["extensions"][TASKS_EXTENSION], json!({}));
-    assert!(d["capabilities"].get("tasks").is_none());
-    let plain = Engine::new(McpServerConfig::default(), Arc::new(McpToolRegistry::new()));
-    let d = Client::new(&plain)
-        .modern("server/discover", json!({}), false)
-        .await
-        .unwrap();
-    assert!(d["capabilities"].get("extensions").is_none(), "{d}");
-    let e = Client::new(&plain)
-        .modern("tasks/get", json!({"taskId": "x"}), true)
-        .await
-        .unwrap_err();
-    assert_eq!(e.code, -32601, "no task tools, no tasks methods");
-    // No `execution` on the 2026-07-28 tools/list.
-    let list = c.modern("tools/list", json!({}), true).await.unwrap();
-    assert!(
-        list["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|t| t.get("execution").is_none())
-    );
+#[test]
+fn discover_advertises_the_extension_when_a_tool_supports_tasks() {
+    run(async {
+        let c = Client::new(&engine(TaskConfig::default()));
+        let d = c.modern("server/discover", json!({}), false).await.unwrap();
+        assert_eq!(d["capabilities"]["extensions"][TASKS_EXTENSION], json!({}));
+        assert!(d["capabilities"].get("tasks").is_none());
+        let plain = Engine::new(McpServerConfig::default(), Arc::new(McpToolRegistry::new()));
+        let d = Client::new(&plain)
+            .modern("server/discover", json!({}), false)
+            .await
+            .unwrap();
+        assert!(d["capabilities"].get("extensions").is_none(), "{d}");
+        let e = Client::new(&plain)
+            .modern("tasks/get", json!({"taskId": "x"}), true)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, -32601, "no task tools, no tasks methods");
+        // No `execution` on the 2026-07-28 tools/list.
+        let list = c.modern("tools/list", json!({}), true).await.unwrap();
+        assert!(
+            list["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t.get("execution").is_none())
+        );
+    });
 }
 
 // ----- 2025-11-25 -----
@@ -1095,299 +1141,320 @@ async fn legacy_terminal(c: &Client, id: &Value) -> Value {
         if Status::Working.as_str() != t["status"] && t["status"] != "input_required" {
             return t;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        advance(Duration::from_millis(10)).await;
     }
     panic!("no terminal status")
 }
 
-#[tokio::test(start_paused = true)]
-async fn experimental_2025_11_25_tasks() {
-    let e = engine(TaskConfig::default());
-    let c = legacy(&e, json!({})).await;
-    let list = c.request("tools/list", json!({})).await.unwrap();
-    let support = |name: &str| {
-        list["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .map(|t| t["execution"]["taskSupport"].clone())
-            .unwrap()
-    };
-    assert_eq!(support("slow"), "optional");
-    assert_eq!(support("required"), "required");
-    assert_eq!(
-        support("echo"),
-        Value::Null,
-        "forbidden is the default, left out"
-    );
-    let created = c
-        .request(
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 30}, "task": {"ttl": 60_000}}),
-        )
-        .await
-        .unwrap();
-    let task = &created["task"];
-    assert_eq!(task["status"], "working", "{created}");
-    assert_eq!(task["ttl"], 60_000);
-    assert!(task["pollInterval"].is_u64() && task.get("ttlMs").is_none());
-    assert!(created.get("resultType").is_none());
-    let id = &task["taskId"];
-    let got = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
-    assert_eq!(got["taskId"], *id);
-    let result = c
-        .request("tasks/result", json!({"taskId": id}))
-        .await
-        .unwrap();
-    assert_eq!(result["content"][0]["text"], "slept 30");
-    assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], *id);
-    assert_eq!(
-        c.request("tasks/get", json!({"taskId": id})).await.unwrap()["status"],
-        "completed"
-    );
-    let listed = c.request("tasks/list", json!({})).await.unwrap();
-    assert_eq!(listed["tasks"][0]["taskId"], *id);
-    let e2 = c
-        .request("tasks/cancel", json!({"taskId": id}))
-        .await
-        .unwrap_err();
-    assert_eq!(e2.code, -32602, "a terminal task cannot be cancelled");
-    // Tool-level negotiation.
-    let e2 = c
-        .request("tools/call", json!({"name": "required"}))
-        .await
-        .unwrap_err();
-    assert_eq!(e2.code, -32601);
-    let e2 = c
-        .request("tools/call", json!({"name": "echo", "task": {}}))
-        .await
-        .unwrap_err();
-    assert_eq!(e2.code, -32601);
-    // A running task is cancelled at once and reports it.
-    let long = c
-        .request(
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 60_000}, "task": {}}),
-        )
-        .await
-        .unwrap();
-    let long_id = &long["task"]["taskId"];
-    let cancelled = c
-        .request("tasks/cancel", json!({"taskId": long_id}))
-        .await
-        .unwrap();
-    assert_eq!(cancelled["status"], "cancelled");
-    assert_eq!(
-        c.request("tasks/result", json!({"taskId": long_id}))
-            .await
-            .unwrap_err()
-            .code,
-        -32602
-    );
-    // tasks/update is a 2026-07-28 method.
-    assert_eq!(
-        c.request("tasks/update", json!({"taskId": id, "inputResponses": {}}))
-            .await
-            .unwrap_err()
-            .code,
-        -32601
-    );
-    // Another session sees none of these tasks.
-    let other = legacy(&e, json!({})).await;
-    assert_eq!(
-        other
-            .request("tasks/get", json!({"taskId": id}))
-            .await
-            .unwrap_err()
-            .code,
-        -32602
-    );
-    assert_eq!(
-        other.request("tasks/list", json!({})).await.unwrap()["tasks"],
-        json!([])
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn experimental_tasks_list_pages() {
-    let cfg = McpServerConfig::default()
-        .with_rate_limit(None)
-        .with_page_size(2);
-    let e = Engine::new(cfg, task_registry());
-    let c = legacy(&e, json!({})).await;
-    let mut ids = Vec::new();
-    for _ in 0..3 {
-        let r = c
-            .request("tools/call", json!({"name": "instant", "task": {}}))
+#[test]
+fn experimental_2025_11_25_tasks() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = legacy(&e, json!({})).await;
+        let list = c.request("tools/list", json!({})).await.unwrap();
+        let support = |name: &str| {
+            list["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == name)
+                .map(|t| t["execution"]["taskSupport"].clone())
+                .unwrap()
+        };
+        assert_eq!(support("slow"), "optional");
+        assert_eq!(support("required"), "required");
+        assert_eq!(
+            support("echo"),
+            Value::Null,
+            "forbidden is the default, left out"
+        );
+        let created = c
+            .request(
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 30}, "task": {"ttl": 60_000}}),
+            )
             .await
             .unwrap();
-        ids.push(r["task"]["taskId"].clone());
-    }
-    let p1 = c.request("tasks/list", json!({})).await.unwrap();
-    assert_eq!(p1["tasks"].as_array().unwrap().len(), 2);
-    let p2 = c
-        .request("tasks/list", json!({"cursor": p1["nextCursor"]}))
-        .await
-        .unwrap();
-    assert_eq!(p2["tasks"][0]["taskId"], ids[2]);
-    assert!(p2.get("nextCursor").is_none());
-    let e2 = c
-        .request("tasks/list", json!({"cursor": "zz"}))
-        .await
-        .unwrap_err();
-    assert_eq!(e2.code, -32602);
-}
-
-#[tokio::test(start_paused = true)]
-async fn experimental_tool_errors_fail_the_task() {
-    let e = engine(TaskConfig::default());
-    let c = legacy(&e, json!({})).await;
-    let created = c
-        .request("tools/call", json!({"name": "required", "task": {}}))
-        .await
-        .unwrap();
-    let id = &created["task"]["taskId"];
-    let done = legacy_terminal(&c, id).await;
-    assert_eq!(done["status"], "failed");
-    assert!(done["statusMessage"].as_str().unwrap().contains("always"));
-    let result = c
-        .request("tasks/result", json!({"taskId": id}))
-        .await
-        .unwrap();
-    assert_eq!(result["isError"], true);
-    let created = c
-        .request("tools/call", json!({"name": "boom", "task": {}}))
-        .await
-        .unwrap();
-    let e2 = c
-        .request("tasks/result", json!({"taskId": created["task"]["taskId"]}))
-        .await
-        .unwrap_err();
-    assert_eq!(e2.code, -32603);
-}
-
-#[tokio::test(start_paused = true)]
-async fn experimental_task_input_is_a_related_task_request() {
-    let e = engine(TaskConfig::default());
-    let c = legacy(&e, json!({"elicitation": {}})).await;
-    let created = c
-        .request("tools/call", json!({"name": "ask", "task": {}}))
-        .await
-        .unwrap();
-    let id = created["task"]["taskId"].clone();
-    // The request waits for a tasks/result reader.
-    for _ in 0..500 {
-        let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
-        if t["status"] == "input_required" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let capture = Arc::new(Capture::default());
-    let sink: Arc<dyn MessageSink> = capture.clone();
-    let message = IncomingMessage::Request {
-        id: RequestId::from(900),
-        method: "tasks/result".into(),
-        params: json!({"taskId": id}).as_object().cloned(),
-    };
-    let handled = e.handle(&c.session, message, &sink);
-    assert!(
-        matches!(handled, Handled::Wait(_)),
-        "tasks/result waits: {handled:?}"
-    );
-    let result = tokio::spawn(handled.into_message());
-    let request = loop {
-        if let Some(m) = lock(&capture.0).first().cloned() {
-            break m;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
-    let OutgoingMessage::Request {
-        id: rid,
-        method,
-        params,
-    } = request
-    else {
-        panic!("a server-to-client request expected: {request:?}")
-    };
-    assert_eq!(method, "elicitation/create");
-    assert_eq!(params["_meta"][META_RELATED_TASK]["taskId"], id);
-    e.handle(
-        &c.session,
-        IncomingMessage::Response {
-            id: rid,
-            result: json!({"action": "accept", "content": {"name": "Grace"}}),
-        },
-        &sink,
-    );
-    let Some(OutgoingMessage::Response { result, .. }) = result.await.unwrap() else {
-        panic!("a result expected")
-    };
-    assert_eq!(result["content"][0]["text"], "confirmed by Grace");
-    assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], id);
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_experimental_task_ends_with_its_session() {
-    let e = engine(TaskConfig::default());
-    let c = legacy(&e, json!({})).await;
-    let created = c
-        .request(
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 600_000}, "task": {}}),
+        let task = &created["task"];
+        assert_eq!(task["status"], "working", "{created}");
+        assert_eq!(task["ttl"], 60_000);
+        assert!(task["pollInterval"].is_u64() && task.get("ttlMs").is_none());
+        assert!(created.get("resultType").is_none());
+        let id = &task["taskId"];
+        let got = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+        assert_eq!(got["taskId"], *id);
+        // tasks/result waits for the task: its 30 ms on the virtual clock.
+        let result = advancing(
+            Duration::from_millis(30),
+            c.request("tasks/result", json!({"taskId": id})),
         )
         .await
+        .expect("answered after 30 ms")
         .unwrap();
-    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
-    let entry = e.shared.tasks.get(&id).unwrap();
-    drop(c);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while e.shared.tasks.get(&id).is_some() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the task outlived its session"
+        assert_eq!(result["content"][0]["text"], "slept 30");
+        assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], *id);
+        assert_eq!(
+            c.request("tasks/get", json!({"taskId": id})).await.unwrap()["status"],
+            "completed"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(entry.cancel.is_cancelled());
-    assert_eq!(entry.status(), Status::Cancelled);
+        let listed = c.request("tasks/list", json!({})).await.unwrap();
+        assert_eq!(listed["tasks"][0]["taskId"], *id);
+        let e2 = c
+            .request("tasks/cancel", json!({"taskId": id}))
+            .await
+            .unwrap_err();
+        assert_eq!(e2.code, -32602, "a terminal task cannot be cancelled");
+        // Tool-level negotiation.
+        let e2 = c
+            .request("tools/call", json!({"name": "required"}))
+            .await
+            .unwrap_err();
+        assert_eq!(e2.code, -32601);
+        let e2 = c
+            .request("tools/call", json!({"name": "echo", "task": {}}))
+            .await
+            .unwrap_err();
+        assert_eq!(e2.code, -32601);
+        // A running task is cancelled at once and reports it.
+        let long = c
+            .request(
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 60_000}, "task": {}}),
+            )
+            .await
+            .unwrap();
+        let long_id = &long["task"]["taskId"];
+        let cancelled = c
+            .request("tasks/cancel", json!({"taskId": long_id}))
+            .await
+            .unwrap();
+        assert_eq!(cancelled["status"], "cancelled");
+        assert_eq!(
+            c.request("tasks/result", json!({"taskId": long_id}))
+                .await
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        // tasks/update is a 2026-07-28 method.
+        assert_eq!(
+            c.request("tasks/update", json!({"taskId": id, "inputResponses": {}}))
+                .await
+                .unwrap_err()
+                .code,
+            -32601
+        );
+        // Another session sees none of these tasks.
+        let other = legacy(&e, json!({})).await;
+        assert_eq!(
+            other
+                .request("tasks/get", json!({"taskId": id}))
+                .await
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        assert_eq!(
+            other.request("tasks/list", json!({})).await.unwrap()["tasks"],
+            json!([])
+        );
+    });
 }
 
-#[tokio::test(start_paused = true)]
-async fn earlier_revisions_have_no_tasks() {
-    let e = engine(TaskConfig::default());
-    let c = Client::new(&e);
-    let r = c
-        .request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
-        )
-        .await
-        .unwrap();
-    assert!(r["capabilities"].get("tasks").is_none());
-    let list = c.request("tools/list", json!({})).await.unwrap();
-    assert!(
-        list["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|t| t.get("execution").is_none())
-    );
-    // The parameter is ignored and required-task tools run.
-    let r = c
-        .request(
-            "tools/call",
-            json!({"name": "slow", "arguments": {"ms": 1}, "task": {}}),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r["content"][0]["text"], "slept 1");
-    assert_eq!(
-        c.request("tasks/get", json!({"taskId": "x"}))
+#[test]
+fn experimental_tasks_list_pages() {
+    run(async {
+        let cfg = McpServerConfig::default()
+            .with_rate_limit(None)
+            .with_page_size(2);
+        let e = Engine::new(cfg, task_registry());
+        let c = legacy(&e, json!({})).await;
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let r = c
+                .request("tools/call", json!({"name": "instant", "task": {}}))
+                .await
+                .unwrap();
+            ids.push(r["task"]["taskId"].clone());
+        }
+        let p1 = c.request("tasks/list", json!({})).await.unwrap();
+        assert_eq!(p1["tasks"].as_array().unwrap().len(), 2);
+        let p2 = c
+            .request("tasks/list", json!({"cursor": p1["nextCursor"]}))
             .await
-            .unwrap_err()
-            .code,
-        -32601
-    );
+            .unwrap();
+        assert_eq!(p2["tasks"][0]["taskId"], ids[2]);
+        assert!(p2.get("nextCursor").is_none());
+        let e2 = c
+            .request("tasks/list", json!({"cursor": "zz"}))
+            .await
+            .unwrap_err();
+        assert_eq!(e2.code, -32602);
+    });
+}
+
+#[test]
+fn experimental_tool_errors_fail_the_task() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = legacy(&e, json!({})).await;
+        let created = c
+            .request("tools/call", json!({"name": "required", "task": {}}))
+            .await
+            .unwrap();
+        let id = &created["task"]["taskId"];
+        let done = legacy_terminal(&c, id).await;
+        assert_eq!(done["status"], "failed");
+        assert!(done["statusMessage"].as_str().unwrap().contains("always"));
+        let result = c
+            .request("tasks/result", json!({"taskId": id}))
+            .await
+            .unwrap();
+        assert_eq!(result["isError"], true);
+        let created = c
+            .request("tools/call", json!({"name": "boom", "task": {}}))
+            .await
+            .unwrap();
+        let e2 = advancing(
+            Duration::from_millis(20),
+            c.request("tasks/result", json!({"taskId": created["task"]["taskId"]})),
+        )
+        .await
+        .expect("answered after the tool's 20 ms")
+        .unwrap_err();
+        assert_eq!(e2.code, -32603);
+    });
+}
+
+#[test]
+fn experimental_task_input_is_a_related_task_request() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = legacy(&e, json!({"elicitation": {}})).await;
+        let created = c
+            .request("tools/call", json!({"name": "ask", "task": {}}))
+            .await
+            .unwrap();
+        let id = created["task"]["taskId"].clone();
+        // The request waits for a tasks/result reader.
+        for _ in 0..500 {
+            let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+            if t["status"] == "input_required" {
+                break;
+            }
+            advance(Duration::from_millis(10)).await;
+        }
+        let capture = Arc::new(Capture::default());
+        let sink: Arc<dyn MessageSink> = capture.clone();
+        let message = IncomingMessage::Request {
+            id: RequestId::from(900),
+            method: "tasks/result".into(),
+            params: json!({"taskId": id}).as_object().cloned(),
+        };
+        let handled = e.handle(&c.session, message, &sink);
+        assert!(
+            matches!(handled, Handled::Wait(_)),
+            "tasks/result waits: {handled:?}"
+        );
+        let result = spawn(handled.into_message());
+        idle().await;
+        let request = lock(&capture.0)
+            .first()
+            .cloned()
+            .expect("tasks/result relays the task's request");
+        let OutgoingMessage::Request {
+            id: rid,
+            method,
+            params,
+        } = request
+        else {
+            panic!("a server-to-client request expected: {request:?}")
+        };
+        assert_eq!(method, "elicitation/create");
+        assert_eq!(params["_meta"][META_RELATED_TASK]["taskId"], id);
+        e.handle(
+            &c.session,
+            IncomingMessage::Response {
+                id: rid,
+                result: json!({"action": "accept", "content": {"name": "Grace"}}),
+            },
+            &sink,
+        );
+        let Some(OutgoingMessage::Response { result, .. }) = result.await else {
+            panic!("a result expected")
+        };
+        assert_eq!(result["content"][0]["text"], "confirmed by Grace");
+        assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], id);
+    });
+}
+
+#[test]
+fn an_experimental_task_ends_with_its_session() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = legacy(&e, json!({})).await;
+        let created = c
+            .request(
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 600_000}, "task": {}}),
+            )
+            .await
+            .unwrap();
+        let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+        let entry = e.shared.tasks.get(&id).unwrap();
+        drop(c);
+        let deadline = crate::test_runtime::now() + Duration::from_secs(10);
+        while e.shared.tasks.get(&id).is_some() {
+            assert!(
+                crate::test_runtime::now() < deadline,
+                "the task outlived its session"
+            );
+            advance(Duration::from_millis(50)).await;
+        }
+        assert!(entry.cancel.is_cancelled());
+        assert_eq!(entry.status(), Status::Cancelled);
+    });
+}
+
+#[test]
+fn earlier_revisions_have_no_tasks() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = Client::new(&e);
+        let r = c
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+            )
+            .await
+            .unwrap();
+        assert!(r["capabilities"].get("tasks").is_none());
+        let list = c.request("tools/list", json!({})).await.unwrap();
+        assert!(
+            list["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t.get("execution").is_none())
+        );
+        // The parameter is ignored and required-task tools run.
+        let r = advancing(
+            Duration::from_millis(1),
+            c.request(
+                "tools/call",
+                json!({"name": "slow", "arguments": {"ms": 1}, "task": {}}),
+            ),
+        )
+        .await
+        .expect("answered after 1 ms")
+        .unwrap();
+        assert_eq!(r["content"][0]["text"], "slept 1");
+        assert_eq!(
+            c.request("tasks/get", json!({"taskId": "x"}))
+                .await
+                .unwrap_err()
+                .code,
+            -32601
+        );
+    });
 }
