@@ -36,7 +36,7 @@ use crate::context::{MessageSink, NullSink};
 use crate::engine::Engine;
 use crate::store::{
     BusHandler, EventId, EventStore, MessageBus, Replay, ReplayScope, Routed, StoreError,
-    StoredEvent,
+    StoredEvent, StreamWriter,
 };
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
@@ -48,6 +48,11 @@ use super::sessions::{HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, s
 /// what it sends the client to another instance's `tasks/result` stream
 /// ([`Shared::ask_task_relay`]).
 const RELAY_TASK: &str = "codomyrmex-mcp/relayTask";
+
+/// The error a request's stream ends with when the instance handling the request went away
+/// before it answered ([`Shared::open`]).
+pub(crate) const WRITER_GONE: &str =
+    "The server instance handling this request stopped before it answered; retry the request";
 
 /// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
 const WRITER_QUEUE: usize = 256;
@@ -173,14 +178,31 @@ impl Shared {
         }
     }
 
-    /// Opens a new stream of `session` for a POST response.
-    pub(crate) async fn open(&self, session: &HttpSession) -> Result<u64, StoreError> {
+    /// Opens a new stream of `session` for the response to request `id`. With a bus, the
+    /// store records this instance as its writer: if this instance goes away before it
+    /// answers, readers elsewhere get an error response for `id` ([`WRITER_GONE`]) and the
+    /// stream ends, instead of waiting for an answer that cannot come.
+    pub(crate) async fn open(
+        &self,
+        session: &HttpSession,
+        id: &RequestId,
+    ) -> Result<u64, StoreError> {
         let owner = session.owner();
         let scope = ReplayScope {
             session: session.id(),
             principal: owner.as_deref(),
         };
-        self.events.open_stream(scope).await
+        let Some(bus) = &self.bus else {
+            return self.events.open_stream(scope).await;
+        };
+        let epitaph = OutgoingMessage::Error {
+            id: Some(id.clone()),
+            error: ErrorObject::internal(WRITER_GONE),
+        }
+        .to_bytes();
+        self.events
+            .open_stream_by(scope, StreamWriter::new(bus.instance(), &epitaph))
+            .await
     }
 
     /// Makes this instance the one that delivers `session`'s notifications (list changes,
