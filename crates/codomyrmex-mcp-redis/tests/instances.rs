@@ -644,3 +644,56 @@ async fn a_slow_call_on_a_live_instance_keeps_its_stream_elsewhere() {
     p.a.stop().await;
     p.b.stop().await;
 }
+
+/// The instance delivering a session's notifications (A: it took the session live last)
+/// dies while the client's GET stream is open on B: B finds A silent on the bus and takes
+/// the notifications back, so the open stream gets the next change, without the client
+/// opening it again.
+#[tokio::test]
+async fn a_get_stream_gets_notifications_again_when_the_instance_delivering_them_dies() {
+    let p = pair_with(STEP).await;
+    let sid = session_on(&p.b, json!({})).await;
+    let other = session_on(&p.b, json!({})).await;
+    let mut get = p.b.open(&standalone(&sid, None)).await;
+    assert_eq!(get.status, 200);
+    // A takes the session live, and with it its notifications.
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.a.send(&ping).await.status, 200);
+    // A barrier: B hears what A announces in order, so once B drops `other` (deleted on A),
+    // it has heard that A took `sid`.
+    let before = metric(&p.b, "mcp_http_sessions").await;
+    let r =
+        p.a.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &other))
+            .await;
+    assert_eq!(r.status, 204);
+    let deadline = Instant::now() + HANG;
+    while metric(&p.b, "mcp_http_sessions").await >= before {
+        assert!(
+            Instant::now() < deadline,
+            "B never heard of the DELETE on A"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    p.relay.cut();
+    // Changes on B, until B delivers one: it takes the notifications back within a few
+    // steps of A going silent.
+    let deadline = Instant::now() + HANG;
+    let mut n = 0;
+    let event = loop {
+        add_tool(&p.b, &format!("t{n}"));
+        n += 1;
+        if let Ok(e) = tokio::time::timeout(STEP * 2, get.next_event()).await {
+            break e.expect("the stream goes on");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "B never delivered the session's notifications again"
+        );
+    };
+    assert_eq!(
+        event.data["method"], "notifications/tools/list_changed",
+        "{:?}",
+        event.data
+    );
+    p.b.stop().await;
+}

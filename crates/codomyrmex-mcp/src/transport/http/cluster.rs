@@ -42,7 +42,9 @@ use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
 
 use super::metrics::HttpMetrics;
-use super::sessions::{HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken};
+use super::sessions::{
+    HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken, taken_by,
+};
 
 /// The method of the bus message that asks the instance running a 2025-11-25 task to relay
 /// what it sends the client to another instance's `tasks/result` stream
@@ -53,6 +55,11 @@ const RELAY_TASK: &str = "codomyrmex-mcp/relayTask";
 /// before it answered ([`Shared::open`]).
 pub(crate) const WRITER_GONE: &str =
     "The server instance handling this request stopped before it answered; retry the request";
+
+/// How long the instance delivering a session's notifications must stay silent on the bus
+/// before a reader of the session's GET stream on another instance takes them
+/// ([`Shared::look_at_notifier`]): more than a pub/sub reconnect takes.
+const NOTIFIER_GONE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
 const WRITER_QUEUE: usize = 256;
@@ -223,6 +230,38 @@ impl Shared {
         }
     }
 
+    /// For a reader of `session`'s standalone stream here, after a wait with no event: when
+    /// the instance that took the session's notifications no longer listens on the bus (it
+    /// died) at two looks [`NOTIFIER_GONE_AFTER`] apart or more, this one takes them back,
+    /// so the client's open GET stream gets them again. `silent_since` is when the reader
+    /// first found it silent (a live instance whose subscription dropped renews it at once).
+    async fn look_at_notifier(
+        &self,
+        session: &HttpSession,
+        silent_since: &mut Option<tokio::time::Instant>,
+    ) {
+        let (Some(bus), Some(notifier)) = (&self.bus, session.notifier()) else {
+            *silent_since = None;
+            return;
+        };
+        match bus.listens(&notifier).await {
+            Ok(false) => match *silent_since {
+                None => *silent_since = Some(tokio::time::Instant::now()),
+                Some(since) if since.elapsed() >= NOTIFIER_GONE_AFTER => {
+                    *silent_since = None;
+                    tracing::info!(
+                        instance = %notifier,
+                        "the instance delivering a session's notifications is gone; taking them"
+                    );
+                    self.take_notifications(session).await;
+                }
+                Some(_) => {}
+            },
+            Ok(true) => *silent_since = None,
+            Err(e) => self.store_error(&e),
+        }
+    }
+
     /// For a 2025-11-25 `tasks/result` answered on `stream` here (0, the standalone stream,
     /// when it is answered as JSON): asks every instance (one `PUBLISH`) that the one
     /// running the task send what the task sends the client (its sampling, elicitation and
@@ -357,6 +396,10 @@ struct Follow {
     after: EventId,
     buffer: VecDeque<StoredEvent>,
     closed: bool,
+    /// For the standalone stream (0): the session, whose notifier the reader looks after.
+    standalone: Option<Arc<HttpSession>>,
+    /// When the notifier was first seen not listening, since it last was.
+    silent_since: Option<tokio::time::Instant>,
     _reader: ReaderGuard,
 }
 
@@ -365,7 +408,7 @@ struct Follow {
 /// what follows was evicted (the client resumes, and is told).
 pub(crate) fn feed(
     shared: &Arc<Shared>,
-    session: &HttpSession,
+    session: &Arc<HttpSession>,
     after: EventId,
     first: Replay,
 ) -> BoxStream<'static, Bytes> {
@@ -376,6 +419,8 @@ pub(crate) fn feed(
         after,
         closed: first.closed,
         buffer: first.events.into(),
+        standalone: (after.stream == 0).then(|| session.clone()),
+        silent_since: None,
         _reader: session.store_reader(),
     };
     futures_util::stream::unfold(state, |mut st| async move {
@@ -396,6 +441,11 @@ pub(crate) fn feed(
                 return None;
             }
             match st.shared.events.replay_after(st.after, scope).await {
+                Ok(r) if r.events.is_empty() && !r.closed => {
+                    if let Some(http) = &st.standalone {
+                        st.shared.look_at_notifier(http, &mut st.silent_since).await;
+                    }
+                }
                 Ok(r) => {
                     st.closed = r.closed;
                     st.buffer.extend(r.events);
@@ -531,7 +581,7 @@ impl BusHandler for Delivery {
                 .and_then(|s| s.bus.as_ref())
                 .is_some_and(|bus| routed.message == session_taken(bus.instance()));
             if !mine {
-                table.taken_elsewhere(&routed.session);
+                table.taken_elsewhere(&routed.session, taken_by(&routed.message));
             }
             return;
         }
