@@ -22,7 +22,7 @@
 //!
 //! A stream's writer lives while it listens on its bus channel (`P:bus:i:NAME`, the
 //! [`RedisBus`](crate::RedisBus)'s definition: a process that dies loses its subscriptions at
-//! once). A reader that waited a whole step (5 s) with no event looks (one round trip, in the
+//! once). A reader that waited a whole step (5 s by default) with no event looks (one round trip, in the
 //! script that also checks for events); when the writer does not listen at two looks a step
 //! apart (a live instance whose pub/sub connection dropped subscribes again within its
 //! reconnect backoff, 100 ms when Redis is reachable), the script ends the stream: it appends
@@ -349,7 +349,9 @@ impl RedisEventStore {
             .arg(scope.session)
             .arg(owner(scope))
             .arg(self.bounds.ttl_ms());
-        if let Some(w) = writer {
+        // An epitaph over the event bound (a huge request id) is not kept: such a stream
+        // has no writer on record, as without a bus.
+        if let Some(w) = writer.filter(|w| w.epitaph.len() <= self.bounds.event_bytes) {
             script.arg(w.instance).arg(w.epitaph);
         }
         let n: i64 = script

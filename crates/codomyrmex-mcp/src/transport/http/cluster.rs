@@ -7,7 +7,10 @@
 //!   in order by one writer task per stream ([`StoreSink`]), and the SSE response reads it
 //!   back from the store ([`feed`]), as a resumption with `Last-Event-ID` does on any other
 //!   instance: one path, so nothing is lost or repeated between instances. A session's
-//!   standalone stream (stream 0) is written and followed the same way.
+//!   standalone stream (stream 0) is written and followed the same way. With a bus, a POST
+//!   stream records this instance as its writer ([`Shared::open`]): if this instance dies
+//!   before it answers, the store ends the stream for its readers elsewhere with an error
+//!   for the request.
 //! - **Answers find their call.** Before a server-to-client request is appended, its id is
 //!   claimed on the bus for this instance; an answer that reaches an instance whose session
 //!   does not await it is routed to the claim's owner, and a `notifications/cancelled` for a
@@ -16,6 +19,8 @@
 //! - **One instance notifies.** A session live on several instances gets its notifications
 //!   (list changes, resource updates) from one: the last to take it live or to open its GET
 //!   stream, which says so on the bus ([`Shared::take_notifications`]); the others stop.
+//!   A reader of the session's GET stream on another instance takes them back when that
+//!   one no longer listens on the bus ([`Shared::look_at_notifier`]).
 //!
 //! What it is not: without an external store the in-memory replay logs
 //! ([`replay`](super::replay)) serve every stream directly, and without a bus nothing is

@@ -146,7 +146,7 @@ impl HttpSession {
     }
 
     /// Instance `name` took the session's notifications: this one stops delivering them.
-    fn taken_by(&self, name: Option<String>) {
+    fn set_notifier(&self, name: Option<String>) {
         *self
             .notifier
             .lock()
@@ -551,7 +551,7 @@ impl SessionTable {
     /// Instance `by` took the notifications of session `id` ([`SESSION_TAKEN`]).
     pub(crate) fn taken_elsewhere(&self, id: &str, by: Option<String>) {
         if let Some(s) = self.lock().get(id) {
-            s.taken_by(by);
+            s.set_notifier(by);
         }
     }
 
