@@ -10,7 +10,9 @@ ports, then checks, through nginx:
 - a load of 2026-07-28 calls from several clients reaches all three instances (nginx's
   access log names the instance of every request);
 - one instance killed with SIGKILL in the middle of that load costs zero failed calls, and
-  the calls go on on the other two;
+  the calls go on on the other two; a 2025-11-25 call left streaming on it, resumed on
+  another instance, ends with an error saying the instance stopped
+  (`streams_checks.check_writer_gone`);
 - with the instances sharing a Redis (`--store`, a `redis-server` this script starts): a
   2025-11-25 session (`Client(mode="legacy")`) whose requests rotate across all three
   instances, and one held through the kill that goes on (one of the load's workers);
@@ -263,11 +265,13 @@ def run(binary: str) -> None:
         asyncio.run(asyncio.wait_for(tasks_checks.check_listen_sees_other_instance(direct, TOKEN), timeout=120))
 
         victim = instances[1]
+        pending = asyncio.run(asyncio.wait_for(streams_checks.start_long_call(direct[1], TOKEN), timeout=60))
         before, after, failures = asyncio.run(asyncio.wait_for(load(url, victim), timeout=120))
         check(victim.wait(timeout=10) == -signal.SIGKILL, "the killed instance did not die of SIGKILL")
         check(not failures, f"{len(failures)} failed calls under load, first: {failures[:3]!r}")
         check(before > 0 and after > 0, f"calls before the kill: {before}, after: {after}")
         print(f"ok: {before} calls before and {after} after one instance got SIGKILL, none failed")
+        asyncio.run(asyncio.wait_for(streams_checks.check_writer_gone(direct[0], TOKEN, pending), timeout=60))
         asyncio.run(asyncio.wait_for(check_legacy_session(url, 2 * INSTANCES, "a new session after the kill"), timeout=60))
 
         # Redis goes away: 2026-07-28 calls need no shared state and go on; 2025-11-25 requests

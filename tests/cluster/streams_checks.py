@@ -8,6 +8,10 @@ through nginx, so it chooses which instance gets which request:
   resuming from the stream's first id on B replays the whole stream once, in order.
 - `check_answer_elsewhere`: the same call's stream stays open on A while the answer to its
   elicitation is POSTed to B: the result arrives on A's stream with B's answer in it.
+- `start_long_call` and `check_writer_gone`: the same call streams on an instance that
+  cluster.py then kills with SIGKILL, its elicitation unanswered; the client resumes with
+  `Last-Event-ID` on another instance and gets a JSON-RPC error for its call saying the
+  instance handling it stopped, then the end of the stream: it does not wait forever.
 
 The instances must run with `--demo-tools` (`CODOMYRMEX_MCP_DEMO_TOOLS=1`) and a shared
 `--store`.
@@ -160,6 +164,33 @@ async def check_answer_elsewhere(urls: list[str], token: str) -> None:
         _check(result is not None, "the call's stream ended without its result")
         _check(_answer_of(result) == "from B", f"the result on A: {result!r}")
     print("ok: an elicitation of a call on one instance, answered on another, reached the call")
+
+
+async def start_long_call(url: str, token: str) -> tuple[str, str]:
+    """Starts `demo.elicit` as a streamed call on `url` and leaves it waiting for the answer
+    to its elicitation; returns the session and the id of the last event read."""
+    async with httpx.AsyncClient(timeout=30) as hc:
+        sid = await _session(hc, url, token)
+        async with hc.stream("POST", url, json=_call(13), headers=_headers(token, sid)) as r:
+            _check(r.status_code == 200, f"the streamed call on {url}: {r.status_code}")
+            async for event_id, data in _events(r):
+                if data is not None and data.get("method") == "elicitation/create":
+                    _check(event_id is not None, "the elicitation request has no event id")
+                    return sid, event_id
+    raise StreamMismatch("the call's stream ended before its elicitation request")
+
+
+async def check_writer_gone(url: str, token: str, pending: tuple[str, str]) -> None:
+    """After the instance of `start_long_call` got SIGKILL: resuming its stream on `url` ends
+    with an error for the call."""
+    sid, last = pending
+    async with httpx.AsyncClient(timeout=60) as hc:
+        rest = await _read_to_end(hc, url, _headers(token, sid, **{"Last-Event-ID": last}))
+    data = [d for _, d in rest if d is not None]
+    _check(len(data) == 1 and data[0].get("id") == 13, f"resumed after the instance died: {rest!r}")
+    message = data[0].get("error", {}).get("message", "")
+    _check("stopped" in message, f"not an error saying the instance stopped: {data[0]!r}")
+    print("ok: a stream whose instance got SIGKILL, resumed on another, ended with an error for its call")
 
 
 async def run(urls: list[str], token: str) -> None:

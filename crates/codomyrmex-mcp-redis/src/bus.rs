@@ -9,7 +9,9 @@
 //!
 //! Routing is one script (read the claim, publish to its owner), so it costs one round trip;
 //! a claim and a release one each. A claim whose owner has no subscriber (the instance
-//! died) routes nowhere: the sender gets [`StoreError::OwnerGone`].
+//! died) routes nowhere: the sender gets [`StoreError::OwnerGone`]. That is what an
+//! instance's life is, for every script of this crate ([`LISTENS`]): a subscriber on its
+//! channel. A process that dies loses its connections, and Redis its subscriptions, at once.
 
 use std::sync::Arc;
 
@@ -17,6 +19,21 @@ use codomyrmex_mcp::store::{BusHandler, MessageBus, Routed, StoreError, StoreFut
 use redis::Script;
 
 use crate::{RedisConnection, unavailable};
+
+/// Whether instance `name` listens (has a subscriber on `P:bus:i:NAME`), as a Lua function
+/// for the scripts that need to know (the event store's readers, [`RedisBus::listens`]).
+pub(crate) const LISTENS: &str = r"
+local function listens(p, name)
+  local r = redis.call('PUBSUB', 'NUMSUB', p .. ':bus:i:' .. name)
+  return tonumber(r[2]) > 0
+end
+";
+
+/// `listens`. ARGV: prefix, name. Returns 1 or 0.
+const LISTENS_NOW: &str = r"
+if listens(ARGV[1], ARGV[2]) then return 1 end
+return 0
+";
 
 /// `claim`. KEYS: the claim. ARGV: name, ttl. Returns 1, or 0 (another instance's).
 const CLAIM: &str = r"
@@ -162,6 +179,18 @@ impl MessageBus for RedisBus {
                 return Err(StoreError::OwnerGone);
             }
             Ok(got > 0)
+        })
+    }
+
+    fn listens<'a>(&'a self, name: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let got: i64 = Script::new(&format!("{LISTENS}\n{LISTENS_NOW}"))
+                .arg(&self.redis.prefix)
+                .arg(name)
+                .invoke_async(&mut self.redis.conn())
+                .await
+                .map_err(|e| unavailable(&e))?;
+            Ok(got == 1)
         })
     }
 

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use codomyrmex_mcp::transport::http::HttpConfig;
 use codomyrmex_mcp::{McpErrorDetail, ToolContext};
-use codomyrmex_mcp_redis::{EventBounds, RedisBus, RedisEventStore, RedisSessionStore};
+use codomyrmex_mcp_redis::{
+    EventBounds, RedisBus, RedisConnection, RedisEventStore, RedisSessionStore,
+};
 use http_support::*;
 use redis_support::*;
 use serde_json::{Map, Value, json};
@@ -61,24 +63,34 @@ struct Pair {
     b: TestServer,
     gate: Arc<Notify>,
     redis: Option<Redis>,
+    /// A's way to Redis: cut, A is gone as far as Redis and B can tell.
+    relay: Relay,
 }
 
 /// Two instances on one Redis, each with its own connection, as two processes would be.
 async fn pair() -> Pair {
+    pair_with(Duration::from_secs(5)).await
+}
+
+/// [`pair`], with SSE readers that wait `step` for an event before they look again.
+async fn pair_with(step: Duration) -> Pair {
     let redis = start_redis();
+    let relay = Relay::start(redis.port).await;
     let gate = Arc::new(Notify::new());
     let mut servers = Vec::new();
-    for _ in 0..2 {
-        let conn = connect(&redis, "inst").await;
+    for port in [relay.port, redis.port] {
+        let conn = RedisConnection::connect(&format!("redis://127.0.0.1:{port}/"))
+            .await
+            .unwrap()
+            .with_prefix("inst");
         let config = HttpConfig {
             // Each instance checks Host against its own port: both names are allowed.
             ..config()
         }
         .with_session_store(Arc::new(RedisSessionStore::new(conn.clone())))
-        .with_event_store(Arc::new(RedisEventStore::new(
-            conn.clone(),
-            EventBounds::default(),
-        )))
+        .with_event_store(Arc::new(
+            RedisEventStore::new(conn.clone(), EventBounds::default()).with_wait_step(step),
+        ))
         .with_message_bus(Arc::new(RedisBus::join(conn).await.unwrap()));
         let probes = Arc::new(Probes::default());
         let registry = tools(&probes, &gate);
@@ -91,6 +103,7 @@ async fn pair() -> Pair {
         b,
         gate,
         redis: Some(redis),
+        relay,
     }
 }
 
@@ -549,4 +562,138 @@ async fn an_answer_for_an_instance_that_died_gets_a_clear_error() {
     // The session itself goes on.
     let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
     assert_eq!(p.b.send(&ping).await.status, 200);
+}
+
+/// How long the readers of [`pair_with`] wait for an event before they look again, in the
+/// tests of a stream whose writer is gone.
+const STEP: Duration = Duration::from_millis(250);
+
+/// Reads `stream` (a `steps` call) up to its second progress notification; returns its id.
+async fn second_progress(stream: &mut Open) -> String {
+    loop {
+        let e = next(stream).await;
+        if e.data["params"]["progress"] == 2.0 {
+            return e.id.expect("events carry ids");
+        }
+    }
+}
+
+/// A client following the stream of a call whose instance died (cut off from Redis, which
+/// is what Redis sees of a SIGKILL), resumed on the other instance, gets an error response
+/// for its request saying so, and the stream ends: it does not wait for an answer that
+/// cannot come. A later resumption replays the same end.
+#[tokio::test]
+async fn a_stream_whose_instance_died_ends_elsewhere_with_an_error_for_its_call() {
+    let p = pair_with(STEP).await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut stream = p.a.open(&call(7, "steps", &sid)).await;
+    assert_eq!(stream.status, 200);
+    let last = second_progress(&mut stream).await;
+    stream.close();
+    p.relay.cut();
+    for _ in 0..2 {
+        let mut resumed = p.b.open(&standalone(&sid, Some(&last))).await;
+        assert_eq!(resumed.status, 200);
+        let end = next(&mut resumed).await;
+        assert_eq!(end.data["id"], 7, "{:?}", end.data);
+        assert!(
+            end.data["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("stopped")),
+            "{:?}",
+            end.data
+        );
+        assert!(
+            tokio::time::timeout(HANG, resumed.next_event())
+                .await
+                .expect("the stream ends")
+                .is_none(),
+            "nothing after the error"
+        );
+    }
+    p.b.stop().await;
+}
+
+/// The same stream, resumed on B while A lives and its call is slow (it waits), is not
+/// ended: B finds A listening at every look, and the call's last events and its answer
+/// arrive when it goes on.
+#[tokio::test]
+async fn a_slow_call_on_a_live_instance_keeps_its_stream_elsewhere() {
+    let p = pair_with(STEP).await;
+    let sid = session_on(&p.a, json!({})).await;
+    let mut stream = p.a.open(&call(7, "steps", &sid)).await;
+    assert_eq!(stream.status, 200);
+    let last = second_progress(&mut stream).await;
+    stream.close();
+    let mut resumed = p.b.open(&standalone(&sid, Some(&last))).await;
+    assert_eq!(resumed.status, 200);
+    // Twelve steps without an event: B looks at A again and again (this can only pass
+    // wrongly, on a machine so slow that B looked fewer than twice).
+    let quiet = tokio::time::timeout(STEP * 12, resumed.next_event()).await;
+    assert!(
+        quiet.is_err(),
+        "the stream of a live call ended: {:?}",
+        quiet.map(|e| e.map(|e| e.data))
+    );
+    p.gate.notify_one();
+    let third = next(&mut resumed).await;
+    assert_eq!(third.data["params"]["progress"], 3.0, "{:?}", third.data);
+    let result = next(&mut resumed).await;
+    assert_eq!(result.data["id"], 7, "{:?}", result.data);
+    assert_eq!(result.data["result"]["structuredContent"]["done"], true);
+    p.a.stop().await;
+    p.b.stop().await;
+}
+
+/// The instance delivering a session's notifications (A: it took the session live last)
+/// dies while the client's GET stream is open on B: B finds A silent on the bus and takes
+/// the notifications back, so the open stream gets the next change, without the client
+/// opening it again.
+#[tokio::test]
+async fn a_get_stream_gets_notifications_again_when_the_instance_delivering_them_dies() {
+    let p = pair_with(STEP).await;
+    let sid = session_on(&p.b, json!({})).await;
+    let other = session_on(&p.b, json!({})).await;
+    let mut get = p.b.open(&standalone(&sid, None)).await;
+    assert_eq!(get.status, 200);
+    // A takes the session live, and with it its notifications.
+    let ping = legacy("ping", Some(7), json!({}), Some(&sid)).header("accept", "application/json");
+    assert_eq!(p.a.send(&ping).await.status, 200);
+    // A barrier: B hears what A announces in order, so once B drops `other` (deleted on A),
+    // it has heard that A took `sid`.
+    let before = metric(&p.b, "mcp_http_sessions").await;
+    let r =
+        p.a.send(&Req::new("DELETE", "/mcp").header("mcp-session-id", &other))
+            .await;
+    assert_eq!(r.status, 204);
+    let deadline = Instant::now() + HANG;
+    while metric(&p.b, "mcp_http_sessions").await >= before {
+        assert!(
+            Instant::now() < deadline,
+            "B never heard of the DELETE on A"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    p.relay.cut();
+    // Changes on B, until B delivers one: it takes the notifications back within a few
+    // steps of A going silent.
+    let deadline = Instant::now() + HANG;
+    let mut n = 0;
+    let event = loop {
+        add_tool(&p.b, &format!("t{n}"));
+        n += 1;
+        if let Ok(e) = tokio::time::timeout(STEP * 2, get.next_event()).await {
+            break e.expect("the stream goes on");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "B never delivered the session's notifications again"
+        );
+    };
+    assert_eq!(
+        event.data["method"], "notifications/tools/list_changed",
+        "{:?}",
+        event.data
+    );
+    p.b.stop().await;
 }

@@ -63,3 +63,45 @@ pub async fn connect(redis: &Redis, prefix: &str) -> RedisConnection {
         .unwrap()
         .with_prefix(prefix)
 }
+
+/// A TCP relay to a Redis, for an instance whose death a test decides: [`Relay::cut`]
+/// closes every connection through it and refuses new ones, which is what Redis sees of a
+/// process that died (its subscriptions go at once).
+pub struct Relay {
+    pub port: u16,
+    cut: tokio::sync::watch::Sender<bool>,
+}
+
+impl Relay {
+    /// A relay on a free loopback port to the Redis on `to`.
+    pub async fn start(to: u16) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (cut, mut cut_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let mut conns = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    _ = cut_rx.changed() => return,
+                    accepted = listener.accept() => {
+                        let Ok((mut client, _)) = accepted else { return };
+                        conns.spawn(async move {
+                            let Ok(mut redis) = tokio::net::TcpStream::connect(("127.0.0.1", to)).await
+                            else {
+                                return;
+                            };
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut redis).await;
+                        });
+                    }
+                }
+            }
+            // Returning drops the listener and aborts every relayed connection.
+        });
+        Self { port, cut }
+    }
+
+    /// Closes every connection through the relay, and the relay.
+    pub fn cut(&self) {
+        let _ = self.cut.send(true);
+    }
+}

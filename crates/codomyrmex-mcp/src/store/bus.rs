@@ -80,6 +80,14 @@ pub trait MessageBus: Send + Sync + std::fmt::Debug {
     /// Delivers `message` of `session` to every instance.
     fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()>;
 
+    /// Whether instance `name` listens on the bus now: `false` once it stopped (it died, or
+    /// lost its subscription and has not renewed it yet, so a caller that acts on `false`
+    /// looks twice, a moment apart). A bus that cannot tell keeps the default, `true`.
+    fn listens<'a>(&'a self, name: &'a str) -> StoreFuture<'a, bool> {
+        let _ = name;
+        ready(Ok(true))
+    }
+
     /// Whether this instance hears every message now: `None` while what is sent to it may be
     /// lost (its subscription is down), else a number that changes whenever it may have
     /// missed some (its subscription was lost and renewed since). The HTTP transport trusts
@@ -214,6 +222,10 @@ impl MessageBus for MemoryBus {
             }
         };
         ready(out)
+    }
+
+    fn listens<'a>(&'a self, name: &'a str) -> StoreFuture<'a, bool> {
+        ready(Ok(self.lock().handlers.contains_key(name)))
     }
 
     fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {

@@ -135,6 +135,17 @@ pub async fn event_store(store: &dyn EventStore) {
     };
     let stream = store.open_stream(alice).await.expect("open");
     assert_ne!(stream, 0, "stream 0 is the standalone stream");
+    // A stream opened with its writer on record is a new stream like any other.
+    let written = store
+        .open_stream_by(alice, super::StreamWriter::new("w1", b"{}"))
+        .await
+        .expect("open with a writer");
+    assert!(written != stream && written != 0, "a new stream: {written}");
+    let first = store
+        .append(alice, written, b"x".to_vec())
+        .await
+        .expect("append");
+    assert_eq!(first.stream, written);
     let mut ids = Vec::new();
     for n in 0..3u8 {
         ids.push(
@@ -400,7 +411,8 @@ impl Collector {
 }
 
 /// Checks two instances `a` and `b` of one [`MessageBus`] (both fresh, nothing claimed):
-/// claims and their owners, routing to the owner, unknown keys, release and broadcast.
+/// who listens, claims and their owners, routing to the owner, unknown keys, release and
+/// broadcast.
 /// Expiry is the implementation's own (Redis keeps time itself): not checked here.
 pub async fn message_bus(a: &dyn MessageBus, b: &dyn MessageBus) {
     assert_ne!(a.instance(), b.instance(), "instances have distinct names");
@@ -410,6 +422,9 @@ pub async fn message_bus(a: &dyn MessageBus, b: &dyn MessageBus) {
     );
     a.subscribe(ca.clone()).await.expect("subscribe a");
     b.subscribe(cb.clone()).await.expect("subscribe b");
+    // Both listen, as each other sees it.
+    assert_eq!(b.listens(a.instance()).await, Ok(true), "a listens");
+    assert_eq!(a.listens(b.instance()).await, Ok(true), "b listens");
     a.claim("s", "srv-1", T0, IDLE).await.expect("claim");
     a.claim("s", "srv-1", T0, IDLE)
         .await

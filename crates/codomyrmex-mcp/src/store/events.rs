@@ -72,6 +72,28 @@ pub struct Replay {
     pub last_seq: u64,
 }
 
+/// Who writes a stream, recorded with it ([`EventStore::open_stream_by`]), so that a reader
+/// in another process can tell when the writer is gone and end the stream instead of
+/// waiting for events that will never come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamWriter<'a> {
+    /// The writing instance's name on the message bus
+    /// ([`MessageBus::instance`](super::MessageBus::instance)): it lives while it listens
+    /// there.
+    pub instance: &'a str,
+    /// What the stream's readers get, as its last event, when the writer is gone before it
+    /// answered: the JSON-RPC error response for the stream's request.
+    pub epitaph: &'a [u8],
+}
+
+impl<'a> StreamWriter<'a> {
+    /// `instance` writes the stream; `epitaph` ends it if `instance` goes away first.
+    pub fn new(instance: &'a str, epitaph: &'a [u8]) -> Self {
+        Self { instance, epitaph }
+    }
+}
+
 /// Where SSE events are kept for resumption.
 ///
 /// The contract ([`contract::event_store`](super::contract::event_store) checks it):
@@ -90,9 +112,24 @@ pub struct Replay {
 ///   once if it does already); it may also resolve early (the caller reads again with
 ///   `replay_after`), so that a reader on any instance follows events appended on any other.
 /// - `close_stream` ends a stream; `drop_session` forgets a session's history.
+/// - `open_stream_by` is `open_stream` with the stream's writer recorded: a store whose readers
+///   may run in other processes than the writer appends the writer's epitaph and closes the
+///   stream once `wait_after` finds the writer gone (it no longer listens on the message bus)
+///   before it answered, so a reader never waits for a response that cannot come. The
+///   default records nothing: in one process a reader outlives no writer.
 pub trait EventStore: Send + Sync + std::fmt::Debug {
     /// A new stream of `scope.session`.
     fn open_stream<'a>(&'a self, scope: ReplayScope<'a>) -> StoreFuture<'a, u64>;
+
+    /// A new stream of `scope.session` written by `writer` ([`StreamWriter`]).
+    fn open_stream_by<'a>(
+        &'a self,
+        scope: ReplayScope<'a>,
+        writer: StreamWriter<'a>,
+    ) -> StoreFuture<'a, u64> {
+        let _ = writer;
+        self.open_stream(scope)
+    }
 
     /// Appends `data` to `stream` of `scope.session`.
     fn append<'a>(

@@ -35,7 +35,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use bus::{BusHandler, MemoryBus, MessageBus, Routed};
-pub use events::{EventId, EventIdError, EventStore, Replay, ReplayScope, StoredEvent};
+pub use events::{
+    EventId, EventIdError, EventStore, Replay, ReplayScope, StoredEvent, StreamWriter,
+};
 pub use session::{
     Created, Keep, MemorySessionStore, SESSION_RECORD_SCHEMA, SessionEra, SessionRecord,
     SessionStore, StoredPrincipal,

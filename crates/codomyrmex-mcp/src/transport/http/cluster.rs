@@ -7,7 +7,10 @@
 //!   in order by one writer task per stream ([`StoreSink`]), and the SSE response reads it
 //!   back from the store ([`feed`]), as a resumption with `Last-Event-ID` does on any other
 //!   instance: one path, so nothing is lost or repeated between instances. A session's
-//!   standalone stream (stream 0) is written and followed the same way.
+//!   standalone stream (stream 0) is written and followed the same way. With a bus, a POST
+//!   stream records this instance as its writer ([`Shared::open`]): if this instance dies
+//!   before it answers, the store ends the stream for its readers elsewhere with an error
+//!   for the request.
 //! - **Answers find their call.** Before a server-to-client request is appended, its id is
 //!   claimed on the bus for this instance; an answer that reaches an instance whose session
 //!   does not await it is routed to the claim's owner, and a `notifications/cancelled` for a
@@ -16,6 +19,8 @@
 //! - **One instance notifies.** A session live on several instances gets its notifications
 //!   (list changes, resource updates) from one: the last to take it live or to open its GET
 //!   stream, which says so on the bus ([`Shared::take_notifications`]); the others stop.
+//!   A reader of the session's GET stream on another instance takes them back when that
+//!   one no longer listens on the bus ([`Shared::look_at_notifier`]).
 //!
 //! What it is not: without an external store the in-memory replay logs
 //! ([`replay`](super::replay)) serve every stream directly, and without a bus nothing is
@@ -36,18 +41,30 @@ use crate::context::{MessageSink, NullSink};
 use crate::engine::Engine;
 use crate::store::{
     BusHandler, EventId, EventStore, MessageBus, Replay, ReplayScope, Routed, StoreError,
-    StoredEvent,
+    StoredEvent, StreamWriter,
 };
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
 
 use super::metrics::HttpMetrics;
-use super::sessions::{HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken};
+use super::sessions::{
+    HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken, taken_by,
+};
 
 /// The method of the bus message that asks the instance running a 2025-11-25 task to relay
 /// what it sends the client to another instance's `tasks/result` stream
 /// ([`Shared::ask_task_relay`]).
 const RELAY_TASK: &str = "codomyrmex-mcp/relayTask";
+
+/// The error a request's stream ends with when the instance handling the request went away
+/// before it answered ([`Shared::open`]).
+pub(crate) const WRITER_GONE: &str =
+    "The server instance handling this request stopped before it answered; retry the request";
+
+/// How long the instance delivering a session's notifications must stay silent on the bus
+/// before a reader of the session's GET stream on another instance takes them
+/// ([`Shared::look_at_notifier`]): more than a pub/sub reconnect takes.
+const NOTIFIER_GONE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Messages a stream's writer may hold before a sender is refused (as a full SSE channel is).
 const WRITER_QUEUE: usize = 256;
@@ -173,14 +190,31 @@ impl Shared {
         }
     }
 
-    /// Opens a new stream of `session` for a POST response.
-    pub(crate) async fn open(&self, session: &HttpSession) -> Result<u64, StoreError> {
+    /// Opens a new stream of `session` for the response to request `id`. With a bus, the
+    /// store records this instance as its writer: if this instance goes away before it
+    /// answers, readers elsewhere get an error response for `id` ([`WRITER_GONE`]) and the
+    /// stream ends, instead of waiting for an answer that cannot come.
+    pub(crate) async fn open(
+        &self,
+        session: &HttpSession,
+        id: &RequestId,
+    ) -> Result<u64, StoreError> {
         let owner = session.owner();
         let scope = ReplayScope {
             session: session.id(),
             principal: owner.as_deref(),
         };
-        self.events.open_stream(scope).await
+        let Some(bus) = &self.bus else {
+            return self.events.open_stream(scope).await;
+        };
+        let epitaph = OutgoingMessage::Error {
+            id: Some(id.clone()),
+            error: ErrorObject::internal(WRITER_GONE),
+        }
+        .to_bytes();
+        self.events
+            .open_stream_by(scope, StreamWriter::new(bus.instance(), &epitaph))
+            .await
     }
 
     /// Makes this instance the one that delivers `session`'s notifications (list changes,
@@ -198,6 +232,38 @@ impl Shared {
         {
             // The others go on delivering too: the client may see a change twice.
             self.store_error(&e);
+        }
+    }
+
+    /// For a reader of `session`'s standalone stream here, after a wait with no event: when
+    /// the instance that took the session's notifications no longer listens on the bus (it
+    /// died) at two looks [`NOTIFIER_GONE_AFTER`] apart or more, this one takes them back,
+    /// so the client's open GET stream gets them again. `silent_since` is when the reader
+    /// first found it silent (a live instance whose subscription dropped renews it at once).
+    async fn look_at_notifier(
+        &self,
+        session: &HttpSession,
+        silent_since: &mut Option<tokio::time::Instant>,
+    ) {
+        let (Some(bus), Some(notifier)) = (&self.bus, session.notifier()) else {
+            *silent_since = None;
+            return;
+        };
+        match bus.listens(&notifier).await {
+            Ok(false) => match *silent_since {
+                None => *silent_since = Some(tokio::time::Instant::now()),
+                Some(since) if since.elapsed() >= NOTIFIER_GONE_AFTER => {
+                    *silent_since = None;
+                    tracing::info!(
+                        instance = %notifier,
+                        "the instance delivering a session's notifications is gone; taking them"
+                    );
+                    self.take_notifications(session).await;
+                }
+                Some(_) => {}
+            },
+            Ok(true) => *silent_since = None,
+            Err(e) => self.store_error(&e),
         }
     }
 
@@ -335,6 +401,10 @@ struct Follow {
     after: EventId,
     buffer: VecDeque<StoredEvent>,
     closed: bool,
+    /// For the standalone stream (0): the session, whose notifier the reader looks after.
+    standalone: Option<Arc<HttpSession>>,
+    /// When the notifier was first seen not listening, since it last was.
+    silent_since: Option<tokio::time::Instant>,
     _reader: ReaderGuard,
 }
 
@@ -343,7 +413,7 @@ struct Follow {
 /// what follows was evicted (the client resumes, and is told).
 pub(crate) fn feed(
     shared: &Arc<Shared>,
-    session: &HttpSession,
+    session: &Arc<HttpSession>,
     after: EventId,
     first: Replay,
 ) -> BoxStream<'static, Bytes> {
@@ -354,6 +424,8 @@ pub(crate) fn feed(
         after,
         closed: first.closed,
         buffer: first.events.into(),
+        standalone: (after.stream == 0).then(|| session.clone()),
+        silent_since: None,
         _reader: session.store_reader(),
     };
     futures_util::stream::unfold(state, |mut st| async move {
@@ -374,6 +446,11 @@ pub(crate) fn feed(
                 return None;
             }
             match st.shared.events.replay_after(st.after, scope).await {
+                Ok(r) if r.events.is_empty() && !r.closed => {
+                    if let Some(http) = &st.standalone {
+                        st.shared.look_at_notifier(http, &mut st.silent_since).await;
+                    }
+                }
                 Ok(r) => {
                     st.closed = r.closed;
                     st.buffer.extend(r.events);
@@ -509,7 +586,7 @@ impl BusHandler for Delivery {
                 .and_then(|s| s.bus.as_ref())
                 .is_some_and(|bus| routed.message == session_taken(bus.instance()));
             if !mine {
-                table.taken_elsewhere(&routed.session);
+                table.taken_elsewhere(&routed.session, taken_by(&routed.message));
             }
             return;
         }

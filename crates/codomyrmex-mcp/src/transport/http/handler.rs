@@ -648,7 +648,7 @@ async fn shared_stream(
     meta: RequestMeta,
     id: crate::wire::RequestId,
 ) -> Response<Body> {
-    let stream = match shared.open(session).await {
+    let stream = match shared.open(session, &id).await {
         Ok(n) => n,
         Err(e) => return store_unavailable(app, &e),
     };

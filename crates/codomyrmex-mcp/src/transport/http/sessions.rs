@@ -62,6 +62,14 @@ pub(crate) fn session_taken(instance: &str) -> Vec<u8> {
     let name = name.trim_matches('"').as_bytes();
     [SESSION_TAKEN, name, SESSION_TAKEN_END].concat()
 }
+
+/// The instance a [`SESSION_TAKEN`] message names; `None` when it is not one.
+pub(crate) fn taken_by(message: &[u8]) -> Option<String> {
+    let name = message
+        .strip_prefix(SESSION_TAKEN)?
+        .strip_suffix(SESSION_TAKEN_END)?;
+    serde_json::from_slice(&[b"\"", name, b"\""].concat()).ok()
+}
 use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 
 /// One legacy session over HTTP: the engine's session plus its SSE streams, whose logs the
@@ -86,6 +94,8 @@ pub(crate) struct HttpSession {
     /// Whether this instance delivers the session's notifications (list changes, resource
     /// updates): until another instance sharing the session takes them ([`SESSION_TAKEN`]).
     notifies: std::sync::atomic::AtomicBool,
+    /// The instance that took them, while this one does not deliver them.
+    notifier: std::sync::Mutex<Option<String>>,
 }
 
 impl HttpSession {
@@ -121,6 +131,7 @@ impl HttpSession {
             limits,
             store_readers: Arc::default(),
             notifies: std::sync::atomic::AtomicBool::new(true),
+            notifier: std::sync::Mutex::default(),
         }
     }
 
@@ -132,6 +143,27 @@ impl HttpSession {
     /// This instance delivers the session's notifications (`true`), or another does.
     pub(crate) fn set_notifies(&self, on: bool) {
         self.notifies.store(on, Ordering::Relaxed);
+    }
+
+    /// Instance `name` took the session's notifications: this one stops delivering them.
+    fn set_notifier(&self, name: Option<String>) {
+        *self
+            .notifier
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = name;
+        self.set_notifies(false);
+    }
+
+    /// The instance that delivers the session's notifications, when it is not this one and
+    /// is known.
+    pub(crate) fn notifier(&self) -> Option<String> {
+        if self.notifies() {
+            return None;
+        }
+        self.notifier
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Counts an SSE response reading this session's streams from an external store.
@@ -516,10 +548,10 @@ impl SessionTable {
         self.forget(&[id.to_owned()]);
     }
 
-    /// Another instance took the notifications of session `id` ([`SESSION_TAKEN`]).
-    pub(crate) fn taken_elsewhere(&self, id: &str) {
+    /// Instance `by` took the notifications of session `id` ([`SESSION_TAKEN`]).
+    pub(crate) fn taken_elsewhere(&self, id: &str, by: Option<String>) {
         if let Some(s) = self.lock().get(id) {
-            s.set_notifies(false);
+            s.set_notifier(by);
         }
     }
 
