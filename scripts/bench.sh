@@ -8,7 +8,8 @@
 #   NO_BUILD=1 scripts/bench.sh      # use the release binaries already in target/release
 #
 # Subjects (all release builds, started directly, never through `cargo run`):
-#   codomyrmex  target/release/examples/echo --stdio        (crates/codomyrmex-mcp/examples/echo.rs)
+#   codomyrmex  target/release/examples/echo_stdio          (crates/codomyrmex-mcp/examples/echo_stdio.rs:
+#                                                            echo.rs's server, stdio only, as rmcp_echo)
 #   rmcp        target/release/rmcp_echo                     (rmcp::transport::stdio(), the README's stdio transport)
 #   rmcp-pipes  target/release/rmcp_echo --pipes             (rmcp::transport::stdio_pipes(); shown for reference)
 #   bare        target/release/bare_echo                     (the yardstick of the issue's ratios)
@@ -36,12 +37,12 @@ fi
 profile="${PROFILE:-release}"
 if [[ -z "${NO_BUILD:-}" ]]; then
     echo "building release binaries..." >&2
-    cargo build --profile "$profile" --quiet -p codomyrmex-mcp --example echo
+    cargo build --profile "$profile" --quiet -p codomyrmex-mcp --example echo_stdio
     cargo build --profile "$profile" --quiet -p codomyrmex-mcp-bench --bins
 fi
 
 bin="${CARGO_TARGET_DIR:-$root/target}/$profile"
-for f in "$bin/examples/echo" "$bin/rmcp_echo" "$bin/bare_echo" "$bin/stdio_load"; do
+for f in "$bin/examples/echo_stdio" "$bin/rmcp_echo" "$bin/bare_echo" "$bin/stdio_load"; do
     [[ -x "$f" ]] || { echo "missing $f" >&2; exit 1; }
 done
 
@@ -63,7 +64,7 @@ echo "- cold start (spawn to the first initialize response) is measured in a sec
 echo
 
 subjects=(
-    --subject "codomyrmex=$bin/examples/echo --stdio"
+    --subject "codomyrmex=$bin/examples/echo_stdio"
     --subject "rmcp=$bin/rmcp_echo"
     --subject "rmcp-pipes=$bin/rmcp_echo --pipes"
     --subject "bare=$bin/bare_echo"

@@ -62,6 +62,7 @@ impl CacheScope {
 /// | `cache_scope` | `public` |
 /// | `shutdown_grace` | 5 s for in-flight calls after the input closes |
 /// | `stdio_spin` | 100 µs of polling stdin (a pipe) after the last answer before the thread may sleep; zero: never |
+/// | `stdio_pipe_size` | 256 KiB: stdin and stdout, where they are smaller pipes, are raised to this capacity at start-up (Linux, capped at `pipe-max-size`); zero: never |
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
@@ -112,6 +113,16 @@ pub struct McpServerConfig {
     /// `CODOMYRMEX_MCP_STDIO_SPIN_US` environment variable (whole microseconds) overrides it
     /// for `serve_stdio`.
     pub stdio_spin: Duration,
+    /// The capacity, in bytes, that `serve_stdio` gives stdin and stdout at start-up where
+    /// they are pipes holding less (Linux, `F_SETPIPE_SZ`; the kernel rounds it up to a power
+    /// of two pages and it is capped at `/proc/sys/fs/pipe-max-size`). A message that does not
+    /// fit in the pipe is written in rounds, each a sleep and a wake-up of both processes;
+    /// with room for the whole message it takes one. It is kernel memory holding only unread
+    /// bytes, charged to the user who made the pipe; a refusal (past that user's pipe pages)
+    /// or a descriptor that is not a pipe leaves it as it was, never an error. Zero leaves the
+    /// pipes alone. The `CODOMYRMEX_MCP_STDIO_PIPE_SIZE` environment variable (bytes)
+    /// overrides it for `serve_stdio`.
+    pub stdio_pipe_size: usize,
     /// The key that seals `requestState` of multi round-trip requests. `None` draws a random
     /// key at start-up; set it when several server instances must accept each other's states.
     pub request_state_key: Option<[u8; 32]>,
@@ -138,6 +149,7 @@ impl Default for McpServerConfig {
             cache_scope: CacheScope::Public,
             shutdown_grace: Duration::from_secs(5),
             stdio_spin: Duration::from_micros(100),
+            stdio_pipe_size: 256 * 1024,
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
         }
@@ -197,6 +209,12 @@ impl McpServerConfig {
         self
     }
 
+    /// Sets the capacity `serve_stdio` gives its pipes (zero leaves them alone).
+    pub fn with_stdio_pipe_size(mut self, bytes: usize) -> Self {
+        self.stdio_pipe_size = bytes;
+        self
+    }
+
     /// The longest `stdio_spin` the stdio transport honours: polling longer than this saves
     /// nothing a wake-up costs and burns a core.
     pub const MAX_STDIO_SPIN: Duration = Duration::from_millis(10);
@@ -236,6 +254,13 @@ mod tests {
         let long = c.clone().with_stdio_spin(Duration::from_secs(1));
         assert_eq!(long.stdio_spin, McpServerConfig::MAX_STDIO_SPIN);
         assert_eq!(c.with_stdio_spin(Duration::ZERO).stdio_spin, Duration::ZERO);
+    }
+
+    #[test]
+    fn the_stdio_pipe_size_defaults_to_256_kib_and_zero_is_off() {
+        let c = McpServerConfig::default();
+        assert_eq!(c.stdio_pipe_size, 256 * 1024);
+        assert_eq!(c.with_stdio_pipe_size(0).stdio_pipe_size, 0);
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! cargo run --release --example echo -- --stdio
 //! cargo run --release --example echo -- --http 127.0.0.1:8080   # serves /mcp
 //! ```
+//!
+//! `echo_stdio` is the same server with stdio only (it builds the server with [`server`]), as
+//! rmcp's stdio subject in the bench crate is: a binary that can also serve HTTP links the
+//! HTTP stack, and the start-up relocation of its tables and the code pages around what runs
+//! count in peak RSS even when only stdio is served.
 
 use std::sync::Arc;
 
@@ -19,6 +24,22 @@ fn echo(mut args: Map<String, Value>) -> ToolOutput {
         _ => String::new(),
     };
     ToolOutput::content(vec![ContentBlock::text(text)])
+}
+
+/// The benchmark's server: the `echo` tool, no rate limit.
+pub fn server() -> Result<McpServer, String> {
+    let registry = Arc::new(McpToolRegistry::new());
+    let schema = json!({
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "The text to echo back"}},
+        "required": ["text"],
+    });
+    registry
+        .register("echo", schema, echo)
+        .map_err(|e| e.to_string())?;
+    // A benchmark subject must not be throttled.
+    let config = McpServerConfig::new("echo", codomyrmex_mcp::VERSION).with_rate_limit(None);
+    Ok(McpServer::new(config, registry))
 }
 
 #[tokio::main]
@@ -39,19 +60,13 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let registry = Arc::new(McpToolRegistry::new());
-    let schema = json!({
-        "type": "object",
-        "properties": {"text": {"type": "string", "description": "The text to echo back"}},
-        "required": ["text"],
-    });
-    if let Err(e) = registry.register("echo", schema, echo) {
-        eprintln!("echo: {e}");
-        return std::process::ExitCode::FAILURE;
-    }
-    // A benchmark subject must not be throttled.
-    let config = McpServerConfig::new("echo", codomyrmex_mcp::VERSION).with_rate_limit(None);
-    let server = McpServer::new(config, registry);
+    let server = match server() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("echo: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let outcome = match http {
         None => server.serve_stdio().await.map_err(|e| e.to_string()),
         Some(bind) => {

@@ -1149,3 +1149,121 @@ async fn the_server_stops_when_its_stdout_closes_even_if_stdin_is_a_socket() {
     assert_eq!(status.code(), Some(0), "{status}");
     drop(ours);
 }
+
+/// The capacity of the testbed's stdin and stdout pipes once it has answered `initialize`,
+/// with `CODOMYRMEX_MCP_STDIO_PIPE_SIZE` set to `env` (or unset).
+#[cfg(target_os = "linux")]
+async fn pipe_capacities(env: Option<&str>) -> (usize, usize) {
+    let program = testbed();
+    let mut command = Command::new(&program);
+    match env {
+        Some(v) => command.env(codomyrmex_mcp::transport::stdio::PIPE_SIZE_ENV, v),
+        None => command.env_remove(codomyrmex_mcp::transport::stdio::PIPE_SIZE_ENV),
+    };
+    let mut s = Server::spawn_with(&mut command, &program);
+    s.initialize("2025-11-25", json!({})).await;
+    let stdin = rustix::pipe::fcntl_getpipe_size(s.stdin.as_ref().unwrap()).unwrap();
+    // Another descriptor of the server's stdout pipe (it has a writer: opening does not wait).
+    let pid = s.child.id().unwrap();
+    let out = std::fs::File::open(format!("/proc/{pid}/fd/1")).unwrap();
+    let stdout = rustix::pipe::fcntl_getpipe_size(&out).unwrap();
+    drop(out);
+    s.finish().await.assert_clean_exit();
+    (stdin, stdout)
+}
+
+/// A new pipe's capacity, and whether this user may raise one to `size` bytes (the kernel
+/// refuses past the user's pipe pages).
+#[cfg(target_os = "linux")]
+fn pipe_default_and_may_raise_to(size: usize) -> (usize, bool) {
+    let (rx, _tx) = rustix::pipe::pipe().unwrap();
+    let default = rustix::pipe::fcntl_getpipe_size(&rx).unwrap();
+    (default, rustix::pipe::fcntl_setpipe_size(&rx, size).is_ok())
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn serve_stdio_raises_its_pipes_to_256_kib_by_default_and_zero_leaves_them() {
+    let (default, may) = pipe_default_and_may_raise_to(256 * 1024);
+    let raised = if may { 256 * 1024 } else { default };
+    assert_eq!(pipe_capacities(None).await, (raised, raised));
+    // A setting that is no number is ignored: the configured size holds.
+    assert_eq!(pipe_capacities(Some("lots")).await, (raised, raised));
+    assert_eq!(pipe_capacities(Some("0")).await, (default, default));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_pipe_size_is_capped_at_the_systems_limit() {
+    let max: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let (default, may) = pipe_default_and_may_raise_to(max);
+    let want = (max * 8).to_string();
+    let got = pipe_capacities(Some(&want)).await;
+    if may {
+        assert_eq!(got, (max, max));
+    } else {
+        eprintln!("this user may not raise a pipe to {max} bytes: checked it is left alone");
+        assert!(got.0 >= default && got.0 <= max, "{got:?}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_file_as_stdin_is_served_without_a_pipe_size() {
+    use std::io::Write as _;
+    let mut input = tempfile::tempfile().unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "stdio-tests", "version": "0"}}})
+    )
+    .unwrap();
+    writeln!(
+        input,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    )
+    .unwrap();
+    std::io::Seek::rewind(&mut input).unwrap();
+    // The size is asked for, but stdin is no pipe: it is left alone, stdout (a pipe) raised.
+    let mut child = Command::new(testbed())
+        .env(codomyrmex_mcp::transport::stdio::PIPE_SIZE_ENV, "1048576")
+        .stdin(Stdio::from(input))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    let mut stdout = child.stdout.take().unwrap();
+    tokio::time::timeout(HANG_GUARD, stdout.read_to_string(&mut out))
+        .await
+        .expect("the server ended its output")
+        .unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, child.wait())
+        .await
+        .expect("the server exited")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    let answers: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 2, "{out}");
+    assert!(
+        answers
+            .iter()
+            .any(|v| v["id"] == "init" && v["result"].is_object())
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|v| v["id"] == 1 && v["result"] == json!({}))
+    );
+}

@@ -11,8 +11,12 @@
 //!   flight, the writer polls the input for up to `stdio_spin` before its thread may sleep
 //!   ([`McpServerConfig::stdio_spin`], [`spin`](self::spin)). It reads nothing: what is read,
 //!   and in what order, is the same with any spin.
+//! - [`serve_stdio`] first raises the capacity of stdin and stdout, where they are pipes (Linux),
+//!   to `stdio_pipe_size`, so that a large message crosses in one write
+//!   ([`McpServerConfig::stdio_pipe_size`], [`pipe_size`](self::pipe_size)).
 //!
 //! [`McpServerConfig::stdio_spin`]: crate::McpServerConfig::stdio_spin
+//! [`McpServerConfig::stdio_pipe_size`]: crate::McpServerConfig::stdio_pipe_size
 
 use std::future::Future;
 use std::pin::Pin;
@@ -45,6 +49,17 @@ mod spin {
     pub(super) enum InFlight {}
 }
 
+#[cfg(target_os = "linux")]
+#[path = "stdio_pipe_size.rs"]
+mod pipe_size;
+#[cfg(not(target_os = "linux"))]
+mod pipe_size {
+    //! No pipe capacity to set on this platform.
+
+    /// Leaves the pipes as they are.
+    pub(super) fn raise_std_pipes(_want: usize) {}
+}
+
 use crate::context::MessageSink;
 use crate::engine::{Engine, Handled};
 use crate::wire::jsonrpc::decode;
@@ -74,6 +89,22 @@ impl MessageSink for ChannelSink {
 /// The environment variable that overrides `stdio_spin` for [`serve_stdio`], in whole
 /// microseconds.
 pub const SPIN_ENV: &str = "CODOMYRMEX_MCP_STDIO_SPIN_US";
+
+/// The environment variable that overrides `stdio_pipe_size` for [`serve_stdio`], in bytes.
+pub const PIPE_SIZE_ENV: &str = "CODOMYRMEX_MCP_STDIO_PIPE_SIZE";
+
+/// A whole number from the environment variable `var` (its value `value`). Anything else is
+/// ignored, with a warning, and the configured setting holds.
+fn env_number(var: &str, value: Option<&str>) -> Option<u64> {
+    let value = value?;
+    match value.trim().parse::<u64>() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            tracing::warn!(value, "{var} is not a whole number; ignored");
+            None
+        }
+    }
+}
 
 /// A future that asks serving to stop, as if the input had ended.
 type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -181,7 +212,7 @@ where
     };
 
     let max = engine.config().max_message_size;
-    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, reader);
     let mut line = Vec::with_capacity(4096);
     let mut tasks: JoinSet<()> = JoinSet::new();
     // Counted as work in flight while input is buffered here, unread by the pipe's poll: the
@@ -225,12 +256,20 @@ where
                     break Ok(());
                 }
             }
-            Ok(Line::Complete) => {
-                let bytes = trim(&line);
-                if bytes.is_empty() {
-                    continue;
+            Ok(whole @ (Line::Complete | Line::InBuffer(_))) => {
+                let bytes = match whole {
+                    Line::InBuffer(n) => &reader.buffer()[..n],
+                    _ => &line[..],
+                };
+                let bytes = trim(bytes);
+                let handled = (!bytes.is_empty())
+                    .then(|| engine.handle_decoded(&session, decode(bytes), &sink));
+                if let Line::InBuffer(n) = whole {
+                    // The line and its newline.
+                    reader.consume(n + 1);
                 }
-                match engine.handle_decoded(&session, decode(bytes), &sink) {
+                let Some(handled) = handled else { continue };
+                match handled {
                     Handled::Nothing => {}
                     Handled::Reply(m) => {
                         if tx.send(m).await.is_err() {
@@ -299,6 +338,11 @@ pub async fn serve_stdio_until(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StdioError> {
     let shutdown: Shutdown = Box::pin(shutdown);
+    let pipe_size = env_number(PIPE_SIZE_ENV, std::env::var(PIPE_SIZE_ENV).ok().as_deref())
+        .map_or(engine.config().stdio_pipe_size, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+    pipe_size::raise_std_pipes(pipe_size);
     #[cfg(all(target_os = "linux", feature = "http"))]
     if let Some((reader, writer)) = pipes::open() {
         let configured = engine.config().stdio_spin;
@@ -461,13 +505,23 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     }
 }
 
+/// The read buffer: a 64 KiB message and then some (the pipes hold 256 KiB by default,
+/// `stdio_pipe_size`), so that such a message is read in one `read` and handled where it lies.
+/// Its pages are touched only as far as input fills it.
+const READ_BUFFER: usize = 256 * 1024;
+
 enum Line {
+    /// A whole line, in `line`.
     Complete,
+    /// A whole line of this many bytes at the start of the reader's buffer, followed by its
+    /// newline; not consumed yet (the caller handles it where it lies, then consumes it).
+    InBuffer(usize),
     TooLong,
     Eof,
 }
 
-/// Reads one line into `line` without letting it grow past `max` bytes.
+/// Reads one line into `line` without letting it grow past `max` bytes, or finds a whole one
+/// in the reader's buffer ([`Line::InBuffer`]) without copying it.
 async fn read_line<R: AsyncRead + Unpin>(
     reader: &mut BufReader<R>,
     line: &mut Vec<u8>,
@@ -485,7 +539,15 @@ async fn read_line<R: AsyncRead + Unpin>(
                 Line::Complete
             });
         }
-        let (chunk, done) = match find_newline(available) {
+        let newline = find_newline(available);
+        if let Some(i) = newline
+            && line.is_empty()
+            && !too_long
+            && i <= max
+        {
+            return Ok(Line::InBuffer(i));
+        }
+        let (chunk, done) = match newline {
             Some(i) => (&available[..i], Some(i + 1)),
             None => (available, None),
         };
@@ -562,3 +624,7 @@ mod find_newline_tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "stdio_read_tests.rs"]
+mod read_tests;

@@ -136,18 +136,7 @@ impl InputSpin {
 /// The spin [`SPIN_ENV`](super::SPIN_ENV) asks for: whole microseconds. Anything else is
 /// ignored (with a warning) and the configured spin holds.
 pub(super) fn from_env(value: Option<&str>) -> Option<Duration> {
-    let value = value?;
-    match value.trim().parse::<u64>() {
-        Ok(us) => Some(Duration::from_micros(us)),
-        Err(_) => {
-            tracing::warn!(
-                value,
-                "{} is not a whole number of microseconds; ignored",
-                super::SPIN_ENV
-            );
-            None
-        }
-    }
+    super::env_number(super::SPIN_ENV, value).map(Duration::from_micros)
 }
 
 #[cfg(test)]
