@@ -1,15 +1,93 @@
-//! Shaping results: what every result of an era carries, cacheable list results, and
-//! capping results at `max_result_size` (measured without encoding where possible).
+//! Shaping results: what every result of an era carries, cacheable list results, a tool's
+//! typed result encoded once, and capping results at `max_result_size`.
+//!
+//! A 2026-07-28 result's constant members (`_meta` with the server's identity, and
+//! `resultType`) are encoded once per engine and spliced into each result as it is encoded
+//! ([`Engine::respond`]); a tool's result goes from its typed parts ([`ToolResult`]) straight
+//! to bytes, and its size is the length of those bytes.
 
 use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::registry::{RegisteredTool, ToolOutput};
 use crate::schema::McpErrorDetail;
-use crate::wire::{ContentBlock, Era, ErrorObject, OutgoingMessage, RequestId};
+use crate::wire::encode::write_value;
+use crate::wire::encoded::{write_blocks, write_object_with};
+use crate::wire::{ContentBlock, EncodedResult, Era, ErrorObject, OutgoingMessage, RequestId};
+
+/// `"resultType":"complete"`'s value, which every other 2026-07-28 result carries.
+const COMPLETE: &[u8] = br#""complete""#;
+
+/// The `_meta` object every 2026-07-28 result carries (the server's identity), encoded: made
+/// once per engine, from what the engine never changes.
+pub(super) fn modern_meta(server_info_meta: &Value) -> Box<[u8]> {
+    let mut meta = Map::new();
+    meta.insert(META_SERVER_INFO.into(), server_info_meta.clone());
+    EncodedResult::of(&Value::Object(meta)).as_bytes().into()
+}
+
+/// A tool's output mapped onto `CallToolResult`, typed: what is encoded (or, for a task's
+/// record, turned into a value).
+#[derive(Debug)]
+pub(super) struct ToolResult {
+    pub(super) content: Vec<ContentBlock>,
+    /// `structuredContent`.
+    pub(super) structured: Option<Value>,
+    pub(super) is_error: bool,
+}
+
+impl ToolResult {
+    /// The result as a JSON value, the members [`write`](Self::write) encodes (for a task's
+    /// record).
+    pub(super) fn into_value(self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("content".into(), blocks_value(self.content));
+        if self.is_error {
+            obj.insert("isError".into(), Value::Bool(true));
+        }
+        if let Some(s) = self.structured {
+            obj.insert("structuredContent".into(), s);
+        }
+        Value::Object(obj)
+    }
+
+    /// Appends the result's encoding, with the 2026-07-28 members when `modern_meta` is given
+    /// (members in sorted order, as the value's encoding has them). Returns the length of the
+    /// result without those members: what `max_result_size` bounds.
+    fn write(&self, out: &mut Vec<u8>, modern_meta: Option<&[u8]>) -> usize {
+        let start = out.len();
+        let mut era = 0;
+        out.push(b'{');
+        if let Some(meta) = modern_meta {
+            let at = out.len();
+            out.extend_from_slice(br#""_meta":"#);
+            out.extend_from_slice(meta);
+            out.push(b',');
+            era += out.len() - at;
+        }
+        out.extend_from_slice(br#""content":"#);
+        write_blocks(out, &self.content);
+        if self.is_error {
+            out.extend_from_slice(br#","isError":true"#);
+        }
+        if modern_meta.is_some() {
+            let at = out.len();
+            out.extend_from_slice(br#","resultType":"#);
+            out.extend_from_slice(COMPLETE);
+            era += out.len() - at;
+        }
+        if let Some(s) = &self.structured {
+            out.extend_from_slice(br#","structuredContent":"#);
+            write_value(out, s);
+        }
+        out.push(b'}');
+        out.len() - start - era
+    }
+}
 
 impl Engine {
-    /// The response to request `id`: its result, finished for the era, or its error.
+    /// The response to request `id`: its result, finished for the era, or its error. A
+    /// 2026-07-28 result is encoded here, with the era's constant members spliced in.
     pub(super) fn respond(
         &self,
         id: RequestId,
@@ -17,15 +95,35 @@ impl Engine {
         scope: &RequestScope,
     ) -> OutgoingMessage {
         match result {
-            Ok(result) => OutgoingMessage::Response {
+            Ok(result) if scope.era == Era::Modern => OutgoingMessage::Encoded {
                 id,
-                result: self.finish_result(result, scope),
+                result: self.encode_finished(result, scope),
             },
+            Ok(result) => OutgoingMessage::Response { id, result },
             Err(error) => OutgoingMessage::Error {
                 id: Some(id),
                 error,
             },
         }
+    }
+
+    /// `result` finished for the era ([`finish_result`](Self::finish_result)), encoded.
+    pub(super) fn encode_finished(&self, result: Value, scope: &RequestScope) -> EncodedResult {
+        let Value::Object(obj) = &result else {
+            return EncodedResult::of(&result);
+        };
+        if scope.era != Era::Modern || obj.contains_key("_meta") {
+            // Its own `_meta` gets the server's identity added: rare, built as a value.
+            return EncodedResult::of(&self.finish_result(result, scope));
+        }
+        let meta: &[u8] = &self.shared.modern_meta;
+        let mut out = Vec::with_capacity(128 + meta.len());
+        if obj.contains_key("resultType") {
+            write_object_with(&mut out, obj, &[("_meta", meta)]);
+        } else {
+            write_object_with(&mut out, obj, &[("_meta", meta), ("resultType", COMPLETE)]);
+        }
+        EncodedResult::from_written(out)
     }
 
     /// Adds what every result of the request's era carries.
@@ -46,6 +144,59 @@ impl Engine {
             }
         }
         Value::Object(obj)
+    }
+
+    /// The response to a `tools/call` whose tool produced `output`: its result encoded once,
+    /// for the era.
+    pub(super) fn tool_response(
+        &self,
+        id: RequestId,
+        tool: &RegisteredTool,
+        name: &str,
+        output: ToolOutput,
+        scope: &RequestScope,
+    ) -> OutgoingMessage {
+        let (_, bytes) = self.capped_tool_result(tool, name, output, scope);
+        OutgoingMessage::Encoded {
+            id,
+            result: EncodedResult::from_written(bytes),
+        }
+    }
+
+    /// A tool's result and its encoding for the era, or a `RESULT_TOO_LARGE` failure in its
+    /// place when the result (without the era's constant members) encodes to more than
+    /// `max_result_size` bytes. Measured on the bytes written, once.
+    pub(super) fn capped_tool_result(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        output: ToolOutput,
+        scope: &RequestScope,
+    ) -> (ToolResult, Vec<u8>) {
+        let limit = self.shared.config.max_result_size;
+        let meta = (scope.era == Era::Modern).then_some(&*self.shared.modern_meta);
+        let result = self.call_tool_result(tool, output, scope);
+        let mut out = Vec::new();
+        if result.write(&mut out, meta) <= limit {
+            return (result, out);
+        }
+        tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
+        drop(result);
+        out.clear();
+        out.shrink_to(256);
+        let detail = McpErrorDetail::new(
+            "RESULT_TOO_LARGE",
+            format!(
+                "Tool {name} returned a result larger than the server's limit of {limit} bytes (max_result_size); it was discarded"
+            ),
+        )
+        .with_details(Map::from_iter([(
+            "max_result_size".to_owned(),
+            json!(limit),
+        )]));
+        let result = self.call_tool_result(tool, ToolOutput::failure(detail), scope);
+        result.write(&mut out, meta);
+        (result, out)
     }
 
     pub(super) fn cacheable(&self, mut obj: Map<String, Value>, scope: &RequestScope) -> Value {
@@ -73,34 +224,6 @@ impl Engine {
             obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
         }
         self.cacheable(obj, scope)
-    }
-
-    /// A tool's result, or a `RESULT_TOO_LARGE` failure in its place when its encoding exceeds
-    /// `max_result_size`.
-    pub(super) fn cap_tool_result(
-        &self,
-        tool: &RegisteredTool,
-        name: &str,
-        result: Value,
-        scope: &RequestScope,
-    ) -> Value {
-        let limit = self.shared.config.max_result_size;
-        if encodes_within(&result, limit) {
-            return result;
-        }
-        tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
-        drop(result);
-        let detail = McpErrorDetail::new(
-            "RESULT_TOO_LARGE",
-            format!(
-                "Tool {name} returned a result larger than the server's limit of {limit} bytes (max_result_size); it was discarded"
-            ),
-        )
-        .with_details(Map::from_iter([(
-            "max_result_size".to_owned(),
-            json!(limit),
-        )]));
-        self.call_tool_result(tool, ToolOutput::failure(detail), scope)
     }
 
     /// A resource or prompt result, or `-32603` when its encoding exceeds `max_result_size`.
@@ -272,7 +395,7 @@ mod result_size_tests {
             .handle(&session, call("big"), &sink)
             .into_message()
             .await;
-        let Some(OutgoingMessage::Response { result, .. }) = answer else {
+        let Some(result) = answer.as_ref().and_then(OutgoingMessage::result_value) else {
             panic!("a response expected: {answer:?}")
         };
         assert_eq!(result["isError"], json!(true));
@@ -287,7 +410,7 @@ mod result_size_tests {
             .handle(&session, call("small"), &sink)
             .into_message()
             .await;
-        let Some(OutgoingMessage::Response { result, .. }) = answer else {
+        let Some(result) = answer.as_ref().and_then(OutgoingMessage::result_value) else {
             panic!("a response expected: {answer:?}")
         };
         assert_eq!(result["structuredContent"], json!({"ok": 1}));

@@ -445,16 +445,7 @@ impl Engine {
                 })
             }
             .await;
-            Some(match result {
-                Ok(result) => OutgoingMessage::Response {
-                    id,
-                    result: engine.finish_result(result, &scope),
-                },
-                Err(error) => OutgoingMessage::Error {
-                    id: Some(id),
-                    error,
-                },
-            })
+            Some(engine.respond(id, result, &scope))
         })
     }
 
