@@ -226,6 +226,19 @@ fn a_typed_tool_result_is_encoded_as_its_finished_value_in_both_eras() {
         for tool in [&*tool, &*schema_tool] {
             for (i, output) in outputs().into_iter().enumerate() {
                 let expected = by_value(&engine, tool, output.clone(), &scope);
+                // Written by the transport, straight from the typed parts.
+                let answer = engine.tool_response(
+                    RequestId::from(1),
+                    tool,
+                    "blocks",
+                    output.clone(),
+                    &scope,
+                );
+                let mut envelope = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
+                envelope.extend_from_slice(&expected);
+                envelope.push(b'}');
+                assert_eq!(answer.to_bytes(), envelope, "{era:?} output {i}");
+                // Encoded in the engine (a task's result, one near the cap).
                 let (_, bytes) = engine.capped_tool_result(tool, "blocks", output, &scope);
                 assert_eq!(
                     String::from_utf8(bytes).unwrap(),
@@ -269,6 +282,10 @@ fn the_cap_measures_the_encoded_result_without_the_eras_members() {
                 ), &scope));
             }
             assert_eq!(value.get("resultType").is_some(), era == Era::Modern);
+            // The answer a call gets: the same decision and bytes.
+            let answer =
+                engine.tool_response(RequestId::from(1), &tool, "blocks", output(), &scope);
+            assert_eq!(answer.result_value(), Some(value), "{era:?} {limit}");
         }
     }
 }
@@ -302,6 +319,37 @@ fn every_result_is_finished_and_encoded_as_its_value_is() {
                 String::from_utf8(prefix).unwrap(),
                 "{era:?} {v}"
             );
+        }
+    }
+}
+
+#[test]
+fn a_resource_or_prompt_result_is_capped_on_its_encoded_length_in_both_eras() {
+    let base = engine();
+    let result = json!({"contents": [{"uri": "mem://x", "text": big()}]});
+    let own_meta = json!({"_meta": {"k": 1}, "messages": [big()]});
+    for v in [result, own_meta] {
+        let exact = serde_json::to_vec(&v).unwrap().len();
+        for era in [Era::Modern, Era::Legacy] {
+            for (limit, passes) in [(exact, true), (exact - 1, false)] {
+                let engine = Engine::new(
+                    McpServerConfig::default().with_max_result_size(limit),
+                    base.shared.registry.clone(),
+                );
+                let scope = scope(&engine, era);
+                let answer = engine.respond_capped(RequestId::from(3), v.clone(), &scope);
+                if passes {
+                    let expected = engine.respond(RequestId::from(3), Ok(v.clone()), &scope);
+                    assert_eq!(answer.to_bytes(), expected.to_bytes(), "{era:?}");
+                    continue;
+                }
+                let OutgoingMessage::Error { id, error } = answer else {
+                    panic!("{era:?} {limit}: {answer:?}")
+                };
+                assert_eq!(id, Some(RequestId::from(3)));
+                assert_eq!(error.code, crate::wire::ErrorCode::INTERNAL_ERROR.0);
+                assert_eq!(error.data, Some(json!({"max_result_size": limit})));
+            }
         }
     }
 }

@@ -135,7 +135,7 @@ struct Shared {
     server_info_meta: Value,
     /// The `_meta` object of every modern result (`server_info_meta` under its key),
     /// encoded once.
-    modern_meta: Box<[u8]>,
+    modern_meta: Arc<[u8]>,
     /// The admission bound that stateless sessions share.
     stateless_gate: Arc<Gate>,
     /// Admission, rate limit, timeout and unwind guard of every handler invocation.

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::results::ToolResult;
 use super::*;
 use crate::context::MessageSink;
 use crate::registry::{RegisteredTool, ToolOutput};
 use crate::schema::McpErrorDetail;
 use crate::wire::EncodedResult;
+use crate::wire::encoded::ToolResult;
 use crate::wire::{ContentBlock, ErrorObject, OutgoingMessage, RequestId};
 
 impl Engine {
@@ -307,7 +307,7 @@ mod tool_pages_tests {
             params: params.as_object().cloned(),
         };
         match engine.handle(&session, request, &sink) {
-            Handled::Reply(OutgoingMessage::Encoded { result, .. }) => result.as_bytes().to_vec(),
+            Handled::Reply(OutgoingMessage::Encoded { result, .. }) => result.to_vec(),
             other => panic!("an encoded reply expected: {other:?}"),
         }
     }
@@ -323,7 +323,7 @@ mod tool_pages_tests {
             progress_token: None,
             now: engine.now(),
         };
-        engine.encode_tool_page(None, &scope).as_bytes().to_vec()
+        engine.encode_tool_page(None, &scope).to_vec()
     }
 
     fn names(page: &Value) -> Vec<String> {

@@ -14,18 +14,22 @@ use serde_json::{Map, Value};
 use super::ContentBlock;
 use super::encode::{write_str, write_value};
 
-/// A result object already encoded as compact JSON, written into the outgoing message as it is.
+/// A result object ready to be written into an outgoing message as it is: bytes already
+/// encoded (a cached list page, a 2026-07-28 result with its constant members), or a tool's
+/// typed result, which is encoded once, straight into the transport's output buffer.
 ///
-/// Made by the engine (a tool call's result, a cached list page, any 2026-07-28 result) or
-/// from a `Value` with [`EncodedResult::of`]; it always holds one complete JSON value.
-/// Clones of a shared one (a cached page) share the bytes.
-#[derive(Clone, PartialEq, Eq)]
+/// Made by the engine, or from a `Value` with [`EncodedResult::of`]; it always writes one
+/// complete JSON value. Clones of a shared one (a cached page) share the bytes. Two are equal
+/// when they write the same bytes.
+#[derive(Clone)]
 pub struct EncodedResult(Repr);
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 enum Repr {
     Owned(Vec<u8>),
     Shared(Arc<[u8]>),
+    /// A tool's result, and the encoded `_meta` of a 2026-07-28 one.
+    Tool(Box<ToolResult>, Option<Arc<[u8]>>),
 }
 
 impl EncodedResult {
@@ -41,46 +45,217 @@ impl EncodedResult {
         Self(Repr::Owned(bytes))
     }
 
-    /// The same bytes, held so that clones share them (one copy now, none per clone).
+    /// A tool's result, to be encoded when the message is written (with the 2026-07-28
+    /// members when `modern_meta`, the encoded `_meta`, is given).
+    pub(crate) fn tool(result: ToolResult, modern_meta: Option<Arc<[u8]>>) -> Self {
+        Self(Repr::Tool(Box::new(result), modern_meta))
+    }
+
+    /// The same result, held so that clones share its bytes (encoded now if it was not yet).
     pub(crate) fn into_shared(self) -> Self {
         match self.0 {
             Repr::Owned(v) => Self(Repr::Shared(v.into())),
             shared @ Repr::Shared(_) => Self(shared),
+            tool @ Repr::Tool(..) => Self(Repr::Shared(Self(tool).to_vec().into())),
         }
     }
 
-    /// The encoded bytes.
-    pub fn as_bytes(&self) -> &[u8] {
+    /// Appends the result's encoding to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
         match &self.0 {
-            Repr::Owned(v) => v,
-            Repr::Shared(a) => a,
+            Repr::Owned(v) => out.extend_from_slice(v),
+            Repr::Shared(a) => out.extend_from_slice(a),
+            Repr::Tool(result, meta) => {
+                result.write(out, meta.as_deref());
+            }
         }
     }
 
-    /// The encoding's length in bytes.
-    pub fn len(&self) -> usize {
-        self.as_bytes().len()
+    /// The result's encoding.
+    pub fn to_vec(&self) -> Vec<u8> {
+        match &self.0 {
+            Repr::Owned(v) => v.clone(),
+            Repr::Shared(a) => a.to_vec(),
+            Repr::Tool(..) => {
+                let mut out = Vec::new();
+                self.write_to(&mut out);
+                out
+            }
+        }
     }
 
-    /// Whether there are no bytes (never, for a result the engine made).
-    pub fn is_empty(&self) -> bool {
-        self.as_bytes().is_empty()
+    /// The length of the bytes already encoded; `None` for a result encoded when written.
+    pub(crate) fn encoded_len(&self) -> Option<usize> {
+        match &self.0 {
+            Repr::Owned(v) => Some(v.len()),
+            Repr::Shared(a) => Some(a.len()),
+            Repr::Tool(..) => None,
+        }
     }
 
-    /// The result as a JSON value, parsed from the bytes (for callers that inspect a result;
-    /// the transports write the bytes). An error only for a result nested deeper than the
-    /// parser's recursion limit.
+    /// The result as a JSON value, parsed from its encoding (for callers that inspect a
+    /// result; the transports write the bytes). An error only for a result nested deeper than
+    /// the parser's recursion limit.
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_slice(self.as_bytes())
+        serde_json::from_slice(&self.to_vec())
+    }
+}
+
+impl PartialEq for EncodedResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_vec() == other.to_vec()
     }
 }
 
 impl std::fmt::Debug for EncodedResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("EncodedResult")
-            .field(&String::from_utf8_lossy(self.as_bytes()))
+            .field(&String::from_utf8_lossy(&self.to_vec()))
             .finish()
     }
+}
+
+/// `"resultType":"complete"`'s value, which every other 2026-07-28 result carries.
+pub(crate) const COMPLETE: &[u8] = br#""complete""#;
+
+/// A tool's output mapped onto `CallToolResult`, typed: what is encoded (or, for a task's
+/// record, turned into a value). The engine decides what goes in; this writes it.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolResult {
+    pub(crate) content: Vec<ContentBlock>,
+    /// `structuredContent`.
+    pub(crate) structured: Option<Value>,
+    pub(crate) is_error: bool,
+}
+
+impl ToolResult {
+    /// The result as a JSON value, the members [`write`](Self::write) encodes (for a task's
+    /// record).
+    pub(crate) fn into_value(self) -> Value {
+        let mut obj = Map::new();
+        let blocks = self.content.into_iter().map(ContentBlock::into_value);
+        obj.insert("content".into(), Value::Array(blocks.collect()));
+        if self.is_error {
+            obj.insert("isError".into(), Value::Bool(true));
+        }
+        if let Some(s) = self.structured {
+            obj.insert("structuredContent".into(), s);
+        }
+        Value::Object(obj)
+    }
+
+    /// Appends the result's encoding, with the 2026-07-28 members when `modern_meta` is given
+    /// (members in sorted order, as the value's encoding has them). Returns the length of the
+    /// result without those members: what `max_result_size` bounds.
+    pub(crate) fn write(&self, out: &mut Vec<u8>, modern_meta: Option<&[u8]>) -> usize {
+        out.reserve(self.len_hint(modern_meta));
+        let start = out.len();
+        let mut era = 0;
+        out.push(b'{');
+        if let Some(meta) = modern_meta {
+            let at = out.len();
+            out.extend_from_slice(br#""_meta":"#);
+            out.extend_from_slice(meta);
+            out.push(b',');
+            era += out.len() - at;
+        }
+        out.extend_from_slice(br#""content":"#);
+        write_blocks(out, &self.content);
+        if self.is_error {
+            out.extend_from_slice(br#","isError":true"#);
+        }
+        if modern_meta.is_some() {
+            let at = out.len();
+            out.extend_from_slice(br#","resultType":"#);
+            out.extend_from_slice(COMPLETE);
+            era += out.len() - at;
+        }
+        if let Some(s) = &self.structured {
+            out.extend_from_slice(br#","structuredContent":"#);
+            write_value(out, s);
+        }
+        out.push(b'}');
+        out.len() - start - era
+    }
+
+    /// About the encoding's length when nothing needs escaping (room to reserve, so that the
+    /// buffer is not grown, and copied, part-way).
+    pub(crate) fn len_hint(&self, modern_meta: Option<&[u8]>) -> usize {
+        let blocks: usize = self.content.iter().map(|b| block_len(b, 1)).sum();
+        96 + modern_meta.map_or(0, <[u8]>::len) + blocks
+    }
+
+    /// An upper bound of the encoding's length without the 2026-07-28 members: every string
+    /// byte escaped as `\u00XX`, counted per string and per node, not per byte. A kind of block
+    /// this does not bound counts as `usize::MAX` (so the result is measured exactly).
+    pub(crate) fn len_bound(&self) -> usize {
+        let blocks = self
+            .content
+            .iter()
+            .fold(0usize, |n, b| n.saturating_add(block_len(b, 6)));
+        let structured = self.structured.as_ref().map_or(0, value_len_bound);
+        blocks.saturating_add(structured).saturating_add(96)
+    }
+}
+
+/// A content block's encoded length with each string byte counted `per_byte` times (1: a
+/// hint, 6: a bound), plus room for its members' names.
+fn block_len(block: &ContentBlock, per_byte: usize) -> usize {
+    let maps = |a: &Option<Map<String, Value>>, m: &Option<Map<String, Value>>| {
+        let map = |m: &Option<Map<String, Value>>| {
+            m.as_ref()
+                .map_or(0, |m| if per_byte == 1 { 0 } else { map_len_bound(m) })
+        };
+        map(a).saturating_add(map(m))
+    };
+    let strings = |s: &[&String]| {
+        s.iter().fold(64usize, |n, s| {
+            n.saturating_add(s.len().saturating_mul(per_byte))
+        })
+    };
+    match block {
+        ContentBlock::Text {
+            text,
+            annotations,
+            meta,
+        } => strings(&[text]).saturating_add(maps(annotations, meta)),
+        ContentBlock::Image {
+            data,
+            mime_type,
+            annotations,
+            meta,
+        }
+        | ContentBlock::Audio {
+            data,
+            mime_type,
+            annotations,
+            meta,
+        } => strings(&[data, mime_type]).saturating_add(maps(annotations, meta)),
+        _ if per_byte == 1 => 64,
+        _ => usize::MAX,
+    }
+}
+
+/// An upper bound of `value`'s compact encoding: every string byte escaped as `\u00XX`
+/// (6 bytes), every number at its longest (24 bytes).
+fn value_len_bound(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => s.len().saturating_mul(6).saturating_add(2),
+        Value::Array(items) => items.iter().fold(2usize, |n, v| {
+            n.saturating_add(value_len_bound(v)).saturating_add(1)
+        }),
+        Value::Object(map) => map_len_bound(map),
+    }
+}
+
+fn map_len_bound(map: &Map<String, Value>) -> usize {
+    map.iter().fold(2usize, |n, (k, v)| {
+        n.saturating_add(k.len().saturating_mul(6).saturating_add(2))
+            .saturating_add(value_len_bound(v))
+            .saturating_add(2)
+    })
 }
 
 /// Appends `block` as `write_value(&block.clone().into_value())` would, without building the
@@ -288,11 +463,22 @@ mod tests {
     fn an_encoded_result_reads_back_as_its_value() {
         let v = json!({"content": [{"type": "text", "text": "é\u{1}"}]});
         let e = EncodedResult::of(&v);
-        assert_eq!(e.as_bytes(), serde_json::to_vec(&v).unwrap());
+        assert_eq!(e.to_vec(), serde_json::to_vec(&v).unwrap());
         assert_eq!(e.to_value().unwrap(), v);
         let shared = e.clone().into_shared();
         assert_eq!(shared, EncodedResult::of(&v).into_shared());
-        assert_eq!(shared.as_bytes(), e.as_bytes());
-        assert!(!shared.is_empty());
+        assert_eq!(shared.to_vec(), e.to_vec());
+        let tool = ToolResult {
+            content: vec![ContentBlock::text("é\u{1}")],
+            structured: None,
+            is_error: false,
+        };
+        let typed = EncodedResult::tool(tool, None);
+        assert_eq!(typed.encoded_len(), None);
+        assert_eq!(typed, e);
+        assert_eq!(
+            typed.clone().into_shared().encoded_len(),
+            Some(e.to_vec().len())
+        );
     }
 }

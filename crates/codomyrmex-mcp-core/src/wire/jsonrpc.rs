@@ -561,11 +561,13 @@ impl OutgoingMessage {
                 out.push(b'}');
             }
             Self::Encoded { id, result } => {
-                out.reserve(result.len() + 48);
+                if let Some(len) = result.encoded_len() {
+                    out.reserve(len + 48);
+                }
                 out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
                 write_id(out, id);
                 out.extend_from_slice(br#","result":"#);
-                out.extend_from_slice(result.as_bytes());
+                result.write_to(out);
                 out.push(b'}');
             }
             Self::Notification { method, params } => {

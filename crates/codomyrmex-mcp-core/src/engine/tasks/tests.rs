@@ -906,6 +906,22 @@ async fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
     let record = records.get(&id, wall()).await.unwrap().unwrap();
     assert_eq!(record.status, TaskStatus::Completed);
     assert!(matches!(record.outcome, Some(TaskOutcome::Result { .. })));
+    // One copy of the result: the store's record holds it, the live entry only its kind, and
+    // the entry's record reads the same outcome through the store.
+    let entry = c.engine.shared.tasks.get(&id).expect("still live");
+    assert!(
+        matches!(
+            lock(&entry.state).outcome,
+            Some(Outcome::Kept { is_error: false })
+        ),
+        "{:?}",
+        lock(&entry.state).outcome
+    );
+    assert_eq!(
+        entry.record(shared::LOCAL_OWNER, Duration::ZERO, 0).outcome,
+        record.outcome
+    );
+    assert_eq!(entry.status(), TaskStatus::Completed);
     // A new task takes the only slot: the finished one leaves, record and all.
     let next = c.call("slow", json!({"ms": 60_000})).await;
     assert_eq!(next["resultType"], "task");
