@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use codomyrmex_mcp::engine::{Engine, Handled};
-use codomyrmex_mcp::wire::{IncomingMessage, OutgoingMessage, RequestId};
+use codomyrmex_mcp::wire::{IncomingMessage, RequestId};
 use codomyrmex_mcp::{
     McpErrorDetail, McpRegistrationError, McpServerConfig, McpToolRegistry, ToolDefinition,
     ToolRegistration,

@@ -353,3 +353,38 @@ fn a_resource_or_prompt_result_is_capped_on_its_encoded_length_in_both_eras() {
         }
     }
 }
+
+#[test]
+fn the_bound_the_cap_trusts_is_never_below_the_encoded_length() {
+    let engine = engine();
+    let tool = engine.shared.registry.lookup("blocks").unwrap();
+    let scope = scope(&engine, Era::Legacy);
+    let mut tight = ContentBlock::image("", "");
+    if let ContentBlock::Image {
+        annotations, meta, ..
+    } = &mut tight
+    {
+        *annotations = Some(Map::new());
+        *meta = Some(Map::new());
+    }
+    let mut cases = outputs();
+    cases.push(ToolOutput::content(vec![tight.clone(), tight]));
+    cases.push(ToolOutput::content(vec![ContentBlock::text(
+        "\u{0}".repeat(100),
+    )]));
+    cases.push(ToolOutput::from_result(
+        crate::schema::McpToolResult::success_value(
+            json!({"\u{1}": [-1.7976931348623157e308, i64::MIN, u64::MAX, "\""]}),
+        ),
+    ));
+    for (i, output) in cases.into_iter().enumerate() {
+        let result = engine.call_tool_result(&tool, output, &scope);
+        let mut out = Vec::new();
+        let exact = result.write(&mut out, None);
+        assert!(
+            result.len_bound() >= exact,
+            "case {i}: {} < {exact}",
+            result.len_bound()
+        );
+    }
+}

@@ -4,7 +4,8 @@
 //! A 2026-07-28 result's constant members (`_meta` with the server's identity, and
 //! `resultType`) are encoded once per engine and spliced into each result as it is encoded
 //! ([`Engine::respond`]); a tool's result goes from its typed parts ([`ToolResult`]) straight
-//! to bytes, and its size is the length of those bytes.
+//! to bytes in the transport's buffer, capped by a per-string bound of its length, or, near
+//! the limit, by the length of its encoding. It is not the encoder (`wire`).
 
 use serde_json::{Map, Value, json};
 

@@ -208,8 +208,10 @@ fn block_len(block: &ContentBlock, per_byte: usize) -> usize {
         };
         map(a).saturating_add(map(m))
     };
+    // Room for the members' names, quotes, braces and the comma after the block: 96 covers
+    // the longest (an image or audio block with `_meta` and `annotations`, 65).
     let strings = |s: &[&String]| {
-        s.iter().fold(64usize, |n, s| {
+        s.iter().fold(96usize, |n, s| {
             n.saturating_add(s.len().saturating_mul(per_byte))
         })
     };
