@@ -15,6 +15,7 @@
 # flight), with the input spin off (CODOMYRMEX_MCP_STDIO_SPIN_US=0): spinning is instructions
 # spent waiting, which would make the count depend on the client's timing. HTTP: `http_load`, 16 B
 # calls on one keep-alive connection, at 2026-07-28 (stateless) and 2025-11-25 (a session).
+# tools/list: A and B `tools/list` lines (each era) written to the stdio server's input at once.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,6 +64,25 @@ http_case() { # era calls -> total instructions
     totals "$out"
 }
 
+list_case() { # era calls -> total instructions: `tools/list` lines, all written at once
+    local out="$work/list.$1.$2" input="$work/list.in.$1.$2" i
+    {
+        if [[ "$1" == legacy ]]; then
+            printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cg","version":"1"}}}'
+        fi
+        for ((i = 1; i <= $2; i++)); do
+            if [[ "$1" == legacy ]]; then
+                printf '{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' "$i"
+            else
+                printf '{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}\n' "$i"
+            fi
+        done
+    } > "$input"
+    CODOMYRMEX_MCP_STDIO_SPIN_US=0 valgrind --tool=callgrind --callgrind-out-file="$out" \
+        "$echo_bin" --stdio < "$input" > /dev/null 2>&1
+    totals "$out"
+}
+
 per_call() { echo $(( ($2 - $1) / (b - a) )); }
 
 echo "| path | instructions per call |"
@@ -75,4 +95,8 @@ done
 for era in modern legacy; do
     ta="$(http_case "$era" "$a")"; tb="$(http_case "$era" "$b")"
     echo "| HTTP $era, 16 B, 1 connection | $(per_call "$ta" "$tb") |"
+done
+for era in modern legacy; do
+    ta="$(list_case "$era" "$a")"; tb="$(list_case "$era" "$b")"
+    echo "| stdio $era, tools/list (one tool), lines written at once | $(per_call "$ta" "$tb") |"
 done

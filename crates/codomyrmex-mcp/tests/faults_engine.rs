@@ -266,7 +266,7 @@ async fn a_panicking_tool_fails_cleanly_in_both_eras() {
             .await;
             let text = text_of(&m);
             assert!(!text.contains(SECRET), "panic text leaked: {text}");
-            let OutgoingMessage::Response { result, .. } = m else {
+            let Some(result) = m.result_value() else {
                 panic!("{text}")
             };
             assert_eq!(result["isError"], true, "{text}");
@@ -323,7 +323,7 @@ async fn a_hanging_tool_times_out_and_its_future_is_dropped() {
             request(5, "tools/call", json!({"name": "hang"}), modern),
         )
         .await;
-        let OutgoingMessage::Response { result, .. } = &m else {
+        let Some(result) = m.result_value() else {
             panic!("{}", text_of(&m))
         };
         assert_eq!(result["isError"], true);
@@ -354,7 +354,7 @@ async fn a_huge_result_is_capped_with_a_clear_error() {
             ),
         )
         .await;
-        let OutgoingMessage::Response { result, .. } = &m else {
+        let Some(result) = m.result_value() else {
             panic!("a response")
         };
         assert_ne!(result["isError"], true);
@@ -372,7 +372,7 @@ async fn a_huge_result_is_capped_with_a_clear_error() {
         .await;
         let bytes = m.to_bytes();
         assert!(bytes.len() < 4096, "the capped answer is small");
-        let OutgoingMessage::Response { result, .. } = &m else {
+        let Some(result) = m.result_value() else {
             panic!("a response")
         };
         assert_eq!(result["isError"], true);
@@ -421,7 +421,7 @@ async fn a_huge_result_is_capped_with_a_clear_error() {
             ),
         )
         .await;
-        assert!(matches!(m, OutgoingMessage::Response { .. }));
+        assert!(m.result_value().is_some(), "{m:?}");
         assert_eq!(session.in_flight(), 0);
     }
 }

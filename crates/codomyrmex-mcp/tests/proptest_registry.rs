@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use codomyrmex_mcp::engine::{Engine, Handled};
-use codomyrmex_mcp::wire::{IncomingMessage, OutgoingMessage, RequestId};
+use codomyrmex_mcp::wire::{IncomingMessage, RequestId};
 use codomyrmex_mcp::{
     McpErrorDetail, McpRegistrationError, McpServerConfig, McpToolRegistry, ToolDefinition,
     ToolRegistration,
@@ -93,10 +93,11 @@ fn listed_through_engine(registry: &Arc<McpToolRegistry>, page_size: usize) -> V
             method: "tools/list".into(),
             params: Some(params),
         };
-        let Handled::Reply(OutgoingMessage::Response { result, .. }) =
-            engine.handle(&session, message, &sink)
-        else {
+        let Handled::Reply(reply) = engine.handle(&session, message, &sink) else {
             panic!("tools/list is answered at once");
+        };
+        let Some(result) = reply.result_value() else {
+            panic!("tools/list succeeds: {reply:?}");
         };
         for t in result["tools"].as_array().expect("a tools array") {
             names.push(t["name"].as_str().expect("a name").to_owned());

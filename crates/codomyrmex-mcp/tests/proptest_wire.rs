@@ -64,6 +64,10 @@ fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
     prop_oneof![
         (request_id(), json_value())
             .prop_map(|(id, result)| OutgoingMessage::Response { id, result }),
+        (request_id(), json_value()).prop_map(|(id, result)| OutgoingMessage::Encoded {
+            id,
+            result: codomyrmex_mcp::wire::EncodedResult::of(&result),
+        }),
         (prop::option::of(request_id()), error_object())
             .prop_map(|(id, error)| OutgoingMessage::Error { id, error }),
         (prop::sample::select(METHODS), json_object()).prop_map(|(method, params)| {
@@ -86,6 +90,12 @@ fn outgoing() -> impl Strategy<Value = OutgoingMessage> {
 fn expected(m: &OutgoingMessage) -> IncomingMessage {
     match m.clone() {
         OutgoingMessage::Response { id, result } => IncomingMessage::Response { id, result },
+        OutgoingMessage::Encoded { id, result } => IncomingMessage::Response {
+            id,
+            result: result
+                .to_value()
+                .expect("the strategy's values are shallow"),
+        },
         OutgoingMessage::Error { id, error } => IncomingMessage::Error { id, error },
         OutgoingMessage::Notification { method, params } => IncomingMessage::Notification {
             method: method.to_owned(),

@@ -151,9 +151,11 @@ impl EngineBuilder {
             config.max_concurrent_requests,
             config.max_queued_requests,
         ));
+        let server_info_meta = json!({"name": server_info.name, "version": server_info.version});
         Engine {
             shared: Arc::new(Shared {
-                server_info_meta: json!({"name": server_info.name, "version": server_info.version}),
+                modern_meta: super::results::modern_meta(&server_info_meta),
+                server_info_meta,
                 config,
                 registry,
                 resources,

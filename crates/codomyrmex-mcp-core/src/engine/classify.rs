@@ -204,7 +204,9 @@ pub fn status_for(message: &OutgoingMessage, route: &Route) -> u16 {
             SERVICE_UNAVAILABLE
         }
         (Route::Modern, OutgoingMessage::Error { error, .. }) => modern_status(error),
-        (Route::Initialize, OutgoingMessage::Response { .. }) => OK,
+        (Route::Initialize, OutgoingMessage::Response { .. } | OutgoingMessage::Encoded { .. }) => {
+            OK
+        }
         (Route::Initialize, _) => BAD_REQUEST,
         _ => OK,
     }

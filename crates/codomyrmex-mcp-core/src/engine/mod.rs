@@ -55,7 +55,6 @@ pub use events::{EventStream, ServerEvent};
 pub use meta::{MetaField, RequestMeta};
 use mrtr::{Binding, RoundTrip, Sealer};
 use policy::{ExecutionPolicy, Gate, HandlerKind};
-use results::blocks_value;
 pub use session::Session;
 
 pub use tasks::{META_RELATED_TASK, TASKS_EXTENSION, TaskConfig, TaskSync};
@@ -134,6 +133,9 @@ struct Shared {
     server_info: Implementation,
     /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
     server_info_meta: Value,
+    /// The `_meta` object of every modern result (`server_info_meta` under its key),
+    /// encoded once.
+    modern_meta: Arc<[u8]>,
     /// The admission bound that stateless sessions share.
     stateless_gate: Arc<Gate>,
     /// Admission, rate limit, timeout and unwind guard of every handler invocation.
@@ -621,7 +623,7 @@ impl Engine {
         let has_prompts = self.shared.prompts.is_some();
         let result = match (scope.era, method) {
             (_, "tools/call") => return self.call_tool(session, id, params, scope, sink),
-            (_, "tools/list") => self.list_tools(&params, &scope),
+            (_, "tools/list") => return Handled::Reply(self.list_tools(id, &params, &scope)),
             (_, "resources/read") if has_resources => {
                 return self.read_resource(session, id, params, scope, sink);
             }

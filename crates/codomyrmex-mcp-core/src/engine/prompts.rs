@@ -130,9 +130,10 @@ impl Engine {
                         &format!("Prompt {name}"),
                         failure,
                     )),
-                    (None, Ok(Ok(rendered))) => serde_json::to_value(rendered)
-                        .map_err(|_| ErrorObject::internal("Prompt result could not be encoded"))
-                        .and_then(|v| engine.cap_result(v)),
+                    (None, Ok(Ok(rendered))) => match serde_json::to_value(rendered) {
+                        Ok(v) => return Some(engine.respond_capped(id, v, &scope)),
+                        Err(_) => Err(ErrorObject::internal("Prompt result could not be encoded")),
+                    },
                     (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
                 };
                 Some(engine.respond(id, result, &scope))

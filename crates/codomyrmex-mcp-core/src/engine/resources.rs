@@ -91,7 +91,8 @@ impl Engine {
                             "contents".into(),
                             serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
                         );
-                        engine.cap_result(engine.cacheable(obj, &scope))
+                        let result = engine.cacheable(obj, &scope);
+                        return Some(engine.respond_capped(id, result, &scope));
                     }
                     (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
                 };

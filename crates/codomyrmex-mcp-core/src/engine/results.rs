@@ -1,15 +1,31 @@
-//! Shaping results: what every result of an era carries, cacheable list results, and
-//! capping results at `max_result_size` (measured without encoding where possible).
+//! Shaping results: what every result of an era carries, cacheable list results, a tool's
+//! typed result encoded once, and capping results at `max_result_size`.
+//!
+//! A 2026-07-28 result's constant members (`_meta` with the server's identity, and
+//! `resultType`) are encoded once per engine and spliced into each result as it is encoded
+//! ([`Engine::respond`]); a tool's result goes from its typed parts ([`ToolResult`]) straight
+//! to bytes in the transport's buffer, capped by a per-string bound of its length, or, near
+//! the limit, by the length of its encoding. It is not the encoder (`wire`).
 
 use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::registry::{RegisteredTool, ToolOutput};
 use crate::schema::McpErrorDetail;
-use crate::wire::{ContentBlock, Era, ErrorObject, OutgoingMessage, RequestId};
+use crate::wire::encoded::{COMPLETE, ToolResult, write_object_with};
+use crate::wire::{EncodedResult, Era, ErrorObject, OutgoingMessage, RequestId};
+
+/// The `_meta` object every 2026-07-28 result carries (the server's identity), encoded: made
+/// once per engine, from what the engine never changes.
+pub(super) fn modern_meta(server_info_meta: &Value) -> Arc<[u8]> {
+    let mut meta = Map::new();
+    meta.insert(META_SERVER_INFO.into(), server_info_meta.clone());
+    EncodedResult::of(&Value::Object(meta)).to_vec().into()
+}
 
 impl Engine {
-    /// The response to request `id`: its result, finished for the era, or its error.
+    /// The response to request `id`: its result, finished for the era, or its error. A
+    /// 2026-07-28 result is encoded here, with the era's constant members spliced in.
     pub(super) fn respond(
         &self,
         id: RequestId,
@@ -17,14 +33,80 @@ impl Engine {
         scope: &RequestScope,
     ) -> OutgoingMessage {
         match result {
-            Ok(result) => OutgoingMessage::Response {
+            Ok(result) if scope.era == Era::Modern => OutgoingMessage::Encoded {
                 id,
-                result: self.finish_result(result, scope),
+                result: self.encode_finished(result, scope),
             },
+            Ok(result) => OutgoingMessage::Response { id, result },
             Err(error) => OutgoingMessage::Error {
                 id: Some(id),
                 error,
             },
+        }
+    }
+
+    /// `result` finished for the era ([`finish_result`](Self::finish_result)), encoded.
+    pub(super) fn encode_finished(&self, result: Value, scope: &RequestScope) -> EncodedResult {
+        self.encode_finished_measured(result, scope).0
+    }
+
+    /// [`encode_finished`](Self::encode_finished), and the length of the result's encoding
+    /// without the era's members (what `max_result_size` bounds).
+    fn encode_finished_measured(
+        &self,
+        result: Value,
+        scope: &RequestScope,
+    ) -> (EncodedResult, usize) {
+        let Value::Object(obj) = &result else {
+            let encoded = EncodedResult::of(&result);
+            let len = encoded.encoded_len().unwrap_or_default();
+            return (encoded, len);
+        };
+        if scope.era != Era::Modern {
+            let encoded = EncodedResult::of(&result);
+            let len = encoded.encoded_len().unwrap_or_default();
+            return (encoded, len);
+        }
+        if obj.contains_key("_meta") {
+            // Its own `_meta` gets the server's identity added: rare, built as a value (and
+            // measured before, as it came).
+            let len = EncodedResult::of(&result).encoded_len().unwrap_or_default();
+            return (EncodedResult::of(&self.finish_result(result, scope)), len);
+        }
+        let meta: &[u8] = &self.shared.modern_meta;
+        let mut out = Vec::with_capacity(128 + meta.len());
+        let extra = if obj.contains_key("resultType") {
+            write_object_with(&mut out, obj, &[("_meta", meta)])
+        } else {
+            write_object_with(&mut out, obj, &[("_meta", meta), ("resultType", COMPLETE)])
+        };
+        let len = out.len() - extra;
+        (EncodedResult::from_written(out), len)
+    }
+
+    /// The response to request `id` with a resource's or prompt's `result`, or `-32603` when
+    /// its encoding exceeds `max_result_size`. Measured on the bytes written, once.
+    pub(super) fn respond_capped(
+        &self,
+        id: RequestId,
+        result: Value,
+        scope: &RequestScope,
+    ) -> OutgoingMessage {
+        let limit = self.shared.config.max_result_size;
+        let (encoded, len) = self.encode_finished_measured(result, scope);
+        if len <= limit {
+            return OutgoingMessage::Encoded {
+                id,
+                result: encoded,
+            };
+        }
+        drop(encoded);
+        OutgoingMessage::Error {
+            id: Some(id),
+            error: ErrorObject::internal(format!(
+                "The result is larger than the server's limit of {limit} bytes (max_result_size)"
+            ))
+            .with_data(json!({"max_result_size": limit})),
         }
     }
 
@@ -46,6 +128,75 @@ impl Engine {
             }
         }
         Value::Object(obj)
+    }
+
+    /// The response to a `tools/call` whose tool produced `output`: its typed result, which
+    /// the transport encodes once, straight into its output buffer. Over `max_result_size`, a
+    /// `RESULT_TOO_LARGE` failure in its place: when a bound of the encoding (each string at
+    /// six bytes a byte, counted per string, not per byte) is within the limit, nothing is
+    /// measured; otherwise the result is encoded here and its length checked exactly.
+    pub(super) fn tool_response(
+        &self,
+        id: RequestId,
+        tool: &RegisteredTool,
+        name: &str,
+        output: ToolOutput,
+        scope: &RequestScope,
+    ) -> OutgoingMessage {
+        let result = self.call_tool_result(tool, output, scope);
+        let meta = (scope.era == Era::Modern).then(|| self.shared.modern_meta.clone());
+        let result = if result.len_bound() <= self.shared.config.max_result_size {
+            EncodedResult::tool(result, meta)
+        } else {
+            EncodedResult::from_written(self.cap_encoded(tool, name, result, scope).1)
+        };
+        OutgoingMessage::Encoded { id, result }
+    }
+
+    /// A tool's result and its encoding for the era, or a `RESULT_TOO_LARGE` failure in its
+    /// place when the result (without the era's constant members) encodes to more than
+    /// `max_result_size` bytes. Measured on the bytes written, once.
+    pub(super) fn capped_tool_result(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        output: ToolOutput,
+        scope: &RequestScope,
+    ) -> (ToolResult, Vec<u8>) {
+        let result = self.call_tool_result(tool, output, scope);
+        self.cap_encoded(tool, name, result, scope)
+    }
+
+    /// `result` encoded for the era, or the `RESULT_TOO_LARGE` failure in its place.
+    fn cap_encoded(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        result: ToolResult,
+        scope: &RequestScope,
+    ) -> (ToolResult, Vec<u8>) {
+        let limit = self.shared.config.max_result_size;
+        let meta = (scope.era == Era::Modern).then_some(&*self.shared.modern_meta);
+        let mut out = Vec::with_capacity(result.len_hint(meta));
+        if result.write(&mut out, meta) <= limit {
+            return (result, out);
+        }
+        tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
+        drop(result);
+        out = Vec::new();
+        let detail = McpErrorDetail::new(
+            "RESULT_TOO_LARGE",
+            format!(
+                "Tool {name} returned a result larger than the server's limit of {limit} bytes (max_result_size); it was discarded"
+            ),
+        )
+        .with_details(Map::from_iter([(
+            "max_result_size".to_owned(),
+            json!(limit),
+        )]));
+        let result = self.call_tool_result(tool, ToolOutput::failure(detail), scope);
+        result.write(&mut out, meta);
+        (result, out)
     }
 
     pub(super) fn cacheable(&self, mut obj: Map<String, Value>, scope: &RequestScope) -> Value {
@@ -74,101 +225,6 @@ impl Engine {
         }
         self.cacheable(obj, scope)
     }
-
-    /// A tool's result, or a `RESULT_TOO_LARGE` failure in its place when its encoding exceeds
-    /// `max_result_size`.
-    pub(super) fn cap_tool_result(
-        &self,
-        tool: &RegisteredTool,
-        name: &str,
-        result: Value,
-        scope: &RequestScope,
-    ) -> Value {
-        let limit = self.shared.config.max_result_size;
-        if encodes_within(&result, limit) {
-            return result;
-        }
-        tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
-        drop(result);
-        let detail = McpErrorDetail::new(
-            "RESULT_TOO_LARGE",
-            format!(
-                "Tool {name} returned a result larger than the server's limit of {limit} bytes (max_result_size); it was discarded"
-            ),
-        )
-        .with_details(Map::from_iter([(
-            "max_result_size".to_owned(),
-            json!(limit),
-        )]));
-        self.call_tool_result(tool, ToolOutput::failure(detail), scope)
-    }
-
-    /// A resource or prompt result, or `-32603` when its encoding exceeds `max_result_size`.
-    pub(super) fn cap_result(&self, result: Value) -> Result<Value, ErrorObject> {
-        let limit = self.shared.config.max_result_size;
-        if encodes_within(&result, limit) {
-            return Ok(result);
-        }
-        Err(ErrorObject::internal(format!(
-            "The result is larger than the server's limit of {limit} bytes (max_result_size)"
-        ))
-        .with_data(json!({"max_result_size": limit})))
-    }
-}
-
-/// Content blocks as a JSON array, moving their text.
-pub(super) fn blocks_value(blocks: Vec<ContentBlock>) -> Value {
-    Value::Array(blocks.into_iter().map(ContentBlock::into_value).collect())
-}
-
-/// Whether `value`'s compact JSON encoding is at most `limit` bytes. A walk of the tree that
-/// counts nodes, not bytes, settles almost every case; only a value that might be over the
-/// limit is measured exactly.
-pub(super) fn encodes_within(value: &Value, limit: usize) -> bool {
-    encoded_len_bound(value) <= limit || encoded_len_within(value, limit).is_some()
-}
-
-/// An upper bound of `value`'s compact JSON encoding: every string byte escaped as `\u00XX`
-/// (6 bytes) and every number at its longest (24 bytes).
-pub(super) fn encoded_len_bound(value: &Value) -> usize {
-    let string = |s: &str| s.len().saturating_mul(6).saturating_add(2);
-    match value {
-        Value::Null | Value::Bool(_) => 5,
-        Value::Number(_) => 24,
-        Value::String(s) => string(s),
-        Value::Array(items) => items.iter().fold(2usize, |n, v| {
-            n.saturating_add(encoded_len_bound(v)).saturating_add(1)
-        }),
-        Value::Object(map) => map.iter().fold(2usize, |n, (k, v)| {
-            n.saturating_add(string(k))
-                .saturating_add(encoded_len_bound(v))
-                .saturating_add(2)
-        }),
-    }
-}
-
-/// The length of `value`'s compact JSON encoding if it is at most `limit` bytes. Counts
-/// without allocating and stops as soon as the limit is passed.
-pub(super) fn encoded_len_within(value: &Value, limit: usize) -> Option<usize> {
-    struct Counter {
-        written: usize,
-        limit: usize,
-    }
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.written = self.written.saturating_add(buf.len());
-            if self.written > self.limit {
-                return Err(std::io::Error::other("over the limit"));
-            }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter { written: 0, limit };
-    serde_json::to_writer(&mut counter, value).ok()?;
-    Some(counter.written)
 }
 
 #[cfg(test)]
@@ -178,33 +234,7 @@ mod encoding_tests;
 #[cfg(test)]
 mod result_size_tests {
     use super::*;
-
-    #[test]
-    fn encoded_length_is_exact_up_to_the_limit() {
-        let v = json!({"content": [{"type": "text", "text": "x".repeat(100)}]});
-        let exact = serde_json::to_vec(&v).map(|b| b.len()).unwrap_or_default();
-        assert_eq!(encoded_len_within(&v, exact), Some(exact));
-        assert_eq!(encoded_len_within(&v, usize::MAX), Some(exact));
-        assert_eq!(encoded_len_within(&v, exact - 1), None);
-        assert_eq!(encoded_len_within(&json!(null), 3), None);
-    }
-
-    #[test]
-    fn the_quick_bound_is_never_below_the_exact_length() {
-        for v in [
-            json!(null),
-            json!(true),
-            json!(-1.7976931348623157e308),
-            json!(u64::MAX),
-            json!("\u{0}\u{1f}\"\\é✓"),
-            json!({"a": [1, {"b": "\n"}], "": []}),
-        ] {
-            let exact = serde_json::to_vec(&v).unwrap().len();
-            assert!(encoded_len_bound(&v) >= exact, "{v}");
-            assert!(encodes_within(&v, exact));
-            assert!(!encodes_within(&v, exact - 1));
-        }
-    }
+    use crate::wire::ContentBlock;
 
     #[test]
     fn moved_content_blocks_equal_their_serde_encoding() {
@@ -275,7 +305,7 @@ mod result_size_tests {
                 .handle(&session, call("big"), &sink)
                 .into_message()
                 .await;
-            let Some(OutgoingMessage::Response { result, .. }) = answer else {
+            let Some(result) = answer.as_ref().and_then(OutgoingMessage::result_value) else {
                 panic!("a response expected: {answer:?}")
             };
             assert_eq!(result["isError"], json!(true));
@@ -290,7 +320,7 @@ mod result_size_tests {
                 .handle(&session, call("small"), &sink)
                 .into_message()
                 .await;
-            let Some(OutgoingMessage::Response { result, .. }) = answer else {
+            let Some(result) = answer.as_ref().and_then(OutgoingMessage::result_value) else {
                 panic!("a response expected: {answer:?}")
             };
             assert_eq!(result["structuredContent"], json!({"ok": 1}));

@@ -56,8 +56,8 @@ fn call() -> IncomingMessage {
 fn rate_limited(handled: &Handled) -> bool {
     match handled {
         Handled::Invoke(_) => false,
-        Handled::Reply(OutgoingMessage::Response { result, .. }) => {
-            result["structuredContent"]["error_type"] == "RATE_LIMITED"
+        Handled::Reply(m) if m.result_value().is_some() => {
+            m.result_value().unwrap()["structuredContent"]["error_type"] == "RATE_LIMITED"
         }
         other => panic!("unexpected {other:?}"),
     }

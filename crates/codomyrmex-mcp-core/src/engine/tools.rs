@@ -10,41 +10,60 @@ use super::*;
 use crate::context::MessageSink;
 use crate::registry::{RegisteredTool, ToolOutput};
 use crate::schema::McpErrorDetail;
+use crate::wire::EncodedResult;
+use crate::wire::encoded::ToolResult;
 use crate::wire::{ContentBlock, ErrorObject, OutgoingMessage, RequestId};
 
 impl Engine {
+    /// `tools/list`: a page encoded once per protocol version and cursor, and reused (its
+    /// bytes shared) until the registry changes.
     pub(super) fn list_tools(
         &self,
+        id: RequestId,
         params: &Map<String, Value>,
         scope: &RequestScope,
-    ) -> Result<Value, ErrorObject> {
-        let after = match params.get("cursor") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(c)) => Some(
-                decode_cursor(c).ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
-            ),
-            Some(_) => return Err(ErrorObject::invalid_params("Invalid cursor")),
+    ) -> OutgoingMessage {
+        let after = match cursor(params) {
+            Ok(after) => after,
+            Err(error) => {
+                return OutgoingMessage::Error {
+                    id: Some(id),
+                    error,
+                };
+            }
         };
         let key = (scope.version, after);
         // Read before the page is built: a change that lands while it is built makes the
         // entry stale at once, never a stale page look current.
         let generation = self.shared.registry.generation();
-        if let Some(page) = self.shared.tool_pages.get(&key, generation) {
-            return Ok(page);
-        }
+        let result = match self.shared.tool_pages.get(&key, generation) {
+            Some(page) => page,
+            None => {
+                let page = self.encode_tool_page(key.1.as_deref(), scope).into_shared();
+                self.shared.tool_pages.put(key, generation, &page);
+                page
+            }
+        };
+        OutgoingMessage::Encoded { id, result }
+    }
+
+    /// The `tools/list` page after `after`, built and encoded for the request's version.
+    pub(super) fn encode_tool_page(
+        &self,
+        after: Option<&str>,
+        scope: &RequestScope,
+    ) -> EncodedResult {
         let (tools, next) = self
             .shared
             .registry
-            .page(key.1.as_deref(), self.shared.config.page_size);
+            .page(after, self.shared.config.page_size);
         let tools = self.with_task_support(tools, scope);
         let mut obj = Map::new();
         obj.insert("tools".into(), Value::Array(tools));
         if let Some(next) = next {
             obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
         }
-        let page = self.cacheable(obj, scope);
-        self.shared.tool_pages.put(key, generation, &page);
-        Ok(page)
+        self.encode_finished(self.cacheable(obj, scope), scope)
     }
 
     pub(super) fn call_tool(
@@ -101,8 +120,7 @@ impl Engine {
             Ok(t) => t,
             Err(refusal) => {
                 let output = ToolOutput::failure(invoke::tool_refusal(&name, refusal));
-                let result = self.call_tool_result(&tool, output, &scope);
-                return Handled::Reply(self.respond(id, Ok(result), &scope));
+                return Handled::Reply(self.tool_response(id, &tool, &name, output, &scope));
             }
         };
         if let Some(plan) = task {
@@ -135,24 +153,12 @@ impl Engine {
                     Err(None) => return None,
                     Err(Some(failure)) => ToolOutput::failure(invoke::tool_failure(&name, failure)),
                 };
-                let result =
+                Some(
                     match engine.round_outcome(&session, "tools/call", &name, round.as_deref()) {
-                        Some(Err(e)) => {
-                            return Some(OutgoingMessage::Error {
-                                id: Some(id),
-                                error: e,
-                            });
-                        }
-                        Some(Ok(input_required)) => input_required,
-                        None => {
-                            let result = engine.call_tool_result(&tool, output, &scope);
-                            engine.cap_tool_result(&tool, &name, result, &scope)
-                        }
-                    };
-                Some(OutgoingMessage::Response {
-                    id,
-                    result: engine.finish_result(result, &scope),
-                })
+                        Some(input_required) => engine.respond(id, input_required, &scope),
+                        None => engine.tool_response(id, &tool, &name, output, &scope),
+                    },
+                )
             },
         );
         Handled::Invoke(invocation.blocking(blocking))
@@ -173,9 +179,8 @@ impl Engine {
         tool: &RegisteredTool,
         output: ToolOutput,
         _scope: &RequestScope,
-    ) -> Value {
+    ) -> ToolResult {
         let ToolOutput { result, content } = output;
-        let mut obj = Map::new();
         if result.is_failure() {
             let detail = result.error().cloned().unwrap_or_else(|| {
                 McpErrorDetail::new("InternalError", "the tool failed without detail")
@@ -187,15 +192,17 @@ impl Engine {
                 text.push_str("\nDetails: ");
                 text.push_str(&d);
             }
-            let blocks = content.unwrap_or_else(|| vec![ContentBlock::text(text)]);
-            obj.insert("content".into(), blocks_value(blocks));
-            if tool.definition.output_schema.is_none()
-                && let Ok(v) = serde_json::to_value(&detail)
-            {
-                obj.insert("structuredContent".into(), v);
-            }
-            obj.insert("isError".into(), json!(true));
-            return Value::Object(obj);
+            let content = content.unwrap_or_else(|| vec![ContentBlock::text(text)]);
+            let structured = if tool.definition.output_schema.is_none() {
+                serde_json::to_value(&detail).ok()
+            } else {
+                None
+            };
+            return ToolResult {
+                content,
+                structured,
+                is_error: true,
+            };
         }
         // Taken apart: the data moves into `structuredContent` rather than being copied.
         let parts = result.into_parts();
@@ -214,15 +221,15 @@ impl Engine {
                 blocks
             }
         };
-        obj.insert("content".into(), blocks_value(blocks));
-        if let Some(data) = parts.data {
-            obj.insert("structuredContent".into(), Value::Object(data));
+        ToolResult {
+            content: blocks,
+            structured: parts.data.map(Value::Object),
+            is_error: false,
         }
-        Value::Object(obj)
     }
 }
 
-/// `tools/list` pages as built for a protocol version and a cursor, kept while the registry's
+/// `tools/list` pages as encoded for a protocol version and a cursor, kept while the registry's
 /// change counter ([`McpToolRegistry::generation`](crate::registry::McpToolRegistry)) stays
 /// where it was when each page was built. Bounded: cursors come from clients, so past
 /// [`ToolPages::MAX`] entries the cache starts over.
@@ -232,7 +239,8 @@ pub(super) struct ToolPages {
 }
 
 /// A page by (version, cursor): the registry generation it was built at, and the page.
-type ToolPageMap = std::collections::HashMap<(ProtocolVersion, Option<String>), (u64, Value)>;
+type ToolPageMap =
+    std::collections::HashMap<(ProtocolVersion, Option<String>), (u64, EncodedResult)>;
 
 impl ToolPages {
     /// The most pages kept.
@@ -245,14 +253,18 @@ impl ToolPages {
     }
 
     /// The page for `key`, if it was built at `generation`.
-    fn get(&self, key: &(ProtocolVersion, Option<String>), generation: u64) -> Option<Value> {
+    fn get(
+        &self,
+        key: &(ProtocolVersion, Option<String>),
+        generation: u64,
+    ) -> Option<EncodedResult> {
         match self.lock().get(key) {
             Some((built, page)) if *built == generation => Some(page.clone()),
             _ => None,
         }
     }
 
-    fn put(&self, key: (ProtocolVersion, Option<String>), generation: u64, page: &Value) {
+    fn put(&self, key: (ProtocolVersion, Option<String>), generation: u64, page: &EncodedResult) {
         let mut pages = self.lock();
         if pages.len() >= Self::MAX && !pages.contains_key(&key) {
             pages.clear();
@@ -266,6 +278,11 @@ mod tool_pages_tests {
     use super::*;
 
     fn list(engine: &Engine, version: &str) -> Value {
+        serde_json::from_slice(&list_bytes(engine, version)).unwrap()
+    }
+
+    /// The `result` bytes of a `tools/list` answer, as written.
+    fn list_bytes(engine: &Engine, version: &str) -> Vec<u8> {
         let session = engine.new_session();
         let sink: Arc<dyn MessageSink> = Arc::new(crate::context::NullSink);
         if version != "2026-07-28" {
@@ -290,9 +307,23 @@ mod tool_pages_tests {
             params: params.as_object().cloned(),
         };
         match engine.handle(&session, request, &sink) {
-            Handled::Reply(OutgoingMessage::Response { result, .. }) => result,
-            other => panic!("a reply expected: {other:?}"),
+            Handled::Reply(OutgoingMessage::Encoded { result, .. }) => result.to_vec(),
+            other => panic!("an encoded reply expected: {other:?}"),
         }
+    }
+
+    /// The page as encoded afresh, not read from the cache.
+    fn fresh(engine: &Engine, version: &str) -> Vec<u8> {
+        let version = ProtocolVersion::parse(version).unwrap();
+        let scope = RequestScope {
+            era: version.era(),
+            version,
+            client_capabilities: crate::context::no_capabilities(),
+            log_level: None,
+            progress_token: None,
+            now: engine.now(),
+        };
+        engine.encode_tool_page(None, &scope).to_vec()
     }
 
     fn names(page: &Value) -> Vec<String> {
@@ -339,11 +370,43 @@ mod tool_pages_tests {
     }
 
     #[test]
+    fn a_cached_page_is_the_fresh_encoding_until_the_registry_changes() {
+        let registry = Arc::new(McpToolRegistry::new());
+        tool(&registry, "a");
+        let engine = Engine::new(McpServerConfig::default(), registry.clone());
+        for version in ["2026-07-28", "2025-11-25"] {
+            let first = list_bytes(&engine, version);
+            // The second answer comes from the cache: the same bytes as a fresh encoding,
+            // and as the value path's (the old `finish_result`, then serde_json).
+            assert_eq!(list_bytes(&engine, version), first, "{version}");
+            assert_eq!(fresh(&engine, version), first, "{version}");
+            let value: Value = serde_json::from_slice(&first).unwrap();
+            assert_eq!(serde_json::to_vec(&value).unwrap(), first, "{version}");
+            assert_eq!(
+                value.get("resultType").is_some(),
+                version == "2026-07-28",
+                "{version}"
+            );
+            assert_eq!(
+                value["_meta"][META_SERVER_INFO].is_object(),
+                version == "2026-07-28",
+                "{version}"
+            );
+        }
+        let before = list_bytes(&engine, "2026-07-28");
+        tool(&registry, "b");
+        let after = list_bytes(&engine, "2026-07-28");
+        assert_ne!(after, before);
+        assert_eq!(after, fresh(&engine, "2026-07-28"));
+        assert_eq!(names(&serde_json::from_slice(&after).unwrap()), ["a", "b"]);
+    }
+
+    #[test]
     fn the_cache_stays_bounded_whatever_cursors_clients_send() {
         let pages = ToolPages::default();
         for i in 0..10 * ToolPages::MAX {
             let key = (ProtocolVersion::LATEST_MODERN, Some(format!("c{i}")));
-            pages.put(key, 0, &json!({}));
+            pages.put(key, 0, &EncodedResult::of(&json!({})));
         }
         assert!(pages.lock().len() <= ToolPages::MAX);
     }

@@ -74,6 +74,11 @@ impl MemoryTaskStore {
         written
     }
 
+    /// A copy of the outcome in record `id`, if there is the record and an outcome.
+    pub(crate) fn outcome(&self, id: &str) -> Option<super::TaskOutcome> {
+        self.lock().get(id)?.record.outcome.clone()
+    }
+
     /// Forgets record `id` (its task left the engine's live store).
     pub(crate) fn remove(&self, id: &str) {
         if self.lock().remove(id).is_some() {

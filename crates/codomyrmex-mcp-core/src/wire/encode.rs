@@ -31,19 +31,22 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key);
-                out.push(b':');
-                write_value(out, item);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_map(out, map),
     }
+}
+
+/// Appends an object's compact JSON encoding to `out` (as [`write_value`] writes it).
+pub fn write_map(out: &mut Vec<u8>, map: &serde_json::Map<String, Value>) {
+    out.push(b'{');
+    for (i, (key, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, key);
+        out.push(b':');
+        write_value(out, item);
+    }
+    out.push(b'}');
 }
 
 /// Appends a number as serde_json writes it.

@@ -8,6 +8,8 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::EncodedResult;
+
 /// A JSON-RPC request id. MCP allows strings and integers, never null.
 ///
 /// Numbers keep their exact textual value so they are echoed back unchanged.
@@ -500,6 +502,15 @@ pub enum OutgoingMessage {
         /// The result object.
         result: Value,
     },
+    /// A successful response whose result is already encoded (a tool call's result, a cached
+    /// list page, a 2026-07-28 result with its constant members): the bytes are written as they
+    /// are. On the wire it is a response like [`Response`](Self::Response).
+    Encoded {
+        /// The request's id, echoed.
+        id: RequestId,
+        /// The result object, encoded.
+        result: EncodedResult,
+    },
     /// An error response. `id` is `None` (`null` on the wire) when the request's id is unknown.
     Error {
         /// The request's id, echoed, if known.
@@ -549,6 +560,16 @@ impl OutgoingMessage {
                 write_value(out, result);
                 out.push(b'}');
             }
+            Self::Encoded { id, result } => {
+                if let Some(len) = result.encoded_len() {
+                    out.reserve(len + 48);
+                }
+                out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+                write_id(out, id);
+                out.extend_from_slice(br#","result":"#);
+                result.write_to(out);
+                out.push(b'}');
+            }
             Self::Notification { method, params } => {
                 out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
                 write_str(out, method);
@@ -593,15 +614,28 @@ impl OutgoingMessage {
     /// The id this message answers, if it is a response.
     pub fn response_id(&self) -> Option<&RequestId> {
         match self {
-            Self::Response { id, .. } => Some(id),
+            Self::Response { id, .. } | Self::Encoded { id, .. } => Some(id),
             Self::Error { id, .. } => id.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The result of a successful response as a JSON value (parsed, for an
+    /// [`Encoded`](Self::Encoded) one), if this is one.
+    pub fn result_value(&self) -> Option<Value> {
+        match self {
+            Self::Response { result, .. } => Some(result.clone()),
+            Self::Encoded { result, .. } => result.to_value().ok(),
             _ => None,
         }
     }
 
     /// Whether this is a response (result or error) rather than a notification or request.
     pub fn is_response(&self) -> bool {
-        matches!(self, Self::Response { .. } | Self::Error { .. })
+        matches!(
+            self,
+            Self::Response { .. } | Self::Encoded { .. } | Self::Error { .. }
+        )
     }
 }
 
@@ -621,6 +655,15 @@ impl Serialize for OutgoingMessage {
                 m.serialize_entry("jsonrpc", "2.0")?;
                 m.serialize_entry("id", id)?;
                 m.serialize_entry("result", result)?;
+                m.end()
+            }
+            Self::Encoded { id, result } => {
+                // Serializers other than `write_to` get the parsed tree.
+                let result = result.to_value().map_err(serde::ser::Error::custom)?;
+                let mut m = serializer.serialize_map(Some(3))?;
+                m.serialize_entry("jsonrpc", "2.0")?;
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("result", &result)?;
                 m.end()
             }
             Self::Error { id, error } => {

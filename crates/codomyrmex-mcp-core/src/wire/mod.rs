@@ -9,10 +9,12 @@
 //! shape, one Rust type serves both.
 
 pub mod encode;
+pub mod encoded;
 pub mod jsonrpc;
 pub mod types;
 pub mod version;
 
+pub use encoded::EncodedResult;
 pub use jsonrpc::{
     DecodeError, ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, RequestId, decode,
     decode_value,

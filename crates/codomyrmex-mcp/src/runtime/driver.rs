@@ -310,8 +310,8 @@ mod tests {
 
     fn result(m: Option<OutgoingMessage>) -> Result<Value, Value> {
         match m {
-            Some(OutgoingMessage::Response { result, .. }) => Ok(result),
             Some(OutgoingMessage::Error { error, .. }) => Err(json!(error.message)),
+            Some(m) if m.result_value().is_some() => Ok(m.result_value().unwrap()),
             other => panic!("unexpected {other:?}"),
         }
     }

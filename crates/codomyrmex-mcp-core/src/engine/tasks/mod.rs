@@ -120,6 +120,11 @@ enum Outcome {
     /// A JSON-RPC error (a protocol-level failure).
     Error(ErrorObject),
     Cancelled,
+    /// A result whose one copy is the record in the engine's default in-memory store: once
+    /// that terminal record is written (which is final), the entry lets go of its own copy.
+    Kept {
+        is_error: bool,
+    },
 }
 
 /// Who may see a task.
@@ -195,8 +200,12 @@ impl TaskState {
             Some(Outcome::Error(_)) => Status::Failed,
             // 2025-11-25: a tool result with `isError` fails the task; 2026-07-28 reserves
             // `failed` for protocol errors.
-            Some(Outcome::Result { is_error: true, .. }) if legacy => Status::Failed,
-            Some(Outcome::Result { .. }) => Status::Completed,
+            Some(Outcome::Result { is_error: true, .. } | Outcome::Kept { is_error: true })
+                if legacy =>
+            {
+                Status::Failed
+            }
+            Some(Outcome::Result { .. } | Outcome::Kept { .. }) => Status::Completed,
             None if !self.pending.is_empty() || self.outstanding > 0 => Status::InputRequired,
             None => Status::Working,
         }
@@ -579,23 +588,6 @@ impl Drop for RelayGuard {
             *attached = None;
         }
     }
-}
-
-/// The length of `value`'s compact JSON encoding, counted without allocating it.
-fn encoded_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 = self.0.saturating_add(buf.len());
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// An RFC 3339 UTC timestamp with milliseconds.

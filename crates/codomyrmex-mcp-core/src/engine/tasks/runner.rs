@@ -371,24 +371,12 @@ impl Engine {
                     ))
                 });
                 let session = session.upgrade()?;
-                let result =
+                Some(
                     match engine.round_outcome(&session, "tools/call", &name, round.as_deref()) {
-                        Some(Err(e)) => {
-                            return Some(OutgoingMessage::Error {
-                                id: Some(id),
-                                error: e,
-                            });
-                        }
-                        Some(Ok(input_required)) => input_required,
-                        None => {
-                            let result = engine.call_tool_result(&tool, output, &scope);
-                            engine.cap_tool_result(&tool, &name, result, &scope)
-                        }
-                    };
-                Some(OutgoingMessage::Response {
-                    id,
-                    result: engine.finish_result(result, &scope),
-                })
+                        Some(input_required) => engine.respond(id, input_required, &scope),
+                        None => engine.tool_response(id, &tool, &name, output, &scope),
+                    },
+                )
             }
         };
         let invocation = Invocation::new(
@@ -437,10 +425,7 @@ impl Engine {
             detached.store(true, Ordering::Release);
             let mut task = entry.json(&config, false);
             task.insert("resultType".into(), json!("task"));
-            Some(OutgoingMessage::Response {
-                id,
-                result: engine.finish_result(Value::Object(task), &scope),
-            })
+            Some(engine.respond(id, Ok(Value::Object(task)), &scope))
         };
         Handled::Invoke(invocation.detached(Detach::OnFirstPending(Box::new(on_pending)), timers))
     }
@@ -458,12 +443,14 @@ impl Engine {
     ) {
         match outcome {
             Some(Some(output)) => {
-                let result = self.call_tool_result(tool, output, scope);
-                let result = self.cap_tool_result(tool, name, result, scope);
+                // Encoded once for the cap and the size kept; the record holds the value.
+                let (result, encoded) = self.capped_tool_result(tool, name, output, scope);
+                let bytes = encoded.len();
+                drop(encoded);
+                let result = result.into_value();
                 let is_error = result.get("isError") == Some(&Value::Bool(true));
                 let message = is_error.then(|| failure_message(&result));
                 let value = self.finish_result(result, scope);
-                let bytes = encoded_len(&value);
                 if entry.finish(Outcome::Result { value, is_error }, message) {
                     self.shared.tasks.retain(entry, bytes);
                 }

@@ -80,10 +80,20 @@ impl Dirty {
                 // The live table expires the task, and its record with it, at its TTL on the
                 // monotonic clock: a jump of the wall clock expires nothing.
                 record.expires_at = u64::MAX;
-                store.write(record, created);
+                let holds_result = record.status.is_terminal()
+                    && matches!(record.outcome, Some(TaskOutcome::Result { .. }));
+                if store.write(record, created) && holds_result {
+                    entry.release_result();
+                }
             }
             None => self.mark(&entry.id),
         }
+    }
+
+    /// The outcome in the in-memory store's record of task `id`, if it is there.
+    fn kept_outcome(&self, id: &str) -> Option<TaskOutcome> {
+        let (store, _) = self.memory.as_ref()?;
+        store.outcome(id)
     }
 
     /// Live task `id` left the live store: its record leaves the in-memory store too.
@@ -168,8 +178,27 @@ impl TaskEntry {
                 error: serde_json::to_value(e).unwrap_or_else(|_| json!({})),
             },
             Outcome::Cancelled => TaskOutcome::Cancelled,
+            // The in-memory store's record holds the result: read (copied) from there, as it
+            // was copied from here before.
+            Outcome::Kept { is_error } => self
+                .dirty
+                .as_ref()
+                .and_then(|d| d.kept_outcome(&self.id))
+                .unwrap_or(TaskOutcome::Result {
+                    value: Value::Null,
+                    is_error: *is_error,
+                }),
         });
         r
+    }
+
+    /// The in-memory store now holds this task's terminal record: the entry's own copy of
+    /// its result goes.
+    fn release_result(&self) {
+        let mut st = lock(&self.state);
+        if let Some(Outcome::Result { is_error, .. }) = st.outcome {
+            st.outcome = Some(Outcome::Kept { is_error });
+        }
     }
 }
 
@@ -445,16 +474,7 @@ impl Engine {
                 })
             }
             .await;
-            Some(match result {
-                Ok(result) => OutgoingMessage::Response {
-                    id,
-                    result: engine.finish_result(result, &scope),
-                },
-                Err(error) => OutgoingMessage::Error {
-                    id: Some(id),
-                    error,
-                },
-            })
+            Some(engine.respond(id, result, &scope))
         })
     }
 

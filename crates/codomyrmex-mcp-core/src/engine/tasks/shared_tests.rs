@@ -105,8 +105,8 @@ async fn send(e: &Engine, session: &Arc<Session>, method: &str, params: Value) -
         &sink,
     );
     match handled.into_message().await {
-        Some(OutgoingMessage::Response { result, .. }) => result,
         Some(OutgoingMessage::Error { error, .. }) => json!({"error": error}),
+        Some(m) if m.is_response() => m.result_value().unwrap(),
         other => panic!("unexpected answer {other:?}"),
     }
 }

@@ -156,7 +156,7 @@ fn a_modern_task_is_due_at_its_ttl_only() {
         panic!("a 2026-07-28 call becomes a task once it waits");
     };
     // The driver polled the work once and it waited: the answer is the task.
-    let Some(OutgoingMessage::Response { result, .. }) = early() else {
+    let Some(result) = early().as_ref().and_then(OutgoingMessage::result_value) else {
         panic!("CreateTaskResult expected");
     };
     assert_eq!(result["resultType"], "task");

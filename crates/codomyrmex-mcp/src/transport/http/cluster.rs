@@ -160,7 +160,9 @@ impl Shared {
         let mut bytes = message.to_bytes();
         if bytes.len() > self.event_bytes {
             let id = match &message {
-                OutgoingMessage::Response { id, .. } => Some(id.clone()),
+                OutgoingMessage::Response { id, .. } | OutgoingMessage::Encoded { id, .. } => {
+                    Some(id.clone())
+                }
                 OutgoingMessage::Error { id, .. } => id.clone(),
                 _ => {
                     tracing::debug!(size = bytes.len(), "dropped an SSE event over the limit");

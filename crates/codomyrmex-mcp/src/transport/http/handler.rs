@@ -391,7 +391,10 @@ async fn initialize(
             "Internal error",
         );
     };
-    if !matches!(m, OutgoingMessage::Response { .. }) {
+    if !matches!(
+        m,
+        OutgoingMessage::Response { .. } | OutgoingMessage::Encoded { .. }
+    ) {
         return answer(&Route::Initialize, &m);
     }
     match app.sessions.insert(session).await {

@@ -323,7 +323,9 @@ impl StreamLog {
     /// What replaces a message too large to keep: an error response for a response.
     fn too_large(&self, message: &OutgoingMessage) -> Option<OutgoingMessage> {
         let id = match message {
-            OutgoingMessage::Response { id, .. } => Some(id.clone()),
+            OutgoingMessage::Response { id, .. } | OutgoingMessage::Encoded { id, .. } => {
+                Some(id.clone())
+            }
             OutgoingMessage::Error { id, .. } => id.clone(),
             _ => return None,
         };
