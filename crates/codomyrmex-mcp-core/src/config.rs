@@ -62,6 +62,7 @@ impl CacheScope {
 /// | `cache_scope` | `public` |
 /// | `shutdown_grace` | 5 s for in-flight calls after the input closes |
 /// | `stdio_spin` | 100 µs of polling stdin (a pipe) after the last answer before the thread may sleep; zero: never |
+/// | `http_spin` | 100 µs of polling an HTTP connection's socket after its response, when no other call is in flight or overlapped, before the thread may sleep; zero: never |
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
@@ -112,6 +113,15 @@ pub struct McpServerConfig {
     /// `CODOMYRMEX_MCP_STDIO_SPIN_US` environment variable (whole microseconds) overrides it
     /// for `serve_stdio`.
     pub stdio_spin: Duration,
+    /// The same for Streamable HTTP (Linux): how long a keep-alive connection, its response
+    /// written and no request waiting, polls its socket before its thread may sleep. Only
+    /// when it cannot hold up other connections: not while any call of the server is in
+    /// flight, not after calls of several connections overlapped (many busy connections keep
+    /// the workers awake anyway), and on one connection at a time. Bounded (at most
+    /// [`Self::MAX_INPUT_SPIN`]), reads nothing; zero never polls. The
+    /// `CODOMYRMEX_MCP_HTTP_SPIN_US` environment variable (whole microseconds) overrides it
+    /// for `HttpServer::serve`.
+    pub http_spin: Duration,
     /// The key that seals `requestState` of multi round-trip requests. `None` draws a random
     /// key at start-up; set it when several server instances must accept each other's states.
     pub request_state_key: Option<[u8; 32]>,
@@ -138,6 +148,7 @@ impl Default for McpServerConfig {
             cache_scope: CacheScope::Public,
             shutdown_grace: Duration::from_secs(5),
             stdio_spin: Duration::from_micros(100),
+            http_spin: Duration::from_micros(100),
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
         }
@@ -191,15 +202,25 @@ impl McpServerConfig {
     }
 
     /// Sets how long the stdio transport polls its input before blocking (at most
-    /// [`Self::MAX_STDIO_SPIN`]; zero blocks at once).
+    /// [`Self::MAX_INPUT_SPIN`]; zero blocks at once).
     pub fn with_stdio_spin(mut self, spin: Duration) -> Self {
-        self.stdio_spin = spin.min(Self::MAX_STDIO_SPIN);
+        self.stdio_spin = spin.min(Self::MAX_INPUT_SPIN);
         self
     }
 
-    /// The longest `stdio_spin` the stdio transport honours: polling longer than this saves
-    /// nothing a wake-up costs and burns a core.
-    pub const MAX_STDIO_SPIN: Duration = Duration::from_millis(10);
+    /// Sets how long an HTTP connection polls its socket after a response before blocking
+    /// (at most [`Self::MAX_INPUT_SPIN`]; zero blocks at once).
+    pub fn with_http_spin(mut self, spin: Duration) -> Self {
+        self.http_spin = spin.min(Self::MAX_INPUT_SPIN);
+        self
+    }
+
+    /// The longest `stdio_spin` or `http_spin` the transports honour: polling longer than
+    /// this saves nothing a wake-up costs and burns a core.
+    pub const MAX_INPUT_SPIN: Duration = Duration::from_millis(10);
+
+    /// The longest `stdio_spin`: [`Self::MAX_INPUT_SPIN`], under its first name.
+    pub const MAX_STDIO_SPIN: Duration = Self::MAX_INPUT_SPIN;
 
     /// Sets the page size (at least 1).
     pub fn with_page_size(mut self, page_size: usize) -> Self {
@@ -236,6 +257,16 @@ mod tests {
         let long = c.clone().with_stdio_spin(Duration::from_secs(1));
         assert_eq!(long.stdio_spin, McpServerConfig::MAX_STDIO_SPIN);
         assert_eq!(c.with_stdio_spin(Duration::ZERO).stdio_spin, Duration::ZERO);
+    }
+
+    #[test]
+    fn the_http_spin_defaults_to_100_us_and_is_capped() {
+        let c = McpServerConfig::default();
+        assert_eq!(c.http_spin, Duration::from_micros(100));
+        let long = c.clone().with_http_spin(Duration::from_secs(1));
+        assert_eq!(long.http_spin, McpServerConfig::MAX_INPUT_SPIN);
+        assert_eq!(McpServerConfig::MAX_STDIO_SPIN, McpServerConfig::MAX_INPUT_SPIN);
+        assert_eq!(c.with_http_spin(Duration::ZERO).http_spin, Duration::ZERO);
     }
 
     #[test]
