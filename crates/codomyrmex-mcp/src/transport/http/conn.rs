@@ -20,9 +20,8 @@ use axum::http::{Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower::Service;
 
-use super::conn_spin::{ConnSpin, Socket};
+use super::conn_spin::{ConnSpin, ServerSpin, Socket};
 use super::conn_timer::ConnTimer;
-use crate::transport::spin::Spin;
 
 /// What a connection has been doing.
 #[derive(Debug, Default)]
@@ -37,7 +36,7 @@ pub(crate) struct Activity {
 
 impl Activity {
     /// A connection's activity, on the server's spin if it has one.
-    pub(crate) fn new(spin: Option<&Arc<Spin>>) -> Self {
+    pub(crate) fn new(spin: Option<&Arc<ServerSpin>>) -> Self {
         Self {
             spin: spin.map(|s| ConnSpin::new(s.clone())),
             ..Self::default()

@@ -13,6 +13,7 @@ use tokio::net::TcpStream;
 use crate::McpErrorDetail;
 use crate::engine::Engine;
 use crate::transport::http::{HttpConfig, HttpServer};
+use crate::transport::http::conn_spin::{STREAK, ServerSpin};
 use crate::transport::spin::{Spin, Spun};
 use crate::{McpServerConfig, McpToolRegistry};
 
@@ -24,12 +25,21 @@ const BOUND: Duration = McpServerConfig::MAX_INPUT_SPIN;
 
 struct Served {
     addr: std::net::SocketAddr,
-    spin: Arc<Spin>,
+    server: Arc<ServerSpin>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<()>,
 }
 
 impl Served {
+    fn spin(&self) -> &Spin {
+        &self.server.spin
+    }
+
+    /// Answers after which no spin was tried: other connections had recent calls.
+    fn shared(&self) -> usize {
+        self.server.shared.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     async fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.addr).await.unwrap();
         s.set_nodelay(true).unwrap();
@@ -45,14 +55,14 @@ impl Served {
             Spun::Elsewhere,
         ]
         .into_iter()
-        .map(|o| self.spin.seen.count(o))
+        .map(|o| self.spin().seen.count(o))
         .sum()
     }
 
     /// Until `n` waits have ended (polling, with a generous deadline).
     async fn until_waits(&self, n: usize) {
         let deadline = tokio::time::Instant::now() + HANG;
-        while self.waits() < n || self.spin.is_spinning() {
+        while self.waits() < n || self.spin().is_spinning() {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "{} of {n} waits",
@@ -110,9 +120,9 @@ async fn serve(config: HttpConfig) -> Served {
     let server = HttpServer::new(engine, config);
     let listener = server.bind().await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let spin = Arc::new(Spin::new(BOUND).unwrap());
+    let server_spin = Arc::new(ServerSpin::new(Spin::new(BOUND).unwrap()));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = spin.clone();
+    let serving = server_spin.clone();
     let done = tokio::spawn(async move {
         server
             .serve_spinning(
@@ -127,7 +137,7 @@ async fn serve(config: HttpConfig) -> Served {
     });
     Served {
         addr,
-        spin,
+        server: server_spin,
         stop: Some(stop),
         done,
     }
@@ -205,23 +215,28 @@ async fn echo_calls(s: &Served, stream: &mut TcpStream, ids: std::ops::Range<u64
 async fn an_answer_spins_once_and_an_idle_connection_stops_polling() {
     let mut s = serve(HttpConfig::default()).await;
     let mut stream = s.connect().await;
-    echo_calls(&s, &mut stream, 1..2).await;
-    // The answer's spin finds no request (the client sends nothing): it ends by its bound.
+    // Until the server's last STREAK calls all came over this connection, no spin is tried;
+    // the first answer after that spins.
+    echo_calls(&s, &mut stream, 1..STREAK).await;
+    echo_calls(&s, &mut stream, STREAK..STREAK + 1).await;
+    // Its spin finds no request (the client sends nothing): it ends by its bound.
     s.until_waits(1).await;
-    assert_eq!(s.spin.seen.count(Spun::Expired), 1, "{:?}", s.spin.seen);
-    let polls = s.spin.seen.polls();
+    assert_eq!(s.spin().seen.count(Spun::Expired), 1, "{:?}", s.spin().seen);
+    assert_eq!(s.shared(), STREAK as usize - 1);
+    let polls = s.spin().seen.polls();
     assert!(polls > 0);
     // Idle, the connection open, for several bounds (the scenario, not a wait for a
     // condition): no poll, no wait.
     tokio::time::sleep(BOUND * 5).await;
-    assert_eq!((s.waits(), s.spin.seen.polls()), (1, polls));
+    assert_eq!((s.waits(), s.spin().seen.polls()), (1, polls));
     // Busy again, one call at a time: at most one spin per answer, never an overlap.
-    echo_calls(&s, &mut stream, 2..22).await;
+    echo_calls(&s, &mut stream, STREAK + 1..STREAK + 21).await;
     s.until_waits(2).await;
     drop(stream);
     s.stop().await;
-    assert!(s.waits() <= 21, "{:?}", s.spin.seen);
-    assert_eq!(s.spin.seen.count(Spun::Overlapped), 0);
+    assert!(s.waits() <= 21, "{:?}", s.spin().seen);
+    assert_eq!(s.shared(), STREAK as usize - 1);
+    assert_eq!(s.spin().seen.count(Spun::Overlapped), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,18 +257,19 @@ async fn no_spin_after_streamed_answers() {
         assert!(status.starts_with("http/1.1 200"), "{status}");
         assert!(body.contains("data: "), "an SSE answer: {body}");
     }
-    // Each answer was a stream (no known size): the reads that followed did not spin.
+    // Each answer was a stream (no known size): the reads that followed did not spin, nor
+    // asked whether to.
     tokio::time::sleep(BOUND * 2).await;
-    assert_eq!((s.waits(), s.spin.seen.polls()), (0, 0));
+    assert_eq!((s.waits(), s.spin().seen.polls(), s.shared()), (0, 0, 0));
     drop(stream);
     s.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_overlapping_on_two_connections_stop_the_spin_until_one_runs_alone() {
+async fn calls_of_several_connections_do_not_spin_until_one_runs_alone() {
     let mut s = serve(HttpConfig::default()).await;
     let (mut a, mut b) = (s.connect().await, s.connect().await);
-    // Two calls that return only once both are in flight at once.
+    // Two calls that return only once both are in flight at once...
     a.write_all(&call(s.addr, 1, "meet", json!({})))
         .await
         .unwrap();
@@ -265,19 +281,30 @@ async fn calls_overlapping_on_two_connections_stop_the_spin_until_one_runs_alone
         let (status, body) = response(stream, pending).await;
         assert!(body.contains("\"met\":true"), "{status} {body}");
     }
-    // Two answers, one wait each: the first to find nothing in flight sees the overlap (the
-    // other, if it came while a call was still in flight, skipped).
+    // ...then the two connections one call at a time in turn, as many clients would be.
+    for id in 0..2 * STREAK {
+        let stream = if id % 2 == 0 { &mut a } else { &mut b };
+        echo_calls(&s, stream, 10 + id..11 + id).await;
+    }
+    let answers = 2 + 2 * STREAK as usize;
+    let deadline = tokio::time::Instant::now() + HANG;
+    while s.shared() < answers {
+        assert!(tokio::time::Instant::now() < deadline, "{} answers seen", s.shared());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // No answer was followed by a spin, or a poll.
+    assert_eq!((s.waits(), s.spin().seen.polls()), (0, 0));
+    // One connection alone for STREAK calls: the first answer that may spin finds the
+    // overlap of the meeting calls (no idle moment came since), the next one spins again.
+    echo_calls(&s, &mut a, 100..100 + STREAK).await;
+    s.until_waits(1).await;
+    assert_eq!(s.spin().seen.count(Spun::Overlapped), 1, "{:?}", s.spin().seen);
+    echo_calls(&s, &mut a, 200..201).await;
     s.until_waits(2).await;
-    assert_eq!(s.spin.seen.count(Spun::Overlapped), 1, "{:?}", s.spin.seen);
-    let before = s.waits();
-    // A call alone after that: its answer spins again.
-    echo_calls(&s, &mut a, 3..4).await;
-    s.until_waits(before + 1).await;
-    assert_eq!(s.spin.seen.count(Spun::Overlapped), 1);
     assert!(
-        s.spin.seen.count(Spun::Ready) + s.spin.seen.count(Spun::Expired) >= 1,
+        s.spin().seen.count(Spun::Ready) + s.spin().seen.count(Spun::Expired) >= 1,
         "{:?}",
-        s.spin.seen
+        s.spin().seen
     );
     drop((a, b));
     s.stop().await;

@@ -733,7 +733,8 @@ impl HttpServer {
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), HttpError> {
         let env = std::env::var(SPIN_ENV).ok();
-        let spin = spin_of(self.engine.config().http_spin, env.as_deref()).map(Arc::new);
+        let spin = spin_of(self.engine.config().http_spin, env.as_deref())
+            .map(|s| Arc::new(conn_spin::ServerSpin::new(s)));
         self.serve_spinning(listener, shutdown, spin).await
     }
 
@@ -742,7 +743,7 @@ impl HttpServer {
         &self,
         listener: TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send,
-        spin: Option<Arc<crate::transport::spin::Spin>>,
+        spin: Option<Arc<conn_spin::ServerSpin>>,
     ) -> Result<(), HttpError> {
         let port = listener.local_addr()?.port();
         let streams_end = CancellationToken::new();
