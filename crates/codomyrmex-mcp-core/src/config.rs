@@ -62,7 +62,7 @@ impl CacheScope {
 /// | `cache_scope` | `public` |
 /// | `shutdown_grace` | 5 s for in-flight calls after the input closes |
 /// | `stdio_spin` | 100 µs of polling stdin (a pipe) after the last answer before the thread may sleep; zero: never |
-/// | `http_spin` | 100 µs of polling an HTTP connection's socket after its response, when no other call is in flight or overlapped, before the thread may sleep; zero: never |
+/// | `http_spin` | 100 µs of polling an HTTP connection's socket after a whole response, when it carried the server's last 8 calls and no other call is in flight or overlapped, one connection at a time, before the thread may sleep; zero: never |
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
@@ -115,9 +115,10 @@ pub struct McpServerConfig {
     pub stdio_spin: Duration,
     /// The same for Streamable HTTP (Linux): how long a keep-alive connection, its response
     /// written and no request waiting, polls its socket before its thread may sleep. Only
-    /// when it cannot hold up other connections: not while any call of the server is in
-    /// flight, not after calls of several connections overlapped (many busy connections keep
-    /// the workers awake anyway), and on one connection at a time. Bounded (at most
+    /// when it cannot hold up other connections: when the server's last 8 calls all came
+    /// over this connection, not while any call of the server is in flight, not after calls
+    /// overlapped (many busy connections keep the workers awake anyway), and on one
+    /// connection at a time. Bounded (at most
     /// [`Self::MAX_INPUT_SPIN`]), reads nothing; zero never polls. The
     /// `CODOMYRMEX_MCP_HTTP_SPIN_US` environment variable (whole microseconds) overrides it
     /// for `HttpServer::serve`.
@@ -265,7 +266,10 @@ mod tests {
         assert_eq!(c.http_spin, Duration::from_micros(100));
         let long = c.clone().with_http_spin(Duration::from_secs(1));
         assert_eq!(long.http_spin, McpServerConfig::MAX_INPUT_SPIN);
-        assert_eq!(McpServerConfig::MAX_STDIO_SPIN, McpServerConfig::MAX_INPUT_SPIN);
+        assert_eq!(
+            McpServerConfig::MAX_STDIO_SPIN,
+            McpServerConfig::MAX_INPUT_SPIN
+        );
         assert_eq!(c.with_http_spin(Duration::ZERO).http_spin, Duration::ZERO);
     }
 

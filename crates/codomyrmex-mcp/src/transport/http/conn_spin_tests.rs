@@ -12,8 +12,8 @@ use tokio::net::TcpStream;
 
 use crate::McpErrorDetail;
 use crate::engine::Engine;
-use crate::transport::http::{HttpConfig, HttpServer};
 use crate::transport::http::conn_spin::{STREAK, ServerSpin};
+use crate::transport::http::{HttpConfig, HttpServer};
 use crate::transport::spin::{Spin, Spun};
 use crate::{McpServerConfig, McpToolRegistry};
 
@@ -146,10 +146,10 @@ async fn serve(config: HttpConfig) -> Served {
 /// A 2026-07-28 `tools/call` POST.
 fn call(addr: std::net::SocketAddr, id: u64, tool: &str, args: Value) -> Vec<u8> {
     let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": tool, "arguments": args, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }}}))
+    "params": {"name": tool, "arguments": args, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}}))
     .unwrap();
     let mut req = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
@@ -289,7 +289,11 @@ async fn calls_of_several_connections_do_not_spin_until_one_runs_alone() {
     let answers = 2 + 2 * STREAK as usize;
     let deadline = tokio::time::Instant::now() + HANG;
     while s.shared() < answers {
-        assert!(tokio::time::Instant::now() < deadline, "{} answers seen", s.shared());
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} answers seen",
+            s.shared()
+        );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     // No answer was followed by a spin, or a poll.
@@ -298,7 +302,12 @@ async fn calls_of_several_connections_do_not_spin_until_one_runs_alone() {
     // overlap of the meeting calls (no idle moment came since), the next one spins again.
     echo_calls(&s, &mut a, 100..100 + STREAK).await;
     s.until_waits(1).await;
-    assert_eq!(s.spin().seen.count(Spun::Overlapped), 1, "{:?}", s.spin().seen);
+    assert_eq!(
+        s.spin().seen.count(Spun::Overlapped),
+        1,
+        "{:?}",
+        s.spin().seen
+    );
     echo_calls(&s, &mut a, 200..201).await;
     s.until_waits(2).await;
     assert!(
@@ -344,7 +353,10 @@ fn the_configured_spin_and_its_environment_override() {
     // Zero, configured or from the environment, builds no spin: nothing ever polls.
     assert_eq!(of(Duration::ZERO, None), None);
     assert_eq!(of(default, Some("0")), None);
-    assert_eq!(of(Duration::ZERO, Some("250")), Some(Duration::from_micros(250)));
+    assert_eq!(
+        of(Duration::ZERO, Some("250")),
+        Some(Duration::from_micros(250))
+    );
     assert_eq!(of(default, Some("1.5")), Some(default), "ignored");
     assert_eq!(of(default, Some("999999999")), Some(BOUND), "capped");
 }
