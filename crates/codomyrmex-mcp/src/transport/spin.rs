@@ -32,11 +32,19 @@
 //! [`McpServerConfig::stdio_spin`]: crate::McpServerConfig::stdio_spin
 //! [`McpServerConfig::http_spin`]: crate::McpServerConfig::http_spin
 
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rustix::event::{PollFd, PollFlags, Timespec, poll};
+/// What a spin polls: a descriptor (on Linux; elsewhere [`Spin::new`] builds no spin).
+#[cfg(target_os = "linux")]
+pub(crate) trait Pollable: std::os::fd::AsFd {}
+#[cfg(target_os = "linux")]
+impl<T: std::os::fd::AsFd> Pollable for T {}
+/// What a spin polls: anything, since no spin is built on this platform.
+#[cfg(not(target_os = "linux"))]
+pub(crate) trait Pollable {}
+#[cfg(not(target_os = "linux"))]
+impl<T> Pollable for T {}
 
 /// A spin's bound and the work in flight under it.
 #[derive(Debug)]
@@ -94,12 +102,13 @@ impl Seen {
 }
 
 impl Spin {
-    /// A spin of `spin` (at most [`McpServerConfig::MAX_INPUT_SPIN`]); `None` when it is zero.
+    /// A spin of `spin` (at most [`McpServerConfig::MAX_INPUT_SPIN`]); `None` when it is zero,
+    /// and off Linux (it polls with `poll(2)` through rustix).
     ///
     /// [`McpServerConfig::MAX_INPUT_SPIN`]: crate::McpServerConfig::MAX_INPUT_SPIN
     pub(crate) fn new(spin: Duration) -> Option<Self> {
         let spin = spin.min(crate::McpServerConfig::MAX_INPUT_SPIN);
-        (!spin.is_zero()).then(|| Self {
+        (cfg!(target_os = "linux") && !spin.is_zero()).then(|| Self {
             spin,
             in_flight: AtomicUsize::new(0),
             calls: AtomicUsize::new(0),
@@ -142,14 +151,14 @@ impl Spin {
     }
 
     /// Polls `input` until it is readable, the spin has passed, or work is in flight.
-    pub(crate) fn wait(&self, input: &impl AsFd) -> Spun {
+    pub(crate) fn wait(&self, input: &impl Pollable) -> Spun {
         let outcome = self.spin_on(input);
         #[cfg(test)]
         self.seen.outcomes[outcome as usize].fetch_add(1, Ordering::SeqCst);
         outcome
     }
 
-    fn spin_on(&self, input: &impl AsFd) -> Spun {
+    fn spin_on(&self, input: &impl Pollable) -> Spun {
         if self.in_flight.load(Ordering::Acquire) > 0 {
             return Spun::Skipped;
         }
@@ -169,7 +178,11 @@ impl Spin {
         outcome
     }
 
-    fn poll_until(&self, input: &impl AsFd) -> Spun {
+    #[cfg(target_os = "linux")]
+    fn poll_until(&self, input: &impl Pollable) -> Spun {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        use std::time::Instant;
+
         let zero = Timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -194,6 +207,12 @@ impl Spin {
             std::hint::spin_loop();
         }
     }
+
+    /// Never reached: no spin is built off Linux.
+    #[cfg(not(target_os = "linux"))]
+    fn poll_until(&self, _: &impl Pollable) -> Spun {
+        Spun::Expired
+    }
 }
 
 /// A spin in whole microseconds from an environment variable (`name`, for the warning):
@@ -212,6 +231,6 @@ pub(crate) fn from_env(name: &str, value: Option<&str>) -> Option<Duration> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 #[path = "spin_tests.rs"]
 mod tests;

@@ -36,6 +36,9 @@ mod spin {
         pub(super) fn call_started(&self) -> InFlight {
             match *self {}
         }
+        pub(super) fn call(&self) -> InFlight {
+            match *self {}
+        }
         pub(super) fn after_write(&self) {
             match *self {}
         }

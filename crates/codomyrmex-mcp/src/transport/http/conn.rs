@@ -20,8 +20,9 @@ use axum::http::{Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower::Service;
 
-use super::conn_spin::{ConnSpin, ServerSpin, Socket};
+use super::conn_spin::{ConnSpin, ServerSpin};
 use super::conn_timer::ConnTimer;
+use crate::transport::spin::Pollable;
 
 /// What a connection has been doing.
 #[derive(Debug, Default)]
@@ -80,7 +81,7 @@ impl<T> TrackedIo<T> {
     }
 }
 
-impl<T: AsyncRead + Socket + Unpin> AsyncRead for TrackedIo<T> {
+impl<T: AsyncRead + Pollable + Unpin> AsyncRead for TrackedIo<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -26,21 +26,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use crate::transport::spin::Spin;
+use crate::transport::spin::{Pollable, Spin};
 
 /// How many of the server's last calls must have come over a connection for it to spin.
 pub(crate) const STREAK: u64 = 8;
-
-/// What the spin polls: a socket's descriptor (on Linux; elsewhere there is no spin).
-#[cfg(target_os = "linux")]
-pub(crate) trait Socket: std::os::fd::AsFd {}
-#[cfg(target_os = "linux")]
-impl<T: std::os::fd::AsFd> Socket for T {}
-/// What the spin polls: nothing here (no spin on this platform).
-#[cfg(not(target_os = "linux"))]
-pub(crate) trait Socket {}
-#[cfg(not(target_os = "linux"))]
-impl<T> Socket for T {}
 
 /// A server's spin, and which connection its recent calls came over.
 #[derive(Debug)]
@@ -122,7 +111,7 @@ impl ConnSpin {
 
     /// hyper's read of `socket` would block; `flushed`: its last write was followed by a
     /// flush (nothing of the connection waits to be written). Spins once per whole response.
-    pub(crate) fn read_pending(&self, socket: &impl Socket, flushed: bool) {
+    pub(crate) fn read_pending(&self, socket: &impl Pollable, flushed: bool) {
         if !flushed || !self.armed.load(Ordering::Relaxed) {
             return;
         }
@@ -132,13 +121,7 @@ impl ConnSpin {
             self.server.shared.fetch_add(1, Ordering::SeqCst);
             return;
         }
-        #[cfg(target_os = "linux")]
         let _ = self.server.spin.wait(socket);
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = socket;
-            match self.server.spin {}
-        }
     }
 }
 

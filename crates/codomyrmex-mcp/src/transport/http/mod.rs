@@ -34,8 +34,9 @@
 //! Bodies larger than `max_body_bytes` get `413`, bodies slower than `request_timeout` `408`.
 //! Every refusal carries a JSON-RPC error body with no id. The connection loop adds the rest:
 //! `TCP_NODELAY`, the header-read timeout, the idle timeout, the connection cap, graceful
-//! shutdown and, on Linux, the input spin after a response (`http_spin`, `conn_spin`). Users can build their own stack from [`mcp_router`],
-//! [`protected_resource_router`] and the layers.
+//! shutdown and, on Linux, the input spin after a response (`http_spin`, `conn_spin`).
+//! Users can build their own stack from [`mcp_router`], [`protected_resource_router`] and the
+//! layers.
 //!
 //! The transport is a thin adapter: every protocol rule lives in the engine.
 
