@@ -14,7 +14,8 @@
 # stdio: `stdio_load`, 16 B calls (one in flight and 64 in flight) and 64 KiB calls (one in
 # flight), with the input spin off (CODOMYRMEX_MCP_STDIO_SPIN_US=0): spinning is instructions
 # spent waiting, which would make the count depend on the client's timing. HTTP: `http_load`, 16 B
-# calls on one keep-alive connection, at 2026-07-28 (stateless) and 2025-11-25 (a session).
+# calls on one keep-alive connection, at 2026-07-28 (stateless) and 2025-11-25 (a session),
+# with its input spin off too (CODOMYRMEX_MCP_HTTP_SPIN_US=0), for the same reason.
 # tools/list: A and B `tools/list` lines (each era) written to the stdio server's input at once.
 set -euo pipefail
 
@@ -38,7 +39,7 @@ totals() { sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$1"; }
 # lets it exit normally and callgrind write its counts.
 cat > "$work/http-wrap.sh" <<EOF
 #!/usr/bin/env bash
-valgrind --tool=callgrind --callgrind-out-file="\$2" "$echo_bin" --http "\$1" 2>/dev/null &
+CODOMYRMEX_MCP_HTTP_SPIN_US=0 valgrind --tool=callgrind --callgrind-out-file="\$2" "$echo_bin" --http "\$1" 2>/dev/null &
 echo \$! > "\$2.pid"
 wait
 EOF

@@ -63,6 +63,7 @@ impl CacheScope {
 /// | `shutdown_grace` | 5 s for in-flight calls after the input closes |
 /// | `stdio_spin` | 100 µs of polling stdin (a pipe) after the last answer before the thread may sleep; zero: never |
 /// | `stdio_pipe_size` | 256 KiB: stdin and stdout, where they are smaller pipes, are raised to this capacity at start-up (Linux, capped at `pipe-max-size`); zero: never |
+/// | `http_spin` | 100 µs of polling an HTTP connection's socket after a whole response, when it carried the server's last 8 calls and no other call is in flight or overlapped, one connection at a time, before the thread may sleep; zero: never |
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 #[derive(Debug, Clone)]
@@ -123,6 +124,16 @@ pub struct McpServerConfig {
     /// pipes alone. The `CODOMYRMEX_MCP_STDIO_PIPE_SIZE` environment variable (bytes)
     /// overrides it for `serve_stdio`.
     pub stdio_pipe_size: usize,
+    /// The same for Streamable HTTP (Linux): how long a keep-alive connection, its response
+    /// written and no request waiting, polls its socket before its thread may sleep. Only
+    /// when it cannot hold up other connections: when the server's last 8 calls all came
+    /// over this connection, not while any call of the server is in flight, not after calls
+    /// overlapped (many busy connections keep the workers awake anyway), and on one
+    /// connection at a time. Bounded (at most
+    /// [`Self::MAX_INPUT_SPIN`]), reads nothing; zero never polls. The
+    /// `CODOMYRMEX_MCP_HTTP_SPIN_US` environment variable (whole microseconds) overrides it
+    /// for `HttpServer::serve`.
+    pub http_spin: Duration,
     /// The key that seals `requestState` of multi round-trip requests. `None` draws a random
     /// key at start-up; set it when several server instances must accept each other's states.
     pub request_state_key: Option<[u8; 32]>,
@@ -150,6 +161,7 @@ impl Default for McpServerConfig {
             shutdown_grace: Duration::from_secs(5),
             stdio_spin: Duration::from_micros(100),
             stdio_pipe_size: 256 * 1024,
+            http_spin: Duration::from_micros(100),
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
         }
@@ -203,9 +215,9 @@ impl McpServerConfig {
     }
 
     /// Sets how long the stdio transport polls its input before blocking (at most
-    /// [`Self::MAX_STDIO_SPIN`]; zero blocks at once).
+    /// [`Self::MAX_INPUT_SPIN`]; zero blocks at once).
     pub fn with_stdio_spin(mut self, spin: Duration) -> Self {
-        self.stdio_spin = spin.min(Self::MAX_STDIO_SPIN);
+        self.stdio_spin = spin.min(Self::MAX_INPUT_SPIN);
         self
     }
 
@@ -215,9 +227,19 @@ impl McpServerConfig {
         self
     }
 
-    /// The longest `stdio_spin` the stdio transport honours: polling longer than this saves
-    /// nothing a wake-up costs and burns a core.
-    pub const MAX_STDIO_SPIN: Duration = Duration::from_millis(10);
+    /// Sets how long an HTTP connection polls its socket after a response before blocking
+    /// (at most [`Self::MAX_INPUT_SPIN`]; zero blocks at once).
+    pub fn with_http_spin(mut self, spin: Duration) -> Self {
+        self.http_spin = spin.min(Self::MAX_INPUT_SPIN);
+        self
+    }
+
+    /// The longest `stdio_spin` or `http_spin` the transports honour: polling longer than
+    /// this saves nothing a wake-up costs and burns a core.
+    pub const MAX_INPUT_SPIN: Duration = Duration::from_millis(10);
+
+    /// The longest `stdio_spin`: [`Self::MAX_INPUT_SPIN`], under its first name.
+    pub const MAX_STDIO_SPIN: Duration = Self::MAX_INPUT_SPIN;
 
     /// Sets the page size (at least 1).
     pub fn with_page_size(mut self, page_size: usize) -> Self {
@@ -261,6 +283,19 @@ mod tests {
         let c = McpServerConfig::default();
         assert_eq!(c.stdio_pipe_size, 256 * 1024);
         assert_eq!(c.with_stdio_pipe_size(0).stdio_pipe_size, 0);
+    }
+
+    #[test]
+    fn the_http_spin_defaults_to_100_us_and_is_capped() {
+        let c = McpServerConfig::default();
+        assert_eq!(c.http_spin, Duration::from_micros(100));
+        let long = c.clone().with_http_spin(Duration::from_secs(1));
+        assert_eq!(long.http_spin, McpServerConfig::MAX_INPUT_SPIN);
+        assert_eq!(
+            McpServerConfig::MAX_STDIO_SPIN,
+            McpServerConfig::MAX_INPUT_SPIN
+        );
+        assert_eq!(c.with_http_spin(Duration::ZERO).http_spin, Duration::ZERO);
     }
 
     #[test]

@@ -6,4 +6,19 @@
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+pub(crate) mod spin;
 pub mod stdio;
+
+/// A whole number from the environment variable `var` (its value `value`). Anything else is
+/// ignored, with a warning, and the configured setting holds.
+pub(crate) fn env_number(var: &str, value: Option<&str>) -> Option<u64> {
+    let value = value?;
+    match value.trim().parse::<u64>() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            tracing::warn!(value, "{var} is not a whole number; ignored");
+            None
+        }
+    }
+}

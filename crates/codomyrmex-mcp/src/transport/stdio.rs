@@ -40,6 +40,9 @@ mod spin {
         pub(super) fn call_started(&self) -> InFlight {
             match *self {}
         }
+        pub(super) fn call(&self) -> InFlight {
+            match *self {}
+        }
         pub(super) fn after_write(&self) {
             match *self {}
         }
@@ -92,19 +95,6 @@ pub const SPIN_ENV: &str = "CODOMYRMEX_MCP_STDIO_SPIN_US";
 
 /// The environment variable that overrides `stdio_pipe_size` for [`serve_stdio`], in bytes.
 pub const PIPE_SIZE_ENV: &str = "CODOMYRMEX_MCP_STDIO_PIPE_SIZE";
-
-/// A whole number from the environment variable `var` (its value `value`). Anything else is
-/// ignored, with a warning, and the configured setting holds.
-fn env_number(var: &str, value: Option<&str>) -> Option<u64> {
-    let value = value?;
-    match value.trim().parse::<u64>() {
-        Ok(n) => Some(n),
-        Err(_) => {
-            tracing::warn!(value, "{var} is not a whole number; ignored");
-            None
-        }
-    }
-}
 
 /// A future that asks serving to stop, as if the input had ended.
 type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -338,7 +328,7 @@ pub async fn serve_stdio_until(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StdioError> {
     let shutdown: Shutdown = Box::pin(shutdown);
-    let pipe_size = env_number(PIPE_SIZE_ENV, std::env::var(PIPE_SIZE_ENV).ok().as_deref())
+    let pipe_size = super::env_number(PIPE_SIZE_ENV, std::env::var(PIPE_SIZE_ENV).ok().as_deref())
         .map_or(engine.config().stdio_pipe_size, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         });

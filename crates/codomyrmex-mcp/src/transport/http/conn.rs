@@ -1,6 +1,10 @@
 //! Per-connection idle tracking: a connection on which no byte moved for the idle timeout
 //! while no request was being handled is closed. This catches clients that open connections
 //! and send nothing, and clients that stop reading a response (slow read).
+//!
+//! The same wrappers tell the connection's input spin ([`ConnSpin`]) what it needs: when a
+//! handler starts and ends, whether its response's size is known, and when a read would
+//! block after everything written was flushed.
 
 use std::future::Future;
 use std::io;
@@ -12,11 +16,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
-use axum::http::Request;
+use axum::http::{Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower::Service;
 
+use super::conn_spin::{ConnSpin, ServerSpin};
 use super::conn_timer::ConnTimer;
+use crate::transport::spin::Pollable;
 
 /// What a connection has been doing.
 #[derive(Debug, Default)]
@@ -25,9 +31,19 @@ pub(crate) struct Activity {
     progress: AtomicU64,
     /// Requests whose handlers are running.
     busy: AtomicUsize,
+    /// The input spin, when the server spins.
+    spin: Option<ConnSpin>,
 }
 
 impl Activity {
+    /// A connection's activity, on the server's spin if it has one.
+    pub(crate) fn new(spin: Option<&Arc<ServerSpin>>) -> Self {
+        Self {
+            spin: spin.map(|s| ConnSpin::new(s.clone())),
+            ..Self::default()
+        }
+    }
+
     fn bump(&self) {
         self.progress.fetch_add(1, Ordering::Relaxed);
     }
@@ -51,15 +67,21 @@ impl Activity {
 pub(crate) struct TrackedIo<T> {
     inner: T,
     activity: Arc<Activity>,
+    /// No write since the last flush: nothing waits to be written.
+    flushed: bool,
 }
 
 impl<T> TrackedIo<T> {
     pub(crate) fn new(inner: T, activity: Arc<Activity>) -> Self {
-        Self { inner, activity }
+        Self {
+            inner,
+            activity,
+            flushed: true,
+        }
     }
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
+impl<T: AsyncRead + Pollable + Unpin> AsyncRead for TrackedIo<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -67,8 +89,15 @@ impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let out = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(out, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.bump();
+        match &out {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => self.activity.bump(),
+            // Interest in the socket is registered: the spin leaves the next request to it.
+            Poll::Pending => {
+                if let Some(spin) = &self.activity.spin {
+                    spin.read_pending(&self.inner, self.flushed);
+                }
+            }
+            Poll::Ready(_) => {}
         }
         out
     }
@@ -80,6 +109,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        self.flushed = false;
         let out = Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(out, Poll::Ready(Ok(n)) if n > 0) {
             self.activity.bump();
@@ -92,6 +122,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        self.flushed = false;
         let out = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         if matches!(out, Poll::Ready(Ok(n)) if n > 0) {
             self.activity.bump();
@@ -104,7 +135,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let out = Pin::new(&mut self.inner).poll_flush(cx);
+        if matches!(out, Poll::Ready(Ok(()))) {
+            self.flushed = true;
+        }
+        out
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -144,13 +179,17 @@ impl Drop for BusyGuard {
     fn drop(&mut self) {
         self.0.busy.fetch_sub(1, Ordering::Relaxed);
         self.0.bump();
+        if let Some(spin) = &self.0.spin {
+            spin.call_ended();
+        }
     }
 }
 
-impl<S, B> Service<Request<B>> for Tracked<S>
+impl<S, B, RB> Service<Request<B>> for Tracked<S>
 where
-    S: Service<Request<B>>,
+    S: Service<Request<B>, Response = Response<RB>>,
     S::Future: Send + 'static,
+    RB: http_body::Body,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -164,6 +203,9 @@ where
         req.extensions_mut().insert(ConnectInfo(self.peer));
         req.extensions_mut().insert(self.timer.clone());
         self.activity.busy.fetch_add(1, Ordering::Relaxed);
+        if let Some(spin) = &self.activity.spin {
+            spin.call_started();
+        }
         let guard = BusyGuard(self.activity.clone());
         TrackedFuture {
             inner: self.inner.call(req),
@@ -181,13 +223,26 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F: Future> Future for TrackedFuture<F> {
+impl<F, B, E> Future for TrackedFuture<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    B: http_body::Body,
+{
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let out = std::task::ready!(this.inner.poll(cx));
-        drop(this.guard.take());
+        if let Some(guard) = this.guard.take() {
+            if let Some(spin) = &guard.0.spin {
+                // A body of known size ends the message; a stream goes on from the server.
+                let whole = out
+                    .as_ref()
+                    .is_ok_and(|r| r.body().size_hint().exact().is_some());
+                spin.response_ready(whole);
+            }
+            drop(guard);
+        }
         Poll::Ready(out)
     }
 }

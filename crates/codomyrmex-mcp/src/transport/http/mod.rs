@@ -33,15 +33,17 @@
 //!
 //! Bodies larger than `max_body_bytes` get `413`, bodies slower than `request_timeout` `408`.
 //! Every refusal carries a JSON-RPC error body with no id. The connection loop adds the rest:
-//! `TCP_NODELAY`, the header-read timeout, the idle timeout, the connection cap and graceful
-//! shutdown. Users can build their own stack from [`mcp_router`],
-//! [`protected_resource_router`] and the layers.
+//! `TCP_NODELAY`, the header-read timeout, the idle timeout, the connection cap, graceful
+//! shutdown and, on Linux, the input spin after a response (`http_spin`, `conn_spin`).
+//! Users can build their own stack from [`mcp_router`], [`protected_resource_router`] and the
+//! layers.
 //!
 //! The transport is a thin adapter: every protocol rule lives in the engine.
 
 mod auth;
 mod cluster;
 mod conn;
+mod conn_spin;
 mod conn_timer;
 mod cors;
 mod drain;
@@ -93,6 +95,12 @@ use sessions::SessionTable;
 pub use trace::{TraceParentHook, set_trace_parent_hook};
 
 use crate::store::{EventStore, MemorySessionStore, MessageBus, SessionStore};
+
+/// The environment variable that overrides [`McpServerConfig::http_spin`] for
+/// [`HttpServer::serve`], in whole microseconds (`0` turns the spin off).
+///
+/// [`McpServerConfig::http_spin`]: crate::McpServerConfig::http_spin
+pub const SPIN_ENV: &str = "CODOMYRMEX_MCP_HTTP_SPIN_US";
 
 /// Who may read `GET /health` and `GET /metrics` (the Prometheus text format).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -725,6 +733,19 @@ impl HttpServer {
         listener: TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), HttpError> {
+        let env = std::env::var(SPIN_ENV).ok();
+        let spin = spin_of(self.engine.config().http_spin, env.as_deref())
+            .map(|s| Arc::new(conn_spin::ServerSpin::new(s)));
+        self.serve_spinning(listener, shutdown, spin).await
+    }
+
+    /// [`Self::serve`] with its connections on `spin` (none: no input spin).
+    async fn serve_spinning(
+        &self,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+        spin: Option<Arc<conn_spin::ServerSpin>>,
+    ) -> Result<(), HttpError> {
         let port = listener.local_addr()?.port();
         let streams_end = CancellationToken::new();
         let drain = Arc::new(Drain::default());
@@ -761,7 +782,7 @@ impl HttpServer {
             };
             // Small request/response exchanges must not wait for Nagle + delayed ACK.
             let _ = stream.set_nodelay(true);
-            let activity = Arc::new(conn::Activity::default());
+            let activity = Arc::new(conn::Activity::new(spin.as_ref()));
             let io = TokioIo::new(conn::TrackedIo::new(stream, activity.clone()));
             // One timer per connection for its header and body deadlines: tokio's timer
             // wheel is not re-programmed per request (see `conn_timer`).
@@ -815,6 +836,12 @@ impl HttpServer {
         }
         Ok(())
     }
+}
+
+/// The connections' spin: `configured`, or what [`SPIN_ENV`] (`env`) says; none when zero.
+fn spin_of(configured: Duration, env: Option<&str>) -> Option<crate::transport::spin::Spin> {
+    let spin = crate::transport::spin::from_env(SPIN_ENV, env).unwrap_or(configured);
+    crate::transport::spin::Spin::new(spin)
 }
 
 /// How long, after the grace period, connections get to carry the shutting-down answers.

@@ -1,0 +1,99 @@
+//! Tests of the shared spin's rules on a socket pair: how a wait ends, the overlap rule, and
+//! one spinner at a time. The stdio side is tested in `stdio_spin_tests.rs`, the HTTP side in
+//! `http/conn_spin_tests.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::McpServerConfig;
+
+/// A generous guard against hangs; never a performance assertion.
+const HANG: Duration = Duration::from_secs(30);
+
+#[test]
+fn a_spin_is_bounded_and_ends_when_the_input_is_readable() {
+    let (mut tx, rx) = UnixStream::pair().unwrap();
+    let spin = Spin::new(Duration::from_millis(1)).unwrap();
+    assert_eq!(spin.wait(&rx), Spun::Expired);
+    let polls = spin.seen.polls();
+    assert!(polls > 0);
+    tx.write_all(b"x").unwrap();
+    assert_eq!(spin.wait(&rx), Spun::Ready);
+    assert_eq!(spin.seen.polls(), polls + 1, "readable at the first poll");
+    assert!(!spin.is_spinning());
+    assert!(Spin::new(Duration::ZERO).is_none(), "zero: no spin at all");
+}
+
+#[test]
+fn no_spin_while_work_is_in_flight_or_after_calls_overlapped() {
+    let (_tx, rx) = UnixStream::pair().unwrap();
+    let spin = Spin::new(Duration::from_millis(1)).unwrap();
+    spin.enter(false);
+    assert_eq!(spin.wait(&rx), Spun::Skipped);
+    spin.leave(false);
+    spin.enter(true);
+    spin.enter(true);
+    spin.leave(true);
+    assert_eq!(spin.wait(&rx), Spun::Skipped, "one call still in flight");
+    spin.leave(true);
+    assert_eq!(spin.wait(&rx), Spun::Overlapped);
+    assert_eq!(spin.seen.polls(), 0, "none of these polled");
+    // The next spell is judged on its own.
+    spin.enter(true);
+    spin.leave(true);
+    assert_eq!(spin.wait(&rx), Spun::Expired);
+}
+
+#[test]
+fn one_thread_spins_at_a_time() {
+    let (_tx, rx) = UnixStream::pair().unwrap();
+    let spin = Spin::new(Duration::from_millis(1)).unwrap();
+    spin.spinning.store(true, Ordering::SeqCst);
+    assert_eq!(spin.wait(&rx), Spun::Elsewhere);
+    assert_eq!(spin.seen.polls(), 0);
+    spin.spinning.store(false, Ordering::SeqCst);
+    assert_eq!(spin.wait(&rx), Spun::Expired);
+    assert!(!spin.is_spinning(), "released when the spin ended");
+}
+
+#[test]
+fn a_call_starting_elsewhere_ends_a_spin() {
+    let (_tx, rx) = UnixStream::pair().unwrap();
+    let spin = Arc::new(Spin::new(McpServerConfig::MAX_INPUT_SPIN).unwrap());
+    // The spin may end by its bound before the call starts on a loaded machine: then again.
+    for _ in 0..100 {
+        let spinner = {
+            let spin = spin.clone();
+            let rx = rx.try_clone().unwrap();
+            std::thread::spawn(move || spin.wait(&rx))
+        };
+        let deadline = std::time::Instant::now() + HANG;
+        while !spin.is_spinning() && !spinner.is_finished() {
+            assert!(std::time::Instant::now() < deadline, "never spun");
+            std::thread::yield_now();
+        }
+        spin.enter(true);
+        let outcome = spinner.join().unwrap();
+        spin.leave(true);
+        if outcome == Spun::Skipped {
+            return;
+        }
+        assert_eq!(outcome, Spun::Expired);
+    }
+    panic!("no spin was ended by a call");
+}
+
+#[test]
+fn the_environment_override_takes_whole_microseconds_only() {
+    let f = |v| from_env("X", v);
+    assert_eq!(f(None), None);
+    assert_eq!(f(Some("0")), Some(Duration::ZERO));
+    assert_eq!(f(Some(" 250 ")), Some(Duration::from_micros(250)));
+    assert_eq!(f(Some("1.5")), None);
+    assert_eq!(f(Some("-1")), None);
+    assert_eq!(f(Some("")), None);
+}
