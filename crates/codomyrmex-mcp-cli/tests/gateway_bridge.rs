@@ -518,6 +518,92 @@ async fn a_2026_client_hears_the_logs_of_concurrent_calls_to_one_upstream() {
     logs_of_concurrent_calls(EraPreference::Modern).await;
 }
 
+/// A `pair` call of upstream `up` with `tag`, the log level `info`; the log messages that came
+/// on its own stream.
+async fn logged_pair(client: &McpClient, up: &str, tag: &str) -> Vec<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let options = CallOptions {
+        progress: None,
+        timeout: Some(GUARD),
+        log: Some(Arc::new(move |p: Value| {
+            let _ = tx.send(p["data"].as_str().unwrap_or("?").to_owned());
+        })),
+    };
+    let params = json!({
+        "name": format!("{up}.pair"),
+        "arguments": {"tag": tag},
+        "_meta": {"io.modelcontextprotocol/logLevel": "info"},
+    });
+    let r = client
+        .request_with("tools/call", params, &options)
+        .await
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], tag, "{up}: {r}");
+    rx.try_iter().collect()
+}
+
+/// Two 2026-07-28 clients of the gateway over Streamable HTTP call one upstream at once
+/// (`pair`): each call's log message reaches the call that caused it, on that call's own
+/// stream (`CallOptions::log`), and never the other client's.
+#[tokio::test]
+async fn each_concurrent_call_hears_only_its_own_log_messages() {
+    use codomyrmex_mcp::client::http::HttpTarget;
+
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\n\n\
+             [[upstream]]\nname = \"new\"\nurl = \"{url}\"\nera = \"modern\"\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let mut cmd = support::command(&["gateway", "--config", config, "--http", "127.0.0.1:0"]);
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut gw = support::Server {
+        child,
+        url: String::new(),
+        stderr: std::sync::mpsc::channel().1,
+    };
+    gw.stderr = support::stderr_lines(&mut gw.child);
+    // Waited for off the runtime, which serves the upstream meanwhile.
+    let (_gateway, line) = tokio::task::spawn_blocking(move || {
+        let line = support::await_line(&gw.stderr, support::SERVING);
+        (gw, line)
+    })
+    .await
+    .unwrap();
+    let gateway_url = line.split_once(support::SERVING).unwrap().1.to_owned();
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let c = McpClient::connect_http(
+            HttpTarget::new(gateway_url.clone()),
+            ClientOptions::default(),
+        )
+        .unwrap();
+        tokio::time::timeout(GUARD, c.negotiate(EraPreference::Modern, GUARD))
+            .await
+            .expect("no hang")
+            .unwrap();
+        clients.push(c);
+    }
+    for up in ["old", "new"] {
+        let (a, b) = tokio::join!(
+            logged_pair(&clients[0], up, "a"),
+            logged_pair(&clients[1], up, "b")
+        );
+        assert_eq!(a, vec!["a".to_owned()], "{up}: the first client's call");
+        assert_eq!(b, vec!["b".to_owned()], "{up}: the second client's call");
+    }
+}
+
 /// The gateway with one upstream, `py`: the Python stdio server `script` (see
 /// [`support::python_server`]), its table completed by the TOML lines `settings`; a
 /// 2025-11-25 client's handshake done.
