@@ -14,9 +14,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::client::{
-    CallOptions, ClientHandlers, ClientOptions, EraPreference, StdioCommand,
-};
+use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
 use codomyrmex_mcp::engine::Engine;
 use codomyrmex_mcp::prompts::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
 use codomyrmex_mcp::resources::{
@@ -30,7 +28,6 @@ use codomyrmex_mcp::{
 };
 use serde_json::{Map, Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
 const GUARD: Duration = Duration::from_secs(60);
 
 fn text(t: impl Into<String>) -> ToolOutput {
@@ -276,22 +273,7 @@ async fn gateway(dir: &std::path::Path, url: &str, era: EraPreference) -> McpCli
 async fn gateway_with(dir: &std::path::Path, toml: &str, era: EraPreference) -> McpClient {
     let config = dir.join("gateway.toml");
     std::fs::write(&config, toml).unwrap();
-    let mut c = StdioCommand::new(BIN);
-    c.args = vec![
-        "gateway".into(),
-        "--config".into(),
-        config.to_str().unwrap().into(),
-    ];
-    let options = ClientOptions {
-        handlers: handlers(),
-        ..ClientOptions::default()
-    };
-    let client = McpClient::spawn(&c, options).unwrap();
-    tokio::time::timeout(GUARD, client.negotiate(era, Duration::from_secs(10)))
-        .await
-        .expect("no hang")
-        .expect("the gateway answers the handshake");
-    client
+    support::gateway_stdio(&config, era, handlers()).await
 }
 
 async fn bridge(era: EraPreference) {
@@ -560,31 +542,20 @@ async fn each_concurrent_call_hears_only_its_own_log_messages() {
         ),
     )
     .unwrap();
-    let config = config.to_str().unwrap();
-    let mut cmd = support::command(&["gateway", "--config", config, "--http", "127.0.0.1:0"]);
-    let child = cmd
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut gw = support::Server {
-        child,
-        url: String::new(),
-        stderr: std::sync::mpsc::channel().1,
-    };
-    gw.stderr = support::stderr_lines(&mut gw.child);
+    let config = config.to_str().unwrap().to_owned();
     // Waited for off the runtime, which serves the upstream meanwhile.
-    let (_gateway, line) = tokio::task::spawn_blocking(move || {
-        let line = support::await_line(&gw.stderr, support::SERVING);
-        (gw, line)
+    let gateway = tokio::task::spawn_blocking(move || {
+        support::http_server(
+            &["gateway", "--config", &config, "--http", "127.0.0.1:0"],
+            &[],
+        )
     })
     .await
     .unwrap();
-    let gateway_url = line.split_once(support::SERVING).unwrap().1.to_owned();
     let mut clients = Vec::new();
     for _ in 0..2 {
         let c = McpClient::connect_http(
-            HttpTarget::new(gateway_url.clone()),
+            HttpTarget::new(gateway.url.clone()),
             ClientOptions::default(),
         )
         .unwrap();
