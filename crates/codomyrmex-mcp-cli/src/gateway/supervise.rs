@@ -113,9 +113,10 @@ impl Wanted {
                 Recv::Value(ResourceEvent::Subscribed(uri)) => return uri,
                 Recv::Value(_) => {}
                 Recv::Lagged(n) => {
+                    // Updates and subscriptions share the registry's bounded channel.
                     tracing::warn!(
                         skipped = n,
-                        "resource subscriptions came too fast; some are not forwarded"
+                        "resource events were read too late; a subscription among them is not forwarded to the upstream"
                     );
                 }
                 Recv::Closed => self.subscribed = None,
