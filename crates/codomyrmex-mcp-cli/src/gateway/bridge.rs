@@ -80,8 +80,8 @@ pub struct Inbox {
     calls: Mutex<HashMap<u64, Slot>>,
     parked: Mutex<HashMap<u64, Parked>>,
     next: AtomicU64,
-    /// The gateway's engine, once it serves: where log messages of no call go.
-    engine: std::sync::OnceLock<Engine>,
+    /// Where log messages of no call go once the gateway serves ([`session_logs`]).
+    logs: std::sync::OnceLock<mpsc::Sender<Value>>,
     /// The upstream is reached over Streamable HTTP, whose streams say which call a message
     /// belongs to (set by [`handlers`](Self::handlers)).
     streams: std::sync::atomic::AtomicBool,
@@ -148,10 +148,9 @@ impl Inbox {
             .map(|s| (s.asks.clone(), s.context.clone()))
     }
 
-    /// Where the log messages of no call go from now on: the sessions of `engine` that set
-    /// a log level.
-    pub fn serve_logs_with(&self, engine: Engine) {
-        let _ = self.engine.set(engine);
+    /// Where the log messages of no call go from now on ([`session_logs`]).
+    pub fn serve_logs_with(&self, logs: mpsc::Sender<Value>) {
+        let _ = self.logs.set(logs);
     }
 
     /// A log message of the upstream that came on no call's stream. Over Streamable HTTP
@@ -164,10 +163,10 @@ impl Inbox {
             relay_log(&context, params);
             return;
         }
-        if let Some(engine) = self.engine.get() {
-            let logger = params.get("logger").and_then(Value::as_str);
-            let data = params.get("data").cloned().unwrap_or(Value::Null);
-            engine.log_to_sessions(log_level(params), logger, data);
+        if let Some(logs) = self.logs.get()
+            && logs.try_send(params.clone()).is_err()
+        {
+            tracing::debug!("a log message of no call was dropped: too many wait for the sessions");
         }
     }
 
@@ -317,6 +316,27 @@ fn as_error(e: ClientRequestError) -> ErrorObject {
         ),
         other => ErrorObject::internal(other.to_string()),
     }
+}
+
+/// The most log messages of no call waiting for the gateway's sessions; more are dropped, so
+/// an upstream that floods them cannot grow the gateway's memory.
+const MAX_WAITING_LOGS: usize = 1024;
+
+/// Starts relaying log messages of no call (`notifications/message` params) to `engine`'s
+/// 2025-11-25 sessions that set a log level ([`Engine::log_to_sessions`]); returns the sender
+/// each upstream's inbox takes ([`Inbox::serve_logs_with`]). Only the relaying task holds the
+/// engine: an inbox holding it would make a cycle (the engine's registries hold the
+/// upstreams, which hold their inboxes) and keep the upstreams' children alive at exit.
+pub fn session_logs(engine: Engine) -> mpsc::Sender<Value> {
+    let (tx, mut rx) = mpsc::channel::<Value>(MAX_WAITING_LOGS);
+    tokio::spawn(async move {
+        while let Some(params) = rx.recv().await {
+            let logger = params.get("logger").and_then(Value::as_str);
+            let data = params.get("data").cloned().unwrap_or(Value::Null);
+            engine.log_to_sessions(log_level(&params), logger, data);
+        }
+    });
+    tx
 }
 
 /// The level of an upstream's `notifications/message` params (`info` if it names none the
