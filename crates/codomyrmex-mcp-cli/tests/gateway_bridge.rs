@@ -576,16 +576,21 @@ async fn each_concurrent_call_hears_only_its_own_log_messages() {
 }
 
 /// The gateway with one upstream, `py`: the Python stdio server `script` (see
-/// [`support::python_server`]), its table completed by the TOML lines `settings`; a
-/// 2025-11-25 client's handshake done.
-async fn python_gateway(dir: &std::path::Path, script: &str, settings: &str) -> McpClient {
+/// [`support::python_server`]), its table completed by the TOML lines `settings`; a client's
+/// handshake done in `era`.
+async fn python_gateway(
+    dir: &std::path::Path,
+    script: &str,
+    settings: &str,
+    era: EraPreference,
+) -> McpClient {
     let path = dir.join("upstream.py");
     std::fs::write(&path, format!("{}{script}", support::PYTHON_SERVER_PRELUDE)).unwrap();
     let toml = format!(
         "[[upstream]]\nname = \"py\"\ncommand = \"python3\"\nargs = [\"{}\"]\n{settings}\n",
         path.display()
     );
-    gateway_with(dir, &toml, EraPreference::Legacy).await
+    gateway_with(dir, &toml, era).await
 }
 
 /// A 2025-11-25 stdio upstream (Python) that logs outside any request: once its `arm` tool
@@ -622,7 +627,7 @@ for line in sys.stdin:
 async fn an_upstreams_log_outside_a_request_reaches_a_2025_client_that_set_a_level() {
     let dir = tempfile::tempdir().unwrap();
     let upstream = "era = \"legacy\"\nhealth_check_secs = 1";
-    let client = python_gateway(dir.path(), LOGS_OUTSIDE, upstream).await;
+    let client = python_gateway(dir.path(), LOGS_OUTSIDE, upstream, EraPreference::Legacy).await;
     client.set_log_level(LoggingLevel::Info).await.unwrap();
     let r = tokio::time::timeout(GUARD, client.call_tool("py.arm", json!({})))
         .await
@@ -674,7 +679,13 @@ for line in sys.stdin:
 #[tokio::test]
 async fn a_closed_upstream_listen_stream_is_reopened() {
     let dir = tempfile::tempdir().unwrap();
-    let client = python_gateway(dir.path(), LISTEN_CLOSES, "era = \"modern\"").await;
+    let client = python_gateway(
+        dir.path(),
+        LISTEN_CLOSES,
+        "era = \"modern\"",
+        EraPreference::Legacy,
+    )
+    .await;
     let deadline = std::time::Instant::now() + GUARD;
     loop {
         let tools = client.list_tools().await.unwrap();
@@ -876,4 +887,53 @@ async fn a_2025_clients_cancellation_reaches_upstreams_of_both_eras() {
 #[tokio::test]
 async fn a_2026_clients_cancellation_reaches_upstreams_of_both_eras() {
     cancel(EraPreference::Modern).await;
+}
+
+/// A 2025-11-25 stdio upstream (Python) whose tool `say` logs a warning before it answers.
+const LOGS_DURING: &str = r#"
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if "id" not in m:
+        continue
+    if method == "initialize":
+        r = initialized("py", {"tools": {}, "logging": {}})
+    elif method == "tools/list":
+        r = {"result": {"tools": [{"name": "say", "inputSchema": {"type": "object"}}]}}
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "warning", "data": "during"}})
+        r = {"result": {"content": [{"type": "text", "text": "said"}]}}
+    elif method in ("ping", "logging/setLevel"):
+        r = {"result": {}}
+    else:
+        r = NOT_FOUND
+    send(dict(r, jsonrpc="2.0", id=m["id"]))
+"#;
+
+/// Over stdio nothing says which call a log message belongs to: with one call in flight to
+/// the upstream it goes with that call, so a 2026-07-28 client (which hears log messages only
+/// with its own requests) hears it.
+#[tokio::test]
+async fn over_stdio_the_one_call_in_flight_gets_the_upstreams_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "era = \"legacy\"";
+    let client = python_gateway(dir.path(), LOGS_DURING, settings, EraPreference::Modern).await;
+    let r = tokio::time::timeout(
+        GUARD,
+        client.request(
+            "tools/call",
+            json!({
+                "name": "py.say",
+                "arguments": {},
+                "_meta": {"io.modelcontextprotocol/logLevel": "info"},
+            }),
+        ),
+    )
+    .await
+    .expect("no hang")
+    .unwrap();
+    assert_eq!(r["content"][0]["text"], "said", "{r}");
+    let (log, _) = next_log(&client).await;
+    assert_eq!(log["data"], "during", "{log}");
+    client.close(Duration::from_secs(5)).await;
 }
