@@ -106,6 +106,7 @@ pub fn for_call() -> Progress {
             options: CallOptions {
                 progress: Some(Arc::new(|p: Value| eprintln!("{}", line(&p)))),
                 timeout: None,
+                log: None,
             },
         };
     }
@@ -121,6 +122,7 @@ pub fn for_call() -> Progress {
                     .draw(&p);
             })),
             timeout: None,
+            log: None,
         },
     }
 }

@@ -9,15 +9,17 @@
 // Test helpers fail by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::client::{
-    CallOptions, ClientHandlers, ClientOptions, EraPreference, StdioCommand,
-};
+use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
 use codomyrmex_mcp::engine::Engine;
 use codomyrmex_mcp::prompts::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
-use codomyrmex_mcp::resources::{ResourceDefinition, ResourceError, ResourceRequest};
+use codomyrmex_mcp::resources::{
+    ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
+};
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
@@ -26,7 +28,6 @@ use codomyrmex_mcp::{
 };
 use serde_json::{Map, Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
 const GUARD: Duration = Duration::from_secs(60);
 
 fn text(t: impl Into<String>) -> ToolOutput {
@@ -106,6 +107,24 @@ fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToo
             },
         )
         .unwrap();
+    // Both calls of a pair are in flight when each logs its tag (a barrier of two).
+    let both = Arc::new(tokio::sync::Barrier::new(2));
+    tools
+        .register(
+            "pair",
+            schema.clone(),
+            move |args: Map<String, Value>, cx: ToolContext| {
+                let both = both.clone();
+                async move {
+                    let tag = args.get("tag").and_then(Value::as_str).unwrap_or("?");
+                    // Bounded: a lone call still ends (and the test then fails on its logs).
+                    let _ = tokio::time::timeout(GUARD, both.wait()).await;
+                    cx.log(LoggingLevel::Warning, json!(tag));
+                    text(tag)
+                }
+            },
+        )
+        .unwrap();
     tools
         .register(
             "progress",
@@ -179,6 +198,20 @@ fn upstream_resources() -> Arc<McpResourceRegistry> {
             },
         )
         .unwrap();
+    resources
+        .add_template(
+            ResourceTemplateDefinition::new("tmpl://{name}", "templated"),
+            |r: ResourceRequest| async move {
+                Ok(vec![ResourceContents::Text {
+                    uri: r.uri,
+                    mime_type: None,
+                    text: "made".to_owned(),
+                    meta: None,
+                }])
+            },
+            std::collections::BTreeMap::new(),
+        )
+        .unwrap();
     Arc::new(resources)
 }
 
@@ -229,31 +262,18 @@ fn handlers() -> ClientHandlers {
 }
 
 async fn gateway(dir: &std::path::Path, url: &str, era: EraPreference) -> McpClient {
+    let config = format!(
+        "[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\ntimeout_secs = 600\n\n\
+         [[upstream]]\nname = \"new\"\nurl = \"{url}\"\nera = \"modern\"\ntimeout_secs = 600\n"
+    );
+    gateway_with(dir, &config, era).await
+}
+
+/// The gateway (a child over stdio) with the configuration `toml`, its handshake done in `era`.
+async fn gateway_with(dir: &std::path::Path, toml: &str, era: EraPreference) -> McpClient {
     let config = dir.join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\ntimeout_secs = 600\n\n\
-             [[upstream]]\nname = \"new\"\nurl = \"{url}\"\nera = \"modern\"\ntimeout_secs = 600\n"
-        ),
-    )
-    .unwrap();
-    let mut c = StdioCommand::new(BIN);
-    c.args = vec![
-        "gateway".into(),
-        "--config".into(),
-        config.to_str().unwrap().into(),
-    ];
-    let options = ClientOptions {
-        handlers: handlers(),
-        ..ClientOptions::default()
-    };
-    let client = McpClient::spawn(&c, options).unwrap();
-    tokio::time::timeout(GUARD, client.negotiate(era, Duration::from_secs(10)))
-        .await
-        .expect("no hang")
-        .expect("the gateway answers the handshake");
-    client
+    std::fs::write(&config, toml).unwrap();
+    support::gateway_stdio(&config, era, handlers()).await
 }
 
 async fn bridge(era: EraPreference) {
@@ -278,6 +298,7 @@ async fn bridge(era: EraPreference) {
                 let _ = tx.send(p["progress"].as_f64().unwrap_or(-1.0));
             })),
             timeout: Some(GUARD),
+            log: None,
         };
         let r = client
             .call_tool_with(&format!("{up}.progress"), json!({}), &options)
@@ -432,6 +453,302 @@ async fn a_2026_client_hears_the_log_messages_of_upstreams_of_both_eras() {
     logs(EraPreference::Modern).await;
 }
 
+/// Two calls in flight to one upstream at once each log (`pair`, whose calls wait for each
+/// other): the client hears both messages, whichever era each side speaks (the upstream is
+/// reached over Streamable HTTP, whose streams say which call a message belongs to).
+async fn logs_of_concurrent_calls(era: EraPreference) {
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, era).await;
+    if era == EraPreference::Legacy {
+        client.set_log_level(LoggingLevel::Info).await.unwrap();
+    }
+    for up in ["old", "new"] {
+        let call = |tag: &str| {
+            client.request(
+                "tools/call",
+                json!({
+                    "name": format!("{up}.pair"),
+                    "arguments": {"tag": tag},
+                    "_meta": {"io.modelcontextprotocol/logLevel": "info"},
+                }),
+            )
+        };
+        let (a, b) = tokio::time::timeout(GUARD, async { tokio::join!(call("a"), call("b")) })
+            .await
+            .expect("no hang");
+        assert_eq!(a.unwrap()["content"][0]["text"], "a", "{up}");
+        assert_eq!(b.unwrap()["content"][0]["text"], "b", "{up}");
+        let mut heard = std::collections::BTreeSet::new();
+        while heard.len() < 2 {
+            let (log, _) = next_log(&client).await;
+            assert_eq!(log["level"], "warning", "{up}: {log}");
+            heard.insert(log["data"].as_str().unwrap().to_owned());
+        }
+        assert_eq!(heard, ["a".to_owned(), "b".to_owned()].into(), "{up}");
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_client_hears_the_logs_of_concurrent_calls_to_one_upstream() {
+    logs_of_concurrent_calls(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_hears_the_logs_of_concurrent_calls_to_one_upstream() {
+    logs_of_concurrent_calls(EraPreference::Modern).await;
+}
+
+/// A `pair` call of upstream `up` with `tag`, the log level `info`; the log messages that came
+/// on its own stream.
+async fn logged_pair(client: &McpClient, up: &str, tag: &str) -> Vec<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let options = CallOptions {
+        progress: None,
+        timeout: Some(GUARD),
+        log: Some(Arc::new(move |p: Value| {
+            let _ = tx.send(p["data"].as_str().unwrap_or("?").to_owned());
+        })),
+    };
+    let params = json!({
+        "name": format!("{up}.pair"),
+        "arguments": {"tag": tag},
+        "_meta": {"io.modelcontextprotocol/logLevel": "info"},
+    });
+    let r = client
+        .request_with("tools/call", params, &options)
+        .await
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], tag, "{up}: {r}");
+    rx.try_iter().collect()
+}
+
+/// Two 2026-07-28 clients of the gateway over Streamable HTTP call one upstream at once
+/// (`pair`): each call's log message reaches the call that caused it, on that call's own
+/// stream (`CallOptions::log`), and never the other client's.
+#[tokio::test]
+async fn each_concurrent_call_hears_only_its_own_log_messages() {
+    use codomyrmex_mcp::client::http::HttpTarget;
+
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\n\n\
+             [[upstream]]\nname = \"new\"\nurl = \"{url}\"\nera = \"modern\"\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_owned();
+    // Waited for off the runtime, which serves the upstream meanwhile.
+    let gateway = tokio::task::spawn_blocking(move || {
+        support::http_server(
+            &["gateway", "--config", &config, "--http", "127.0.0.1:0"],
+            &[],
+        )
+    })
+    .await
+    .unwrap();
+    let mut clients = Vec::new();
+    for _ in 0..2 {
+        let c = McpClient::connect_http(
+            HttpTarget::new(gateway.url.clone()),
+            ClientOptions::default(),
+        )
+        .unwrap();
+        tokio::time::timeout(GUARD, c.negotiate(EraPreference::Modern, GUARD))
+            .await
+            .expect("no hang")
+            .unwrap();
+        clients.push(c);
+    }
+    for up in ["old", "new"] {
+        let (a, b) = tokio::join!(
+            logged_pair(&clients[0], up, "a"),
+            logged_pair(&clients[1], up, "b")
+        );
+        assert_eq!(a, vec!["a".to_owned()], "{up}: the first client's call");
+        assert_eq!(b, vec!["b".to_owned()], "{up}: the second client's call");
+    }
+}
+
+/// The gateway with one upstream, `py`: the Python stdio server `script` (see
+/// [`support::python_server`]), its table completed by the TOML lines `settings`; a client's
+/// handshake done in `era`.
+async fn python_gateway(
+    dir: &std::path::Path,
+    script: &str,
+    settings: &str,
+    era: EraPreference,
+) -> McpClient {
+    let path = dir.join("upstream.py");
+    std::fs::write(&path, format!("{}{script}", support::PYTHON_SERVER_PRELUDE)).unwrap();
+    let toml = format!(
+        "[[upstream]]\nname = \"py\"\ncommand = \"python3\"\nargs = [\"{}\"]\n{settings}\n",
+        path.display()
+    );
+    gateway_with(dir, &toml, era).await
+}
+
+/// A 2025-11-25 stdio upstream (Python) that logs outside any request: once its `arm` tool
+/// was called, after answering the next health check (`ping`) it sends a debug message and
+/// a warning.
+const LOGS_OUTSIDE: &str = r#"
+armed = False
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if "id" not in m:
+        continue
+    if method == "initialize":
+        r = initialized("py", {"tools": {}, "logging": {}})
+    elif method == "tools/list":
+        r = {"result": {"tools": [{"name": "arm", "inputSchema": {"type": "object"}}]}}
+    elif method == "tools/call":
+        armed = True
+        r = {"result": {"content": [{"type": "text", "text": "armed"}]}}
+    elif method in ("ping", "logging/setLevel"):
+        r = {"result": {}}
+    else:
+        r = NOT_FOUND
+    send(dict(r, jsonrpc="2.0", id=m["id"]))
+    if method == "ping" and armed:
+        armed = False
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "debug", "data": "quiet"}})
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "warning", "logger": "py", "data": "outside"}})
+"#;
+
+/// An upstream's log message outside any request reaches the 2025-11-25 clients that set a
+/// log level, at that level.
+#[tokio::test]
+async fn an_upstreams_log_outside_a_request_reaches_a_2025_client_that_set_a_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = "era = \"legacy\"\nhealth_check_secs = 1";
+    let client = python_gateway(dir.path(), LOGS_OUTSIDE, upstream, EraPreference::Legacy).await;
+    client.set_log_level(LoggingLevel::Info).await.unwrap();
+    let r = tokio::time::timeout(GUARD, client.call_tool("py.arm", json!({})))
+        .await
+        .expect("no hang")
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], "armed", "{r}");
+    let (log, _) = next_log(&client).await;
+    // The debug message before it was below the client's level.
+    assert_eq!(log["data"], "outside", "{log}");
+    assert_eq!(log["level"], "warning", "{log}");
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// A 2026-07-28 stdio upstream (Python) whose first `subscriptions/listen` stream it ends at
+/// once (a complete result after the acknowledgment); on the next one it adds a tool and
+/// says so there (`notifications/tools/list_changed`).
+const LISTEN_CLOSES: &str = r#"
+listens = 0
+tools = [{"name": "first", "inputSchema": {"type": "object"}}]
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if "id" not in m:
+        continue
+    sub = {"io.modelcontextprotocol/subscriptionId": m["id"]}
+    if method == "server/discover":
+        r = {"result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": True}}, "serverInfo": {"name": "py", "version": "1"}}}
+    elif method == "tools/list":
+        r = {"result": {"tools": tools}}
+    elif method == "tools/call":
+        r = {"result": {"content": [{"type": "text", "text": m["params"]["name"]}]}}
+    elif method == "subscriptions/listen":
+        listens += 1
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"_meta": sub, "notifications": {"toolsListChanged": True}}})
+        if listens == 1:
+            r = {"result": {"resultType": "complete", "_meta": sub}}
+        else:
+            tools = tools + [{"name": "later", "inputSchema": {"type": "object"}}]
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": sub}})
+            continue
+    else:
+        r = NOT_FOUND
+    send(dict(r, jsonrpc="2.0", id=m["id"]))
+"#;
+
+/// A 2026-07-28 upstream that ends its `subscriptions/listen` stream while it is healthy is
+/// listened to again: the list change it announces on the new stream reaches the gateway's
+/// client, and the new tool is mounted.
+#[tokio::test]
+async fn a_closed_upstream_listen_stream_is_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = python_gateway(
+        dir.path(),
+        LISTEN_CLOSES,
+        "era = \"modern\"",
+        EraPreference::Legacy,
+    )
+    .await;
+    let deadline = std::time::Instant::now() + GUARD;
+    loop {
+        let tools = client.list_tools().await.unwrap();
+        if tools.iter().any(|t| t["name"] == "py.later") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not listed: {tools:?}"
+        );
+        // Heard, or the guard's end: then listed once more and failed.
+        let _ = tokio::time::timeout(
+            deadline.saturating_duration_since(std::time::Instant::now()),
+            async {
+                while let Some(n) = client.next_notification().await {
+                    if n["method"] == "notifications/tools/list_changed" {
+                        return;
+                    }
+                }
+            },
+        )
+        .await;
+    }
+    let r = client.call_tool("py.later", json!({})).await.unwrap();
+    assert_eq!(r["content"][0]["text"], "later", "{r}");
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// Changes `upstream_uris` at the upstream until the client heard
+/// `notifications/resources/updated` for each of `want` (local URIs): the gateway subscribes
+/// at the upstream on its own time.
+async fn hear_updates(
+    client: &McpClient,
+    resources: &McpResourceRegistry,
+    upstream_uris: &[&str],
+    want: &[&str],
+) {
+    let want: std::collections::BTreeSet<String> = want.iter().map(|u| (*u).to_owned()).collect();
+    let mut heard = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + GUARD;
+    while heard != want {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "heard only {heard:?} of {want:?}"
+        );
+        for uri in upstream_uris {
+            resources.notify_updated(*uri);
+        }
+        let quiet = tokio::time::timeout(Duration::from_millis(200), async {
+            while let Some(n) = client.next_notification().await {
+                if n["method"] == "notifications/resources/updated" {
+                    return Some(n["params"]["uri"].as_str().unwrap().to_owned());
+                }
+            }
+            None
+        });
+        if let Ok(Some(uri)) = quiet.await {
+            assert!(want.contains(&uri), "an update nobody subscribed to: {uri}");
+            heard.insert(uri);
+        }
+    }
+}
+
 /// A client subscribed to a mounted resource hears when it changes at its upstream, under
 /// the resource's local URI, whichever era the upstream speaks.
 #[tokio::test]
@@ -445,28 +762,85 @@ async fn an_upstreams_resource_update_reaches_the_subscribed_client() {
             .await
             .unwrap();
     }
-    let mut heard = std::collections::BTreeSet::new();
-    let deadline = std::time::Instant::now() + GUARD;
-    // The gateway subscribes at the upstream on its own time: changed until heard.
-    while heard.len() < 2 {
-        assert!(std::time::Instant::now() < deadline, "heard only {heard:?}");
-        resources.notify_updated("watched://r");
-        let quiet = tokio::time::timeout(Duration::from_millis(200), async {
-            while let Some(n) = client.next_notification().await {
-                if n["method"] == "notifications/resources/updated" {
-                    return Some(n["params"]["uri"].as_str().unwrap().to_owned());
-                }
+    hear_updates(
+        &client,
+        &resources,
+        &["watched://r"],
+        &["new+watched://r", "old+watched://r"],
+    )
+    .await;
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// A 2026-07-28 client's `subscriptions/listen` stream (kept open in a task of its own),
+/// asking for `uris`.
+fn listen(client: &Arc<McpClient>, uris: &[&str]) -> tokio::task::JoinHandle<()> {
+    let client = client.clone();
+    let params = json!({"notifications": {"resourceSubscriptions": uris}});
+    tokio::spawn(async move {
+        let options = CallOptions {
+            progress: None,
+            timeout: Some(GUARD * 4),
+            log: None,
+        };
+        let _ = client
+            .request_round("subscriptions/listen", &params, &options)
+            .await;
+    })
+}
+
+/// A 2026-07-28 client listening through the gateway (`subscriptions/listen`) hears an
+/// upstream's resource updates, under the resources' local URIs, whichever era the upstream
+/// speaks.
+#[tokio::test]
+async fn a_2026_client_listening_hears_an_upstreams_resource_update() {
+    let (url, _, resources) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = Arc::new(gateway(dir.path(), &url, EraPreference::Modern).await);
+    let want = ["new+watched://r", "old+watched://r"];
+    let listening = listen(&client, &want);
+    hear_updates(&client, &resources, &["watched://r"], &want).await;
+    listening.abort();
+}
+
+/// A client subscribed to a URI of an upstream's resource template (`NAMESPACE+tmpl://x`,
+/// listed nowhere) hears its updates, in either era, whichever era the upstream speaks.
+async fn templated_updates(era: EraPreference) {
+    let (url, _, resources) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = Arc::new(gateway(dir.path(), &url, era).await);
+    let want = ["new+tmpl://x", "old+tmpl://x"];
+    // Read through the template first, as a client would.
+    for uri in want {
+        let r = tokio::time::timeout(GUARD, client.read_resource(uri))
+            .await
+            .expect("no hang")
+            .unwrap();
+        assert_eq!(r["contents"][0]["uri"], uri, "{r}");
+    }
+    let listening = match era {
+        EraPreference::Modern => Some(listen(&client, &want)),
+        _ => {
+            for uri in want {
+                client.subscribe(uri).await.unwrap();
             }
             None
-        });
-        if let Ok(Some(uri)) = quiet.await {
-            heard.insert(uri);
         }
+    };
+    hear_updates(&client, &resources, &["tmpl://x"], &want).await;
+    if let Some(l) = listening {
+        l.abort();
     }
-    let want: std::collections::BTreeSet<String> =
-        ["new+watched://r".to_owned(), "old+watched://r".to_owned()].into();
-    assert_eq!(heard, want);
-    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_client_hears_updates_of_a_templated_resource() {
+    templated_updates(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_hears_updates_of_a_templated_resource() {
+    templated_updates(EraPreference::Modern).await;
 }
 
 /// The gateway's 2026-07-28 lists may be cached no longer than its upstreams' own.
@@ -490,6 +864,7 @@ async fn cancel(era: EraPreference) {
         let options = CallOptions {
             progress: None,
             timeout: Some(Duration::from_millis(300)),
+            log: None,
         };
         let r = client
             .call_tool_with(&format!("{up}.hang"), json!({}), &options)
@@ -512,4 +887,53 @@ async fn a_2025_clients_cancellation_reaches_upstreams_of_both_eras() {
 #[tokio::test]
 async fn a_2026_clients_cancellation_reaches_upstreams_of_both_eras() {
     cancel(EraPreference::Modern).await;
+}
+
+/// A 2025-11-25 stdio upstream (Python) whose tool `say` logs a warning before it answers.
+const LOGS_DURING: &str = r#"
+for line in sys.stdin:
+    m = json.loads(line)
+    method = m.get("method")
+    if "id" not in m:
+        continue
+    if method == "initialize":
+        r = initialized("py", {"tools": {}, "logging": {}})
+    elif method == "tools/list":
+        r = {"result": {"tools": [{"name": "say", "inputSchema": {"type": "object"}}]}}
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "warning", "data": "during"}})
+        r = {"result": {"content": [{"type": "text", "text": "said"}]}}
+    elif method in ("ping", "logging/setLevel"):
+        r = {"result": {}}
+    else:
+        r = NOT_FOUND
+    send(dict(r, jsonrpc="2.0", id=m["id"]))
+"#;
+
+/// Over stdio nothing says which call a log message belongs to: with one call in flight to
+/// the upstream it goes with that call, so a 2026-07-28 client (which hears log messages only
+/// with its own requests) hears it.
+#[tokio::test]
+async fn over_stdio_the_one_call_in_flight_gets_the_upstreams_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = "era = \"legacy\"";
+    let client = python_gateway(dir.path(), LOGS_DURING, settings, EraPreference::Modern).await;
+    let r = tokio::time::timeout(
+        GUARD,
+        client.request(
+            "tools/call",
+            json!({
+                "name": "py.say",
+                "arguments": {},
+                "_meta": {"io.modelcontextprotocol/logLevel": "info"},
+            }),
+        ),
+    )
+    .await
+    .expect("no hang")
+    .unwrap();
+    assert_eq!(r["content"][0]["text"], "said", "{r}");
+    let (log, _) = next_log(&client).await;
+    assert_eq!(log["data"], "during", "{log}");
+    client.close(Duration::from_secs(5)).await;
 }

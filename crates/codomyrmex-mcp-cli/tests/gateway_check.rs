@@ -5,86 +5,16 @@
 // Test helpers fail by panicking, outside `#[test]` functions too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+mod support;
 
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
-
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args);
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("CODOMYRMEX_MCP_") {
-            c.env_remove(k);
-        }
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-fn output(cmd: &mut Command) -> (Option<i32>, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().unwrap();
-    (
-        status.code(),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
-
-/// A `serve --http 127.0.0.1:0` instance and its URL; killed on drop.
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn http_server(root: &std::path::Path) -> HttpServer {
-    let mut child = command(&[
-        "serve",
-        "--root",
-        root.to_str().unwrap(),
-        "--http",
-        "127.0.0.1:0",
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
-    HttpServer { child, url }
-}
+use support::{BIN, Ran, command, output, serve_http};
 
 #[test]
 fn check_prints_the_merged_catalogue_of_real_upstreams() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("a.txt"), "hello").unwrap();
-    let server = http_server(root.path());
+    let server = serve_http(root.path(), &[], &[]);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("gateway.toml");
     let root_s = root.path().to_str().unwrap();
@@ -108,7 +38,11 @@ include = ["codomyrmex.*"]
         ),
     )
     .unwrap();
-    let (code, stdout, stderr) = output(&mut command(&[
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(&mut command(&[
         "gateway",
         "--check",
         "--json",
@@ -194,7 +128,11 @@ timeout_secs = 5
         ),
     )
     .unwrap();
-    let (code, stdout, stderr) = output(&mut command(&[
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(&mut command(&[
         "gateway",
         "--check",
         "--config",
@@ -221,7 +159,7 @@ fn an_invalid_configuration_exits_2_with_the_place() {
         "[[upstream]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/\"\n",
     )
     .unwrap();
-    let (code, _, stderr) = output(&mut command(&[
+    let Ran { code, stderr, .. } = output(&mut command(&[
         "gateway",
         "--check",
         "--config",
@@ -231,7 +169,7 @@ fn an_invalid_configuration_exits_2_with_the_place() {
     assert!(stderr.contains("gateway.toml"), "{stderr}");
     assert!(stderr.contains("both `command` and `url`"), "{stderr}");
     std::fs::write(&config, "[[upstream]]\nname = \"a\"\ncomand = \"x\"\n").unwrap();
-    let (code, _, stderr) = output(&mut command(&[
+    let Ran { code, stderr, .. } = output(&mut command(&[
         "gateway",
         "--check",
         "--config",

@@ -5,28 +5,19 @@
 // Test helpers fail by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::time::Duration;
 
 use codomyrmex_mcp::McpClient;
-use codomyrmex_mcp::client::{ClientOptions, EraPreference, StdioCommand};
+use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_codomyrmex-mcp");
+use support::BIN;
 const GUARD: Duration = Duration::from_secs(60);
 
 async fn gateway(config: &std::path::Path, era: EraPreference) -> McpClient {
-    let mut c = StdioCommand::new(BIN);
-    c.args = vec![
-        "gateway".into(),
-        "--config".into(),
-        config.to_str().unwrap().into(),
-    ];
-    let client = McpClient::spawn(&c, ClientOptions::default()).unwrap();
-    tokio::time::timeout(GUARD, client.negotiate(era, Duration::from_secs(10)))
-        .await
-        .expect("no hang")
-        .expect("the gateway answers the handshake");
-    client
+    support::gateway_stdio(config, era, ClientHandlers::new()).await
 }
 
 fn write_config(dir: &std::path::Path, root: &std::path::Path) -> std::path::PathBuf {
@@ -175,36 +166,17 @@ async fn the_gateway_serves_mounted_tools_and_prompts_to_a_2026_client() {
 #[tokio::test]
 async fn the_gateway_serves_streamable_http_with_serves_policies() {
     use codomyrmex_mcp::client::http::HttpTarget;
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
 
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("a.txt"), "over http").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), root.path());
-    let mut child = Command::new(BIN)
-        .args(["gateway", "--config", config.to_str().unwrap()])
-        .args(["--http", "127.0.0.1:0"])
-        .env("CODOMYRMEX_MCP_AUTH_TOKEN", "gw-secret")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-    });
-    let url = loop {
-        let line = rx.recv_timeout(GUARD).expect("the gateway printed its URL");
-        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-            break url.to_owned();
-        }
-    };
+    let config = config.to_str().unwrap();
+    let server = support::http_server(
+        &["gateway", "--config", config, "--http", "127.0.0.1:0"],
+        &[("CODOMYRMEX_MCP_AUTH_TOKEN", "gw-secret")],
+    );
+    let url = server.url.clone();
     let connect = |token: Option<&str>| {
         let mut t = HttpTarget::new(url.clone());
         t.token = token.map(str::to_owned);
@@ -229,8 +201,7 @@ async fn the_gateway_serves_streamable_http_with_serves_policies() {
     .unwrap();
     assert!(read.to_string().contains("over http"), "{read}");
     client.close(Duration::from_secs(5)).await;
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 }
 
 /// The child processes of `pid` whose command line contains `needle`.

@@ -64,6 +64,9 @@ impl ChangeMessage {
             ServerEvent::PromptsListChanged => ("prompts", None),
             ServerEvent::ResourcesListChanged => ("resources", None),
             ServerEvent::ResourceUpdated(uri) => ("updated", Some(uri.clone())),
+            // Never published (the bridge publishes local changes, which are never log
+            // messages), and read back as nothing.
+            ServerEvent::Log { .. } => ("log", None),
         };
         Self {
             origin: origin.to_owned(),

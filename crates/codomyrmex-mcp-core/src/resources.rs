@@ -203,11 +203,16 @@ struct Template {
     completers: BTreeMap<String, Completer>,
 }
 
-/// Which list changed, or which resource was updated.
+/// Which resource was updated, or subscribed to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResourceEvent {
     /// A resource's contents changed.
     Updated(String),
+    /// A client subscribed to this URI (`resources/subscribe`, or a `subscriptions/listen`
+    /// stream naming it), which may be a static resource, a URI of a template, or none: a
+    /// registry whose resources come from elsewhere (a gateway's) subscribes at their source.
+    Subscribed(String),
 }
 
 /// Resources and templates.
@@ -402,12 +407,18 @@ impl McpResourceRegistry {
         self.updates.send(ResourceEvent::Updated(uri.into()));
     }
 
+    /// Tells [`subscribe_updates`](Self::subscribe_updates) receivers that a client
+    /// subscribed to `uri` ([`ResourceEvent::Subscribed`]).
+    pub(crate) fn note_subscribed(&self, uri: &str) {
+        self.updates.send(ResourceEvent::Subscribed(uri.to_owned()));
+    }
+
     /// Changes whenever the lists change.
     pub fn subscribe_list(&self) -> Changes {
         self.generation.subscribe()
     }
 
-    /// Receives resource updates.
+    /// Receives resource updates, and the URIs clients subscribe to.
     pub fn subscribe_updates(&self) -> Receiver<ResourceEvent> {
         self.updates.subscribe()
     }

@@ -162,6 +162,7 @@ async fn progress_reaches_the_callback() {
                 let _ = tx.send(p["progress"].as_f64().unwrap_or(-1.0));
             })),
             timeout: None,
+            log: None,
         };
         let r = c
             .call_tool_with("progress", json!({}), &options)
@@ -187,6 +188,7 @@ async fn a_dropped_or_timed_out_call_is_cancelled_on_the_server() {
             let _ = tx.send(());
         })),
         timeout: None,
+        log: None,
     };
     {
         let call = c.call_tool_with("hang", json!({}), &options);
@@ -204,6 +206,7 @@ async fn a_dropped_or_timed_out_call_is_cancelled_on_the_server() {
     let timeout = CallOptions {
         progress: None,
         timeout: Some(Duration::from_millis(200)),
+        log: None,
     };
     let e = c
         .call_tool_with("hang", json!({}), &timeout)
@@ -320,6 +323,7 @@ async fn bad_input_from_a_server_gives_clear_errors() {
             &CallOptions {
                 progress: None,
                 timeout: Some(Duration::from_millis(100)),
+                log: None,
             },
         )
         .await
@@ -329,8 +333,10 @@ async fn bad_input_from_a_server_gives_clear_errors() {
     let options = CallOptions {
         progress: None,
         timeout: Some(Duration::from_millis(100)),
+        log: None,
     };
-    let round = silent.request_round("x", json!({}), &options);
+    let params = json!({});
+    let round = silent.request_round("x", &params, &options);
     let e = tokio::time::timeout(Duration::from_secs(30), round)
         .await
         .expect("the round's timeout, not a hang")

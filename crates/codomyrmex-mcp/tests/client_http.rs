@@ -359,6 +359,7 @@ async fn dropping_a_modern_call_closes_its_post_stream() {
             let _ = started_tx.send(());
         })),
         timeout: None,
+        log: None,
     };
     {
         let call = c.call_tool_with("wait_cancel", json!({}), &options);

@@ -17,6 +17,13 @@
 //!   a 2025-11-25 client the gateway asks each input as a server-to-client request and retries
 //!   the upstream until it gives a final result.
 //!
+//! An upstream's log message goes with the call it belongs to: over Streamable HTTP, the one
+//! on whose stream it arrived ([`CallOptions::log`]); over stdio, which cannot tell, the one
+//! call in flight to that upstream. A message that belongs to no call (over HTTP, one on the
+//! upstream session's standalone stream; over stdio, one sent with no call or several in
+//! flight) goes to the gateway's 2025-11-25 sessions that set a log level
+//! ([`Engine::log_to_sessions`]); 2026-07-28 clients get logs only with their requests.
+//!
 //! Not done here: a server-to-client request of a 2025-11-25 upstream carries nothing that
 //! names the call it belongs to, so with several calls in flight to that upstream it is
 //! refused (never guessed): calls, prompts and reads in flight to that upstream count alike.
@@ -28,7 +35,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, proto};
-use codomyrmex_mcp::engine::META_LOG_LEVEL;
+use codomyrmex_mcp::engine::{Engine, META_LOG_LEVEL};
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
 use codomyrmex_mcp::{
     ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
@@ -73,6 +80,11 @@ pub struct Inbox {
     calls: Mutex<HashMap<u64, Slot>>,
     parked: Mutex<HashMap<u64, Parked>>,
     next: AtomicU64,
+    /// Where log messages of no call go once the gateway serves ([`session_logs`]).
+    logs: std::sync::OnceLock<mpsc::Sender<Value>>,
+    /// The upstream is reached over Streamable HTTP, whose streams say which call a message
+    /// belongs to (set by [`handlers`](Self::handlers)).
+    streams: std::sync::atomic::AtomicBool,
 }
 
 /// A call's place in the inbox; it leaves when this is dropped.
@@ -136,9 +148,34 @@ impl Inbox {
             .map(|s| (s.asks.clone(), s.context.clone()))
     }
 
+    /// Where the log messages of no call go from now on ([`session_logs`]).
+    pub fn serve_logs_with(&self, logs: mpsc::Sender<Value>) {
+        let _ = self.logs.set(logs);
+    }
+
+    /// A log message of the upstream that came on no call's stream. Over Streamable HTTP
+    /// (`streams`) that means it belongs to no request; over stdio nothing says, so with
+    /// exactly one call in flight it goes with that call. Otherwise it goes to the gateway's
+    /// 2025-11-25 sessions that set a log level (at their level), never dropped.
+    fn unrelated_log(&self, params: &Value, streams: bool) {
+        if !streams && let Some((_, context)) = self.only() {
+            let context = lock(&context).clone();
+            relay_log(&context, params);
+            return;
+        }
+        if let Some(logs) = self.logs.get()
+            && logs.try_send(params.clone()).is_err()
+        {
+            tracing::debug!("a log message of no call was dropped: too many wait for the sessions");
+        }
+    }
+
     /// The handlers of the upstream's client: every request for input goes to the call in
-    /// flight, and so do log messages.
-    pub fn handlers(self: &Arc<Self>) -> ClientHandlers {
+    /// flight; log messages as [`unrelated_log`](Self::unrelated_log) says, unless they came
+    /// on a call's stream (`streams`: the upstream is reached over Streamable HTTP), when
+    /// they go with that call ([`call_options`]).
+    pub fn handlers(self: &Arc<Self>, streams: bool) -> ClientHandlers {
+        self.streams.store(streams, Ordering::Relaxed);
         let ask = |method: &'static str| {
             let inbox = self.clone();
             move |params: Value| {
@@ -152,12 +189,7 @@ impl Inbox {
             .elicitation(ask("elicitation/create"))
             .url_elicitation(ask("elicitation/create"))
             .roots_with(ask("roots/list"))
-            .logging(move |params| {
-                if let Some((_, context)) = logs.only() {
-                    let context = lock(&context).clone();
-                    relay_log(&context, &params);
-                }
-            })
+            .logging(move |params| logs.unrelated_log(&params, streams))
     }
 
     async fn route(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
@@ -206,7 +238,7 @@ impl Inbox {
 }
 
 /// A task aborted when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+pub(super) struct AbortOnDrop<T>(pub(super) tokio::task::JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
@@ -286,14 +318,43 @@ fn as_error(e: ClientRequestError) -> ErrorObject {
     }
 }
 
+/// The most log messages of no call waiting for the gateway's sessions; more are dropped, so
+/// an upstream that floods them cannot grow the gateway's memory.
+const MAX_WAITING_LOGS: usize = 1024;
+
+/// Starts relaying log messages of no call (`notifications/message` params) to `engine`'s
+/// 2025-11-25 sessions that set a log level ([`Engine::log_to_sessions`]); returns the sender
+/// each upstream's inbox takes ([`Inbox::serve_logs_with`]). Only the relaying task holds the
+/// engine: an inbox holding it would make a cycle (the engine's registries hold the
+/// upstreams, which hold their inboxes) and keep the upstreams' children alive at exit.
+pub fn session_logs(engine: Engine) -> mpsc::Sender<Value> {
+    let (tx, mut rx) = mpsc::channel::<Value>(MAX_WAITING_LOGS);
+    tokio::spawn(async move {
+        while let Some(params) = rx.recv().await {
+            let logger = params.get("logger").and_then(Value::as_str);
+            let data = params.get("data").cloned().unwrap_or(Value::Null);
+            engine.log_to_sessions(log_level(&params), logger, data);
+        }
+    });
+    tx
+}
+
+/// The level of an upstream's `notifications/message` params (`info` if it names none the
+/// gateway knows).
+fn log_level(params: &Value) -> LoggingLevel {
+    params
+        .get("level")
+        .and_then(Value::as_str)
+        .and_then(|l| serde_json::from_value::<LoggingLevel>(json!(l)).ok())
+        .unwrap_or(LoggingLevel::Info)
+}
+
 /// Relays an upstream's `notifications/message` params to the gateway's client.
 fn relay_log(context: &ToolContext, params: &Value) {
-    let level = params
-        .get("level")
-        .cloned()
-        .and_then(|l| serde_json::from_value::<LoggingLevel>(l).ok())
-        .unwrap_or(LoggingLevel::Info);
-    context.log(level, params.get("data").cloned().unwrap_or(Value::Null));
+    context.log(
+        log_level(params),
+        params.get("data").cloned().unwrap_or(Value::Null),
+    );
 }
 
 /// Asks a 2026-07-28 upstream for the request's log messages (`_meta` log level): at the
@@ -311,15 +372,18 @@ fn with_log_level(params: &mut Value, context: &ToolContext) {
     }
 }
 
-/// Progress of the upstream call, to whichever context is current (when the gateway's client
-/// asked for progress).
-fn call_options(context: &CurrentContext) -> CallOptions {
+/// Progress of the upstream call (when the gateway's client asked for progress) and, when
+/// the upstream's transport can tell (`up`'s inbox says), the log messages that came on its
+/// stream, to whichever context is current.
+fn call_options(up: &Live, context: &CurrentContext) -> CallOptions {
+    let streams = up.inbox.streams.load(Ordering::Relaxed);
     let wants = lock(context).meta().get("progressToken").is_some();
-    let context = context.clone();
+    let progress = context.clone();
+    let logs = context.clone();
     CallOptions {
         progress: wants.then(|| {
             Arc::new(move |p: Value| {
-                let c = lock(&context).clone();
+                let c = lock(&progress).clone();
                 c.progress(
                     p.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
                     p.get("total").and_then(Value::as_f64),
@@ -328,6 +392,12 @@ fn call_options(context: &CurrentContext) -> CallOptions {
             }) as codomyrmex_mcp::client::ProgressHandler
         }),
         timeout: None,
+        log: streams.then(|| {
+            Arc::new(move |p: Value| {
+                let c = lock(&logs).clone();
+                relay_log(&c, &p);
+            }) as codomyrmex_mcp::client::NotificationHandler
+        }),
     }
 }
 
@@ -396,9 +466,9 @@ async fn modern_upstream(
     // In the inbox only so that the upstream's log messages reach this call's client.
     let current = Arc::new(Mutex::new(context.clone()));
     let _place = up.inbox.register_for_logs(current.clone());
-    let options = call_options(&current);
+    let options = call_options(up, &current);
     for _ in 0..MAX_ROUNDS {
-        let result = match client.request_round(method, params.clone(), &options).await {
+        let result = match client.request_round(method, &params, &options).await {
             Ok(r) => r,
             Err(e) => return Bridged::Final(Err(e)),
         };
@@ -452,7 +522,7 @@ async fn legacy_both(
     context: ToolContext,
 ) -> Bridged {
     let mut slot = up.inbox.register(context.clone());
-    let options = call_options(&slot.context);
+    let options = call_options(up, &slot.context);
     let call = client.request_with(method, params, &options);
     tokio::pin!(call);
     let mut n = 0usize;
@@ -523,7 +593,7 @@ async fn parked_call(
                 return Bridged::Final(Err(ClientError::Closed));
             };
             let slot = up.inbox.register(context.clone());
-            let options = call_options(&slot.context);
+            let options = call_options(up, &slot.context);
             let timeout = up.timeout;
             let task = tokio::spawn(async move {
                 tokio::time::timeout(timeout, client.request_with(method, params, &options))

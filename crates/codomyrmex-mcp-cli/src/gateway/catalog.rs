@@ -131,7 +131,7 @@ pub fn split_local_uri(local: &str) -> Option<(&str, &str)> {
 }
 
 /// What one upstream listed, as it sent it.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Listing {
     /// `tools/list` entries.
     pub tools: Vec<Value>,

@@ -14,6 +14,7 @@ mod bridge;
 pub mod catalog;
 pub mod config;
 mod serve;
+mod subscriptions;
 mod supervise;
 
 use std::process::ExitCode;
@@ -224,6 +225,11 @@ async fn serve_catalogue(
     let server = McpServer::new(server_config, tools)
         .with_prompts(prompts)
         .with_resources(resources);
+    let logs = bridge::session_logs(server.engine().clone());
+    for live in &lives {
+        live.inbox.serve_logs_with(logs.clone());
+    }
+    drop(logs);
     match http {
         None => server
             .serve_stdio_until(shutdown)

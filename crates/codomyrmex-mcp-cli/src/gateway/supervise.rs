@@ -6,34 +6,33 @@
 //! is the supervisor's too (the gateway serves without waiting for a slow upstream), and an
 //! upstream that was down at start is connected the same way. When the upstream says a list changed
 //! (`notifications/*/list_changed` of a 2025-11-25 upstream, or on the `subscriptions/listen`
-//! stream the supervisor keeps open to a 2026-07-28 upstream), its lists are read again and
-//! mounted anew, and the gateway's clients hear `list_changed` (or a listen event) in their
-//! own era. The upstream's `notifications/resources/updated` for a mounted resource reach the
-//! gateway's clients subscribed to its local URI: the supervisor subscribes to every mounted
-//! resource (up to [`MAX_SUBSCRIPTIONS`]) at the upstream, whoever subscribed at the gateway
-//! (the engine has no hook that would say when a client does). One upstream's trouble never
+//! stream kept open to a 2026-07-28 upstream, reopened when it ends), its lists are read
+//! again and, if they differ, mounted anew, and the gateway's clients hear `list_changed` (or
+//! a listen event) in their own era. The upstream's `notifications/resources/updated` reach
+//! the gateway's clients subscribed to the local URI: the supervisor subscribes at the
+//! upstream ([`super::subscriptions`]) to every mounted resource and to every URI of the
+//! upstream's namespace a client subscribes to at the gateway (a URI of a template
+//! included), which the gateway's resource registry tells it. One upstream's trouble never
 //! touches another's.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::client::CallOptions;
-use codomyrmex_mcp::{Era, McpClient};
-use serde_json::{Value, json};
+use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::resources::ResourceEvent;
+use codomyrmex_mcp::sync::{Receiver, Recv};
+use serde_json::Value;
 
-use super::catalog::{Catalogue, Filter, Listing, Mount, local_uri};
+use super::catalog::{Catalogue, Filter, Listing, Mount, local_uri, split_local_uri};
 use super::serve::{Live, Registries, mount, unmount};
+use super::subscriptions::{MAX_SUBSCRIPTIONS, Subscriptions};
 use super::{Target, connect_upstream};
 
 /// The first wait before reconnecting, doubled after each failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// The most resources of one upstream the gateway subscribes to (one request each).
-const MAX_SUBSCRIPTIONS: usize = 100;
-/// How long a `subscriptions/listen` request may stay open (it is reopened on each
-/// remount).
-const LISTEN_FOR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// What a supervisor needs to know of its upstream.
 pub struct Supervised {
@@ -59,25 +58,69 @@ pub async fn supervise(
     first_attempt: tokio::sync::oneshot::Sender<()>,
 ) {
     let mut first_attempt = Some(first_attempt);
-    let mut mounted: Option<(Catalogue, bool)> = None;
+    // The URIs of this upstream the gateway's clients subscribed to, kept across connections.
+    let mut wanted = Wanted {
+        subscribed: Some(r.resources.subscribe_updates()),
+        uris: BTreeSet::new(),
+    };
+    let mut mounted: Option<(Catalogue, Listing, Subscriptions)> = None;
     loop {
-        if let Some((catalogue, subscribe)) = mounted.take() {
-            if watch(&s, &live, &catalogue, subscribe, &r).await == Ended::Changed
-                && let Some(listing) = relist(&s, &live, subscribe).await
+        if let Some((catalogue, listing, mut subs)) = mounted.take() {
+            if watch(&s, &live, &catalogue, &mut subs, &mut wanted, &r).await == Ended::Changed
+                && let Some(again) = relist(&s, &live, listing.subscribe).await
             {
-                // Clients hear of it as of any change of the gateway's registries.
-                unmount(&catalogue, &r);
-                mounted = Some((mount_listing(&s, &live, &listing, &r), subscribe));
+                if again == listing {
+                    mounted = Some((catalogue, listing, subs));
+                } else {
+                    // Clients hear of it as of any change of the gateway's registries.
+                    unmount(&catalogue, &r);
+                    let catalogue = mount_listing(&s, &live, &again, &r);
+                    mounted = Some((catalogue, again, subs));
+                }
                 continue;
             }
             tracing::warn!(upstream = %live.name, "the upstream stopped answering; its tools leave the list");
             unmount(&catalogue, &r);
+            drop(subs);
             drop(live.set_client(None));
         }
-        let listing = reconnect(&s, &live, &mut first_attempt).await;
-        mounted = Some((mount_listing(&s, &live, &listing, &r), listing.subscribe));
+        let (client, listing) = reconnect(&s, &live, &mut first_attempt).await;
+        let subs = Subscriptions::new(client, &live.name, s.timeout, listing.subscribe);
+        mounted = Some((mount_listing(&s, &live, &listing, &r), listing, subs));
         if let Some(tx) = first_attempt.take() {
             let _ = tx.send(());
+        }
+    }
+}
+
+/// The URIs of one upstream the gateway's clients subscribed to (under its namespace), as
+/// the gateway's resource registry tells them, up to [`MAX_SUBSCRIPTIONS`].
+struct Wanted {
+    /// `None` once the registry is gone.
+    subscribed: Option<Receiver<ResourceEvent>>,
+    /// Upstream URIs.
+    uris: BTreeSet<String>,
+}
+
+impl Wanted {
+    /// The next local URI a client subscribed to (of any namespace).
+    async fn next(&mut self) -> String {
+        loop {
+            let Some(rx) = &mut self.subscribed else {
+                return std::future::pending().await;
+            };
+            match rx.recv().await {
+                Recv::Value(ResourceEvent::Subscribed(uri)) => return uri,
+                Recv::Value(_) => {}
+                Recv::Lagged(n) => {
+                    // Updates and subscriptions share the registry's bounded channel.
+                    tracing::warn!(
+                        skipped = n,
+                        "resource events were read too late; a subscription among them is not forwarded to the upstream"
+                    );
+                }
+                Recv::Closed => self.subscribed = None,
+            }
         }
     }
 }
@@ -109,49 +152,36 @@ pub fn mount_listing(
 enum Ended {
     /// The upstream failed a health check or its connection closed.
     Down,
-    /// The upstream said a list of its changed (`notifications/*/list_changed`).
+    /// The upstream said a list of its changed (`notifications/*/list_changed`), or its
+    /// listen stream was reopened (and a change may have gone unsaid meanwhile).
     Changed,
 }
 
-/// Returns when the upstream fails a health check, its connection closes, or it says one of
-/// its lists changed. Meanwhile relays its `notifications/resources/updated` for the
-/// mounted resources (under their local URIs), having subscribed to them: a 2025-11-25
-/// upstream that declares `resources.subscribe` with `resources/subscribe`, a 2026-07-28
-/// upstream on a `subscriptions/listen` stream, which also carries its list changes.
+/// Returns when the upstream fails a health check, its connection closes, or one of its
+/// lists may have changed. Meanwhile relays its `notifications/resources/updated` (under
+/// the local URIs), having subscribed ([`Subscriptions`]) to the mounted resources and to
+/// every URI of its namespace a client subscribes to at the gateway.
 async fn watch(
     s: &Supervised,
     live: &Live,
     catalogue: &Catalogue,
-    subscribe: bool,
+    subs: &mut Subscriptions,
+    wanted: &mut Wanted,
     r: &Registries,
 ) -> Ended {
     let Some(client) = live.client() else {
         return Ended::Down;
     };
-    let uris: Vec<&str> = catalogue
+    let uris: Vec<String> = catalogue
         .resources
         .values()
-        .map(|e| e.upstream_name.as_str())
-        .take(MAX_SUBSCRIPTIONS)
+        .map(|e| e.upstream_name.clone())
+        .chain(wanted.uris.iter().cloned())
         .collect();
-    if client.era() == Era::Legacy && subscribe {
-        for uri in &uris {
-            let why = match tokio::time::timeout(s.timeout, client.subscribe(uri)).await {
-                Ok(Ok(())) => continue,
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => "no answer in time".to_owned(),
-            };
-            // Not asked again for the others.
-            tracing::warn!(upstream = %live.name, %uri, error = %why, "resources/subscribe failed; no further subscriptions");
-            break;
-        }
-    }
-    let listen = listen(&client, &uris);
-    tokio::pin!(listen);
+    subs.add(uris).await;
     let mut next_check = tokio::time::Instant::now() + s.health_every;
     loop {
         tokio::select! {
-            () = &mut listen => {}
             () = tokio::time::sleep_until(next_check) => {
                 let answer =
                     tokio::time::timeout(s.timeout.min(Duration::from_secs(10)), client.ping()).await;
@@ -160,12 +190,24 @@ async fn watch(
                 }
                 next_check = tokio::time::Instant::now() + s.health_every;
             }
+            local = wanted.next() => {
+                if let Some((namespace, uri)) = split_local_uri(&local)
+                    && namespace == live.name
+                    && (wanted.uris.contains(uri) || wanted.uris.len() < MAX_SUBSCRIPTIONS)
+                {
+                    wanted.uris.insert(uri.to_owned());
+                    subs.add(vec![uri.to_owned()]).await;
+                }
+            }
             n = client.next_notification() => match n {
                 None => return Ended::Down,
                 Some(n) => {
                     let method = n.get("method").and_then(Value::as_str).unwrap_or("");
                     if method == "notifications/resources/updated" {
                         relay_updated(live, &n, r);
+                    }
+                    if method == "notifications/subscriptions/acknowledged" && subs.reopened() {
+                        return Ended::Changed;
                     }
                     if matches!(
                         method,
@@ -182,8 +224,7 @@ async fn watch(
 }
 
 /// Tells the gateway's subscribers that a resource of `live` changed (the URI renamed into
-/// the gateway's namespace; one the gateway does not mount, or without a scheme, is
-/// dropped).
+/// the gateway's namespace; one without a scheme is dropped).
 fn relay_updated(live: &Live, n: &Value, r: &Registries) {
     let Some(uri) = n["params"]["uri"].as_str() else {
         return;
@@ -191,32 +232,6 @@ fn relay_updated(live: &Live, n: &Value, r: &Registries) {
     if let Some(local) = local_uri(&live.name, uri) {
         r.resources.notify_updated(local);
     }
-}
-
-/// A 2026-07-28 upstream's `subscriptions/listen` stream (its list changes and updates of
-/// `uris`), open while the future is; whatever it hears arrives as the client's
-/// notifications. Never ends (when the stream closes, the health check and the connection
-/// say whether the upstream is still up); for a 2025-11-25 upstream, it only waits.
-async fn listen(client: &McpClient, uris: &[&str]) {
-    if client.era() == Era::Modern {
-        let params = json!({"notifications": {
-            "toolsListChanged": true,
-            "promptsListChanged": true,
-            "resourcesListChanged": true,
-            "resourceSubscriptions": uris,
-        }});
-        let options = CallOptions {
-            progress: None,
-            timeout: Some(LISTEN_FOR),
-        };
-        if let Err(e) = client
-            .request_round("subscriptions/listen", params, &options)
-            .await
-        {
-            tracing::debug!(error = %e, "the upstream's subscriptions/listen ended");
-        }
-    }
-    std::future::pending::<()>().await;
 }
 
 /// The upstream's lists again, on the same connection (a kind it does not serve lists as
@@ -249,21 +264,23 @@ async fn relist(s: &Supervised, live: &Live, subscribe: bool) -> Option<Listing>
     listing
 }
 
-/// Connects until it works, with exponential backoff; returns the listing. A failed attempt
-/// is told to `first_attempt`, if it is still waiting.
+/// Connects until it works, with exponential backoff; returns the connection and the
+/// listing. A failed attempt is told to `first_attempt`, if it is still waiting.
 async fn reconnect(
     s: &Supervised,
     live: &Live,
     first_attempt: &mut Option<tokio::sync::oneshot::Sender<()>>,
-) -> Listing {
+) -> (Arc<McpClient>, Listing) {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        let handlers = live.inbox.handlers();
+        // Over Streamable HTTP, a message's stream says which call it belongs to.
+        let handlers = live.inbox.handlers(matches!(s.target, Target::Http { .. }));
         match connect_upstream(s.target.clone(), s.timeout, s.era, handlers).await {
             Ok((client, listing)) => {
-                live.set_client(Some(Arc::new(client)));
+                let client = Arc::new(client);
+                live.set_client(Some(client.clone()));
                 tracing::info!(upstream = %live.name, "connected");
-                return listing;
+                return (client, listing);
             }
             Err(e) => {
                 tracing::warn!(upstream = %live.name, error = %e, retry_in_secs = backoff.as_secs(), "upstream unreachable");

@@ -2,7 +2,8 @@
 //! caller's `CODOMYRMEX_MCP_*` variables, run to completion under a hang guard (its output
 //! read while it runs, killed if it hangs), its stderr line by line, a `serve --http
 //! 127.0.0.1:0` server whose URL is read from its announcement (the OS picks the port, so
-//! tests side by side never race for one), and stdio servers from Python scripts.
+//! tests side by side never race for one; `gateway --http` likewise), the gateway as a stdio
+//! child of an `McpClient`, and stdio servers from Python scripts.
 //!
 //! Not a client: the tests speak MCP through the binary or `McpClient`. Each test file takes
 //! it with `mod support;`; a file uses only some of it.
@@ -209,7 +210,13 @@ pub fn serve_http(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
     let root = root.display().to_string();
     let mut args = vec!["serve", "--root", root.as_str(), "--http", "127.0.0.1:0"];
     args.extend_from_slice(extra);
-    let mut cmd = command(&args);
+    http_server(&args, env)
+}
+
+/// Starts the binary with `args` (which serve Streamable HTTP on `127.0.0.1:0`: `serve` or
+/// `gateway`) and the variables `env`, and waits (blocking) for the URL it announces.
+pub fn http_server(args: &[&str], env: &[(&str, &str)]) -> Server {
+    let mut cmd = command(args);
     cmd.envs(env.iter().copied());
     let mut child = cmd
         .stdout(Stdio::null())
@@ -234,6 +241,31 @@ pub fn serve_http(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
     );
     server.url = url;
     server
+}
+
+/// `gateway --config CONFIG` as a stdio child of an [`McpClient`] with `handlers`, its
+/// handshake done in `era` (within [`HANG_GUARD`]).
+pub async fn gateway_stdio(
+    config: &Path,
+    era: codomyrmex_mcp::client::EraPreference,
+    handlers: codomyrmex_mcp::client::ClientHandlers,
+) -> codomyrmex_mcp::McpClient {
+    let mut c = codomyrmex_mcp::client::StdioCommand::new(BIN);
+    c.args = vec![
+        "gateway".into(),
+        "--config".into(),
+        config.to_str().unwrap().into(),
+    ];
+    let options = codomyrmex_mcp::client::ClientOptions {
+        handlers,
+        ..codomyrmex_mcp::client::ClientOptions::default()
+    };
+    let client = codomyrmex_mcp::McpClient::spawn(&c, options).unwrap();
+    tokio::time::timeout(HANG_GUARD, client.negotiate(era, Duration::from_secs(10)))
+        .await
+        .expect("no hang")
+        .expect("the gateway answers the handshake");
+    client
 }
 
 /// What every Python stdio server of [`python_server`] starts with: `send(message)` writes a

@@ -1,10 +1,12 @@
-//! Server-side changes that clients may hear about: list changes and resource updates.
+//! Server-side changes that clients may hear about: list changes, resource updates, and log
+//! messages that belong to no request.
 
 use futures_util::FutureExt as _;
 
 use crate::sync::{Changes, Receiver, Recv};
 
 use crate::resources::ResourceEvent;
+use crate::wire::LoggingLevel;
 
 /// Something that changed on the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +20,16 @@ pub enum ServerEvent {
     ResourcesListChanged,
     /// A resource's contents changed.
     ResourceUpdated(String),
+    /// A log message related to no request ([`Engine::log_to_sessions`](super::Engine::log_to_sessions)):
+    /// for the 2025-11-25 sessions that set a log level at or below `level`. Never on a
+    /// `subscriptions/listen` stream (2026-07-28 logging is request-scoped), and never
+    /// carried between instances.
+    Log {
+        /// Its severity.
+        level: LoggingLevel,
+        /// The `notifications/message` params.
+        params: serde_json::Value,
+    },
 }
 
 /// A stream of [`ServerEvent`]s, from [`Engine::events`](super::Engine::events).
@@ -89,6 +101,8 @@ impl EventStream {
                 Some(Recv::Value(ResourceEvent::Updated(uri))) => {
                     return Some(ServerEvent::ResourceUpdated(uri));
                 }
+                // For whoever forwards subscriptions (a gateway), not for clients.
+                Some(Recv::Value(ResourceEvent::Subscribed(_))) => continue,
                 // A slow listener skipped some updates; keep going with the newest.
                 Some(Recv::Lagged(_)) | None => continue,
                 Some(Recv::Closed) => self.updates = None,

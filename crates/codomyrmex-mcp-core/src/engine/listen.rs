@@ -65,6 +65,11 @@ impl Engine {
             Err(refused) => return error(&id, refused.error()),
         };
         let mut events = self.events();
+        if let Some(registry) = &self.shared.resources {
+            for uri in &uris {
+                registry.note_subscribed(uri);
+            }
+        }
         let sink = sink.clone();
         let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
         let _ = scope;

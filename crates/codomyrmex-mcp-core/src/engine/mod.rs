@@ -246,6 +246,24 @@ impl Engine {
         self.shared.announced.send(event);
     }
 
+    /// Sends a log message that belongs to no request (`logger` and `data` as in
+    /// `notifications/message`) to every 2025-11-25 session that set a log level at or below
+    /// `level`: over stdio to the session, over Streamable HTTP on its standalone (GET)
+    /// stream. 2026-07-28 clients never get it: their logging is request-scoped
+    /// ([`ToolContext::log`] is the way to log within a request, in both eras).
+    pub fn log_to_sessions(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        let mut params = Map::new();
+        params.insert("level".into(), json!(level.as_str()));
+        if let Some(logger) = logger {
+            params.insert("logger".into(), json!(logger));
+        }
+        params.insert("data".into(), data);
+        self.shared.announced.send(ServerEvent::Log {
+            level,
+            params: Value::Object(params),
+        });
+    }
+
     /// The changes of this engine's own registries only, without those of other instances
     /// ([`announce`](Self::announce)): what a change bus publishes.
     pub fn local_events(&self) -> EventStream {
@@ -292,6 +310,10 @@ impl Engine {
                 }
                 ("notifications/resources/updated", json!({"uri": uri}))
             }
+            ServerEvent::Log { level, params } => match session.log_level() {
+                Some(min) if *level >= min => ("notifications/message", params.clone()),
+                _ => return None,
+            },
         };
         Some(OutgoingMessage::Notification { method, params })
     }

@@ -227,6 +227,9 @@ impl Engine {
                     "Too many resource subscriptions",
                 ));
             }
+            if let Some(resources) = &self.shared.resources {
+                resources.note_subscribed(uri);
+            }
         } else {
             session.unsubscribe(uri);
         }

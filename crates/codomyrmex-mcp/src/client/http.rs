@@ -701,8 +701,16 @@ impl Conn {
                 answers = own.as_ref() == Some(id);
             }
         }
-        self.deliver(Inbound::Message(m.to_string().into_bytes()))
-            .await;
+        let bytes = m.to_string().into_bytes();
+        // What arrives on a request's stream belongs to it (a log message, say).
+        self.deliver(match id {
+            Some(id) => Inbound::OnStream {
+                bytes,
+                request: id.clone(),
+            },
+            None => Inbound::Message(bytes),
+        })
+        .await;
         answers
     }
 

@@ -9,6 +9,7 @@
 //! [`ClientHandlers`] the client was built with, which also decide the capabilities it
 //! declares.
 
+mod dispatch;
 #[cfg(feature = "http")]
 mod dpop;
 mod handlers;
@@ -46,9 +47,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 
 pub use handlers::{BoxFuture, ClientHandlers, InputHandler, NotificationHandler};
-use proto::{
-    ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable, ServerMessage,
-};
+use proto::{ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable};
 pub use stdio::StdioCommand;
 pub use tasks::{TASKS_EXTENSION, TaskCall};
 
@@ -137,6 +136,10 @@ pub struct CallOptions {
     pub progress: Option<ProgressHandler>,
     /// Overrides the client's request timeout.
     pub timeout: Option<Duration>,
+    /// Receives the `notifications/message` params the transport says belong to this call
+    /// (over Streamable HTTP: those that arrive on its response stream) instead of
+    /// [`ClientHandlers::logging`]; stdio cannot tell, so there they all go to that handler.
+    pub log: Option<NotificationHandler>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -144,6 +147,7 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("progress", &self.progress.is_some())
             .field("timeout", &self.timeout)
+            .field("log", &self.log.is_some())
             .finish()
     }
 }
@@ -153,6 +157,9 @@ impl std::fmt::Debug for CallOptions {
 pub(crate) enum Inbound {
     /// One message's bytes.
     Message(Vec<u8>),
+    /// One message that arrived on the stream of the request `request` (a POST's response
+    /// stream): it belongs to that request.
+    OnStream { bytes: Vec<u8>, request: RequestId },
     /// The request `id` (or, without an id, the connection) failed in the transport.
     Failed {
         id: Option<RequestId>,
@@ -194,6 +201,8 @@ struct Shared {
     /// Why it ended, when a transport said.
     close_reason: Mutex<Option<String>>,
     progress: Mutex<HashMap<String, ProgressHandler>>,
+    /// The log handlers of requests in flight that set one ([`CallOptions::log`]).
+    logs: Mutex<HashMap<RequestId, NotificationHandler>>,
     cache: Mutex<ListCache>,
     handlers: ClientHandlers,
 }
@@ -329,11 +338,17 @@ impl McpClient {
             closed: AtomicBool::new(false),
             close_reason: Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
+            logs: Mutex::new(HashMap::new()),
             cache: Mutex::new(ListCache::default()),
             handlers: options.handlers,
         });
         let (note_tx, note_rx) = mpsc::channel::<Value>(4096);
-        tokio::spawn(dispatch(link, shared.clone(), outbox.downgrade(), note_tx));
+        tokio::spawn(dispatch::dispatch(
+            link,
+            shared.clone(),
+            outbox.downgrade(),
+            note_tx,
+        ));
         Self {
             era: Mutex::new(era),
             version: Mutex::new(None),
@@ -386,21 +401,22 @@ impl McpClient {
         params: Value,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        let work = self.multi_round(method, params, options.progress.as_ref());
+        let work = self.multi_round(method, params, options);
         self.within_timeout(options, work).await
     }
 
     /// One round of a request, with no input loop: the result as the server sent it, an
     /// `InputRequiredResult` included, for a caller that carries the input itself (a
-    /// gateway relaying it to its own client). Progress and timeout as in
-    /// [`request_with`](Self::request_with).
+    /// gateway relaying it to its own client). `params` is borrowed, so a caller that sends
+    /// it again (with the input's answers) keeps it without a copy. Progress and timeout as
+    /// in [`request_with`](Self::request_with).
     pub async fn request_round(
         &self,
         method: &str,
-        params: Value,
+        params: &Value,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        let work = self.round(method, params, options.progress.as_ref());
+        let work = self.round(method, params, options);
         self.within_timeout(options, work).await
     }
 
@@ -423,11 +439,11 @@ impl McpClient {
         &self,
         method: &str,
         params: Value,
-        progress: Option<&ProgressHandler>,
+        options: &CallOptions,
     ) -> Result<Value, ClientError> {
         let mut params = params;
         for _ in 0..proto::MAX_INPUT_ROUNDS {
-            let result = self.round(method, params.clone(), progress).await?;
+            let result = self.round(method, &params, options).await?;
             let Some(required) = proto::input_required(&result) else {
                 return Ok(result);
             };
@@ -457,23 +473,28 @@ impl McpClient {
     }
 
     /// One request and its answer. Dropping the future cancels the request on the server.
+    /// `params` is copied only to add a progress token.
     async fn round(
         &self,
         method: &str,
-        params: Value,
-        progress: Option<&ProgressHandler>,
+        params: &Value,
+        options: &CallOptions,
     ) -> Result<Value, ClientError> {
         let modern = self.era() == Era::Modern;
-        let mut params = params;
-        let token = progress.map(|p| {
+        let token = options.progress.as_ref().map(|p| {
             let n = self.next_progress.fetch_add(1, Ordering::Relaxed);
             let token = format!("p{n}");
             lock(&self.shared.progress).insert(token.clone(), p.clone());
             token
         });
-        if let Some(t) = &token {
-            params = proto::with_progress_token(params, &json!(t));
-        }
+        let with_token;
+        let params = match &token {
+            Some(t) => {
+                with_token = proto::with_progress_token(params.clone(), &json!(t));
+                &with_token
+            }
+            None => params,
+        };
         let (tx, rx) = oneshot::channel();
         let id = {
             let mut table = lock(&self.shared.table);
@@ -482,13 +503,17 @@ impl McpClient {
             }
             table.insert(tx)
         };
+        if let Some(log) = &options.log {
+            lock(&self.shared.logs).insert(id.clone(), log.clone());
+        }
         let mut guard = InFlight {
             client: self,
             id: id.clone(),
             token,
+            logs: options.log.is_some(),
             done: false,
         };
-        let headers = self.param_headers(method, &params);
+        let headers = self.param_headers(method, params);
         let message = Outgoing {
             // A modern request's constant `_meta` is written from the identity as it is
             // encoded, not copied into `params`.
@@ -496,12 +521,12 @@ impl McpClient {
                 proto::modern_request_bytes(
                     &id,
                     method,
-                    &params,
+                    params,
                     self.modern_version(),
                     &self.identity,
                 )
             } else {
-                proto::request_bytes(&id, method, &params)
+                proto::request_bytes(&id, method, params)
             },
             headers,
         };
@@ -621,6 +646,7 @@ impl McpClient {
                 &CallOptions {
                     progress: None,
                     timeout: Some(probe_timeout),
+                    log: None,
                 },
             )
             .await;
@@ -867,6 +893,8 @@ struct InFlight<'a> {
     client: &'a McpClient,
     id: RequestId,
     token: Option<String>,
+    /// A log handler is registered under `id`.
+    logs: bool,
     done: bool,
 }
 
@@ -874,6 +902,9 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(t) = &self.token {
             lock(&self.client.shared.progress).remove(t);
+        }
+        if self.logs {
+            lock(&self.client.shared.logs).remove(&self.id);
         }
         if self.done {
             return;
@@ -883,109 +914,5 @@ impl Drop for InFlight<'_> {
             let cancel = proto::cancel_bytes(&self.id, "the client cancelled the request");
             let _ = self.client.outbox.try_send(cancel.into());
         }
-    }
-}
-
-/// The reader side: routes each arriving message to its waiter, handler or the notification
-/// queue, until the transport ends.
-async fn dispatch(
-    mut inbound: mpsc::Receiver<Inbound>,
-    shared: Arc<Shared>,
-    outbox: mpsc::WeakSender<Outgoing>,
-    notifications: mpsc::Sender<Value>,
-) {
-    let mut last_failure = None;
-    while let Some(item) = inbound.recv().await {
-        let bytes = match item {
-            Inbound::Message(bytes) => bytes,
-            Inbound::Failed {
-                id: Some(id),
-                status,
-                message,
-            } => {
-                if let Some(w) = lock(&shared.table).take(&id) {
-                    let _ = w.send(Err(ClientError::Transport { status, message }));
-                }
-                continue;
-            }
-            Inbound::Failed {
-                id: None, message, ..
-            } => {
-                tracing::debug!("client transport: {message}");
-                last_failure = Some(message);
-                continue;
-            }
-        };
-        match proto::classify(&bytes) {
-            ServerMessage::Response { id, outcome } => {
-                let waiter = lock(&shared.table).take(&id);
-                match waiter {
-                    Some(w) => {
-                        let _ = w.send(outcome.map_err(ClientError::Server));
-                    }
-                    None => tracing::debug!("client: a response to unknown id {id}"),
-                }
-            }
-            ServerMessage::Request { id, method, params } => {
-                let shared = shared.clone();
-                let outbox = outbox.clone();
-                tokio::spawn(async move {
-                    let outcome = shared
-                        .handlers
-                        .answer(InputRequest::classify(&method, params))
-                        .await;
-                    // The client closed meanwhile: nobody to answer for.
-                    if let Some(outbox) = outbox.upgrade() {
-                        let _ = outbox.send(proto::answer_bytes(&id, &outcome).into()).await;
-                    }
-                });
-            }
-            ServerMessage::Notification { method, params } => {
-                match method.as_str() {
-                    "notifications/progress" => {
-                        let token = params.get("progressToken").and_then(Value::as_str);
-                        let handler = token.and_then(|t| lock(&shared.progress).get(t).cloned());
-                        if let Some(h) = handler {
-                            h(params.clone());
-                        }
-                    }
-                    "notifications/message" => {
-                        if let Some(h) = shared.handlers.logging_handler() {
-                            h(params.clone());
-                        }
-                    }
-                    m => {
-                        if let Some(list) = proto::list_changed_method(m) {
-                            lock(&shared.cache).invalidate(list);
-                        }
-                    }
-                }
-                let _ = notifications.try_send(json!({"method": method, "params": params}));
-            }
-            ServerMessage::Unaddressed(error) => {
-                let _ = notifications.try_send(json!({"error": error.message, "code": error.code}));
-            }
-            ServerMessage::Invalid(why) => {
-                tracing::debug!("client: an unreadable message from the server: {why}");
-            }
-        }
-    }
-    let waiters = {
-        let mut table = lock(&shared.table);
-        shared.closed.store(true, Ordering::Release);
-        if let Some(reason) = last_failure {
-            *lock(&shared.close_reason) = Some(reason);
-        }
-        table.drain()
-    };
-    let reason = lock(&shared.close_reason).clone();
-    for w in waiters {
-        let _ = w.send(Err(match &reason {
-            Some(message) => ClientError::Transport {
-                status: None,
-                message: message.clone(),
-            },
-            None => ClientError::Closed,
-        }));
     }
 }

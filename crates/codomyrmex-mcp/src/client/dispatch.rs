@@ -1,0 +1,123 @@
+//! The client's reader side: each message the transport hands in goes to the request
+//! waiting for it, to a handler (server requests, progress, log messages) or to the
+//! notification queue, until the transport ends; then every waiting request fails. It sends
+//! nothing of its own but the answers to server requests.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::proto::{self, InputRequest, ServerMessage};
+use super::{ClientError, Inbound, Outgoing, Shared, lock};
+
+/// The reader side: routes each arriving message to its waiter, handler or the notification
+/// queue, until the transport ends.
+pub(super) async fn dispatch(
+    mut inbound: mpsc::Receiver<Inbound>,
+    shared: Arc<Shared>,
+    outbox: mpsc::WeakSender<Outgoing>,
+    notifications: mpsc::Sender<Value>,
+) {
+    let mut last_failure = None;
+    while let Some(item) = inbound.recv().await {
+        let (bytes, on_stream) = match item {
+            Inbound::Message(bytes) => (bytes, None),
+            Inbound::OnStream { bytes, request } => (bytes, Some(request)),
+            Inbound::Failed {
+                id: Some(id),
+                status,
+                message,
+            } => {
+                if let Some(w) = lock(&shared.table).take(&id) {
+                    let _ = w.send(Err(ClientError::Transport { status, message }));
+                }
+                continue;
+            }
+            Inbound::Failed {
+                id: None, message, ..
+            } => {
+                tracing::debug!("client transport: {message}");
+                last_failure = Some(message);
+                continue;
+            }
+        };
+        match proto::classify(&bytes) {
+            ServerMessage::Response { id, outcome } => {
+                let waiter = lock(&shared.table).take(&id);
+                match waiter {
+                    Some(w) => {
+                        let _ = w.send(outcome.map_err(ClientError::Server));
+                    }
+                    None => tracing::debug!("client: a response to unknown id {id}"),
+                }
+            }
+            ServerMessage::Request { id, method, params } => {
+                let shared = shared.clone();
+                let outbox = outbox.clone();
+                tokio::spawn(async move {
+                    let outcome = shared
+                        .handlers
+                        .answer(InputRequest::classify(&method, params))
+                        .await;
+                    // The client closed meanwhile: nobody to answer for.
+                    if let Some(outbox) = outbox.upgrade() {
+                        let _ = outbox.send(proto::answer_bytes(&id, &outcome).into()).await;
+                    }
+                });
+            }
+            ServerMessage::Notification { method, params } => {
+                match method.as_str() {
+                    "notifications/progress" => {
+                        let token = params.get("progressToken").and_then(Value::as_str);
+                        let handler = token.and_then(|t| lock(&shared.progress).get(t).cloned());
+                        if let Some(h) = handler {
+                            h(params.clone());
+                        }
+                    }
+                    "notifications/message" => {
+                        // The request's own handler, if the message came on its stream and
+                        // it set one; else the client's.
+                        let own = on_stream
+                            .as_ref()
+                            .and_then(|id| lock(&shared.logs).get(id).cloned());
+                        if let Some(h) = own.as_ref().or(shared.handlers.logging_handler()) {
+                            h(params.clone());
+                        }
+                    }
+                    m => {
+                        if let Some(list) = proto::list_changed_method(m) {
+                            lock(&shared.cache).invalidate(list);
+                        }
+                    }
+                }
+                let _ = notifications.try_send(json!({"method": method, "params": params}));
+            }
+            ServerMessage::Unaddressed(error) => {
+                let _ = notifications.try_send(json!({"error": error.message, "code": error.code}));
+            }
+            ServerMessage::Invalid(why) => {
+                tracing::debug!("client: an unreadable message from the server: {why}");
+            }
+        }
+    }
+    let waiters = {
+        let mut table = lock(&shared.table);
+        shared.closed.store(true, Ordering::Release);
+        if let Some(reason) = last_failure {
+            *lock(&shared.close_reason) = Some(reason);
+        }
+        table.drain()
+    };
+    let reason = lock(&shared.close_reason).clone();
+    for w in waiters {
+        let _ = w.send(Err(match &reason {
+            Some(message) => ClientError::Transport {
+                status: None,
+                message: message.clone(),
+            },
+            None => ClientError::Closed,
+        }));
+    }
+}
