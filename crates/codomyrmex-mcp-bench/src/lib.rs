@@ -121,6 +121,21 @@ pub mod util {
                 || result["structuredContent"] == serde_json::json!({ "result": text }))
     }
 
+    /// `bytes` as text for an error message: lossily UTF-8, cut at 300 bytes (on a character
+    /// boundary) with the whole length said.
+    pub fn snippet(bytes: &[u8]) -> String {
+        let s = String::from_utf8_lossy(bytes);
+        if s.len() > 300 {
+            let cut = (0..=300)
+                .rev()
+                .find(|&i| s.is_char_boundary(i))
+                .unwrap_or(0);
+            format!("{}… ({} bytes)", &s[..cut], s.len())
+        } else {
+            s.into_owned()
+        }
+    }
+
     /// The median (NaN for no values).
     pub fn median(mut values: Vec<f64>) -> f64 {
         values.sort_by(f64::total_cmp);
@@ -189,13 +204,24 @@ pub mod rmcp_subject {
 
 #[cfg(test)]
 mod tests {
-    use super::util::{echoes, sse_json};
+    use super::util::{echoes, snippet, sse_json};
     use serde_json::json;
 
     #[test]
     fn sse_json_reads_data_lines_event_by_event() {
         let body = b": primed\r\nid: 0-1\r\ndata:\r\n\r\nevent: message\ndata: {\"a\":\ndata: 1}\n\ndata: not json\n\ndata: {\"b\":2}\n\n";
         assert_eq!(sse_json(body), vec![json!({"a": 1}), json!({"b": 2})]);
+    }
+
+    #[test]
+    fn snippet_cuts_long_text_on_a_character_boundary() {
+        assert_eq!(snippet(b"short"), "short");
+        // 299 ASCII bytes then a 2-byte character across byte 300: cut before it.
+        let long = format!("{}é{}", "a".repeat(299), "b".repeat(50));
+        assert_eq!(
+            snippet(long.as_bytes()),
+            format!("{}… (351 bytes)", "a".repeat(299))
+        );
     }
 
     #[test]

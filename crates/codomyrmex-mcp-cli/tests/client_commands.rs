@@ -8,8 +8,10 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use serde_json::Value;
 use support::{
-    BIN, command, json_of, output, output_with, python_server, run, without_our_variables,
+    BIN, Ran, assert_printed, command, json_of, output, output_with, python_server, run,
+    stdout_json, without_our_variables,
 };
 
 fn project() -> tempfile::TempDir {
@@ -22,49 +24,48 @@ fn serve(root: &Path) -> String {
     format!("'{BIN}' serve --root '{}'", root.display())
 }
 
+/// The arguments `client --stdio SERVER --era ERA REST...`.
+fn in_era<'a>(server: &'a str, era: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    [&["client", "--stdio", server, "--era", era][..], rest].concat()
+}
+
+/// `client --stdio SERVER REST...` (no `--era`: the default), run to completion.
+fn stdio(server: &str, rest: &[&str]) -> Ran {
+    run(&[&["client", "--stdio", server][..], rest].concat())
+}
+
+/// The JSON summary a `load` run printed, which had to fail (status 1).
+fn failed_load(r: &Ran) -> Value {
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    stdout_json(r)
+}
+
 #[test]
 fn key_value_arguments_and_args_from_stdin_in_every_era() {
     let dir = project();
     let s = serve(dir.path());
     for era in ["auto", "legacy", "modern"] {
-        let r = json_of(&run(&[
-            "client",
-            "--stdio",
+        let read = ["call", "file_system.read"];
+        let r = json_of(&run(&in_era(
             &s,
-            "--era",
             era,
-            "call",
-            "file_system.read",
-            "path=hello.txt",
-            "--json",
-        ]));
+            &[&read[..], &["path=hello.txt", "--json"]].concat(),
+        )));
         assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
-        let mut cmd = command(&[
-            "client",
-            "--stdio",
+        let mut cmd = command(&in_era(
             &s,
-            "--era",
             era,
-            "call",
-            "file_system.read",
-            "--args",
-            "@-",
-            "--json",
-        ]);
+            &[&read[..], &["--args", "@-", "--json"]].concat(),
+        ));
         cmd.env_remove("X");
         let r = json_of(&output_with(&mut cmd, Some(r#"{"path": "hello.txt"}"#)));
         assert_eq!(r["structuredContent"]["content"], "hello\nworld\n", "{era}");
         // A value the schema cannot take is a usage error, before anything is called.
-        let r = run(&[
-            "client",
-            "--stdio",
+        let r = run(&in_era(
             &s,
-            "--era",
             era,
-            "call",
-            "file_system.list_directory",
-            "max_depth=deep",
-        ]);
+            &["call", "file_system.list_directory", "max_depth=deep"],
+        ));
         assert_eq!(r.code, Some(2), "{era}: {}", r.stderr);
         assert!(r.stderr.contains("max_depth=deep"), "{}", r.stderr);
     }
@@ -75,44 +76,32 @@ fn prompt_ping_complete_and_templates() {
     let dir = project();
     let s = serve(dir.path());
     for era in ["legacy", "modern"] {
-        let r = run(&[
-            "client",
-            "--stdio",
+        let r = run(&in_era(
             &s,
-            "--era",
             era,
-            "prompt",
-            "codomyrmex.explore",
-            "goal=find the tests",
-        ]);
+            &["prompt", "codomyrmex.explore", "goal=find the tests"],
+        ));
         assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
         assert!(
             r.stdout.contains("[user] Goal: find the tests."),
             "{}",
             r.stdout
         );
-        let r = run(&["client", "--stdio", &s, "--era", era, "ping"]);
-        assert_eq!(
-            (r.code, r.stdout.as_str()),
-            (Some(0), "ok\n"),
-            "{era}: {}",
-            r.stderr
-        );
-        let r = json_of(&run(&[
-            "client",
-            "--stdio",
+        assert_printed(&run(&in_era(&s, era, &["ping"])), era, 0, "ok\n");
+        let r = json_of(&run(&in_era(
             &s,
-            "--era",
             era,
-            "complete",
-            "--prompt",
-            "codomyrmex.explore",
-            "goal",
-            "x",
-            "--json",
-        ]));
+            &[
+                "complete",
+                "--prompt",
+                "codomyrmex.explore",
+                "goal",
+                "x",
+                "--json",
+            ],
+        )));
         assert!(r["completion"]["values"].is_array(), "{r}");
-        let r = run(&["client", "--stdio", &s, "--era", era, "templates"]);
+        let r = run(&in_era(&s, era, &["templates"]));
         assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
     }
 }
@@ -121,17 +110,17 @@ fn prompt_ping_complete_and_templates() {
 fn env_and_cwd_reach_a_stdio_server_and_mcp_json_names_it() {
     let dir = project();
     // A relative root resolves against --cwd; the profile comes from --env.
-    let r = json_of(&run(&[
-        "client",
-        "--stdio",
+    let r = json_of(&stdio(
         &format!("'{BIN}' serve --root ."),
-        "--cwd",
-        &dir.path().display().to_string(),
-        "--env",
-        "CODOMYRMEX_MCP_PROFILE=full",
-        "tools",
-        "--json",
-    ]));
+        &[
+            "--cwd",
+            &dir.path().display().to_string(),
+            "--env",
+            "CODOMYRMEX_MCP_PROFILE=full",
+            "tools",
+            "--json",
+        ],
+    ));
     assert_eq!(r.as_array().unwrap().len(), 17, "the full profile: {r}");
     let config = dir.path().join("mcp.json");
     std::fs::write(
@@ -140,36 +129,20 @@ fn env_and_cwd_reach_a_stdio_server_and_mcp_json_names_it() {
     )
     .unwrap();
     let config = config.display().to_string();
-    let r = run(&[
-        "client",
-        "--server",
-        "here",
-        "--mcp-config",
-        &config,
-        "read",
-        "codomyrmex://root/hello.txt",
-    ]);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "hello\nworld\n"),
-        "{}",
-        r.stderr
-    );
-    let r = run(&[
-        "client",
-        "--server",
-        "elsewhere",
-        "--mcp-config",
-        &config,
-        "tools",
-    ]);
+    let named = |name: &str, rest: &[&str]| {
+        let args = ["client", "--server", name, "--mcp-config", config.as_str()];
+        run(&[&args[..], rest].concat())
+    };
+    let r = named("here", &["read", "codomyrmex://root/hello.txt"]);
+    assert_printed(&r, "here", 0, "hello\nworld\n");
+    let r = named("elsewhere", &["tools"]);
     assert_eq!(r.code, Some(2));
     assert!(r.stderr.contains("here"), "{}", r.stderr);
 }
 
 #[test]
 fn a_server_that_never_answers_is_a_timeout() {
-    let r = run(&["client", "--stdio", "sleep 30", "--timeout", "1", "tools"]);
+    let r = stdio("sleep 30", &["--timeout", "1", "tools"]);
     assert_eq!(r.code, Some(5), "{}", r.stderr);
     assert!(r.stderr.contains("no answer within 1 s"), "{}", r.stderr);
 }
@@ -183,7 +156,7 @@ fn an_unreachable_server_is_a_connection_failure() {
     assert_eq!(r.code, Some(4), "{}", r.stderr);
     assert!(r.stderr.contains("cannot connect"), "{}", r.stderr);
     assert!(!r.stderr.contains("-32099"), "{}", r.stderr);
-    let r = run(&["client", "--stdio", "/nonexistent/server", "tools"]);
+    let r = stdio("/nonexistent/server", &["tools"]);
     assert_eq!(r.code, Some(4), "{}", r.stderr);
     let r = run(&["client", "tools"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
@@ -204,10 +177,10 @@ serve(answer)
 fn era_modern_against_a_legacy_server_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let s = python_server(dir.path(), "legacy.py", LEGACY_SERVER);
-    let r = run(&["client", "--stdio", &s, "--era", "modern", "tools"]);
+    let r = run(&in_era(&s, "modern", &["tools"]));
     assert_eq!(r.code, Some(6), "{}", r.stderr);
     assert!(r.stderr.contains("--era auto"), "{}", r.stderr);
-    let r = run(&["client", "--stdio", &s, "tools"]);
+    let r = stdio(&s, &["tools"]);
     assert_eq!(r.code, Some(0), "auto falls back: {}", r.stderr);
     assert!(r.stdout.contains("old.tool"), "{}", r.stdout);
 }
@@ -216,49 +189,24 @@ fn era_modern_against_a_legacy_server_says_what_to_do() {
 fn tasks_listen_and_subscribe_in_both_eras() {
     let dir = project();
     let s = serve(dir.path());
-    let r = run(&["client", "--stdio", &s, "--era", "legacy", "tasks"]);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "(no tasks)\n"),
-        "{}",
-        r.stderr
-    );
+    let r = run(&in_era(&s, "legacy", &["tasks"]));
+    assert_printed(&r, "legacy", 0, "(no tasks)\n");
     // The 2026-07-28 tasks extension has no list: say so, and what to do instead.
     for era in ["modern", "auto"] {
-        let r = run(&["client", "--stdio", &s, "--era", era, "tasks"]);
-        assert_eq!(
-            (r.code, r.stdout.as_str()),
-            (Some(6), ""),
-            "{era}: {}",
-            r.stderr
-        );
+        let r = run(&in_era(&s, era, &["tasks"]));
+        assert_printed(&r, era, 6, "");
         assert!(r.stderr.contains("no tasks/list"), "{era}: {}", r.stderr);
         assert!(r.stderr.contains("tasks ID"), "{era}: {}", r.stderr);
     }
     for era in ["legacy", "modern"] {
         // Listening ends at the timeout, which is no failure for it.
-        let r = run(&[
-            "client",
-            "--stdio",
-            &s,
-            "--era",
-            era,
-            "--timeout",
-            "1",
-            "listen",
-        ]);
+        let r = run(&in_era(&s, era, &["--timeout", "1", "listen"]));
         assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
-        let r = run(&[
-            "client",
-            "--stdio",
+        let r = run(&in_era(
             &s,
-            "--era",
             era,
-            "--timeout",
-            "1",
-            "subscribe",
-            "codomyrmex://root/hello.txt",
-        ]);
+            &["--timeout", "1", "subscribe", "codomyrmex://root/hello.txt"],
+        ));
         assert_eq!(r.code, Some(0), "{era}: {}", r.stderr);
     }
 }
@@ -287,33 +235,17 @@ serve(answer)
 fn call_as_a_task_then_its_result_or_cancel() {
     let dir = tempfile::tempdir().unwrap();
     let s = python_server(dir.path(), "tasks.py", TASK_SERVER);
-    let base = ["client", "--stdio", s.as_str(), "--era", "legacy"];
-    let with = |rest: &[&str]| run(&[&base[..], rest].concat());
+    let with = |rest: &[&str]| run(&in_era(&s, "legacy", rest));
     let r = with(&["call", "job", "--task", "--ttl", "5"]);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "t1  working\n"),
-        "{}",
-        r.stderr
-    );
+    assert_printed(&r, "call --task", 0, "t1  working\n");
     let r = with(&["--json", "call", "job", "--task", "--ttl", "5"]);
     assert_eq!(json_of(&r)["ttl"], 5000, "{}", r.stdout);
     let r = with(&["tasks", "t1"]);
     assert_eq!(r.stdout, "t1  working\n", "{}", r.stderr);
     let r = with(&["tasks", "t1", "--result"]);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "done as a task\n"),
-        "{}",
-        r.stderr
-    );
+    assert_printed(&r, "tasks --result", 0, "done as a task\n");
     let r = with(&["tasks", "t1", "--cancel"]);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "cancelled t1\n"),
-        "{}",
-        r.stderr
-    );
+    assert_printed(&r, "tasks --cancel", 0, "cancelled t1\n");
     let r = with(&["tasks", "--result"]);
     assert_eq!(r.code, Some(2), "--result needs an id: {}", r.stderr);
 }
@@ -338,18 +270,11 @@ serve(answer)
 fn progress_is_lines_off_a_terminal_a_bar_on_one_and_nothing_with_json() {
     let dir = tempfile::tempdir().unwrap();
     let s = python_server(dir.path(), "progress.py", PROGRESS_SERVER);
-    let r = run(&["client", "--stdio", &s, "--era", "legacy", "call", "work"]);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "finished\n"),
-        "{}",
-        r.stderr
-    );
+    let r = run(&in_era(&s, "legacy", &["call", "work"]));
+    assert_printed(&r, "off a terminal", 0, "finished\n");
     assert!(r.stderr.contains("progress: 1/2 step 1"), "{}", r.stderr);
     assert!(r.stderr.contains("progress: 2/2 step 2"), "{}", r.stderr);
-    let r = run(&[
-        "client", "--stdio", &s, "--era", "legacy", "--json", "call", "work",
-    ]);
+    let r = run(&in_era(&s, "legacy", &["--json", "call", "work"]));
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!r.stderr.contains("progress"), "{}", r.stderr);
     // On a terminal (script(1) gives the command one): a bar, not lines.
@@ -398,21 +323,12 @@ fn listen_prints_changes_as_they_come_in_both_eras() {
     for era in ["legacy", "modern"] {
         let s = format!("{server} {era}");
         // A long --timeout: the line must come while the client is still listening.
-        let mut child = command(&[
-            "client",
-            "--stdio",
-            &s,
-            "--era",
-            era,
-            "--timeout",
-            "60",
-            "listen",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        let mut child = command(&in_era(&s, era, &["--timeout", "60", "listen"]))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let mut first = String::new();
         std::io::BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut first)
@@ -459,22 +375,18 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
     // Our own server: every call succeeds, and no more than --concurrency are in flight.
     let dir = project();
     let s = format!("{} --no-rate-limit", serve(dir.path()));
+    let read = ["load", "file_system.read", "path=hello.txt"];
+    let load_read = |rest: &[&str]| stdio(&s, &[&read[..], rest].concat());
     for era in ["legacy", "modern"] {
-        let r = json_of(&run(&[
-            "client",
-            "--stdio",
+        let r = json_of(&run(&in_era(
             &s,
-            "--era",
             era,
-            "load",
-            "file_system.read",
-            "path=hello.txt",
-            "--calls",
-            "30",
-            "--concurrency",
-            "4",
-            "--json",
-        ]));
+            &[
+                &read[..],
+                &["--calls", "30", "--concurrency", "4", "--json"],
+            ]
+            .concat(),
+        )));
         assert_eq!(r["tool"], "file_system.read", "{era}: {r}");
         assert_eq!(
             (r["calls"].as_u64(), r["ok"].as_u64()),
@@ -493,48 +405,17 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         assert!(r["callsPerSecond"].as_f64().unwrap() > 0.0, "{r}");
     }
     // Human output names the figures.
-    let r = run(&[
-        "client",
-        "--stdio",
-        &s,
-        "load",
-        "file_system.read",
-        "path=hello.txt",
-        "--calls",
-        "5",
-    ]);
+    let r = load_read(&["--calls", "5"]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     for word in ["5 calls", "calls/s", "p50", "p90", "p99", "max", "ok 5"] {
         assert!(r.stdout.contains(word), "{word}: {}", r.stdout);
     }
     // --duration alone stops it; whatever ran, succeeded.
-    let r = json_of(&run(&[
-        "client",
-        "--stdio",
-        &s,
-        "load",
-        "file_system.read",
-        "path=hello.txt",
-        "--duration",
-        "1",
-        "--json",
-    ]));
+    let r = json_of(&load_read(&["--duration", "1", "--json"]));
     assert!(r["calls"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["ok"], r["calls"], "{r}");
     // --rate paces the starts; every call is still counted.
-    let r = json_of(&run(&[
-        "client",
-        "--stdio",
-        &s,
-        "load",
-        "file_system.read",
-        "path=hello.txt",
-        "--calls",
-        "10",
-        "--rate",
-        "200",
-        "--json",
-    ]));
+    let r = json_of(&load_read(&["--calls", "10", "--rate", "200", "--json"]));
     assert_eq!(
         (r["calls"].as_u64(), r["ok"].as_u64()),
         (Some(10), Some(10)),
@@ -542,13 +423,7 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
     );
     assert_eq!(r["rate"], 200.0, "{r}");
     // A rate whose next start falls after --duration starts one call, and does not panic.
-    let r = json_of(&run(&[
-        "client",
-        "--stdio",
-        &s,
-        "load",
-        "file_system.read",
-        "path=hello.txt",
+    let r = json_of(&load_read(&[
         "--duration",
         "5",
         "--rate",
@@ -561,36 +436,25 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "{r}"
     );
     // A tool it does not have is a usage error, before any call.
-    let r = run(&[
-        "client",
-        "--stdio",
-        &s,
-        "load",
-        "no.such.tool",
-        "--calls",
-        "5",
-    ]);
+    let r = stdio(&s, &["load", "no.such.tool", "--calls", "5"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
 
     // Errors are counted by kind, and any failed call makes the status 1 (summary on stdout).
     let tmp = tempfile::tempdir().unwrap();
     let s = python_server(tmp.path(), "load.py", LOAD_SERVER);
-    let r = run(&[
-        "client",
-        "--stdio",
+    let j = failed_load(&stdio(
         &s,
-        "load",
-        "flaky",
-        "n=7",
-        "--calls",
-        "9",
-        "--concurrency",
-        "3",
-        "--json",
-    ]);
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: serde_json::Value =
-        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+        &[
+            "load",
+            "flaky",
+            "n=7",
+            "--calls",
+            "9",
+            "--concurrency",
+            "3",
+            "--json",
+        ],
+    ));
     assert_eq!(
         (j["calls"].as_u64(), j["ok"].as_u64(), j["failed"].as_u64()),
         (Some(9), Some(3), Some(6)),
@@ -615,38 +479,24 @@ fn load_counts_calls_latencies_and_errors_by_kind() {
         "{j}"
     );
     // --timeout bounds each call: a call with no answer is a timeout.
-    let r = run(&[
-        "client",
-        "--stdio",
+    let j = failed_load(&stdio(
         &s,
-        "--timeout",
-        "1",
-        "load",
-        "never",
-        "--calls",
-        "2",
-        "--json",
-    ]);
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: serde_json::Value =
-        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+        &["--timeout", "1", "load", "never", "--calls", "2", "--json"],
+    ));
     assert_eq!(j["errorsByKind"], serde_json::json!({"timeout": 2}), "{j}");
     // A connection that closes ends the run: nothing more could succeed.
-    let r = run(&[
-        "client",
-        "--stdio",
+    let j = failed_load(&stdio(
         &s,
-        "load",
-        "crash",
-        "--calls",
-        "1000",
-        "--concurrency",
-        "3",
-        "--json",
-    ]);
-    assert_eq!(r.code, Some(1), "{}", r.stderr);
-    let j: serde_json::Value =
-        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout));
+        &[
+            "load",
+            "crash",
+            "--calls",
+            "1000",
+            "--concurrency",
+            "3",
+            "--json",
+        ],
+    ));
     assert_eq!(j["calls"], 3, "{j}");
     assert_eq!(
         j["errorsByKind"],
@@ -697,27 +547,16 @@ sys.stdout.write(seen.decode(errors="replace") + "\nexit %d\n" % os.waitstatus_t
 fn elicitation_is_asked_at_the_terminal_only_when_stdin_is_one() {
     let dir = project();
     let s = format!("{} --demo-tools", serve(dir.path()));
-    let call = |era: &str| {
-        [
-            BIN,
-            "client",
-            "--stdio",
-            s.as_str(),
-            "--era",
+    let call = |era: &'static str| {
+        in_era(
+            &s,
             era,
-            "call",
-            "demo.elicit",
-            "message=Who are you?",
-            "--json",
-        ]
-        .map(str::to_owned)
+            &["call", "demo.elicit", "message=Who are you?", "--json"],
+        )
     };
     for era in ["legacy", "modern"] {
         // stdin not a terminal: no prompt, and no elicitation capability declared.
-        let r = run(&call(era)[1..]
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>());
+        let r = run(&call(era));
         assert!(!r.stderr.contains("the server asks"), "{era}: {}", r.stderr);
         let expected = if era == "legacy" { Some(1) } else { Some(3) };
         assert_eq!(r.code, expected, "{era}: {} {}", r.stdout, r.stderr);
@@ -730,11 +569,12 @@ fn elicitation_is_asked_at_the_terminal_only_when_stdin_is_one() {
             ["answer? [a]ccept, [d]ecline, [c]ancel: ", "a"],
             ["answer: ", "Ada Lovelace"],
         ]);
+        let argv = [&[BIN][..], &call(era)].concat();
         let mut cmd = Command::new("python3");
         cmd.args([
             "-c",
             ON_A_TERMINAL,
-            &serde_json::to_string(&call(era)).unwrap(),
+            &serde_json::to_string(&argv).unwrap(),
             &script.to_string(),
         ]);
         let r = output(without_our_variables(&mut cmd));

@@ -13,38 +13,74 @@ use std::path::Path;
 
 use support::{Ran, command, output_async};
 
-async fn client(url: &str, token_file: &Path, browser: &Path) -> Ran {
+/// `client --http URL --oauth --token-file TOKENS ARGS... --era legacy --timeout 30 tools`,
+/// with `$BROWSER` set to `browser` and the variables `env`.
+async fn client(
+    url: &str,
+    tokens: &Path,
+    args: &[&str],
+    browser: &Path,
+    env: &[(&str, &str)],
+) -> Ran {
     let mut c = command(&["client", "--http", url, "--oauth", "--token-file"]);
-    c.arg(token_file)
+    c.arg(tokens)
+        .args(args)
         .args(["--era", "legacy", "--timeout", "30", "tools"])
-        .env("BROWSER", browser);
+        .env("BROWSER", browser)
+        .envs(env.iter().copied());
     output_async(c).await
+}
+
+/// Asserts that the run succeeded.
+fn assert_ok(r: &Ran) {
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+}
+
+/// Asserts that the run succeeded and listed the fake server's tool.
+fn assert_listed(r: &Ran) {
+    assert_ok(r);
+    assert!(r.stdout.contains("fake-tool"), "{}", r.stdout);
+}
+
+/// [`assert_listed`], and no authorization URL was printed: no browser was needed.
+fn assert_listed_with_no_browser(r: &Ran) {
+    assert_listed(r);
+    assert!(
+        !r.stderr.contains("/authorize?"),
+        "no browser: {}",
+        r.stderr
+    );
+}
+
+/// Asserts that the run was refused as a usage error (status 2) whose message has every one
+/// of `needles`.
+fn assert_refused(r: &Ran, needles: &[&str]) {
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    for needle in needles {
+        assert!(r.stderr.contains(needle), "{needle}: {}", r.stderr);
+    }
+}
+
+/// `@PATH`, how the flags that take a secret name its file.
+fn at(path: &Path) -> String {
+    format!("@{}", path.display())
 }
 
 #[tokio::test]
 async fn oauth_through_the_browser_and_the_loopback_listener_then_from_the_cache() {
     let (url, fake) = oauth_fake::start(3600, true).await;
     let dir = tempfile::tempdir().unwrap();
-    let browser = dir.path().join("browser");
-    std::fs::write(
-        &browser,
+    let browser = file(
+        dir.path(),
+        "browser",
         "#!/bin/sh\nexec python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1]).read()' \"$1\"\n",
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+        0o755,
+    );
     let tokens = dir.path().join("cache/tokens.json");
 
-    let first = client(&url, &tokens, &browser).await;
-    let Ran {
-        code,
-        stdout,
-        stderr,
-    } = first;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("fake-tool"), "{stdout}");
+    let first = client(&url, &tokens, &[], &browser, &[]).await;
+    assert_listed(&first);
+    let Ran { stderr, .. } = first;
     assert!(
         stderr.contains("/authorize?"),
         "the URL is printed: {stderr}"
@@ -67,9 +103,8 @@ async fn oauth_through_the_browser_and_the_loopback_listener_then_from_the_cache
     // The second run uses the cached token: no browser, no new authorization.
     let no_browser = dir.path().join("no-browser");
     std::fs::write(&no_browser, "#!/bin/sh\nexit 1\n").unwrap();
-    let second = client(&url, &tokens, &no_browser).await;
-    assert_eq!(second.code, Some(0), "{}", second.stderr);
-    assert!(second.stdout.contains("fake-tool"));
+    let second = client(&url, &tokens, &[], &no_browser, &[]).await;
+    assert_listed(&second);
     let f = fake.lock().unwrap();
     assert_eq!(f.authorizations.len(), 1, "authorized once");
     assert_eq!(f.grants, ["authorization_code"]);
@@ -100,30 +135,14 @@ fn file(dir: &Path, name: &str, text: &str, mode: u32) -> std::path::PathBuf {
     path
 }
 
-/// `client --http URL --oauth --token-file TOKENS ARGS... --era legacy tools`, no browser.
-async fn run(url: &str, tokens: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+/// [`client`] with no browser (`/bin/false`).
+async fn run(url: &str, tokens: &Path, args: &[&str]) -> Ran {
     run_env(url, tokens, args, &[]).await
 }
 
 /// [`run`] with the environment variables `env` set.
-async fn run_env(
-    url: &str,
-    tokens: &Path,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> (Option<i32>, String, String) {
-    let mut c = command(&["client", "--http", url, "--oauth", "--token-file"]);
-    c.arg(tokens)
-        .args(args)
-        .args(["--era", "legacy", "--timeout", "30", "tools"])
-        .env("BROWSER", "/bin/false")
-        .envs(env.iter().copied());
-    let Ran {
-        code,
-        stdout,
-        stderr,
-    } = output_async(c).await;
-    (code, stdout, stderr)
+async fn run_env(url: &str, tokens: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    client(url, tokens, args, Path::new("/bin/false"), env).await
 }
 
 /// `&str`s of `v`.
@@ -154,25 +173,23 @@ async fn private_key_jwt_with_a_pre_registered_client_and_the_jwt_bearer_grant()
         &format!("{}\n", oauth_fake::WORKLOAD_JWT),
         0o644,
     );
-    let assertion = format!("@{}", jwt.display());
+    let assertion = at(&jwt);
 
     // A key other users can read is refused before anything is sent, as ssh does.
-    let open_key = file(dir.path(), "open.pem", CLIENT_KEY, 0o644);
-    let (code, _, stderr) = run(
-        &url,
-        &tokens,
-        &[
+    let with_key = |key: &Path| {
+        [
             "--oauth-client-id",
             "cli-1",
             "--oauth-private-key",
-            open_key.to_str().unwrap(),
+            key.to_str().unwrap(),
             "--oauth-jwt-assertion",
             &assertion,
-        ],
-    )
-    .await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("chmod 600"), "{stderr}");
+        ]
+        .map(str::to_owned)
+    };
+    let open_key = file(dir.path(), "open.pem", CLIENT_KEY, 0o644);
+    let r = run(&url, &tokens, &strs(&with_key(&open_key))).await;
+    assert_refused(&r, &["chmod 600"]);
     // A key that is not an ES256 one says what it takes.
     let sec1 = file(
         dir.path(),
@@ -180,50 +197,21 @@ async fn private_key_jwt_with_a_pre_registered_client_and_the_jwt_bearer_grant()
         "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n",
         0o600,
     );
-    let (code, _, stderr) = run(
-        &url,
-        &tokens,
-        &[
-            "--oauth-client-id",
-            "cli-1",
-            "--oauth-private-key",
-            sec1.to_str().unwrap(),
-        ],
-    )
-    .await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("PKCS#8") && stderr.contains("ES256"),
-        "{stderr}"
-    );
+    let r = run(&url, &tokens, &strs(&with_key(&sec1)[..4])).await;
+    assert_refused(&r, &["PKCS#8", "ES256"]);
     // The assertion is a file: a JWT on the command line would be visible to other users.
-    let (code, _, stderr) = run(
+    let r = run(
         &url,
         &tokens,
         &["--oauth-jwt-assertion", oauth_fake::WORKLOAD_JWT],
     )
     .await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("@FILE"), "{stderr}");
+    assert_refused(&r, &["@FILE"]);
     assert!(fake.lock().unwrap().grants.is_empty(), "nothing was asked");
 
     let key = file(dir.path(), "client.pem", CLIENT_KEY, 0o600);
-    let (code, stdout, stderr) = run(
-        &url,
-        &tokens,
-        &[
-            "--oauth-client-id",
-            "cli-1",
-            "--oauth-private-key",
-            key.to_str().unwrap(),
-            "--oauth-jwt-assertion",
-            &assertion,
-        ],
-    )
-    .await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("fake-tool"), "{stdout}");
-    assert!(!stderr.contains("/authorize?"), "no browser: {stderr}");
+    let r = run(&url, &tokens, &strs(&with_key(&key))).await;
+    assert_listed_with_no_browser(&r);
     let f = fake.lock().unwrap();
     assert_eq!(f.grants, ["urn:ietf:params:oauth:grant-type:jwt-bearer"]);
     assert_eq!(f.registrations, 0, "the client id was given");
@@ -255,12 +243,12 @@ async fn enterprise_managed_authorization_exchanges_the_id_token_at_the_idp() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.json");
     let id_token = file(dir.path(), "id.jwt", oauth_fake::ID_TOKEN, 0o600);
-    let (code, stdout, stderr) = run(
+    let r = run(
         &url,
         &tokens,
         &[
             "--oauth-id-token",
-            &format!("@{}", id_token.display()),
+            &at(&id_token),
             "--oauth-idp-token-endpoint",
             &format!("{base}/idp/token"),
             "--oauth-idp-client-id",
@@ -268,8 +256,7 @@ async fn enterprise_managed_authorization_exchanges_the_id_token_at_the_idp() {
         ],
     )
     .await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("fake-tool"), "{stdout}");
+    assert_listed(&r);
     let f = fake.lock().unwrap();
     let exchange = &f.forms[0];
     assert_eq!(
@@ -293,7 +280,7 @@ async fn dpop_bound_tokens_with_a_kept_key_are_reused_and_no_dpop_turns_it_off()
     fake.lock().unwrap().dpop = true;
     let dir = tempfile::tempdir().unwrap();
     let jwt = file(dir.path(), "workload.jwt", oauth_fake::WORKLOAD_JWT, 0o600);
-    let assertion = format!("@{}", jwt.display());
+    let assertion = at(&jwt);
     let key = file(dir.path(), "dpop.pem", DPOP_KEY, 0o600);
     let tokens = dir.path().join("tokens.json");
     let with_key = [
@@ -303,8 +290,8 @@ async fn dpop_bound_tokens_with_a_kept_key_are_reused_and_no_dpop_turns_it_off()
         key.to_str().unwrap(),
     ];
     for run_no in 0..2 {
-        let (code, stdout, stderr) = run(&url, &tokens, &with_key).await;
-        assert_eq!(code, Some(0), "run {run_no}: {stdout}\n{stderr}");
+        let r = run(&url, &tokens, &with_key).await;
+        assert_eq!(r.code, Some(0), "run {run_no}: {}\n{}", r.stdout, r.stderr);
     }
     {
         let f = fake.lock().unwrap();
@@ -322,7 +309,7 @@ async fn dpop_bound_tokens_with_a_kept_key_are_reused_and_no_dpop_turns_it_off()
     }
     // A DPoP key other users can read is refused.
     let open_key = file(dir.path(), "open.pem", DPOP_KEY, 0o640);
-    let (code, _, stderr) = run(
+    let r = run(
         &url,
         &dir.path().join("t2.json"),
         &[
@@ -333,16 +320,15 @@ async fn dpop_bound_tokens_with_a_kept_key_are_reused_and_no_dpop_turns_it_off()
         ],
     )
     .await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("chmod 600"), "{stderr}");
+    assert_refused(&r, &["chmod 600"]);
     // --no-dpop: a plain bearer token, even from a server that offers DPoP.
-    let (code, stdout, stderr) = run(
+    let r = run(
         &url,
         &dir.path().join("t3.json"),
         &["--oauth-jwt-assertion", &assertion, "--no-dpop"],
     )
     .await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_ok(&r);
     let f = fake.lock().unwrap();
     assert_eq!(f.token_dpop, [true, false]);
     assert_eq!(
@@ -373,36 +359,21 @@ async fn client_credentials_with_a_secret_file_sent_as_the_metadata_allows() {
         &format!("{}\n", oauth_fake::M2M_SECRET),
         0o640,
     );
-    let (code, _, stderr) = run(&url, &dir.path().join("t0.json"), &strs(&m2m(&open))).await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("chmod 600"), "{stderr}");
+    let t0 = dir.path().join("t0.json");
+    let r = run(&url, &t0, &strs(&m2m(&open))).await;
+    assert_refused(&r, &["chmod 600"]);
     // The grant authenticates the client: without a secret or a key it says what to give.
-    let (code, _, stderr) = run(
-        &url,
-        &dir.path().join("t0.json"),
+    let r = run(&url, &t0, &strs(&m2m(&open)[..4])).await;
+    assert_refused(
+        &r,
         &[
-            "--oauth-grant",
-            "client-credentials",
-            "--oauth-client-id",
-            oauth_fake::M2M_CLIENT_ID,
+            "--oauth-client-secret-file",
+            "CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET",
         ],
-    )
-    .await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("--oauth-client-secret-file")
-            && stderr.contains("CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET"),
-        "{stderr}"
     );
     // And it needs the client's id.
-    let (code, _, stderr) = run(
-        &url,
-        &dir.path().join("t0.json"),
-        &["--oauth-grant", "client-credentials"],
-    )
-    .await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("--oauth-client-id"), "{stderr}");
+    let r = run(&url, &t0, &strs(&m2m(&open)[..2])).await;
+    assert_refused(&r, &["--oauth-client-id"]);
     assert!(fake.lock().unwrap().grants.is_empty(), "nothing was asked");
 
     // The metadata lists neither secret method: client_secret_post, the secret in the form.
@@ -412,10 +383,8 @@ async fn client_credentials_with_a_secret_file_sent_as_the_metadata_allows() {
         &format!("{}\n", oauth_fake::M2M_SECRET),
         0o600,
     );
-    let (code, stdout, stderr) = run(&url, &dir.path().join("t1.json"), &strs(&m2m(&secret))).await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("fake-tool"), "{stdout}");
-    assert!(!stderr.contains("/authorize?"), "no browser: {stderr}");
+    let r = run(&url, &dir.path().join("t1.json"), &strs(&m2m(&secret))).await;
+    assert_listed_with_no_browser(&r);
     {
         let f = fake.lock().unwrap();
         assert_eq!(f.grants, ["client_credentials"]);
@@ -432,8 +401,8 @@ async fn client_credentials_with_a_secret_file_sent_as_the_metadata_allows() {
 
     // The metadata lists client_secret_basic: the secret goes in the Authorization header.
     fake.lock().unwrap().auth_methods = Some(vec!["client_secret_basic", "client_secret_post"]);
-    let (code, stdout, stderr) = run(&url, &dir.path().join("t2.json"), &strs(&m2m(&secret))).await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let r = run(&url, &dir.path().join("t2.json"), &strs(&m2m(&secret))).await;
+    assert_ok(&r);
     let f = fake.lock().unwrap();
     assert_eq!(f.grants, ["client_credentials", "client_credentials"]);
     assert!(
@@ -460,7 +429,7 @@ async fn client_secrets_from_the_environment_and_the_idps_secret_from_a_file() {
     let secret_env = [("CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET", oauth_fake::M2M_SECRET)];
 
     // The environment's secret, with the client credentials grant.
-    let (code, stdout, stderr) = run_env(
+    let r = run_env(
         &url,
         &dir.path().join("t1.json"),
         &[
@@ -472,19 +441,17 @@ async fn client_secrets_from_the_environment_and_the_idps_secret_from_a_file() {
         &secret_env,
     )
     .await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_ok(&r);
     assert_eq!(fake.lock().unwrap().grants, ["client_credentials"]);
     assert_eq!(
         fake.lock().unwrap().forms[0]["client_secret"],
         oauth_fake::M2M_SECRET
     );
     // A secret with no client id to go with it is a mistake, said so.
-    let (code, _, stderr) = run_env(&url, &dir.path().join("t2.json"), &[], &secret_env).await;
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET")
-            && stderr.contains("--oauth-client-id"),
-        "{stderr}"
+    let r = run_env(&url, &dir.path().join("t2.json"), &[], &secret_env).await;
+    assert_refused(
+        &r,
+        &["CODOMYRMEX_MCP_OAUTH_CLIENT_SECRET", "--oauth-client-id"],
     );
 
     // The IdP's client secret, from a 0600 file: sent to the IdP with client_secret_basic.
@@ -493,7 +460,7 @@ async fn client_secrets_from_the_environment_and_the_idps_secret_from_a_file() {
     let idp_args = |secret: Option<&Path>| {
         let mut a = vec![
             "--oauth-id-token".to_owned(),
-            format!("@{}", id_token.display()),
+            at(&id_token),
             "--oauth-idp-token-endpoint".to_owned(),
             format!("{base}/idp/token"),
             "--oauth-idp-client-id".to_owned(),
@@ -506,18 +473,18 @@ async fn client_secrets_from_the_environment_and_the_idps_secret_from_a_file() {
         a
     };
     let args = idp_args(Some(&idp_secret));
-    let (code, stdout, stderr) = run(&url, &dir.path().join("t3.json"), &strs(&args)).await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let r = run(&url, &dir.path().join("t3.json"), &strs(&args)).await;
+    assert_ok(&r);
     // And from the environment.
     let args = idp_args(None);
-    let (code, stdout, stderr) = run_env(
+    let r = run_env(
         &url,
         &dir.path().join("t4.json"),
         &strs(&args),
         &[("CODOMYRMEX_MCP_OAUTH_IDP_CLIENT_SECRET", "idp-secret-2")],
     )
     .await;
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert_ok(&r);
     let f = fake.lock().unwrap();
     use base64::Engine as _;
     let basic = |s: &str| {

@@ -288,13 +288,26 @@ fn parse_bound(meta: &ParseNestedMeta<'_>, key: &str, count: bool) -> syn::Resul
     }
 }
 
+/// The argument's name (empty for a path that is not one identifier).
+fn key_of(meta: &ParseNestedMeta<'_>) -> String {
+    meta.path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}
+
+/// Parses the arguments `tokens` of an attribute, handing each, with its name
+/// ([`key_of`]), to `apply`.
+fn parse_keyed(
+    tokens: TokenStream,
+    mut apply: impl FnMut(&str, &ParseNestedMeta<'_>) -> syn::Result<()>,
+) -> syn::Result<()> {
+    syn::meta::parser(|meta| apply(&key_of(&meta), &meta)).parse2(tokens)
+}
+
 fn set<T>(meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) -> syn::Result<()> {
     if slot.is_some() {
-        let key = meta
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let key = key_of(meta);
         return Err(meta.error(format!("duplicate argument `{key}`")));
     }
     *slot = Some(value);
@@ -419,22 +432,16 @@ impl PromptAttr {
     /// Parses the tokens inside `#[mcp_prompt(...)]`.
     pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
         let mut attr = Self::default();
-        let parser = syn::meta::parser(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            match key.as_str() {
-                "crate" => set(&meta, &mut attr.krate, parse_crate_path(&meta)?),
-                "name" => set(&meta, &mut attr.name, non_empty(&meta)?),
-                "title" => set(&meta, &mut attr.title, non_empty(&meta)?),
-                "description" => set(&meta, &mut attr.description, meta.value()?.parse()?),
-                _ => Err(meta
-                    .error("unknown argument; expected one of: name, title, description, crate")),
+        parse_keyed(tokens, |key, meta| match key {
+            "crate" => set(meta, &mut attr.krate, parse_crate_path(meta)?),
+            "name" => set(meta, &mut attr.name, non_empty(meta)?),
+            "title" => set(meta, &mut attr.title, non_empty(meta)?),
+            "description" => set(meta, &mut attr.description, meta.value()?.parse()?),
+            _ => {
+                Err(meta
+                    .error("unknown argument; expected one of: name, title, description, crate"))
             }
-        });
-        parser.parse2(tokens)?;
+        })?;
         Ok(attr)
     }
 }
@@ -455,27 +462,19 @@ impl ResourceAttr {
     /// Parses the tokens inside `#[mcp_resource(...)]`.
     pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
         let mut attr = Self::default();
-        let parser = syn::meta::parser(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            match key.as_str() {
-                "crate" => set(&meta, &mut attr.krate, parse_crate_path(&meta)?),
-                "uri" => set(&meta, &mut attr.uri, non_empty(&meta)?),
-                "uri_template" => set(&meta, &mut attr.uri_template, non_empty(&meta)?),
-                "name" => set(&meta, &mut attr.name, non_empty(&meta)?),
-                "title" => set(&meta, &mut attr.title, non_empty(&meta)?),
-                "description" => set(&meta, &mut attr.description, meta.value()?.parse()?),
-                "mime_type" => set(&meta, &mut attr.mime_type, non_empty(&meta)?),
-                _ => Err(meta.error(
-                    "unknown argument; expected one of: uri, uri_template, name, title, \
-                     description, mime_type, crate",
-                )),
-            }
-        });
-        parser.parse2(tokens)?;
+        parse_keyed(tokens, |key, meta| match key {
+            "crate" => set(meta, &mut attr.krate, parse_crate_path(meta)?),
+            "uri" => set(meta, &mut attr.uri, non_empty(meta)?),
+            "uri_template" => set(meta, &mut attr.uri_template, non_empty(meta)?),
+            "name" => set(meta, &mut attr.name, non_empty(meta)?),
+            "title" => set(meta, &mut attr.title, non_empty(meta)?),
+            "description" => set(meta, &mut attr.description, meta.value()?.parse()?),
+            "mime_type" => set(meta, &mut attr.mime_type, non_empty(meta)?),
+            _ => Err(meta.error(
+                "unknown argument; expected one of: uri, uri_template, name, title, \
+                 description, mime_type, crate",
+            )),
+        })?;
         Ok(attr)
     }
 }

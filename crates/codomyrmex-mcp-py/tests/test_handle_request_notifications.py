@@ -9,12 +9,7 @@ import threading
 from codomyrmex_mcp import MCPServer, MCPServerConfig
 from codomyrmex_mcp.context import Context
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}
+from conftest import MODERN_META, legacy_handshake, within
 
 
 def reporting_server():
@@ -45,26 +40,6 @@ def reporting_server():
         return "met"
 
     return server
-
-
-def within(seconds, coroutine_factory):
-    """Runs the coroutine on a daemon thread: a hang fails the test instead of hanging it."""
-    outcome = []
-
-    def run():
-        try:
-            outcome.append(("ok", asyncio.run(coroutine_factory())))
-        except BaseException as e:  # reported below
-            outcome.append(("raised", e))
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert outcome, "handle_request hung"
-    kind, value = outcome[0]
-    if kind == "raised":
-        raise value
-    return value
 
 
 def call(request_id, tool, arguments, meta):
@@ -98,8 +73,7 @@ def test_a_legacy_calls_progress_and_logs_reach_on_notification_before_the_respo
     seen = []
 
     async def run():
-        await server.handle_request(INITIALIZE)
-        await server.handle_request({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await legacy_handshake(server)
         await server.handle_request({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}})
         reply = await server.handle_request(call(2, "steps", {"n": 3}, {"progressToken": "t1"}), on_notification=seen.append)
         return reply, list(seen)
@@ -112,12 +86,7 @@ def test_a_legacy_calls_progress_and_logs_reach_on_notification_before_the_respo
 def test_a_modern_calls_progress_and_logs_reach_on_notification_before_the_response():
     server = reporting_server()
     seen = []
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/logLevel": "info",
-        "progressToken": 7,
-    }
+    meta = {**MODERN_META, "io.modelcontextprotocol/logLevel": "info", "progressToken": 7}
 
     async def run():
         reply = await server.handle_request(call(1, "steps", {"n": 2}, meta), on_notification=seen.append)
@@ -136,12 +105,7 @@ def test_an_async_listener_gets_an_async_tools_notifications():
         await asyncio.sleep(0)
         seen.append(notification["method"])
 
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/logLevel": "warning",
-        "progressToken": "a",
-    }
+    meta = {**MODERN_META, "io.modelcontextprotocol/logLevel": "warning", "progressToken": "a"}
 
     async def run():
         reply = await server.handle_request(call(1, "steps_async", {"n": 2}, meta), on_notification=listener)
@@ -155,7 +119,7 @@ def test_an_async_listener_gets_an_async_tools_notifications():
 def test_without_a_progress_token_or_a_log_level_nothing_is_sent():
     server = reporting_server()
     seen = []
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    meta = MODERN_META
 
     reply = within(60, lambda: server.handle_request(call(1, "steps", {"n": 2}, meta), on_notification=seen.append))
     assert reply["result"]["structuredContent"] == {"result": 2}, reply
@@ -164,11 +128,7 @@ def test_without_a_progress_token_or_a_log_level_nothing_is_sent():
 
 def test_a_listener_that_raises_does_not_fail_the_request(caplog):
     server = reporting_server()
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "progressToken": "x",
-    }
+    meta = {**MODERN_META, "progressToken": "x"}
 
     def listener(notification):
         raise RuntimeError("listener broke")
@@ -180,7 +140,7 @@ def test_a_listener_that_raises_does_not_fail_the_request(caplog):
 
 def test_concurrent_calls_each_get_their_own_progress():
     server = reporting_server()
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    meta = MODERN_META
     first, second = [], []
 
     async def run():
@@ -204,11 +164,7 @@ def test_a_listener_may_send_requests_of_its_own():
     async def listener(notification):
         pings.append(await server.handle_request({"jsonrpc": "2.0", "id": f"ping-{len(pings)}", "method": "ping"}))
 
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "progressToken": "p",
-    }
+    meta = {**MODERN_META, "progressToken": "p"}
     reply = within(30, lambda: server.handle_request(call(1, "steps", {"n": 2}, meta), on_notification=listener))
     assert reply["result"]["structuredContent"] == {"result": 2}, reply
     assert [p["id"] for p in pings] == ["ping-0", "ping-1"] and all("result" in p for p in pings), pings

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS, default_sigint
+from conftest import MODERN_META, SERVERS, default_sigint
 
 pytest.importorskip("mcp")
 
@@ -200,7 +200,7 @@ def test_ctrl_c_stops_an_http_server_whose_sync_tool_hangs(http_server):
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
 
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    meta = MODERN_META
 
     def call(request_id, name, arguments=None):
         params = {"name": name, "arguments": arguments or {}, "_meta": meta}
@@ -261,7 +261,7 @@ def test_closing_the_response_stream_cancels_the_python_tool_over_http(http_serv
     from urllib.parse import urlparse
 
     url = urlparse(http_server.url)
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    meta = MODERN_META
     tag = f"{tool}-http"
 
     def message(request_id, name, arguments):

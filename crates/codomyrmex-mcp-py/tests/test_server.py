@@ -15,19 +15,9 @@ import pytest
 
 from codomyrmex_mcp import MCPServer, MCPServerConfig
 
-from conftest import SERVERS, default_sigint
+from conftest import INITIALIZE, INITIALIZED, MODERN_META, SERVERS, default_sigint, legacy_handshake, within
 
 DEMO = str(SERVERS / "demo_server.py")
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}
 
 
 # ----- MCPServerConfig ---------------------------------------------------------------------
@@ -90,8 +80,7 @@ def test_handle_request_keeps_a_legacy_session():
     server = demo_in_process()
 
     async def run():
-        init = await server.handle_request(INITIALIZE)
-        note = await server.handle_request({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        init, note = await legacy_handshake(server)
         ping = await server.handle_request({"jsonrpc": "2.0", "id": "p", "method": "ping"})
         bad = await server.handle_request(
             {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": "x"}}}
@@ -165,6 +154,14 @@ class StdioServer:
             if message.get("id") == request_id and "method" not in message:
                 return message
 
+    def handshake(self):
+        """The 2025-11-25 handshake: `initialize`, its answer (returned), then
+        `notifications/initialized`."""
+        self.send(INITIALIZE)
+        answer = self.read_response(INITIALIZE["id"])
+        self.send(INITIALIZED)
+        return answer
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.kill()
@@ -174,9 +171,7 @@ class StdioServer:
 @pytest.fixture
 def stdio_server():
     server = StdioServer()
-    server.send(INITIALIZE)
-    assert server.read_response(0)["result"]["serverInfo"]["name"] == "py-demo"
-    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert server.handshake()["result"]["serverInfo"]["name"] == "py-demo"
     yield server
     server.close()
 
@@ -359,32 +354,7 @@ def asking_server():
     return server
 
 
-def within(seconds, coroutine_factory):
-    """Runs the coroutine on a daemon thread: a hang fails the test instead of hanging it."""
-    import threading
-
-    outcome = []
-
-    def run():
-        try:
-            outcome.append(("ok", asyncio.run(coroutine_factory())))
-        except BaseException as e:  # reported below
-            outcome.append(("raised", e))
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert outcome, "handle_request hung"
-    kind, value = outcome[0]
-    if kind == "raised":
-        raise value
-    return value
-
-
-ELICITING_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-}
+ELICITING_META = {**MODERN_META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
 
 
 @pytest.mark.parametrize("tool", ["ask_name", "ask_name_async"])
@@ -414,8 +384,7 @@ def legacy_init(capabilities):
 
 
 async def legacy_call(server, tool, **options):
-    await server.handle_request(legacy_init({"elicitation": {}}))
-    await server.handle_request({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await legacy_handshake(server, legacy_init({"elicitation": {}}))
     return await server.handle_request(call(1, tool), **options)
 
 
@@ -482,9 +451,7 @@ def test_a_client_cancellation_reaches_the_python_tool_over_stdio(era, tool):
     meta = None
     try:
         if era == "2025-11-25":
-            server.send(INITIALIZE)
-            server.read_response(0)
-            server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            server.handshake()
         else:
             meta = MODERN_META
         tag = f"{tool}-{era}"

@@ -69,14 +69,6 @@ fn wait_tool(registry: &McpToolRegistry, gauge: &Arc<Gauge>) {
         .unwrap();
 }
 
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + HANG;
-    while !cond() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 async fn sessions_alive(s: &TestServer) -> u64 {
     s.send(&Req::new("GET", "/health")).await.json()["sessions"]
         .as_u64()

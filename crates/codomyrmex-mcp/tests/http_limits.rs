@@ -15,6 +15,8 @@ use http_support::*;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::task::JoinHandle;
 
 fn list() -> Req {
     modern("tools/list", 1, json!({}))
@@ -24,6 +26,57 @@ fn list() -> Req {
 fn status_of(raw: &[u8]) -> Option<u16> {
     let text = String::from_utf8_lossy(raw);
     text.lines().next()?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The head of a JSON POST to `/mcp` on `s` that announces `len` body bytes.
+fn post_head(s: &TestServer, len: usize) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: {len}\r\n\r\n",
+        s.host()
+    )
+}
+
+/// Starts a request line on `stream`, then sends its headers a byte every 50 ms (800 bytes,
+/// 40 s in all); `Ok(false)` once the server stops taking them, `Ok(true)` if it took them
+/// all, `Err` if [`HANG`] passed first.
+async fn trickle_head(stream: &mut TcpStream) -> Result<bool, tokio::time::error::Elapsed> {
+    stream.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
+    let trickler = async {
+        for _ in 0..800 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if stream.write_all(b"x").await.is_err() {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(HANG, trickler).await
+}
+
+/// Sends on `stream` the head of a POST of `len` body bytes ([`post_head`]), then, on a task of
+/// its own, the body a byte every `gap`; the read half, and the task, which ends `true` if
+/// the whole body was sent.
+async fn trickle_body(
+    s: &TestServer,
+    mut stream: TcpStream,
+    len: usize,
+    gap: Duration,
+) -> (OwnedReadHalf, JoinHandle<bool>) {
+    stream
+        .write_all(post_head(s, len).as_bytes())
+        .await
+        .unwrap();
+    let (rd, mut wr) = stream.into_split();
+    let writer = tokio::spawn(async move {
+        for _ in 0..len {
+            tokio::time::sleep(gap).await;
+            if wr.write_all(b" ").await.is_err() {
+                return false;
+            }
+        }
+        true
+    });
+    (rd, writer)
 }
 
 fn body_of(raw: &[u8]) -> serde_json::Value {
@@ -51,11 +104,10 @@ async fn oversized_body_is_413() {
     assert_eq!(r.error_code(), -32600);
     // Declared length alone is enough to refuse, even before the bytes arrive.
     let mut stream = TcpStream::connect(s.addr).await.unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: 100000000\r\n\r\n",
-        s.host()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+        .write_all(post_head(&s, 100_000_000).as_bytes())
+        .await
+        .unwrap();
     let (raw, _) = read_until_close(&mut stream, HANG).await;
     assert_eq!(status_of(&raw), Some(413));
     // A small body still works.
@@ -103,21 +155,7 @@ async fn oversized_headers_are_431() {
 /// returns the raw response and whether the body was sent in full before the server answered.
 async fn trickle(s: &TestServer, len: usize, gap: Duration) -> (Vec<u8>, bool) {
     let stream = TcpStream::connect(s.addr).await.unwrap();
-    let (mut rd, mut wr) = stream.into_split();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: {len}\r\n\r\n",
-        s.host()
-    );
-    wr.write_all(head.as_bytes()).await.unwrap();
-    let writer = tokio::spawn(async move {
-        for _ in 0..len {
-            tokio::time::sleep(gap).await;
-            if wr.write_all(b" ").await.is_err() {
-                return false;
-            }
-        }
-        true
-    });
+    let (mut rd, writer) = trickle_body(s, stream, len, gap).await;
     let mut raw = Vec::new();
     let mut buf = [0u8; 4096];
     let read = tokio::time::timeout(HANG, async {
@@ -177,18 +215,8 @@ async fn slow_headers_are_cut_off() {
     })
     .await;
     let mut stream = TcpStream::connect(s.addr).await.unwrap();
-    stream.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
-    let trickler = async {
-        // Headers a byte at a time: would take 40 s.
-        for _ in 0..800 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            if stream.write_all(b"x").await.is_err() {
-                return false;
-            }
-        }
-        true
-    };
-    let finished = tokio::time::timeout(HANG, trickler).await;
+    // Headers a byte at a time: would take 40 s.
+    let finished = trickle_head(&mut stream).await;
     assert!(
         matches!(finished, Ok(false)),
         "the server kept a slowloris connection open"
@@ -207,19 +235,8 @@ async fn read_response(stream: &mut TcpStream) -> Vec<u8> {
                 .unwrap();
             assert!(n > 0, "closed mid-response: {raw:?}");
             raw.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&raw);
-            if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap())
-                    })
-                    .expect("a content-length");
-                if body.len() >= len {
-                    return raw;
-                }
+            if complete_response(&raw).is_some() {
+                return raw;
             }
         }
     };
@@ -250,37 +267,14 @@ async fn deadlines_hold_on_a_kept_alive_connection() {
     };
     // A slow head.
     let mut stream = kept_alive().await;
-    stream.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
-    let trickler = async {
-        for _ in 0..800 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            if stream.write_all(b"x").await.is_err() {
-                return false;
-            }
-        }
-        true
-    };
-    let finished = tokio::time::timeout(HANG, trickler).await;
+    let finished = trickle_head(&mut stream).await;
     assert!(
         matches!(finished, Ok(false)),
         "the server kept a slow head open on a kept-alive connection"
     );
     // A slow body: 400 bytes at one per 50 ms would take 20 s.
-    let mut stream = kept_alive().await;
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: 400\r\n\r\n",
-        s.host()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    let (mut rd, mut wr) = stream.into_split();
-    let writer = tokio::spawn(async move {
-        for _ in 0..400 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            if wr.write_all(b" ").await.is_err() {
-                return;
-            }
-        }
-    });
+    let stream = kept_alive().await;
+    let (mut rd, writer) = trickle_body(&s, stream, 400, Duration::from_millis(50)).await;
     let mut head = [0u8; 12];
     let got = tokio::time::timeout(
         HANG,
@@ -364,25 +358,15 @@ async fn too_many_concurrent_requests_get_503() {
         ..config()
     })
     .await;
-    let addr = s.addr;
-    let host = s.host();
-    let first = tokio::spawn(async move {
-        send(
-            addr,
-            &host,
-            &modern(
-                "tools/call",
-                1,
-                json!({"name": "slow", "arguments": {"ms": 1500}}),
-            ),
-        )
-        .await
-    });
-    let deadline = tokio::time::Instant::now() + HANG;
-    while s.probes.slow_started.load(Ordering::SeqCst) == 0 {
-        assert!(tokio::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let first = s.spawn_send(modern(
+        "tools/call",
+        1,
+        json!({"name": "slow", "arguments": {"ms": 1500}}),
+    ));
+    eventually("the first call is in flight", || {
+        s.probes.slow_started.load(Ordering::SeqCst) != 0
+    })
+    .await;
     let r = s.send(&list()).await;
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("1"));

@@ -13,15 +13,6 @@ use codomyrmex_mcp::{ContentBlock, McpErrorDetail};
 use http_support::*;
 use serde_json::{Map, Value, json};
 
-/// Waits (with a hang guard) until `cond` holds.
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + HANG;
-    while !cond() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 fn tool_names(result: &Value) -> Vec<String> {
     result["tools"]
         .as_array()
@@ -455,20 +446,11 @@ async fn subscriptions_listen_streams_list_changes() {
 #[tokio::test]
 async fn graceful_shutdown_lets_an_in_flight_call_finish() {
     let mut s = start(config()).await;
-    let addr = s.addr;
-    let host = s.host();
-    let call = tokio::spawn(async move {
-        send(
-            addr,
-            &host,
-            &modern(
-                "tools/call",
-                1,
-                json!({"name": "slow", "arguments": {"ms": 800}}),
-            ),
-        )
-        .await
-    });
+    let call = s.spawn_send(modern(
+        "tools/call",
+        1,
+        json!({"name": "slow", "arguments": {"ms": 800}}),
+    ));
     let probes = s.probes.clone();
     eventually("the call is in flight", || {
         probes.slow_started.load(Ordering::SeqCst) == 1
@@ -483,7 +465,7 @@ async fn graceful_shutdown_lets_an_in_flight_call_finish() {
     let out = tokio::time::timeout(HANG, &mut s.handle).await.unwrap();
     assert!(out.unwrap().is_ok());
     // No longer accepting.
-    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    assert!(tokio::net::TcpStream::connect(s.addr).await.is_err());
 }
 
 #[tokio::test]
@@ -529,21 +511,10 @@ async fn calls_still_running_when_the_grace_ends_get_a_shutting_down_error() {
             ..config()
         })
         .await;
-        let (addr, host) = (s.addr, s.host());
         let sid = s.legacy_session().await;
         let slow = json!({"name": "slow", "arguments": {"ms": 600_000}});
-        let modern_call = tokio::spawn({
-            let (host, slow) = (host.clone(), slow.clone());
-            async move { send(addr, &host, &modern("tools/call", 1, slow)).await }
-        });
-        let legacy_call = tokio::spawn(async move {
-            send(
-                addr,
-                &host,
-                &legacy("tools/call", Some(2), slow, Some(&sid)),
-            )
-            .await
-        });
+        let modern_call = s.spawn_send(modern("tools/call", 1, slow.clone()));
+        let legacy_call = s.spawn_send(legacy("tools/call", Some(2), slow, Some(&sid)));
         let probes = s.probes.clone();
         eventually("both calls are in flight", || {
             probes.slow_started.load(Ordering::SeqCst) == 2

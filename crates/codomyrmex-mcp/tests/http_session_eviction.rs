@@ -7,19 +7,10 @@
 mod http_support;
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use codomyrmex_mcp::transport::http::HttpConfig;
 use http_support::*;
 use serde_json::json;
-
-async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + HANG;
-    while !cond() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 fn capped(max: usize) -> HttpConfig {
     HttpConfig {
@@ -91,8 +82,7 @@ async fn busy_sessions_are_never_evicted_and_the_refusal_says_when_to_retry() {
             Some(&sid),
         )
         .header("accept", "application/json");
-        let (addr, host) = (s.addr, s.host());
-        calls.push(tokio::spawn(async move { send(addr, &host, &req).await }));
+        calls.push(s.spawn_send(req));
         sids.push(sid);
     }
     let probes = s.probes.clone();

@@ -25,19 +25,8 @@ fn read_response(stream: &mut std::net::TcpStream) -> (String, String) {
         let n = stream.read(&mut buf).unwrap();
         assert!(n > 0, "closed mid-response");
         raw.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&raw).into_owned();
-        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-            let len: usize = head
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap())
-                })
-                .expect("a content-length");
-            if body.len() >= len {
-                return (head.to_owned(), body.to_owned());
-            }
+        if let Some(response) = complete_response(&raw) {
+            return response;
         }
     }
 }

@@ -143,7 +143,23 @@ pub fn run(args: &[&str]) -> Ran {
 /// The JSON a successful run printed.
 pub fn json_of(r: &Ran) -> Value {
     assert_eq!(r.code, Some(0), "stdout: {} stderr: {}", r.stdout, r.stderr);
+    stdout_json(r)
+}
+
+/// The JSON a run printed, whatever its exit code.
+pub fn stdout_json(r: &Ran) -> Value {
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+/// Asserts that the run exited with `code` and printed exactly `stdout`; `what` (and its
+/// stderr) say which run failed.
+pub fn assert_printed(r: &Ran, what: &str, code: i32, stdout: &str) {
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (Some(code), stdout),
+        "{what}: {}",
+        r.stderr
+    );
 }
 
 /// The child's stderr, line by line, on a channel; each line is also shown (`server: …`),

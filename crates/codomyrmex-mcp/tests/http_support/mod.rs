@@ -1,6 +1,6 @@
 //! Shared helpers for the HTTP integration tests: a server on an ephemeral loopback port, a
 //! raw HTTP/1.1 client over `TcpStream` (so tests can craft hostile requests), an SSE reader,
-//! and a few tools.
+//! a few tools, and a poll with a hang guard ([`eventually`]).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
@@ -563,6 +563,13 @@ impl TestServer {
             .expect("a response")
     }
 
+    /// Sends `req` on a task of its own, for a call that stays in flight while the test goes
+    /// on; the task's result is the whole response.
+    pub fn spawn_send(&self, req: Req) -> JoinHandle<Resp> {
+        let (addr, host) = (self.addr, self.host());
+        tokio::spawn(async move { send(addr, &host, &req).await })
+    }
+
     /// `initialize` + `notifications/initialized`; returns the session id.
     pub async fn legacy_session(&self) -> String {
         legacy_session_at(self.addr, initialize_body()).await
@@ -590,6 +597,31 @@ pub async fn call_json(addr: SocketAddr, sid: &str, id: i64, method: &str, param
     let r = send(addr, &host, &req).await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     r.json()
+}
+
+/// Waits (with a hang guard) until `cond` holds; the test fails with `what` if it never does.
+pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + HANG;
+    while !cond() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The head and body of the response at the start of `raw` once its `Content-Length` body
+/// has all arrived (`None` before); for tests that read responses off a raw socket.
+pub fn complete_response(raw: &[u8]) -> Option<(String, String)> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .expect("a content-length");
+    (body.len() >= len).then(|| (head.to_owned(), body.to_owned()))
 }
 
 /// Reads until the peer closes or `limit` passes; returns what was read and whether it closed.

@@ -6,12 +6,12 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp_bench::util::echoes;
+use codomyrmex_mcp_bench::util::{echoes, snippet};
 use serde_json::json;
 
 use crate::Result;
 use crate::args::{Era, LEGACY, MODERN};
-use crate::client::{Conn, Head, find, response_of, snippet};
+use crate::client::{Conn, Head, find, response_of};
 
 /// How often a measured answer is parsed in full (every warm-up answer is).
 const SAMPLE_EVERY: u64 = 97;

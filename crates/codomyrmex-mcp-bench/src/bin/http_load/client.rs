@@ -259,16 +259,3 @@ pub(crate) fn response_of(head: &Head, body: &[u8], id: &Value) -> Option<Value>
         .into_iter()
         .find(|v| &v["id"] == id && (v.get("result").is_some() || v.get("error").is_some()))
 }
-
-pub(crate) fn snippet(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    if s.len() > 300 {
-        let cut = (0..=300)
-            .rev()
-            .find(|&i| s.is_char_boundary(i))
-            .unwrap_or(0);
-        format!("{}… ({} bytes)", &s[..cut], s.len())
-    } else {
-        s.into_owned()
-    }
-}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use codomyrmex_mcp_bench::util::echoes;
+use codomyrmex_mcp_bench::util::{echoes, snippet};
 
 use crate::Result;
 use crate::server::Server;
@@ -48,13 +48,13 @@ impl Requests {
     /// Checks a response in full: the right id, and the payload echoed ([`echoes`]).
     pub(crate) fn check(&self, line: &[u8], id: u64) -> Result<()> {
         let v: Value = serde_json::from_slice(line)
-            .map_err(|e| format!("response is not JSON ({e}): {}", truncate(line)))?;
+            .map_err(|e| format!("response is not JSON ({e}): {}", snippet(line)))?;
         let ok =
             v["jsonrpc"] == "2.0" && v["id"] == json!(id) && echoes(&v["result"], &self.payload);
         if ok {
             Ok(())
         } else {
-            Err(format!("wrong response to call {id}: {}", truncate(line)).into())
+            Err(format!("wrong response to call {id}: {}", snippet(line)).into())
         }
     }
 }
@@ -70,19 +70,6 @@ fn response_id(line: &[u8]) -> Option<u64> {
         .position(|b| !b.is_ascii_digit())
         .unwrap_or(rest.len());
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
-}
-
-pub(crate) fn truncate(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    if s.len() > 300 {
-        let cut = (0..=300)
-            .rev()
-            .find(|&i| s.is_char_boundary(i))
-            .unwrap_or(0);
-        format!("{}… ({} bytes)", &s[..cut], s.len())
-    } else {
-        s.into_owned()
-    }
 }
 
 /// What one run of calls measured.
@@ -114,7 +101,7 @@ fn validate(requests: &Requests, line: &[u8], id: u64, check_all: bool) -> Resul
     if check_all || id.is_multiple_of(SAMPLE_EVERY) {
         requests.check(line, id)
     } else if line.len() < requests.payload.len() {
-        Err(format!("short response to call {id}: {}", truncate(line)).into())
+        Err(format!("short response to call {id}: {}", snippet(line)).into())
     } else {
         Ok(())
     }
@@ -141,7 +128,7 @@ fn run_sequential(
         server.read_line(&mut line)?;
         let took = sent.elapsed();
         if response_id(&line) != Some(id) {
-            return Err(format!("expected the answer to call {id}: {}", truncate(&line)).into());
+            return Err(format!("expected the answer to call {id}: {}", snippet(&line)).into());
         }
         validate(requests, &line, id, check_all)?;
         latencies_ns.push(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
@@ -209,7 +196,7 @@ fn run_pipelined(
                 server.read_line(&mut line)?;
                 let now = Instant::now();
                 let id = response_id(&line)
-                    .ok_or_else(|| format!("an answer without a call id: {}", truncate(&line)))?;
+                    .ok_or_else(|| format!("an answer without a call id: {}", snippet(&line)))?;
                 let index = id
                     .checked_sub(first_id)
                     .and_then(|i| usize::try_from(i).ok())

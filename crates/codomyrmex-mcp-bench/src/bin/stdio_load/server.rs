@@ -6,11 +6,11 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use codomyrmex_mcp_bench::util::snippet;
 use serde_json::{Value, json};
 
 use crate::Result;
 use crate::args::{Options, Subject};
-use crate::calls::truncate;
 
 const PROTOCOL_VERSION: &str = "2025-11-25";
 
@@ -112,7 +112,7 @@ impl Server {
         let v: Value = serde_json::from_slice(&line)
             .map_err(|e| format!("initialize response is not JSON ({e})"))?;
         if v["id"] != json!(0) || !v["result"]["protocolVersion"].is_string() {
-            return Err(format!("unexpected initialize response: {}", truncate(&line)).into());
+            return Err(format!("unexpected initialize response: {}", snippet(&line)).into());
         }
         self.stdin()?
             .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")?;
@@ -144,7 +144,7 @@ impl Server {
             return Err(format!("the server exited with {status}").into());
         }
         if !rest.iter().all(u8::is_ascii_whitespace) {
-            return Err(format!("unexpected output after EOF: {}", truncate(&rest)).into());
+            return Err(format!("unexpected output after EOF: {}", snippet(&rest)).into());
         }
         Ok(())
     }
