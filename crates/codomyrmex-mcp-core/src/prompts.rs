@@ -253,6 +253,11 @@ impl McpPromptRegistry {
         self.generation.subscribe()
     }
 
+    /// The number of changes so far (what a cached list page was built at).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
     pub(crate) fn lookup(&self, name: &str) -> Option<Arc<RegisteredPrompt>> {
         self.read().get(name).cloned()
     }

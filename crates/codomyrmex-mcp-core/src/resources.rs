@@ -461,6 +461,11 @@ impl McpResourceRegistry {
     }
 
     /// Whether `resources/list` needs [`page_listed`](Self::page_listed).
+    /// The number of changes so far (what a cached list page was built at).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
     pub(crate) fn has_listers(&self) -> bool {
         !self.read_listers().is_empty()
     }

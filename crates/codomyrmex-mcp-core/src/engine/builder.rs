@@ -167,7 +167,7 @@ impl EngineBuilder {
                 sealer,
                 tasks,
                 announced: crate::sync::Broadcast::new(1024),
-                tool_pages: Default::default(),
+                list_pages: Default::default(),
             }),
         }
     }

@@ -18,6 +18,7 @@ mod events;
 mod invocation_tests;
 mod invoke;
 mod limits;
+mod list_pages;
 mod listen;
 mod meta;
 pub(crate) mod mrtr;
@@ -46,6 +47,7 @@ use crate::wire::{
     Era, ErrorCode, ErrorObject, Implementation, IncomingMessage, LoggingLevel, OutgoingMessage,
     ProtocolVersion, RequestId,
 };
+use list_pages::ListKind;
 
 use crate::invocation::{Invocation, Wait};
 use crate::platform::Timestamp;
@@ -145,8 +147,8 @@ struct Shared {
     tasks: Arc<tasks::TaskStore>,
     /// Changes other instances announced, for this engine's event streams.
     announced: crate::sync::Broadcast<ServerEvent>,
-    /// `tools/list` pages, reused until the registry changes.
-    tool_pages: tools::ToolPages,
+    /// `*/list` pages, reused until their registry changes.
+    list_pages: list_pages::ListPages,
     /// Spawning, timers, the clock and entropy: the core's only way to them.
     platform: crate::platform::Platform,
 }
@@ -645,7 +647,9 @@ impl Engine {
         let has_prompts = self.shared.prompts.is_some();
         let result = match (scope.era, method) {
             (_, "tools/call") => return self.call_tool(session, id, params, scope, sink),
-            (_, "tools/list") => return Handled::Reply(self.list_tools(id, &params, &scope)),
+            (_, "tools/list") => {
+                return Handled::Reply(self.list_page(id, ListKind::Tools, &params, &scope));
+            }
             (_, "resources/read") if has_resources => {
                 return self.read_resource(session, id, params, scope, sink);
             }
@@ -653,7 +657,7 @@ impl Engine {
                 return self.list_resources(session, id, &params, scope);
             }
             (_, "resources/templates/list") if has_resources => {
-                self.list_templates(&params, &scope)
+                return Handled::Reply(self.list_page(id, ListKind::Templates, &params, &scope));
             }
             (Era::Legacy, "resources/subscribe") if has_resources => {
                 self.subscribe(session, &params, true)
@@ -664,7 +668,9 @@ impl Engine {
             (_, "prompts/get") if has_prompts => {
                 return self.get_prompt(session, id, params, scope, sink);
             }
-            (_, "prompts/list") if has_prompts => self.list_prompts(&params, &scope),
+            (_, "prompts/list") if has_prompts => {
+                return Handled::Reply(self.list_page(id, ListKind::Prompts, &params, &scope));
+            }
             (_, "completion/complete") if has_prompts || has_resources => {
                 return self.complete(session, id, &params, scope);
             }

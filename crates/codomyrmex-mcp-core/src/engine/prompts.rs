@@ -1,4 +1,4 @@
-//! `prompts/list` and `prompts/get`.
+//! `prompts/get` (`prompts/list` pages: `list_pages.rs`).
 
 use std::sync::Arc;
 
@@ -9,19 +9,6 @@ use crate::context::MessageSink;
 use crate::wire::{ErrorObject, RequestId};
 
 impl Engine {
-    pub(super) fn list_prompts(
-        &self,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Result<Value, ErrorObject> {
-        let Some(prompts) = &self.shared.prompts else {
-            return Err(ErrorObject::method_not_found("prompts/list"));
-        };
-        let after = cursor(params)?;
-        let (items, next) = prompts.page(after.as_deref(), self.shared.config.page_size);
-        Ok(self.page_result("prompts", items, next, scope))
-    }
-
     pub(super) fn get_prompt(
         &self,
         session: &Arc<Session>,

@@ -145,9 +145,7 @@ impl Engine {
         };
         let size = self.shared.config.page_size;
         if !resources.has_listers() {
-            let (items, next) = resources.page(after.as_deref(), size);
-            let result = Ok(self.page_result("resources", items, next, &scope));
-            return Handled::Reply(self.respond(id, result, &scope));
+            return Handled::Reply(self.list_page(id, ListKind::Resources, params, &scope));
         }
         let ticket = match self.shared.policy.admit(
             session.gate(),
@@ -185,30 +183,6 @@ impl Engine {
                 };
                 Some(engine.respond(id, result, &scope))
             },
-        ))
-    }
-
-    pub(super) fn list_templates(
-        &self,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Result<Value, ErrorObject> {
-        let Some(resources) = &self.shared.resources else {
-            return Err(ErrorObject::method_not_found("resources/templates/list"));
-        };
-        let after = match cursor(params)? {
-            None => None,
-            Some(c) => Some(
-                c.parse::<usize>()
-                    .map_err(|_| ErrorObject::invalid_params("Invalid cursor"))?,
-            ),
-        };
-        let (items, next) = resources.template_page(after, self.shared.config.page_size);
-        Ok(self.page_result(
-            "resourceTemplates",
-            items,
-            next.map(|n| n.to_string()),
-            scope,
         ))
     }
 

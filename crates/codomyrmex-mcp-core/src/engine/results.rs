@@ -5,7 +5,8 @@
 //! `resultType`) are encoded once per engine and spliced into each result as it is encoded
 //! ([`Engine::respond`]); a tool's result goes from its typed parts ([`ToolResult`]) straight
 //! to bytes in the transport's buffer, capped by a per-string bound of its length, or, near
-//! the limit, by the length of its encoding. It is not the encoder (`wire`).
+//! the limit, by its encoding's length, counted (the encoder writing into a
+//! [`Counter`](crate::wire::encode::Counter)), never held. It is not the encoder (`wire`).
 
 use serde_json::{Map, Value, json};
 
@@ -132,9 +133,7 @@ impl Engine {
 
     /// The response to a `tools/call` whose tool produced `output`: its typed result, which
     /// the transport encodes once, straight into its output buffer. Over `max_result_size`, a
-    /// `RESULT_TOO_LARGE` failure in its place: when a bound of the encoding (each string at
-    /// six bytes a byte, counted per string, not per byte) is within the limit, nothing is
-    /// measured; otherwise the result is encoded here and its length checked exactly.
+    /// `RESULT_TOO_LARGE` failure in its place ([`cap`](Self::cap)).
     pub(super) fn tool_response(
         &self,
         id: RequestId,
@@ -143,19 +142,21 @@ impl Engine {
         output: ToolOutput,
         scope: &RequestScope,
     ) -> OutgoingMessage {
-        let result = self.call_tool_result(tool, output, scope);
+        let result = self.cap(
+            tool,
+            name,
+            self.call_tool_result(tool, output, scope),
+            scope,
+        );
         let meta = (scope.era == Era::Modern).then(|| self.shared.modern_meta.clone());
-        let result = if result.len_bound() <= self.shared.config.max_result_size {
-            EncodedResult::tool(result, meta)
-        } else {
-            EncodedResult::from_written(self.cap_encoded(tool, name, result, scope).1)
-        };
-        OutgoingMessage::Encoded { id, result }
+        OutgoingMessage::Encoded {
+            id,
+            result: EncodedResult::tool(result, meta),
+        }
     }
 
     /// A tool's result and its encoding for the era, or a `RESULT_TOO_LARGE` failure in its
-    /// place when the result (without the era's constant members) encodes to more than
-    /// `max_result_size` bytes. Measured on the bytes written, once.
+    /// place ([`cap`](Self::cap)).
     pub(super) fn capped_tool_result(
         &self,
         tool: &RegisteredTool,
@@ -163,27 +164,36 @@ impl Engine {
         output: ToolOutput,
         scope: &RequestScope,
     ) -> (ToolResult, Vec<u8>) {
-        let result = self.call_tool_result(tool, output, scope);
-        self.cap_encoded(tool, name, result, scope)
+        let result = self.cap(
+            tool,
+            name,
+            self.call_tool_result(tool, output, scope),
+            scope,
+        );
+        let meta = (scope.era == Era::Modern).then_some(&*self.shared.modern_meta);
+        let mut out = Vec::with_capacity(result.len_hint(meta));
+        result.write(&mut out, meta);
+        (result, out)
     }
 
-    /// `result` encoded for the era, or the `RESULT_TOO_LARGE` failure in its place.
-    fn cap_encoded(
+    /// `result`, or the `RESULT_TOO_LARGE` failure in its place when it (without the era's
+    /// constant members) encodes to more than `max_result_size` bytes. When a bound of the
+    /// encoding (each string at six bytes a byte, counted per string, not per byte) is within
+    /// the limit, nothing is measured; otherwise the encoding is counted, never held, and the
+    /// count stops soon after it passes the limit.
+    fn cap(
         &self,
         tool: &RegisteredTool,
         name: &str,
         result: ToolResult,
         scope: &RequestScope,
-    ) -> (ToolResult, Vec<u8>) {
+    ) -> ToolResult {
         let limit = self.shared.config.max_result_size;
-        let meta = (scope.era == Era::Modern).then_some(&*self.shared.modern_meta);
-        let mut out = Vec::with_capacity(result.len_hint(meta));
-        if result.write(&mut out, meta) <= limit {
-            return (result, out);
+        if result.len_bound() <= limit || result.len_within(limit).is_some() {
+            return result;
         }
         tracing::warn!(tool = %name, limit, "a tool result exceeded max_result_size");
         drop(result);
-        out = Vec::new();
         let detail = McpErrorDetail::new(
             "RESULT_TOO_LARGE",
             format!(
@@ -194,9 +204,7 @@ impl Engine {
             "max_result_size".to_owned(),
             json!(limit),
         )]));
-        let result = self.call_tool_result(tool, ToolOutput::failure(detail), scope);
-        result.write(&mut out, meta);
-        (result, out)
+        self.call_tool_result(tool, ToolOutput::failure(detail), scope)
     }
 
     pub(super) fn cacheable(&self, mut obj: Map<String, Value>, scope: &RequestScope) -> Value {

@@ -10,55 +10,148 @@
 //!
 //! It is not a serializer for arbitrary `Serialize` types: it writes [`Value`] trees and
 //! strings. Numbers are written by serde_json itself, so their text cannot differ.
+//!
+//! It writes into a [`Sink`]: a `Vec<u8>` (the bytes), or a [`Counter`], which keeps only
+//! their number and lets the encoder stop soon after a limit is passed (how a result is
+//! measured against `max_result_size` without holding its encoding). The rules are the same
+//! for both: there is one encoder.
 
 use serde_json::Value;
 
+/// Where the encoder writes: a `Vec<u8>` gets the bytes; a [`Counter`] only counts them.
+pub trait Sink {
+    /// Whether the encoder may stop once [`done`](Sink::done) says so (checked every
+    /// [`CHUNK`] bytes of a string and between items); false for a buffer, which gets every
+    /// byte, so its code path has no checks.
+    const STOPS: bool = false;
+    /// Writes `bytes`.
+    fn put(&mut self, bytes: &[u8]);
+    /// Writes one byte.
+    fn put_byte(&mut self, byte: u8) {
+        self.put(&[byte]);
+    }
+    /// Room for `additional` more bytes (a hint).
+    fn reserve(&mut self, additional: usize) {
+        let _ = additional;
+    }
+    /// How many bytes were written so far.
+    fn written(&self) -> usize;
+    /// Whether the rest is not wanted (only asked when [`STOPS`](Sink::STOPS)).
+    fn done(&self) -> bool {
+        false
+    }
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn put_byte(&mut self, byte: u8) {
+        self.push(byte);
+    }
+    fn reserve(&mut self, additional: usize) {
+        Vec::reserve(self, additional);
+    }
+    fn written(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Counts the bytes of an encoding without keeping them, and stops the encoder soon after
+/// the count passes `limit`: past it, [`written`](Sink::written) is more than `limit` (by
+/// at most about one [`CHUNK`]) but no longer the whole length.
+#[derive(Debug, Clone, Copy)]
+pub struct Counter {
+    written: usize,
+    limit: usize,
+}
+
+impl Counter {
+    /// A counter that stops the encoder once more than `limit` bytes were counted.
+    pub fn until(limit: usize) -> Self {
+        Self { written: 0, limit }
+    }
+}
+
+impl Sink for Counter {
+    const STOPS: bool = true;
+    fn put(&mut self, bytes: &[u8]) {
+        self.written = self.written.saturating_add(bytes.len());
+    }
+    fn written(&self) -> usize {
+        self.written
+    }
+    fn done(&self) -> bool {
+        self.written > self.limit
+    }
+}
+
+/// How many bytes of a string without escapes a stopping sink is given at a time.
+pub const CHUNK: usize = 4096;
+
 /// Appends `value`'s compact JSON encoding to `out`.
-pub fn write_value(out: &mut Vec<u8>, value: &Value) {
+pub fn write_value<S: Sink>(out: &mut S, value: &Value) {
     match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Null => out.put(b"null"),
+        Value::Bool(true) => out.put(b"true"),
+        Value::Bool(false) => out.put(b"false"),
         Value::Number(n) => write_number(out, n),
         Value::String(s) => write_str(out, s),
         Value::Array(items) => {
-            out.push(b'[');
+            out.put_byte(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(b',');
+                    out.put_byte(b',');
+                }
+                if S::STOPS && out.done() {
+                    return;
                 }
                 write_value(out, item);
             }
-            out.push(b']');
+            out.put_byte(b']');
         }
         Value::Object(map) => write_map(out, map),
     }
 }
 
 /// Appends an object's compact JSON encoding to `out` (as [`write_value`] writes it).
-pub fn write_map(out: &mut Vec<u8>, map: &serde_json::Map<String, Value>) {
-    out.push(b'{');
+pub fn write_map<S: Sink>(out: &mut S, map: &serde_json::Map<String, Value>) {
+    out.put_byte(b'{');
     for (i, (key, item)) in map.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.put_byte(b',');
+        }
+        if S::STOPS && out.done() {
+            return;
         }
         write_str(out, key);
-        out.push(b':');
+        out.put_byte(b':');
         write_value(out, item);
     }
-    out.push(b'}');
+    out.put_byte(b'}');
 }
 
 /// Appends a number as serde_json writes it.
-pub(super) fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
-    // Writing into a Vec cannot fail; a number has no other failure.
-    if serde_json::to_writer(&mut *out, n).is_err() {
-        out.extend_from_slice(b"null");
+pub(super) fn write_number<S: Sink>(out: &mut S, n: &serde_json::Number) {
+    /// serde_json's writer, over a sink.
+    struct Writer<'a, S>(&'a mut S);
+    impl<S: Sink> std::io::Write for Writer<'_, S> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.put(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // Writing into a sink cannot fail; a number has no other failure.
+    if serde_json::to_writer(Writer(&mut *out), n).is_err() {
+        out.put(b"null");
     }
 }
 
 /// Appends `s` as a JSON string (quoted and escaped as serde_json escapes it).
-pub fn write_str(out: &mut Vec<u8>, s: &str) {
+pub fn write_str<S: Sink>(out: &mut S, s: &str) {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
@@ -74,7 +167,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     };
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
-    out.push(b'"');
+    out.put_byte(b'"');
     // `start..i` is a run of bytes that need no escape, not yet copied.
     let mut start = 0;
     let mut i = 0;
@@ -84,6 +177,13 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
             && !needs_escape(u64::from_ne_bytes(word))
         {
             i += 8;
+            if S::STOPS && i - start >= CHUNK {
+                out.put(&bytes[start..i]);
+                start = i;
+                if out.done() {
+                    return;
+                }
+            }
             continue;
         }
         // The last few bytes, or a word with something to escape: byte by byte up to the end
@@ -92,15 +192,18 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
         while i < end {
             let b = bytes[i];
             if let Some(escaped) = escape(b) {
-                out.extend_from_slice(&bytes[start..i]);
+                out.put(&bytes[start..i]);
                 escaped.write(out);
                 start = i + 1;
             }
             i += 1;
         }
+        if S::STOPS && out.done() {
+            return;
+        }
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
+    out.put(&bytes[start..]);
+    out.put_byte(b'"');
 }
 
 /// How one byte is escaped.
@@ -112,11 +215,11 @@ enum Escape {
 }
 
 impl Escape {
-    fn write(self, out: &mut Vec<u8>) {
+    fn write<S: Sink>(self, out: &mut S) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         match self {
-            Self::Short(c) => out.extend_from_slice(&[b'\\', c]),
-            Self::Unicode(b) => out.extend_from_slice(&[
+            Self::Short(c) => out.put(&[b'\\', c]),
+            Self::Unicode(b) => out.put(&[
                 b'\\',
                 b'u',
                 b'0',

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::ContentBlock;
-use super::encode::{write_str, write_value};
+use super::encode::{Counter, Sink, write_str, write_value};
 
 /// A result object ready to be written into an outgoing message as it is: bytes already
 /// encoded (a cached list page, a 2026-07-28 result with its constant members), or a tool's
@@ -147,35 +147,44 @@ impl ToolResult {
     /// Appends the result's encoding, with the 2026-07-28 members when `modern_meta` is given
     /// (members in sorted order, as the value's encoding has them). Returns the length of the
     /// result without those members: what `max_result_size` bounds.
-    pub(crate) fn write(&self, out: &mut Vec<u8>, modern_meta: Option<&[u8]>) -> usize {
+    pub(crate) fn write<S: Sink>(&self, out: &mut S, modern_meta: Option<&[u8]>) -> usize {
         out.reserve(self.len_hint(modern_meta));
-        let start = out.len();
+        let start = out.written();
         let mut era = 0;
-        out.push(b'{');
+        out.put_byte(b'{');
         if let Some(meta) = modern_meta {
-            let at = out.len();
-            out.extend_from_slice(br#""_meta":"#);
-            out.extend_from_slice(meta);
-            out.push(b',');
-            era += out.len() - at;
+            let at = out.written();
+            out.put(br#""_meta":"#);
+            out.put(meta);
+            out.put_byte(b',');
+            era += out.written() - at;
         }
-        out.extend_from_slice(br#""content":"#);
+        out.put(br#""content":"#);
         write_blocks(out, &self.content);
         if self.is_error {
-            out.extend_from_slice(br#","isError":true"#);
+            out.put(br#","isError":true"#);
         }
         if modern_meta.is_some() {
-            let at = out.len();
-            out.extend_from_slice(br#","resultType":"#);
-            out.extend_from_slice(COMPLETE);
-            era += out.len() - at;
+            let at = out.written();
+            out.put(br#","resultType":"#);
+            out.put(COMPLETE);
+            era += out.written() - at;
         }
         if let Some(s) = &self.structured {
-            out.extend_from_slice(br#","structuredContent":"#);
+            out.put(br#","structuredContent":"#);
             write_value(out, s);
         }
-        out.push(b'}');
-        out.len() - start - era
+        out.put_byte(b'}');
+        out.written() - start - era
+    }
+
+    /// The exact length of the encoding without the 2026-07-28 members (what
+    /// `max_result_size` bounds) when it is at most `limit`; `None` past it. Counted, never
+    /// held: the encoder stops soon after the count passes `limit`.
+    pub(crate) fn len_within(&self, limit: usize) -> Option<usize> {
+        let mut counter = Counter::until(limit);
+        let len = self.write(&mut counter, None);
+        (!counter.done() && len <= limit).then_some(len)
     }
 
     /// About the encoding's length when nothing needs escaping (room to reserve, so that the
@@ -262,23 +271,23 @@ fn map_len_bound(map: &Map<String, Value>) -> usize {
 
 /// Appends `block` as `write_value(&block.clone().into_value())` would, without building the
 /// tree for the common kinds (text, image and audio).
-pub fn write_block(out: &mut Vec<u8>, block: &ContentBlock) {
+pub fn write_block<S: Sink>(out: &mut S, block: &ContentBlock) {
     // Members in sorted order: `_meta` < `annotations` < `data` < `mimeType` < `text` < `type`.
-    fn head(
-        out: &mut Vec<u8>,
+    fn head<S: Sink>(
+        out: &mut S,
         meta: Option<&Map<String, Value>>,
         ann: Option<&Map<String, Value>>,
     ) {
-        out.push(b'{');
+        out.put_byte(b'{');
         if let Some(meta) = meta {
-            out.extend_from_slice(br#""_meta":"#);
+            out.put(br#""_meta":"#);
             super::encode::write_map(out, meta);
-            out.push(b',');
+            out.put_byte(b',');
         }
         if let Some(ann) = ann {
-            out.extend_from_slice(br#""annotations":"#);
+            out.put(br#""annotations":"#);
             super::encode::write_map(out, ann);
-            out.push(b',');
+            out.put_byte(b',');
         }
     }
     match block {
@@ -288,9 +297,9 @@ pub fn write_block(out: &mut Vec<u8>, block: &ContentBlock) {
             meta,
         } => {
             head(out, meta.as_ref(), annotations.as_ref());
-            out.extend_from_slice(br#""text":"#);
+            out.put(br#""text":"#);
             write_str(out, text);
-            out.extend_from_slice(br#","type":"text"}"#);
+            out.put(br#","type":"text"}"#);
         }
         ContentBlock::Image {
             data,
@@ -305,11 +314,11 @@ pub fn write_block(out: &mut Vec<u8>, block: &ContentBlock) {
             meta,
         } => {
             head(out, meta.as_ref(), annotations.as_ref());
-            out.extend_from_slice(br#""data":"#);
+            out.put(br#""data":"#);
             write_str(out, data);
-            out.extend_from_slice(br#","mimeType":"#);
+            out.put(br#","mimeType":"#);
             write_str(out, mime_type);
-            out.extend_from_slice(if matches!(block, ContentBlock::Image { .. }) {
+            out.put(if matches!(block, ContentBlock::Image { .. }) {
                 br#","type":"image"}"#
             } else {
                 br#","type":"audio"}"#
@@ -320,55 +329,58 @@ pub fn write_block(out: &mut Vec<u8>, block: &ContentBlock) {
 }
 
 /// Appends `blocks` as a JSON array of [`write_block`]s.
-pub fn write_blocks(out: &mut Vec<u8>, blocks: &[ContentBlock]) {
-    out.push(b'[');
+pub fn write_blocks<S: Sink>(out: &mut S, blocks: &[ContentBlock]) {
+    out.put_byte(b'[');
     for (i, block) in blocks.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.put_byte(b',');
+        }
+        if S::STOPS && out.done() {
+            return;
         }
         write_block(out, block);
     }
-    out.push(b']');
+    out.put_byte(b']');
 }
 
 /// Appends `map` as a JSON object with `extras` (member name, encoded value) written among its
 /// members at their sorted places, as if they had been inserted into the map. `extras` must be
 /// sorted by name and name no member of `map` (the caller checks). Returns how many bytes the
 /// extras took, separators included.
-pub fn write_object_with(
-    out: &mut Vec<u8>,
+pub fn write_object_with<S: Sink>(
+    out: &mut S,
     map: &Map<String, Value>,
     extras: &[(&str, &[u8])],
 ) -> usize {
     let mut members = 0usize;
     let mut extra_bytes = 0;
-    let mut name = |out: &mut Vec<u8>, name: &str| {
+    let mut name = |out: &mut S, name: &str| {
         if members > 0 {
-            out.push(b',');
+            out.put_byte(b',');
         }
         members += 1;
         write_str(out, name);
-        out.push(b':');
+        out.put_byte(b':');
     };
     let mut pending = extras.iter().peekable();
-    out.push(b'{');
+    out.put_byte(b'{');
     for (key, item) in map {
         while let Some((extra, value)) = pending.next_if(|(extra, _)| *extra < key.as_str()) {
-            let at = out.len();
+            let at = out.written();
             name(out, extra);
-            out.extend_from_slice(value);
-            extra_bytes += out.len() - at;
+            out.put(value);
+            extra_bytes += out.written() - at;
         }
         name(out, key);
         write_value(out, item);
     }
     for (extra, value) in pending {
-        let at = out.len();
+        let at = out.written();
         name(out, extra);
-        out.extend_from_slice(value);
-        extra_bytes += out.len() - at;
+        out.put(value);
+        extra_bytes += out.written() - at;
     }
-    out.push(b'}');
+    out.put_byte(b'}');
     // Each extra costs its member and one comma. An extra written first put no comma before
     // itself, but made the next member write one: the total is the same, except when there is
     // no member of the map at all (then the first extra's comma is not there).
@@ -482,5 +494,44 @@ mod tests {
             typed.clone().into_shared().encoded_len(),
             Some(e.to_vec().len())
         );
+    }
+
+    #[test]
+    fn measuring_an_oversized_result_stops_soon_after_the_limit() {
+        use super::super::encode::CHUNK;
+        let big = |text: String| ToolResult {
+            content: vec![ContentBlock::text(text)],
+            structured: Some(json!({"k": "v"})),
+            is_error: false,
+        };
+        // 10 MB without escapes, with escapes only, and over many blocks: each measured
+        // against 1 KiB is given at most the limit and about one chunk, never its encoding.
+        let plain = big("x".repeat(10 << 20));
+        let escaped = big("\n".repeat(5 << 20));
+        let many = ToolResult {
+            content: (0..100_000)
+                .map(|_| ContentBlock::text("y".repeat(100)))
+                .collect(),
+            structured: None,
+            is_error: false,
+        };
+        for result in [&plain, &escaped, &many] {
+            let mut counter = Counter::until(1024);
+            result.write(&mut counter, None);
+            assert!(counter.done());
+            let given = counter.written();
+            assert!(given <= 1024 + CHUNK + 128, "{given}");
+            assert_eq!(result.len_within(1024), None);
+        }
+        // At and around the limit the length is exact, as a buffer measures it.
+        for text in ["", "a", "é\"\u{1}", &"z".repeat(3 * CHUNK + 5)] {
+            let result = big(text.to_owned());
+            let mut out = Vec::new();
+            let exact = result.write(&mut out, None);
+            assert_eq!(exact, out.len());
+            assert_eq!(result.len_within(exact), Some(exact));
+            assert_eq!(result.len_within(exact - 1), None);
+            assert_eq!(result.len_within(usize::MAX), Some(exact));
+        }
     }
 }
