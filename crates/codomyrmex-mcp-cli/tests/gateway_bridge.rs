@@ -125,6 +125,38 @@ fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToo
             },
         )
         .unwrap();
+    // Two calls in flight at once, one of which asks for input while the other waits for it
+    // (barriers of two before and after the ask).
+    let around = Arc::new(tokio::sync::Barrier::new(2));
+    tools
+        .register(
+            "ask_of_two",
+            schema.clone(),
+            move |args: Map<String, Value>, cx: ToolContext| {
+                let around = around.clone();
+                async move {
+                    let asks = args.get("ask").and_then(Value::as_bool).unwrap_or(false);
+                    let _ = tokio::time::timeout(GUARD, around.wait()).await;
+                    let out = if asks {
+                        match cx
+                            .input("form", InputRequest::form("name?", json!({"type": "object"})))
+                            .await
+                        {
+                            Ok(r) => r["content"]["name"].as_str().unwrap_or("?").to_owned(),
+                            Err(e) => {
+                                let _ = tokio::time::timeout(GUARD, around.wait()).await;
+                                return ToolOutput::failure(e.into());
+                            }
+                        }
+                    } else {
+                        "quiet".to_owned()
+                    };
+                    let _ = tokio::time::timeout(GUARD, around.wait()).await;
+                    text(out)
+                }
+            },
+        )
+        .unwrap();
     tools
         .register(
             "progress",
@@ -488,6 +520,37 @@ async fn logs_of_concurrent_calls(era: EraPreference) {
         assert_eq!(heard, ["a".to_owned(), "b".to_owned()].into(), "{up}");
     }
     client.close(Duration::from_secs(5)).await;
+}
+
+/// Two calls in flight to one 2025-11-25 upstream over Streamable HTTP, one of which elicits:
+/// the upstream's request goes to the call on whose stream it arrived, and this client (of
+/// either era) answers it for that call; the other call ends as it would alone.
+async fn input_of_concurrent_calls(era: EraPreference) {
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, era).await;
+    for up in ["old", "new"] {
+        let name = format!("{up}.ask_of_two");
+        let call = |ask: bool| client.call_tool(&name, json!({"ask": ask}));
+        let (a, b) = tokio::time::timeout(GUARD, async { tokio::join!(call(true), call(false)) })
+            .await
+            .expect("no hang");
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_ne!(a["isError"], true, "{up}: {a}");
+        assert_eq!(a["content"][0]["text"], "ada", "{up}: {a}");
+        assert_eq!(b["content"][0]["text"], "quiet", "{up}: {b}");
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_client_answers_the_input_of_one_of_two_concurrent_calls() {
+    input_of_concurrent_calls(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_answers_the_input_of_one_of_two_concurrent_calls() {
+    input_of_concurrent_calls(EraPreference::Modern).await;
 }
 
 #[tokio::test]
