@@ -1,5 +1,6 @@
 //! The client's reader side: each message the transport hands in goes to the request
-//! waiting for it, to a handler (server requests, progress, log messages) or to the
+//! waiting for it, to a handler (server requests and log messages go to the handlers of the
+//! request on whose stream they arrived, if it set its own; progress) or to the
 //! notification queue, until the transport ends; then every waiting request fails. It sends
 //! nothing of its own but the answers to server requests.
 
@@ -54,11 +55,15 @@ pub(super) async fn dispatch(
                 }
             }
             ServerMessage::Request { id, method, params } => {
+                // The handlers of the request on whose stream it came, if it set its own.
+                let own = on_stream
+                    .as_ref()
+                    .and_then(|r| lock(&shared.own).get(r).and_then(|h| h.input.clone()));
                 let shared = shared.clone();
                 let outbox = outbox.clone();
                 tokio::spawn(async move {
-                    let outcome = shared
-                        .handlers
+                    let handlers = own.as_ref().unwrap_or(&shared.handlers);
+                    let outcome = handlers
                         .answer(InputRequest::classify(&method, params))
                         .await;
                     // The client closed meanwhile: nobody to answer for.
@@ -81,7 +86,7 @@ pub(super) async fn dispatch(
                         // it set one; else the client's.
                         let own = on_stream
                             .as_ref()
-                            .and_then(|id| lock(&shared.logs).get(id).cloned());
+                            .and_then(|id| lock(&shared.own).get(id).and_then(|h| h.log.clone()));
                         if let Some(h) = own.as_ref().or(shared.handlers.logging_handler()) {
                             h(params.clone());
                         }
