@@ -914,6 +914,55 @@ async fn a_2026_client_hears_updates_of_a_templated_resource() {
     templated_updates(EraPreference::Modern).await;
 }
 
+/// The next `Subscribed`/`Unsubscribed` event of the upstream's registry (updates skipped).
+async fn next_subscription_event(
+    events: &mut codomyrmex_mcp::sync::Receiver<codomyrmex_mcp::resources::ResourceEvent>,
+) -> codomyrmex_mcp::resources::ResourceEvent {
+    use codomyrmex_mcp::resources::ResourceEvent;
+    use codomyrmex_mcp::sync::Recv;
+    loop {
+        match tokio::time::timeout(GUARD, events.recv())
+            .await
+            .expect("no hang")
+        {
+            Recv::Value(ResourceEvent::Updated(_)) | Recv::Lagged(_) => {}
+            Recv::Value(e) => return e,
+            Recv::Closed => panic!("the upstream's registry is gone"),
+        }
+    }
+}
+
+/// A URI subscribed at an upstream through the gateway is unsubscribed there once the last
+/// client subscribed to it at the gateway unsubscribes, whichever era the upstream speaks
+/// (2025-11-25: `resources/unsubscribe`; 2026-07-28: a listen stream without it).
+#[tokio::test]
+async fn the_last_unsubscribe_at_the_gateway_reaches_the_upstream() {
+    use codomyrmex_mcp::resources::ResourceEvent;
+    let (url, _, resources) = upstream().await;
+    let mut events = resources.subscribe_updates();
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, EraPreference::Legacy).await;
+    for (local, up) in [("old+tmpl://a", "tmpl://a"), ("new+tmpl://b", "tmpl://b")] {
+        client.subscribe(local).await.unwrap();
+        // The gateway subscribes at the upstream (the mounted resources first, on connecting).
+        while next_subscription_event(&mut events).await != ResourceEvent::Subscribed(up.into()) {}
+        let unsubscribe = json!({"uri": local});
+        client
+            .request("resources/unsubscribe", unsubscribe)
+            .await
+            .unwrap();
+        loop {
+            let e = next_subscription_event(&mut events).await;
+            if e == ResourceEvent::Unsubscribed(up.into()) {
+                break;
+            }
+            // A 2026-07-28 upstream's listen stream is opened anew with the rest.
+            assert!(matches!(e, ResourceEvent::Subscribed(_)), "{local}: {e:?}");
+        }
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
 /// The gateway's 2026-07-28 lists may be cached no longer than its upstreams' own.
 #[tokio::test]
 async fn the_gateways_list_ttl_is_no_longer_than_its_upstreams() {

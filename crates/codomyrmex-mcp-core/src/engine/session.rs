@@ -518,7 +518,10 @@ mod tests {
         let mut next = || futures_executor::block_on(events.recv());
         let (a, b) = (Session::new(1), Session::new(1));
         assert!(a.subscribe("x://1", Some(&registry)));
-        assert!(a.subscribe("x://1", Some(&registry)), "again: no second count");
+        assert!(
+            a.subscribe("x://1", Some(&registry)),
+            "again: no second count"
+        );
         assert!(b.subscribe("x://1", Some(&registry)));
         assert!(b.subscribe("x://2", Some(&registry)));
         for uri in ["x://1", "x://1", "x://2"] {

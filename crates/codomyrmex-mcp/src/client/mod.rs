@@ -873,6 +873,13 @@ impl McpClient {
             .map(|_| ())
     }
 
+    /// `resources/unsubscribe` (legacy era).
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.request("resources/unsubscribe", json!({"uri": uri}))
+            .await
+            .map(|_| ())
+    }
+
     /// `completion/complete`: `reference` is `{"type": "ref/prompt", "name"}` or
     /// `{"type": "ref/resource", "uri"}`.
     pub async fn complete(
