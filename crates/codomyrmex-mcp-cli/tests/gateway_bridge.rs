@@ -29,6 +29,8 @@ use codomyrmex_mcp::{
 use serde_json::{Map, Value, json};
 
 const GUARD: Duration = Duration::from_secs(60);
+/// Told by the test client's handler when the `withdraw` tool's request reached it.
+static WITHDRAW: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 fn text(t: impl Into<String>) -> ToolOutput {
     ToolOutput::content(vec![ContentBlock::text(t)])
@@ -157,6 +159,22 @@ fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToo
                     let _ = tokio::time::timeout(GUARD, around.wait()).await;
                     text(out)
                 }
+            },
+        )
+        .unwrap();
+    tools
+        .register(
+            "withdraw",
+            schema.clone(),
+            |_: Map<String, Value>, cx: ToolContext| async move {
+                // Asks, and withdraws the request once the client has it (dropping the ask).
+                tokio::select! {
+                    r = cx.input("form", InputRequest::form("name?", json!({"type": "object"}))) => {
+                        return text(format!("answered: {r:?}"));
+                    }
+                    () = WITHDRAW.notified() => {}
+                }
+                text("withdrawn")
             },
         )
         .unwrap();
@@ -912,6 +930,45 @@ async fn a_2025_client_hears_updates_of_a_templated_resource() {
 #[tokio::test]
 async fn a_2026_client_hears_updates_of_a_templated_resource() {
     templated_updates(EraPreference::Modern).await;
+}
+
+/// A 2025-11-25 upstream that withdraws its request (`notifications/cancelled`) has it
+/// withdrawn at the gateway's 2025-11-25 client too: its handler stops unanswered.
+#[tokio::test]
+async fn an_upstreams_cancelled_request_is_cancelled_at_a_2025_client() {
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!("[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\n"),
+    )
+    .unwrap();
+    let (stopped_tx, mut stopped) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let handlers = ClientHandlers::new().elicitation(move |_| {
+        struct Stopped(tokio::sync::mpsc::UnboundedSender<()>);
+        impl Drop for Stopped {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
+        let stopped = Stopped(stopped_tx.clone());
+        async move {
+            let _stopped = stopped;
+            WITHDRAW.notify_one();
+            std::future::pending::<Result<Value, codomyrmex_mcp::wire::ErrorObject>>().await
+        }
+    });
+    let client = support::gateway_stdio(&config, EraPreference::Legacy, handlers).await;
+    let r = tokio::time::timeout(GUARD, client.call_tool("old.withdraw", json!({})))
+        .await
+        .expect("no hang")
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], "withdrawn", "{r}");
+    tokio::time::timeout(GUARD, stopped.recv())
+        .await
+        .expect("the client's handler was never stopped");
+    client.close(Duration::from_secs(5)).await;
 }
 
 /// The next `Subscribed`/`Unsubscribed` event of the upstream's registry (updates skipped).

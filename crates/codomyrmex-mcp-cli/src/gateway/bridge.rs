@@ -584,12 +584,18 @@ async fn legacy_both(
     loop {
         tokio::select! {
             r = &mut call => return Bridged::Final(r),
-            Some(asked) = slot.asks.recv() => {
+            Some(mut asked) = slot.asks.recv() => {
                 n += 1;
-                let answer = ask(&context, &format!("in{n}"), &asked.method, asked.params)
-                    .await
-                    .map_err(as_error);
-                let _ = asked.answer.send(answer);
+                let key = format!("in{n}");
+                let asking = ask(&context, &key, &asked.method, asked.params.clone());
+                tokio::select! {
+                    answer = asking => {
+                        let _ = asked.answer.send(answer.map_err(as_error));
+                    }
+                    // The upstream withdrew it (`notifications/cancelled`): dropping the ask
+                    // cancels it at the gateway's client in turn.
+                    () = asked.answer.closed() => {}
+                }
             }
         }
     }
@@ -621,6 +627,16 @@ async fn parked_call(
             let Some(pending) = parked.pending.take() else {
                 return failed(&up.name, "the parked call had nothing pending");
             };
+            if pending.answer.is_closed() {
+                // 2026-07-28 has no way to withdraw an input request: the round ends here.
+                return failed(
+                    &up.name,
+                    format!(
+                        "it withdrew its {} (notifications/cancelled) before this answer came",
+                        pending.method
+                    ),
+                );
+            }
             match ask(
                 &context,
                 &parked.key,

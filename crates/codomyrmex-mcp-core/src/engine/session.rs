@@ -408,15 +408,27 @@ impl Session {
     }
 }
 
-/// Removes a pending client request when the waiting future is dropped.
+/// Removes a pending client request when the waiting future is dropped; one still waiting
+/// for its answer then (the tool stopped waiting, or its call was cancelled) is cancelled at
+/// the client with `notifications/cancelled` on `sink`, once it was sent.
 struct PendingGuard {
     session: Arc<Session>,
     id: RequestId,
+    sink: Option<Arc<dyn MessageSink>>,
 }
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        lock(&self.session.pending).remove(&self.id);
+        let waiting = lock(&self.session.pending).remove(&self.id).is_some();
+        if waiting && let Some(sink) = &self.sink {
+            sink.send(OutgoingMessage::Notification {
+                method: "notifications/cancelled",
+                params: serde_json::json!({
+                    "requestId": self.id,
+                    "reason": "the server no longer needs the answer",
+                }),
+            });
+        }
     }
 }
 
@@ -444,9 +456,10 @@ impl ClientRequester for SessionRequester {
                 }
                 pending.insert(id.clone(), tx);
             }
-            let _guard = PendingGuard {
+            let mut guard = PendingGuard {
                 session: session.clone(),
                 id: id.clone(),
+                sink: None,
             };
             if !sink.send(OutgoingMessage::Request {
                 id: id.clone(),
@@ -455,6 +468,7 @@ impl ClientRequester for SessionRequester {
             }) {
                 return Err(ClientRequestError::Unavailable);
             }
+            guard.sink = Some(sink);
             futures_util::select_biased! {
                 () = cancel.cancelled().fuse() => Err(ClientRequestError::Cancelled),
                 r = rx.fuse() => match r {

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::proto::{self, InputRequest, ServerMessage};
 use super::{ClientError, Inbound, Outgoing, Shared, lock};
+use crate::wire::RequestId;
 
 /// The reader side: routes each arriving message to its waiter, handler or the notification
 /// queue, until the transport ends.
@@ -59,21 +60,38 @@ pub(super) async fn dispatch(
                 let own = on_stream
                     .as_ref()
                     .and_then(|r| lock(&shared.own).get(r).and_then(|h| h.input.clone()));
-                let shared = shared.clone();
+                let task_shared = shared.clone();
                 let outbox = outbox.clone();
-                tokio::spawn(async move {
+                // Held while the task is entered below, so it cannot leave before.
+                let mut answering = lock(&shared.answering);
+                let task_id = id.clone();
+                let task = tokio::spawn(async move {
+                    let shared = task_shared;
                     let handlers = own.as_ref().unwrap_or(&shared.handlers);
                     let outcome = handlers
                         .answer(InputRequest::classify(&method, params))
                         .await;
+                    lock(&shared.answering).remove(&task_id);
                     // The client closed meanwhile: nobody to answer for.
                     if let Some(outbox) = outbox.upgrade() {
-                        let _ = outbox.send(proto::answer_bytes(&id, &outcome).into()).await;
+                        let _ = outbox
+                            .send(proto::answer_bytes(&task_id, &outcome).into())
+                            .await;
                     }
                 });
+                answering.insert(id, task.abort_handle());
             }
             ServerMessage::Notification { method, params } => {
                 match method.as_str() {
+                    "notifications/cancelled" => {
+                        // The server withdrew a request it sent: its handler stops unanswered.
+                        let id = params
+                            .get("requestId")
+                            .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok());
+                        if let Some(task) = id.and_then(|i| lock(&shared.answering).remove(&i)) {
+                            task.abort();
+                        }
+                    }
                     "notifications/progress" => {
                         let token = params.get("progressToken").and_then(Value::as_str);
                         let handler = token.and_then(|t| lock(&shared.progress).get(t).cloned());

@@ -211,6 +211,9 @@ struct Shared {
     /// The handlers of requests in flight that set their own ([`CallOptions::log`],
     /// [`CallOptions::input`]).
     own: Mutex<HashMap<RequestId, OwnHandlers>>,
+    /// The server's requests being answered, by id: a `notifications/cancelled` for one
+    /// stops its handler (and nothing is answered).
+    answering: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
     cache: Mutex<ListCache>,
     handlers: ClientHandlers,
 }
@@ -354,6 +357,7 @@ impl McpClient {
             close_reason: Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
             own: Mutex::new(HashMap::new()),
+            answering: Mutex::new(HashMap::new()),
             cache: Mutex::new(ListCache::default()),
             handlers: options.handlers,
         });
