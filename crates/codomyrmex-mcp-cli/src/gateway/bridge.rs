@@ -30,7 +30,11 @@
 //! (over stdio; over HTTP, one on the standalone stream, as our server sends those of a
 //! `prompts/get` or `resources/read` it answers as JSON) is refused with several calls in
 //! flight to that upstream (never guessed): calls, prompts and reads count alike.
-//! Cancellation of such a request by the upstream is not relayed.
+//!
+//! An upstream that withdraws its request (`notifications/cancelled`; the upstream's client
+//! stops the handler) has the gateway drop its ask: a 2025-11-25 client of the gateway gets
+//! `notifications/cancelled` for it in turn; a 2026-07-28 client, whose era cannot withdraw
+//! an input request, gets an error for the retry that answers it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -6,7 +6,7 @@
 //! - A 2025-11-25 upstream that declares `resources.subscribe` gets one `resources/subscribe`
 //!   per URI (after a refusal, no more).
 //! - A 2026-07-28 upstream gets one `subscriptions/listen` stream, which also asks for its
-//!   list changes. It is opened anew, with every URI, when the set grows, and reopened with
+//!   list changes. It is opened anew, with every URI, when the set changes, and reopened with
 //!   backoff (1 s doubling to 30 s; a stream that stayed open 30 s starts again at 1 s)
 //!   whenever it ends while the connection lives. Once a reopened stream is acknowledged,
 //!   [`Subscriptions::reopened`] says so: what changed while no stream was open was said on
