@@ -107,6 +107,7 @@ pub fn for_call() -> Progress {
                 progress: Some(Arc::new(|p: Value| eprintln!("{}", line(&p)))),
                 timeout: None,
                 log: None,
+                input: None,
             },
         };
     }
@@ -123,6 +124,7 @@ pub fn for_call() -> Progress {
             })),
             timeout: None,
             log: None,
+            input: None,
         },
     }
 }

@@ -29,6 +29,8 @@ use codomyrmex_mcp::{
 use serde_json::{Map, Value, json};
 
 const GUARD: Duration = Duration::from_secs(60);
+/// Told by the test client's handler when the `withdraw` tool's request reached it.
+static WITHDRAW: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 fn text(t: impl Into<String>) -> ToolOutput {
     ToolOutput::content(vec![ContentBlock::text(t)])
@@ -122,6 +124,57 @@ fn upstream_tools(dropped: tokio::sync::mpsc::UnboundedSender<()>) -> Arc<McpToo
                     cx.log(LoggingLevel::Warning, json!(tag));
                     text(tag)
                 }
+            },
+        )
+        .unwrap();
+    // Two calls in flight at once, one of which asks for input while the other waits for it
+    // (barriers of two before and after the ask).
+    let around = Arc::new(tokio::sync::Barrier::new(2));
+    tools
+        .register(
+            "ask_of_two",
+            schema.clone(),
+            move |args: Map<String, Value>, cx: ToolContext| {
+                let around = around.clone();
+                async move {
+                    let asks = args.get("ask").and_then(Value::as_bool).unwrap_or(false);
+                    let _ = tokio::time::timeout(GUARD, around.wait()).await;
+                    let out = if asks {
+                        match cx
+                            .input(
+                                "form",
+                                InputRequest::form("name?", json!({"type": "object"})),
+                            )
+                            .await
+                        {
+                            Ok(r) => r["content"]["name"].as_str().unwrap_or("?").to_owned(),
+                            Err(e) => {
+                                let _ = tokio::time::timeout(GUARD, around.wait()).await;
+                                return ToolOutput::failure(e.into());
+                            }
+                        }
+                    } else {
+                        "quiet".to_owned()
+                    };
+                    let _ = tokio::time::timeout(GUARD, around.wait()).await;
+                    text(out)
+                }
+            },
+        )
+        .unwrap();
+    tools
+        .register(
+            "withdraw",
+            schema.clone(),
+            |_: Map<String, Value>, cx: ToolContext| async move {
+                // Asks, and withdraws the request once the client has it (dropping the ask).
+                tokio::select! {
+                    r = cx.input("form", InputRequest::form("name?", json!({"type": "object"}))) => {
+                        return text(format!("answered: {r:?}"));
+                    }
+                    () = WITHDRAW.notified() => {}
+                }
+                text("withdrawn")
             },
         )
         .unwrap();
@@ -299,6 +352,7 @@ async fn bridge(era: EraPreference) {
             })),
             timeout: Some(GUARD),
             log: None,
+            input: None,
         };
         let r = client
             .call_tool_with(&format!("{up}.progress"), json!({}), &options)
@@ -490,6 +544,39 @@ async fn logs_of_concurrent_calls(era: EraPreference) {
     client.close(Duration::from_secs(5)).await;
 }
 
+/// Two calls in flight to one 2025-11-25 upstream over Streamable HTTP, one of which elicits:
+/// the upstream's request goes to the call on whose stream it arrived, and this client (of
+/// either era) answers it for that call; the other call ends as it would alone.
+async fn input_of_concurrent_calls(era: EraPreference) {
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, era).await;
+    // Only the 2025-11-25 upstream: a 2026-07-28 one runs the asking tool again on the retry,
+    // without its partner.
+    for up in ["old"] {
+        let name = format!("{up}.ask_of_two");
+        let call = |ask: bool| client.call_tool(&name, json!({"ask": ask}));
+        let (a, b) = tokio::time::timeout(GUARD, async { tokio::join!(call(true), call(false)) })
+            .await
+            .expect("no hang");
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_ne!(a["isError"], true, "{up}: {a}");
+        assert_eq!(a["content"][0]["text"], "ada", "{up}: {a}");
+        assert_eq!(b["content"][0]["text"], "quiet", "{up}: {b}");
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn a_2025_client_answers_the_input_of_one_of_two_concurrent_calls() {
+    input_of_concurrent_calls(EraPreference::Legacy).await;
+}
+
+#[tokio::test]
+async fn a_2026_client_answers_the_input_of_one_of_two_concurrent_calls() {
+    input_of_concurrent_calls(EraPreference::Modern).await;
+}
+
 #[tokio::test]
 async fn a_2025_client_hears_the_logs_of_concurrent_calls_to_one_upstream() {
     logs_of_concurrent_calls(EraPreference::Legacy).await;
@@ -510,6 +597,7 @@ async fn logged_pair(client: &McpClient, up: &str, tag: &str) -> Vec<String> {
         log: Some(Arc::new(move |p: Value| {
             let _ = tx.send(p["data"].as_str().unwrap_or("?").to_owned());
         })),
+        input: None,
     };
     let params = json!({
         "name": format!("{up}.pair"),
@@ -782,6 +870,7 @@ fn listen(client: &Arc<McpClient>, uris: &[&str]) -> tokio::task::JoinHandle<()>
             progress: None,
             timeout: Some(GUARD * 4),
             log: None,
+            input: None,
         };
         let _ = client
             .request_round("subscriptions/listen", &params, &options)
@@ -843,6 +932,94 @@ async fn a_2026_client_hears_updates_of_a_templated_resource() {
     templated_updates(EraPreference::Modern).await;
 }
 
+/// A 2025-11-25 upstream that withdraws its request (`notifications/cancelled`) has it
+/// withdrawn at the gateway's 2025-11-25 client too: its handler stops unanswered.
+#[tokio::test]
+async fn an_upstreams_cancelled_request_is_cancelled_at_a_2025_client() {
+    let (url, _, _) = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!("[[upstream]]\nname = \"old\"\nurl = \"{url}\"\nera = \"legacy\"\n"),
+    )
+    .unwrap();
+    let (stopped_tx, mut stopped) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let handlers = ClientHandlers::new().elicitation(move |_| {
+        struct Stopped(tokio::sync::mpsc::UnboundedSender<()>);
+        impl Drop for Stopped {
+            fn drop(&mut self) {
+                let _ = self.0.send(());
+            }
+        }
+        let stopped = Stopped(stopped_tx.clone());
+        async move {
+            let _stopped = stopped;
+            WITHDRAW.notify_one();
+            std::future::pending::<Result<Value, codomyrmex_mcp::wire::ErrorObject>>().await
+        }
+    });
+    let client = support::gateway_stdio(&config, EraPreference::Legacy, handlers).await;
+    let r = tokio::time::timeout(GUARD, client.call_tool("old.withdraw", json!({})))
+        .await
+        .expect("no hang")
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], "withdrawn", "{r}");
+    tokio::time::timeout(GUARD, stopped.recv())
+        .await
+        .expect("the client's handler was never stopped");
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// The next `Subscribed`/`Unsubscribed` event of the upstream's registry (updates skipped).
+async fn next_subscription_event(
+    events: &mut codomyrmex_mcp::sync::Receiver<codomyrmex_mcp::resources::ResourceEvent>,
+) -> codomyrmex_mcp::resources::ResourceEvent {
+    use codomyrmex_mcp::resources::ResourceEvent;
+    use codomyrmex_mcp::sync::Recv;
+    loop {
+        match tokio::time::timeout(GUARD, events.recv())
+            .await
+            .expect("no hang")
+        {
+            Recv::Value(ResourceEvent::Updated(_)) | Recv::Lagged(_) => {}
+            Recv::Value(e) => return e,
+            Recv::Closed => panic!("the upstream's registry is gone"),
+        }
+    }
+}
+
+/// A URI subscribed at an upstream through the gateway is unsubscribed there once the last
+/// client subscribed to it at the gateway unsubscribes, whichever era the upstream speaks
+/// (2025-11-25: `resources/unsubscribe`; 2026-07-28: a listen stream without it).
+#[tokio::test]
+async fn the_last_unsubscribe_at_the_gateway_reaches_the_upstream() {
+    use codomyrmex_mcp::resources::ResourceEvent;
+    let (url, _, resources) = upstream().await;
+    let mut events = resources.subscribe_updates();
+    let dir = tempfile::tempdir().unwrap();
+    let client = gateway(dir.path(), &url, EraPreference::Legacy).await;
+    for (local, up) in [("old+tmpl://a", "tmpl://a"), ("new+tmpl://b", "tmpl://b")] {
+        client.subscribe(local).await.unwrap();
+        // The gateway subscribes at the upstream (the mounted resources first, on connecting).
+        while next_subscription_event(&mut events).await != ResourceEvent::Subscribed(up.into()) {}
+        let unsubscribe = json!({"uri": local});
+        client
+            .request("resources/unsubscribe", unsubscribe)
+            .await
+            .unwrap();
+        loop {
+            let e = next_subscription_event(&mut events).await;
+            if e == ResourceEvent::Unsubscribed(up.into()) {
+                break;
+            }
+            // A 2026-07-28 upstream's listen stream is opened anew with the rest.
+            assert!(matches!(e, ResourceEvent::Subscribed(_)), "{local}: {e:?}");
+        }
+    }
+    client.close(Duration::from_secs(5)).await;
+}
+
 /// The gateway's 2026-07-28 lists may be cached no longer than its upstreams' own.
 #[tokio::test]
 async fn the_gateways_list_ttl_is_no_longer_than_its_upstreams() {
@@ -865,6 +1042,7 @@ async fn cancel(era: EraPreference) {
             progress: None,
             timeout: Some(Duration::from_millis(300)),
             log: None,
+            input: None,
         };
         let r = client
             .call_tool_with(&format!("{up}.hang"), json!({}), &options)

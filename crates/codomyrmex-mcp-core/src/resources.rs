@@ -213,6 +213,46 @@ pub enum ResourceEvent {
     /// stream naming it), which may be a static resource, a URI of a template, or none: a
     /// registry whose resources come from elsewhere (a gateway's) subscribes at their source.
     Subscribed(String),
+    /// The last client subscribed to this URI unsubscribed, or its session or listen stream
+    /// ended: a registry whose resources come from elsewhere unsubscribes at their source.
+    Unsubscribed(String),
+}
+
+/// One client's subscription to a URI, counted by its registry while it lives; when the last
+/// one of a URI is dropped, the registry sends [`ResourceEvent::Unsubscribed`].
+pub(crate) struct Subscriber {
+    registry: std::sync::Weak<McpResourceRegistry>,
+    uri: String,
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        let Some(registry) = self.registry.upgrade() else {
+            return;
+        };
+        let last = {
+            let mut counts = registry
+                .subscribers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match counts.get_mut(&self.uri) {
+                Some(n) if *n > 1 => {
+                    *n -= 1;
+                    false
+                }
+                Some(_) => {
+                    counts.remove(&self.uri);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last {
+            registry
+                .updates
+                .send(ResourceEvent::Unsubscribed(std::mem::take(&mut self.uri)));
+        }
+    }
 }
 
 /// Resources and templates.
@@ -222,6 +262,8 @@ pub struct McpResourceRegistry {
     listers: RwLock<Vec<Arc<dyn ResourceLister>>>,
     generation: Generation,
     updates: Broadcast<ResourceEvent>,
+    /// How many live [`Subscriber`]s each URI has.
+    subscribers: std::sync::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl Default for McpResourceRegistry {
@@ -262,6 +304,7 @@ impl McpResourceRegistry {
             listers: RwLock::new(Vec::new()),
             generation: Generation::new(),
             updates: Broadcast::new(256),
+            subscribers: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -408,9 +451,21 @@ impl McpResourceRegistry {
     }
 
     /// Tells [`subscribe_updates`](Self::subscribe_updates) receivers that a client
-    /// subscribed to `uri` ([`ResourceEvent::Subscribed`]).
-    pub(crate) fn note_subscribed(&self, uri: &str) {
+    /// subscribed to `uri` ([`ResourceEvent::Subscribed`]); the subscription is counted until
+    /// the returned [`Subscriber`] is dropped ([`ResourceEvent::Unsubscribed`] after the
+    /// last).
+    pub(crate) fn note_subscribed(self: &Arc<Self>, uri: &str) -> Subscriber {
+        *self
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(uri.to_owned())
+            .or_insert(0) += 1;
         self.updates.send(ResourceEvent::Subscribed(uri.to_owned()));
+        Subscriber {
+            registry: Arc::downgrade(self),
+            uri: uri.to_owned(),
+        }
     }
 
     /// Changes whenever the lists change.

@@ -163,6 +163,7 @@ async fn progress_reaches_the_callback() {
             })),
             timeout: None,
             log: None,
+            input: None,
         };
         let r = c
             .call_tool_with("progress", json!({}), &options)
@@ -189,6 +190,7 @@ async fn a_dropped_or_timed_out_call_is_cancelled_on_the_server() {
         })),
         timeout: None,
         log: None,
+        input: None,
     };
     {
         let call = c.call_tool_with("hang", json!({}), &options);
@@ -207,6 +209,7 @@ async fn a_dropped_or_timed_out_call_is_cancelled_on_the_server() {
         progress: None,
         timeout: Some(Duration::from_millis(200)),
         log: None,
+        input: None,
     };
     let e = c
         .call_tool_with("hang", json!({}), &timeout)
@@ -324,6 +327,7 @@ async fn bad_input_from_a_server_gives_clear_errors() {
                 progress: None,
                 timeout: Some(Duration::from_millis(100)),
                 log: None,
+                input: None,
             },
         )
         .await
@@ -334,6 +338,7 @@ async fn bad_input_from_a_server_gives_clear_errors() {
         progress: None,
         timeout: Some(Duration::from_millis(100)),
         log: None,
+        input: None,
     };
     let params = json!({});
     let round = silent.request_round("x", &params, &options);

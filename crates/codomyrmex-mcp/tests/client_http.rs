@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::http::HttpTarget;
-use codomyrmex_mcp::client::{ClientOptions, EraPreference};
+use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
 use codomyrmex_mcp::{ClientError, Era, McpClient};
 use http_support::{HANG, config, eventually, start};
 use serde_json::{Value, json};
@@ -360,6 +360,7 @@ async fn dropping_a_modern_call_closes_its_post_stream() {
         })),
         timeout: None,
         log: None,
+        input: None,
     };
     {
         let call = c.call_tool_with("wait_cancel", json!({}), &options);
@@ -376,4 +377,56 @@ async fn dropping_a_modern_call_closes_its_post_stream() {
     .await;
     c.close(HANG).await;
     server.stop().await;
+}
+
+/// A server request that arrives on a call's POST stream is answered by that call's own
+/// handlers ([`CallOptions::input`]), not the client's.
+#[tokio::test]
+async fn a_server_request_on_a_calls_stream_is_answered_by_its_own_handlers() {
+    let (url, log) = fake(|seen, log| {
+        if seen.body["method"] == "tools/call" {
+            let ask = json!({"jsonrpc": "2.0", "id": "srv1", "method": "roots/list"});
+            let done = json!({"jsonrpc": "2.0", "id": seen.body["id"], "result": {"content": []}});
+            return format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: {ask}\r\n\r\ndata: {done}\r\n\r\n").into_bytes();
+        }
+        legacy_server(&[])(seen, log)
+    })
+    .await;
+    let target = HttpTarget {
+        url: url.clone(),
+        headers: vec![],
+        token: None,
+        ca_file: None,
+    };
+    let roots = |uri: &str| vec![json!({"uri": uri, "name": "r"})];
+    let options = ClientOptions {
+        handlers: ClientHandlers::new().roots(roots("file:///client")),
+        ..ClientOptions::default()
+    };
+    let c = McpClient::connect_http(target, options).unwrap();
+    c.negotiate(EraPreference::Legacy, HANG).await.unwrap();
+    let own = CallOptions {
+        input: Some(ClientHandlers::new().roots(roots("file:///own"))),
+        ..CallOptions::default()
+    };
+    c.call_tool_with("t", json!({}), &own).await.unwrap();
+    let deadline = tokio::time::Instant::now() + HANG;
+    let answer = loop {
+        let found = log
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|s| s.body["id"] == "srv1")
+            .map(|s| s.body.clone());
+        if let Some(a) = found {
+            break a;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never answered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        answer["result"]["roots"][0]["uri"], "file:///own",
+        "{answer}"
+    );
+    c.close(HANG).await;
 }

@@ -4,9 +4,11 @@
 //! answers back, whatever era each side speaks, and relays the request's progress and log
 //! messages to the gateway's client.
 //!
-//! - **2025-11-25 upstream**: it sends server-to-client requests on its session. The
-//!   upstream's [`McpClient`] answers them with [`Inbox::handlers`], which hand each request
-//!   to the one gateway call in flight to that upstream. A 2025-11-25 client of the gateway
+//! - **2025-11-25 upstream**: it sends server-to-client requests on its session. Over
+//!   Streamable HTTP, one that arrives on a call's stream goes to that call (its own handlers,
+//!   [`CallOptions::input`]), however many are in flight; one that names no call (over stdio,
+//!   or on no call's stream) goes to the one gateway call in flight to that upstream
+//!   ([`Inbox::handlers`]). A 2025-11-25 client of the gateway
 //!   gets it as a server-to-client request ([`ToolContext::input`]); a 2026-07-28 client gets
 //!   an input-required result: the upstream call is *parked* (kept running, with its pending
 //!   request) under an id the sealed `requestState` carries, and the client's retry answers
@@ -24,10 +26,15 @@
 //! flight) goes to the gateway's 2025-11-25 sessions that set a log level
 //! ([`Engine::log_to_sessions`]); 2026-07-28 clients get logs only with their requests.
 //!
-//! Not done here: a server-to-client request of a 2025-11-25 upstream carries nothing that
-//! names the call it belongs to, so with several calls in flight to that upstream it is
-//! refused (never guessed): calls, prompts and reads in flight to that upstream count alike.
-//! Cancellation of such a request by the upstream is not relayed.
+//! Not done here: a server-to-client request of a 2025-11-25 upstream that names no call
+//! (over stdio; over HTTP, one on the standalone stream, as our server sends those of a
+//! `prompts/get` or `resources/read` it answers as JSON) is refused with several calls in
+//! flight to that upstream (never guessed): calls, prompts and reads count alike.
+//!
+//! An upstream that withdraws its request (`notifications/cancelled`; the upstream's client
+//! stops the handler) has the gateway drop its ask: a 2025-11-25 client of the gateway gets
+//! `notifications/cancelled` for it in turn; a 2026-07-28 client, whose era cannot withdraw
+//! an input request, gets an error for the retry that answers it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,6 +92,8 @@ pub struct Inbox {
     /// The upstream is reached over Streamable HTTP, whose streams say which call a message
     /// belongs to (set by [`handlers`](Self::handlers)).
     streams: std::sync::atomic::AtomicBool,
+    /// The upstream's name, for errors.
+    upstream: String,
 }
 
 /// A call's place in the inbox; it leaves when this is dropped.
@@ -103,10 +112,20 @@ impl Drop for Place {
 struct Registered {
     _place: Place,
     asks: mpsc::Receiver<Asked>,
+    /// Where the upstream's requests for this call go ([`call_options`]).
+    to_asks: mpsc::Sender<Asked>,
     context: CurrentContext,
 }
 
 impl Inbox {
+    /// The inbox of the upstream named `upstream`.
+    pub fn new(upstream: &str) -> Self {
+        Self {
+            upstream: upstream.to_owned(),
+            ..Self::default()
+        }
+    }
+
     fn enter(
         self: &Arc<Self>,
         asks: Option<mpsc::Sender<Asked>>,
@@ -124,8 +143,9 @@ impl Inbox {
         let (tx, rx) = mpsc::channel(ASKS_PER_CALL);
         let context = Arc::new(Mutex::new(context));
         Registered {
-            _place: self.enter(Some(tx), context.clone()),
+            _place: self.enter(Some(tx.clone()), context.clone()),
             asks: rx,
+            to_asks: tx,
             context,
         }
     }
@@ -170,44 +190,35 @@ impl Inbox {
         }
     }
 
-    /// The handlers of the upstream's client: every request for input goes to the call in
-    /// flight; log messages as [`unrelated_log`](Self::unrelated_log) says, unless they came
-    /// on a call's stream (`streams`: the upstream is reached over Streamable HTTP), when
-    /// they go with that call ([`call_options`]).
+    /// The handlers of the upstream's client for what came on no call's stream (over stdio,
+    /// everything): a request for input goes to the one call in flight
+    /// ([`route`](Self::route)); log messages as [`unrelated_log`](Self::unrelated_log) says.
+    /// What came on a call's stream (`streams`: the upstream is reached over Streamable HTTP)
+    /// goes to that call's own handlers ([`call_options`]).
     pub fn handlers(self: &Arc<Self>, streams: bool) -> ClientHandlers {
         self.streams.store(streams, Ordering::Relaxed);
-        let ask = |method: &'static str| {
-            let inbox = self.clone();
-            move |params: Value| {
-                let inbox = inbox.clone();
-                async move { inbox.route(method, params).await }
-            }
-        };
+        let inbox = self.clone();
         let logs = self.clone();
-        ClientHandlers::new()
-            .sampling(ask("sampling/createMessage"))
-            .elicitation(ask("elicitation/create"))
-            .url_elicitation(ask("elicitation/create"))
-            .roots_with(ask("roots/list"))
-            .logging(move |params| logs.unrelated_log(&params, streams))
+        input_handlers(move |method, params| {
+            let inbox = inbox.clone();
+            async move { inbox.route(method, params).await }
+        })
+        .logging(move |params| logs.unrelated_log(&params, streams))
     }
 
-    async fn route(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    /// A request for input that names no call (over stdio, or over Streamable HTTP on no
+    /// call's stream: a request our server answers as JSON, `prompts/get` or
+    /// `resources/read`, sends its requests on the session's standalone stream): to the one
+    /// call in flight; otherwise refused, never guessed, naming the upstream.
+    async fn route(&self, method: &'static str, params: Value) -> Result<Value, ErrorObject> {
         let Some((Some(asks), _)) = self.only() else {
             return Err(ErrorObject::internal(format!(
-                "the gateway cannot tell which call this {method} belongs to"
+                "the gateway refused upstream {}'s {method}: it names no call (over stdio, or \
+                 on no call's stream over HTTP), and not exactly one call is in flight to it",
+                self.upstream
             )));
         };
-        let (tx, rx) = oneshot::channel();
-        let gone = || ErrorObject::internal("the call that asked has ended");
-        asks.send(Asked {
-            method: method.to_owned(),
-            params,
-            answer: tx,
-        })
-        .await
-        .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())?
+        relay_ask(&asks, method, params).await
     }
 
     /// Parks `call` under a new id, removed again after `ttl` if nobody takes it; `None`
@@ -235,6 +246,42 @@ impl Inbox {
     fn unpark(&self, id: u64) -> Option<Parked> {
         lock(&self.parked).remove(&id)
     }
+}
+
+/// Client handlers for the three kinds of input request, each handed to `route` with its
+/// method.
+fn input_handlers<F, Fut>(route: F) -> ClientHandlers
+where
+    F: Fn(&'static str, Value) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+{
+    let ask = |method: &'static str| {
+        let route = route.clone();
+        move |params: Value| route(method, params)
+    };
+    ClientHandlers::new()
+        .sampling(ask("sampling/createMessage"))
+        .elicitation(ask("elicitation/create"))
+        .url_elicitation(ask("elicitation/create"))
+        .roots_with(ask("roots/list"))
+}
+
+/// Hands an upstream's request to the call whose `asks` these are; its answer.
+async fn relay_ask(
+    asks: &mpsc::Sender<Asked>,
+    method: &str,
+    params: Value,
+) -> Result<Value, ErrorObject> {
+    let (tx, rx) = oneshot::channel();
+    let gone = || ErrorObject::internal("the call that asked has ended");
+    asks.send(Asked {
+        method: method.to_owned(),
+        params,
+        answer: tx,
+    })
+    .await
+    .map_err(|_| gone())?;
+    rx.await.map_err(|_| gone())?
 }
 
 /// A task aborted when dropped.
@@ -374,8 +421,13 @@ fn with_log_level(params: &mut Value, context: &ToolContext) {
 
 /// Progress of the upstream call (when the gateway's client asked for progress) and, when
 /// the upstream's transport can tell (`up`'s inbox says), the log messages that came on its
-/// stream, to whichever context is current.
-fn call_options(up: &Live, context: &CurrentContext) -> CallOptions {
+/// stream, to whichever context is current, and the requests for input that came on it, to
+/// `asks` (the call's, if it takes them).
+fn call_options(
+    up: &Live,
+    context: &CurrentContext,
+    asks: Option<&mpsc::Sender<Asked>>,
+) -> CallOptions {
     let streams = up.inbox.streams.load(Ordering::Relaxed);
     let wants = lock(context).meta().get("progressToken").is_some();
     let progress = context.clone();
@@ -397,6 +449,13 @@ fn call_options(up: &Live, context: &CurrentContext) -> CallOptions {
                 let c = lock(&logs).clone();
                 relay_log(&c, &p);
             }) as codomyrmex_mcp::client::NotificationHandler
+        }),
+        input: asks.filter(|_| streams).map(|asks| {
+            let asks = asks.clone();
+            input_handlers(move |method, params| {
+                let asks = asks.clone();
+                async move { relay_ask(&asks, method, params).await }
+            })
         }),
     }
 }
@@ -466,7 +525,7 @@ async fn modern_upstream(
     // In the inbox only so that the upstream's log messages reach this call's client.
     let current = Arc::new(Mutex::new(context.clone()));
     let _place = up.inbox.register_for_logs(current.clone());
-    let options = call_options(up, &current);
+    let options = call_options(up, &current, None);
     for _ in 0..MAX_ROUNDS {
         let result = match client.request_round(method, &params, &options).await {
             Ok(r) => r,
@@ -522,19 +581,25 @@ async fn legacy_both(
     context: ToolContext,
 ) -> Bridged {
     let mut slot = up.inbox.register(context.clone());
-    let options = call_options(up, &slot.context);
+    let options = call_options(up, &slot.context, Some(&slot.to_asks));
     let call = client.request_with(method, params, &options);
     tokio::pin!(call);
     let mut n = 0usize;
     loop {
         tokio::select! {
             r = &mut call => return Bridged::Final(r),
-            Some(asked) = slot.asks.recv() => {
+            Some(mut asked) = slot.asks.recv() => {
                 n += 1;
-                let answer = ask(&context, &format!("in{n}"), &asked.method, asked.params)
-                    .await
-                    .map_err(as_error);
-                let _ = asked.answer.send(answer);
+                let key = format!("in{n}");
+                let asking = ask(&context, &key, &asked.method, asked.params.clone());
+                tokio::select! {
+                    answer = asking => {
+                        let _ = asked.answer.send(answer.map_err(as_error));
+                    }
+                    // The upstream withdrew it (`notifications/cancelled`): dropping the ask
+                    // cancels it at the gateway's client in turn.
+                    () = asked.answer.closed() => {}
+                }
             }
         }
     }
@@ -566,6 +631,16 @@ async fn parked_call(
             let Some(pending) = parked.pending.take() else {
                 return failed(&up.name, "the parked call had nothing pending");
             };
+            if pending.answer.is_closed() {
+                // 2026-07-28 has no way to withdraw an input request: the round ends here.
+                return failed(
+                    &up.name,
+                    format!(
+                        "it withdrew its {} (notifications/cancelled) before this answer came",
+                        pending.method
+                    ),
+                );
+            }
             match ask(
                 &context,
                 &parked.key,
@@ -593,7 +668,7 @@ async fn parked_call(
                 return Bridged::Final(Err(ClientError::Closed));
             };
             let slot = up.inbox.register(context.clone());
-            let options = call_options(up, &slot.context);
+            let options = call_options(up, &slot.context, Some(&slot.to_asks));
             let timeout = up.timeout;
             let task = tokio::spawn(async move {
                 tokio::time::timeout(timeout, client.request_with(method, params, &options))
@@ -659,13 +734,16 @@ fn park(up: &Live, parked: Parked, context: &ToolContext) -> Bridged {
 mod tests {
     use super::*;
 
-    /// An upstream's request goes to the one call in flight; with two in flight it is refused,
-    /// never guessed; with none, too.
+    /// An upstream's request that names no call goes to the one call in flight; with two in
+    /// flight it is refused, never guessed, naming the upstream; with none, too.
     #[tokio::test]
     async fn a_request_goes_to_the_only_call_in_flight_and_is_never_guessed() {
-        let inbox = Arc::new(Inbox::default());
+        let inbox = Arc::new(Inbox::new("up"));
         let refused = inbox.route("roots/list", json!({})).await.unwrap_err();
-        assert!(refused.message.contains("cannot tell"), "{refused:?}");
+        assert!(
+            refused.message.contains("upstream up's roots/list"),
+            "{refused:?}"
+        );
 
         let mut one = inbox.register(ToolContext::detached());
         let answering = tokio::spawn(async move {
@@ -683,7 +761,15 @@ mod tests {
             .route("sampling/createMessage", json!({}))
             .await
             .unwrap_err();
-        assert!(refused.message.contains("cannot tell"), "{refused:?}");
+        assert!(
+            refused
+                .message
+                .contains("upstream up's sampling/createMessage")
+                && refused
+                    .message
+                    .contains("not exactly one call is in flight"),
+            "{refused:?}"
+        );
         drop((one, two));
         assert!(
             lock(&inbox.calls).is_empty(),

@@ -52,11 +52,11 @@ impl Live {
     /// An upstream named `name`, not connected yet.
     pub fn new(name: String, max_concurrent: usize, timeout: Duration) -> Self {
         Self {
+            inbox: Arc::new(super::bridge::Inbox::new(&name)),
             name,
             client: std::sync::Mutex::new(None),
             permits: Arc::new(Semaphore::new(max_concurrent)),
             timeout,
-            inbox: Arc::default(),
         }
     }
 

@@ -6,15 +6,17 @@
 //! - A 2025-11-25 upstream that declares `resources.subscribe` gets one `resources/subscribe`
 //!   per URI (after a refusal, no more).
 //! - A 2026-07-28 upstream gets one `subscriptions/listen` stream, which also asks for its
-//!   list changes. It is opened anew, with every URI, when the set grows, and reopened with
+//!   list changes. It is opened anew, with every URI, when the set changes, and reopened with
 //!   backoff (1 s doubling to 30 s; a stream that stayed open 30 s starts again at 1 s)
 //!   whenever it ends while the connection lives. Once a reopened stream is acknowledged,
 //!   [`Subscriptions::reopened`] says so: what changed while no stream was open was said on
 //!   none, so the supervisor reads the lists again.
 //!
+//! A URI [`remove`](Subscriptions::remove)d is unsubscribed: `resources/unsubscribe`, or
+//! the listen stream opened anew without it.
+//!
 //! At most [`MAX_SUBSCRIPTIONS`] URIs per connection. Not here: relaying the updates (the
-//! supervisor does, [`super::supervise`]) and unsubscribing (a URI stays subscribed at the
-//! upstream until the connection ends, whoever unsubscribes at the gateway).
+//! supervisor does, [`super::supervise`]) and deciding what to subscribe to.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -119,6 +121,26 @@ impl Subscriptions {
                 self.listener = Some((AbortOnDrop(task), tx));
             }
             None => {}
+        }
+    }
+
+    /// Unsubscribes from the upstream URI `uri`, if subscribed.
+    pub async fn remove(&mut self, uri: &str) {
+        if !self.uris.remove(uri) {
+            return;
+        }
+        if self.per_uri {
+            let why = match tokio::time::timeout(self.timeout, self.client.unsubscribe(uri)).await {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some("no answer in time".to_owned()),
+            };
+            if let Some(why) = why {
+                tracing::warn!(upstream = %self.namespace, %uri, error = %why, "resources/unsubscribe failed");
+            }
+        }
+        if let Some((_, uris)) = &self.listener {
+            uris.send_replace(self.uris.iter().cloned().collect());
         }
     }
 

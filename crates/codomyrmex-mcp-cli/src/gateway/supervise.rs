@@ -103,14 +103,16 @@ struct Wanted {
 }
 
 impl Wanted {
-    /// The next local URI a client subscribed to (of any namespace).
-    async fn next(&mut self) -> String {
+    /// The next local URI a client subscribed to (`true`) or the last client unsubscribed
+    /// from (`false`), of any namespace.
+    async fn next(&mut self) -> (String, bool) {
         loop {
             let Some(rx) = &mut self.subscribed else {
                 return std::future::pending().await;
             };
             match rx.recv().await {
-                Recv::Value(ResourceEvent::Subscribed(uri)) => return uri,
+                Recv::Value(ResourceEvent::Subscribed(uri)) => return (uri, true),
+                Recv::Value(ResourceEvent::Unsubscribed(uri)) => return (uri, false),
                 Recv::Value(_) => {}
                 Recv::Lagged(n) => {
                     // Updates and subscriptions share the registry's bounded channel.
@@ -190,11 +192,20 @@ async fn watch(
                 }
                 next_check = tokio::time::Instant::now() + s.health_every;
             }
-            local = wanted.next() => {
-                if let Some((namespace, uri)) = split_local_uri(&local)
-                    && namespace == live.name
-                    && (wanted.uris.contains(uri) || wanted.uris.len() < MAX_SUBSCRIPTIONS)
-                {
+            (local, on) = wanted.next() => {
+                let Some((namespace, uri)) = split_local_uri(&local) else {
+                    continue;
+                };
+                if namespace != live.name {
+                    continue;
+                }
+                if !on {
+                    // Mounted resources stay subscribed (the gateway's own interest).
+                    let mounted = catalogue.resources.values().any(|e| e.upstream_name == uri);
+                    if wanted.uris.remove(uri) && !mounted {
+                        subs.remove(uri).await;
+                    }
+                } else if wanted.uris.contains(uri) || wanted.uris.len() < MAX_SUBSCRIPTIONS {
                     wanted.uris.insert(uri.to_owned());
                     subs.add(vec![uri.to_owned()]).await;
                 }

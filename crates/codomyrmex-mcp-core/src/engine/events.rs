@@ -102,7 +102,9 @@ impl EventStream {
                     return Some(ServerEvent::ResourceUpdated(uri));
                 }
                 // For whoever forwards subscriptions (a gateway), not for clients.
-                Some(Recv::Value(ResourceEvent::Subscribed(_))) => continue,
+                Some(Recv::Value(
+                    ResourceEvent::Subscribed(_) | ResourceEvent::Unsubscribed(_),
+                )) => continue,
                 // A slow listener skipped some updates; keep going with the newest.
                 Some(Recv::Lagged(_)) | None => continue,
                 Some(Recv::Closed) => self.updates = None,

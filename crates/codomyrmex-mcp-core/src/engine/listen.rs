@@ -65,17 +65,18 @@ impl Engine {
             Err(refused) => return error(&id, refused.error()),
         };
         let mut events = self.events();
-        if let Some(registry) = &self.shared.resources {
-            for uri in &uris {
-                registry.note_subscribed(uri);
-            }
-        }
+        // Counted as subscriptions while the stream lives.
+        let subscribers: Vec<_> = match &self.shared.resources {
+            Some(registry) => uris.iter().map(|u| registry.note_subscribed(u)).collect(),
+            None => Vec::new(),
+        };
         let sink = sink.clone();
         let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
         let _ = scope;
         Handled::Pending(Box::pin(async move {
             let cancel = guard.token();
             let _guard = guard;
+            let _subscribers = subscribers;
             let tag = |mut params: Map<String, Value>| {
                 params.insert(
                     "_meta".into(),

@@ -196,13 +196,10 @@ impl Engine {
             return Err(ErrorObject::invalid_params("uri must be a string"));
         };
         if on {
-            if !session.subscribe(uri) {
+            if !session.subscribe(uri, self.shared.resources.as_ref()) {
                 return Err(ErrorObject::invalid_params(
                     "Too many resource subscriptions",
                 ));
-            }
-            if let Some(resources) = &self.shared.resources {
-                resources.note_subscribed(uri);
             }
         } else {
             session.unsubscribe(uri);

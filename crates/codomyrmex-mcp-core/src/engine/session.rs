@@ -31,7 +31,8 @@ pub struct Session {
     next_id: AtomicU64,
     gate: Arc<Gate>,
     principal: Option<Principal>,
-    subscriptions: Mutex<std::collections::HashSet<String>>,
+    /// The URIs subscribed to, each counted by the resource registry while it is held.
+    subscriptions: Mutex<HashMap<String, Option<crate::resources::Subscriber>>>,
     /// A session for one stateless request: nothing can address its request by id, so the
     /// request is not entered in the in-flight table.
     one_shot: bool,
@@ -164,7 +165,7 @@ impl Session {
             next_id: AtomicU64::new(1),
             gate,
             principal: None,
-            subscriptions: Mutex::new(std::collections::HashSet::new()),
+            subscriptions: Mutex::new(HashMap::new()),
             one_shot: false,
             request_prefix: std::sync::OnceLock::new(),
             key: std::sync::OnceLock::new(),
@@ -172,29 +173,36 @@ impl Session {
         }
     }
 
-    /// Subscribes to a resource's updates (legacy `resources/subscribe`). `false` when the
-    /// session holds too many subscriptions, or too many bytes of them.
-    pub(crate) fn subscribe(&self, uri: &str) -> bool {
+    /// Subscribes to a resource's updates (legacy `resources/subscribe`), counted at
+    /// `registry` while the session holds it (until it unsubscribes or ends). `false` when
+    /// the session holds too many subscriptions, or too many bytes of them.
+    pub(crate) fn subscribe(
+        &self,
+        uri: &str,
+        registry: Option<&Arc<crate::resources::McpResourceRegistry>>,
+    ) -> bool {
         let mut subs = lock(&self.subscriptions);
-        if subs.contains(uri) {
+        if subs.contains_key(uri) {
             return true;
         }
-        let bytes: usize = subs.iter().map(String::len).sum();
+        let bytes: usize = subs.keys().map(String::len).sum();
         if subs.len() >= MAX_SUBSCRIPTIONS || bytes + uri.len() > MAX_SUBSCRIPTION_BYTES {
             return false;
         }
-        subs.insert(uri.to_owned());
+        subs.insert(uri.to_owned(), registry.map(|r| r.note_subscribed(uri)));
         true
     }
 
     /// Ends a subscription.
     pub(crate) fn unsubscribe(&self, uri: &str) {
-        lock(&self.subscriptions).remove(uri);
+        let gone = lock(&self.subscriptions).remove(uri);
+        // Its registry hears of it outside the lock.
+        drop(gone);
     }
 
     /// Whether the session subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).contains(uri)
+        lock(&self.subscriptions).contains_key(uri)
     }
 
     /// Names the session by the id clients address it with (HTTP's `Mcp-Session-Id`); set
@@ -400,15 +408,27 @@ impl Session {
     }
 }
 
-/// Removes a pending client request when the waiting future is dropped.
+/// Removes a pending client request when the waiting future is dropped; one still waiting
+/// for its answer then (the tool stopped waiting, or its call was cancelled) is cancelled at
+/// the client with `notifications/cancelled` on `sink`, once it was sent.
 struct PendingGuard {
     session: Arc<Session>,
     id: RequestId,
+    sink: Option<Arc<dyn MessageSink>>,
 }
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        lock(&self.session.pending).remove(&self.id);
+        let waiting = lock(&self.session.pending).remove(&self.id).is_some();
+        if waiting && let Some(sink) = &self.sink {
+            sink.send(OutgoingMessage::Notification {
+                method: "notifications/cancelled",
+                params: serde_json::json!({
+                    "requestId": self.id,
+                    "reason": "the server no longer needs the answer",
+                }),
+            });
+        }
     }
 }
 
@@ -436,9 +456,10 @@ impl ClientRequester for SessionRequester {
                 }
                 pending.insert(id.clone(), tx);
             }
-            let _guard = PendingGuard {
+            let mut guard = PendingGuard {
                 session: session.clone(),
                 id: id.clone(),
+                sink: None,
             };
             if !sink.send(OutgoingMessage::Request {
                 id: id.clone(),
@@ -447,6 +468,7 @@ impl ClientRequester for SessionRequester {
             }) {
                 return Err(ClientRequestError::Unavailable);
             }
+            guard.sink = Some(sink);
             futures_util::select_biased! {
                 () = cancel.cancelled().fuse() => Err(ClientRequestError::Cancelled),
                 r = rx.fuse() => match r {
@@ -492,10 +514,45 @@ mod tests {
         let mut kept = 0;
         for i in 0..MAX_SUBSCRIPTIONS {
             let uri = format!("file:///{i}/{}", "x".repeat(8 * 1024));
-            if s.subscribe(&uri) {
+            if s.subscribe(&uri, None) {
                 kept += uri.len();
             }
         }
         assert!(kept <= 1024 * 1024, "{kept} bytes of subscriptions");
+    }
+
+    /// The registry hears `Unsubscribed` when the last session subscribed to a URI
+    /// unsubscribes or ends, and not before (a gateway forwards it to the URI's upstream).
+    #[test]
+    fn the_last_subscriber_leaving_is_told() {
+        use crate::resources::{McpResourceRegistry, ResourceEvent};
+        use crate::sync::Recv;
+        let registry = Arc::new(McpResourceRegistry::new());
+        let mut events = registry.subscribe_updates();
+        let mut next = || futures_executor::block_on(events.recv());
+        let (a, b) = (Session::new(1), Session::new(1));
+        assert!(a.subscribe("x://1", Some(&registry)));
+        assert!(
+            a.subscribe("x://1", Some(&registry)),
+            "again: no second count"
+        );
+        assert!(b.subscribe("x://1", Some(&registry)));
+        assert!(b.subscribe("x://2", Some(&registry)));
+        for uri in ["x://1", "x://1", "x://2"] {
+            assert_eq!(next(), Recv::Value(ResourceEvent::Subscribed(uri.into())));
+        }
+        a.unsubscribe("x://1");
+        a.unsubscribe("x://1");
+        // b still holds x://1: the next event is of b's end, x://1 and x://2 in some order.
+        drop(b);
+        let mut gone = vec![next(), next()];
+        gone.sort_by_key(|e| format!("{e:?}"));
+        assert_eq!(
+            gone,
+            vec![
+                Recv::Value(ResourceEvent::Unsubscribed("x://1".into())),
+                Recv::Value(ResourceEvent::Unsubscribed("x://2".into())),
+            ]
+        );
     }
 }

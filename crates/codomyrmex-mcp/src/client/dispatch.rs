@@ -1,5 +1,6 @@
 //! The client's reader side: each message the transport hands in goes to the request
-//! waiting for it, to a handler (server requests, progress, log messages) or to the
+//! waiting for it, to a handler (server requests and log messages go to the handlers of the
+//! request on whose stream they arrived, if it set its own; progress) or to the
 //! notification queue, until the transport ends; then every waiting request fails. It sends
 //! nothing of its own but the answers to server requests.
 
@@ -11,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::proto::{self, InputRequest, ServerMessage};
 use super::{ClientError, Inbound, Outgoing, Shared, lock};
+use crate::wire::RequestId;
 
 /// The reader side: routes each arriving message to its waiter, handler or the notification
 /// queue, until the transport ends.
@@ -54,21 +56,42 @@ pub(super) async fn dispatch(
                 }
             }
             ServerMessage::Request { id, method, params } => {
-                let shared = shared.clone();
+                // The handlers of the request on whose stream it came, if it set its own.
+                let own = on_stream
+                    .as_ref()
+                    .and_then(|r| lock(&shared.own).get(r).and_then(|h| h.input.clone()));
+                let task_shared = shared.clone();
                 let outbox = outbox.clone();
-                tokio::spawn(async move {
-                    let outcome = shared
-                        .handlers
+                // Held while the task is entered below, so it cannot leave before.
+                let mut answering = lock(&shared.answering);
+                let task_id = id.clone();
+                let task = tokio::spawn(async move {
+                    let shared = task_shared;
+                    let handlers = own.as_ref().unwrap_or(&shared.handlers);
+                    let outcome = handlers
                         .answer(InputRequest::classify(&method, params))
                         .await;
+                    lock(&shared.answering).remove(&task_id);
                     // The client closed meanwhile: nobody to answer for.
                     if let Some(outbox) = outbox.upgrade() {
-                        let _ = outbox.send(proto::answer_bytes(&id, &outcome).into()).await;
+                        let _ = outbox
+                            .send(proto::answer_bytes(&task_id, &outcome).into())
+                            .await;
                     }
                 });
+                answering.insert(id, task.abort_handle());
             }
             ServerMessage::Notification { method, params } => {
                 match method.as_str() {
+                    "notifications/cancelled" => {
+                        // The server withdrew a request it sent: its handler stops unanswered.
+                        let id = params
+                            .get("requestId")
+                            .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok());
+                        if let Some(task) = id.and_then(|i| lock(&shared.answering).remove(&i)) {
+                            task.abort();
+                        }
+                    }
                     "notifications/progress" => {
                         let token = params.get("progressToken").and_then(Value::as_str);
                         let handler = token.and_then(|t| lock(&shared.progress).get(t).cloned());
@@ -81,7 +104,7 @@ pub(super) async fn dispatch(
                         // it set one; else the client's.
                         let own = on_stream
                             .as_ref()
-                            .and_then(|id| lock(&shared.logs).get(id).cloned());
+                            .and_then(|id| lock(&shared.own).get(id).and_then(|h| h.log.clone()));
                         if let Some(h) = own.as_ref().or(shared.handlers.logging_handler()) {
                             h(params.clone());
                         }

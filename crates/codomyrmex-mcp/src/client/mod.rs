@@ -140,6 +140,12 @@ pub struct CallOptions {
     /// (over Streamable HTTP: those that arrive on its response stream) instead of
     /// [`ClientHandlers::logging`]; stdio cannot tell, so there they all go to that handler.
     pub log: Option<NotificationHandler>,
+    /// Answer the server's requests (sampling, elicitation, roots, ping) the transport says
+    /// belong to this call (over Streamable HTTP: those that arrive on its response stream)
+    /// instead of the client's own handlers; stdio cannot tell, so there the client's
+    /// handlers answer them all. The client's declared capabilities stay those of its own
+    /// handlers.
+    pub input: Option<ClientHandlers>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -148,6 +154,7 @@ impl std::fmt::Debug for CallOptions {
             .field("progress", &self.progress.is_some())
             .field("timeout", &self.timeout)
             .field("log", &self.log.is_some())
+            .field("input", &self.input)
             .finish()
     }
 }
@@ -201,10 +208,21 @@ struct Shared {
     /// Why it ended, when a transport said.
     close_reason: Mutex<Option<String>>,
     progress: Mutex<HashMap<String, ProgressHandler>>,
-    /// The log handlers of requests in flight that set one ([`CallOptions::log`]).
-    logs: Mutex<HashMap<RequestId, NotificationHandler>>,
+    /// The handlers of requests in flight that set their own ([`CallOptions::log`],
+    /// [`CallOptions::input`]).
+    own: Mutex<HashMap<RequestId, OwnHandlers>>,
+    /// The server's requests being answered, by id: a `notifications/cancelled` for one
+    /// stops its handler (and nothing is answered).
+    answering: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
     cache: Mutex<ListCache>,
     handlers: ClientHandlers,
+}
+
+/// What one request in flight receives instead of the client's handlers.
+#[derive(Clone)]
+struct OwnHandlers {
+    log: Option<NotificationHandler>,
+    input: Option<ClientHandlers>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -338,7 +356,8 @@ impl McpClient {
             closed: AtomicBool::new(false),
             close_reason: Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
-            logs: Mutex::new(HashMap::new()),
+            own: Mutex::new(HashMap::new()),
+            answering: Mutex::new(HashMap::new()),
             cache: Mutex::new(ListCache::default()),
             handlers: options.handlers,
         });
@@ -503,14 +522,19 @@ impl McpClient {
             }
             table.insert(tx)
         };
-        if let Some(log) = &options.log {
-            lock(&self.shared.logs).insert(id.clone(), log.clone());
+        let own = options.log.is_some() || options.input.is_some();
+        if own {
+            let handlers = OwnHandlers {
+                log: options.log.clone(),
+                input: options.input.clone(),
+            };
+            lock(&self.shared.own).insert(id.clone(), handlers);
         }
         let mut guard = InFlight {
             client: self,
             id: id.clone(),
             token,
-            logs: options.log.is_some(),
+            own,
             done: false,
         };
         let headers = self.param_headers(method, params);
@@ -646,7 +670,7 @@ impl McpClient {
                 &CallOptions {
                     progress: None,
                     timeout: Some(probe_timeout),
-                    log: None,
+                    ..CallOptions::default()
                 },
             )
             .await;
@@ -853,6 +877,13 @@ impl McpClient {
             .map(|_| ())
     }
 
+    /// `resources/unsubscribe` (legacy era).
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.request("resources/unsubscribe", json!({"uri": uri}))
+            .await
+            .map(|_| ())
+    }
+
     /// `completion/complete`: `reference` is `{"type": "ref/prompt", "name"}` or
     /// `{"type": "ref/resource", "uri"}`.
     pub async fn complete(
@@ -893,8 +924,8 @@ struct InFlight<'a> {
     client: &'a McpClient,
     id: RequestId,
     token: Option<String>,
-    /// A log handler is registered under `id`.
-    logs: bool,
+    /// Own handlers are registered under `id`.
+    own: bool,
     done: bool,
 }
 
@@ -903,8 +934,8 @@ impl Drop for InFlight<'_> {
         if let Some(t) = &self.token {
             lock(&self.client.shared.progress).remove(t);
         }
-        if self.logs {
-            lock(&self.client.shared.logs).remove(&self.id);
+        if self.own {
+            lock(&self.client.shared.own).remove(&self.id);
         }
         if self.done {
             return;
