@@ -616,5 +616,26 @@ mod find_newline_tests {
 }
 
 #[cfg(test)]
+/// The stdio tests' registry: one `echo` tool that answers its `text` argument as text.
+fn echo_registry() -> Arc<crate::McpToolRegistry> {
+    use serde_json::{Map, Value, json};
+    let registry = Arc::new(crate::McpToolRegistry::new());
+    registry
+        .register(
+            "echo",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            |mut args: Map<String, Value>| {
+                let text = match args.remove("text") {
+                    Some(Value::String(t)) => t,
+                    _ => String::new(),
+                };
+                crate::registry::ToolOutput::content(vec![crate::ContentBlock::text(text)])
+            },
+        )
+        .unwrap();
+    registry
+}
+
+#[cfg(test)]
 #[path = "stdio_read_tests.rs"]
 mod read_tests;

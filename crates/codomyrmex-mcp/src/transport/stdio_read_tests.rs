@@ -4,16 +4,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
 use super::{READ_BUFFER, serve};
+use crate::McpServerConfig;
 use crate::engine::Engine;
-use crate::registry::ToolOutput;
-use crate::{ContentBlock, McpServerConfig, McpToolRegistry};
 
 /// A generous guard against hangs; never a performance assertion.
 const HANG: Duration = Duration::from_secs(30);
@@ -25,20 +23,7 @@ struct Served {
 }
 
 fn start(max_message_size: usize) -> Served {
-    let registry = Arc::new(McpToolRegistry::new());
-    registry
-        .register(
-            "echo",
-            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-            |mut args: Map<String, Value>| {
-                let text = match args.remove("text") {
-                    Some(Value::String(t)) => t,
-                    _ => String::new(),
-                };
-                ToolOutput::content(vec![ContentBlock::text(text)])
-            },
-        )
-        .unwrap();
+    let registry = super::echo_registry();
     let mut config = McpServerConfig::default().with_rate_limit(None);
     config.max_message_size = max_message_size;
     let engine = Engine::new(config, registry);

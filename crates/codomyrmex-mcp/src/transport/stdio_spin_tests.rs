@@ -4,17 +4,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::net::unix::pipe;
 
 use super::*;
+use crate::McpServerConfig;
 use crate::engine::Engine;
-use crate::registry::ToolOutput;
-use crate::{ContentBlock, McpServerConfig, McpToolRegistry};
 
 /// A generous guard against hangs; never a performance assertion.
 const HANG: Duration = Duration::from_secs(30);
@@ -97,20 +95,7 @@ struct Served {
 }
 
 fn serve(spin: Duration) -> Served {
-    let registry = Arc::new(McpToolRegistry::new());
-    registry
-        .register(
-            "echo",
-            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
-            |mut args: Map<String, Value>| {
-                let text = match args.remove("text") {
-                    Some(Value::String(t)) => t,
-                    _ => String::new(),
-                };
-                ToolOutput::content(vec![ContentBlock::text(text)])
-            },
-        )
-        .unwrap();
+    let registry = super::super::echo_registry();
     let config = McpServerConfig::default().with_rate_limit(None);
     let engine = Engine::new(config, registry);
     let (to_server, input) = pipe::pipe().unwrap();
