@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use codomyrmex_mcp::store::{BusHandler, MessageBus, Routed, StoreError, StoreFuture};
+use codomyrmex_mcp::store::{BusHandler, BusMessage, MessageBus, Routed, StoreError, StoreFuture};
 use redis::Script;
 
 use crate::{RedisConnection, unavailable};
@@ -84,11 +84,12 @@ impl RedisBus {
         format!("{}:bus:c:{session}:{key}", self.redis.prefix)
     }
 
-    fn payload(session: &str, message: &[u8]) -> Vec<u8> {
+    fn payload(session: &str, message: &BusMessage) -> Vec<u8> {
+        let message = message.to_bytes();
         let mut out = Vec::with_capacity(session.len() + 1 + message.len());
         out.extend_from_slice(session.as_bytes());
         out.push(b'\n');
-        out.extend_from_slice(message);
+        out.extend_from_slice(&message);
         out
     }
 }
@@ -99,7 +100,7 @@ fn routed(payload: &[u8]) -> Option<Routed> {
     let session = std::str::from_utf8(&payload[..at]).ok()?.to_owned();
     Some(Routed {
         session,
-        message: payload[at + 1..].to_vec(),
+        message: BusMessage::from_bytes(&payload[at + 1..])?,
     })
 }
 
@@ -162,7 +163,7 @@ impl MessageBus for RedisBus {
         &'a self,
         session: &'a str,
         key: &'a str,
-        message: Vec<u8>,
+        message: BusMessage,
         _now: u64,
     ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
@@ -202,7 +203,7 @@ impl MessageBus for RedisBus {
             .map_or(Some(0), crate::pubsub::Hub::epoch)
     }
 
-    fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {
+    fn broadcast<'a>(&'a self, session: &'a str, message: BusMessage) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let _: i64 = redis::cmd("PUBLISH")
                 .arg(format!("{}:bus:all", self.redis.prefix))

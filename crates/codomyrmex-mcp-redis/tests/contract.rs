@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use codomyrmex_mcp::store::{
-    EventStore as _, MessageBus as _, ReplayScope, SessionRecord, SessionStore as _, StoreError,
-    contract,
+    BusMessage, EventStore as _, MessageBus as _, ReplayScope, SessionRecord, SessionStore as _,
+    StoreError, contract,
 };
 use codomyrmex_mcp_redis::{EventBounds, RedisBus, RedisEventStore, RedisSessionStore};
 
@@ -53,9 +53,17 @@ async fn a_claim_expires() {
         .await
         .unwrap();
     a.claim("s", "k", 0, 50).await.unwrap();
-    assert_eq!(b.route("s", "k", b"{}".to_vec(), 0).await, Ok(true));
+    assert_eq!(
+        b.route("s", "k", BusMessage::Client(b"{}".to_vec()), 0)
+            .await,
+        Ok(true)
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
-    while b.route("s", "k", b"{}".to_vec(), 0).await != Ok(false) {
+    while b
+        .route("s", "k", BusMessage::Client(b"{}".to_vec()), 0)
+        .await
+        != Ok(false)
+    {
         assert!(Instant::now() < deadline, "the claim never expired");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -313,11 +321,13 @@ async fn routing_to_a_claim_whose_owner_is_gone_says_so() {
     // `dead` claimed a request, then stopped listening (it never subscribed).
     dead.claim("s", "srv-1", 0, 60_000).await.unwrap();
     assert_eq!(
-        live.route("s", "srv-1", b"{}".to_vec(), 0).await,
+        live.route("s", "srv-1", BusMessage::Client(b"{}".to_vec()), 0)
+            .await,
         Err(StoreError::OwnerGone)
     );
     assert_eq!(
-        live.route("s", "srv-2", b"{}".to_vec(), 0).await,
+        live.route("s", "srv-2", BusMessage::Client(b"{}".to_vec()), 0)
+            .await,
         Ok(false),
         "no claim: still this instance's to handle"
     );

@@ -90,13 +90,13 @@ fn invalid_messages_and_sessionless_batches_are_refused_400() {
     let Route::Refuse { status, message } = route("{nope", JSON_ONLY) else {
         panic!("a refusal expected")
     };
-    assert_eq!(status, 400);
+    assert_eq!(status, Status::BadRequest);
     assert!(matches!(message, OutgoingMessage::Error { id: None, .. }));
     let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#;
     let Route::Refuse { status, message } = route(batch, JSON_ONLY) else {
         panic!("a refusal expected")
     };
-    assert_eq!(status, 400);
+    assert_eq!(status, Status::BadRequest);
     let OutgoingMessage::Error { error, .. } = message else {
         panic!("an error expected")
     };
@@ -143,11 +143,11 @@ fn a_call_streams_only_when_it_may_send_messages_first_and_the_client_accepts_a_
 #[test]
 fn listen_is_a_stream_and_refused_406_without_one() {
     let listen = request("subscriptions/listen", json!({"_meta": modern_meta()}));
-    assert_eq!(respond(&listen, BOTH), Ok(Respond::Stream));
+    assert_eq!(respond(&listen, BOTH), Ok(Respond::Listen));
     let Err(Route::Refuse { status, message }) = respond(&listen, JSON_ONLY) else {
         panic!("a refusal expected")
     };
-    assert_eq!(status, 406);
+    assert_eq!(status, Status::NotAcceptable);
     let OutgoingMessage::Error { error, .. } = message else {
         panic!("an error expected")
     };
@@ -188,19 +188,30 @@ fn statuses_follow_the_era() {
         id: RequestId::from(1),
         result: json!({}),
     };
-    assert_eq!(status_for(&error(-32601), &Route::Modern), 404);
+    assert_eq!(status_for(&error(-32601), &Route::Modern), Status::NotFound);
     for code in [-32700, -32600, -32602, -32020, -32021, -32022] {
-        assert_eq!(status_for(&error(code), &Route::Modern), 400, "{code}");
+        assert_eq!(
+            status_for(&error(code), &Route::Modern),
+            Status::BadRequest,
+            "{code}"
+        );
     }
-    assert_eq!(status_for(&error(-32603), &Route::Modern), 200);
-    assert_eq!(status_for(&ok, &Route::Modern), 200);
+    assert_eq!(status_for(&error(-32603), &Route::Modern), Status::Ok);
+    assert_eq!(status_for(&ok, &Route::Modern), Status::Ok);
     for code in [-32601, -32602, -32603] {
-        assert_eq!(status_for(&error(code), &Route::Legacy), 200, "{code}");
+        assert_eq!(
+            status_for(&error(code), &Route::Legacy),
+            Status::Ok,
+            "{code}"
+        );
     }
-    assert_eq!(status_for(&ok, &Route::Initialize), 200);
-    assert_eq!(status_for(&error(-32602), &Route::Initialize), 400);
+    assert_eq!(status_for(&ok, &Route::Initialize), Status::Ok);
+    assert_eq!(
+        status_for(&error(-32602), &Route::Initialize),
+        Status::BadRequest
+    );
     // Retry later, in every era: busy, shutting down, a shared store away.
     for route in [Route::Modern, Route::Legacy, Route::Initialize] {
-        assert_eq!(status_for(&error(-32000), &route), 503);
+        assert_eq!(status_for(&error(-32000), &route), Status::Unavailable);
     }
 }

@@ -20,6 +20,7 @@ mod invoke;
 mod limits;
 mod list_pages;
 mod listen;
+mod media;
 mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod policy;
@@ -52,8 +53,12 @@ use list_pages::ListKind;
 use crate::invocation::{Invocation, Wait};
 use crate::platform::Timestamp;
 pub use builder::EngineBuilder;
-pub use classify::{Classification, Delivery, Respond, Route, status_for};
+pub use classify::{
+    Classification, Delivery, Refusal, Respond, Route, Status, called_tool, cancelled_request,
+    changes_session_record, legacy_version_header, mirrored_name_field, relayed_task, status_for,
+};
 pub use events::{EventStream, ServerEvent};
+pub use media::{Accepts, JSON_MEDIA_TYPE, STREAM_MEDIA_TYPE, check_post, check_stream};
 pub use meta::{MetaField, RequestMeta};
 use mrtr::{Binding, RoundTrip, Sealer};
 use policy::{ExecutionPolicy, Gate, HandlerKind};
@@ -528,10 +533,7 @@ impl Engine {
         match method {
             "notifications/initialized" => session.mark_initialized(),
             "notifications/cancelled" => {
-                if let Some(id) = params
-                    .get("requestId")
-                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
-                {
+                if let Some(id) = classify::cancelled_id(&params) {
                     session.cancel(&id);
                 }
             }

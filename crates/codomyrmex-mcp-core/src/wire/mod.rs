@@ -11,6 +11,7 @@
 pub mod encode;
 pub mod encoded;
 pub mod jsonrpc;
+pub mod methods;
 pub mod types;
 pub mod version;
 
@@ -19,6 +20,7 @@ pub use jsonrpc::{
     DecodeError, ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, RequestId, decode,
     decode_value,
 };
+pub use methods::METHODS;
 pub use types::{
     CallToolResult, ContentBlock, Implementation, LoggingLevel, ResourceContents, ToolAnnotations,
 };

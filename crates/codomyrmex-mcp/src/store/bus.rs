@@ -10,6 +10,12 @@
 //! the call cancels it. Each instance *subscribes* once with the handler that delivers what
 //! was routed to it.
 //!
+//! What travels is a [`BusMessage`]: a client's message for the instance whose call it is
+//! for, or one of the store-level messages instances tell each other (a session ended, who
+//! delivers a session's notifications, a task's relay). Typed values, never JSON-RPC
+//! methods of their own; a bus that crosses processes carries them as
+//! [`BusMessage::to_bytes`].
+//!
 //! What it is not: a queue. A message routed to an instance that died is not delivered,
 //! as the answer to a request on a dead instance could not be; the sender learns it
 //! ([`StoreError::OwnerGone`]) and tells its client. One whose claim expired is nobody's. A single
@@ -21,13 +27,83 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{StoreError, StoreFuture, ready};
 
+/// What one instance sends others about a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BusMessage {
+    /// A client's message (an answer to a server-to-client request, or a cancellation), as
+    /// the JSON-RPC bytes the client sent: for the instance running the call it is for.
+    Client(Vec<u8>),
+    /// The session ended on the sending instance (a `DELETE`, an eviction): the others drop
+    /// their live state.
+    SessionEnded,
+    /// `instance` delivers the session's notifications (list changes, resource updates) from
+    /// now on: the others stop, so its client gets each once.
+    NotificationsTaken {
+        /// The instance that took them.
+        instance: String,
+    },
+    /// `instance` answers a 2025-11-25 `tasks/result` for `task` on `stream` of the session:
+    /// the instance running the task sends what the task sends the client (its sampling,
+    /// elicitation and roots requests) to that stream, in the event store.
+    RelayTask {
+        /// The instance serving the `tasks/result`.
+        instance: String,
+        /// The task.
+        task: String,
+        /// The stream it is answered on (0: the standalone stream).
+        stream: u64,
+    },
+}
+
+impl BusMessage {
+    /// The bytes a bus between processes carries: a tag byte, then what the message holds.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Self::Client(bytes) => [b"c".as_slice(), bytes].concat(),
+            Self::SessionEnded => b"e".to_vec(),
+            Self::NotificationsTaken { instance } => [b"t", instance.as_bytes()].concat(),
+            Self::RelayTask {
+                instance,
+                task,
+                stream,
+            } => {
+                let body = serde_json::to_vec(&(instance, task, stream)).unwrap_or_default();
+                [b"r".as_slice(), &body].concat()
+            }
+        }
+    }
+
+    /// The message [`to_bytes`](Self::to_bytes) made; `None` for bytes it did not make.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let (tag, rest) = bytes.split_first()?;
+        match tag {
+            b'c' => Some(Self::Client(rest.to_vec())),
+            b'e' if rest.is_empty() => Some(Self::SessionEnded),
+            b't' => Some(Self::NotificationsTaken {
+                instance: std::str::from_utf8(rest).ok()?.to_owned(),
+            }),
+            b'r' => {
+                let (instance, task, stream) =
+                    serde_json::from_slice::<(String, String, u64)>(rest).ok()?;
+                Some(Self::RelayTask {
+                    instance,
+                    task,
+                    stream,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A message routed to this instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routed {
     /// The session it belongs to.
     pub session: String,
-    /// The JSON-RPC message, as bytes.
-    pub message: Vec<u8>,
+    /// The message.
+    pub message: BusMessage,
 }
 
 /// Where an instance's routed messages go: the HTTP transport hands them to the session's
@@ -73,12 +149,12 @@ pub trait MessageBus: Send + Sync + std::fmt::Debug {
         &'a self,
         session: &'a str,
         key: &'a str,
-        message: Vec<u8>,
+        message: BusMessage,
         now: u64,
     ) -> StoreFuture<'a, bool>;
 
     /// Delivers `message` of `session` to every instance.
-    fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()>;
+    fn broadcast<'a>(&'a self, session: &'a str, message: BusMessage) -> StoreFuture<'a, ()>;
 
     /// Whether instance `name` listens on the bus now: `false` once it stopped (it died, or
     /// lost its subscription and has not renewed it yet, so a caller that acts on `false`
@@ -199,7 +275,7 @@ impl MessageBus for MemoryBus {
         &'a self,
         session: &'a str,
         key: &'a str,
-        message: Vec<u8>,
+        message: BusMessage,
         now: u64,
     ) -> StoreFuture<'a, bool> {
         let handler = {
@@ -228,7 +304,7 @@ impl MessageBus for MemoryBus {
         ready(Ok(self.lock().handlers.contains_key(name)))
     }
 
-    fn broadcast<'a>(&'a self, session: &'a str, message: Vec<u8>) -> StoreFuture<'a, ()> {
+    fn broadcast<'a>(&'a self, session: &'a str, message: BusMessage) -> StoreFuture<'a, ()> {
         let handlers: Vec<Arc<dyn BusHandler>> = self.lock().handlers.values().cloned().collect();
         for h in handlers {
             h.deliver(Routed {
@@ -237,5 +313,32 @@ impl MessageBus for MemoryBus {
             });
         }
         ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BusMessage;
+
+    #[test]
+    fn every_bus_message_survives_its_bytes() {
+        let messages = [
+            BusMessage::Client(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec()),
+            BusMessage::SessionEnded,
+            BusMessage::NotificationsTaken {
+                instance: "i\n\"7\u{e9}".into(),
+            },
+            BusMessage::RelayTask {
+                instance: "i1".into(),
+                task: "t\n\"x".into(),
+                stream: u64::MAX,
+            },
+        ];
+        for m in messages {
+            assert_eq!(BusMessage::from_bytes(&m.to_bytes()), Some(m));
+        }
+        for junk in [&b""[..], b"x", b"e!", b"r[1]", b"t\xff"] {
+            assert_eq!(BusMessage::from_bytes(junk), None, "{junk:?}");
+        }
     }
 }

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 
 use super::{
-    BusHandler, EventId, EventStore, MessageBus, ReplayScope, Routed, SessionRecord, SessionStore,
-    StoreError,
+    BusHandler, BusMessage, EventId, EventStore, MessageBus, ReplayScope, Routed, SessionRecord,
+    SessionStore, StoreError,
 };
 
 const T0: u64 = 1_000_000;
@@ -434,7 +434,7 @@ pub async fn message_bus(a: &dyn MessageBus, b: &dyn MessageBus) {
         Err(StoreError::Exists),
         "another instance's claim is refused"
     );
-    let message = br#"{"jsonrpc":"2.0","id":"srv-1","result":{}}"#.to_vec();
+    let message = BusMessage::Client(br#"{"jsonrpc":"2.0","id":"srv-1","result":{}}"#.to_vec());
     assert_eq!(
         b.route("s", "srv-1", message.clone(), T0 + 1).await,
         Ok(true)
@@ -471,18 +471,31 @@ pub async fn message_bus(a: &dyn MessageBus, b: &dyn MessageBus) {
         "released"
     );
     // A broadcast reaches every instance, the sender included.
-    let cancel =
-        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#;
-    b.broadcast("s", cancel.to_vec()).await.expect("broadcast");
-    for c in [&ca, &cb] {
-        let got = c.next().await;
-        assert_eq!(
-            got,
-            Routed {
-                session: "s".into(),
-                message: cancel.to_vec()
-            }
-        );
+    // Clients' messages and the instances' own store-level messages alike, intact.
+    let cancel = BusMessage::Client(
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#
+            .to_vec(),
+    );
+    let relay = BusMessage::RelayTask {
+        instance: b.instance().to_owned(),
+        task: "task-1".into(),
+        stream: 3,
+    };
+    let taken = BusMessage::NotificationsTaken {
+        instance: a.instance().to_owned(),
+    };
+    for message in [cancel, relay, taken, BusMessage::SessionEnded] {
+        b.broadcast("s", message.clone()).await.expect("broadcast");
+        for c in [&ca, &cb] {
+            let got = c.next().await;
+            assert_eq!(
+                got,
+                Routed {
+                    session: "s".into(),
+                    message: message.clone()
+                }
+            );
+        }
     }
     assert!(ca.is_empty() && cb.is_empty(), "each delivered once");
 }

@@ -34,7 +34,7 @@ pub mod contract;
 use std::future::Future;
 use std::pin::Pin;
 
-pub use bus::{BusHandler, MemoryBus, MessageBus, Routed};
+pub use bus::{BusHandler, BusMessage, MemoryBus, MessageBus, Routed};
 pub use events::{
     EventId, EventIdError, EventStore, Replay, ReplayScope, StoredEvent, StreamWriter,
 };

@@ -13,9 +13,14 @@
 //!   for the request.
 //! - **Answers find their call.** Before a server-to-client request is appended, its id is
 //!   claimed on the bus for this instance; an answer that reaches an instance whose session
-//!   does not await it is routed to the claim's owner, and a `notifications/cancelled` for a
-//!   request not in flight here is broadcast ([`route`]). [`Delivery`] hands what was routed
-//!   here to the session's engine.
+//!   does not await it is routed to the claim's owner, and a cancellation (the core reads
+//!   which request it names, [`cancelled_request`]) for a request not in flight here is
+//!   broadcast ([`route`]). [`Delivery`] hands what was routed here to the session's engine.
+//! - **Instances speak store-level messages.** What instances tell each other of their own
+//!   (a session ended, who delivers its notifications, a task's relay) is a typed
+//!   [`BusMessage`], never a JSON-RPC method of this layer's invention; a client's message is
+//!   carried as the client sent it ([`BusMessage::Client`]). No method name is matched here:
+//!   the core says what a message asks ([`cancelled_request`], [`relayed_task`]).
 //! - **One instance notifies.** A session live on several instances gets its notifications
 //!   (list changes, resource updates) from one: the last to take it live or to open its GET
 //!   stream, which says so on the bus ([`Shared::take_notifications`]); the others stop.
@@ -38,23 +43,16 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::context::{MessageSink, NullSink};
-use crate::engine::Engine;
+use crate::engine::{Engine, cancelled_request, relayed_task};
 use crate::store::{
-    BusHandler, EventId, EventStore, MessageBus, Replay, ReplayScope, Routed, StoreError,
-    StoredEvent, StreamWriter,
+    BusHandler, BusMessage, EventId, EventStore, MessageBus, Replay, ReplayScope, Routed,
+    StoreError, StoredEvent, StreamWriter,
 };
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
 
 use super::metrics::HttpMetrics;
-use super::sessions::{
-    HttpSession, SESSION_ENDED, SESSION_TAKEN, SessionTable, session_taken, taken_by,
-};
-
-/// The method of the bus message that asks the instance running a 2025-11-25 task to relay
-/// what it sends the client to another instance's `tasks/result` stream
-/// ([`Shared::ask_task_relay`]).
-const RELAY_TASK: &str = "codomyrmex-mcp/relayTask";
+use super::sessions::{HttpSession, SessionTable};
 
 /// The error a request's stream ends with when the instance handling the request went away
 /// before it answered ([`Shared::open`]).
@@ -228,10 +226,10 @@ impl Shared {
             return;
         };
         session.set_notifies(true);
-        if let Err(e) = bus
-            .broadcast(session.id(), session_taken(bus.instance()))
-            .await
-        {
+        let taken = BusMessage::NotificationsTaken {
+            instance: bus.instance().to_owned(),
+        };
+        if let Err(e) = bus.broadcast(session.id(), taken).await {
             // The others go on delivering too: the client may see a change twice.
             self.store_error(&e);
         }
@@ -270,38 +268,27 @@ impl Shared {
     }
 
     /// For a 2025-11-25 `tasks/result` answered on `stream` here (0, the standalone stream,
-    /// when it is answered as JSON): asks every instance (one `PUBLISH`) that the one
-    /// running the task send what the task sends the client (its sampling, elicitation and
-    /// roots requests) to that stream, in the store, whose SSE responses on any instance
-    /// carry them; the client's answers then reach the task through the bus like any other. Any
-    /// other message asks nothing.
+    /// when it is answered as JSON; the core says which task it waits for,
+    /// [`relayed_task`]): asks every instance (one `PUBLISH`,
+    /// [`BusMessage::RelayTask`]) that the one running the task send what the task sends
+    /// the client (its sampling, elicitation and roots requests) to that stream, in the
+    /// store, whose SSE responses on any instance carry them; the client's answers then
+    /// reach the task through the bus like any other. Any other message asks nothing.
     pub(crate) async fn ask_task_relay(
         &self,
         session: &HttpSession,
         message: &IncomingMessage,
         stream: u64,
     ) {
-        let (Some(bus), IncomingMessage::Request { method, params, .. }) = (&self.bus, message)
-        else {
+        let (Some(bus), Some(task)) = (&self.bus, relayed_task(message)) else {
             return;
         };
-        let Some(task) = params
-            .as_ref()
-            .filter(|_| method == "tasks/result")
-            .and_then(|p| p.get("taskId"))
-            .and_then(serde_json::Value::as_str)
-        else {
-            return;
+        let ask = BusMessage::RelayTask {
+            instance: bus.instance().to_owned(),
+            task: task.to_owned(),
+            stream,
         };
-        let ask = json!({
-            "jsonrpc": "2.0",
-            "method": RELAY_TASK,
-            "params": {"instance": bus.instance(), "task": task, "stream": stream},
-        });
-        if let Err(e) = bus
-            .broadcast(session.id(), ask.to_string().into_bytes())
-            .await
-        {
+        if let Err(e) = bus.broadcast(session.id(), ask).await {
             // The task's requests then wait for a `tasks/result` on its own instance.
             self.store_error(&e);
         }
@@ -467,8 +454,8 @@ pub(crate) fn feed(
     .boxed()
 }
 
-/// The JSON-RPC bytes of a client's answer or notification, to route.
-fn encode(message: &IncomingMessage) -> Vec<u8> {
+/// A client's answer or notification, as its JSON-RPC bytes, to route.
+fn encode(message: &IncomingMessage) -> BusMessage {
     let value = match message {
         IncomingMessage::Response { id, result } => {
             json!({"jsonrpc": "2.0", "id": id, "result": result})
@@ -483,7 +470,7 @@ fn encode(message: &IncomingMessage) -> Vec<u8> {
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
         }
     };
-    value.to_string().into_bytes()
+    BusMessage::Client(value.to_string().into_bytes())
 }
 
 /// Sends a client's answer or cancellation that this instance has no call for to the
@@ -511,19 +498,13 @@ pub(crate) async fn route(
             bus.route(session.id(), &key, encode(message), now_ms())
                 .await
         }
-        IncomingMessage::Notification { method, params } if method == "notifications/cancelled" => {
-            let target = params
-                .as_ref()
-                .and_then(|p| p.get("requestId"))
-                .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
-            match target {
-                Some(id) if !local.is_in_flight(&id) => {
-                    bus.broadcast(session.id(), encode(message)).await?;
-                    Ok(true)
-                }
-                _ => Ok(false),
+        IncomingMessage::Notification { .. } => match cancelled_request(message) {
+            Some(id) if !local.is_in_flight(&id) => {
+                bus.broadcast(session.id(), encode(message)).await?;
+                Ok(true)
             }
-        }
+            _ => Ok(false),
+        },
         _ => Ok(false),
     }
 }
@@ -542,22 +523,17 @@ impl Delivery {
         &self,
         table: &SessionTable,
         http: &HttpSession,
-        params: Option<&serde_json::Map<String, serde_json::Value>>,
+        from: &str,
+        task: &str,
+        stream: u64,
     ) {
-        let (Some(shared), Some(p)) = (table.shared(), params) else {
+        let Some(shared) = table.shared() else {
             return;
         };
-        let from = p.get("instance").and_then(serde_json::Value::as_str);
-        if from.is_none() || from == shared.bus.as_ref().map(|b| b.instance()) {
+        if Some(from) == shared.bus.as_ref().map(|b| b.instance()) {
             // This instance's own `tasks/result`: the engine relays to it already.
             return;
         }
-        let (Some(task), Some(stream)) = (
-            p.get("task").and_then(serde_json::Value::as_str),
-            p.get("stream").and_then(serde_json::Value::as_u64),
-        ) else {
-            return;
-        };
         let sink: Arc<dyn MessageSink> = if stream == 0 {
             http.standalone_sink.clone()
         } else {
@@ -578,33 +554,40 @@ impl BusHandler for Delivery {
         let Some(table) = self.sessions.upgrade() else {
             return;
         };
-        if routed.message == SESSION_ENDED {
-            table.ended_elsewhere(&routed.session);
-            return;
-        }
-        if routed.message.starts_with(SESSION_TAKEN) {
-            let mine = table
-                .shared()
-                .and_then(|s| s.bus.as_ref())
-                .is_some_and(|bus| routed.message == session_taken(bus.instance()));
-            if !mine {
-                table.taken_elsewhere(&routed.session, taken_by(&routed.message));
+        let bytes = match routed.message {
+            BusMessage::SessionEnded => {
+                table.ended_elsewhere(&routed.session);
+                return;
             }
-            return;
-        }
+            BusMessage::NotificationsTaken { instance } => {
+                let mine = table
+                    .shared()
+                    .and_then(|s| s.bus.as_ref())
+                    .is_some_and(|bus| bus.instance() == instance);
+                if !mine {
+                    table.taken_elsewhere(&routed.session, Some(instance));
+                }
+                return;
+            }
+            BusMessage::RelayTask {
+                instance,
+                task,
+                stream,
+            } => {
+                if let Some(http) = table.live(&routed.session) {
+                    self.relay_task(&table, &http, &instance, &task, stream);
+                }
+                return;
+            }
+            BusMessage::Client(bytes) => bytes,
+        };
         let Some(http) = table.live(&routed.session) else {
             return;
         };
-        let Decoded::Single(Ok(message)) = decode(&routed.message) else {
+        let Decoded::Single(Ok(message)) = decode(&bytes) else {
             tracing::debug!("ignored a routed message that does not decode");
             return;
         };
-        if let IncomingMessage::Notification { method, params } = &message
-            && method == RELAY_TASK
-        {
-            self.relay_task(&table, &http, params.as_ref());
-            return;
-        }
         if let IncomingMessage::Response { id, .. } | IncomingMessage::Error { id: Some(id), .. } =
             &message
             && !http.session.awaits_client_response(id)

@@ -13,11 +13,15 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 
 use crate::context::{MessageSink, NullSink, Principal};
-use crate::engine::{Classification, Delivery, Handled, RequestMeta, Respond, Route, status_for};
+use crate::engine::{
+    Accepts, Classification, Delivery, Handled, JSON_MEDIA_TYPE, Refusal, RequestMeta, Respond,
+    Route, STREAM_MEDIA_TYPE, Status, changes_session_record, check_post, check_stream,
+    legacy_version_header, status_for,
+};
 use crate::runtime::Drive as _;
 use crate::store::{EventId, EventStore, ReplayScope, StoreError};
 use crate::wire::jsonrpc::{Decoded, decode};
-use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage, ProtocolVersion};
+use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage};
 
 use super::conn_timer::ConnTimer;
 use super::limits::{SERVER_BUSY, with_retry_after};
@@ -37,7 +41,7 @@ fn json_response(status: StatusCode, message: &OutgoingMessage) -> Response<Body
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
+        HeaderValue::from_static(JSON_MEDIA_TYPE),
     );
     resp
 }
@@ -53,7 +57,7 @@ fn sse_response(body: SseBody) -> Response<Body> {
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
+        HeaderValue::from_static(STREAM_MEDIA_TYPE),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
@@ -64,59 +68,54 @@ fn bad(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Respo
     rpc_error(status, None, ErrorObject::new(code, message))
 }
 
+/// The HTTP status of a [`Status`] the core decided on: the one place they are mapped.
+fn http_status(status: Status) -> StatusCode {
+    match status {
+        Status::Ok => StatusCode::OK,
+        Status::BadRequest => StatusCode::BAD_REQUEST,
+        Status::NotFound => StatusCode::NOT_FOUND,
+        Status::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
+        Status::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        Status::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        // A status added to the core and not mapped here yet.
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
 /// `message` with the status the core gives it on `route` ([`status_for`]).
 fn answer(route: &Route, message: &OutgoingMessage) -> Response<Body> {
-    let status = StatusCode::from_u16(status_for(message, route))
-        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let response = json_response(status, message);
-    if status == StatusCode::SERVICE_UNAVAILABLE {
+    refused(status_for(message, route), message)
+}
+
+/// `message` with `status`, as the core decided; retry later when it says unavailable.
+fn refused(status: Status, message: &OutgoingMessage) -> Response<Body> {
+    let response = json_response(http_status(status), message);
+    if status == Status::Unavailable {
         with_retry_after(response, Duration::from_secs(1))
     } else {
         response
     }
 }
 
-/// A refusal the core decided on, with its status.
-fn refused(status: u16, message: &OutgoingMessage) -> Response<Body> {
-    json_response(
-        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
-        message,
+/// A refusal by a rule of the protocol ([`Refusal`]), with its status.
+fn refusal(r: Refusal) -> Response<Body> {
+    refused(
+        r.status,
+        &OutgoingMessage::Error {
+            id: None,
+            error: r.error,
+        },
     )
 }
 
-/// What a request's `Accept` headers allow, read in one pass.
-#[derive(Debug, Clone, Copy, Default)]
-struct Accepts {
-    json: bool,
-    sse: bool,
-}
-
-impl Accepts {
-    fn of(headers: &HeaderMap) -> Self {
-        let mut out = Self::default();
-        // A value with invalid characters is ignored as a whole.
-        let values = headers
+/// What a request's `Accept` headers allow, as the core reads them.
+fn accepts(headers: &HeaderMap) -> Accepts {
+    Accepts::of(
+        headers
             .get_all(header::ACCEPT)
             .iter()
-            .filter(|v| v.to_str().is_ok());
-        for v in values {
-            for range in v.as_bytes().split(|b| *b == b',') {
-                let media = range.split(|b| *b == b';').next().unwrap_or_default();
-                match media.trim_ascii() {
-                    b"*/*" => {
-                        return Self {
-                            json: true,
-                            sse: true,
-                        };
-                    }
-                    b"application/json" => out.json = true,
-                    b"text/event-stream" => out.sse = true,
-                    _ => {}
-                }
-            }
-        }
-        out
-    }
+            .map(HeaderValue::as_bytes),
+    )
 }
 
 fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
@@ -202,30 +201,10 @@ async fn post_message(
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
     let principal = parts.extensions.get::<Principal>().cloned();
-    let content_type_ok = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        });
-    if !content_type_ok {
-        return bad(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::INVALID_REQUEST,
-            "Content-Type must be application/json",
-        );
-    }
-    let accepts = Accepts::of(&headers);
-    if !accepts.json && !accepts.sse {
-        return bad(
-            StatusCode::NOT_ACCEPTABLE,
-            ErrorCode::INVALID_REQUEST,
-            "Accept must include application/json and text/event-stream",
-        );
+    let accepts = accepts(&headers);
+    let content_type = headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes);
+    if let Err(r) = check_post(content_type, accepts) {
+        return refusal(r);
     }
     let body = match read_body(app, body, parts.extensions.get::<ConnTimer>()).await {
         Ok(b) => b,
@@ -241,7 +220,7 @@ async fn post_message(
     // outcome onto HTTP (#14).
     let delivery = Delivery::new(
         accepts.json,
-        accepts.sse,
+        accepts.stream,
         app.config.always_sse,
         sid.is_some(),
     );
@@ -331,9 +310,9 @@ async fn modern(
         Err(Route::Refuse { status, message }) => return refused(status, &message),
         Err(_) => return accepted(),
     };
-    let listen = method == "subscriptions/listen";
+    let listen = respond == Respond::Listen;
     let session = app.engine.new_stateless_session().with_principal(principal);
-    if respond == Respond::Stream {
+    if matches!(respond, Respond::Stream | Respond::Listen) {
         let (tx, rx) = mpsc::channel(256);
         let sink: Arc<dyn MessageSink> = Arc::new(ChannelSink(tx));
         // Driven by the response body: in this request's span all the same.
@@ -418,28 +397,6 @@ async fn initialize(
     }
 }
 
-/// The legacy transport rejects an invalid or unsupported `MCP-Protocol-Version` (2025-11-25,
-/// "Protocol Version Header"). Any legacy revision this server speaks is accepted: some
-/// clients send an older one than they negotiated, and the spec does not forbid that.
-fn check_legacy_version(headers: &HeaderMap) -> Result<(), Response<Body>> {
-    let Some(v) = headers.get(&super::headers::PROTOCOL_VERSION) else {
-        // Clients of 2025-03-26 and earlier do not send the header.
-        return Ok(());
-    };
-    let v = v.to_str().map(str::trim).unwrap_or("");
-    match ProtocolVersion::parse(v) {
-        Some(p) if p.era() == crate::wire::Era::Legacy => Ok(()),
-        _ => Err(bad(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::INVALID_REQUEST,
-            format!(
-                "Unsupported MCP-Protocol-Version header: {}",
-                v.chars().take(32).collect::<String>()
-            ),
-        )),
-    }
-}
-
 async fn legacy(
     app: &AppState,
     headers: &HeaderMap,
@@ -454,8 +411,12 @@ async fn legacy(
         Ok(None) => return session_not_found(),
         Err(e) => return store_unavailable(app, &e),
     };
-    if let Err(resp) = check_legacy_version(headers) {
-        return resp;
+    // The core judges the header (2025-11-25, "Protocol Version Header").
+    let version = headers
+        .get(&super::headers::PROTOCOL_VERSION)
+        .map(HeaderValue::as_bytes);
+    if let Err(r) = legacy_version_header(version) {
+        return refusal(r);
     }
     let standalone = &session.standalone_sink;
     let message = match decoded {
@@ -495,8 +456,7 @@ async fn legacy(
         return accepted();
     };
     let id = id.clone();
-    let sets_level =
-        matches!(&message, IncomingMessage::Request { method, .. } if method == "logging/setLevel");
+    let sets_level = changes_session_record(&message);
     let respond = app
         .engine
         .respond_as(&message, &meta, delivery, Some(&session.session));
@@ -583,12 +543,8 @@ async fn get_stream(app: &AppState, req: Request<Body>) -> Response<Body> {
         Ok(None) => return session_not_found(),
         Err(e) => return store_unavailable(app, &e),
     };
-    if !Accepts::of(headers).sse {
-        return bad(
-            StatusCode::NOT_ACCEPTABLE,
-            ErrorCode::INVALID_REQUEST,
-            "Accept must include text/event-stream",
-        );
+    if let Err(r) = check_stream(accepts(headers)) {
+        return refusal(r);
     }
     let last = headers
         .get(&LAST_EVENT_ID)

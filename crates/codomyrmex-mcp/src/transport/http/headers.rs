@@ -107,14 +107,8 @@ pub(crate) fn validate_with(
         }
         Some(_) => {}
     }
-    let name_field = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        // SEP-2663: the task id routes tasks/* requests.
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    };
-    if let Some(field) = name_field {
+    // Which body field `Mcp-Name` mirrors is the core's to say.
+    if let Some(field) = crate::engine::mirrored_name_field(method) {
         let body = params.get(field).and_then(Value::as_str);
         match header(headers, &NAME)? {
             None => return Err(mismatch("missing Mcp-Name header".into())),
@@ -128,11 +122,9 @@ pub(crate) fn validate_with(
             }
         }
     }
-    if method == "tools/call"
-        && registry.has_header_params()
-        && let Some(name) = params.get("name").and_then(Value::as_str)
+    if registry.has_header_params()
+        && let Some((name, args)) = crate::engine::called_tool(method, params)
     {
-        let args = params.get("arguments").and_then(Value::as_object);
         // Borrowed from the registered tool, not cloned with its definition.
         registry
             .with_header_params(name, |annotated| validate_params(headers, annotated, args))

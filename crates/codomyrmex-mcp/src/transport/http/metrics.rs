@@ -31,37 +31,10 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tower::{Layer, Service};
 
-/// The JSON-RPC methods counted under their own name; any other is `other`.
-const METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "logging/setLevel",
-    "subscriptions/listen",
-    "tasks/get",
-    "tasks/result",
-    "tasks/cancel",
-    "tasks/list",
-    "tasks/update",
-    "notifications/initialized",
-    "notifications/cancelled",
-    "notifications/progress",
-    "notifications/roots/list_changed",
-];
-
-/// The method label of a JSON-RPC method name.
+/// The method label of a JSON-RPC method name: the methods of the core's table
+/// ([`METHODS`](crate::wire::METHODS)) are counted under their own name; any other is `other`.
 pub(crate) fn method_label(method: &str) -> &'static str {
-    METHODS
+    crate::wire::METHODS
         .iter()
         .find(|m| **m == method)
         .copied()

@@ -41,35 +41,6 @@ use super::cluster::{ReaderGuard, Shared};
 /// [`SessionTable::touched_lately`]). Requests in between cost no store round trip.
 pub(crate) const TOUCH_EVERY: Duration = Duration::from_secs(1);
 
-/// The message an instance broadcasts on the bus when a session ended there (a `DELETE`, an
-/// eviction): the others drop their live state. Never a client's: clients' messages are
-/// broadcast only as `notifications/cancelled`.
-pub(crate) const SESSION_ENDED: &[u8] =
-    br#"{"jsonrpc":"2.0","method":"codomyrmex-mcp/sessionEnded"}"#;
-
-/// How the message an instance broadcasts when it takes a session's notifications begins
-/// (it restored the session, or the client opened its GET stream there); the instance's
-/// name follows, then [`SESSION_TAKEN_END`]. The others stop delivering that session's
-/// notifications (list changes, resource updates), so its client gets each once.
-pub(crate) const SESSION_TAKEN: &[u8] =
-    br#"{"jsonrpc":"2.0","method":"codomyrmex-mcp/sessionTaken","params":{"instance":""#;
-/// How [`SESSION_TAKEN`]'s message ends.
-pub(crate) const SESSION_TAKEN_END: &[u8] = br#""}}"#;
-
-/// The [`SESSION_TAKEN`] message of `instance`.
-pub(crate) fn session_taken(instance: &str) -> Vec<u8> {
-    let name = serde_json::to_string(instance).unwrap_or_default();
-    let name = name.trim_matches('"').as_bytes();
-    [SESSION_TAKEN, name, SESSION_TAKEN_END].concat()
-}
-
-/// The instance a [`SESSION_TAKEN`] message names; `None` when it is not one.
-pub(crate) fn taken_by(message: &[u8]) -> Option<String> {
-    let name = message
-        .strip_prefix(SESSION_TAKEN)?
-        .strip_suffix(SESSION_TAKEN_END)?;
-    serde_json::from_slice(&[b"\"", name, b"\""].concat()).ok()
-}
 use super::replay::{LogSink, MemoryEventStore, ReplayLimits, StreamLog};
 
 /// One legacy session over HTTP: the engine's session plus its SSE streams, whose logs the
@@ -92,7 +63,8 @@ pub(crate) struct HttpSession {
     /// Open SSE responses reading from an external event store.
     store_readers: Arc<std::sync::atomic::AtomicUsize>,
     /// Whether this instance delivers the session's notifications (list changes, resource
-    /// updates): until another instance sharing the session takes them ([`SESSION_TAKEN`]).
+    /// updates): until another instance sharing the session takes them
+    /// ([`BusMessage::NotificationsTaken`](crate::store::BusMessage::NotificationsTaken)).
     notifies: std::sync::atomic::AtomicBool,
     /// The instance that took them, while this one does not deliver them.
     notifier: std::sync::Mutex<Option<String>>,
@@ -509,7 +481,7 @@ impl SessionTable {
     /// Whether a live session's record was refreshed less than [`TOUCH_EVERY`] ago, so that
     /// this request need not refresh it again. Only with a message bus: then a `DELETE`, or
     /// an eviction, on another instance reaches this one as a broadcast
-    /// ([`SESSION_ENDED`]) instead of as the next touch's "gone", and the record's expiry
+    /// ([`BusMessage::SessionEnded`](crate::store::BusMessage::SessionEnded)) instead of as the next touch's "gone", and the record's expiry
     /// (the idle timeout, minutes) is refreshed at least every [`TOUCH_EVERY`] while the
     /// session is used. Without a bus every request touches the record.
     ///
@@ -534,7 +506,10 @@ impl SessionTable {
             return;
         };
         for id in ids {
-            if let Err(e) = bus.broadcast(id, SESSION_ENDED.to_vec()).await {
+            if let Err(e) = bus
+                .broadcast(id, crate::store::BusMessage::SessionEnded)
+                .await
+            {
                 tracing::warn!(error = %e, "could not tell the other instances a session ended");
                 if let Some(shared) = &self.shared {
                     shared.store_error(&e);
@@ -543,12 +518,14 @@ impl SessionTable {
         }
     }
 
-    /// Drops the live state of a session another instance ended ([`SESSION_ENDED`]).
+    /// Drops the live state of a session another instance ended
+    /// ([`BusMessage::SessionEnded`](crate::store::BusMessage::SessionEnded)).
     pub(crate) fn ended_elsewhere(&self, id: &str) {
         self.forget(&[id.to_owned()]);
     }
 
-    /// Instance `by` took the notifications of session `id` ([`SESSION_TAKEN`]).
+    /// Instance `by` took the notifications of session `id`
+    /// ([`BusMessage::NotificationsTaken`](crate::store::BusMessage::NotificationsTaken)).
     pub(crate) fn taken_elsewhere(&self, id: &str, by: Option<String>) {
         if let Some(s) = self.lock().get(id) {
             s.set_notifier(by);

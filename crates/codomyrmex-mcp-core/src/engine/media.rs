@@ -1,0 +1,148 @@
+//! The media types messages travel as, and what a client's `Accept` allows: the rules of
+//! the Streamable HTTP transport about bodies, decided here so the transport only obeys
+//! ([`check_post`], [`check_stream`]). A body the client sent must be one JSON message
+//! ([`JSON_MEDIA_TYPE`]); an answer is one JSON message or a stream of them
+//! ([`STREAM_MEDIA_TYPE`]), as [`Engine::respond_as`](super::Engine::respond_as) decides.
+//!
+//! Plain data in (header values as bytes), a [`Refusal`] out: no HTTP type is named here.
+
+use super::classify::{Refusal, Status};
+use crate::wire::ErrorCode;
+
+/// The media type of one JSON-RPC message as a body, sent or answered.
+pub const JSON_MEDIA_TYPE: &str = "application/json";
+
+/// The media type of a stream of messages (Server-Sent Events).
+pub const STREAM_MEDIA_TYPE: &str = "text/event-stream";
+
+/// What a request's `Accept` values allow, read in one pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Accepts {
+    /// One JSON message ([`JSON_MEDIA_TYPE`]).
+    pub json: bool,
+    /// A stream of messages ([`STREAM_MEDIA_TYPE`]).
+    pub stream: bool,
+}
+
+impl Accepts {
+    /// What the `Accept` values allow: each a comma-separated list of media ranges, their
+    /// parameters ignored; `*/*` allows both. A value that is not visible ASCII text is
+    /// ignored as a whole.
+    pub fn of<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut out = Self::default();
+        let values = values
+            .into_iter()
+            .filter(|v| v.iter().all(|b| *b == b'\t' || (b' '..=b'~').contains(b)));
+        for v in values {
+            for range in v.split(|b| *b == b',') {
+                let media = range.split(|b| *b == b';').next().unwrap_or_default();
+                match media.trim_ascii() {
+                    b"*/*" => {
+                        return Self {
+                            json: true,
+                            stream: true,
+                        };
+                    }
+                    m if m == JSON_MEDIA_TYPE.as_bytes() => out.json = true,
+                    m if m == STREAM_MEDIA_TYPE.as_bytes() => out.stream = true,
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether a posted message may be read: its `Content-Type` (raw, if sent) must be
+/// [`JSON_MEDIA_TYPE`] (parameters ignored, any case), else `UnsupportedMediaType`; and the
+/// client must accept one of the forms an answer takes, else `NotAcceptable`.
+pub fn check_post(content_type: Option<&[u8]>, accepts: Accepts) -> Result<(), Refusal> {
+    let json = content_type
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case(JSON_MEDIA_TYPE)
+        });
+    if !json {
+        return Err(Refusal::new(
+            Status::UnsupportedMediaType,
+            ErrorCode::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        ));
+    }
+    if !accepts.json && !accepts.stream {
+        return Err(Refusal::new(
+            Status::NotAcceptable,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must include application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a client asking for a session's standalone stream (or its resumption) accepts
+/// one: else `NotAcceptable`.
+pub fn check_stream(accepts: Accepts) -> Result<(), Refusal> {
+    if accepts.stream {
+        Ok(())
+    } else {
+        Err(Refusal::new(
+            Status::NotAcceptable,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must include text/event-stream",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_values_are_read_once_with_parameters_and_wildcards() {
+        let both = Accepts {
+            json: true,
+            stream: true,
+        };
+        assert_eq!(Accepts::of([b"*/*".as_slice()]), both);
+        assert_eq!(
+            Accepts::of([b"application/json;q=0.9, text/event-stream".as_slice()]),
+            both
+        );
+        let json = Accepts::of([b"application/json".as_slice()]);
+        assert!(json.json && !json.stream);
+        // A value that is not text is ignored as a whole.
+        assert_eq!(
+            Accepts::of([b"text/event-stream\xff".as_slice()]),
+            Accepts::default()
+        );
+    }
+
+    #[test]
+    fn a_post_needs_a_json_body_and_an_answer_the_client_takes() {
+        let both = Accepts::of([b"*/*".as_slice()]);
+        assert_eq!(
+            check_post(Some(b"Application/JSON; charset=utf-8"), both),
+            Ok(())
+        );
+        let e = check_post(Some(b"text/plain"), both).unwrap_err();
+        assert_eq!(e.status, Status::UnsupportedMediaType);
+        assert_eq!(
+            check_post(None, both).unwrap_err().status,
+            Status::UnsupportedMediaType
+        );
+        let none = Accepts::default();
+        let e = check_post(Some(b"application/json"), none).unwrap_err();
+        assert_eq!(e.status, Status::NotAcceptable);
+        assert_eq!(e.error.code, ErrorCode::INVALID_REQUEST.0);
+        assert_eq!(
+            check_stream(none).unwrap_err().status,
+            Status::NotAcceptable
+        );
+        assert_eq!(check_stream(both), Ok(()));
+    }
+}
