@@ -297,3 +297,65 @@ fn relayed_titles_and_descriptions_are_inert() {
         "{out}"
     );
 }
+
+/// An HTTP "upstream" that answers every request with `500` and a body carrying a carriage
+/// return, a bidi override and a zero-width space; prints its port.
+const HOSTILE_HTTP: &str = r#"
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = "bad\r\u202e\u200bupstream".encode()
+        self.send_response(500)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// An upstream's error text in the gateway's retry WARN line is inert: tracing escapes ESC
+/// and C1, not a carriage return or bidi controls.
+#[test]
+fn an_upstreams_error_text_is_inert_in_the_retry_log() {
+    use std::io::BufRead as _;
+    let mut upstream = std::process::Command::new("python3")
+        .args(["-c", HOSTILE_HTTP])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufReader::new(upstream.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"web\"\nurl = \"http://127.0.0.1:{}/mcp\"\n",
+            port.trim()
+        ),
+    )
+    .unwrap();
+    let mut child = command(&["gateway", "--config", config.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = support::stderr_lines(&mut child);
+    let line = support::await_line(&lines, "upstream unreachable");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+    assert!(line.contains("badupstream"), "{line:?}");
+    for c in ['\r', '\u{202e}', '\u{200b}'] {
+        assert!(!line.contains(c), "{c:?} in {line:?}");
+    }
+}
