@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, TaskCall};
+use codomyrmex_mcp::util::inert_text;
 use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Map, Value, json};
 
@@ -162,7 +163,7 @@ fn handlers() -> ClientHandlers {
         let text = data
             .as_str()
             .map_or_else(|| data.to_string(), ToOwned::to_owned);
-        eprintln!("[server {level}] {text}");
+        eprintln!("[server {}] {}", inert_text(level), inert_text(&text));
     })
 }
 
@@ -227,17 +228,27 @@ pub async fn run(args: ClientArgs) -> ExitCode {
         }
     }
     .await;
+    // What the server sent is made inert here, where it reaches the terminal: messages and
+    // human-readable text always, `--json` output never (its escapes are inert already and
+    // its values stay exact).
+    let shown = |text: &str| -> String {
+        if args.json {
+            text.to_owned()
+        } else {
+            inert_text(text).into_owned()
+        }
+    };
     match result {
         Err(f) => {
-            eprintln!("codomyrmex-mcp client: {}", f.message);
+            eprintln!("codomyrmex-mcp client: {}", inert_text(&f.message));
             ExitCode::from(f.status as u8)
         }
         Ok(out) if out.failed => {
-            eprint!("{}", out.text);
+            eprint!("{}", shown(&out.text));
             ExitCode::from(Status::ToolError as u8)
         }
         Ok(out) => {
-            crate::emit(&out.text);
+            crate::emit(&shown(&out.text));
             ExitCode::from(Status::Ok as u8)
         }
     }
@@ -343,7 +354,10 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
                 return listen_on(client, params, args.json).await;
             }
             client.subscribe(uri).await?;
-            eprintln!("subscribed to {uri}; printing updates until --timeout");
+            eprintln!(
+                "subscribed to {}; printing updates until --timeout",
+                inert_text(uri)
+            );
             listen(client, args.json).await
         }
         ClientAction::Prompts => {
@@ -464,7 +478,7 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             crate::emit(&if args.json {
                 pretty(&report.to_json())
             } else {
-                report.render()
+                inert_text(&report.render()).into_owned()
             });
             Ok(Outcome {
                 text: String::new(),
@@ -535,7 +549,7 @@ async fn listen(client: &McpClient, json: bool) -> Result<Outcome, Failure> {
         } else {
             let method = str_of(&n, "method").unwrap_or("?");
             let params = n.get("params").cloned().unwrap_or(Value::Null);
-            format!("{method} {params}\n")
+            inert_text(&format!("{method} {params}")).into_owned() + "\n"
         };
         crate::emit(&line);
     }

@@ -8,10 +8,15 @@
 //! drive it with text; [`handlers`] wires them to stdin and stderr on the blocking pool.
 //! Not a form library: nested objects and arrays are not prompted (a schema with one is
 //! declined with a message).
+//!
+//! Everything the server wrote into the question (its message, URL, field names, titles,
+//! descriptions, defaults and choices) is shown through [`inert_text`]: a server cannot
+//! retitle the terminal or fake a prompt's text.
 
 use std::io::{BufRead, Write};
 
 use codomyrmex_mcp::client::ClientHandlers;
+use codomyrmex_mcp::util::inert_text;
 use serde_json::{Map, Value, json};
 
 /// How many times an invalid answer is asked again before the elicitation is cancelled.
@@ -63,7 +68,7 @@ fn parse_field(schema: &Value, text: &str) -> Result<Value, String> {
                     .iter()
                     .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
                     .collect();
-                format!("one of {}", names.join(", "))
+                format!("one of {}", inert_text(&names.join(", ")))
             });
     }
     match schema.get("type").and_then(Value::as_str) {
@@ -83,14 +88,17 @@ fn parse_field(schema: &Value, text: &str) -> Result<Value, String> {
             .map(|n| json!(n))
             .ok_or_else(|| "a number".into()),
         Some("string") | None => Ok(json!(text)),
-        Some(other) => Err(format!("a {other}, which cannot be typed here")),
+        Some(other) => Err(format!(
+            "a {}, which cannot be typed here",
+            inert_text(other)
+        )),
     }
 }
 
 /// Answers a form-mode `elicitation/create` by prompting on `out` and reading `input`.
 pub fn answer_form(params: &Value, input: &mut dyn BufRead, out: &mut dyn Write) -> Value {
     let message = params.get("message").and_then(Value::as_str).unwrap_or("");
-    let _ = writeln!(out, "\nthe server asks: {message}");
+    let _ = writeln!(out, "\nthe server asks: {}", inert_text(message));
     let schema = params
         .get("requestedSchema")
         .cloned()
@@ -106,7 +114,11 @@ pub fn answer_form(params: &Value, input: &mut dyn BufRead, out: &mut dyn Write)
             Some("object" | "array")
         ) && p.get("enum").is_none()
     }) {
-        let _ = writeln!(out, "(field {name:?} cannot be typed here: declined)");
+        let _ = writeln!(
+            out,
+            "(field {:?} cannot be typed here: declined)",
+            inert_text(name)
+        );
         return json!({"action": "decline"});
     }
     let Some(action) = choose(input, out) else {
@@ -129,15 +141,15 @@ pub fn answer_form(params: &Value, input: &mut dyn BufRead, out: &mut dyn Write)
             .unwrap_or(name.as_str());
         let mut answered = false;
         for _ in 0..MAX_TRIES {
-            let _ = write!(out, "{label}");
+            let _ = write!(out, "{}", inert_text(label));
             if let Some(d) = prop.get("description").and_then(Value::as_str) {
-                let _ = write!(out, " ({d})");
+                let _ = write!(out, " ({})", inert_text(d));
             }
             if let Some(d) = prop.get("default") {
                 let _ = write!(
                     out,
                     " [{}]",
-                    d.as_str().map_or_else(|| d.to_string(), str::to_owned)
+                    inert_text(&d.as_str().map_or_else(|| d.to_string(), str::to_owned))
                 );
             } else if !is_required {
                 let _ = write!(out, " [skip]");
@@ -182,7 +194,12 @@ pub fn answer_form(params: &Value, input: &mut dyn BufRead, out: &mut dyn Write)
 pub fn answer_url(params: &Value, input: &mut dyn BufRead, out: &mut dyn Write) -> Value {
     let message = params.get("message").and_then(Value::as_str).unwrap_or("");
     let url = params.get("url").and_then(Value::as_str).unwrap_or("?");
-    let _ = writeln!(out, "\nthe server asks: {message}\nopen: {url}");
+    let _ = writeln!(
+        out,
+        "\nthe server asks: {}\nopen: {}",
+        inert_text(message),
+        inert_text(url)
+    );
     let action = choose(input, out).unwrap_or("cancel");
     json!({"action": action})
 }
@@ -273,5 +290,44 @@ mod tests {
         );
         assert_eq!(v, json!({"action": "accept"}));
         assert!(String::from_utf8_lossy(&out).contains("open: https://x/y"));
+    }
+
+    /// What a server can put in a question to take over the terminal.
+    const HOSTILE: &str = "\x1b]0;pwned\x07\x1b[2J\u{202e}\u{9b}\u{200b}\r";
+
+    fn assert_inert(shown: &str) {
+        for c in ['\x1b', '\x07', '\u{202e}', '\u{9b}', '\u{200b}', '\r'] {
+            assert!(!shown.contains(c), "{c:?} reached the terminal: {shown:?}");
+        }
+    }
+
+    #[test]
+    fn a_servers_question_is_shown_inert() {
+        let h = HOSTILE;
+        let p = json!({"message": format!("who{h}\tare\nyou"), "requestedSchema": {"type": "object", "properties": {
+            "colour": {"type": "string", "title": format!("Colour{h}"), "description": format!("d{h}"),
+                       "default": format!("red{h}"), "enum": [format!("red{h}"), "green"]},
+            "kind": {"type": format!("weird{h}")}
+        }}});
+        let (_, shown) = form(&p, "a\nblue\ngreen\nx\n\n\n\n\n");
+        assert_inert(&shown);
+        assert!(shown.contains("who]0;pwned[2J\tare\nyou"), "{shown:?}");
+        assert!(
+            shown.contains("Colour]0;pwned[2J (d]0;pwned[2J)"),
+            "{shown:?}"
+        );
+        assert!(shown.contains("(expected a weird]0;pwned[2J"), "{shown:?}");
+        let p = json!({"message": "m", "requestedSchema": {"properties": {format!("x{h}"): {"type": "object"}}}});
+        let (_, shown) = form(&p, "a\n");
+        assert_inert(&shown);
+        let mut out = Vec::new();
+        answer_url(
+            &json!({"message": format!("Sign in{h}"), "url": format!("https://x/y{h}")}),
+            &mut "n\n".as_bytes(),
+            &mut out,
+        );
+        let shown = String::from_utf8_lossy(&out);
+        assert_inert(&shown);
+        assert!(shown.contains("open: https://x/y]0;pwned[2J"), "{shown:?}");
     }
 }

@@ -215,9 +215,13 @@ fn read_credential(path: &Path, private: bool) -> Result<String, String> {
     Ok(text)
 }
 
-/// Prints the authorization URL and opens it in a browser when there is one to open.
+/// Prints the authorization URL (the authorization server's endpoint: inert, like all a
+/// peer's text) and opens it in a browser when there is one to open.
 fn show(url: &str) {
-    eprintln!("codomyrmex-mcp client: authorize in your browser:\n  {url}");
+    eprintln!(
+        "codomyrmex-mcp client: authorize in your browser:\n  {}",
+        codomyrmex_mcp::util::inert_text(url)
+    );
     let opener = std::env::var("BROWSER")
         .ok()
         .filter(|b| !b.trim().is_empty())

@@ -12,6 +12,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use codomyrmex_mcp::client::CallOptions;
+use codomyrmex_mcp::util::inert_text;
 use serde_json::Value;
 
 /// One notification as a line: `progress: 1/4 message`.
@@ -22,7 +23,7 @@ pub fn line(p: &Value) -> String {
         None => format!("progress: {done}"),
     };
     if let Some(m) = p.get("message").and_then(Value::as_str) {
-        let _ = write!(line, " {m}");
+        let _ = write!(line, " {}", inert_text(m));
     }
     line
 }
@@ -40,10 +41,11 @@ const WIDTH: usize = 30;
 pub fn bar_text(p: &Value) -> String {
     let done = p.get("progress").and_then(Value::as_f64).unwrap_or(0.0);
     let message = p.get("message").and_then(Value::as_str).unwrap_or("");
-    // Control characters from the server never reach the terminal.
-    let message: String = message
+    // Control characters from the server never reach the terminal, nor a line break the
+    // bar's one line.
+    let message: String = inert_text(message)
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !matches!(c, '\n' | '\t'))
         .take(200)
         .collect();
     match p.get("total").and_then(Value::as_f64).filter(|t| *t > 0.0) {
@@ -145,10 +147,16 @@ mod tests {
 
     #[test]
     fn the_bar_shows_the_fraction_and_no_control_characters() {
-        let text = bar_text(&json!({"progress": 1, "total": 2, "message": "a\x1b[31mb"}));
+        let text = bar_text(
+            &json!({"progress": 1, "total": 2, "message": "a\x1b[31mb\u{202e}\u{9b}c\nd"}),
+        );
         assert_eq!(
             text,
-            format!("[{}{}]  50% a[31mb", "#".repeat(15), " ".repeat(15))
+            format!("[{}{}]  50% a[31mbcd", "#".repeat(15), " ".repeat(15))
+        );
+        assert_eq!(
+            line(&json!({"progress": 1, "message": "a\x1b]0;pwned\x07b"})),
+            "progress: 1 a]0;pwnedb"
         );
         assert_eq!(bar_text(&json!({"progress": 3})), "[ 3 ] ");
         assert!(bar_text(&json!({"progress": 9, "total": 2})).contains("100%"));

@@ -151,7 +151,8 @@ pub struct StoreFile {
     task_lease: Option<u64>,
 }
 
-/// Where shared state lives: a store URL, printed with any password redacted.
+/// Where shared state lives: a store URL, printed with its userinfo, query values and
+/// fragment redacted ([`codomyrmex_mcp::util::redact_url`]).
 #[derive(Clone, PartialEq, Eq)]
 pub struct StoreUrl(String);
 
@@ -161,9 +162,9 @@ impl StoreUrl {
         &self.0
     }
 
-    /// The URL with any password replaced.
+    /// The URL with its userinfo, query values and fragment replaced.
     pub fn redacted(&self) -> String {
-        codomyrmex_mcp::store::redact_url(&self.0)
+        codomyrmex_mcp::util::redact_url(&self.0)
     }
 }
 
@@ -616,7 +617,7 @@ mod tests {
         assert_eq!(store.expose(), "redis://:hunter2@cache:6379/1");
         let printed = e.to_toml().unwrap();
         assert!(
-            printed.contains("redis://:<redacted>@cache:6379/1"),
+            printed.contains("redis://<redacted>@cache:6379/1"),
             "{printed}"
         );
         assert!(!printed.contains("hunter2"), "{printed}");

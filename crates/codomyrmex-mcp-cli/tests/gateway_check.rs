@@ -178,3 +178,184 @@ fn an_invalid_configuration_exits_2_with_the_place() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("gateway.toml:3:1"), "{stderr}");
 }
+
+/// A port on 127.0.0.1 that nothing listens on (it was free a moment ago).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Finding 7: credentials in an upstream's URL are refused when the configuration is read,
+/// without being repeated; a query's values (an API key, say) never reach `--check`'s
+/// output or the log line of each retry.
+#[test]
+fn an_upstream_urls_secrets_reach_neither_the_check_nor_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    let port = closed_port();
+    std::fs::write(
+        &config,
+        format!("[[upstream]]\nname = \"web\"\nurl = \"http://user:PASS@127.0.0.1:{port}/mcp?api_key=K\"\n"),
+    )
+    .unwrap();
+    let path = config.to_str().unwrap();
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(&mut command(&["gateway", "--check", "--config", path]));
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("\"web\"") && stderr.contains("credentials"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("PASS") && !stdout.contains("PASS"),
+        "{stdout}\n{stderr}"
+    );
+
+    std::fs::write(
+        &config,
+        format!("[[upstream]]\nname = \"web\"\nurl = \"http://127.0.0.1:{port}/mcp?api_key=K#F\"\ntimeout_secs = 2\n"),
+    )
+    .unwrap();
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(&mut command(&["gateway", "--check", "--config", path]));
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("unreachable: web"), "{stdout}");
+    assert!(stdout.contains("http://127.0.0.1"), "{stdout}");
+    for secret in ["=K", "#F"] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{stdout}\n{stderr}"
+        );
+    }
+    // Serving, the upstream is retried, each failure logged at WARN.
+    let mut child = command(&["gateway", "--config", path])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = support::stderr_lines(&mut child);
+    let first = support::await_line(&lines, "upstream unreachable");
+    let second = support::await_line(&lines, "upstream unreachable");
+    let _ = child.kill();
+    let _ = child.wait();
+    for line in [first, second] {
+        assert!(line.contains("web"), "{line}");
+        assert!(!line.contains("=K") && !line.contains("#F"), "{line}");
+    }
+}
+
+/// A 2025-11-25 upstream whose tool's title and description carry escape sequences, a bidi
+/// override and a C1 CSI.
+const HOSTILE_UPSTREAM: &str = r#"
+H = "\x1b]0;pwned\x07\x1b[2J\u202e\u009b"
+def answer(method, p, m):
+    if method == "initialize":
+        return initialized("hostile", {"tools": {}})
+    if method == "tools/list":
+        return {"result": {"tools": [{"name": "t", "title": "T" + H, "description": "D" + H + "\n\tnext", "inputSchema": {"type": "object"}}]}}
+    return NOT_FOUND
+serve(answer)
+"#;
+
+#[test]
+fn relayed_titles_and_descriptions_are_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hostile.py");
+    std::fs::write(
+        &script,
+        format!("{}{HOSTILE_UPSTREAM}", support::PYTHON_SERVER_PRELUDE),
+    )
+    .unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"h\"\ncommand = \"python3\"\nargs = [\"{}\"]\n",
+            script.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let r = output(&mut command(&[
+        "gateway",
+        "--check",
+        "--json",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    let out: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {r:?}"));
+    assert_eq!(out["tools"][0]["name"], "h.t", "{out}");
+    assert_eq!(out["tools"][0]["title"], "T]0;pwned[2J", "{out}");
+    assert_eq!(
+        out["tools"][0]["description"], "D]0;pwned[2J\n\tnext",
+        "{out}"
+    );
+}
+
+/// An HTTP "upstream" that answers every request with `500` and a body carrying a carriage
+/// return, a bidi override and a zero-width space; prints its port.
+const HOSTILE_HTTP: &str = r#"
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = "bad\r\u202e\u200bupstream".encode()
+        self.send_response(500)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+/// An upstream's error text in the gateway's retry WARN line is inert: tracing escapes ESC
+/// and C1, not a carriage return or bidi controls.
+#[test]
+fn an_upstreams_error_text_is_inert_in_the_retry_log() {
+    use std::io::BufRead as _;
+    let mut upstream = std::process::Command::new("python3")
+        .args(["-c", HOSTILE_HTTP])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufReader::new(upstream.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"web\"\nurl = \"http://127.0.0.1:{}/mcp\"\n",
+            port.trim()
+        ),
+    )
+    .unwrap();
+    let mut child = command(&["gateway", "--config", config.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = support::stderr_lines(&mut child);
+    let line = support::await_line(&lines, "upstream unreachable");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+    assert!(line.contains("badupstream"), "{line:?}");
+    for c in ['\r', '\u{202e}', '\u{200b}'] {
+        assert!(!line.contains(c), "{c:?} in {line:?}");
+    }
+}

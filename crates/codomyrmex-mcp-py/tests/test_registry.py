@@ -142,7 +142,8 @@ def test_a_raising_handler_becomes_a_failure_with_an_error_detail():
     r.register("async_boom", {"type": "object"}, async_boom)
     result = r.execute(call("boom"))
     assert result.status == "failure" and result.data is None
-    assert result.error == MCPErrorDetail(error_type="FileNotFoundError", error_message="no such file: /x")
+    # The message reaches clients: the server's absolute path is cut to its last component.
+    assert result.error == MCPErrorDetail(error_type="FileNotFoundError", error_message="no such file: x")
     assert r.execute(call("async_boom")).error.error_type == "KeyError"
 
 

@@ -51,7 +51,8 @@ pub use events::{EventBounds, RedisEventStore};
 pub use session::RedisSessionStore;
 pub use tasks::RedisTaskStore;
 
-use codomyrmex_mcp::store::{StoreError, redact_url as redact};
+use codomyrmex_mcp::store::StoreError;
+use codomyrmex_mcp::util::redact_url as redact;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

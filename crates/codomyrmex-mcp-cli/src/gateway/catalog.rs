@@ -9,12 +9,15 @@
 //!
 //! Upstreams are untrusted: an entry that is not an object, has no usable name or URI, would
 //! get a local name the spec does not allow, or collides with an entry of an earlier upstream
-//! is left out and reported as a [`Problem`]; the rest of the upstream is still mounted. This
-//! module is pure data: it talks to no upstream.
+//! is left out and reported as a [`Problem`]; the rest of the upstream is still mounted. The
+//! titles and descriptions relayed (the entry's own, its annotations' title, and those of
+//! a prompt's arguments) are made inert ([`inert_text`]): the gateway's clients show them to
+//! people. This module is pure data: it talks to no upstream.
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use codomyrmex_mcp::util::inert_text;
+use serde_json::{Map, Value};
 
 /// The longest tool or prompt name clients are guaranteed to accept.
 const MAX_NAME: usize = 128;
@@ -338,6 +341,7 @@ impl Catalogue {
                 continue;
             }
             let mut definition = object.clone();
+            inert_display_text(&mut definition);
             definition.insert(kind.key().to_owned(), Value::String(local.clone()));
             table.insert(
                 local,
@@ -347,6 +351,30 @@ impl Catalogue {
                     definition: Value::Object(definition),
                 },
             );
+        }
+    }
+}
+
+/// The text of `definition` its clients show people, made inert: its `title` and
+/// `description`, its annotations' `title`, and the `title` and `description` of each of a
+/// prompt's `arguments`.
+fn inert_display_text(definition: &mut Map<String, Value>) {
+    fn inert_fields(object: &mut Map<String, Value>) {
+        for key in ["title", "description"] {
+            if let Some(Value::String(text)) = object.get_mut(key)
+                && let std::borrow::Cow::Owned(clean) = inert_text(text)
+            {
+                *text = clean;
+            }
+        }
+    }
+    inert_fields(definition);
+    if let Some(Value::Object(annotations)) = definition.get_mut("annotations") {
+        inert_fields(annotations);
+    }
+    if let Some(Value::Array(arguments)) = definition.get_mut("arguments") {
+        for argument in arguments.iter_mut().filter_map(Value::as_object_mut) {
+            inert_fields(argument);
         }
     }
 }
@@ -410,6 +438,47 @@ mod tests {
         assert_eq!(local_uri("fs", "{scheme}://x"), None);
         assert_eq!(split_local_uri("file:///x"), None);
         assert_eq!(split_local_uri("Bad+file:///x"), None);
+    }
+
+    #[test]
+    fn relayed_titles_and_descriptions_are_inert() {
+        let h = "\x1b]0;pwned\x07\x1b[2J\u{202e}\u{9b}";
+        let listing = Listing {
+            tools: vec![
+                json!({"name": "t", "title": format!("T{h}"), "description": format!("line{h}\n\tnext"),
+                "annotations": {"title": format!("A{h}")}, "inputSchema": {"type": "object"}}),
+            ],
+            prompts: vec![json!({"name": "p", "description": format!("P{h}"),
+                "arguments": [{"name": "a", "title": format!("AT{h}"), "description": format!("AD{h}")}]})],
+            resources: vec![
+                json!({"uri": "file:///r", "name": "r", "title": format!("R{h}"), "description": format!("RD{h}")}),
+            ],
+            templates: vec![
+                json!({"uriTemplate": "file:///{x}", "name": "x", "description": format!("X{h}")}),
+            ],
+            subscribe: false,
+        };
+        let f = filter(&[], &[], &[]);
+        let c = Catalogue::build(&[Mount {
+            namespace: "up",
+            filter: &f,
+            listing: &listing,
+        }]);
+        let tool = &c.tools["up.t"].definition;
+        assert_eq!(tool["title"], "T]0;pwned[2J");
+        assert_eq!(tool["description"], "line]0;pwned[2J\n\tnext");
+        assert_eq!(tool["annotations"]["title"], "A]0;pwned[2J");
+        let prompt = &c.prompts["up.p"].definition;
+        assert_eq!(prompt["description"], "P]0;pwned[2J");
+        assert_eq!(prompt["arguments"][0]["title"], "AT]0;pwned[2J");
+        assert_eq!(prompt["arguments"][0]["description"], "AD]0;pwned[2J");
+        let resource = &c.resources["up+file:///r"].definition;
+        assert_eq!(resource["title"], "R]0;pwned[2J");
+        assert_eq!(resource["description"], "RD]0;pwned[2J");
+        assert_eq!(
+            c.templates["up+file:///{x}"].definition["description"],
+            "X]0;pwned[2J"
+        );
     }
 
     #[test]

@@ -271,9 +271,16 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
             }
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(format!(
-                    "{name:?}: url {url:?} must start with http:// or https://"
+                    "{name:?}: url {:?} must start with http:// or https://",
+                    codomyrmex_mcp::util::redact_url(&url)
                 ));
             }
+            // Refused here, before anything logs it: a URL with credentials
+            // (`user:password@`), which would be logged at each retry. The message shows
+            // the URL redacted.
+            codomyrmex_mcp::client::http::parse_url(&url).map_err(|e| {
+                format!("{name:?}: url {e}; for a bearer token, set `token` of the upstream")
+            })?;
             UpstreamTransport::Http {
                 url,
                 token: u.token.map(Secret::from),
@@ -402,6 +409,13 @@ url = "http://127.0.0.1:9000/mcp"
                 .contains("`token` is for `url`")
         );
         assert!(invalid("[[upstream]]\nname = \"a\"\nurl = \"ftp://h/\"\n").contains("http://"));
+        // Credentials in the URL are refused, and the refusal does not repeat them.
+        let e = invalid(
+            "[[upstream]]\nname = \"web\"\nurl = \"http://user:PASS@host/mcp?api_key=K\"\n",
+        );
+        assert!(e.contains("\"web\"") && e.contains("credentials"), "{e}");
+        assert!(e.contains("`token`"), "{e}");
+        assert!(!e.contains("PASS") && !e.contains("=K"), "{e}");
         assert!(
             invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\n[[upstream]]\nname = \"a\"\ncommand = \"y\"\n")
                 .contains("used twice")

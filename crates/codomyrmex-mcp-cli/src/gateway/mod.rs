@@ -115,7 +115,9 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
         });
         crate::emit(&format!("{out:#}\n"));
     } else {
-        crate::emit(&render(&config, &catalogue, &down));
+        // Upstreams' URIs and errors are their text: inert on the terminal.
+        let text = render(&config, &catalogue, &down);
+        crate::emit(&codomyrmex_mcp::util::inert_text(&text));
     }
     if down.is_empty() && catalogue.problems.is_empty() {
         ExitCode::SUCCESS
@@ -355,7 +357,8 @@ pub(super) async fn connect_upstream(
         Target::Http { url, token } => {
             let mut t = HttpTarget::new(url.clone());
             t.token = token;
-            McpClient::connect_http(t, options).map_err(|e| format!("url {url:?}: {e}"))?
+            McpClient::connect_http(t, options)
+                .map_err(|e| format!("url {:?}: {e}", codomyrmex_mcp::util::redact_url(&url)))?
         }
     };
     let listed = tokio::time::timeout(timeout, list_all(&client, era))
@@ -418,7 +421,9 @@ fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> Stri
     for (i, u) in config.upstreams.iter().enumerate() {
         let how = match &u.transport {
             UpstreamTransport::Stdio { command, .. } => format!("stdio: {command}"),
-            UpstreamTransport::Http { url, .. } => format!("http: {url}"),
+            UpstreamTransport::Http { url, .. } => {
+                format!("http: {}", codomyrmex_mcp::util::redact_url(url))
+            }
         };
         out.push_str(&format!(
             "{} ({how}; timeout {} s, at most {} calls in flight)\n",

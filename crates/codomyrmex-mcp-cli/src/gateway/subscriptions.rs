@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::CallOptions;
+use codomyrmex_mcp::util::inert_text;
 use codomyrmex_mcp::{Era, McpClient};
 use serde_json::json;
 use tokio::sync::watch;
@@ -85,7 +86,7 @@ impl Subscriptions {
                 continue;
             }
             if self.uris.len() >= MAX_SUBSCRIPTIONS {
-                tracing::warn!(upstream = %self.namespace, %uri, "too many resource subscriptions at this upstream; not subscribed");
+                tracing::warn!(upstream = %self.namespace, uri = %inert_text(&uri), "too many resource subscriptions at this upstream; not subscribed");
                 break;
             }
             if self.per_uri {
@@ -97,7 +98,7 @@ impl Subscriptions {
                     };
                 if let Some(why) = why {
                     // Not asked again for the others.
-                    tracing::warn!(upstream = %self.namespace, %uri, error = %why, "resources/subscribe failed; no further subscriptions");
+                    tracing::warn!(upstream = %self.namespace, uri = %inert_text(&uri), error = %inert_text(&why), "resources/subscribe failed; no further subscriptions");
                     self.per_uri = false;
                 }
             }
@@ -136,7 +137,7 @@ impl Subscriptions {
                 Err(_) => Some("no answer in time".to_owned()),
             };
             if let Some(why) = why {
-                tracing::warn!(upstream = %self.namespace, %uri, error = %why, "resources/unsubscribe failed");
+                tracing::warn!(upstream = %self.namespace, uri = %inert_text(uri), error = %inert_text(&why), "resources/unsubscribe failed");
             }
         }
         if let Some((_, uris)) = &self.listener {

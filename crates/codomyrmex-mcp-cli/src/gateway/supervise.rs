@@ -294,7 +294,7 @@ async fn reconnect(
                 return (client, listing);
             }
             Err(e) => {
-                tracing::warn!(upstream = %live.name, error = %e, retry_in_secs = backoff.as_secs(), "upstream unreachable");
+                tracing::warn!(upstream = %live.name, error = %codomyrmex_mcp::util::inert_text(&e), retry_in_secs = backoff.as_secs(), "upstream unreachable");
                 if let Some(tx) = first_attempt.take() {
                     let _ = tx.send(());
                 }

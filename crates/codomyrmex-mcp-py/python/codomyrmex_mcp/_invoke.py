@@ -14,6 +14,8 @@ import contextlib
 import inspect
 import json
 import math
+import os
+import re
 import sys
 import threading
 from typing import Any, Dict, Iterator, Optional
@@ -109,6 +111,36 @@ def _failure(error_type: str, message: str, details: Any = None) -> str:
     return json.dumps({"status": "failure", "error": error}, default=str)
 
 
+# An absolute path in a message: a `/` that starts a word (not a URL's `//host/...`, not the
+# middle of a relative path), then everything up to a space, quote or bracket.
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~/:\\-])/[^\s'\"`,;()<>\[\]{}]+")
+
+
+def _basename(path: str) -> str:
+    name = os.path.basename(path.rstrip("/"))
+    return name or "/"
+
+
+def _without_paths(text: str) -> str:
+    """``text`` with every absolute path cut to its last component: the server's layout
+    never reaches the client (SECURITY.md)."""
+    return _ABSOLUTE_PATH.sub(lambda m: _basename(m.group(0)), text)
+
+
+def client_message(e: BaseException) -> str:
+    """The message of a tool's exception as the client sees it: an ``OSError``'s file names
+    by their last component (``[Errno 2] No such file or directory: 'name.txt'``), and any
+    other absolute path in the text likewise."""
+    if isinstance(e, OSError) and e.strerror is not None:
+        text = f"[Errno {e.errno}] {e.strerror}" if e.errno is not None else str(e.strerror)
+        names = [n for n in (e.filename, e.filename2) if n is not None]
+        shown = [repr(_basename(os.fsdecode(n))) if isinstance(n, (str, bytes)) else repr(n) for n in names]
+        if shown:
+            text += ": " + " -> ".join(shown)
+        return _without_paths(text)
+    return _without_paths(str(e))
+
+
 def _not_plain(value: Any) -> Any:
     raise TypeError("not plain JSON")
 
@@ -172,8 +204,10 @@ def invoke(handler: Any, arguments_json: str, state: Any) -> str:
         pydantic = sys.modules.get("pydantic")
         if pydantic is not None and isinstance(e, pydantic.ValidationError):
             return _failure("ValidationError", str(e), {"errors": json.loads(e.json())})
-        return _failure(type(e).__name__, str(e))
+        return _failure(type(e).__name__, client_message(e))
     try:
         return wrap(value)
     except Exception as e:
-        return _failure("ResultNotSerializable", f"the tool's return value cannot be written as JSON: {e}")
+        return _failure(
+            "ResultNotSerializable", f"the tool's return value cannot be written as JSON: {client_message(e)}"
+        )

@@ -35,8 +35,9 @@ const MAX_RESUMES: usize = 5;
 /// The delay before resuming when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 
-/// Where the endpoint is and what every request carries.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Where the endpoint is and what every request carries. Its `Debug` shows the URL
+/// redacted, the headers' names only and no token.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct HttpTarget {
     /// `http://HOST[:PORT]/PATH` or `https://...`.
     pub url: String,
@@ -46,6 +47,18 @@ pub struct HttpTarget {
     pub token: Option<String>,
     /// A PEM file of CA certificates trusted for `https://` beside the Mozilla roots.
     pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for HttpTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpTarget")
+            .field("url", &crate::util::redact_url(&self.url))
+            .field("headers", &names)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
 }
 
 impl HttpTarget {
@@ -73,14 +86,18 @@ pub struct Endpoint {
     pub https: bool,
 }
 
-/// Parses an `http://` or `https://` URL.
+/// Parses an `http://` or `https://` URL. A URL with userinfo (`user:password@host`) is
+/// refused: credentials travel in a header (a bearer token, an `Authorization` header), never
+/// in a URL that ends up in logs. An error never shows the URL's userinfo, query values or
+/// fragment ([`redact_url`](crate::util::redact_url)).
 pub fn parse_url(url: &str) -> Result<Endpoint, String> {
+    let shown = || format!("{:?}", crate::util::redact_url(url));
     let (rest, https) = if let Some(r) = url.strip_prefix("http://") {
         (r, false)
     } else if let Some(r) = url.strip_prefix("https://") {
         (r, true)
     } else {
-        return Err(format!("{url:?} is not an http:// or https:// URL"));
+        return Err(format!("{} is not an http:// or https:// URL", shown()));
     };
     let default_port = if https { 443 } else { 80 };
     let (authority, path) = match rest.find(['/', '?']) {
@@ -89,30 +106,37 @@ pub fn parse_url(url: &str) -> Result<Endpoint, String> {
         None => (rest, "/".to_owned()),
     };
     let path = path.split('#').next().unwrap_or("/").to_owned();
-    if authority.is_empty() || authority.contains('@') {
-        return Err(format!("{url:?}: expected http://HOST[:PORT]/PATH"));
+    if authority.contains('@') {
+        return Err(format!(
+            "{}: credentials in the URL (`user:password@`) are refused: give them as a \
+             header (a bearer token, or an Authorization header) instead",
+            shown()
+        ));
+    }
+    if authority.is_empty() {
+        return Err(format!("{}: expected http://HOST[:PORT]/PATH", shown()));
     }
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let (h, after) = v6
             .split_once(']')
-            .ok_or_else(|| format!("{url:?}: unclosed IPv6 bracket"))?;
+            .ok_or_else(|| format!("{}: unclosed IPv6 bracket", shown()))?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| format!("{url:?}: bad port"))?,
+            Some(p) => p.parse().map_err(|_| format!("{}: bad port", shown()))?,
             None if after.is_empty() => default_port,
-            None => return Err(format!("{url:?}: bad authority")),
+            None => return Err(format!("{}: bad authority", shown())),
         };
         (h.to_owned(), port)
     } else {
         match authority.rsplit_once(':') {
             Some((h, p)) => (
                 h.to_owned(),
-                p.parse().map_err(|_| format!("{url:?}: bad port"))?,
+                p.parse().map_err(|_| format!("{}: bad port", shown()))?,
             ),
             None => (authority.to_owned(), default_port),
         }
     };
     if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{url:?}: bad host"));
+        return Err(format!("{}: bad host", shown()));
     }
     Ok(Endpoint {
         host,
@@ -917,6 +941,38 @@ mod tests {
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_targets_debug_shows_no_secret() {
+        let target = HttpTarget {
+            url: "https://h/mcp?api_key=K".into(),
+            headers: vec![("Authorization".into(), "Basic SECRET".into())],
+            token: Some("TOKEN".into()),
+            ca_file: None,
+        };
+        let shown = format!("{target:?}");
+        for secret in ["=K", "SECRET", "TOKEN"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.contains("Authorization") && shown.contains("https://h/mcp"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn url_errors_show_no_secret() {
+        let e = parse_url("http://user:PASS@host/mcp?api_key=K").unwrap_err();
+        assert!(e.contains("credentials in the URL"), "{e}");
+        assert!(e.contains("header"), "{e}");
+        assert!(!e.contains("PASS") && !e.contains("=K"), "{e}");
+        let e = parse_url("http://host:bad/mcp?api_key=K#F").unwrap_err();
+        assert!(
+            e.contains("bad port") && e.contains("http://host:bad/mcp"),
+            "{e}"
+        );
+        assert!(!e.contains("=K") && !e.contains("#F"), "{e}");
     }
 
     #[test]

@@ -791,7 +791,10 @@ impl McpClient {
                     true
                 }
                 Err(why) => {
-                    tracing::warn!("client: leaving out tool {name:?}: {why}");
+                    tracing::warn!(
+                        "client: leaving out tool {name:?}: {}",
+                        crate::util::inert_text(&why)
+                    );
                     false
                 }
             }

@@ -35,8 +35,8 @@ pub(crate) use super::oauth_flow::{Authorizer, Flow, bearer};
 pub use super::oauth_grants::{EnterpriseIdp, JwtBearer, JwtSource};
 use super::oauth_grants::{client_assertion, jwt_bearer_pairs};
 
-/// Tokens for one resource.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Tokens for one resource. Its `Debug` shows neither token.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tokens {
     /// The access token.
     pub access_token: String,
@@ -58,6 +58,26 @@ pub struct Tokens {
     pub dpop_jkt: Option<String>,
 }
 
+/// What stands for a secret in a `Debug` rendering.
+const HIDDEN: &str = "<redacted>";
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokens")
+            .field("access_token", &HIDDEN)
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| HIDDEN),
+            )
+            .field("scope", &self.scope)
+            .field("expires_at", &self.expires_at)
+            .field("client", &self.client)
+            .field("token_type", &self.token_type)
+            .field("dpop_jkt", &self.dpop_jkt)
+            .finish()
+    }
+}
+
 /// How long before its expiry an access token is refreshed.
 pub const REFRESH_MARGIN_SECS: u64 = 60;
 
@@ -73,8 +93,9 @@ impl Tokens {
     }
 }
 
-/// The registered client a refresh authenticates as, and where.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// The registered client a refresh authenticates as, and where. Its `Debug` hides the
+/// client secret.
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClientRegistration {
     /// The token endpoint.
     pub token_endpoint: String,
@@ -89,6 +110,22 @@ pub struct ClientRegistration {
     /// The authorization server's issuer: a `private_key_jwt` assertion's audience.
     #[serde(default)]
     pub issuer: Option<String>,
+}
+
+impl std::fmt::Debug for ClientRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientRegistration")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| HIDDEN),
+            )
+            .field("auth_method", &self.auth_method)
+            .field("resource", &self.resource)
+            .field("issuer", &self.issuer)
+            .finish()
+    }
 }
 
 /// Seconds since the Unix epoch.
@@ -882,6 +919,31 @@ fn resource_matches(resource: &str, url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_debug_shows_no_secret() {
+        let tokens = Tokens {
+            access_token: "ACCESS".into(),
+            refresh_token: Some("REFRESH".into()),
+            scope: None,
+            expires_at: None,
+            client: Some(ClientRegistration {
+                token_endpoint: "https://as/token".into(),
+                client_id: "id".into(),
+                client_secret: Some("CLIENTSECRET".into()),
+                auth_method: "client_secret_basic".into(),
+                resource: "https://rs/mcp".into(),
+                issuer: None,
+            }),
+            token_type: None,
+            dpop_jkt: None,
+        };
+        let shown = format!("{tokens:?}");
+        for secret in ["ACCESS", "REFRESH", "CLIENTSECRET"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(shown.contains("https://as/token"), "{shown}");
+    }
 
     #[test]
     fn challenges_parse() {
