@@ -12,17 +12,17 @@
 //!   NUL byte, a resolved name that is not UTF-8: `INVALID_PATH`.
 //!
 //! Paths the writing tools use are also refused when they have a `.git` component, as given or
-//! as resolved ([`Sandbox::resolve_writable`]). Files are read through descriptors from the
-//! walk ([`Sandbox::open_file`]); writes resolve their target through the same walk and then
-//! open it with [`open_checked`] (the last component not followed, a FIFO not waited on), so a
-//! process that swaps *directories* for symlinks inside the root while a write runs can race
-//! it, never a read.
+//! as resolved ([`Sandbox::resolve_writable`]). Files are read, written and created, and
+//! directories made, through descriptors from the walk ([`Sandbox::open_file`],
+//! [`Sandbox::open_for_write`], [`Sandbox::make_dir`]); only `move` renames the paths the walk
+//! resolved, so a process that swaps *directories* for symlinks inside the root while a move
+//! runs can race it.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use codomyrmex_mcp::confine::{ConfineError, ConfinedRoot, LastLink};
+use codomyrmex_mcp::confine::{ConfineError, ConfinedRoot, LastLink, WriteMode};
 use rustix::fs::FileType;
 
 use super::ToolError;
@@ -171,6 +171,35 @@ impl Sandbox {
         self.absolute(&rel, raw)
     }
 
+    /// Opens the regular file `raw` for a write as `opening` says, created (with its missing
+    /// parents when `make_parents`) from the walk's descriptors. Returns the file and whether
+    /// it was created.
+    pub fn open_for_write(
+        &self,
+        raw: &str,
+        opening: WriteMode,
+        make_parents: bool,
+    ) -> Result<(File, bool), ToolError> {
+        let rel = self.argument(raw)?;
+        let (file, rel, created) = self
+            .root
+            .open_for_write(&rel, opening, make_parents)
+            .map_err(|e| tool_error(e, raw))?;
+        self.absolute(&rel, raw)?;
+        Ok((file, created))
+    }
+
+    /// Makes the directory `raw` (its missing parents too with `parents`) from the walk's
+    /// descriptors. Returns whether it was made.
+    pub fn make_dir(&self, raw: &str, parents: bool) -> Result<bool, ToolError> {
+        let rel = self.argument(raw)?;
+        let (_, created) = self
+            .root
+            .make_dir(&rel, parents)
+            .map_err(|e| tool_error(e, raw))?;
+        Ok(created)
+    }
+
     /// Whether `raw` names a symlink (not followed), once checked.
     pub fn is_symlink(&self, raw: &str) -> bool {
         self.root
@@ -204,48 +233,6 @@ pub fn tool_error(e: ConfineError, raw: &str) -> ToolError {
         ConfineError::Io(e) => ToolError::io(&e, &shown),
         other => ToolError::io(&io::Error::from(other), &shown),
     }
-}
-
-/// Opens `path` (resolved by the sandbox, inside the root) for a write with `options`,
-/// without following a symlink in its last component and without blocking on a FIFO, and
-/// checks that what was opened is a regular file. A symlink or FIFO swapped in after the
-/// sandbox resolved the path is refused, not followed or waited on.
-pub fn open_checked(
-    options: &mut fs::OpenOptions,
-    path: &Path,
-    shown: &str,
-) -> Result<File, ToolError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        options.custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
-    }
-    let file = options.open(path).map_err(|e| {
-        // ELOOP: the last component became a symlink; ENXIO: a FIFO without a reader.
-        #[cfg(unix)]
-        if let Some(errno) = rustix::io::Errno::from_io_error(&e)
-            && [rustix::io::Errno::LOOP, rustix::io::Errno::NXIO].contains(&errno)
-        {
-            return ToolError::access_denied(format!(
-                "{shown}: changed into a symlink or special file while being opened"
-            ));
-        }
-        ToolError::io(&e, shown)
-    })?;
-    let meta = file.metadata().map_err(|e| ToolError::io(&e, shown))?;
-    if meta.is_dir() {
-        return Err(ToolError::new(
-            super::kinds::IS_A_DIRECTORY,
-            format!("{shown} is a directory; use file_system.list_directory"),
-        ));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::invalid_argument(format!(
-            "{shown} is not a regular file (a FIFO, socket or device)"
-        )));
-    }
-    Ok(file)
 }
 
 /// Whether `p` has a component named `.git`, ASCII case-insensitively.

@@ -18,8 +18,10 @@
 //!    manual walk decides (so a refusal, and an absolute target under the root, get the same
 //!    answer as without `openat2`); the tests run one table through both and compare.
 //!
-//! Every error fails closed: no error path returns a path that was not walked. Files are
-//! opened from the walk's descriptors, checked with `fstat` (a regular file, not a FIFO,
+//! Every error fails closed: no error path returns a path that was not walked. Writes create
+//! files (`O_CREAT | O_EXCL | O_NOFOLLOW`) and directories (`mkdirat`) in the walk's
+//! directory descriptors ([`ConfinedRoot::open_for_write`], [`ConfinedRoot::make_dir`]).
+//! Files are opened from the walk's descriptors, checked with `fstat` (a regular file, not a FIFO,
 //! device or directory), and read with a cap on the bytes actually read, never on the size
 //! the file reports (`/proc` files report 0).
 
@@ -36,6 +38,8 @@ use rustix::fs::{FileType, Mode, OFlags};
 mod fast;
 mod walk;
 mod write;
+
+pub use write::WriteMode;
 
 #[cfg(test)]
 mod tests;

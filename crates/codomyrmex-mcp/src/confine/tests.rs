@@ -312,3 +312,112 @@ fn one_confinement_mechanism_in_the_crates_that_serve_roots() {
         "a second confinement mechanism: {found:#?}"
     );
 }
+
+#[test]
+fn writes_are_made_from_the_walks_descriptors_and_stay_inside() {
+    use super::write::WriteMode;
+    let fx = fixture();
+    let r = fx.root.path();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        r.join("fifo"),
+        FileType::Fifo,
+        Mode::RUSR | Mode::WUSR,
+        0,
+    )
+    .unwrap();
+    let root = ConfinedRoot::open(r).unwrap();
+    // Through an in-root link to a directory; new parents made only when asked.
+    let (mut f, rel, created) = root
+        .open_for_write(Path::new("rel-dir/new.txt"), WriteMode::CreateNew, false)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"new").unwrap();
+    assert_eq!((rel.as_path(), created), (Path::new("sub/new.txt"), true));
+    assert_eq!(
+        std::fs::read_to_string(r.join("sub/new.txt")).unwrap(),
+        "new"
+    );
+    assert!(matches!(
+        root.open_for_write(Path::new("a/b/c.txt"), WriteMode::Overwrite, false),
+        Err(ConfineError::NotFound)
+    ));
+    let (_, rel, created) = root
+        .open_for_write(Path::new("a/b/c.txt"), WriteMode::Overwrite, true)
+        .unwrap();
+    assert_eq!((rel.as_path(), created), (Path::new("a/b/c.txt"), true));
+    // An existing file through a link: overwritten in place, never created anew.
+    let (mut f, rel, created) = root
+        .open_for_write(Path::new("rel-file"), WriteMode::Overwrite, false)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"over").unwrap();
+    assert_eq!((rel.as_path(), created), (Path::new("sub/file.txt"), false));
+    assert_eq!(
+        std::fs::read_to_string(r.join("sub/file.txt")).unwrap(),
+        "over"
+    );
+    let e = root
+        .open_for_write(Path::new("top.txt"), WriteMode::CreateNew, false)
+        .unwrap_err();
+    assert!(
+        matches!(&e, ConfineError::Io(io) if io.kind() == std::io::ErrorKind::AlreadyExists),
+        "{e:?}"
+    );
+    // Out of the root, a FIFO, a directory, a dangling link: refused, nothing written.
+    for (raw, parents) in [
+        ("out-dir/new", false),
+        ("out-file", false),
+        ("dotdot", false),
+        ("out-dir/deeper/new", true),
+        ("abs-out", false),
+    ] {
+        let e = root
+            .open_for_write(Path::new(raw), WriteMode::Overwrite, parents)
+            .unwrap_err();
+        assert!(matches!(e, ConfineError::Escapes), "{raw}: {e:?}");
+    }
+    assert!(!fx.outside.path().join("new").exists());
+    assert!(!fx.outside.path().join("deeper").exists());
+    assert_eq!(
+        std::fs::read_to_string(fx.outside.path().join("secret")).unwrap(),
+        "secret"
+    );
+    assert!(matches!(
+        root.open_for_write(Path::new("fifo"), WriteMode::Overwrite, false),
+        Err(ConfineError::NotRegular)
+    ));
+    assert!(matches!(
+        root.open_for_write(Path::new("sub"), WriteMode::Overwrite, false),
+        Err(ConfineError::IsADirectory)
+    ));
+    assert!(matches!(
+        root.open_for_write(Path::new("dangling"), WriteMode::Overwrite, false),
+        Err(ConfineError::DanglingLink)
+    ));
+    // Directories: made through in-root links, with parents when asked, never outside.
+    assert_eq!(
+        root.make_dir(Path::new("rel-dir/d1"), false).unwrap(),
+        (PathBuf::from("sub/d1"), true)
+    );
+    assert_eq!(
+        root.make_dir(Path::new("sub/d1"), false).unwrap(),
+        (PathBuf::from("sub/d1"), false)
+    );
+    assert!(matches!(
+        root.make_dir(Path::new("x/y/z"), false),
+        Err(ConfineError::NotFound)
+    ));
+    assert_eq!(
+        root.make_dir(Path::new("x/y/z"), true).unwrap(),
+        (PathBuf::from("x/y/z"), true)
+    );
+    assert!(matches!(
+        root.make_dir(Path::new("out-dir/evil"), true),
+        Err(ConfineError::Escapes)
+    ));
+    assert!(!fx.outside.path().join("evil").exists());
+    let e = root.make_dir(Path::new("top.txt"), true).unwrap_err();
+    assert!(
+        matches!(&e, ConfineError::Io(io) if io.kind() == std::io::ErrorKind::AlreadyExists),
+        "{e:?}"
+    );
+}

@@ -56,7 +56,7 @@ impl<'r> Walk<'r> {
     }
 
     /// The directory the next component is looked up in.
-    fn current(&self) -> BorrowedFd<'_> {
+    pub(super) fn current_fd(&self) -> BorrowedFd<'_> {
         self.stack
             .last()
             .map_or_else(|| self.root.dir().as_fd(), |s| s.fd.as_fd())
@@ -70,6 +70,11 @@ impl<'r> Walk<'r> {
             n => self.stack[n - 2].fd.as_fd(),
         };
         Some((parent, &top.name))
+    }
+
+    /// Pushes an entry opened in the top of the stack.
+    pub(super) fn push(&mut self, fd: OwnedFd, name: OsString) {
+        self.stack.push(Step { fd, name });
     }
 
     /// Where the top of the stack is, relative to the root.
@@ -106,7 +111,7 @@ impl<'r> Walk<'r> {
                 continue;
             }
             let is_last = pending.queue.is_empty();
-            let st = match rustix::fs::statat(self.current(), &name, AtFlags::SYMLINK_NOFOLLOW) {
+            let st = match rustix::fs::statat(self.current_fd(), &name, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => st,
                 Err(rustix::io::Errno::NOENT) if from_link => {
                     return Err(ConfineError::DanglingLink);
@@ -124,13 +129,13 @@ impl<'r> Walk<'r> {
                 if self.hops > MAX_SYMLINK_HOPS {
                     return Err(ConfineError::TooManyLinks);
                 }
-                let target = rustix::fs::readlinkat(self.current(), &name, Vec::new())
+                let target = rustix::fs::readlinkat(self.current_fd(), &name, Vec::new())
                     .map_err(ConfineError::from_errno)?;
                 let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
                 self.expand(&target, &mut pending)?;
                 continue;
             }
-            let fd = rustix::fs::openat(self.current(), &name, STEP_FLAGS, Mode::empty())
+            let fd = rustix::fs::openat(self.current_fd(), &name, STEP_FLAGS, Mode::empty())
                 .map_err(ConfineError::from_errno)?;
             self.stack.push(Step { fd, name });
             if self.rel_len() > MAX_PATH_BYTES {

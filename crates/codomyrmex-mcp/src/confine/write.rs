@@ -1,10 +1,62 @@
-//! Paths a write will create, move or remove: resolved by the same walk as reads.
+//! Writes inside the root: targets resolved by the same walk as reads, and created, opened
+//! and made relative to the walk's directory descriptors (`openat` with `O_CREAT | O_EXCL |
+//! O_NOFOLLOW`, `mkdirat`), never by path.
 
 use std::ffi::OsString;
+use std::fs::File;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{FileType, Mode, OFlags};
+
 use super::walk::Walk;
-use super::{ConfineError, ConfinedRoot, LastLink};
+use super::{ConfineError, ConfinedRoot, LastLink, STEP_FLAGS};
+
+/// How [`ConfinedRoot::open_for_write`] treats an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Replace its content (created if missing).
+    Overwrite,
+    /// Refuse it: the file must be new.
+    CreateNew,
+    /// Add to its end (created if missing).
+    Append,
+}
+
+/// The flags every write's open has: no symlink followed, no FIFO waited on.
+const WRITE_FLAGS: OFlags = OFlags::WRONLY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC);
+
+impl<'r> Walk<'r> {
+    /// Makes the directory `name` in the top of the stack (`mkdirat`) and pushes it.
+    fn make_dir(&mut self, name: OsString) -> Result<(), ConfineError> {
+        match rustix::fs::mkdirat(self.current_fd(), &name, Mode::from_bits_truncate(0o777)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(ConfineError::from_errno(e)),
+        }
+        let fd = rustix::fs::openat(
+            self.current_fd(),
+            &name,
+            STEP_FLAGS | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .map_err(ConfineError::from_errno)?;
+        self.push(fd, name);
+        Ok(())
+    }
+}
+
+/// Checks that `fd` is a regular file.
+fn regular(fd: OwnedFd) -> Result<File, ConfineError> {
+    let st = rustix::fs::fstat(&fd).map_err(ConfineError::from_errno)?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Ok(File::from(fd)),
+        FileType::Directory => Err(ConfineError::IsADirectory),
+        _ => Err(ConfineError::NotRegular),
+    }
+}
 
 impl ConfinedRoot {
     /// Resolves a path that may not exist yet (a write's target): the existing part is walked
@@ -40,10 +92,101 @@ impl ConfinedRoot {
         let mut out = walk.rel();
         out.push(name);
         if must_exist {
-            let dir = walk.finish(rustix::fs::OFlags::DIRECTORY)?;
-            rustix::fs::statat(dir.into_fd(), name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                .map_err(ConfineError::from_errno)?;
+            rustix::fs::statat(
+                walk.current_fd(),
+                name,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map_err(ConfineError::from_errno)?;
         }
         Ok(out)
+    }
+
+    /// Opens the regular file at `rel` for writing, from the walk's descriptors: an existing
+    /// file (symlinks on the way followed inside the root) is opened in its directory with
+    /// `O_NOFOLLOW`; a new one is created there with `O_CREAT | O_EXCL`, its missing parent
+    /// directories made with `mkdirat` when `make_parents`. Returns the file, its path under
+    /// the root and whether it was created.
+    pub fn open_for_write(
+        &self,
+        rel: &Path,
+        how: WriteMode,
+        make_parents: bool,
+    ) -> Result<(File, PathBuf, bool), ConfineError> {
+        let mut walk = Walk::new(self);
+        let missing = walk.run(rel, LastLink::Follow)?;
+        let Some((name, dirs)) = missing.split_last() else {
+            // It exists: the top of the stack, opened again in its directory.
+            if how == WriteMode::CreateNew {
+                return Err(ConfineError::Io(std::io::Error::from(
+                    rustix::io::Errno::EXIST,
+                )));
+            }
+            let mut flags = WRITE_FLAGS;
+            flags |= match how {
+                WriteMode::Append => OFlags::APPEND,
+                _ => OFlags::TRUNC,
+            };
+            let rel = walk.rel();
+            let Some((parent, name)) = walk.parent_and_name() else {
+                return Err(ConfineError::IsADirectory);
+            };
+            // Looked at before it is opened: opening a device for writing can act on it.
+            let st = rustix::fs::statat(parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(ConfineError::from_errno)?;
+            match FileType::from_raw_mode(st.st_mode) {
+                FileType::RegularFile => {}
+                FileType::Directory => return Err(ConfineError::IsADirectory),
+                _ => return Err(ConfineError::NotRegular),
+            }
+            let fd = rustix::fs::openat(parent, name, flags, Mode::empty())
+                .map_err(ConfineError::from_errno)?;
+            return Ok((regular(fd)?, rel, false));
+        };
+        for dir in dirs {
+            if !make_parents {
+                return Err(ConfineError::NotFound);
+            }
+            walk.make_dir(dir.clone())?;
+        }
+        let mut flags = WRITE_FLAGS | OFlags::CREATE | OFlags::EXCL;
+        if how == WriteMode::Append {
+            flags |= OFlags::APPEND;
+        }
+        let fd = rustix::fs::openat(
+            walk.current_fd(),
+            name,
+            flags,
+            Mode::from_bits_truncate(0o666),
+        )
+        .map_err(ConfineError::from_errno)?;
+        let mut out = walk.rel();
+        out.push(name);
+        Ok((regular(fd)?, out, true))
+    }
+
+    /// Makes the directory `rel` with `mkdirat` from the walk's descriptors (its missing
+    /// parents too with `parents`). Returns its path under the root and whether it was made;
+    /// an existing directory is not an error, an existing other entry is.
+    pub fn make_dir(&self, rel: &Path, parents: bool) -> Result<(PathBuf, bool), ConfineError> {
+        let mut walk = Walk::new(self);
+        let missing = walk.run(rel, LastLink::Follow)?;
+        if missing.is_empty() {
+            let found = walk.finish(STEP_FLAGS)?;
+            let st = rustix::fs::fstat(&found.fd).map_err(ConfineError::from_errno)?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+                return Err(ConfineError::Io(std::io::Error::from(
+                    rustix::io::Errno::EXIST,
+                )));
+            }
+            return Ok((found.rel, false));
+        }
+        if !parents && missing.len() > 1 {
+            return Err(ConfineError::NotFound);
+        }
+        for dir in missing {
+            walk.make_dir(dir)?;
+        }
+        Ok((walk.rel(), true))
     }
 }
