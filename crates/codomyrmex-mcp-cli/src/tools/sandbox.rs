@@ -13,10 +13,9 @@
 //!
 //! Paths the writing tools use are also refused when they have a `.git` component, as given or
 //! as resolved ([`Sandbox::resolve_writable`]). Files are read, written and created, and
-//! directories made, through descriptors from the walk ([`Sandbox::open_file`],
-//! [`Sandbox::open_for_write`], [`Sandbox::make_dir`]); only `move` renames the paths the walk
-//! resolved, so a process that swaps *directories* for symlinks inside the root while a move
-//! runs can race it.
+//! directories made and entries renamed, through descriptors from the walk
+//! ([`Sandbox::open_file`], [`Sandbox::open_for_write`], [`Sandbox::make_dir`],
+//! [`Sandbox::rename`]), never by path.
 
 use std::fs::File;
 use std::io;
@@ -198,6 +197,15 @@ impl Sandbox {
             .make_dir(&rel, parents)
             .map_err(|e| tool_error(e, raw))?;
         Ok(created)
+    }
+
+    /// Renames the entry `from` to `to` between the walk's directory descriptors (neither
+    /// last component's symlink followed); an existing `to` is refused unless `replace`.
+    pub fn rename(&self, from: &str, to: &str, replace: bool) -> Result<(), ToolError> {
+        let (from_rel, to_rel) = (self.argument(from)?, self.argument(to)?);
+        self.root
+            .rename(&from_rel, &to_rel, replace)
+            .map_err(|e| tool_error(e, from))
     }
 
     /// Whether `raw` names a symlink (not followed), once checked.

@@ -421,3 +421,49 @@ fn writes_are_made_from_the_walks_descriptors_and_stay_inside() {
         "{e:?}"
     );
 }
+
+#[test]
+fn renames_are_made_between_the_walks_descriptors() {
+    let fx = fixture();
+    let r = fx.root.path();
+    let root = ConfinedRoot::open(r).unwrap();
+    // Through an in-root link to a directory; the last component's link is moved, not its
+    // target.
+    root.rename(Path::new("rel-dir/file.txt"), Path::new("moved.txt"), false)
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(r.join("moved.txt")).unwrap(),
+        "inside"
+    );
+    root.rename(Path::new("out-file"), Path::new("sub/link"), false)
+        .unwrap();
+    assert!(
+        std::fs::symlink_metadata(r.join("sub/link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // Never into or out of the root, never over an entry without `replace`.
+    for (from, to) in [
+        ("top.txt", "out-dir/top.txt"),
+        ("out-dir/secret", "stolen"),
+        ("top.txt", "dotdot/x"),
+    ] {
+        let e = root
+            .rename(Path::new(from), Path::new(to), true)
+            .unwrap_err();
+        assert!(matches!(e, ConfineError::Escapes), "{from} -> {to}: {e:?}");
+    }
+    assert!(!fx.outside.path().join("top.txt").exists());
+    assert!(!r.join("stolen").exists());
+    let e = root
+        .rename(Path::new("top.txt"), Path::new("moved.txt"), false)
+        .unwrap_err();
+    assert!(
+        matches!(&e, ConfineError::Io(io) if io.kind() == std::io::ErrorKind::AlreadyExists),
+        "{e:?}"
+    );
+    root.rename(Path::new("top.txt"), Path::new("moved.txt"), true)
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(r.join("moved.txt")).unwrap(), "top");
+}

@@ -1,6 +1,6 @@
 //! Writes inside the root: targets resolved by the same walk as reads, and created, opened
 //! and made relative to the walk's directory descriptors (`openat` with `O_CREAT | O_EXCL |
-//! O_NOFOLLOW`, `mkdirat`), never by path.
+//! O_NOFOLLOW`, `mkdirat`, `renameat`), never by path.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -188,5 +188,46 @@ impl ConfinedRoot {
             walk.make_dir(dir)?;
         }
         Ok((walk.rel(), true))
+    }
+
+    /// Renames the entry `from` to `to` (neither last component's symlink followed; their
+    /// directories walked like a read) with `renameat` between the walk's descriptors.
+    /// Without `replace`, an existing `to` is refused (`RENAME_NOREPLACE` on Linux).
+    pub fn rename(&self, from: &Path, to: &Path, replace: bool) -> Result<(), ConfineError> {
+        let (from_dir, from_name) = self.parent_walk(from)?;
+        let (to_dir, to_name) = self.parent_walk(to)?;
+        let (from_fd, to_fd) = (from_dir.current_fd(), to_dir.current_fd());
+        #[cfg(target_os = "linux")]
+        if !replace {
+            use rustix::fs::RenameFlags;
+            match rustix::fs::renameat_with(
+                from_fd,
+                &from_name,
+                to_fd,
+                &to_name,
+                RenameFlags::NOREPLACE,
+            ) {
+                // A file system without RENAME_NOREPLACE: the caller has checked `to` is free.
+                Err(rustix::io::Errno::INVAL) => {}
+                other => return other.map_err(ConfineError::from_errno),
+            }
+        }
+        let _ = replace;
+        rustix::fs::renameat(from_fd, &from_name, to_fd, &to_name).map_err(ConfineError::from_errno)
+    }
+
+    /// The walk to the directory holding `rel`'s last component, and that component's name.
+    fn parent_walk(&self, rel: &Path) -> Result<(Walk<'_>, OsString), ConfineError> {
+        let mut names: Vec<OsString> = super::names(rel).collect();
+        // The root itself is never renamed.
+        let name = names
+            .pop()
+            .ok_or_else(|| ConfineError::Io(std::io::Error::from(rustix::io::Errno::BUSY)))?;
+        let parent: PathBuf = names.iter().collect();
+        let mut walk = Walk::new(self);
+        if !walk.run(&parent, LastLink::Follow)?.is_empty() {
+            return Err(ConfineError::NotFound);
+        }
+        Ok((walk, name))
     }
 }

@@ -1,9 +1,9 @@
 //! The full profile's writing tools: `file_system.write`, `edit`, `make_directory` and `move`.
 //! Every target is resolved with the sandbox's writable checks (never into `.git`, never out
 //! of the root, the root itself never replaced). Files are created, opened and directories
-//! made from the library's walk (`ConfinedRoot::open_for_write`, `make_dir`: descriptors,
-//! `O_NOFOLLOW`, no FIFO waited on); `move` renames the paths the walk resolved. This module
-//! does not read files for the reading tools.
+//! made and entries renamed from the library's walk (`ConfinedRoot::open_for_write`,
+//! `make_dir`, `rename`: descriptors, `O_NOFOLLOW`, no FIFO waited on). This module does not
+//! read files for the reading tools.
 
 use std::fs;
 use std::io::{self, BufReader, Read, Write};
@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use codomyrmex_mcp::confine::WriteMode as Opening;
 
-use super::super::sandbox::shorten;
 use super::super::{ToolError, Workspace, kinds};
 use super::{ReadEncoding, io_err, open_regular};
 
@@ -217,8 +216,9 @@ pub(super) fn move_sync(
     overwrite: Option<bool>,
 ) -> Result<MoveOutput, ToolError> {
     let sb = ws.sandbox();
+    let raw_destination = destination;
     let source = sb.resolve_entry_writable(raw_source, true)?;
-    let destination = sb.resolve_entry_writable(destination, false)?;
+    let destination = sb.resolve_entry_writable(raw_destination, false)?;
     if source == sb.root() || destination == sb.root() {
         return Err(ToolError::access_denied(
             "the root itself cannot be moved or replaced",
@@ -231,7 +231,7 @@ pub(super) fn move_sync(
         )));
     }
     if let Ok(existing) = fs::symlink_metadata(&destination) {
-        if !overwrite.unwrap_or(false) {
+        if overwrite != Some(true) {
             return Err(ToolError::new(
                 kinds::ALREADY_EXISTS,
                 format!("{dst_shown} exists; set overwrite to replace it"),
@@ -244,7 +244,8 @@ pub(super) fn move_sync(
             ));
         }
     }
-    fs::rename(&source, &destination).map_err(io_err(&shorten(raw_source)))?;
+    let overwrite = overwrite.unwrap_or(false);
+    sb.rename(raw_source, raw_destination, overwrite)?;
     Ok(MoveOutput {
         source: src_shown,
         destination: dst_shown,
