@@ -26,6 +26,8 @@ fn fixture() -> Fixture {
     symlink(r.join("sub/file.txt"), r.join("abs-inside")).unwrap();
     symlink("rel-dir", r.join("chain1")).unwrap();
     symlink("chain1/deeper/..", r.join("chain2")).unwrap();
+    // A file is not a directory, even before `..`.
+    symlink("top.txt/..", r.join("file-dotdot")).unwrap();
     // Escapes: `..` above the root, absolute targets outside, the outside directory.
     symlink("../../../../../../../../etc/passwd", r.join("dotdot")).unwrap();
     symlink("sub/../..", r.join("sub-dotdot")).unwrap();
@@ -98,6 +100,8 @@ const TABLE: &[(&str, &str)] = &[
     ("missing.txt", "read error NotFound"),
     ("sub/missing/deeper", "read error NotFound"),
     ("top.txt/x", "read error NotADirectory"),
+    ("file-dotdot", "read error NotADirectory"),
+    ("file-dotdot/top.txt", "read error NotADirectory"),
     ("sub", "read error IsADirectory"),
     (".", "read error IsADirectory"),
     ("../x", "arg: ParentDir"),

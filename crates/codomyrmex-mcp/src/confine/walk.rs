@@ -123,7 +123,13 @@ impl<'r> Walk<'r> {
                 }
                 Err(e) => return Err(ConfineError::from_errno(e)),
             };
-            let is_link = FileType::from_raw_mode(st.st_mode) == FileType::Symlink;
+            let kind = FileType::from_raw_mode(st.st_mode);
+            let is_link = kind == FileType::Symlink;
+            // Something follows (a name or `..`): only a directory or a link to one will do,
+            // as in the kernel (`file/..` is not the file's directory).
+            if !is_link && !is_last && kind != FileType::Directory {
+                return Err(ConfineError::NotADirectory);
+            }
             if is_link && (!is_last || last == LastLink::Follow) {
                 self.hops += 1;
                 if self.hops > MAX_SYMLINK_HOPS {
