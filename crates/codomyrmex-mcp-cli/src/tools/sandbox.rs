@@ -134,6 +134,21 @@ impl Sandbox {
         Ok(self.root().join(found.rel()))
     }
 
+    /// The metadata of what `raw` resolves to (symlinks followed, inside the root), from
+    /// `fstat` of the walk's descriptor. Returns the resolved path and the metadata.
+    pub fn metadata(&self, raw: &str) -> Result<(PathBuf, std::fs::Metadata), ToolError> {
+        let rel = self.argument(raw)?;
+        let found = self
+            .root
+            .resolve(&rel, LastLink::Follow)
+            .map_err(|e| tool_error(e, raw))?;
+        let path = self.absolute(found.rel(), raw)?;
+        let meta = File::from(found.into_fd())
+            .metadata()
+            .map_err(|e| ToolError::io(&e, &self.relative(&path)))?;
+        Ok((path, meta))
+    }
+
     /// Opens the regular file `raw` for reading, through the walk's descriptors. Returns its
     /// resolved path, the file and the file's size as `fstat` reports it.
     pub fn open_file(&self, raw: &str) -> Result<(PathBuf, File, u64), ToolError> {
