@@ -71,7 +71,11 @@ pub fn server_with_key(
     }
     let resources = Arc::new(McpResourceRegistry::new());
     resources
-        .serve_directory(workspace.sandbox().root(), RESOURCE_PREFIX, "root")
+        .serve_confined(
+            workspace.sandbox().confined().clone(),
+            RESOURCE_PREFIX,
+            "root",
+        )
         .map_err(|e| e.to_string())?;
     resources.add_lister(RootFiles::new(
         workspace.sandbox().root().to_path_buf(),

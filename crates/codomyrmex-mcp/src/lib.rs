@@ -175,9 +175,12 @@
 #![warn(missing_docs)]
 
 pub mod client;
+#[cfg(unix)]
+pub mod confine;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod runtime;
+#[cfg(unix)]
 pub mod serve_directory;
 pub mod server;
 pub mod store;
@@ -209,6 +212,7 @@ pub use codomyrmex_mcp_core::schema::{
 };
 pub use codomyrmex_mcp_core::wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
 pub use codomyrmex_mcp_core::{FnRegistrationError, McpTools, WithContent};
+#[cfg(unix)]
 pub use serve_directory::ServeDirectory;
 pub use server::McpServer;
 

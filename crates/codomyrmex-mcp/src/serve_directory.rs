@@ -5,9 +5,9 @@
 //! files on tokio's blocking pool, confined to the served root.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
+use crate::confine::{ConfineError, ConfinedRoot};
 use crate::resources::{
     McpResourceRegistry, ResourceError, ResourceRegistrationError, ResourceRequest,
     ResourceTemplateDefinition,
@@ -17,55 +17,77 @@ use crate::wire::ResourceContents;
 /// Serves a directory's files through a resource registry.
 pub trait ServeDirectory {
     /// Serves the files under `root` as `{uri_prefix}{+path}` (for example
-    /// `file:///{+path}`). Paths are confined to `root`: `..`, absolute paths and symlinks that
-    /// leave it are refused. MIME types are detected from the extension and content.
+    /// `file:///{+path}`). Paths are confined to `root` by [`ConfinedRoot`]: `..`, absolute
+    /// paths and symlinks that leave it are refused. MIME types are detected from the
+    /// extension and content. A root that cannot be opened serves nothing: every read fails.
     fn serve_directory(
         &self,
         root: impl AsRef<Path>,
         uri_prefix: &str,
         name: &str,
     ) -> Result<(), ResourceRegistrationError>;
+
+    /// [`Self::serve_directory`] for a root already opened (the one a server's tools share).
+    fn serve_confined(
+        &self,
+        root: ConfinedRoot,
+        uri_prefix: &str,
+        name: &str,
+    ) -> Result<(), ResourceRegistrationError>;
 }
 
 impl ServeDirectory for McpResourceRegistry {
-    /// Serves the files under `root` as `{uri_prefix}{+path}` (for example
-    /// `file:///{+path}`). Paths are confined to `root`: `..`, absolute paths and symlinks that
-    /// leave it are refused. MIME types are detected from the extension and content.
     fn serve_directory(
         &self,
         root: impl AsRef<Path>,
         uri_prefix: &str,
         name: &str,
     ) -> Result<(), ResourceRegistrationError> {
-        let root = root
-            .as_ref()
-            .canonicalize()
-            .unwrap_or_else(|_| root.as_ref().to_path_buf());
+        match ConfinedRoot::open(root.as_ref()) {
+            Ok(root) => self.serve_confined(root, uri_prefix, name),
+            // Fail closed: the template exists (a client sees why reads fail), nothing is read.
+            Err(e) => {
+                let reason = format!("the served directory cannot be opened: {}", e.kind());
+                self.add_template(
+                    ResourceTemplateDefinition::new(format!("{uri_prefix}{{+path}}"), name),
+                    move |_req: ResourceRequest| {
+                        let reason = reason.clone();
+                        async move { Err(ResourceError::Failed(reason)) }
+                    },
+                    BTreeMap::new(),
+                )
+            }
+        }
+    }
+
+    fn serve_confined(
+        &self,
+        root: ConfinedRoot,
+        uri_prefix: &str,
+        name: &str,
+    ) -> Result<(), ResourceRegistrationError> {
         // Clients see the directory's own name, never where it is on this machine.
-        let description = match root.file_name() {
+        let description = match root.path().file_name() {
             Some(n) => format!("Files under {}", n.to_string_lossy()),
             None => "Files of the served directory".to_owned(),
         };
-        let root = Arc::new(root);
         let template = format!("{uri_prefix}{{+path}}");
         self.add_template(
             ResourceTemplateDefinition::new(template, name).with_description(description),
             move |req: ResourceRequest| {
                 let root = root.clone();
                 async move {
-                    let rel = req.variables.get("path").cloned().unwrap_or_default();
-                    let path = confine(&root, &rel).map_err(ResourceError::AccessDenied)?;
-                    // Files are read on the blocking pool, off the runtime's workers.
-                    let bytes = tokio::task::spawn_blocking(move || read_capped(&path))
-                        .await
-                        .map_err(|_| ResourceError::Failed("read task failed".into()))?
-                        .map_err(|e| match e.kind() {
-                            std::io::ErrorKind::NotFound => {
-                                ResourceError::NotFound(req.uri.clone())
-                            }
-                            _ => ResourceError::Failed(format!("cannot read {rel}: {}", e.kind())),
-                        })?;
-                    let mime = codomyrmex_mcp_core::util::mime_for(&rel, &bytes);
+                    let raw = req.variables.get("path").cloned().unwrap_or_default();
+                    let shown = raw.clone();
+                    // Resolved and read on the blocking pool, off the runtime's workers.
+                    let bytes = tokio::task::spawn_blocking(move || {
+                        let rel = root.argument(&raw, false)?;
+                        root.read_file(&rel, MAX_SERVED_FILE)
+                    })
+                    .await
+                    .map_err(|_| ResourceError::Failed("read task failed".into()))?
+                    .map_err(|e| resource_error(e, &req.uri, &shown))?;
+                    let mime = codomyrmex_mcp_core::util::mime_for(&shown, &bytes);
                     Ok(vec![match String::from_utf8(bytes) {
                         Ok(text) => ResourceContents::Text {
                             uri: req.uri,
@@ -90,43 +112,18 @@ impl ServeDirectory for McpResourceRegistry {
 /// The largest file `serve_directory` reads.
 const MAX_SERVED_FILE: u64 = 16 * 1024 * 1024;
 
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "not a file",
-        ));
-    }
-    if meta.len() > MAX_SERVED_FILE {
-        return Err(std::io::Error::other("file too large"));
-    }
-    std::fs::read(path)
-}
-
-/// Resolves `rel` under `root`, refusing anything that would leave it.
-fn confine(root: &Path, rel: &str) -> Result<PathBuf, String> {
-    if rel.len() > 4096 {
-        return Err("path is too long".into());
-    }
-    let rel_path = Path::new(rel);
-    if rel_path.is_absolute() || rel.starts_with('/') || rel.starts_with('\\') {
-        return Err("absolute paths are not allowed".into());
-    }
-    if rel_path.components().any(|c| {
-        !matches!(
-            c,
-            std::path::Component::Normal(_) | std::path::Component::CurDir
-        )
-    }) {
-        return Err("'..' and other special path components are not allowed".into());
-    }
-    let joined = root.join(rel_path);
-    match joined.canonicalize() {
-        Ok(real) if real.starts_with(root) => Ok(real),
-        Ok(_) => Err("the path leaves the served directory (through a symlink)".into()),
-        // Let the caller report a missing file as not found.
-        Err(_) => Ok(joined),
+/// A resolution's or read's error as the resource error a client sees.
+fn resource_error(e: ConfineError, uri: &str, shown: &str) -> ResourceError {
+    match e {
+        ConfineError::NotFound
+        | ConfineError::NotADirectory
+        | ConfineError::IsADirectory
+        | ConfineError::NotRegular => ResourceError::NotFound(uri.to_owned()),
+        ConfineError::Empty => ResourceError::NotFound(uri.to_owned()),
+        ConfineError::TooLarge(_) | ConfineError::Io(_) => {
+            ResourceError::Failed(format!("cannot read {shown}: {e}"))
+        }
+        e => ResourceError::AccessDenied(e.to_string()),
     }
 }
 

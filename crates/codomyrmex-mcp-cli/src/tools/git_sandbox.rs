@@ -26,6 +26,8 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 
+use codomyrmex_mcp::confine::ConfineError;
+
 use super::process::capture;
 use super::{Sandbox, ToolError, kinds};
 
@@ -159,7 +161,7 @@ impl Shadow {
         };
         mkdir(&shadow.join("objects"))?;
         mkdir(&shadow.join("info"))?;
-        std::fs::write(shadow.join("HEAD"), read_head(&head)?)
+        std::fs::write(shadow.join("HEAD"), read_head(sandbox, &head)?)
             .map_err(|e| internal("cannot fill the shadow repository", &e))?;
         match entry("refs")? {
             Some(refs) => {
@@ -349,18 +351,22 @@ async fn execute(mut cmd: tokio::process::Command, max_output: usize) -> Result<
     })
 }
 
-/// The canonical form of `path` (`shown` in messages), which must stay inside the root; `None`
-/// when it does not exist.
+/// `path` (under the root; `shown` in messages) as the sandbox resolves it, which keeps it
+/// inside the root; `None` when it does not exist. Every other refusal or error is refused.
 fn inside(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<Option<PathBuf>, ToolError> {
-    if std::fs::symlink_metadata(path).is_err() {
-        return Ok(None);
-    }
-    match path.canonicalize() {
-        Ok(c) if sandbox.contains(&c) => Ok(Some(c)),
-        _ => Err(ToolError::access_denied(format!(
+    let denied = || {
+        ToolError::access_denied(format!(
             "{shown} leads outside the root (through a symlink); the git tools read only the \
              repository inside the root"
-        ))),
+        ))
+    };
+    let Ok(rel) = path.strip_prefix(sandbox.root()) else {
+        return Err(denied());
+    };
+    match sandbox.resolve_rel(rel) {
+        Ok(resolved) => Ok(Some(resolved)),
+        Err(ConfineError::NotFound) => Ok(None),
+        Err(_) => Err(denied()),
     }
 }
 
@@ -396,17 +402,17 @@ fn check_links_under(sandbox: &Sandbox, dir: &Path) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// The content of the repository's `HEAD`, capped.
-fn read_head(head: &Path) -> Result<Vec<u8>, ToolError> {
+/// The content of the repository's `HEAD` (resolved inside the root), capped, opened by the
+/// sandbox like every read.
+fn read_head(sandbox: &Sandbox, head: &Path) -> Result<Vec<u8>, ToolError> {
+    let failed =
+        |why: &str| ToolError::new(kinds::GIT_ERROR, format!("cannot read .git/HEAD: {why}"));
+    let raw = head.to_str().ok_or_else(|| failed("not a UTF-8 path"))?;
+    let (_, file, _) = sandbox.open_file(raw).map_err(|e| failed(e.kind))?;
     let mut bytes = Vec::new();
-    std::fs::File::open(head)
-        .and_then(|f| f.take(MAX_HEAD_BYTES).read_to_end(&mut bytes))
-        .map_err(|e| {
-            ToolError::new(
-                kinds::GIT_ERROR,
-                format!("cannot read .git/HEAD: {}", e.kind()),
-            )
-        })?;
+    file.take(MAX_HEAD_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| failed(&e.kind().to_string()))?;
     Ok(bytes)
 }
 

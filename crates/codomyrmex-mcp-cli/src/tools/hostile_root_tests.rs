@@ -675,3 +675,85 @@ async fn a_sha256_repository_keeps_its_object_format() {
         assert_eq!(v["output"], "one\n", "{program}");
     }
 }
+
+/// Issue #26's chain in `root`: 20 nested directories of 200-character names; in the
+/// deepest, `b` → `target`, `passwd` → `/etc/passwd`, `environ` → `/proc/self/environ`; `a`
+/// (in the root) → the first ten levels, `c` (at level ten) → the last ten. The resolved
+/// paths pass `PATH_MAX`, so `realpath` fails on them while `open` follows them.
+#[cfg(unix)]
+fn long_chain(root: &std::path::Path, target: &std::path::Path) {
+    use rustix::fs::{Mode, OFlags, mkdirat, openat, symlinkat};
+    let name = "d".repeat(200);
+    let ten = [name.as_str(); 10].join("/");
+    std::os::unix::fs::symlink(&ten, root.join("a")).unwrap();
+    let mut dir = std::fs::File::open(root).unwrap();
+    for level in 1..=20 {
+        mkdirat(&dir, name.as_str(), Mode::RWXU).unwrap();
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        dir = std::fs::File::from(openat(&dir, name.as_str(), flags, Mode::empty()).unwrap());
+        if level == 10 {
+            symlinkat(ten.as_str(), &dir, "c").unwrap();
+        }
+    }
+    symlinkat(target, &dir, "b").unwrap();
+    symlinkat("/etc/passwd", &dir, "passwd").unwrap();
+    symlinkat("/proc/self/environ", &dir, "environ").unwrap();
+}
+
+/// Whether `text` shows what the chain's targets hold.
+fn leaks_chain(text: &str) -> bool {
+    text.contains("root:secret-hash") || text.contains("root:x:0") || text.contains("PATH=")
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlink_chain_past_path_max_is_refused_by_every_tool() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.json");
+    std::fs::write(&secret, "\"root:secret-hash:1:2\"\n").unwrap();
+    let h = Hostile::new();
+    long_chain(h.fx.dir.path(), &secret);
+    // The kernel follows the chain (each link is short): the finding's premise holds here.
+    let via_kernel = std::process::Command::new("cat")
+        .current_dir(h.fx.dir.path())
+        .arg("a/c/b")
+        .output()
+        .unwrap();
+    assert!(leaks_chain(&String::from_utf8_lossy(&via_kernel.stdout)));
+    let git = h.tools("git");
+    let full = registry(&h.fx, Profile::Full);
+    let full: &McpToolRegistry = &full;
+    for path in ["a/c/b", "a/c/passwd", "a/c/environ"] {
+        for (tools, tool, args) in [
+            (full, "file_system.read", json!({"path": path})),
+            (full, "file_system.checksum", json!({"path": path})),
+            (full, "file_system.stat", json!({"path": path})),
+            (full, "json.query", json!({"filter": ".", "path": path})),
+            (&git, "git.log", json!({"path": path})),
+            (&git, "git.diff", json!({"path": path})),
+            (
+                full,
+                "file_system.write",
+                json!({"path": path, "content": "x"}),
+            ),
+        ] {
+            let e = call(tools, tool, args).await;
+            assert!(!leaks_chain(&format!("{e:?}")), "{tool} {path}: {e:?}");
+            assert_eq!(error_kind(&e), kinds::ACCESS_DENIED, "{tool} {path}: {e:?}");
+        }
+    }
+    // A search below the chain finds the links and opens none of them.
+    let found = call(
+        full,
+        "file_system.search",
+        json!({"pattern": "root", "path": "a/c"}),
+    )
+    .await;
+    assert!(!leaks_chain(&format!("{found:?}")), "{found:?}");
+    assert!(
+        std::fs::read_to_string(&secret)
+            .unwrap()
+            .contains("secret-hash"),
+        "the write went through the chain"
+    );
+}

@@ -145,32 +145,28 @@ enum WorkerReply {
 }
 
 fn read_json_file(ws: &Workspace, raw: &str) -> Result<String, ToolError> {
-    let path = ws.sandbox().resolve(raw)?;
+    let (path, file, size) = ws.sandbox().open_file(raw)?;
     let shown = ws.sandbox().relative(&path);
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    let file = super::sandbox::open_checked(&mut options, &path, &shown)?;
-    let meta = file.metadata().map_err(|e| ToolError::io(&e, &shown))?;
     let limit = ws.limits().max_edit_bytes;
-    if meta.len() > limit {
-        return Err(ToolError::new(
+    let too_large = |size: String| {
+        ToolError::new(
             kinds::TOO_LARGE,
-            format!(
-                "{shown} is {} bytes; json.query reads files up to {limit} bytes",
-                meta.len()
-            ),
-        ));
+            format!("{shown} is {size} bytes; json.query reads files up to {limit} bytes"),
+        )
+    };
+    if size > limit {
+        return Err(too_large(size.to_string()));
     }
-    let mut text = String::new();
-    file.take(limit)
-        .read_to_string(&mut text)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidData => {
-                ToolError::new(kinds::INVALID_JSON, format!("{shown} is not UTF-8 text"))
-            }
-            _ => ToolError::io(&e, &shown),
-        })?;
-    Ok(text)
+    // The bytes read are capped, not the size the file reports (`/proc` files report 0).
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io(&e, &shown))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(format!("more than {limit}")));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| ToolError::new(kinds::INVALID_JSON, format!("{shown} is not UTF-8 text")))
 }
 
 async fn run_worker(

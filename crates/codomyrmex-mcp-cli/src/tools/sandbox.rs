@@ -1,84 +1,65 @@
-//! The sandbox: every path a tool touches is confined to one root directory.
+//! The sandbox: the tools' adapter to the library's [`ConfinedRoot`], the one mechanism that
+//! confines every path to the root (ARCHITECTURE.md, "One confinement mechanism").
 //!
-//! A path argument is refused, before the file system is touched, when it:
-//! - contains a `..` component (`ACCESS_DENIED`), even one that would stay inside;
-//! - is absolute and not under the root (`ACCESS_DENIED`);
-//! - is longer than [`MAX_PATH_BYTES`], has a component longer than [`MAX_COMPONENT_BYTES`], or
-//!   contains a NUL byte (`INVALID_PATH`).
+//! It holds no resolution logic: a path argument is checked and resolved by
+//! [`ConfinedRoot`] (component by component from the root's descriptor, symlinks read and
+//! walked under a hop limit, `openat2` where the kernel has it), and its errors are mapped
+//! here to the tools' kinds:
+//! - a `..` component, even one that would stay inside, an absolute path not under the root,
+//!   a symlink on the way that leads out (or whose target does not exist, or a loop):
+//!   `ACCESS_DENIED`;
+//! - a path longer than 4096 bytes, a component longer than 255 bytes, a
+//!   NUL byte, a resolved name that is not UTF-8: `INVALID_PATH`.
 //!
-//! It is then resolved with symlinks followed, and refused when the result leaves the root
-//! (`ACCESS_DENIED`) or has a name that is not UTF-8 (`INVALID_PATH`). For paths that do not
-//! exist yet (writes), the deepest existing ancestor is resolved and checked, and a dangling
-//! symlink is refused. Paths the writing tools use are also refused when they have a `.git`
-//! component, as given or as resolved ([`Sandbox::resolve_writable`]).
-//!
-//! Files are opened with [`open_checked`]: the last component is not followed if it became a
-//! symlink, a FIFO does not block the open, and the opened handle must be a regular file.
-//! Checks and the operation that follows are otherwise not atomic: a process that can swap
-//! *directories* for symlinks inside the root while a tool runs can race them.
+//! Paths the writing tools use are also refused when they have a `.git` component, as given or
+//! as resolved ([`Sandbox::resolve_writable`]). Files are read, written and created, and
+//! directories made and entries renamed, through descriptors from the walk
+//! ([`Sandbox::open_file`], [`Sandbox::open_for_write`], [`Sandbox::make_dir`],
+//! [`Sandbox::rename`]), never by path.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::ToolError;
+use codomyrmex_mcp::confine::{ConfineError, ConfinedRoot, LastLink, WriteMode};
+use rustix::fs::FileType;
 
-/// The longest path argument, in bytes (Linux's `PATH_MAX`).
-pub const MAX_PATH_BYTES: usize = 4096;
-/// The longest path component, in bytes (Linux's `NAME_MAX`).
-pub const MAX_COMPONENT_BYTES: usize = 255;
+use super::ToolError;
 
 /// A root directory that paths are confined to.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
-    /// The canonical root.
-    root: PathBuf,
-    /// The root as configured (absolute), when it differs from the canonical one; absolute
-    /// arguments may use either form.
-    alias: Option<PathBuf>,
+    root: ConfinedRoot,
 }
 
 impl Sandbox {
     /// A sandbox rooted at `root`, which must be an existing directory.
     pub fn new(root: impl AsRef<Path>) -> io::Result<Self> {
-        let given = root.as_ref();
-        let absolute = std::path::absolute(given)?;
-        let root = absolute.canonicalize()?;
-        if !root.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("the root {} is not a directory", given.display()),
-            ));
-        }
-        let alias = (absolute != root).then_some(absolute);
-        Ok(Self { root, alias })
+        Ok(Self {
+            root: ConfinedRoot::open(root)?,
+        })
+    }
+
+    /// The confinement itself (shared with the resources the server serves).
+    pub fn confined(&self) -> &ConfinedRoot {
+        &self.root
     }
 
     /// The canonical root.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.root.path()
     }
 
     /// The root as configured, when it differs from the canonical one.
     pub fn alias(&self) -> Option<&Path> {
-        self.alias.as_deref()
+        self.root.alias()
     }
 
-    /// Whether the canonical path `p` is the root or inside it.
-    pub fn contains(&self, p: &Path) -> bool {
-        p.starts_with(&self.root)
-    }
-
-    /// `p` (canonical, inside the root) relative to the root with `/` separators; `.` for the
-    /// root itself.
+    /// `p` (a path this sandbox returned, or one below it) relative to the root with `/`
+    /// separators; `.` for the root itself.
     pub fn relative(&self, p: &Path) -> String {
-        match p.strip_prefix(&self.root) {
-            Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
-            Ok(rel) => rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/"),
+        match p.strip_prefix(self.root()) {
+            Ok(rel) => ConfinedRoot::display(rel),
             // Never an absolute path in a message: callers pass paths inside the root.
             Err(_) => "<outside the root>".to_owned(),
         }
@@ -88,7 +69,7 @@ impl Sandbox {
     /// named `.git` (ASCII case-insensitively): the writing tools never touch a repository's
     /// metadata, where a config or hook would make git run programs.
     pub fn refuse_git_metadata(&self, raw: &str, resolved: &Path) -> Result<(), ToolError> {
-        let rel = resolved.strip_prefix(&self.root).unwrap_or(resolved);
+        let rel = resolved.strip_prefix(self.root()).unwrap_or(resolved);
         if names_git(Path::new(raw)) || names_git(rel) {
             return Err(ToolError::access_denied(format!(
                 "{}: is or is inside a .git directory; repository metadata is not changed by \
@@ -121,225 +102,160 @@ impl Sandbox {
         Ok(path)
     }
 
-    /// Checks `raw` without touching the file system and joins it to the root.
-    fn lexical(&self, raw: &str) -> Result<PathBuf, ToolError> {
-        let shown = shorten(raw);
-        if raw.is_empty() {
-            return Err(ToolError::invalid_path(
-                "the path is empty; use \".\" for the root",
-            ));
-        }
-        if raw.len() > MAX_PATH_BYTES {
-            return Err(ToolError::invalid_path(format!(
-                "the path is {} bytes long; the limit is {MAX_PATH_BYTES}",
-                raw.len()
-            )));
-        }
-        if raw.contains('\0') {
-            return Err(ToolError::invalid_path(format!(
-                "{shown}: the path contains a NUL byte"
-            )));
-        }
-        let path = Path::new(raw);
-        let mut rel = PathBuf::new();
-        for component in path.components() {
-            match component {
-                Component::ParentDir => {
-                    return Err(ToolError::access_denied(format!(
-                        "{shown}: `..` is not allowed; paths are relative to the root and must stay inside it"
-                    )));
-                }
-                Component::Normal(name) => {
-                    if name.len() > MAX_COMPONENT_BYTES {
-                        return Err(ToolError::invalid_path(format!(
-                            "{shown}: a path component is {} bytes long; the limit is {MAX_COMPONENT_BYTES}",
-                            name.len()
-                        )));
-                    }
-                    rel.push(name);
-                }
-                Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
-            }
-        }
-        if path.is_absolute() {
-            let normalized: PathBuf = path.components().collect();
-            let inside = normalized
-                .strip_prefix(&self.root)
-                .ok()
-                .or_else(|| {
-                    self.alias
-                        .as_deref()
-                        .and_then(|a| normalized.strip_prefix(a).ok())
-                })
-                .map(Path::to_path_buf);
-            return match inside {
-                Some(inside) => Ok(self.root.join(inside)),
-                None => Err(ToolError::access_denied(format!(
-                    "{shown}: absolute paths must be inside the root; use a path relative to it"
-                ))),
-            };
-        }
-        Ok(self.root.join(rel))
+    /// `raw` checked and made relative to the root (absolute paths under it accepted).
+    fn argument(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        self.root
+            .argument(raw, true)
+            .map_err(|e| tool_error(e, raw))
     }
 
-    /// Resolves `canonical`'s relative part and checks it is UTF-8.
-    fn finish(&self, canonical: PathBuf, raw: &str) -> Result<PathBuf, ToolError> {
-        if !self.contains(&canonical) {
-            return Err(ToolError::access_denied(format!(
-                "{}: resolves outside the root (through a symlink)",
-                shorten(raw)
-            )));
-        }
-        let rel = canonical.strip_prefix(&self.root).unwrap_or(Path::new(""));
+    /// The absolute path of `rel` (resolved), refused when it is not UTF-8.
+    fn absolute(&self, rel: &Path, raw: &str) -> Result<PathBuf, ToolError> {
         if rel.to_str().is_none() {
-            return Err(ToolError::invalid_path(format!(
-                "{}: resolves to a name that is not valid UTF-8",
-                shorten(raw)
-            )));
+            return Err(tool_error(ConfineError::NotUtf8, raw));
         }
-        Ok(canonical)
+        Ok(self.root().join(rel))
     }
 
-    /// Resolves an existing path: symlinks are followed and the result must stay inside.
+    /// Resolves an existing path: symlinks are followed and must stay inside.
     pub fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
-        let lexical = self.lexical(raw)?;
-        match lexical.canonicalize() {
-            Ok(canonical) => self.finish(canonical, raw),
-            Err(e) => {
-                // Don't reveal whether something exists outside the root.
-                let (ancestor, _) = self.existing_ancestor(&lexical, raw)?;
-                self.finish(ancestor, raw)?;
-                Err(ToolError::io(&e, &shorten(raw)))
-            }
-        }
+        let rel = self.argument(raw)?;
+        let found = self
+            .root
+            .resolve(&rel, LastLink::Follow)
+            .map_err(|e| tool_error(e, raw))?;
+        self.absolute(found.rel(), raw)
     }
 
-    /// Resolves a path that may not exist yet (a write's target). Its deepest existing ancestor
-    /// must resolve inside the root; the missing components are appended to it.
+    /// Resolves `raw` (relative to the root, no `..`) for the git tools' own checks, which
+    /// pass paths they build themselves.
+    pub fn resolve_rel(&self, rel: &Path) -> Result<PathBuf, ConfineError> {
+        let found = self.root.resolve(rel, LastLink::Follow)?;
+        Ok(self.root().join(found.rel()))
+    }
+
+    /// The metadata of what `raw` resolves to (symlinks followed, inside the root), from
+    /// `fstat` of the walk's descriptor. Returns the resolved path and the metadata.
+    pub fn metadata(&self, raw: &str) -> Result<(PathBuf, std::fs::Metadata), ToolError> {
+        let rel = self.argument(raw)?;
+        let found = self
+            .root
+            .resolve(&rel, LastLink::Follow)
+            .map_err(|e| tool_error(e, raw))?;
+        let path = self.absolute(found.rel(), raw)?;
+        let meta = File::from(found.into_fd())
+            .metadata()
+            .map_err(|e| ToolError::io(&e, &self.relative(&path)))?;
+        Ok((path, meta))
+    }
+
+    /// Opens the regular file `raw` for reading, through the walk's descriptors. Returns its
+    /// resolved path, the file and the file's size as `fstat` reports it.
+    pub fn open_file(&self, raw: &str) -> Result<(PathBuf, File, u64), ToolError> {
+        let rel = self.argument(raw)?;
+        let (file, rel) = self.root.open_file(&rel).map_err(|e| tool_error(e, raw))?;
+        let path = self.absolute(&rel, raw)?;
+        let size = file
+            .metadata()
+            .map_err(|e| ToolError::io(&e, &self.relative(&path)))?
+            .len();
+        Ok((path, file, size))
+    }
+
+    /// Resolves a path that may not exist yet (a write's target). Its existing part must
+    /// resolve inside the root; the missing components are appended to it.
     pub fn resolve_new(&self, raw: &str) -> Result<PathBuf, ToolError> {
-        let lexical = self.lexical(raw)?;
-        let (ancestor, tail) = self.existing_ancestor(&lexical, raw)?;
-        let mut path = self.finish(ancestor, raw)?;
-        for name in tail.iter().rev() {
-            path.push(name);
-        }
-        Ok(path)
+        let rel = self.argument(raw)?;
+        let rel = self
+            .root
+            .resolve_new(&rel)
+            .map_err(|e| tool_error(e, raw))?;
+        self.absolute(&rel, raw)
     }
 
     /// Resolves a directory entry without following a symlink in its last component (for
     /// `move`, which renames links rather than their targets). Its parent must exist and
     /// resolve inside the root. With `must_exist`, the entry itself must exist.
     pub fn resolve_entry(&self, raw: &str, must_exist: bool) -> Result<PathBuf, ToolError> {
-        let lexical = self.lexical(raw)?;
-        let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) else {
-            return Ok(self.root.clone());
-        };
-        if lexical == self.root {
-            return Ok(self.root.clone());
-        }
-        let parent =
-            parent
-                .canonicalize()
-                .map_err(|e| match self.existing_ancestor(parent, raw) {
-                    Err(denied) => denied,
-                    Ok((ancestor, _)) => match self.finish(ancestor, raw) {
-                        Err(denied) => denied,
-                        Ok(_) => ToolError::io(&e, &shorten(raw)),
-                    },
-                })?;
-        let path = self.finish(parent, raw)?.join(name);
-        if must_exist && let Err(e) = std::fs::symlink_metadata(&path) {
-            return Err(ToolError::io(&e, &shorten(raw)));
-        }
-        Ok(path)
+        let rel = self.argument(raw)?;
+        let rel = self
+            .root
+            .resolve_entry(&rel, must_exist)
+            .map_err(|e| tool_error(e, raw))?;
+        self.absolute(&rel, raw)
     }
 
-    /// Whether `raw` names a symlink (not followed), once checked lexically.
-    pub fn is_symlink(&self, raw: &str) -> bool {
-        self.lexical(raw)
-            .ok()
-            .and_then(|p| std::fs::symlink_metadata(p).ok())
-            .is_some_and(|m| m.file_type().is_symlink())
-    }
-
-    /// The canonical form of the deepest existing ancestor of `lexical` (itself included), and
-    /// the names below it, deepest first.
-    fn existing_ancestor(
+    /// Opens the regular file `raw` for a write as `opening` says, created (with its missing
+    /// parents when `make_parents`) from the walk's descriptors. Returns the file and whether
+    /// it was created.
+    pub fn open_for_write(
         &self,
-        lexical: &Path,
         raw: &str,
-    ) -> Result<(PathBuf, Vec<std::ffi::OsString>), ToolError> {
-        let mut current = lexical.to_path_buf();
-        let mut tail = Vec::new();
-        loop {
-            match std::fs::symlink_metadata(&current) {
-                Ok(meta) => {
-                    return match current.canonicalize() {
-                        Ok(c) => Ok((c, tail)),
-                        Err(_) if meta.file_type().is_symlink() => {
-                            Err(ToolError::access_denied(format!(
-                                "{}: goes through a symlink whose target does not exist",
-                                shorten(raw)
-                            )))
-                        }
-                        Err(e) => Err(ToolError::io(&e, &shorten(raw))),
-                    };
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    let Some(name) = current.file_name().map(ToOwned::to_owned) else {
-                        return Err(ToolError::io(&e, &shorten(raw)));
-                    };
-                    tail.push(name);
-                    if !current.pop() {
-                        return Err(ToolError::io(&e, &shorten(raw)));
-                    }
-                }
-                Err(e) => return Err(ToolError::io(&e, &shorten(raw))),
-            }
-        }
+        opening: WriteMode,
+        make_parents: bool,
+    ) -> Result<(File, bool), ToolError> {
+        let rel = self.argument(raw)?;
+        let (file, rel, created) = self
+            .root
+            .open_for_write(&rel, opening, make_parents)
+            .map_err(|e| tool_error(e, raw))?;
+        self.absolute(&rel, raw)?;
+        Ok((file, created))
+    }
+
+    /// Makes the directory `raw` (its missing parents too with `parents`) from the walk's
+    /// descriptors. Returns whether it was made.
+    pub fn make_dir(&self, raw: &str, parents: bool) -> Result<bool, ToolError> {
+        let rel = self.argument(raw)?;
+        let (_, created) = self
+            .root
+            .make_dir(&rel, parents)
+            .map_err(|e| tool_error(e, raw))?;
+        Ok(created)
+    }
+
+    /// Renames the entry `from` to `to` between the walk's directory descriptors (neither
+    /// last component's symlink followed); an existing `to` is refused unless `replace`.
+    pub fn rename(&self, from: &str, to: &str, replace: bool) -> Result<(), ToolError> {
+        let (from_rel, to_rel) = (self.argument(from)?, self.argument(to)?);
+        self.root
+            .rename(&from_rel, &to_rel, replace)
+            .map_err(|e| tool_error(e, from))
+    }
+
+    /// Whether `raw` names a symlink (not followed), once checked.
+    pub fn is_symlink(&self, raw: &str) -> bool {
+        self.root
+            .argument(raw, true)
+            .ok()
+            .and_then(|rel| self.root.resolve(&rel, LastLink::Keep).ok())
+            .and_then(|found| found.file_type().ok())
+            .is_some_and(|t| t == FileType::Symlink)
     }
 }
 
-/// Opens `path` (resolved, inside the root) with `options`, without following a symlink in its
-/// last component and without blocking on a FIFO, and checks that what was opened is a regular
-/// file. A symlink or FIFO swapped in after the sandbox's checks is refused, not followed or
-/// waited on.
-pub fn open_checked(
-    options: &mut fs::OpenOptions,
-    path: &Path,
-    shown: &str,
-) -> Result<File, ToolError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        options.custom_flags(i32::try_from(flags.bits()).unwrap_or(0));
-    }
-    let file = options.open(path).map_err(|e| {
-        // ELOOP: the last component became a symlink; ENXIO: a FIFO without a reader.
-        #[cfg(unix)]
-        if let Some(errno) = rustix::io::Errno::from_io_error(&e)
-            && [rustix::io::Errno::LOOP, rustix::io::Errno::NXIO].contains(&errno)
-        {
-            return ToolError::access_denied(format!(
-                "{shown}: changed into a symlink or special file while being opened"
-            ));
-        }
-        ToolError::io(&e, shown)
-    })?;
-    let meta = file.metadata().map_err(|e| ToolError::io(&e, shown))?;
-    if meta.is_dir() {
-        return Err(ToolError::new(
+/// The library's refusal as the tools' error, `raw` shortened in the message.
+pub fn tool_error(e: ConfineError, raw: &str) -> ToolError {
+    let shown = shorten(raw);
+    match e {
+        ConfineError::Empty | ConfineError::TooLong(_) => ToolError::invalid_path(e.to_string()),
+        e if e.is_invalid_path() => ToolError::invalid_path(format!("{shown}: {e}")),
+        e if e.is_access_denied() => ToolError::access_denied(format!("{shown}: {e}")),
+        ConfineError::TooManyLinks => ToolError::access_denied(format!("{shown}: {e}")),
+        ConfineError::IsADirectory => ToolError::new(
             super::kinds::IS_A_DIRECTORY,
             format!("{shown} is a directory; use file_system.list_directory"),
-        ));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::invalid_argument(format!(
+        ),
+        ConfineError::NotRegular => ToolError::invalid_argument(format!(
             "{shown} is not a regular file (a FIFO, socket or device)"
-        )));
+        )),
+        ConfineError::TooLarge(cap) => ToolError::new(
+            super::kinds::TOO_LARGE,
+            format!("{shown} is larger than {cap} bytes"),
+        ),
+        ConfineError::Io(e) => ToolError::io(&e, &shown),
+        other => ToolError::io(&io::Error::from(other), &shown),
     }
-    Ok(file)
 }
 
 /// Whether `p` has a component named `.git`, ASCII case-insensitively.
@@ -365,6 +281,7 @@ pub fn shorten(raw: &str) -> String {
 mod tests {
     use super::*;
     use crate::tools::kinds;
+    use codomyrmex_mcp::confine::MAX_COMPONENT_BYTES;
 
     fn fixture() -> (tempfile::TempDir, Sandbox) {
         let dir = tempfile::tempdir().unwrap();

@@ -2,7 +2,6 @@
 //! metadata of a file or directory). Neither reads more than it hashes, and neither decides
 //! which paths are allowed: the sandbox does.
 
-use std::fs;
 use std::io::{self, Read};
 
 use schemars::JsonSchema;
@@ -10,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::super::{Cancel, ToolError, Workspace, kinds};
-use super::{EntryKind, io_err, open_regular};
+use super::{EntryKind, open_regular};
 
 /// Checksum algorithms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -99,9 +98,8 @@ pub struct StatOutput {
 
 /// The work of `file_system.stat`.
 pub(super) fn stat_sync(ws: &Workspace, raw: &str) -> Result<StatOutput, ToolError> {
-    let path = ws.sandbox().resolve(raw)?;
+    let (path, meta) = ws.sandbox().metadata(raw)?;
     let shown = ws.sandbox().relative(&path);
-    let meta = fs::metadata(&path).map_err(io_err(&shown))?;
     let unix = |t: io::Result<std::time::SystemTime>| {
         t.ok()
             .map(|t| match t.duration_since(std::time::UNIX_EPOCH) {

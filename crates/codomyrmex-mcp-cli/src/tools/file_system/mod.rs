@@ -6,7 +6,7 @@
 //! on a blocking thread, in the submodule that owns it: `read`, `listing` (`list_directory`
 //! and the .gitignore-aware walker), `search`, `metadata` (`checksum` and `stat`) and
 //! `writing` (the full profile's `write`, `edit`, `make_directory` and `move`). It is not the
-//! sandbox (every path is resolved by `Sandbox` first), nor the text the model sees (shaped
+//! sandbox (every path is resolved by `Sandbox`, the adapter to the library's `ConfinedRoot`, first), nor the text the model sees (shaped
 //! in `model_text`). The tests are in `reading_tests` and `writing_tests`.
 
 use std::fs::{self, File};
@@ -17,7 +17,6 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::model_text::ModelText;
-use super::sandbox::open_checked;
 use super::{ToolError, Workspace, blocking};
 
 mod listing;
@@ -403,13 +402,7 @@ impl EntryKind {
     }
 }
 
-/// Opens a regular file inside the root for reading.
+/// Opens a regular file inside the root for reading (through the sandbox's walk).
 fn open_regular(ws: &Workspace, raw: &str) -> Result<(std::path::PathBuf, File, u64), ToolError> {
-    let path = ws.sandbox().resolve(raw)?;
-    let shown = ws.sandbox().relative(&path);
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    let file = open_checked(&mut options, &path, &shown)?;
-    let size = file.metadata().map_err(io_err(&shown))?.len();
-    Ok((path, file, size))
+    ws.sandbox().open_file(raw)
 }

@@ -1,15 +1,15 @@
 //! `file_system.search`: a regular-expression (or literal) content search over the root, like
 //! ripgrep (the `grep` crates over the `walker`). It follows symlinks only to regular files
-//! inside the root and reports lines shortened to a bounded length; it is not a file finder.
+//! inside the root (resolved and opened by the sandbox, like every read) and reports lines
+//! shortened to a bounded length; it is not a file finder.
 
-use std::fs;
+use std::fs::{self, File};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::super::sandbox::open_checked;
 use super::super::{Cancel, ToolError, Workspace, kinds};
 use super::io_err;
 use super::listing::{WalkOptions, walker};
@@ -109,19 +109,12 @@ pub(super) fn search_sync(
         truncated: false,
         skipped_non_utf8: 0,
     };
-    // `path` is what the match reports (a link's own path), `target` what is opened.
-    let mut search_file = |path: &Path, target: &Path, out: &mut SearchOutput| -> bool {
+    // `path` is what the match reports (a link's own path), `file` what the sandbox opened.
+    let mut search_file = |path: &Path, file: File, out: &mut SearchOutput| -> bool {
         let rel = ws.sandbox().relative(path);
         out.files_searched += 1;
         let before = out.matches.len();
         let mut full = false;
-        // Opened like every read (no FIFO swapped in after the walk blocks the search).
-        let mut options = fs::OpenOptions::new();
-        options.read(true);
-        let Ok(file) = open_checked(&mut options, target, &rel) else {
-            tracing::debug!(file = %rel, "search skipped a file it cannot open as a regular file");
-            return false;
-        };
         let result = searcher.search_file(
             &matcher,
             &file,
@@ -148,7 +141,8 @@ pub(super) fn search_sync(
         full
     };
     if meta.is_file() {
-        out.truncated = search_file(&start, &start, &mut out);
+        let (_, file, _) = ws.sandbox().open_file(raw)?;
+        out.truncated = search_file(&start, file, &mut out);
         return Ok(out);
     }
     let (walk, non_utf8) = walker(
@@ -169,25 +163,22 @@ pub(super) fn search_sync(
         let Some(ft) = entry.file_type() else {
             continue;
         };
-        let target = if ft.is_file() {
-            entry.path().to_path_buf()
-        } else if ft.is_symlink() {
-            // Follow links only to regular files inside the root.
-            match entry.path().canonicalize() {
-                Ok(target)
-                    if ws.sandbox().contains(&target)
-                        && fs::metadata(&target).is_ok_and(|m| {
-                            m.is_file() && m.len() <= limits.max_search_file_bytes
-                        }) =>
-                {
-                    target
-                }
-                _ => continue,
-            }
-        } else {
+        if !ft.is_file() && !ft.is_symlink() {
+            continue;
+        }
+        // Files and links alike are opened by the sandbox: a link is followed only to a
+        // regular file inside the root (no FIFO swapped in after the walk blocks the search).
+        let Some(raw) = entry.path().to_str() else {
             continue;
         };
-        if search_file(entry.path(), &target, &mut out) {
+        let file = match ws.sandbox().open_file(raw) {
+            Ok((_, file, size)) if size <= limits.max_search_file_bytes => file,
+            _ => {
+                tracing::debug!(file = %ws.sandbox().relative(entry.path()), "search skipped a file it cannot open as a regular file inside the root");
+                continue;
+            }
+        };
+        if search_file(entry.path(), file, &mut out) {
             out.truncated = true;
             break;
         }

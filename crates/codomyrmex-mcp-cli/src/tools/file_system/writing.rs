@@ -1,7 +1,9 @@
 //! The full profile's writing tools: `file_system.write`, `edit`, `make_directory` and `move`.
 //! Every target is resolved with the sandbox's writable checks (never into `.git`, never out
-//! of the root, the root itself never replaced) and opened without following a swapped-in
-//! FIFO or link; this module does not read files for the reading tools.
+//! of the root, the root itself never replaced). Files are created, opened and directories
+//! made and entries renamed from the library's walk (`ConfinedRoot::open_for_write`,
+//! `make_dir`, `rename`: descriptors, `O_NOFOLLOW`, no FIFO waited on). This module does not
+//! read files for the reading tools.
 
 use std::fs;
 use std::io::{self, BufReader, Read, Write};
@@ -10,7 +12,8 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::sandbox::{open_checked, shorten};
+use codomyrmex_mcp::confine::WriteMode as Opening;
+
 use super::super::{ToolError, Workspace, kinds};
 use super::{ReadEncoding, io_err, open_regular};
 
@@ -83,40 +86,22 @@ pub(super) fn write_sync(
             .decode(content.as_bytes())
             .map_err(|e| ToolError::invalid_argument(format!("invalid base64: {e}")))?,
     };
-    let path = ws.sandbox().resolve_writable(path)?;
-    let shown = ws.sandbox().relative(&path);
-    let existing = fs::metadata(&path).ok();
-    if let Some(m) = &existing {
-        if m.is_dir() {
-            return Err(ToolError::new(
-                kinds::IS_A_DIRECTORY,
-                format!("{shown} is a directory"),
-            ));
-        }
-        if !m.is_file() {
-            return Err(ToolError::invalid_argument(format!(
-                "{shown} is not a regular file"
-            )));
-        }
-    }
-    if create_parents.unwrap_or(false)
-        && let Some(parent) = path.parent()
-    {
-        fs::create_dir_all(parent).map_err(io_err(&shown))?;
-    }
-    let mut options = fs::OpenOptions::new();
-    match mode.unwrap_or_default() {
-        WriteMode::Overwrite => options.write(true).create(true).truncate(true),
-        WriteMode::Create => options.write(true).create_new(true),
-        WriteMode::Append => options.append(true).create(true),
+    let resolved = ws.sandbox().resolve_writable(path)?;
+    let shown = ws.sandbox().relative(&resolved);
+    let opening = match mode.unwrap_or_default() {
+        WriteMode::Overwrite => Opening::Overwrite,
+        WriteMode::Create => Opening::CreateNew,
+        WriteMode::Append => Opening::Append,
     };
-    let mut file = open_checked(&mut options, &path, &shown)?;
+    let (mut file, created) =
+        ws.sandbox()
+            .open_for_write(path, opening, create_parents.unwrap_or(false))?;
     file.write_all(&bytes).map_err(io_err(&shown))?;
     file.flush().map_err(io_err(&shown))?;
     Ok(WriteOutput {
         path: shown,
         bytes_written: bytes.len() as u64,
-        created: existing.is_none(),
+        created,
     })
 }
 
@@ -137,7 +122,8 @@ pub(super) fn edit_sync(
         ));
     }
     ws.sandbox().resolve_writable(path)?;
-    let (path, file, size) = open_regular(ws, path)?;
+    let raw = path;
+    let (path, file, size) = open_regular(ws, raw)?;
     let shown = ws.sandbox().relative(&path);
     if size > ws.limits().max_edit_bytes {
         return Err(ToolError::new(
@@ -149,7 +135,9 @@ pub(super) fn edit_sync(
         ));
     }
     let mut text = String::new();
+    // The bytes read are capped too, whatever size the file reported.
     BufReader::new(file)
+        .take(ws.limits().max_edit_bytes.saturating_add(1))
         .read_to_string(&mut text)
         .map_err(|e| match e.kind() {
             io::ErrorKind::InvalidData => {
@@ -157,6 +145,15 @@ pub(super) fn edit_sync(
             }
             _ => ToolError::io(&e, &shown),
         })?;
+    if text.len() as u64 > ws.limits().max_edit_bytes {
+        return Err(ToolError::new(
+            kinds::TOO_LARGE,
+            format!(
+                "{shown} has more than {} bytes; edit handles files up to that",
+                ws.limits().max_edit_bytes
+            ),
+        ));
+    }
     let count = text.matches(old_string).count();
     if count == 0 {
         return Err(ToolError::new(
@@ -176,9 +173,9 @@ pub(super) fn edit_sync(
         ));
     }
     let new_text = text.replace(old_string, new_string);
-    let mut options = fs::OpenOptions::new();
-    options.write(true).truncate(true);
-    let mut out = open_checked(&mut options, &path, &shown)?;
+    let (mut out, _) = ws
+        .sandbox()
+        .open_for_write(raw, Opening::Overwrite, false)?;
     out.write_all(new_text.as_bytes()).map_err(io_err(&shown))?;
     Ok(EditOutput {
         path: shown,
@@ -193,32 +190,21 @@ pub(super) fn make_directory_sync(
     path: &str,
     parents: Option<bool>,
 ) -> Result<MakeDirectoryOutput, ToolError> {
-    let path = ws.sandbox().resolve_writable(path)?;
-    let shown = ws.sandbox().relative(&path);
-    match fs::metadata(&path) {
-        Ok(m) if m.is_dir() => {
-            return Ok(MakeDirectoryOutput {
-                path: shown,
-                created: false,
-            });
-        }
-        Ok(_) => {
-            return Err(ToolError::new(
+    let resolved = ws.sandbox().resolve_writable(path)?;
+    let shown = ws.sandbox().relative(&resolved);
+    let created = ws
+        .sandbox()
+        .make_dir(path, parents.unwrap_or(true))
+        .map_err(|e| match e.kind {
+            kinds::ALREADY_EXISTS => ToolError::new(
                 kinds::ALREADY_EXISTS,
                 format!("{shown} exists and is not a directory"),
-            ));
-        }
-        Err(_) => {}
-    }
-    if parents.unwrap_or(true) {
-        fs::create_dir_all(&path)
-    } else {
-        fs::create_dir(&path)
-    }
-    .map_err(io_err(&shown))?;
+            ),
+            _ => e,
+        })?;
     Ok(MakeDirectoryOutput {
         path: shown,
-        created: true,
+        created,
     })
 }
 
@@ -230,8 +216,9 @@ pub(super) fn move_sync(
     overwrite: Option<bool>,
 ) -> Result<MoveOutput, ToolError> {
     let sb = ws.sandbox();
+    let raw_destination = destination;
     let source = sb.resolve_entry_writable(raw_source, true)?;
-    let destination = sb.resolve_entry_writable(destination, false)?;
+    let destination = sb.resolve_entry_writable(raw_destination, false)?;
     if source == sb.root() || destination == sb.root() {
         return Err(ToolError::access_denied(
             "the root itself cannot be moved or replaced",
@@ -244,7 +231,7 @@ pub(super) fn move_sync(
         )));
     }
     if let Ok(existing) = fs::symlink_metadata(&destination) {
-        if !overwrite.unwrap_or(false) {
+        if overwrite != Some(true) {
             return Err(ToolError::new(
                 kinds::ALREADY_EXISTS,
                 format!("{dst_shown} exists; set overwrite to replace it"),
@@ -257,7 +244,8 @@ pub(super) fn move_sync(
             ));
         }
     }
-    fs::rename(&source, &destination).map_err(io_err(&shorten(raw_source)))?;
+    let overwrite = overwrite.unwrap_or(false);
+    sb.rename(raw_source, raw_destination, overwrite)?;
     Ok(MoveOutput {
         source: src_shown,
         destination: dst_shown,
