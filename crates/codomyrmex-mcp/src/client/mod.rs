@@ -29,6 +29,7 @@ mod oauth_grants;
 mod oauth_https;
 #[cfg(feature = "http")]
 pub mod oauth_loopback;
+pub mod private_file;
 pub use codomyrmex_mcp_core::client::{param_headers, proto};
 #[cfg(feature = "http")]
 mod sse;
