@@ -309,6 +309,37 @@ fn full_profile_writes_and_runs_commands() {
     }
 }
 
+/// SECURITY.md, "`shell.run` is not a sandbox": its program runs as the server's user and
+/// reads what the server can, the environment the server was started with included
+/// (`/proc/$PPID/environ`, which clearing variables later would not change). Removing
+/// `CODOMYRMEX_MCP_*` from the program's own environment keeps them from being passed on by
+/// accident, not from being read. This pins the documented behaviour.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_shell_run_program_can_read_the_servers_environment() {
+    let dir = project();
+    let serve = serve_cmd(dir.path(), "--profile full");
+    let mut cmd = command(&[
+        "client",
+        "--stdio",
+        &serve,
+        "call",
+        "shell.run",
+        "--args",
+        r#"{"argv": ["sh", "-c", "tr '\\000' '\\n' < /proc/$PPID/environ"]}"#,
+        "--json",
+    ]);
+    cmd.env("CODOMYRMEX_MCP_AUTH_TOKEN", "hunter2-secret");
+    let r = json_of(&output(&mut cmd));
+    let stdout = r["structuredContent"]["stdout"].as_str().unwrap();
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l == "CODOMYRMEX_MCP_AUTH_TOKEN=hunter2-secret"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn client_over_http_in_both_eras() {
     let dir = project();

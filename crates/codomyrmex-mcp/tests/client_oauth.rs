@@ -1,10 +1,13 @@
 //! `McpClient`'s OAuth against a local fake resource and authorization server
 //! (`oauth_fake`): refresh on a `401`, refresh before expiry, `offline_access`, and the
-//! loopback redirect listener with a browser stand-in.
+//! loopback redirect listener with a browser stand-in, and an `https://` resource whose
+//! authorization server is reached over `https://` or loopback only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod oauth_fake;
+mod tls_fake;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use codomyrmex_mcp::McpClient;
@@ -12,7 +15,8 @@ use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::oauth::OAuthConfig;
 use codomyrmex_mcp::client::oauth_loopback::LoopbackRedirect;
 use codomyrmex_mcp::client::{ClientOptions, EraPreference};
-use oauth_fake::start;
+use oauth_fake::{Fake, serve, start};
+use tokio::net::TcpListener;
 
 const HANG: Duration = Duration::from_secs(30);
 
@@ -141,5 +145,112 @@ async fn the_loopback_listener_receives_the_code_from_the_browser() {
     let tools = c.list_tools().await.unwrap();
     assert_eq!(tools[0]["name"], "fake-tool");
     assert_eq!(fake.lock().unwrap().grants, ["authorization_code"]);
+    c.close(HANG).await;
+}
+
+/// A loopback listener, and its base URL with `host` for its name.
+async fn listener(scheme: &str, host: &str) -> (TcpListener, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, format!("{scheme}://{host}:{port}"))
+}
+
+/// Serves `fake` over TLS (the test certificate for `localhost`).
+fn serve_tls(listener: TcpListener, fake: Arc<Mutex<Fake>>) {
+    let acceptor = tls_fake::acceptor();
+    serve(listener, fake, move |s| {
+        let acceptor = acceptor.clone();
+        async move { acceptor.accept(s).await.ok() }
+    });
+}
+
+/// A client of `base/mcp` trusting the test CA, with a pre-registered id and secret
+/// (`client_secret_basic`).
+fn client_with_secret(base: &str) -> McpClient {
+    let mut oauth = OAuthConfig::new("http://127.0.0.1:1/callback");
+    oauth.client_id = Some("client-1".into());
+    oauth.client_secret = Some("secret-1".into());
+    let mut target = HttpTarget::new(format!("{base}/mcp"));
+    target.ca_file = Some(tls_fake::fixture("ca.pem"));
+    McpClient::connect_http_oauth(target, oauth, ClientOptions::default()).unwrap()
+}
+
+/// MCP authorization, "Communication Security": authorization server endpoints are served
+/// over HTTPS. An `https://` resource naming a plain `http://` authorization server that is
+/// not loopback is refused before anything (metadata, authorization, the token request with
+/// the client secret) is sent to it. `0.0.0.0` is not a loopback address, yet on Linux it
+/// reaches this machine's loopback listener, so the fake sees what a remote server would.
+#[tokio::test]
+async fn an_https_resource_never_sends_a_secret_to_a_plain_http_authorization_server() {
+    let (as_listener, issuer) = listener("http", "0.0.0.0").await;
+    let auth_server = Arc::new(Mutex::new(Fake {
+        base: issuer.clone(),
+        code_expires_in: 3600,
+        auth_methods: Some(vec!["client_secret_basic"]),
+        ..Fake::default()
+    }));
+    serve(as_listener, auth_server.clone(), |s| async move { Some(s) });
+    let (resource_listener, base) = listener("https", "localhost").await;
+    let resource = Arc::new(Mutex::new(Fake {
+        base: base.clone(),
+        issuer: Some(issuer.clone()),
+        ..Fake::default()
+    }));
+    serve_tls(resource_listener, resource.clone());
+    let c = client_with_secret(&base);
+    let e = tokio::time::timeout(HANG, c.negotiate(EraPreference::Legacy, HANG))
+        .await
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    let f = auth_server.lock().unwrap();
+    assert!(
+        f.grants.is_empty() && f.token_authorization.is_empty(),
+        "the token request reached the plain http server: {:?}",
+        f.token_authorization
+    );
+    assert!(f.requests.is_empty(), "{:?}", f.requests);
+    assert!(e.contains(&issuer) && e.contains("https"), "{e}");
+    // The resource was asked for its metadata.
+    let seen = resource.lock().unwrap().requests.clone();
+    assert!(
+        seen.iter().any(|r| r.contains("oauth-protected-resource")),
+        "{seen:?}"
+    );
+}
+
+/// The same, with the authorization server on plain `http://` to a loopback address:
+/// allowed (its traffic never leaves the machine), and the flow completes.
+#[tokio::test]
+async fn an_https_resource_may_use_a_loopback_authorization_server() {
+    let (as_listener, issuer) = listener("http", "127.0.0.1").await;
+    let (resource_listener, base) = listener("https", "localhost").await;
+    // One fake behind both listeners: the tokens the server issues are the resource's.
+    let fake = Arc::new(Mutex::new(Fake {
+        base: base.clone(),
+        issuer: Some(issuer),
+        code_expires_in: 3600,
+        auth_methods: Some(vec!["client_secret_basic"]),
+        ..Fake::default()
+    }));
+    serve(as_listener, fake.clone(), |s| async move { Some(s) });
+    serve_tls(resource_listener, fake.clone());
+    let c = client_with_secret(&base);
+    tokio::time::timeout(HANG, c.negotiate(EraPreference::Legacy, HANG))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.list_tools().await.unwrap()[0]["name"], "fake-tool");
+    {
+        let f = fake.lock().unwrap();
+        assert_eq!(f.grants, ["authorization_code"]);
+        assert!(
+            f.token_authorization[0]
+                .as_deref()
+                .is_some_and(|a| a.starts_with("Basic ")),
+            "{:?}",
+            f.token_authorization
+        );
+    }
     c.close(HANG).await;
 }

@@ -128,6 +128,34 @@ async fn wrong_host_is_forbidden() {
     s2.stop().await;
 }
 
+/// RFC 9112 section 3.2: a request with more than one `Host` is answered `400`, whichever
+/// comes first; an absolute-form target's authority is the request's host (section 3.2.2),
+/// checked against the allowed hosts as `Host` is, whatever `Host` says.
+#[tokio::test]
+async fn two_hosts_or_a_foreign_absolute_target_are_refused() {
+    let s = start(config()).await;
+    let own = s.host();
+    for second in [own.as_str(), "evil.example"] {
+        let r = s
+            .send(&list().header("host", own.clone()).header("host", second))
+            .await;
+        assert_eq!(r.status, 400, "{second}");
+        assert_eq!(r.error_code(), -32600);
+        let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("more than one Host"), "{message}");
+    }
+    let mut foreign = list().header("host", own.clone());
+    foreign.path = "http://other.example/mcp".into();
+    let r = s.send(&foreign).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.error_code(), -32600);
+    // An absolute-form target naming this server is served.
+    let mut own_target = list().header("host", own.clone());
+    own_target.path = format!("http://{own}/mcp");
+    assert_eq!(s.send(&own_target).await.status, 200);
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn foreign_origin_is_forbidden() {
     let s = start(config()).await;

@@ -25,6 +25,8 @@ struct Flaky {
     calls: AtomicUsize,
     /// Calls refused while down.
     failures: AtomicUsize,
+    /// Calls naming a session id (`load`, `touch`, `save`, `delete`).
+    lookups: AtomicUsize,
 }
 
 impl Flaky {
@@ -57,24 +59,28 @@ impl SessionStore for Flaky {
         }
     }
     fn load<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
         match self.check() {
             Ok(()) => self.inner.load(id, now),
             Err(e) => failed(e),
         }
     }
     fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
         match self.check() {
             Ok(()) => self.inner.touch(id, now),
             Err(e) => failed(e),
         }
     }
     fn save<'a>(&'a self, record: SessionRecord, v: u64) -> StoreFuture<'a, SessionRecord> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
         match self.check() {
             Ok(()) => self.inner.save(record, v),
             Err(e) => failed(e),
         }
     }
     fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
         match self.check() {
             Ok(()) => self.inner.delete(id),
             Err(e) => failed(e),
@@ -342,5 +348,58 @@ async fn live_sessions_are_a_bounded_cache_over_the_store() {
         let r = s.send(&list).await;
         assert_eq!(r.status, 200, "{id}: {}", String::from_utf8_lossy(&r.body));
     }
+    s.stop().await;
+}
+
+/// Ids not of the form the server mints (32 lowercase hex digits) never reach the store:
+/// the names of the Redis store's own keys (`lru`, `exp`, `tick`), an overlong id, spaces,
+/// a tab and a byte the parser refuses get `404` (or `400`) on POST, GET and DELETE, even
+/// with the store down, never `503`, and the store is not called.
+#[tokio::test]
+async fn a_malformed_session_id_never_reaches_the_store() {
+    let store = Arc::new(Flaky::default());
+    let s = start(config().with_session_store(store.clone())).await;
+    let sid = s.legacy_session().await;
+    assert_eq!(sid.len(), 32, "{sid}");
+    store.down.store(true, Ordering::SeqCst);
+    let lookups = store.lookups.load(Ordering::SeqCst);
+    let long = "a".repeat(2048);
+    let upper = sid.to_ascii_uppercase();
+    for bad in [
+        "lru",
+        "exp",
+        "tick",
+        long.as_str(),
+        "a b",
+        "a\tb",
+        "a\x7fb",
+        upper.as_str(),
+        &sid[1..],
+    ] {
+        let requests = [
+            legacy("tools/list", Some(3), json!({}), Some(bad))
+                .header("accept", "application/json"),
+            Req::new("GET", "/mcp")
+                .header("accept", "text/event-stream")
+                .header("mcp-session-id", bad)
+                .header("mcp-protocol-version", LEGACY),
+            Req::new("DELETE", "/mcp").header("mcp-session-id", bad),
+        ];
+        for req in &requests {
+            let r = s.send(req).await;
+            assert!(
+                matches!(r.status, 404 | 400),
+                "{bad:?} {}: {} {}",
+                req.method,
+                r.status,
+                String::from_utf8_lossy(&r.body)
+            );
+        }
+    }
+    assert_eq!(
+        store.lookups.load(Ordering::SeqCst),
+        lookups,
+        "the store was asked"
+    );
     s.stop().await;
 }

@@ -4,7 +4,9 @@
 //! The program runs in a process group of its own call (a [`ChildGroup`]). When it exits,
 //! times out or the call is dropped, the whole group is killed, so background processes it
 //! started do not outlive it; and the group also dies when the server dies, whatever the
-//! signal. Its environment is the server's minus `CODOMYRMEX_MCP_*`. `[shell]
+//! signal. Its environment is the server's minus `CODOMYRMEX_MCP_*`, which only keeps them
+//! from being passed on by accident: the program runs as the server's user and can read the
+//! server's own (`/proc/$PPID/environ`, see SECURITY.md). `[shell]
 //! allowed_commands` checks only argv\[0\]: an allowed program's arguments can make it run
 //! others. The program itself can read and write outside the root like any process of this
 //! user: the sandbox confines the tools' paths, not what a program does — which is why only

@@ -26,7 +26,10 @@ mod oauth_flow;
 #[cfg(feature = "http")]
 mod oauth_grants;
 #[cfg(feature = "http")]
+mod oauth_https;
+#[cfg(feature = "http")]
 pub mod oauth_loopback;
+pub mod private_file;
 pub use codomyrmex_mcp_core::client::{param_headers, proto};
 #[cfg(feature = "http")]
 mod sse;

@@ -34,6 +34,7 @@ use super::lock;
 pub(crate) use super::oauth_flow::{Authorizer, Flow, bearer};
 pub use super::oauth_grants::{EnterpriseIdp, JwtBearer, JwtSource};
 use super::oauth_grants::{client_assertion, jwt_bearer_pairs};
+use super::oauth_https::{METADATA_ENDPOINTS, require_https};
 
 /// Tokens for one resource. Its `Debug` shows neither token.
 #[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -473,9 +474,15 @@ pub async fn authorize(
     challenge: &Challenge,
     previous: Option<&str>,
 ) -> Result<Tokens, String> {
-    // Protected resource metadata.
+    // Protected resource metadata: over https for an https resource.
+    let https_resource = resource_url
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
     let mut prm = None;
     for url in prm_candidates(resource_url, challenge) {
+        if https_resource {
+            require_https(&url, "protected resource metadata")?;
+        }
         if let Some(doc) = get_json(fetch, &url).await? {
             prm = Some(doc);
             break;
@@ -497,9 +504,12 @@ pub async fn authorize(
         .and_then(Value::as_str)
         .ok_or("the protected resource metadata names no authorization server")?
         .to_owned();
-    // Authorization server metadata.
+    // Authorization server metadata, and every endpoint it names: over https (loopback
+    // aside), checked before anything is sent there.
+    require_https(&issuer, "authorization server")?;
     let mut meta = None;
     for url in metadata_candidates(&issuer) {
+        require_https(&url, "authorization server metadata")?;
         if let Some(doc) = get_json(fetch, &url).await? {
             meta = Some(doc);
             break;
@@ -511,6 +521,11 @@ pub async fn authorize(
         return Err(format!(
             "the authorization server's metadata names issuer {recorded_issuer:?}, not {issuer:?}"
         ));
+    }
+    for key in METADATA_ENDPOINTS {
+        if let Some(url) = meta.get(key).and_then(Value::as_str) {
+            require_https(url, key)?;
+        }
     }
     let endpoint = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
     let authorization_endpoint =
@@ -843,6 +858,7 @@ async fn token_request(
         .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
         .collect::<Vec<_>>()
         .join("&");
+    require_https(&client.token_endpoint, "token_endpoint")?;
     let mut nonce_retried = false;
     let (status, doc) = loop {
         let mut headers = headers.clone();

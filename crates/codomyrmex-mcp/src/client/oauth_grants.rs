@@ -118,6 +118,7 @@ async fn exchange_for_id_jag(
     issuer: &str,
     resource: &str,
 ) -> Result<String, String> {
+    super::oauth_https::require_https(&idp.token_endpoint, "IdP token endpoint")?;
     let id_token = (idp.id_token)()?;
     let mut pairs = vec![
         ("grant_type", TOKEN_EXCHANGE_GRANT),

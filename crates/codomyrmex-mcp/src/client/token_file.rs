@@ -2,18 +2,20 @@
 //! 0600), by resource URL, so that a command-line client authorizes once and reuses (and
 //! refreshes) its tokens on later runs.
 //!
-//! Writes go to a temporary file in the same directory (created 0600) that is renamed over
-//! the old one, so a crash never leaves a half-written file. A file that cannot be read or
+//! Writes go through [`write_private`]: a new 0600 temporary file under a random name in the
+//! same directory, created exclusively (never through a planted symlink) and renamed over the
+//! old one, so a crash never leaves a half-written file. A file that cannot be read or
 //! parsed counts as empty (the client authorizes again) and is replaced on the next write.
 //! Not a keychain: the tokens are as safe as the owner's account.
 
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::lock;
 use super::oauth::{TokenStore, Tokens};
+use super::private_file::write_private;
 
 /// The largest token file read (a larger one counts as empty).
 const MAX_FILE_BYTES: u64 = 4 << 20;
@@ -56,43 +58,10 @@ impl FileTokenStore {
         serde_json::from_slice(&text).unwrap_or_default()
     }
 
-    /// Writes `all` to the file; the error says what failed.
+    /// Writes `all` to the file (through [`write_private`]); the error says what failed.
     fn write_all(&self, all: &BTreeMap<String, Tokens>) -> std::io::Result<()> {
-        let dir = match self.path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        std::fs::create_dir_all(&dir)?;
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "tokens".into());
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let bytes = serde_json::to_vec_pretty(all).map_err(std::io::Error::other)?;
-        let result = (|| {
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt as _;
-                options.mode(0o600);
-            }
-            let mut file = options.open(&tmp)?;
-            #[cfg(unix)]
-            {
-                // A leftover temporary file keeps its old mode: set it.
-                use std::os::unix::fs::PermissionsExt as _;
-                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            }
-            file.write_all(&bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &self.path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        write_private(&self.path, &bytes)
     }
 }
 
@@ -160,6 +129,35 @@ mod tests {
         let store = FileTokenStore::new(&path);
         assert_eq!(store.get("https://a/mcp"), None);
         store.put("https://a/mcp", tokens("a1"));
+        assert_eq!(store.get("https://a/mcp"), Some(tokens("a1")));
+    }
+
+    /// A symlink planted where the temporary file goes (the old `.NAME.PID.tmp` name, and
+    /// other likely names) is never followed: the file it points to is unchanged, and the
+    /// token file is a regular file of its own.
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_symlink_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let path = dir.path().join("tokens.json");
+        for name in [
+            format!(".tokens.json.{}.tmp", std::process::id()),
+            ".tokens.json.tmp".to_owned(),
+            "tokens.json.tmp".to_owned(),
+        ] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).unwrap();
+        }
+        let store = FileTokenStore::new(&path);
+        store.put("https://a/mcp", tokens("a1"));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&victim).unwrap().permissions().mode();
+        assert_ne!(mode & 0o777, 0o600, "the victim was chmodded");
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         assert_eq!(store.get("https://a/mcp"), Some(tokens("a1")));
     }
 }

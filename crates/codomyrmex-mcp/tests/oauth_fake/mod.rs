@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use codomyrmex_mcp::client::oauth::query_params;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// What the fake saw and decides.
@@ -50,6 +50,10 @@ pub struct Fake {
     pub token_authorization: Vec<Option<String>>,
     /// The `Authorization` header of each request to `/idp/token`.
     pub idp_authorization: Vec<Option<String>>,
+    /// The authorization server the protected resource metadata names; `None`: this fake.
+    pub issuer: Option<String>,
+    /// The method and target of every request, in order.
+    pub requests: Vec<String>,
 }
 
 /// The pre-registered machine client the client credentials grant takes, and its secret
@@ -94,7 +98,7 @@ impl Request {
     }
 }
 
-async fn read_request(s: &mut TcpStream) -> Option<Request> {
+async fn read_request<S: AsyncRead + Unpin>(s: &mut S) -> Option<Request> {
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") {
@@ -142,14 +146,16 @@ fn respond(status: u16, headers: &str, body: &Value) -> Vec<u8> {
 
 fn handle(fake: &mut Fake, r: &Request) -> Vec<u8> {
     let base = fake.base.clone();
+    fake.requests.push(format!("{} {}", r.method, r.target));
     let (path, _) = r.target.split_once('?').unwrap_or((&r.target, ""));
     match (r.method.as_str(), path) {
         ("GET", "/.well-known/oauth-protected-resource/mcp") => respond(
             200,
             "",
-            &json!({"resource": format!("{base}/mcp"), "authorization_servers": [base], "scopes_supported": ["mcp"]}),
+            &json!({"resource": format!("{base}/mcp"), "authorization_servers": [fake.issuer.clone().unwrap_or(base)], "scopes_supported": ["mcp"]}),
         ),
         ("GET", "/.well-known/oauth-authorization-server") => {
+            let base = fake.issuer.clone().unwrap_or(base);
             let mut scopes = vec!["mcp"];
             if fake.offers_offline {
                 scopes.push("offline_access");
@@ -306,11 +312,27 @@ pub async fn start(code_expires_in: u64, offers_offline: bool) -> (String, Arc<M
         offers_offline,
         ..Fake::default()
     }));
-    let f = fake.clone();
+    serve(listener, fake.clone(), |s| async move { Some(s) });
+    (format!("{base}/mcp"), fake)
+}
+
+/// Serves `fake` on `listener`, each connection through `wrap` (a TLS handshake, or
+/// nothing).
+pub fn serve<S, W, F>(listener: TcpListener, fake: Arc<Mutex<Fake>>, wrap: W)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    W: Fn(TcpStream) -> F + Send + Sync + 'static,
+    F: std::future::Future<Output = Option<S>> + Send + 'static,
+{
+    let wrap = Arc::new(wrap);
     tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            let f = f.clone();
+        while let Ok((s, _)) = listener.accept().await {
+            let f = fake.clone();
+            let wrap = wrap.clone();
             tokio::spawn(async move {
+                let Some(mut s) = wrap(s).await else {
+                    return;
+                };
                 let Some(r) = read_request(&mut s).await else {
                     return;
                 };
@@ -320,5 +342,4 @@ pub async fn start(code_expires_in: u64, offers_offline: bool) -> (String, Arc<M
             });
         }
     });
-    (format!("{base}/mcp"), fake)
 }

@@ -70,8 +70,8 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) {
     let _ = s.shutdown().await;
 }
 
-/// A TLS server answering a legacy MCP handshake and `tools/list`; its port.
-pub async fn tls_server() -> u16 {
+/// A TLS acceptor with the test certificate (`localhost`, `127.0.0.1`).
+pub fn acceptor() -> tokio_rustls::TlsAcceptor {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
         .unwrap()
         .collect::<Result<_, _>>()
@@ -85,7 +85,12 @@ pub async fn tls_server() -> u16 {
     .with_no_client_auth()
     .with_single_cert(certs, key)
     .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// A TLS server answering a legacy MCP handshake and `tools/list`; its port.
+pub async fn tls_server() -> u16 {
+    let acceptor = acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {

@@ -1,14 +1,16 @@
 //! DNS-rebinding protection: `Host` and `Origin` validation as a tower layer.
 //!
-//! A request whose `Host` is not an allowed host, or whose `Origin` (when present) is not an
-//! allowed origin, gets `403 Forbidden` with a JSON-RPC error body that has no id. Lists are
-//! exact (case-insensitive); there is no wildcard.
+//! A request whose `Host` is not an allowed host, whose absolute-form target (`POST
+//! http://HOST/mcp`) names a host that is not allowed, or whose `Origin` (when present) is
+//! not an allowed origin, gets `403 Forbidden`; one with more than one `Host` header gets
+//! `400 Bad Request` (RFC 9112 section 3.2), either with a JSON-RPC error body that has no
+//! id. Lists are exact (case-insensitive); there is no wildcard.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::http::{Request, Response, StatusCode, header};
+use axum::http::{HeaderMap, Request, Response, StatusCode, Uri, header};
 use tower::{Layer, Service};
 
 use crate::wire::{ErrorCode, ErrorObject};
@@ -54,17 +56,32 @@ impl OriginPolicy {
             .any(|o| o.eq_ignore_ascii_case(origin.trim()))
     }
 
-    /// Checks a request's headers; `Err` carries the reason.
-    pub fn check(&self, headers: &axum::http::HeaderMap) -> Result<(), &'static str> {
-        match headers.get(header::HOST).map(|h| h.to_str()) {
+    /// Checks a request's target and headers; `Err` carries the status to answer with and
+    /// the reason.
+    pub fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let host = hosts.next();
+        if hosts.next().is_some() {
+            return Err((StatusCode::BAD_REQUEST, "more than one Host header"));
+        }
+        // An absolute-form target names the request's host (RFC 9112 section 3.2.2).
+        if let Some(authority) = uri.authority()
+            && !self.host_ok(authority.as_str())
+        {
+            return Err((
+                StatusCode::FORBIDDEN,
+                "the request target's host is not allowed",
+            ));
+        }
+        match host.map(|h| h.to_str()) {
             Some(Ok(h)) if self.host_ok(h) => {}
-            Some(_) => return Err("Host header is not allowed"),
-            None => return Err("Host header is missing"),
+            Some(_) => return Err((StatusCode::FORBIDDEN, "Host header is not allowed")),
+            None => return Err((StatusCode::FORBIDDEN, "Host header is missing")),
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             match origin.to_str() {
                 Ok(o) if self.origin_ok(o) => {}
-                _ => return Err("Origin header is not allowed"),
+                _ => return Err((StatusCode::FORBIDDEN, "Origin header is not allowed")),
             }
         }
         Ok(())
@@ -119,12 +136,17 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        if let Err(reason) = self.policy.check(req.headers()) {
+        if let Err((status, reason)) = self.policy.check(req.uri(), req.headers()) {
             tracing::warn!(reason, "refused a request by Host/Origin policy");
+            let what = if status == StatusCode::BAD_REQUEST {
+                "Bad request"
+            } else {
+                "Forbidden"
+            };
             let resp = rpc_error(
-                StatusCode::FORBIDDEN,
+                status,
                 None,
-                ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("Forbidden: {reason}")),
+                ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("{what}: {reason}")),
             );
             return super::PolicyFuture::refused(resp);
         }
@@ -135,7 +157,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::{HeaderMap, HeaderValue};
+    use axum::http::HeaderValue;
 
     fn headers(host: Option<&str>, origin: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -150,7 +172,7 @@ mod tests {
 
     #[test]
     fn loopback_policy() {
-        let p = OriginPolicy::loopback(8080);
+        let p = Checker(OriginPolicy::loopback(8080));
         assert!(p.check(&headers(Some("localhost:8080"), None)).is_ok());
         assert!(
             p.check(&headers(Some("127.0.0.1"), Some("http://127.0.0.1:8080")))
@@ -170,6 +192,37 @@ mod tests {
         assert!(
             p.check(&headers(Some("localhost.evil.com:8080"), None))
                 .is_err()
+        );
+    }
+
+    /// The tests' view: a request in origin form (`/mcp`).
+    struct Checker(OriginPolicy);
+
+    impl Checker {
+        fn check(&self, headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
+            self.0.check(&Uri::from_static("/mcp"), headers)
+        }
+    }
+
+    #[test]
+    fn one_host_and_an_allowed_absolute_target() {
+        let p = OriginPolicy::loopback(8080);
+        let mut two = headers(Some("localhost:8080"), None);
+        two.append(header::HOST, HeaderValue::from_static("localhost:8080"));
+        let e = p.check(&Uri::from_static("/mcp"), &two).unwrap_err();
+        assert_eq!(e.0, StatusCode::BAD_REQUEST);
+        let one = headers(Some("localhost:8080"), None);
+        let e = p
+            .check(&Uri::from_static("http://evil.example/mcp"), &one)
+            .unwrap_err();
+        assert_eq!(e.0, StatusCode::FORBIDDEN);
+        let e = p
+            .check(&Uri::from_static("http://u@localhost:8080/mcp"), &one)
+            .unwrap_err();
+        assert_eq!(e.0, StatusCode::FORBIDDEN);
+        assert!(
+            p.check(&Uri::from_static("http://localhost:8080/mcp"), &one)
+                .is_ok()
         );
     }
 }

@@ -450,12 +450,16 @@ impl SessionTable {
         Ok((id, http))
     }
 
-    /// A live session of `principal`, refreshed. Another principal's session is not found.
+    /// A live session of `principal`, refreshed. Another principal's session is not found,
+    /// nor is an id of another form than ours (see [`minted_form`]).
     pub(crate) async fn get(
         &self,
         id: &str,
         principal: Option<&Principal>,
     ) -> Result<Option<Arc<HttpSession>>, StoreError> {
+        if !minted_form(id) {
+            return Ok(None);
+        }
         let Some(s) = self.lock().get(id).cloned() else {
             return self.restore(id, principal).await;
         };
@@ -588,12 +592,16 @@ impl SessionTable {
     }
 
     /// Ends a session of `principal`; returns whether it existed (another principal's does
-    /// not). A session this process does not hold live is ended through its record.
+    /// not, nor one whose id is of another form than ours: [`minted_form`]). A session this
+    /// process does not hold live is ended through its record.
     pub(crate) async fn remove(
         &self,
         id: &str,
         principal: Option<&Principal>,
     ) -> Result<bool, StoreError> {
+        if !minted_form(id) {
+            return Ok(false);
+        }
         let live = self.lock().get(id).cloned();
         match live {
             Some(s) if !s.belongs_to(principal) => return Ok(false),
@@ -658,15 +666,30 @@ fn shrink_if_sparse<V>(map: &mut HashMap<String, V>) {
     }
 }
 
-/// 128 random bits, hex. Without OS randomness there is no session: a guessable id would
-/// let anyone take a session over, so this fails closed (the client gets `503`).
+/// The random bytes of a session id.
+const SESSION_ID_BYTES: usize = 16;
+
+/// 128 random bits, lowercase hex. Without OS randomness there is no session: a guessable id
+/// would let anyone take a session over, so this fails closed (the client gets `503`).
 fn new_session_id(
     random: fn(&mut [u8]) -> Result<(), getrandom::Error>,
 ) -> Result<String, StoreError> {
-    let mut bytes = [0u8; 16];
+    let mut bytes = [0u8; SESSION_ID_BYTES];
     random(&mut bytes)
         .map_err(|e| StoreError::Unavailable(format!("no OS randomness for a session id: {e}")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether `id` has the form [`new_session_id`] mints: the check every id from a client
+/// passes before any store sees it ([`SessionTable::get`] and [`SessionTable::remove`], the
+/// only ways in; restoring, touching and loading happen behind them). Any other id (the
+/// name of a store's own key such as Redis's `lru`, an overlong one, spaces, control
+/// characters) names no session: the client gets `404`, as for an unknown session.
+fn minted_form(id: &str) -> bool {
+    id.len() == 2 * SESSION_ID_BYTES
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]
@@ -714,6 +737,18 @@ mod tests {
         assert!(store.get(&b, None).await.unwrap().is_some());
         assert!(store.insert(session()).await.is_ok());
         assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn only_ids_of_the_minted_form_pass() {
+        let minted = new_session_id(getrandom::fill).unwrap();
+        assert!(minted_form(&minted), "{minted}");
+        let long = "0".repeat(33);
+        let upper = minted.to_ascii_uppercase();
+        for bad in ["", "lru", "exp", "tick", &minted[1..], &long, "a b", &upper] {
+            assert!(!minted_form(bad), "{bad:?}");
+        }
+        assert!(!minted_form("0123456789abcdef0123456789abcde\u{1}"));
     }
 
     #[tokio::test]
