@@ -13,6 +13,7 @@
 
 mod builder;
 mod classify;
+mod drive;
 mod events;
 #[cfg(test)]
 mod invocation_tests;
@@ -28,8 +29,6 @@ mod resources;
 mod results;
 mod session;
 pub(crate) mod tasks;
-#[cfg(test)]
-pub(crate) mod test_driver;
 mod tools;
 
 use std::sync::Arc;
