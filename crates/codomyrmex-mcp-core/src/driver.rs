@@ -179,6 +179,38 @@ pub async fn run_wait(rt: &'static dyn Runtime, wait: Wait) -> Option<OutgoingMe
     done.unwrap_or_else(failed)
 }
 
+/// Runs `work` under the execution policy (a permit of `admission`, `deadline`, `cancel` and
+/// the unwind guard; on `rt`'s blocking pool when `blocking`) and returns its outcome: the
+/// policy of an invocation without its completion, for callers that want the typed output
+/// (`McpToolRegistry::execute`).
+pub(crate) async fn policied<T: Send + 'static>(
+    rt: &'static dyn Runtime,
+    deadline: Option<Duration>,
+    cancel: CancellationToken,
+    blocking: bool,
+    admission: Admission,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, Option<Failure>> {
+    let work: Work = Box::pin(async move { Box::new(work.await) as ErasedOutput });
+    let outcome = Policied {
+        deadline,
+        cancel,
+        blocking,
+        admission,
+        work,
+    }
+    .run(rt)
+    .await;
+    match outcome {
+        Outcome::Done(out) => out
+            .downcast::<T>()
+            .map(|out| *out)
+            .map_err(|_| Some(Failure::Panicked)),
+        Outcome::Failed(failure) => Err(Some(failure)),
+        Outcome::Cancelled => Err(None),
+    }
+}
+
 /// A sleep of `by` on `rt`'s clock (forever, past the clock's range).
 fn sleep(rt: &'static dyn Runtime, by: Duration) -> BoxFuture<'static, ()> {
     match rt.now().checked_add(by) {

@@ -71,12 +71,44 @@ pub enum Outcome {
     Cancelled,
 }
 
+/// An admission bound (of one session, of all stateless requests together, of a registry's
+/// direct calls, of a gateway's upstream): how many invocations run at once, and how many
+/// more may wait for a turn.
+#[derive(Debug)]
+pub struct Gate {
+    /// One per running invocation.
+    permits: Arc<Semaphore>,
+    /// One per admitted invocation, running or waiting.
+    slots: Arc<Semaphore>,
+}
+
+impl Gate {
+    /// A gate for `running` invocations at once (at least 1) and `waiting` more in line.
+    pub fn new(running: usize, waiting: usize) -> Self {
+        let running = running.clamp(1, usize::MAX / 4);
+        let waiting = waiting.min(usize::MAX / 4);
+        Self {
+            permits: Arc::new(Semaphore::new(running)),
+            slots: Arc::new(Semaphore::new(running + waiting)),
+        }
+    }
+
+    /// A place in the gate, running or waiting; `None` when every place is taken (refuse
+    /// the call at once).
+    pub fn try_admit(&self) -> Option<Admission> {
+        Some(Admission {
+            _slot: self.slots.try_acquire_arc()?,
+            permits: self.permits.clone(),
+        })
+    }
+}
+
 /// An admitted invocation's place in its session's gate: it holds a waiting slot until
 /// dropped, and gives out the permit to run.
 #[derive(Debug)]
 pub struct Admission {
-    pub(crate) _slot: SemaphoreGuardArc,
-    pub(crate) permits: Arc<Semaphore>,
+    _slot: SemaphoreGuardArc,
+    permits: Arc<Semaphore>,
 }
 
 /// Permission to run: one of the gate's `max_concurrent_requests`, held while the handler

@@ -14,6 +14,8 @@
 mod builder;
 mod classify;
 mod drive;
+#[cfg(test)]
+pub(crate) use drive::TestRuntime;
 mod events;
 #[cfg(test)]
 mod invocation_tests;
