@@ -32,8 +32,8 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::invocation::{
-    Admission, Detach, ErasedOutput, Failure, Invocation, InvocationParts, Outcome, Timers, Wait,
-    Work,
+    Admission, Detach, ErasedOutput, Failure, Invocation, InvocationParts, Outcome, Permit, Timers,
+    Wait, Work,
 };
 use crate::platform::BoxFuture;
 use crate::sync::CancellationToken;
@@ -164,18 +164,9 @@ pub async fn run_wait(rt: &'static dyn Runtime, wait: Wait) -> Option<OutgoingMe
         failed,
         ..
     } = wait;
-    let mut work = pin!(catch_unwind(work));
-    let mut timer = pin!(sleep(rt, deadline));
-    let done = std::future::poll_fn(|cx| {
-        if let Poll::Ready(done) = work.as_mut().poll(cx) {
-            return Poll::Ready(done.map_err(|()| Failure::Panicked));
-        }
-        if timer.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Err(Failure::TimedOut(deadline)));
-        }
-        Poll::Pending
-    })
-    .await;
+    let done = within(rt, deadline, catch_unwind(work))
+        .await
+        .and_then(|r| r.map_err(|()| Failure::Panicked));
     done.unwrap_or_else(failed)
 }
 
@@ -211,6 +202,45 @@ pub(crate) async fn policied<T: Send + 'static>(
     }
 }
 
+/// A permit of `admission`, the driver's one way to take one: a free permit at once; when
+/// the gate is full, waited for until `cancel` fires (`None`). Held while the work runs. The
+/// gateway takes its upstream calls' permits here too.
+pub async fn permit(admission: &Admission, cancel: &CancellationToken) -> Option<Permit> {
+    if let Some(p) = admission.try_permit() {
+        return Some(p);
+    }
+    let mut cancelled = pin!(cancel.cancelled());
+    let mut permit = pin!(admission.permit());
+    std::future::poll_fn(|cx| {
+        if cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        permit.as_mut().poll(cx).map(Some)
+    })
+    .await
+}
+
+/// `work`'s output, or [`Failure::TimedOut`] once `deadline` has passed on `rt`'s clock
+/// (dropping `work`): the deadline of a [`Wait`], and of the gateway's upstream calls.
+pub async fn within<T>(
+    rt: &'static dyn Runtime,
+    deadline: Duration,
+    work: impl Future<Output = T>,
+) -> Result<T, Failure> {
+    let mut work = pin!(work);
+    let mut timer = sleep(rt, deadline);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(Failure::TimedOut(deadline)));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 /// A sleep of `by` on `rt`'s clock (forever, past the clock's range).
 fn sleep(rt: &'static dyn Runtime, by: Duration) -> BoxFuture<'static, ()> {
     match rt.now().checked_add(by) {
@@ -242,24 +272,8 @@ impl Policied {
         if cancel.is_cancelled() {
             return Outcome::Cancelled;
         }
-        // A free permit is taken at once; only a full gate waits, cancellably.
-        let _permit = match admission.try_permit() {
-            Some(p) => p,
-            None => {
-                let mut cancelled = pin!(cancel.cancelled());
-                let mut permit = pin!(admission.permit());
-                let waited = std::future::poll_fn(|cx| {
-                    if cancelled.as_mut().poll(cx).is_ready() {
-                        return Poll::Ready(None);
-                    }
-                    permit.as_mut().poll(cx).map(Some)
-                })
-                .await;
-                match waited {
-                    Some(p) => p,
-                    None => return Outcome::Cancelled,
-                }
-            }
+        let Some(_permit) = permit(&admission, &cancel).await else {
+            return Outcome::Cancelled;
         };
         let mut guarded: Guarded = Box::pin(catch_unwind(work));
         if blocking {
