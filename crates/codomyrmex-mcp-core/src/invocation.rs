@@ -3,8 +3,9 @@
 //! The engine decides *what* to run (which handler, under which deadline, cancelled by which
 //! token, admitted by which [`Admission`]) and *what the outcome means* on the wire; it never
 //! runs the handler itself. Every handler kind (tool, resource read, resource lister, prompt,
-//! completer, task work) leaves `Engine::handle` as an `Invocation`; a driver (the library's
-//! `runtime::drive`, or a test's) carries it out:
+//! completer, task work) leaves `Engine::handle` as an `Invocation`; the driver
+//! (`crate::driver`, on tokio through the library's `runtime::drive`, or on the tests' virtual
+//! clock) carries it out:
 //!
 //! 1. wait for a permit of the admission ([`Admission::permit`]), cancellably;
 //! 2. run [`InvocationParts::work`] under the deadline, the cancellation token and an unwind

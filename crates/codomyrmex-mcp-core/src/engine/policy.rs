@@ -9,9 +9,10 @@
 //!    [`Refusal::Overloaded`]) and a rate-limit token ([`Refusal::RateLimited`]). Because the
 //!    slot is taken before any future exists, a transport never holds more pending work than
 //!    the gate admits, however fast requests arrive.
-//! 2. **Execution**, by a driver outside the core: the admitted call leaves the engine as an
-//!    [`Invocation`](crate::invocation::Invocation) (kind, name, deadline, cancellation token,
-//!    admission, the handler's own future), and the driver waits for a permit, runs the future
+//! 2. **Execution**, by the driver (`crate::driver`, on a host's runtime): the admitted call
+//!    leaves the engine as an [`Invocation`](crate::invocation::Invocation) (kind, name,
+//!    deadline, cancellation token, admission, the handler's own future), and the driver waits
+//!    for a permit, runs the future
 //!    under the deadline and an unwind guard, and reports a panic as [`Failure::Panicked`], an
 //!    overrun as [`Failure::TimedOut`]; either costs only that request.
 //!
