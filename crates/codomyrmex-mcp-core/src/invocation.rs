@@ -3,8 +3,9 @@
 //! The engine decides *what* to run (which handler, under which deadline, cancelled by which
 //! token, admitted by which [`Admission`]) and *what the outcome means* on the wire; it never
 //! runs the handler itself. Every handler kind (tool, resource read, resource lister, prompt,
-//! completer, task work) leaves `Engine::handle` as an `Invocation`; a driver (the library's
-//! `runtime::drive`, or a test's) carries it out:
+//! completer, task work) leaves `Engine::handle` as an `Invocation`; the driver
+//! (`crate::driver`, on tokio through the library's `runtime::drive`, or on the tests' virtual
+//! clock) carries it out:
 //!
 //! 1. wait for a permit of the admission ([`Admission::permit`]), cancellably;
 //! 2. run [`InvocationParts::work`] under the deadline, the cancellation token and an unwind
@@ -71,12 +72,44 @@ pub enum Outcome {
     Cancelled,
 }
 
+/// An admission bound (of one session, of all stateless requests together, of a registry's
+/// direct calls, of a gateway's upstream): how many invocations run at once, and how many
+/// more may wait for a turn.
+#[derive(Debug)]
+pub struct Gate {
+    /// One per running invocation.
+    permits: Arc<Semaphore>,
+    /// One per admitted invocation, running or waiting.
+    slots: Arc<Semaphore>,
+}
+
+impl Gate {
+    /// A gate for `running` invocations at once (at least 1) and `waiting` more in line.
+    pub fn new(running: usize, waiting: usize) -> Self {
+        let running = running.clamp(1, usize::MAX / 4);
+        let waiting = waiting.min(usize::MAX / 4);
+        Self {
+            permits: Arc::new(Semaphore::new(running)),
+            slots: Arc::new(Semaphore::new(running + waiting)),
+        }
+    }
+
+    /// A place in the gate, running or waiting; `None` when every place is taken (refuse
+    /// the call at once).
+    pub fn try_admit(&self) -> Option<Admission> {
+        Some(Admission {
+            _slot: self.slots.try_acquire_arc()?,
+            permits: self.permits.clone(),
+        })
+    }
+}
+
 /// An admitted invocation's place in its session's gate: it holds a waiting slot until
 /// dropped, and gives out the permit to run.
 #[derive(Debug)]
 pub struct Admission {
-    pub(crate) _slot: SemaphoreGuardArc,
-    pub(crate) permits: Arc<Semaphore>,
+    _slot: SemaphoreGuardArc,
+    permits: Arc<Semaphore>,
 }
 
 /// Permission to run: one of the gate's `max_concurrent_requests`, held while the handler

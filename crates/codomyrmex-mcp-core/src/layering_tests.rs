@@ -131,3 +131,54 @@ fn the_cycle_finder_finds_a_cycle() {
     g.get_mut("c").unwrap().clear();
     assert_eq!(cycle_from(&g, "a"), None);
 }
+
+/// One driver, one policy: across the workspace's non-test sources, handler code is put under
+/// an unwind guard (`catch_unwind(`) and given a permit (`try_permit(`, `.permit()`) only by
+/// the core's driver (`driver.rs`); `util.rs` defines the guard, `invocation.rs` the permit.
+/// The stdio transport's one `std::panic::catch_unwind` guards tokio's pipe registration, not
+/// handler code. A second copy of the policy fails here, naming the file.
+#[test]
+fn only_the_driver_catches_panics_and_takes_permits() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if src.is_dir() {
+            files_under(&src, &mut files);
+        }
+    }
+    let allowed = [
+        "codomyrmex-mcp-core/src/driver.rs",
+        "codomyrmex-mcp-core/src/util.rs",
+        "codomyrmex-mcp-core/src/invocation.rs",
+    ];
+    let mut offenders = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&crates)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with("tests.rs") || allowed.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        // Code before any `#[cfg(test)] mod tests`.
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        for line in code.lines() {
+            let code = line.split("//").next().unwrap_or_default();
+            let guard = code.contains("catch_unwind(")
+                && !(rel == "codomyrmex-mcp/src/transport/stdio.rs"
+                    && code.contains("std::panic::catch_unwind(||"));
+            if guard || code.contains("try_permit(") || code.contains(".permit()") {
+                offenders.push(format!("{rel}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "the workspace's sources were found");
+    assert!(offenders.is_empty(), "outside the driver: {offenders:#?}");
+}

@@ -27,6 +27,7 @@ pub mod change_bus;
 pub mod client;
 pub mod config;
 pub mod context;
+pub mod driver;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;

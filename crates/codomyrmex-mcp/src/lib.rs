@@ -190,8 +190,8 @@ pub mod transport;
 #[doc(hidden)]
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
-    change_bus, config, context, engine, invocation, platform, prompts, registry, resources,
-    schema, sync, task_store, uri_template, wire,
+    change_bus, config, context, driver, engine, invocation, platform, prompts, registry,
+    resources, schema, sync, task_store, uri_template, wire,
 };
 
 pub use client::{ClientError, McpClient};

@@ -43,13 +43,14 @@ use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, proto};
 use codomyrmex_mcp::engine::{Engine, META_LOG_LEVEL};
+use codomyrmex_mcp::invocation::{Admission, Permit};
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
 use codomyrmex_mcp::{
     ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
     ToolContext,
 };
 use serde_json::{Map, Value, json};
-use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::serve::Live;
 
@@ -302,7 +303,7 @@ struct Parked {
     /// Its input key.
     key: String,
     rounds: usize,
-    _permit: Option<OwnedSemaphorePermit>,
+    _permit: Option<(Admission, Permit)>,
 }
 
 /// How a bridged call ended.
@@ -471,13 +472,13 @@ pub async fn call(
 ) -> Bridged {
     match (client.era(), context.era()) {
         (Era::Modern, _) => {
-            let Ok(_permit) = up.permits.acquire().await else {
+            let Some(_permit) = up.admit(&context.cancellation_token()).await else {
                 return Bridged::Final(Err(ClientError::Closed));
             };
             modern_upstream(up, &client, method, params, &context).await
         }
         (Era::Legacy, Era::Legacy) => {
-            let Ok(_permit) = up.permits.acquire().await else {
+            let Some(_permit) = up.admit(&context.cancellation_token()).await else {
                 return Bridged::Final(Err(ClientError::Closed));
             };
             legacy_both(up, &client, method, params, context).await
@@ -664,14 +665,15 @@ async fn parked_call(
             parked
         }
         None => {
-            let Ok(permit) = up.permits.clone().acquire_owned().await else {
+            let Some(permit) = up.admit(&context.cancellation_token()).await else {
                 return Bridged::Final(Err(ClientError::Closed));
             };
             let slot = up.inbox.register(context.clone());
             let options = call_options(up, &slot.context, Some(&slot.to_asks));
             let timeout = up.timeout;
             let task = tokio::spawn(async move {
-                tokio::time::timeout(timeout, client.request_with(method, params, &options))
+                let call = client.request_with(method, params, &options);
+                codomyrmex_mcp::driver::within(&codomyrmex_mcp::runtime::TOKIO, timeout, call)
                     .await
                     .unwrap_or(Err(ClientError::Timeout(timeout)))
             });

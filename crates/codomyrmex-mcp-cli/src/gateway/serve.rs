@@ -15,18 +15,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::driver;
+use codomyrmex_mcp::invocation::{Admission, Gate, Permit};
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
 use codomyrmex_mcp::resources::{
     ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
 };
+use codomyrmex_mcp::runtime::TOKIO;
+use codomyrmex_mcp::sync::CancellationToken;
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
     ClientError, ContentBlock, McpClient, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
     McpToolRegistry, McpToolResult, ToolContext, ToolDefinition,
 };
 use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
 
 use super::bridge::{self, Bridged};
 use super::catalog::{Catalogue, Entry, local_uri, split_local_uri};
@@ -40,8 +43,9 @@ pub struct Live {
     pub name: String,
     /// The connection; `None` while it is down (its supervisor reconnects).
     client: std::sync::Mutex<Option<Arc<McpClient>>>,
-    /// At most this many calls in flight to it.
-    pub permits: Arc<Semaphore>,
+    /// At most this many calls in flight to it: the driver's admission bound (`Gate`), whose
+    /// permits are taken through the driver ([`Live::admit`]).
+    gate: Gate,
     /// The longest a call may take.
     pub timeout: Duration,
     /// Where its requests for input go (the era bridge).
@@ -55,9 +59,18 @@ impl Live {
             inbox: Arc::new(super::bridge::Inbox::new(&name)),
             name,
             client: std::sync::Mutex::new(None),
-            permits: Arc::new(Semaphore::new(max_concurrent)),
+            // The callers waiting are bounded by the gateway's own engine (its gate per session).
+            gate: Gate::new(max_concurrent, usize::MAX),
             timeout,
         }
+    }
+
+    /// A place among this upstream's calls in flight and its permit, waited for (the driver's
+    /// one permit wait) until `cancel` fires (`None`).
+    pub async fn admit(&self, cancel: &CancellationToken) -> Option<(Admission, Permit)> {
+        let admission = self.gate.try_admit()?;
+        let permit = driver::permit(&admission, cancel).await?;
+        Some((admission, permit))
     }
 
     /// The connection, if the upstream is up.
@@ -318,7 +331,7 @@ async fn forward(
         )
     };
     let call = bridge::call(upstream, client, method, params, context);
-    match tokio::time::timeout(upstream.timeout, call).await {
+    match driver::within(&TOKIO, upstream.timeout, call).await {
         Err(_) | Ok(Bridged::Final(Err(ClientError::Timeout(_)))) => Err(timed_out()),
         // The engine answers input-required; this is not sent.
         Ok(Bridged::AskedClient) => Err(McpErrorDetail::new(
@@ -494,4 +507,31 @@ async fn forward_prompt(
             .map(str::to_owned),
         messages,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An upstream's calls are admitted through the driver's gate and permit wait: at most
+    /// `max_concurrent` in flight, the rest wait (cancellably) until a permit is back.
+    #[tokio::test]
+    async fn an_upstreams_calls_wait_for_the_drivers_permit() {
+        let up = Live::new("u".into(), 1, Duration::from_secs(1));
+        let cancel = CancellationToken::new();
+        let first = up.admit(&cancel).await.expect("a free permit");
+        let cancelled = CancellationToken::new();
+        let waiting = up.admit(&cancelled);
+        tokio::pin!(waiting);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), &mut waiting)
+                .await
+                .is_err(),
+            "the second call waits while the first holds the permit"
+        );
+        cancelled.cancel();
+        assert!(waiting.await.is_none(), "a cancelled wait ends");
+        drop(first);
+        assert!(up.admit(&cancel).await.is_some(), "the permit is back");
+    }
 }

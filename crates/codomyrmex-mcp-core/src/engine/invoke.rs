@@ -40,10 +40,7 @@ pub(super) fn tool_refusal(name: &str, refusal: Refusal) -> McpErrorDetail {
             "retry_after_ms".to_owned(),
             json!(millis(retry_after)),
         )])),
-        Refusal::Overloaded => McpErrorDetail::new(
-            "OVERLOADED",
-            format!("Tool {name} was not started: too many requests are in progress; retry later"),
-        ),
+        Refusal::Overloaded => crate::registry::tool_overloaded(name),
     }
 }
 
@@ -61,30 +58,7 @@ pub(super) fn refusal_error(refusal: Refusal) -> ErrorObject {
     }
 }
 
-/// The tool failure for a call that timed out or panicked.
-pub(super) fn tool_failure(name: &str, failure: Failure) -> McpErrorDetail {
-    match failure {
-        Failure::TimedOut(limit) => timeout_error(name, limit),
-        Failure::Panicked => {
-            tracing::error!(tool = %name, "tool handler panicked");
-            McpErrorDetail::new(
-                "InternalError",
-                format!("Tool {name} failed with an internal error"),
-            )
-        }
-    }
-}
-
-/// The `TIMEOUT` failure of a tool that overran `timeout`.
-pub(super) fn timeout_error(name: &str, timeout: Duration) -> McpErrorDetail {
-    McpErrorDetail::new(
-        "TIMEOUT",
-        format!(
-            "Tool {name} did not finish within {} ms and was cancelled",
-            timeout.as_millis()
-        ),
-    )
-}
+pub(super) use crate::registry::{timeout_error, tool_failure};
 
 /// The `-32603` error for a non-tool handler that timed out or panicked. `what` names the
 /// work ("Prompt greet"); it must hold nothing secret.

@@ -13,6 +13,9 @@
 
 mod builder;
 mod classify;
+mod drive;
+#[cfg(test)]
+pub(crate) use drive::TestRuntime;
 mod events;
 #[cfg(test)]
 mod invocation_tests;
@@ -29,8 +32,6 @@ mod resources;
 mod results;
 mod session;
 pub(crate) mod tasks;
-#[cfg(test)]
-pub(crate) mod test_driver;
 mod tools;
 
 use std::sync::Arc;

@@ -9,9 +9,10 @@
 //!    [`Refusal::Overloaded`]) and a rate-limit token ([`Refusal::RateLimited`]). Because the
 //!    slot is taken before any future exists, a transport never holds more pending work than
 //!    the gate admits, however fast requests arrive.
-//! 2. **Execution**, by a driver outside the core: the admitted call leaves the engine as an
-//!    [`Invocation`](crate::invocation::Invocation) (kind, name, deadline, cancellation token,
-//!    admission, the handler's own future), and the driver waits for a permit, runs the future
+//! 2. **Execution**, by the driver (`crate::driver`, on a host's runtime): the admitted call
+//!    leaves the engine as an [`Invocation`](crate::invocation::Invocation) (kind, name,
+//!    deadline, cancellation token, admission, the handler's own future), and the driver waits
+//!    for a permit, runs the future
 //!    under the deadline and an unwind guard, and reports a panic as [`Failure::Panicked`], an
 //!    overrun as [`Failure::TimedOut`]; either costs only that request.
 //!
@@ -19,35 +20,10 @@
 //! worded: each handler kind maps [`Refusal`] and [`Failure`] onto its own wire shape (a tool
 //! failure result, or a JSON-RPC error).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_lock::Semaphore;
-
 use super::limits::RateLimiter;
-pub use crate::invocation::{Failure, HandlerKind};
-
-/// The admission bound of one session (or of all stateless requests together): how many
-/// handlers run at once, and how many more may wait for a turn.
-#[derive(Debug)]
-pub(crate) struct Gate {
-    /// One per running handler.
-    permits: Arc<Semaphore>,
-    /// One per admitted handler, running or waiting.
-    slots: Arc<Semaphore>,
-}
-
-impl Gate {
-    /// A gate for `running` handlers at once (at least 1) and `waiting` more in line.
-    pub(crate) fn new(running: usize, waiting: usize) -> Self {
-        let running = running.clamp(1, usize::MAX / 4);
-        let waiting = waiting.min(usize::MAX / 4);
-        Self {
-            permits: Arc::new(Semaphore::new(running)),
-            slots: Arc::new(Semaphore::new(running + waiting)),
-        }
-    }
-}
+pub use crate::invocation::{Failure, Gate, HandlerKind};
 
 /// An admitted invocation: holds its slot in the [`Gate`] until dropped.
 pub(crate) type Ticket = crate::invocation::Admission;
@@ -82,7 +58,7 @@ impl ExecutionPolicy {
         name: &str,
         now: std::time::Instant,
     ) -> Result<Ticket, Refusal> {
-        let slot = gate.slots.try_acquire_arc().ok_or(Refusal::Overloaded)?;
+        let admission = gate.try_admit().ok_or(Refusal::Overloaded)?;
         let checked = match kind {
             HandlerKind::Tool | HandlerKind::Task => self.limiter.check(name, now),
             HandlerKind::Resource
@@ -91,10 +67,7 @@ impl ExecutionPolicy {
             | HandlerKind::Completer => self.limiter.check_global(now),
         };
         checked.map_err(Refusal::RateLimited)?;
-        Ok(crate::invocation::Admission {
-            _slot: slot,
-            permits: gate.permits.clone(),
-        })
+        Ok(admission)
     }
 }
 

@@ -18,8 +18,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::context::ToolContext;
+use crate::invocation::{Failure, Gate};
 use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
-use crate::util::catch_unwind;
 
 mod header_params;
 use crate::validation::SchemaValidator;
@@ -453,6 +453,10 @@ pub struct McpToolRegistry {
     /// Whether any tool ever registered has `Mcp-Param-*` parameters; until one has, the
     /// modern HTTP header check need not look the called tool up.
     header_params_seen: std::sync::atomic::AtomicBool,
+    /// The admission bound of [`execute`](Self::execute)'s direct calls.
+    gate: Gate,
+    /// The deadline of a direct call to a tool without its own `timeout`.
+    timeout: Duration,
 }
 
 impl Default for McpToolRegistry {
@@ -557,10 +561,16 @@ fn first_difference(path: &str, a: &Value, b: &Value) -> Option<String> {
 impl McpToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
+        let defaults = crate::config::McpServerConfig::default();
         Self {
             tools: RwLock::new(BTreeMap::new()),
             generation: Generation::new(),
             header_params_seen: std::sync::atomic::AtomicBool::new(false),
+            gate: Gate::new(
+                defaults.max_concurrent_requests,
+                defaults.max_queued_requests,
+            ),
+            timeout: defaults.tool_timeout,
         }
     }
 
@@ -726,19 +736,57 @@ impl McpToolRegistry {
         crate::util::page_after(&self.read(), after, size, |t| t.wire.clone())
     }
 
-    /// Executes a call: looks the tool up, validates the arguments and runs the handler.
+    /// Executes a call: looks the tool up, validates the arguments and runs the handler under
+    /// the one execution policy, on the default runtime ([`crate::driver::default_runtime`]:
+    /// tokio's, when the `codomyrmex-mcp` library is linked in).
     ///
     /// Never panics and never returns an invalid result: an unknown tool, invalid arguments, a
-    /// handler error or a handler panic all become failures. Runs on the caller's task, with
-    /// no deadline: a blocking tool blocks the caller's thread here.
+    /// handler error, a handler panic or an overrun all become failures. The driver runs the
+    /// call as it runs an engine's: a permit of this registry's own gate (the default
+    /// `max_concurrent_requests` running, `max_queued_requests` waiting; past that the call
+    /// fails `OVERLOADED` at once), the tool's `timeout` setting or else the default
+    /// `tool_timeout` (60 s; an overrun fails `TIMEOUT`), the unwind guard, and the runtime's
+    /// blocking pool for a blocking tool.
     pub async fn execute(&self, call: &McpToolCall) -> McpToolResult {
-        match self.lookup(&call.tool_name) {
-            None => McpToolResult::failure(tool_not_found(&call.tool_name)),
-            Some(tool) => {
-                tool.invoke(call.arguments.clone(), ToolContext::detached())
-                    .await
-                    .result
-            }
+        self.execute_on(crate::driver::default_runtime(), call)
+            .await
+    }
+
+    /// [`execute`](Self::execute) on `rt`.
+    pub(crate) async fn execute_on(
+        &self,
+        rt: &'static dyn crate::driver::Runtime,
+        call: &McpToolCall,
+    ) -> McpToolResult {
+        let Some(tool) = self.lookup(&call.tool_name) else {
+            return McpToolResult::failure(tool_not_found(&call.tool_name));
+        };
+        let name = &tool.definition.name;
+        let Some(admission) = self.gate.try_admit() else {
+            return McpToolResult::failure(tool_overloaded(name));
+        };
+        let timeout = tool.settings.timeout.unwrap_or(self.timeout);
+        let blocking = tool.settings.blocking;
+        let work = tool
+            .clone()
+            .invoke_owned(call.arguments.clone(), ToolContext::detached());
+        let outcome = crate::driver::policied(
+            rt,
+            Some(timeout),
+            crate::sync::CancellationToken::new(),
+            blocking,
+            admission,
+            work,
+        )
+        .await;
+        match outcome {
+            Ok(output) => output.result,
+            Err(Some(failure)) => McpToolResult::failure(tool_failure(name, failure)),
+            // Nothing cancels a direct call but its caller, who dropped the future.
+            Err(None) => McpToolResult::failure(McpErrorDetail::new(
+                "CANCELLED",
+                format!("Tool {name} was cancelled"),
+            )),
         }
     }
 
@@ -757,45 +805,60 @@ pub(crate) fn tool_not_found(name: &str) -> McpErrorDetail {
     McpErrorDetail::new("ToolNotFound", format!("Unknown tool: {shown}"))
 }
 
-impl RegisteredTool {
-    /// Validates the arguments and runs the handler, catching panics, on the caller's task
-    /// (the core has no blocking pool: the engine's driver moves a blocking tool's whole
-    /// invocation to one).
-    pub(crate) async fn invoke(&self, arguments: JsonObject, context: ToolContext) -> ToolOutput {
-        self.run(arguments, context).await.unwrap_or_else(|| {
-            ToolOutput::failure(McpErrorDetail::new(
-                "InternalError",
-                format!(
-                    "Tool {} failed with an internal error",
-                    self.definition.name
-                ),
-            ))
-        })
-    }
+/// The failure for a call refused because every place in its gate is taken.
+pub(crate) fn tool_overloaded(name: &str) -> McpErrorDetail {
+    McpErrorDetail::new(
+        "OVERLOADED",
+        format!("Tool {name} was not started: too many requests are in progress; retry later"),
+    )
+}
 
-    /// [`invoke`](Self::invoke) as an owned future.
+/// The tool failure for a call that timed out or panicked (the driver caught the panic).
+pub(crate) fn tool_failure(name: &str, failure: Failure) -> McpErrorDetail {
+    match failure {
+        Failure::TimedOut(limit) => timeout_error(name, limit),
+        Failure::Panicked => {
+            tracing::error!(tool = %name, "tool handler panicked");
+            McpErrorDetail::new(
+                "InternalError",
+                format!("Tool {name} failed with an internal error"),
+            )
+        }
+    }
+}
+
+/// The `TIMEOUT` failure of a tool that overran `timeout`.
+pub(crate) fn timeout_error(name: &str, timeout: Duration) -> McpErrorDetail {
+    McpErrorDetail::new(
+        "TIMEOUT",
+        format!(
+            "Tool {name} did not finish within {} ms and was cancelled",
+            timeout.as_millis()
+        ),
+    )
+}
+
+impl RegisteredTool {
+    /// Validates the arguments and runs the handler on the caller's task. It catches no
+    /// panic: the driver that runs it does ([`crate::driver`]), and moves a blocking tool's
+    /// whole invocation to its runtime's blocking pool.
     pub(crate) async fn invoke_owned(
         self: Arc<Self>,
         arguments: JsonObject,
         context: ToolContext,
     ) -> ToolOutput {
-        self.invoke(arguments, context).await
+        self.run(arguments, context).await
     }
 
-    /// Validates and runs the handler; `None` if it panicked (tasks report that as a protocol
-    /// error rather than a tool error).
-    pub(crate) async fn run(
-        &self,
-        arguments: JsonObject,
-        context: ToolContext,
-    ) -> Option<ToolOutput> {
+    /// Validates and runs the handler.
+    pub(crate) async fn run(&self, arguments: JsonObject, context: ToolContext) -> ToolOutput {
         let instance = Value::Object(arguments);
         if !self.input_validator.is_valid(&instance) {
             let list = self.input_validator.violations(&instance);
             let mut details = Map::new();
             details.insert("tool".into(), json!(self.definition.name));
             details.insert("violations".into(), Value::Array(list));
-            return Some(ToolOutput::failure(
+            return ToolOutput::failure(
                 McpErrorDetail::new(
                     "ValidationError",
                     format!(
@@ -804,13 +867,10 @@ impl RegisteredTool {
                     ),
                 )
                 .with_details(details),
-            ));
+            );
         }
         let Value::Object(arguments) = instance else {
-            return Some(ToolOutput::failure(McpErrorDetail::new(
-                "InternalError",
-                "arguments lost",
-            )));
+            return ToolOutput::failure(McpErrorDetail::new("InternalError", "arguments lost"));
         };
         if let Some(version) = &self.settings.deprecated_in
             && !self
@@ -820,15 +880,8 @@ impl RegisteredTool {
             tracing::warn!(tool = %self.definition.name, deprecated_in = %version, "a deprecated tool was called");
         }
         let context = context.with_tool_name(&self.definition.name);
-        let outcome = catch_unwind(self.handler.clone().call(arguments, context)).await;
-        let output = match outcome {
-            Ok(output) => output,
-            Err(()) => {
-                tracing::error!(tool = %self.definition.name, "tool handler panicked");
-                return None;
-            }
-        };
-        Some(self.check_output(output))
+        let output = self.handler.clone().call(arguments, context).await;
+        self.check_output(output)
     }
 
     fn check_output(&self, mut output: ToolOutput) -> ToolOutput {
@@ -866,6 +919,5 @@ impl RegisteredTool {
     }
 }
 
-/// Catches a panic raised while polling `fut`.
 #[cfg(test)]
 mod tests;

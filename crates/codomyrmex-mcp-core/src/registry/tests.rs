@@ -246,3 +246,50 @@ fn output_schema_is_enforced() {
         assert_eq!(res.error().unwrap().error_type, "OutputValidationError");
     });
 }
+
+/// `execute` runs the call through the driver: the tool's deadline fires on the runtime's
+/// (here, virtual) clock and the answer is `TIMEOUT`.
+#[test]
+fn execute_ends_a_call_at_its_deadline_on_the_drivers_clock() {
+    run(async {
+        let r = McpToolRegistry::new();
+        let hang = |_: JsonObject| async { std::future::pending::<ToolOutput>().await };
+        r.register_tool(
+            ToolRegistration::new(ToolDefinition::new("hang", json!({"type":"object"})), hang)
+                .with_settings(ToolSettings {
+                    timeout: Some(Duration::from_secs(5)),
+                    ..ToolSettings::default()
+                }),
+        )
+        .unwrap();
+        let rt = &crate::engine::TestRuntime;
+        let result = crate::test_runtime::advancing(
+            Duration::from_secs(60),
+            r.execute_on(rt, &call("hang", json!({}))),
+        )
+        .await
+        .expect("ended at the deadline");
+        assert_eq!(result.error().unwrap().error_type, "TIMEOUT");
+        assert_eq!(crate::test_runtime::elapsed(), Duration::from_secs(5));
+    });
+}
+
+/// A panic in `execute`'s handler is caught by the driver (the one unwind guard) and worded
+/// as every tool panic is.
+#[test]
+fn execute_catches_a_panic_in_the_driver() {
+    run(async {
+        let r = McpToolRegistry::new();
+        r.register(
+            "boom",
+            json!({"type":"object"}),
+            |_: JsonObject| -> Result<Value, McpErrorDetail> { panic!("boom") },
+        )
+        .unwrap();
+        let rt = &crate::engine::TestRuntime;
+        let res = r.execute_on(rt, &call("boom", json!({}))).await;
+        let e = res.error().unwrap();
+        assert_eq!(e.error_type, "InternalError");
+        assert_eq!(e.error_message, "Tool boom failed with an internal error");
+    });
+}

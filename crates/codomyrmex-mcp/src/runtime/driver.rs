@@ -1,56 +1,65 @@
-//! The driver: carries out what the engine hands out ([`Handled`]) on tokio.
+//! The driver's tokio runtime: the core's driver ([`codomyrmex_mcp_core::driver`]) carries out
+//! what the engine hands out ([`Handled`]) under the one execution policy; this module gives
+//! it tokio's clock, timer, `spawn` and blocking pool ([`Tokio`]), registers that as the
+//! core's default runtime, and exposes the entry points transports call ([`drive`],
+//! [`settle`], [`Drive`]). Transports never look inside an invocation.
 //!
-//! The engine returns handler calls as [`Invocation`] values; this module is the one place
-//! they run, under the one execution policy: a permit of the invocation's admission (waited
-//! for, cancellably), its deadline on tokio's timer, its cancellation token, an unwind guard,
-//! and tokio's blocking pool for blocking handlers. The outcome goes back to the core's
-//! completion, which words the reply. Transports call [`drive`] (or [`settle`]) and never
-//! look inside an invocation.
-//!
-//! Task work answers before it ends ([`Detach`]): the driver sends the early answer and
-//! spawns the rest on tokio. It also keeps the engine's one timer running while the engine
-//! has timers ([`Timers`], quinn's `drive_timer`): a tokio sleep re-armed to
-//! `poll_timeout`, firing `handle_timeout` with tokio's clock.
-//!
-//! A [`Wait`] (a task store's read) runs under its deadline and an unwind guard,
-//! with no permit: it is no handler call.
-//!
-//! It is not a scheduler: the futures run on the task that awaits them (or, for blocking
-//! handlers, on the blocking pool; for detached task work, on a spawned task).
+//! It is not a driver of its own: the permit, deadline, unwind guard and timer loop are the
+//! core's, the same code the core's tests run on their virtual clock.
 
+use std::time::Instant;
+
+use codomyrmex_mcp_core::driver::{DefaultRuntime, Guarded, Runtime};
 use codomyrmex_mcp_core::engine::Handled;
-use std::task::Poll;
-
-use codomyrmex_mcp_core::invocation::{
-    Admission, Detach, Failure, Invocation, InvocationParts, Outcome, Timers, Wait, Work,
-};
 use codomyrmex_mcp_core::platform::BoxFuture;
-use codomyrmex_mcp_core::sync::CancellationToken;
-use codomyrmex_mcp_core::util::catch_unwind;
 use codomyrmex_mcp_core::wire::OutgoingMessage;
 
-/// Resolves `handled` to the message to send, carrying out its invocations. Dropping the
-/// future cancels the work.
-pub fn drive(handled: Handled) -> BoxFuture<'static, Option<OutgoingMessage>> {
-    match handled {
-        Handled::Nothing => Box::pin(std::future::ready(None)),
-        Handled::Reply(m) => Box::pin(std::future::ready(Some(m))),
-        Handled::Pending(work) => work,
-        Handled::Invoke(invocation) => Box::pin(run(invocation)),
-        Handled::Wait(wait) => Box::pin(run_wait(wait)),
-        Handled::Batch(items) => Box::pin(async move {
-            let mut out = Vec::new();
-            for item in items {
-                if let Some(m) = drive(item).await {
-                    out.push(m);
-                }
-            }
-            (!out.is_empty()).then_some(OutgoingMessage::Batch(out))
-        }),
-        // A kind this driver does not know cannot be carried out; dropping it cancels it.
-        #[allow(unreachable_patterns)]
-        _ => Box::pin(std::future::ready(None)),
+/// The tokio runtime the caller is in, as the driver's [`Runtime`]: tokio's clock (a paused
+/// test clock holds) and timer, `spawn` and `spawn_blocking` on the current runtime (outside
+/// one, spawned work is dropped with an error logged and blocking work runs inline).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tokio;
+
+/// The one [`Tokio`] runtime the driver runs on.
+pub static TOKIO: Tokio = Tokio;
+
+inventory::submit! { DefaultRuntime(&TOKIO) }
+
+impl Runtime for Tokio {
+    fn now(&self) -> Instant {
+        tokio::time::Instant::now().into_std()
     }
+
+    fn sleep_until(&self, at: Instant) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(at)))
+    }
+
+    fn spawn(&self, work: BoxFuture<'static, ()>) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(work);
+            }
+            Err(_) => tracing::error!("work outside a tokio runtime was dropped"),
+        }
+    }
+
+    /// On tokio's blocking pool, inside the runtime's context (so the work may use tokio).
+    fn spawn_blocking(&self, work: Guarded) -> Guarded {
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let inner = handle.clone();
+                let join = handle.spawn_blocking(move || inner.block_on(work));
+                Box::pin(async move { join.await.map_err(|_| ()).and_then(|r| r) })
+            }
+            Err(_) => work,
+        }
+    }
+}
+
+/// Resolves `handled` to the message to send, carrying out its invocations on [`Tokio`].
+/// Dropping the future cancels the work.
+pub fn drive(handled: Handled) -> BoxFuture<'static, Option<OutgoingMessage>> {
+    handled.drive(&TOKIO)
 }
 
 /// `handled` with its invocations turned into [`Handled::Pending`] futures that carry them
@@ -71,216 +80,6 @@ pub trait Drive {
 impl Drive for Handled {
     fn into_message(self) -> BoxFuture<'static, Option<OutgoingMessage>> {
         drive(self)
-    }
-}
-
-/// Carries out one invocation and returns what its completion makes of the outcome (or,
-/// for detached task work, the early answer).
-pub async fn run(invocation: Invocation) -> Option<OutgoingMessage> {
-    let InvocationParts {
-        deadline,
-        cancel,
-        blocking,
-        admission,
-        work,
-        complete,
-        detach,
-        timers,
-        publish,
-        ..
-    } = invocation.into_parts();
-    let policied = Policied {
-        deadline,
-        cancel,
-        blocking,
-        admission,
-        work,
-    };
-    if let Some(timers) = timers {
-        keep_timer(timers);
-    }
-    let mut finished = Box::pin(async move { complete.complete(policied.run().await) });
-    match detach {
-        Detach::Now(reply) => {
-            spawn(finished);
-            if let Some(publish) = publish {
-                publish().await;
-            }
-            Some(reply)
-        }
-        Detach::OnFirstPending(early) => {
-            let first = std::future::poll_fn(|cx| Poll::Ready(finished.as_mut().poll(cx))).await;
-            match first {
-                Poll::Ready(message) => message,
-                Poll::Pending => {
-                    let reply = early();
-                    spawn(finished);
-                    if reply.is_some()
-                        && let Some(publish) = publish
-                    {
-                        publish().await;
-                    }
-                    reply
-                }
-            }
-        }
-        // `Never`, and any kind this driver does not know: the answer is the completion's.
-        _ => finished.await,
-    }
-}
-
-/// Carries out a wait that runs no handler: under its deadline on tokio's timer and an
-/// unwind guard, with no permit.
-async fn run_wait(wait: Wait) -> Option<OutgoingMessage> {
-    let Wait {
-        work,
-        deadline,
-        failed,
-        ..
-    } = wait;
-    match tokio::time::timeout(deadline, catch_unwind(work)).await {
-        Ok(Ok(message)) => message,
-        Ok(Err(())) => failed(Failure::Panicked),
-        Err(_) => failed(Failure::TimedOut(deadline)),
-    }
-}
-
-/// The un-policied parts of an invocation.
-struct Policied {
-    deadline: Option<std::time::Duration>,
-    cancel: CancellationToken,
-    blocking: bool,
-    admission: Admission,
-    work: Work,
-}
-
-impl Policied {
-    /// The one execution policy: a permit (waited for cancellably), then the work under its
-    /// deadline, its cancellation token and an unwind guard.
-    async fn run(self) -> Outcome {
-        let Self {
-            deadline,
-            cancel,
-            blocking,
-            admission,
-            work,
-        } = self;
-        if cancel.is_cancelled() {
-            return Outcome::Cancelled;
-        }
-        // A free permit is taken at once; only a full gate waits, cancellably.
-        let _permit = match admission.try_permit() {
-            Some(p) => p,
-            None => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Outcome::Cancelled,
-                p = admission.permit() => p,
-            },
-        };
-        let mut guarded: BoxFuture<'static, Result<_, ()>> = if blocking {
-            Box::pin(on_blocking_pool(work))
-        } else {
-            Box::pin(catch_unwind(work))
-        };
-        // The deadline runs from here, before the work's first poll, as it always has.
-        let timer = deadline.map(|limit| (limit, tokio::time::sleep(limit)));
-        // The first poll of the work alone, once the token is seen uncancelled (what the biased
-        // select below would do first): a call that ends at once, as most do, then never sets
-        // up a cancellation listener (two allocations a call).
-        if !cancel.is_cancelled()
-            && let Poll::Ready(r) =
-                std::future::poll_fn(|cx| Poll::Ready(guarded.as_mut().poll(cx))).await
-        {
-            return match r {
-                Ok(output) => Outcome::Done(output),
-                Err(()) => Outcome::Failed(Failure::Panicked),
-            };
-        }
-        let done = match timer {
-            None => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Outcome::Cancelled,
-                r = &mut guarded => r,
-            },
-            Some((limit, sleep)) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Outcome::Cancelled,
-                r = &mut guarded => r,
-                () = sleep => {
-                    cancel.cancel();
-                    return Outcome::Failed(Failure::TimedOut(limit));
-                }
-            },
-        };
-        match done {
-            Ok(output) => Outcome::Done(output),
-            Err(()) => Outcome::Failed(Failure::Panicked),
-        }
-    }
-}
-
-/// Runs `work` on the current tokio runtime; outside one, it is dropped (which cancels it).
-fn spawn(work: impl std::future::Future<Output = Option<OutgoingMessage>> + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(work);
-        }
-        Err(_) => tracing::error!("task work outside a tokio runtime was dropped"),
-    }
-}
-
-/// Makes sure one timer task runs for `timers` while they have anything due.
-fn keep_timer(timers: Timers) {
-    let Some(claim) = timers.claim() else {
-        return;
-    };
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        tracing::error!("engine timers outside a tokio runtime do not run");
-        return;
-    };
-    handle.spawn(async move {
-        let mut claim = Some(claim);
-        loop {
-            let Some(mut schedule) = timers.schedule() else {
-                return;
-            };
-            let Some(at) = timers.poll_timeout() else {
-                // Nothing due: let go, then look again, since a timer may have been added
-                // while this one still held the claim.
-                drop(claim.take());
-                if timers.poll_timeout().is_some() {
-                    claim = timers.claim();
-                    if claim.is_some() {
-                        continue;
-                    }
-                }
-                return;
-            };
-            tokio::select! {
-                () = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {
-                    timers.handle_timeout(tokio::time::Instant::now().into_std());
-                }
-                // An earlier timer may have been added: re-arm.
-                changed = schedule.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-}
-
-/// Runs `work` to its end on tokio's blocking pool (inside the runtime's context, so it may use
-/// tokio); `Err(())` if it panicked or the runtime dropped it. Outside a runtime, inline.
-async fn on_blocking_pool<T: Send + 'static>(work: BoxFuture<'static, T>) -> Result<T, ()> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            let inner = handle.clone();
-            let join = tokio::task::spawn_blocking(move || inner.block_on(catch_unwind(work)));
-            join.await.map_err(|_| ()).and_then(|r| r)
-        }
-        Err(_) => catch_unwind(work).await,
     }
 }
 

@@ -6,9 +6,10 @@
 //! through tokio's, so a paused test clock holds) and [`OsEntropy`] (`getrandom`); this module
 //! registers [`platform`] as the core's default, so every engine built in a program that
 //! links this crate uses it unless its builder is given another. Work and timers come out as
-//! values: the driver ([`drive`], `driver.rs`) carries out the handler calls the engine hands
-//! out as [`Invocation`](codomyrmex_mcp_core::invocation::Invocation)s, under the one
-//! execution policy, and keeps the engine's timer.
+//! values: the core's driver ([`codomyrmex_mcp_core::driver`]) carries out the handler calls
+//! the engine hands out as [`Invocation`](codomyrmex_mcp_core::invocation::Invocation)s, under
+//! the one execution policy, and keeps the engine's timer; `driver.rs` runs it on tokio
+//! ([`Tokio`], registered as the core's default runtime) behind [`drive`] and [`settle`].
 //!
 //! It is not an executor: the work runs on the tokio runtime the caller is in.
 
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 pub use change_bridge::{ChangeBridgeHandle, spawn_change_bridge};
-pub use driver::{Drive, drive, run, settle};
+pub use driver::{Drive, TOKIO, Tokio, drive, settle};
 pub use task_sync::{TaskSyncHandle, TaskWakeups, spawn_task_sync, spawn_task_sync_woken};
 
 use codomyrmex_mcp_core::platform::{DefaultPlatform, Entropy, EntropyError, Platform, TimeSource};

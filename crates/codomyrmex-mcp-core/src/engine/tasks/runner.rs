@@ -328,7 +328,7 @@ impl Engine {
         let run_cancel = entry.cancel.child_token();
         let work = {
             let tool = tool.clone();
-            async move { tool.run(arguments, context).await }
+            async move { Some(tool.run(arguments, context).await) }
         };
         let blocking = tool.settings.blocking;
         let invoked = name.clone();

@@ -1,0 +1,372 @@
+//! The driver: the one place handler calls run, under the one execution policy, on any
+//! [`Runtime`].
+//!
+//! The engine hands out handler calls as [`Invocation`] values and store reads as [`Wait`]s;
+//! this module carries them out:
+//!
+//! 1. a permit of the invocation's admission, waited for cancellably;
+//! 2. the work under its deadline (a [`Runtime::sleep_until`]), its cancellation token and
+//!    the unwind guard ([`catch_unwind`]: the only place a handler's panic is caught), on the
+//!    runtime's blocking pool when the invocation is blocking;
+//! 3. the [`Outcome`] handed to the invocation's completion, which words the reply.
+//!
+//! Task work answers before it ends ([`Detach`]): the driver sends the early answer and
+//! spawns the rest. It also keeps the engine's one timer running while the engine has timers
+//! ([`Timers`], quinn's `drive_timer`): a sleep re-armed to `poll_timeout`, firing
+//! `handle_timeout` with the runtime's clock. A [`Wait`] runs under its deadline and the
+//! unwind guard, with no permit: it is no handler call.
+//!
+//! The runtime is a small trait ([`Runtime`]: `now`, `sleep_until`, `spawn`,
+//! `spawn_blocking`, after quinn's `runtime.rs`): the `codomyrmex-mcp` library implements it
+//! on tokio and registers it as the default ([`DefaultRuntime`]); the core's tests implement
+//! it on their virtual clock. Both run this code: there is no second driver.
+//!
+//! It is not a scheduler: the futures run on the task that awaits them (or, for blocking
+//! handlers, on the runtime's blocking pool; for detached task work, on a spawned task).
+//! `Handled` values (the engine's whole answer) are resolved by `Handled::drive`, which
+//! calls [`run`] and [`run_wait`].
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use crate::invocation::{
+    Admission, Detach, ErasedOutput, Failure, Invocation, InvocationParts, Outcome, Permit, Timers,
+    Wait, Work,
+};
+use crate::platform::BoxFuture;
+use crate::sync::CancellationToken;
+use crate::util::catch_unwind;
+use crate::wire::OutgoingMessage;
+
+/// Work under the unwind guard: `Err(())` if it panicked.
+pub type Guarded = BoxFuture<'static, Result<ErasedOutput, ()>>;
+
+/// What the driver needs from an async runtime: a clock, a timer, a way to run a future beside
+/// the caller's and a pool for work that blocks its thread. Object-safe; the driver holds it
+/// as `&'static dyn Runtime`.
+pub trait Runtime: Send + Sync + 'static {
+    /// The monotonic time now, on the runtime's clock (a paused or virtual clock holds).
+    fn now(&self) -> Instant;
+    /// Resolves once the runtime's clock reaches `at`.
+    fn sleep_until(&self, at: Instant) -> BoxFuture<'static, ()>;
+    /// Runs `work` beside the caller, to its end; a runtime that cannot drops it (which
+    /// cancels it) and says so.
+    fn spawn(&self, work: BoxFuture<'static, ()>);
+    /// Runs `work` to its end where blocking its thread stalls nothing else; `Err(())` if the
+    /// runtime dropped it. A runtime with no such pool runs it inline.
+    fn spawn_blocking(&self, work: Guarded) -> Guarded;
+}
+
+/// The runtime a program registers as the default (`inventory::submit!`); the
+/// `codomyrmex-mcp` library registers its tokio one. The first registered wins.
+pub struct DefaultRuntime(pub &'static dyn Runtime);
+
+inventory::collect!(DefaultRuntime);
+
+/// The registered default runtime, or [`NoRuntime`] when none is linked in.
+pub fn default_runtime() -> &'static dyn Runtime {
+    static DEFAULT: std::sync::OnceLock<&'static dyn Runtime> = std::sync::OnceLock::new();
+    *DEFAULT.get_or_init(
+        || match inventory::iter::<DefaultRuntime>.into_iter().next() {
+            Some(r) => r.0,
+            None => &NoRuntime,
+        },
+    )
+}
+
+/// The runtime of a program that links the core without a host: the default platform's
+/// clock, no timer (a deadline never fires), nothing spawned (detached work is dropped, with
+/// an error logged), blocking work inline.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRuntime;
+
+impl Runtime for NoRuntime {
+    fn now(&self) -> Instant {
+        crate::platform::Platform::default_platform().time.now()
+    }
+    fn sleep_until(&self, _: Instant) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+    fn spawn(&self, _: BoxFuture<'static, ()>) {
+        tracing::error!("no runtime is linked in: background work was dropped");
+    }
+    fn spawn_blocking(&self, work: Guarded) -> Guarded {
+        work
+    }
+}
+
+/// Carries out one invocation on `rt` and returns what its completion makes of the outcome
+/// (or, for detached task work, the early answer).
+pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<OutgoingMessage> {
+    let InvocationParts {
+        deadline,
+        cancel,
+        blocking,
+        admission,
+        work,
+        complete,
+        detach,
+        timers,
+        publish,
+        ..
+    } = invocation.into_parts();
+    let policied = Policied {
+        deadline,
+        cancel,
+        blocking,
+        admission,
+        work,
+    };
+    if let Some(timers) = timers {
+        keep_timer(rt, timers);
+    }
+    let mut finished = Box::pin(async move { complete.complete(policied.run(rt).await) });
+    match detach {
+        Detach::Never => finished.await,
+        Detach::Now(reply) => {
+            rt.spawn(Box::pin(async move {
+                finished.await;
+            }));
+            if let Some(publish) = publish {
+                publish().await;
+            }
+            Some(reply)
+        }
+        Detach::OnFirstPending(early) => {
+            let first = std::future::poll_fn(|cx| Poll::Ready(finished.as_mut().poll(cx))).await;
+            match first {
+                Poll::Ready(message) => message,
+                Poll::Pending => {
+                    let reply = early();
+                    rt.spawn(Box::pin(async move {
+                        finished.await;
+                    }));
+                    if reply.is_some()
+                        && let Some(publish) = publish
+                    {
+                        publish().await;
+                    }
+                    reply
+                }
+            }
+        }
+    }
+}
+
+/// Carries out a wait that runs no handler: under its deadline on `rt`'s timer and the
+/// unwind guard, with no permit.
+pub async fn run_wait(rt: &'static dyn Runtime, wait: Wait) -> Option<OutgoingMessage> {
+    let Wait {
+        work,
+        deadline,
+        failed,
+        ..
+    } = wait;
+    let done = within(rt, deadline, catch_unwind(work))
+        .await
+        .and_then(|r| r.map_err(|()| Failure::Panicked));
+    done.unwrap_or_else(failed)
+}
+
+/// Runs `work` under the execution policy (a permit of `admission`, `deadline`, `cancel` and
+/// the unwind guard; on `rt`'s blocking pool when `blocking`) and returns its outcome: the
+/// policy of an invocation without its completion, for callers that want the typed output
+/// (`McpToolRegistry::execute`).
+pub(crate) async fn policied<T: Send + 'static>(
+    rt: &'static dyn Runtime,
+    deadline: Option<Duration>,
+    cancel: CancellationToken,
+    blocking: bool,
+    admission: Admission,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, Option<Failure>> {
+    let work: Work = Box::pin(async move { Box::new(work.await) as ErasedOutput });
+    let outcome = Policied {
+        deadline,
+        cancel,
+        blocking,
+        admission,
+        work,
+    }
+    .run(rt)
+    .await;
+    match outcome {
+        Outcome::Done(out) => out
+            .downcast::<T>()
+            .map(|out| *out)
+            .map_err(|_| Some(Failure::Panicked)),
+        Outcome::Failed(failure) => Err(Some(failure)),
+        Outcome::Cancelled => Err(None),
+    }
+}
+
+/// A permit of `admission`, the driver's one way to take one: a free permit at once; when
+/// the gate is full, waited for until `cancel` fires (`None`). Held while the work runs. The
+/// gateway takes its upstream calls' permits here too.
+pub async fn permit(admission: &Admission, cancel: &CancellationToken) -> Option<Permit> {
+    if let Some(p) = admission.try_permit() {
+        return Some(p);
+    }
+    let mut cancelled = pin!(cancel.cancelled());
+    let mut permit = pin!(admission.permit());
+    std::future::poll_fn(|cx| {
+        if cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        permit.as_mut().poll(cx).map(Some)
+    })
+    .await
+}
+
+/// `work`'s output, or [`Failure::TimedOut`] once `deadline` has passed on `rt`'s clock
+/// (dropping `work`): the deadline of a [`Wait`], and of the gateway's upstream calls.
+pub async fn within<T>(
+    rt: &'static dyn Runtime,
+    deadline: Duration,
+    work: impl Future<Output = T>,
+) -> Result<T, Failure> {
+    let mut work = pin!(work);
+    let mut timer = sleep(rt, deadline);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        if timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(Failure::TimedOut(deadline)));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// A sleep of `by` on `rt`'s clock (forever, past the clock's range).
+fn sleep(rt: &'static dyn Runtime, by: Duration) -> BoxFuture<'static, ()> {
+    match rt.now().checked_add(by) {
+        Some(at) => rt.sleep_until(at),
+        None => Box::pin(std::future::pending()),
+    }
+}
+
+/// The un-policied parts of an invocation.
+struct Policied {
+    deadline: Option<Duration>,
+    cancel: CancellationToken,
+    blocking: bool,
+    admission: Admission,
+    work: Work,
+}
+
+impl Policied {
+    /// The one execution policy: a permit (waited for cancellably), then the work under its
+    /// deadline, its cancellation token and the unwind guard, checked in that order.
+    async fn run(self, rt: &'static dyn Runtime) -> Outcome {
+        let Self {
+            deadline,
+            cancel,
+            blocking,
+            admission,
+            work,
+        } = self;
+        if cancel.is_cancelled() {
+            return Outcome::Cancelled;
+        }
+        let Some(_permit) = permit(&admission, &cancel).await else {
+            return Outcome::Cancelled;
+        };
+        let mut guarded: Guarded = Box::pin(catch_unwind(work));
+        if blocking {
+            guarded = rt.spawn_blocking(guarded);
+        }
+        // The deadline runs from here, before the work's first poll.
+        let due = deadline.map(|limit| (limit, rt.now().checked_add(limit)));
+        // The first poll of the work alone, once the token is seen uncancelled: a call that
+        // ends at once, as most do, then never sets up a cancellation listener or a timer.
+        if !cancel.is_cancelled()
+            && let Poll::Ready(r) =
+                std::future::poll_fn(|cx| Poll::Ready(guarded.as_mut().poll(cx))).await
+        {
+            return done(r);
+        }
+        let mut cancelled = pin!(cancel.cancelled());
+        let mut timer = due.map(|(limit, at)| {
+            let sleep = match at {
+                Some(at) => rt.sleep_until(at),
+                None => Box::pin(std::future::pending()),
+            };
+            (limit, sleep)
+        });
+        std::future::poll_fn(|cx| {
+            if cancelled.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Outcome::Cancelled);
+            }
+            if let Poll::Ready(r) = guarded.as_mut().poll(cx) {
+                return Poll::Ready(done(r));
+            }
+            if let Some((limit, sleep)) = timer.as_mut()
+                && sleep.as_mut().poll(cx).is_ready()
+            {
+                cancel.cancel();
+                return Poll::Ready(Outcome::Failed(Failure::TimedOut(*limit)));
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// The outcome of guarded work that ended.
+fn done(r: Result<ErasedOutput, ()>) -> Outcome {
+    match r {
+        Ok(output) => Outcome::Done(output),
+        Err(()) => Outcome::Failed(Failure::Panicked),
+    }
+}
+
+/// Makes sure one timer task runs on `rt` for `timers` while they have anything due: armed
+/// to `poll_timeout`, re-armed when the schedule changes, `handle_timeout` called with the
+/// runtime's clock when it fires, and ended (releasing the claim) when nothing is due.
+fn keep_timer(rt: &'static dyn Runtime, timers: Timers) {
+    let Some(claim) = timers.claim() else {
+        return;
+    };
+    rt.spawn(Box::pin(async move {
+        let mut claim = Some(claim);
+        loop {
+            let Some(mut schedule) = timers.schedule() else {
+                return;
+            };
+            let Some(at) = timers.poll_timeout() else {
+                // Nothing due: let go, then look again, since a timer may have been added
+                // while this one still held the claim.
+                drop(claim.take());
+                if timers.poll_timeout().is_some() {
+                    claim = timers.claim();
+                    if claim.is_some() {
+                        continue;
+                    }
+                }
+                return;
+            };
+            let mut due = rt.sleep_until(at);
+            let mut changed = pin!(schedule.changed());
+            // Some(true): due; Some(false): the schedule changed; None: the engine is gone.
+            let woke = std::future::poll_fn(|cx| {
+                if due.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(true));
+                }
+                changed
+                    .as_mut()
+                    .poll(cx)
+                    .map(|c| c.is_ok().then_some(false))
+            })
+            .await;
+            match woke {
+                Some(true) => timers.handle_timeout(rt.now()),
+                Some(false) => {}
+                None => return,
+            }
+        }
+    }));
+}
