@@ -345,7 +345,8 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     after_help = "Exit status: 0 success; 1 the tool reported an error (isError); 2 usage \
 (bad flags or arguments); 3 the server answered with a JSON-RPC error; 4 the server could not be \
 started or reached, or the connection failed (HTTP errors included); 5 no answer within --timeout; \
-6 the server's protocol era or answer was not one this client speaks."
+6 the server's protocol era or answer was not one this client speaks, or it sent more than the \
+client's bounds allow (a list whose pages cycle, or with too many items or bytes)."
 )]
 pub struct ClientArgs {
     /// Launch CMD (split into words like a shell would, but run without a shell) and speak

@@ -39,7 +39,8 @@ pub enum Status {
     Connection = 4,
     /// 5: no answer within `--timeout`.
     Timeout = 5,
-    /// 6: a protocol era or answer this client does not speak.
+    /// 6: a protocol era or answer this client does not speak, or more than its bounds
+    /// allow (a list whose pages cycle, or with too many items or bytes).
     Protocol = 6,
 }
 
@@ -74,6 +75,9 @@ impl From<ClientError> for Failure {
             ClientError::Timeout(_) => (Status::Timeout, e.to_string()),
             ClientError::Protocol(p) => (Status::Protocol, format!("unexpected answer: {p}")),
             ClientError::Era(hint) => (Status::Protocol, hint.clone()),
+            ClientError::Limit(why) => {
+                (Status::Protocol, format!("the server sent too much: {why}"))
+            }
             other => (Status::Protocol, other.to_string()),
         };
         Self { status, message }

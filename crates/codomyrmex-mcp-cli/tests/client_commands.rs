@@ -597,3 +597,20 @@ fn elicitation_is_asked_at_the_terminal_only_when_stdin_is_one() {
         assert!(r.stdout.ends_with("\nexit 0\n"), "{era}: {}", r.stdout);
     }
 }
+
+/// `client tools` against a server whose `tools/list` pages cycle (issue #26 finding 2): a
+/// clear error naming the method and the cycle, exit status 6, at once (before the fix the
+/// client followed 10,000 pages from its cache and said only "too many pages").
+#[test]
+fn a_list_whose_pages_cycle_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = python_server(dir.path(), "cycle.py", support::CYCLING_SERVER);
+    let r = stdio(&s, &["tools"]);
+    assert_eq!(r.code, Some(6), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("tools/list") && r.stderr.contains("its pages cycle"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+}

@@ -359,3 +359,56 @@ fn an_upstreams_error_text_is_inert_in_the_retry_log() {
         assert!(!line.contains(c), "{c:?} in {line:?}");
     }
 }
+
+/// An upstream whose list pages cycle is reported unreachable with the cycle named, at once
+/// (before the fix the gateway's client followed 10,000 pages from its cache, holding
+/// every page's items, and said only "too many pages"); the other upstream is mounted.
+#[test]
+fn an_upstream_whose_pages_cycle_is_reported_with_the_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = support::python_server(dir.path(), "cycle.py", support::CYCLING_SERVER);
+    let script = script.trim_start_matches("python3 ").trim_matches('\'');
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[upstream]]
+name = "ok"
+command = "{BIN}"
+args = ["serve", "--root", "{root}"]
+
+[[upstream]]
+name = "cycle"
+command = "python3"
+args = ["{script}"]
+"#,
+            root = dir.path().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let Ran {
+        code,
+        stdout,
+        stderr,
+    } = output(&mut command(&[
+        "gateway",
+        "--check",
+        "--config",
+        config.to_str().unwrap(),
+    ]));
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("ok.file_system.read"), "{stdout}");
+    assert!(
+        stdout.contains("unreachable: cycle: tools/list failed:")
+            && stdout.contains("gave cursor \"a\" again (its pages cycle)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("cycle.t0"), "{stdout}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -355,3 +355,41 @@ args = ["serve", "--root", "{root}"]
         client.close(Duration::from_secs(5)).await;
     }
 }
+
+/// The gateway starts beside an upstream whose `tools/list` pages cycle (issue #26 finding
+/// 2): that upstream is left out (its error logged), the other one is served.
+#[tokio::test]
+async fn an_upstream_whose_pages_cycle_is_left_out_and_the_others_served() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = support::python_server(dir.path(), "cycle.py", support::CYCLING_SERVER);
+    let script = script.trim_start_matches("python3 ").trim_matches('\'');
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[upstream]]
+name = "cycle"
+command = "python3"
+args = ["{script}"]
+
+[[upstream]]
+name = "files"
+command = "{BIN}"
+args = ["serve", "--root", "{root}"]
+"#,
+            root = root.path().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let client = gateway(&config, EraPreference::Legacy).await;
+    let tools = tokio::time::timeout(GUARD, client.list_tools())
+        .await
+        .expect("no hang")
+        .unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"files.file_system.read"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("cycle.")), "{names:?}");
+    client.close(Duration::from_secs(5)).await;
+}

@@ -217,6 +217,7 @@ async fn main() -> ExitCode {
         handlers: handlers(),
         info: json!({"name": "codomyrmex-mcp-conformance-client", "version": codomyrmex_mcp::VERSION}),
         request_timeout: Some(Duration::from_secs(25)),
+        ..ClientOptions::default()
     };
     // Authorization: registration by metadata document URL or dynamically, or the
     // pre-registered credentials the suite passes in MCP_CONFORMANCE_CONTEXT.

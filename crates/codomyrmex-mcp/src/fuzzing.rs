@@ -1,5 +1,6 @@
 //! Internals exposed for the fuzz targets in `fuzz/` and for robustness tests: the core's
-//! (`requestState` sealing) and the HTTP transport's (header checks).
+//! (`requestState` sealing), the HTTP transport's (header checks) and a hostile server's
+//! byte stream into the client ([`hostile_server`]).
 //!
 //! Not a stable API: hidden from the documentation, and free to change in any release.
 
@@ -9,6 +10,9 @@ use serde_json::{Map, Value};
 #[cfg(feature = "http")]
 use crate::wire::ErrorObject;
 pub use codomyrmex_mcp_core::fuzzing::*;
+
+mod hostile_server;
+pub use hostile_server::{HostileOutcome, LAST_ID, TURN, hostile_server};
 
 /// Checks a modern-era request's `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and
 /// `Mcp-Param-*` headers against its body, as the HTTP transport does before routing it.

@@ -57,3 +57,101 @@ fn jsonrpc_unknown_members_are_parsed_like_the_rest() {
     let fine = br#"{"jsonrpc":"2.0","id":1,"x":[1e300,{"y":null}],"method":"ping"}"#;
     assert!(matches!(decode(fine), Decoded::Single(Ok(_))));
 }
+
+/// client_stream: the turns of a hostile server, joined with the fuzz target's separator.
+fn turns(turns: &[&str]) -> Vec<u8> {
+    turns.join("\0").into_bytes()
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","id":$ID,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"f","version":"1"}}}
+"#;
+
+fn hostile(bytes: &[u8]) -> codomyrmex_mcp::fuzzing::HostileOutcome {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+        .block_on(codomyrmex_mcp::fuzzing::hostile_server(bytes))
+}
+
+/// client_stream, issue #26 finding 2: `tools/list` pages that cycle a → b → a with a long
+/// `ttlMs` end the list at the repeated cursor (the cache served the rest before), and the
+/// client goes on to the next steps.
+#[test]
+fn client_stream_a_cursor_cycle_ends_the_list() {
+    let page = |next: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":$ID,"result":{{"tools":[{{"name":"t","inputSchema":{{"type":"object"}}}}],"nextCursor":"{next}","ttlMs":3600000}}}}
+"#
+        )
+    };
+    let (a, b, a2) = (page("a"), page("b"), page("a"));
+    let out = hostile(&turns(&["", INITIALIZED, "", &a, &b, &a2]));
+    assert!(out.initialize.is_ok(), "{out:?}");
+    match &out.lists[0] {
+        Err(codomyrmex_mcp::ClientError::Protocol(why)) => {
+            assert!(why.contains("tools/list") && why.contains("cycle"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Every turn written, the server hung up: the rest fails cleanly.
+    assert!(out.call.is_err(), "{out:?}");
+}
+
+/// client_stream, issue #26 finding 3: a turn of 1,000 `roots/list` requests before the
+/// answer; the list still completes.
+#[test]
+fn client_stream_a_flood_of_server_requests() {
+    let mut flood = String::new();
+    for i in 0..1000 {
+        flood.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":"r{i}","method":"roots/list"}}
+"#
+        ));
+    }
+    flood.push_str(
+        r#"{"jsonrpc":"2.0","id":$ID,"result":{"tools":[]}}
+"#,
+    );
+    let out = hostile(&turns(&["", INITIALIZED, "", &flood]));
+    assert!(matches!(out.lists[0], Ok(0)), "{out:?}");
+}
+
+/// client_stream: garbage, deep nesting, unknown ids, batches and a line cut short: errors,
+/// never a panic or a hang.
+#[test]
+fn client_stream_garbage() {
+    let deep = format!("{}\n", "[".repeat(100_000));
+    for input in [
+        Vec::new(),
+        b"\0\0\0\0\0\0\0\0\0\0".to_vec(),
+        b"\xff\xfe\n{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}\n[1,2,3]\n{}\n".to_vec(),
+        deep.into_bytes(),
+        turns(&[
+            "",
+            INITIALIZED,
+            "",
+            r#"{"jsonrpc":"2.0","id":$ID,"result":{"tools":7}}"#,
+        ]),
+        turns(&[
+            "",
+            INITIALIZED,
+            "",
+            r#"{"jsonrpc":"2.0","id":$ID,"result":{"tools":[],"nextCursor":"x"}}
+"#,
+            r#"{"jsonrpc":"2.0","id":$ID,"result":{"tools":[],"nextCursor":"x"}}
+"#,
+        ]),
+        turns(&[
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}
+{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{}}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}
+"#,
+            INITIALIZED,
+        ]),
+    ] {
+        let out = hostile(&input);
+        assert_eq!(out.lists.len(), 4, "{out:?}");
+    }
+}

@@ -311,3 +311,19 @@ pub fn python_server(dir: &Path, name: &str, script: &str) -> String {
     std::fs::write(&path, format!("{PYTHON_SERVER_PRELUDE}{script}")).unwrap();
     format!("python3 '{}'", path.display())
 }
+
+/// A 2025-11-25 stdio server (Python, after [`PYTHON_SERVER_PRELUDE`]) whose `tools/list`
+/// pages cycle a → b → a, each 100 tools of 1 KB with an hour's `ttlMs` (issue #26 finding 2).
+pub const CYCLING_SERVER: &str = r#"
+def answer(method, p, m):
+    if method == "initialize":
+        return initialized("cycle", {"tools": {}})
+    if method == "tools/list":
+        nxt = {None: "a", "a": "b", "b": "a"}[p.get("cursor")]
+        tools = [{"name": "t%d" % i, "description": "x" * 1000, "inputSchema": {"type": "object"}} for i in range(100)]
+        return {"result": {"tools": tools, "nextCursor": nxt, "ttlMs": 3600000}}
+    if method == "ping":
+        return {"result": {}}
+    return NOT_FOUND
+serve(answer)
+"#;

@@ -7,5 +7,6 @@
 //! (dispatch, timeouts, cancellation on drop) and its transports move the bytes. Re-exported
 //! there as `codomyrmex_mcp::client::proto` and `::param_headers`.
 
+mod list_cache;
 pub mod param_headers;
 pub mod proto;

@@ -9,7 +9,6 @@
 //! (`stdio`, `http`) move its bytes. Time is an input (`now`), never read here.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -18,6 +17,10 @@ use serde_json::{Map, Value, json};
 use crate::engine::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use crate::wire::jsonrpc::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, ProtocolVersion, RequestId};
+
+pub use super::list_cache::{
+    ListCache, MAX_CACHE_BYTES, MAX_CACHE_ENTRIES, list_changed_method, page_len,
+};
 
 /// The most rounds of a multi round-trip request before the client gives up: a server that
 /// keeps asking for input cannot keep the client busy forever.
@@ -561,94 +564,6 @@ pub fn retry_params(
     Value::Object(obj)
 }
 
-/// The list methods whose results may be cached, and the notification that invalidates each.
-pub fn list_changed_method(notification: &str) -> Option<&'static str> {
-    match notification {
-        "notifications/tools/list_changed" => Some("tools/list"),
-        "notifications/prompts/list_changed" => Some("prompts/list"),
-        "notifications/resources/list_changed" => Some("resources/list"),
-        _ => None,
-    }
-}
-
-#[derive(Debug, Clone)]
-struct CacheEntry {
-    value: Value,
-    expires: Instant,
-    /// `cacheScope: "private"`: kept for the authorization context it was fetched in only.
-    private: bool,
-}
-
-/// List results kept for as long as their `ttlMs` says (2026-07-28 caching). A result
-/// without `ttlMs`, or with `0`, is not kept. `cacheScope: "public"` results are kept across
-/// authorization contexts; `"private"` ones (and those that name no scope) only within the
-/// context they were fetched in: a new context ([`set_context`](Self::set_context), a new
-/// access token) drops them. Bounded in entries.
-#[derive(Debug, Default)]
-pub struct ListCache {
-    entries: HashMap<(String, Option<String>), CacheEntry>,
-    context: u64,
-}
-
-/// The most list pages kept.
-const MAX_CACHE_ENTRIES: usize = 256;
-
-impl ListCache {
-    /// Enters authorization context `context` (a counter the transport bumps when the
-    /// credentials it sends change); a new one forgets every private page.
-    pub fn set_context(&mut self, context: u64) {
-        if context != self.context {
-            self.context = context;
-            self.entries.retain(|_, e| !e.private);
-        }
-    }
-
-    /// The cached page of `method` at `cursor`, if it is still fresh at `now`.
-    pub fn get(&mut self, method: &str, cursor: Option<&str>, now: Instant) -> Option<Value> {
-        let key = (method.to_owned(), cursor.map(str::to_owned));
-        match self.entries.get(&key) {
-            Some(e) if now < e.expires => Some(e.value.clone()),
-            Some(_) => {
-                self.entries.remove(&key);
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// Keeps `page` if it carries a positive `ttlMs`.
-    pub fn store(&mut self, method: &str, cursor: Option<&str>, page: &Value, now: Instant) {
-        let Some(ttl) = page.get("ttlMs").and_then(Value::as_u64).filter(|t| *t > 0) else {
-            return;
-        };
-        if self.entries.len() >= MAX_CACHE_ENTRIES {
-            self.entries.retain(|_, e| now < e.expires);
-            if self.entries.len() >= MAX_CACHE_ENTRIES {
-                self.entries.clear();
-            }
-        }
-        // A TTL too large for the clock is kept for a day.
-        let expires = now
-            .checked_add(Duration::from_millis(ttl))
-            .or_else(|| now.checked_add(Duration::from_secs(86_400)))
-            .unwrap_or(now);
-        let private = page.get("cacheScope").and_then(Value::as_str) != Some("public");
-        self.entries.insert(
-            (method.to_owned(), cursor.map(str::to_owned)),
-            CacheEntry {
-                value: page.clone(),
-                expires,
-                private,
-            },
-        );
-    }
-
-    /// Forgets every page of `method` (its list changed).
-    pub fn invalidate(&mut self, method: &str) {
-        self.entries.retain(|(m, _), _| m != method);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -870,57 +785,6 @@ mod tests {
             input_required(&json!({"resultType": "input_required", "requestState": 5}))
                 .unwrap()
                 .is_err()
-        );
-    }
-
-    #[test]
-    // A test's clock: the cache itself never reads one.
-    #[allow(clippy::disallowed_methods)]
-    fn list_cache_honours_ttl_and_invalidation() {
-        let mut c = ListCache::default();
-        let t0 = Instant::now();
-        let page = json!({"tools": [], "ttlMs": 1000});
-        c.store("tools/list", None, &page, t0);
-        assert_eq!(
-            c.get("tools/list", None, t0 + Duration::from_millis(999)),
-            Some(page.clone())
-        );
-        assert_eq!(
-            c.get("tools/list", None, t0 + Duration::from_millis(1000)),
-            None
-        );
-        c.store("tools/list", None, &page, t0);
-        c.invalidate("tools/list");
-        assert_eq!(c.get("tools/list", None, t0), None);
-        c.store("tools/list", None, &json!({"tools": []}), t0);
-        c.store("tools/list", None, &json!({"tools": [], "ttlMs": 0}), t0);
-        assert_eq!(c.get("tools/list", None, t0), None, "no ttl, no caching");
-        c.store(
-            "tools/list",
-            Some("c"),
-            &json!({"tools": [], "ttlMs": u64::MAX}),
-            t0,
-        );
-        assert!(c.get("tools/list", Some("c"), t0).is_some());
-        // cacheScope: a private page (or one naming no scope) is not served under another
-        // authorization context; a public one is.
-        let mut c = ListCache::default();
-        c.set_context(1);
-        let private = json!({"tools": [1], "ttlMs": 1000, "cacheScope": "private"});
-        let public = json!({"tools": [2], "ttlMs": 1000, "cacheScope": "public"});
-        let unscoped = json!({"tools": [3], "ttlMs": 1000});
-        c.store("tools/list", None, &private, t0);
-        c.store("prompts/list", None, &public, t0);
-        c.store("resources/list", None, &unscoped, t0);
-        c.set_context(1);
-        assert_eq!(c.get("tools/list", None, t0), Some(private));
-        c.set_context(2);
-        assert_eq!(c.get("tools/list", None, t0), None);
-        assert_eq!(c.get("resources/list", None, t0), None);
-        assert_eq!(c.get("prompts/list", None, t0), Some(public));
-        assert_eq!(
-            list_changed_method("notifications/tools/list_changed"),
-            Some("tools/list")
         );
     }
 }

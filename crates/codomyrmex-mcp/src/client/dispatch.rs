@@ -2,7 +2,10 @@
 //! waiting for it, to a handler (server requests and log messages go to the handlers of the
 //! request on whose stream they arrived, if it set its own; progress) or to the
 //! notification queue, until the transport ends; then every waiting request fails. It sends
-//! nothing of its own but the answers to server requests.
+//! nothing of its own but the answers to server requests, and the refusals of those past
+//! [`ClientLimits::server_requests`](super::ClientLimits::server_requests) (sent before it
+//! reads on, so a flood waits for the server to read them rather than piling up). The
+//! notification queue is bounded in count and bytes ([`ClientLimits`](super::ClientLimits)).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -11,20 +14,21 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::proto::{self, InputRequest, ServerMessage};
-use super::{ClientError, Inbound, Outgoing, Shared, lock};
-use crate::wire::RequestId;
+use super::{ClientError, ClientHandlers, Inbound, Outgoing, Shared, lock};
+use crate::wire::{ErrorCode, ErrorObject, RequestId};
 
 /// The reader side: routes each arriving message to its waiter, handler or the notification
 /// queue, until the transport ends.
 pub(super) async fn dispatch(
-    mut inbound: mpsc::Receiver<Inbound>,
+    mut inbound: super::inbound::InboundRx,
     shared: Arc<Shared>,
     outbox: mpsc::WeakSender<Outgoing>,
-    notifications: mpsc::Sender<Value>,
+    notifications: mpsc::Sender<(Value, usize)>,
 ) {
     let mut last_failure = None;
-    while let Some(item) = inbound.recv().await {
-        let (bytes, on_stream) = match item {
+    while let Some(queued) = inbound.recv().await {
+        // Its share of the queue's byte budget is given back once it is handled.
+        let (bytes, on_stream) = match queued.item {
             Inbound::Message(bytes) => (bytes, None),
             Inbound::OnStream { bytes, request } => (bytes, Some(request)),
             Inbound::Failed {
@@ -60,26 +64,15 @@ pub(super) async fn dispatch(
                 let own = on_stream
                     .as_ref()
                     .and_then(|r| lock(&shared.own).get(r).and_then(|h| h.input.clone()));
-                let task_shared = shared.clone();
-                let outbox = outbox.clone();
-                // Held while the task is entered below, so it cannot leave before.
-                let mut answering = lock(&shared.answering);
-                let task_id = id.clone();
-                let task = tokio::spawn(async move {
-                    let shared = task_shared;
-                    let handlers = own.as_ref().unwrap_or(&shared.handlers);
-                    let outcome = handlers
-                        .answer(InputRequest::classify(&method, params))
-                        .await;
-                    lock(&shared.answering).remove(&task_id);
-                    // The client closed meanwhile: nobody to answer for.
+                let refusal = answer(&shared, &outbox, id.clone(), method, params, own);
+                if let Some(error) = refusal {
+                    // Refused at once, never queued: the server hears why.
                     if let Some(outbox) = outbox.upgrade() {
                         let _ = outbox
-                            .send(proto::answer_bytes(&task_id, &outcome).into())
+                            .send(proto::answer_bytes(&id, &Err(error)).into())
                             .await;
                     }
-                });
-                answering.insert(id, task.abort_handle());
+                }
             }
             ServerMessage::Notification { method, params } => {
                 match method.as_str() {
@@ -115,10 +108,12 @@ pub(super) async fn dispatch(
                         }
                     }
                 }
-                let _ = notifications.try_send(json!({"method": method, "params": params}));
+                let note = json!({"method": method, "params": params});
+                keep(&shared, &notifications, note, bytes.len());
             }
             ServerMessage::Unaddressed(error) => {
-                let _ = notifications.try_send(json!({"error": error.message, "code": error.code}));
+                let note = json!({"error": error.message, "code": error.code});
+                keep(&shared, &notifications, note, bytes.len());
             }
             ServerMessage::Invalid(why) => {
                 tracing::debug!("client: an unreadable message from the server: {why}");
@@ -142,5 +137,68 @@ pub(super) async fn dispatch(
             },
             None => ClientError::Closed,
         }));
+    }
+}
+
+/// Starts answering the server's request `id` in a task of its own, unless the client is
+/// already answering its [`server_requests`](super::ClientLimits::server_requests) bound of
+/// them or one with the same id: then the error to answer with.
+fn answer(
+    shared: &Arc<Shared>,
+    outbox: &mpsc::WeakSender<Outgoing>,
+    id: RequestId,
+    method: String,
+    params: Value,
+    own: Option<ClientHandlers>,
+) -> Option<ErrorObject> {
+    // Held while the task is entered below, so it cannot leave before.
+    let mut answering = lock(&shared.answering);
+    if answering.contains_key(&id) {
+        return Some(ErrorObject::new(
+            ErrorCode::INVALID_REQUEST,
+            "the client is already answering a request with this id",
+        ));
+    }
+    let bound = shared.limits.server_requests;
+    if answering.len() >= bound {
+        return Some(ErrorObject::new(
+            ErrorCode::UNAVAILABLE,
+            format!(
+                "the client is already answering {bound} requests of this server; try again later"
+            ),
+        ));
+    }
+    let task_shared = shared.clone();
+    let outbox = outbox.clone();
+    let task_id = id.clone();
+    let task = tokio::spawn(async move {
+        let shared = task_shared;
+        let handlers = own.as_ref().unwrap_or(&shared.handlers);
+        let outcome = handlers
+            .answer(InputRequest::classify(&method, params))
+            .await;
+        lock(&shared.answering).remove(&task_id);
+        // The client closed meanwhile: nobody to answer for.
+        if let Some(outbox) = outbox.upgrade() {
+            let _ = outbox
+                .send(proto::answer_bytes(&task_id, &outcome).into())
+                .await;
+        }
+    });
+    answering.insert(id, task.abort_handle());
+    None
+}
+
+/// Keeps `note` (`len` bytes as the server sent it) for [`next_notification`], unless the
+/// queue is full in count or in bytes ([`ClientLimits`](super::ClientLimits)): then it is
+/// not kept (its handlers saw it already).
+///
+/// [`next_notification`]: super::McpClient::next_notification
+fn keep(shared: &Shared, queue: &mpsc::Sender<(Value, usize)>, note: Value, len: usize) {
+    let bound = shared.limits.notification_bytes;
+    let queued = shared.queued_bytes.fetch_add(len, Ordering::AcqRel);
+    if queued.saturating_add(len) > bound || queue.try_send((note, len)).is_err() {
+        shared.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+        tracing::debug!("client: a notification was not kept: too many wait to be taken");
     }
 }

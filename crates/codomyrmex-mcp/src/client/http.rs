@@ -162,7 +162,7 @@ struct Conn {
     tls: Arc<rustls::ClientConfig>,
     target: HttpTarget,
     state: Mutex<State>,
-    inbound: mpsc::Sender<Inbound>,
+    inbound: super::inbound::InboundTx,
     stop: CancellationToken,
     /// The bearer token sent now (given, or obtained by OAuth).
     token: Mutex<Option<String>>,
@@ -205,7 +205,7 @@ pub(crate) fn connect(
         }
     }
     let (out_tx, mut out_rx) = mpsc::channel::<Outgoing>(256);
-    let (in_tx, in_rx) = mpsc::channel::<Inbound>(256);
+    let (in_tx, in_rx) = super::inbound::channel();
     let token = target.token.clone().or_else(|| {
         oauth
             .as_ref()

@@ -17,8 +17,11 @@ mod handlers;
 pub mod http;
 #[cfg(feature = "http")]
 mod http_io;
+mod inbound;
 #[cfg(feature = "http")]
 mod jws;
+mod limits;
+mod lists;
 #[cfg(feature = "http")]
 pub mod oauth;
 #[cfg(feature = "http")]
@@ -43,13 +46,14 @@ pub mod token_file;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 
 pub use handlers::{BoxFuture, ClientHandlers, InputHandler, NotificationHandler};
+pub use limits::ClientLimits;
 use proto::{ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable};
 pub use stdio::StdioCommand;
 pub use tasks::{TASKS_EXTENSION, TaskCall};
@@ -85,6 +89,10 @@ pub enum ClientError {
     /// server, say), or the era spoken has no such request (`tasks/list` in 2026-07-28).
     #[error("{0}")]
     Era(String),
+    /// The server sent more than one of the client's [`ClientLimits`] allows: a list with
+    /// too many items, pages or bytes. Nothing past the bound was kept.
+    #[error("over the client's limit: {0}")]
+    Limit(String),
 }
 
 /// A typed result with the JSON it was read from.
@@ -120,6 +128,9 @@ pub struct ClientOptions {
     pub info: Value,
     /// The default timeout of each request (`None`: wait as long as the connection lives).
     pub request_timeout: Option<Duration>,
+    /// What a server can make the client hold: list items, pages and bytes, its requests
+    /// answered at once.
+    pub limits: ClientLimits,
 }
 
 impl Default for ClientOptions {
@@ -128,6 +139,7 @@ impl Default for ClientOptions {
             handlers: ClientHandlers::default(),
             info: json!({"name": "codomyrmex-mcp-client", "version": env!("CARGO_PKG_VERSION")}),
             request_timeout: None,
+            limits: ClientLimits::default(),
         }
     }
 }
@@ -197,7 +209,7 @@ impl From<Vec<u8>> for Outgoing {
 
 /// The client's ends of a transport: where its messages go (one JSON-RPC message each;
 /// closing it ends the transport's output) and what arrives (its end closes the connection).
-pub(crate) type ClientEnds = (mpsc::Sender<Outgoing>, mpsc::Receiver<Inbound>);
+pub(crate) type ClientEnds = (mpsc::Sender<Outgoing>, inbound::InboundRx);
 
 /// Closes the transport: a stdio child's shutdown, an HTTP session's DELETE.
 pub(crate) type Closer = Box<dyn FnOnce(Duration) -> BoxFuture<()> + Send>;
@@ -219,6 +231,9 @@ struct Shared {
     answering: Mutex<HashMap<RequestId, tokio::task::AbortHandle>>,
     cache: Mutex<ListCache>,
     handlers: ClientHandlers,
+    limits: ClientLimits,
+    /// The bytes of the notifications waiting for [`McpClient::next_notification`].
+    queued_bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// What one request in flight receives instead of the client's handlers.
@@ -240,7 +255,7 @@ pub struct McpClient {
     shared: Arc<Shared>,
     /// The `x-mcp-header` parameters of each listed tool.
     tool_headers: Mutex<HashMap<String, Vec<param_headers::ParamHeader>>>,
-    notifications: tokio::sync::Mutex<mpsc::Receiver<Value>>,
+    notifications: tokio::sync::Mutex<mpsc::Receiver<(Value, usize)>>,
     identity: ClientIdentity,
     request_timeout: Option<Duration>,
     closer: Mutex<Option<Closer>>,
@@ -363,8 +378,10 @@ impl McpClient {
             answering: Mutex::new(HashMap::new()),
             cache: Mutex::new(ListCache::default()),
             handlers: options.handlers,
+            limits: options.limits,
+            queued_bytes: std::sync::atomic::AtomicUsize::new(0),
         });
-        let (note_tx, note_rx) = mpsc::channel::<Value>(4096);
+        let (note_tx, note_rx) = mpsc::channel(options.limits.notifications.max(1));
         tokio::spawn(dispatch::dispatch(
             link,
             shared.clone(),
@@ -618,9 +635,13 @@ impl McpClient {
     }
 
     /// The next notification (`{"method", "params"}`) or id-less error (`{"error", "code"}`)
-    /// from the server; `None` once the connection has closed.
+    /// from the server; `None` once the connection has closed. Those not taken yet are kept
+    /// up to [`ClientLimits::notifications`] and [`ClientLimits::notification_bytes`]; past
+    /// either, new ones are not kept.
     pub async fn next_notification(&self) -> Option<Value> {
-        self.notifications.lock().await.recv().await
+        let (note, len) = self.notifications.lock().await.recv().await?;
+        self.shared.queued_bytes.fetch_sub(len, Ordering::AcqRel);
+        Some(note)
     }
 
     /// Legacy handshake: `initialize` then `notifications/initialized`. Returns the
@@ -724,102 +745,6 @@ impl McpClient {
             Era::Modern => "server/discover",
         };
         self.request(method, json!({})).await.map(|_| ())
-    }
-
-    /// Every item of a paginated list (`key` is the result's array field), honouring
-    /// `ttlMs`: a page still fresh is not asked for again.
-    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut pages = 0usize;
-        loop {
-            pages += 1;
-            if pages > 10_000 {
-                return Err(ClientError::Protocol(format!("{method}: too many pages")));
-            }
-            // Private pages are served only under the credentials they were fetched with.
-            let context = self.auth_context.load(Ordering::Acquire);
-            let cached = {
-                let mut cache = lock(&self.shared.cache);
-                cache.set_context(context);
-                cache.get(method, cursor.as_deref(), Instant::now())
-            };
-            let page = match cached {
-                Some(p) => p,
-                None => {
-                    let params = cursor
-                        .as_ref()
-                        .map_or_else(|| json!({}), |c| json!({"cursor": c}));
-                    let page = self.request(method, params).await?;
-                    // Kept only if the credentials did not change meanwhile (an authorization
-                    // on the way): which context it belongs to is then unclear.
-                    if self.auth_context.load(Ordering::Acquire) == context {
-                        lock(&self.shared.cache).store(
-                            method,
-                            cursor.as_deref(),
-                            &page,
-                            Instant::now(),
-                        );
-                    }
-                    page
-                }
-            };
-            let Some(list) = page.get(key).and_then(Value::as_array) else {
-                return Err(ClientError::Protocol(format!(
-                    "{method} result has no {key} array"
-                )));
-            };
-            items.extend(list.iter().cloned());
-            match page.get("nextCursor").and_then(Value::as_str) {
-                Some(c) if Some(c) != cursor.as_deref() => cursor = Some(c.to_owned()),
-                _ => return Ok(items),
-            }
-        }
-    }
-
-    /// Every tool, following pagination. A tool whose `x-mcp-header` annotations are invalid
-    /// is left out (2026-07-28 asks clients to reject it); the others' annotations are kept
-    /// for the `Mcp-Param-*` headers of their calls.
-    pub async fn list_tools(&self) -> Result<Vec<Value>, ClientError> {
-        let mut tools = self.list_all("tools/list", "tools").await?;
-        let mut headers = HashMap::new();
-        tools.retain(|tool| {
-            let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
-            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
-            match param_headers::annotated_params(schema) {
-                Ok(params) => {
-                    if !params.is_empty() {
-                        headers.insert(name.to_owned(), params);
-                    }
-                    true
-                }
-                Err(why) => {
-                    tracing::warn!(
-                        "client: leaving out tool {name:?}: {}",
-                        crate::util::inert_text(&why)
-                    );
-                    false
-                }
-            }
-        });
-        *lock(&self.tool_headers) = headers;
-        Ok(tools)
-    }
-
-    /// Every prompt.
-    pub async fn list_prompts(&self) -> Result<Vec<Value>, ClientError> {
-        self.list_all("prompts/list", "prompts").await
-    }
-
-    /// Every resource.
-    pub async fn list_resources(&self) -> Result<Vec<Value>, ClientError> {
-        self.list_all("resources/list", "resources").await
-    }
-
-    /// Every resource template.
-    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, ClientError> {
-        self.list_all("resources/templates/list", "resourceTemplates")
-            .await
     }
 
     /// Calls a tool and returns the `CallToolResult`.

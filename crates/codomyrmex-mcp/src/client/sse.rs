@@ -1,6 +1,7 @@
 //! Incremental `text/event-stream` parsing for the client's HTTP transport: events with
-//! their ids (for `Last-Event-ID`) and the server's `retry` delay. Bounded: a line longer
-//! than [`MAX_BODY`](super::http::MAX_BODY) is an error. Parsing only; no I/O.
+//! their ids (for `Last-Event-ID`) and the server's `retry` delay. Bounded: a line, or an
+//! event's `data:` lines together, longer than [`MAX_BODY`](super::http::MAX_BODY) is an
+//! error. Parsing only; no I/O.
 
 use std::time::Duration;
 
@@ -19,11 +20,13 @@ pub struct SseEvent {
 }
 
 /// Incremental `text/event-stream` parsing: feed bytes, get complete events; `retry:` is
-/// remembered. Bounded: a line longer than [`MAX_BODY`] is an error.
+/// remembered. Bounded: a line, or an event's data, longer than [`MAX_BODY`] is an error.
 #[derive(Debug, Default)]
 pub struct SseParser {
     line: Vec<u8>,
     data: Vec<String>,
+    /// The bytes held in `data`, the `\n`s that will join them counted.
+    data_len: usize,
     id: Option<String>,
     /// The last `retry:` the server sent.
     pub retry: Option<Duration>,
@@ -52,6 +55,7 @@ impl SseParser {
                 if id.is_some() {
                     self.last_id.clone_from(&id);
                 }
+                self.data_len = 0;
                 if !self.data.is_empty() {
                     events.push(SseEvent {
                         data: std::mem::take(&mut self.data).join("\n"),
@@ -65,7 +69,13 @@ impl SseParser {
                 None => (line.as_str(), ""),
             };
             match field {
-                "data" => self.data.push(value.to_owned()),
+                "data" => {
+                    self.data_len = self.data_len.saturating_add(value.len() + 1);
+                    if self.data_len > MAX_BODY {
+                        return Err("an SSE event is too long".into());
+                    }
+                    self.data.push(value.to_owned());
+                }
                 "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
                 "retry" => {
                     if let Ok(ms) = value.parse::<u64>() {
@@ -107,5 +117,30 @@ mod tests {
         assert_eq!(p.last_id.as_deref(), Some("7"));
         assert!(p.feed(b"retry: 99999999\n\n").unwrap().is_empty());
         assert_eq!(p.retry, Some(MAX_RETRY));
+    }
+
+    /// Many `data:` lines, each short, never make one event larger than `MAX_BODY`: before
+    /// the bound the parser held them all.
+    #[test]
+    fn an_events_data_lines_together_are_bounded() {
+        let mut p = SseParser::default();
+        let line = format!("data: {}\n", "x".repeat(1 << 20));
+        let mut failed = None;
+        for i in 0..(MAX_BODY >> 20) + 2 {
+            if let Err(e) = p.feed(line.as_bytes()) {
+                failed = Some((i, e));
+                break;
+            }
+        }
+        let (i, e) = failed.expect("the event's data is bounded");
+        assert_eq!(i, (MAX_BODY >> 20) - 1, "{e}");
+        assert!(e.contains("too long"), "{e}");
+        // A blank line ends an event: its data no longer counts for the next.
+        let mut p = SseParser::default();
+        let event = format!("{}\n", line.repeat((MAX_BODY >> 20) - 1));
+        for _ in 0..3 {
+            let events = p.feed(event.as_bytes()).unwrap();
+            assert_eq!(events.len(), 1);
+        }
     }
 }

@@ -81,7 +81,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out_tx, mut out_rx) = mpsc::channel::<Outgoing>(256);
-    let (in_tx, in_rx) = mpsc::channel::<Inbound>(256);
+    let (in_tx, in_rx) = super::inbound::channel();
     tokio::spawn(async move {
         let mut writer = writer;
         while let Some(Outgoing { mut bytes, .. }) = out_rx.recv().await {

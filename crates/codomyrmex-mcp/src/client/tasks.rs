@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::proto::InputRequest;
+use super::proto::{self, InputRequest};
 use super::{ClientError, McpClient};
 use crate::engine::META_CLIENT_CAPABILITIES;
 use crate::wire::{Era, ErrorObject};
@@ -138,13 +138,15 @@ impl McpClient {
 
     /// The outcome of a task: what the call would have returned (a `CallToolResult`), or
     /// the error it ended with. Waits for the task to end; on 2026-07-28 it polls, and
-    /// answers input the task asks for with the client's handlers.
+    /// answers input the task asks for with the client's handlers, at most
+    /// [`MAX_INPUT_ROUNDS`](proto::MAX_INPUT_ROUNDS) times.
     pub async fn task_result(&self, task_id: &str) -> Result<Value, ClientError> {
         if self.era() == Era::Legacy {
             return self
                 .request("tasks/result", json!({"taskId": task_id}))
                 .await;
         }
+        let mut rounds = 0usize;
         loop {
             let task = self.get_task(task_id).await?;
             match task.get("status").and_then(Value::as_str) {
@@ -194,6 +196,14 @@ impl McpClient {
                         responses.insert(key, answer);
                     }
                     if !responses.is_empty() {
+                        // A task that keeps asking cannot keep the client busy forever.
+                        rounds += 1;
+                        if rounds > proto::MAX_INPUT_ROUNDS {
+                            return Err(ClientError::Protocol(format!(
+                                "task {task_id} still asked for input after {} rounds",
+                                proto::MAX_INPUT_ROUNDS
+                            )));
+                        }
                         self.update_task(task_id, responses).await?;
                         continue;
                     }
