@@ -120,13 +120,17 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         if let Err(reason) = self.policy.check(req.headers()) {
-            tracing::warn!(reason, "refused a request by Host/Origin policy");
+            // Logged (rate-limited) and counted as a refusal by the metrics layer.
             let resp = rpc_error(
                 StatusCode::FORBIDDEN,
                 None,
                 ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("Forbidden: {reason}")),
             );
-            return super::PolicyFuture::refused(resp);
+            return super::PolicyFuture::refused(super::refusals::refused(
+                resp,
+                super::refusals::Reason::HostOrigin,
+                Some(reason.to_string()),
+            ));
         }
         super::PolicyFuture::passed(self.inner.call(req))
     }
