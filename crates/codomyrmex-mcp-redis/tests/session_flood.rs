@@ -5,7 +5,9 @@
 //! release build: `cargo test --release -p codomyrmex-mcp-redis --test session_flood`).
 //! Before the fix about 3% were refused `503` "Too many sessions in use": concurrent
 //! admissions read the same least recently used session as their one victim, only one of
-//! them could evict it, and the others ran out of rounds.
+//! them could evict it, and the others ran out of rounds. Runs of 2026-12-02 (release,
+//! 100,000, two shared cores): before the fix 5,896 refused in 60.9 s; after it none, in
+//! 95.9 s. Debug, 50,000 (CI's count): none refused, in 503.6 s on the same loaded machine.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
