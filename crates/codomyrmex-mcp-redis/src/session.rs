@@ -18,24 +18,51 @@ use redis::Script;
 
 use crate::{RedisConnection, unavailable};
 
-/// How many ids of the least-recently-used order are read at a time when looking for one to
-/// evict.
+/// How many ids of the least-recently-used order (and of the expired ones) are read at a
+/// time when looking for ones to evict: the candidates of one round of `create`.
 const LRU_PAGE: isize = 64;
 
-/// `create`: refuses an existing id; removes the given victims (if still there); refuses when
-/// the table is still full; else stores the record.
-/// KEYS: record, lru, exp, tick. ARGV: id, rec, ver, exp, last, idle, max, prefix, victims...
+/// How many rounds `create` makes before it answers [`StoreError::Contended`] while some
+/// session is idle: each round reads a fresh page of candidates. A round fails only when every one of
+/// its candidates was used or taken by other admissions since it was read, so that each
+/// failed round let others in.
+const CREATE_ROUNDS: usize = 8;
+
+/// `create`, atomically: refuses an existing id; removes the given expired ids that are still
+/// expired; then, only while the table is full, removes the given idle candidates in order
+/// (least recently used first), each only if it was not used since it was read (its place in
+/// the order of use is the one given); refuses when the table is still full; else stores the
+/// record. Many admissions at once with the same candidates each take the next one left.
+/// KEYS: record, lru, exp, tick. ARGV: id, rec, ver, exp, last, idle, max, prefix, now,
+/// number of expired ids, the expired ids, then (id, order of use) pairs of candidates.
 /// Returns {status, removed...}: 1 stored, -1 exists, -2 full.
 const CREATE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return {-1} end
 local removed = {1}
-for i = 9, #ARGV do
+local max = tonumber(ARGV[7])
+local now = tonumber(ARGV[9])
+local nexp = tonumber(ARGV[10])
+for i = 11, 10 + nexp do
   local v = ARGV[i]
-  if redis.call('DEL', ARGV[8] .. ':s:' .. v) == 1 then table.insert(removed, v) end
-  redis.call('ZREM', KEYS[2], v)
-  redis.call('ZREM', KEYS[3], v)
+  local key = ARGV[8] .. ':s:' .. v
+  local e = redis.call('HGET', key, 'exp')
+  if (not e) or tonumber(e) <= now then
+    if redis.call('DEL', key) == 1 then table.insert(removed, v) end
+    redis.call('ZREM', KEYS[2], v)
+    redis.call('ZREM', KEYS[3], v)
+  end
 end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[7]) then
+for i = 11 + nexp, #ARGV - 1, 2 do
+  if redis.call('ZCARD', KEYS[2]) < max then break end
+  local v = ARGV[i]
+  local used = redis.call('ZSCORE', KEYS[2], v)
+  if used and tonumber(used) == tonumber(ARGV[i + 1]) then
+    if redis.call('DEL', ARGV[8] .. ':s:' .. v) == 1 then table.insert(removed, v) end
+    redis.call('ZREM', KEYS[2], v)
+    redis.call('ZREM', KEYS[3], v)
+  end
+end
+if redis.call('ZCARD', KEYS[2]) >= max then
   removed[1] = -2
   return removed
 end
@@ -164,50 +191,56 @@ impl RedisSessionStore {
         Ok(removed == 1)
     }
 
-    /// The ids to remove so that `record` fits: the expired ones `keep` does not protect, and
-    /// then, if the table is still full, the least recently used one it does not protect.
-    async fn victims(
-        &self,
-        max_sessions: usize,
-        now: u64,
-        keep: Keep<'_>,
-    ) -> Result<Vec<String>, StoreError> {
+    /// The candidates for eviction so that a record fits: a page of the expired ids that
+    /// `keep` does not protect, and the first page of the least-recently-used order that has
+    /// ids it does not protect (each with its place in the order), at most [`LRU_PAGE`].
+    /// `None` when no id can go: every session is busy.
+    async fn candidates(&self, now: u64, keep: Keep<'_>) -> Result<Option<Candidates>, StoreError> {
         let mut conn = self.redis.conn();
         let expired: Vec<String> = redis::cmd("ZRANGEBYSCORE")
             .arg(self.exp())
             .arg("-inf")
             .arg(now)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(LRU_PAGE)
             .query_async(&mut conn)
             .await
             .map_err(|e| unavailable(&e))?;
-        let mut victims: Vec<String> = expired.into_iter().filter(|id| !keep(id)).collect();
-        let count: usize = redis::cmd("ZCARD")
-            .arg(self.lru())
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| unavailable(&e))?;
-        if count.saturating_sub(victims.len()) < max_sessions {
-            return Ok(victims);
-        }
+        let expired: Vec<String> = expired.into_iter().filter(|id| !keep(id)).collect();
+        let mut idle = Vec::new();
         let mut start = 0isize;
-        loop {
-            let page: Vec<String> = redis::cmd("ZRANGE")
+        while idle.is_empty() {
+            let page: Vec<(String, u64)> = redis::cmd("ZRANGE")
                 .arg(self.lru())
                 .arg(start)
                 .arg(start + LRU_PAGE - 1)
+                .arg("WITHSCORES")
                 .query_async(&mut conn)
                 .await
                 .map_err(|e| unavailable(&e))?;
             if page.is_empty() {
-                return Ok(victims);
+                break;
             }
-            if let Some(id) = page.iter().find(|id| !keep(id) && !victims.contains(id)) {
-                victims.push(id.clone());
-                return Ok(victims);
-            }
+            idle = page
+                .into_iter()
+                .filter(|(id, _)| !keep(id) && !expired.contains(id))
+                .collect();
             start += LRU_PAGE;
         }
+        if expired.is_empty() && idle.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Candidates { expired, idle }))
     }
+}
+
+/// What one round of `create` may remove: see [`RedisSessionStore::candidates`].
+#[derive(Debug, Default)]
+struct Candidates {
+    expired: Vec<String>,
+    /// Idle ids, least recently used first, with their place in the order of use.
+    idle: Vec<(String, u64)>,
 }
 
 impl SessionStore for RedisSessionStore {
@@ -222,11 +255,12 @@ impl SessionStore for RedisSessionStore {
             let mut record = record;
             record.version = 1;
             let rec = record.encode()?;
-            let mut victims = Vec::new();
+            let mut candidates = Candidates::default();
             let mut evicted = Vec::new();
             let create = Script::new(CREATE);
-            // Another instance may fill the room this one made: a few rounds, then `Full`.
-            for _ in 0..4 {
+            // Other admissions (of this instance or another) may take the room this one
+            // found: a bounded number of rounds, each with fresh candidates.
+            for _ in 0..=CREATE_ROUNDS {
                 let mut script = create.prepare_invoke();
                 script
                     .key(self.key(&record.id))
@@ -240,9 +274,14 @@ impl SessionStore for RedisSessionStore {
                     .arg(record.last_seen)
                     .arg(record.idle_timeout)
                     .arg(max_sessions)
-                    .arg(&self.redis.prefix);
-                for v in &victims {
+                    .arg(&self.redis.prefix)
+                    .arg(now)
+                    .arg(candidates.expired.len());
+                for v in &candidates.expired {
                     script.arg(v);
+                }
+                for (v, used) in &candidates.idle {
+                    script.arg(v).arg(*used);
                 }
                 let reply: Vec<redis::Value> = script
                     .invoke_async(&mut self.redis.conn())
@@ -255,12 +294,12 @@ impl SessionStore for RedisSessionStore {
                     -1 => return Err(StoreError::Exists),
                     _ => {}
                 }
-                victims = self.victims(max_sessions, now, keep).await?;
-                if victims.is_empty() {
-                    return Err(StoreError::Full);
+                match self.candidates(now, keep).await? {
+                    Some(c) => candidates = c,
+                    None => return Err(StoreError::Full),
                 }
             }
-            Err(StoreError::Full)
+            Err(StoreError::Contended)
         })
     }
 

@@ -79,6 +79,12 @@ async fn metrics_count_requests_by_method_and_outcome() {
         "{text}"
     );
     assert_eq!(value(&text, "mcp_store_errors_total"), Some(0.0), "{text}");
+    // Every refusal is counted by its reason (issue #26).
+    assert_eq!(
+        value(&text, "mcp_http_refusals_total{reason=\"host_origin\"}"),
+        Some(1.0),
+        "{text}"
+    );
     assert_eq!(
         value(&text, "mcp_store_round_trips_total"),
         Some(0.0),

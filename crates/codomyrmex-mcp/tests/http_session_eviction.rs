@@ -96,6 +96,14 @@ async fn busy_sessions_are_never_evicted_and_the_refusal_says_when_to_retry() {
     assert_eq!(r.status, 503, "every session is busy");
     assert_eq!(r.error_code(), -32000);
     assert!(r.header("retry-after").is_some(), "{:?}", r.headers);
+    // The refusal is counted by its reason (and logged, rate-limited).
+    let metrics = s.send(&Req::new("GET", "/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.lines()
+            .any(|l| l == "mcp_http_refusals_total{reason=\"sessions_busy\"} 1"),
+        "{text}"
+    );
     for sid in &sids {
         let n = s
             .send(&legacy(

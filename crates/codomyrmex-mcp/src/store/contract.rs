@@ -124,6 +124,46 @@ pub async fn session_store(store: &dyn SessionStore) {
     assert_eq!(store.delete("e").await, Ok(true));
     assert_eq!(store.delete("e").await, Ok(false));
     assert_eq!(store.load("e", far).await, Ok(None));
+    admissions_at_once(store, far).await;
+}
+
+/// Many admissions at once into a full table of idle sessions (issue #26): each one evicts an
+/// idle session of its own, none is refused, the busy one stays, the cap holds.
+async fn admissions_at_once(store: &dyn SessionStore, now: u64) {
+    const CAP: usize = 8;
+    let none = |_: &str| false;
+    for i in 0..CAP {
+        let id = format!("old{i}");
+        store
+            .create(record(&id, now), CAP, now, &none)
+            .await
+            .expect("room");
+    }
+    let keep_old0 = |id: &str| id == "old0";
+    let later = now + 1;
+    let ids: Vec<String> = (0..4 * CAP).map(|i| format!("new{i}")).collect();
+    let admitted = futures_util::future::join_all(
+        ids.iter()
+            .map(|id| store.create(record(id, later), CAP, later, &keep_old0)),
+    )
+    .await;
+    for (id, result) in ids.iter().zip(&admitted) {
+        assert!(result.is_ok(), "{id} was refused: {result:?}");
+    }
+    let evicted: usize = admitted
+        .iter()
+        .map(|r| r.as_ref().map_or(0, |c| c.evicted.len()))
+        .sum();
+    assert_eq!(evicted, 4 * CAP, "one eviction per admission");
+    assert_eq!(store.count().await, Ok(CAP), "the cap holds");
+    assert!(
+        store.load("old0", later).await.expect("load").is_some(),
+        "the busy session stays"
+    );
+    for id in ids.iter().chain(std::iter::once(&"old0".to_owned())) {
+        store.delete(id).await.expect("delete");
+    }
+    assert_eq!(store.count().await, Ok(0));
 }
 
 /// Checks an [`EventStore`] built with these bounds: 4 events per stream, 100 bytes per

@@ -53,6 +53,12 @@ pub enum StoreError {
     /// The session table is full and every session in it is busy.
     #[error("the session store is full and every session is busy")]
     Full,
+    /// The session table is full, and in each of a bounded number of rounds the idle
+    /// sessions found to make room were used, or taken by other admissions, before this one
+    /// could evict them (HTTP `503` with `Retry-After`). Only a store that cannot evict
+    /// atomically with what it read answers it.
+    #[error("the session store is full and the idle sessions found were taken by other admissions")]
+    Contended,
     /// A record with this id exists already.
     #[error("a session with this id exists already")]
     Exists,

@@ -1,6 +1,6 @@
 //! [`SessionStore`], its [`SessionRecord`], and the in-memory [`MemorySessionStore`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -136,6 +136,10 @@ pub type Keep<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 ///   the expired records that `keep` does not protect, then, if still full, the least recently
 ///   used record that `keep` does not protect, and reports what it removed; when every record
 ///   is protected it fails with [`StoreError::Full`]. A duplicate id is [`StoreError::Exists`].
+///   The eviction is atomic with the admission: many `create`s at once into a full table of
+///   idle records each evict one of their own and none is refused. A store that must read
+///   its candidates first makes a bounded number of rounds, then fails with
+///   [`StoreError::Contended`].
 /// - `load` and `touch` see only unexpired records; `touch` slides the expiry to
 ///   `now + idle_timeout` and returns it. An expired record is removed.
 /// - `save` replaces a record if its version is still `expected_version`, else
@@ -187,9 +191,10 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// The in-memory [`SessionStore`]: a map behind a mutex. Finding the least recently used
-/// record scans the map; that happens only when it is full. Records used in the same
-/// millisecond are ordered by when they were used.
+/// The in-memory [`SessionStore`]: a map behind a mutex, with two ordered indexes (by order
+/// of use, by expiry), so that making room in a full table reads only the oldest records
+/// rather than scanning them all. Records used in the same millisecond are ordered by when
+/// they were used.
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
     records: Mutex<Records>,
@@ -198,7 +203,12 @@ pub struct MemorySessionStore {
 /// Records with the order in which they were last used.
 #[derive(Debug, Default)]
 struct Records {
+    /// Each record with its place in the order of use (a tick).
     map: HashMap<String, (SessionRecord, u64)>,
+    /// The ids by `(last_seen, tick)`: least recently used first.
+    by_use: BTreeMap<(u64, u64), String>,
+    /// The ids by `(expires_at, tick)`: soonest expired first.
+    by_expiry: BTreeMap<(u64, u64), String>,
     tick: u64,
 }
 
@@ -206,6 +216,45 @@ impl Records {
     fn tick(&mut self) -> u64 {
         self.tick += 1;
         self.tick
+    }
+
+    /// Stores `record` at place `used` in the order of use, replacing any of the same id.
+    fn put(&mut self, record: SessionRecord, used: u64) {
+        self.take(&record.id);
+        self.by_use
+            .insert((record.last_seen, used), record.id.clone());
+        self.by_expiry
+            .insert((record.expires_at, used), record.id.clone());
+        self.map.insert(record.id.clone(), (record, used));
+    }
+
+    /// Removes record `id` (and its places in the indexes).
+    fn take(&mut self, id: &str) -> Option<(SessionRecord, u64)> {
+        let (record, used) = self.map.remove(id)?;
+        self.by_use.remove(&(record.last_seen, used));
+        self.by_expiry.remove(&(record.expires_at, used));
+        Some((record, used))
+    }
+
+    /// Removes the records expired at `now` that `keep` does not protect; their ids.
+    fn remove_expired(&mut self, now: u64, keep: Keep<'_>) -> Vec<String> {
+        let ids: Vec<String> = self
+            .by_expiry
+            .range(..=(now, u64::MAX))
+            .map(|(_, id)| id)
+            .filter(|id| !keep(id))
+            .cloned()
+            .collect();
+        for id in &ids {
+            self.take(id);
+        }
+        shrink_if_sparse(&mut self.map);
+        ids
+    }
+
+    /// The least recently used record that `keep` does not protect.
+    fn least_recently_used_idle(&self, keep: Keep<'_>) -> Option<String> {
+        self.by_use.values().find(|id| !keep(id)).cloned()
     }
 }
 
@@ -228,23 +277,6 @@ fn shrink_if_sparse<V>(map: &mut HashMap<String, V>) {
     }
 }
 
-fn remove_expired(
-    map: &mut HashMap<String, (SessionRecord, u64)>,
-    now: u64,
-    keep: Keep<'_>,
-) -> Vec<String> {
-    let ids: Vec<String> = map
-        .values()
-        .filter(|(r, _)| r.is_expired(now) && !keep(&r.id))
-        .map(|(r, _)| r.id.clone())
-        .collect();
-    for id in &ids {
-        map.remove(id);
-    }
-    shrink_if_sparse(map);
-    ids
-}
-
 impl SessionStore for MemorySessionStore {
     fn create<'a>(
         &'a self,
@@ -255,28 +287,22 @@ impl SessionStore for MemorySessionStore {
     ) -> StoreFuture<'a, Created> {
         let mut records = self.lock();
         let tick = records.tick();
-        let map = &mut records.map;
-        if map.contains_key(&record.id) {
+        if records.map.contains_key(&record.id) {
             return ready(Err(StoreError::Exists));
         }
         let mut created = Created::default();
-        if map.len() >= max_sessions {
-            created.evicted = remove_expired(map, now, keep);
+        if records.map.len() >= max_sessions {
+            created.evicted = records.remove_expired(now, keep);
         }
-        if map.len() >= max_sessions {
-            let victim = map
-                .values()
-                .filter(|(r, _)| !keep(&r.id))
-                .min_by_key(|(r, used)| (r.last_seen, *used))
-                .map(|(r, _)| r.id.clone());
-            let Some(victim) = victim else {
+        if records.map.len() >= max_sessions {
+            let Some(victim) = records.least_recently_used_idle(keep) else {
                 return ready(Err(StoreError::Full));
             };
-            map.remove(&victim);
+            records.take(&victim);
             created.evicted.push(victim);
         }
         record.version = 1;
-        map.insert(record.id.clone(), (record, tick));
+        records.put(record, tick);
         ready(Ok(created))
     }
 
@@ -289,19 +315,18 @@ impl SessionStore for MemorySessionStore {
     fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>> {
         let mut records = self.lock();
         let tick = records.tick();
-        let map = &mut records.map;
-        let out = match map.get_mut(id) {
+        let out = match records.take(id) {
             None => None,
             Some((r, _)) if r.is_expired(now) => {
-                map.remove(id);
-                shrink_if_sparse(map);
+                shrink_if_sparse(&mut records.map);
                 None
             }
-            Some((r, used)) => {
+            Some((mut r, _)) => {
                 r.touch(now);
                 r.version += 1;
-                *used = tick;
-                Some(r.expires_at)
+                let expires_at = r.expires_at;
+                records.put(r, tick);
+                Some(expires_at)
             }
         };
         ready(Ok(out))
@@ -313,7 +338,7 @@ impl SessionStore for MemorySessionStore {
         expected_version: u64,
     ) -> StoreFuture<'a, SessionRecord> {
         let mut records = self.lock();
-        let Some((stored, _)) = records.map.get_mut(&record.id) else {
+        let Some((stored, used)) = records.map.get(&record.id) else {
             return ready(Err(StoreError::Conflict {
                 expected: expected_version,
                 found: 0,
@@ -325,21 +350,21 @@ impl SessionStore for MemorySessionStore {
                 found: stored.version,
             }));
         }
+        let used = *used;
         record.version = expected_version + 1;
-        *stored = record.clone();
+        records.put(record.clone(), used);
         ready(Ok(record))
     }
 
     fn delete<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
         let mut records = self.lock();
-        let existed = records.map.remove(id).is_some();
+        let existed = records.take(id).is_some();
         shrink_if_sparse(&mut records.map);
         ready(Ok(existed))
     }
 
     fn expire<'a>(&'a self, now: u64, keep: Keep<'a>) -> StoreFuture<'a, Vec<String>> {
-        let mut records = self.lock();
-        ready(Ok(remove_expired(&mut records.map, now, keep)))
+        ready(Ok(self.lock().remove_expired(now, keep)))
     }
 
     fn count(&self) -> StoreFuture<'_, usize> {

@@ -743,7 +743,11 @@ where
                     let client = client_key(&req);
                     if let Err(after) = failures.take(client, Instant::now()) {
                         tracing::debug!(%client, "rate limited refused authentications");
-                        return super::PolicyFuture::refused(too_many_requests(after));
+                        return super::PolicyFuture::refused(super::refusals::refused(
+                            too_many_requests(after),
+                            super::refusals::Reason::AuthRateLimited,
+                            None,
+                        ));
                     }
                 }
                 if refusal != Refusal::Missing {

@@ -137,7 +137,7 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         if let Err((status, reason)) = self.policy.check(req.uri(), req.headers()) {
-            tracing::warn!(reason, "refused a request by Host/Origin policy");
+            // Logged (rate-limited) and counted as a refusal by the metrics layer.
             let what = if status == StatusCode::BAD_REQUEST {
                 "Bad request"
             } else {
@@ -148,7 +148,11 @@ where
                 None,
                 ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("{what}: {reason}")),
             );
-            return super::PolicyFuture::refused(resp);
+            return super::PolicyFuture::refused(super::refusals::refused(
+                resp,
+                super::refusals::Reason::HostOrigin,
+                Some(reason.to_string()),
+            ));
         }
         super::PolicyFuture::passed(self.inner.call(req))
     }

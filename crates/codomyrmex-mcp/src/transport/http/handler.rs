@@ -26,6 +26,7 @@ use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage};
 use super::conn_timer::ConnTimer;
 use super::limits::{SERVER_BUSY, with_retry_after};
 use super::metrics::{Served, method_label};
+use super::refusals::{Reason, refused as marked};
 use super::replay::LogSink;
 use super::sessions::HttpSession;
 use super::sse::{ChannelSink, SseBody};
@@ -140,10 +141,14 @@ async fn read_body(
 ) -> Result<axum::body::Bytes, Response<Body>> {
     let limit = app.config.max_body_bytes;
     let too_large = || {
-        bad(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::INVALID_REQUEST,
-            format!("Request body exceeds the {limit}-byte limit"),
+        marked(
+            bad(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::INVALID_REQUEST,
+                format!("Request body exceeds the {limit}-byte limit"),
+            ),
+            Reason::BodyTooLarge,
+            None,
         )
     };
     // A declared Content-Length over the limit is refused before any of it is read.
@@ -164,10 +169,14 @@ async fn read_body(
         None => tokio::time::timeout(timeout, read).await.ok(),
     };
     match read {
-        None => Err(bad(
-            StatusCode::REQUEST_TIMEOUT,
-            ErrorCode::INVALID_REQUEST,
-            "Request body was not received in time",
+        None => Err(marked(
+            bad(
+                StatusCode::REQUEST_TIMEOUT,
+                ErrorCode::INVALID_REQUEST,
+                "Request body was not received in time",
+            ),
+            Reason::BodyTimeout,
+            None,
         )),
         Some(Err(_)) => Err(too_large()),
         Some(Ok(b)) => Ok(b),
@@ -378,14 +387,25 @@ async fn initialize(
     }
     match app.sessions.insert(session).await {
         // Only when every session has a call in flight or an open stream: idle ones make room.
-        Err(StoreError::Full) => with_retry_after(
-            bad(
-                StatusCode::SERVICE_UNAVAILABLE,
-                SERVER_BUSY,
-                "Too many sessions in use; try again later",
-            ),
-            Duration::from_secs(1),
-        ),
+        Err(e @ (StoreError::Full | StoreError::Contended)) => {
+            let reason = if e == StoreError::Full {
+                Reason::SessionsBusy
+            } else {
+                Reason::SessionsContended
+            };
+            marked(
+                with_retry_after(
+                    bad(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        SERVER_BUSY,
+                        "Too many sessions in use; try again later",
+                    ),
+                    Duration::from_secs(1),
+                ),
+                reason,
+                None,
+            )
+        }
         Err(e) => store_unavailable(app, &e),
         Ok((sid, _)) => {
             let mut resp = json_response(StatusCode::OK, &m);
@@ -684,16 +704,20 @@ async fn shared_get(
 
 /// `503` with `Retry-After`: the session store failed. Never `404`, which would make the
 /// client drop a session that may still exist.
+/// `503` for a failed session store; the refusal log names the error.
 fn store_unavailable(app: &AppState, e: &StoreError) -> Response<Body> {
-    tracing::warn!(error = %e, "session store error");
     app.metrics.store_error();
-    with_retry_after(
-        bad(
-            StatusCode::SERVICE_UNAVAILABLE,
-            SERVER_BUSY,
-            "The session store is unavailable; try again later",
+    marked(
+        with_retry_after(
+            bad(
+                StatusCode::SERVICE_UNAVAILABLE,
+                SERVER_BUSY,
+                "The session store is unavailable; try again later",
+            ),
+            Duration::from_secs(1),
         ),
-        Duration::from_secs(1),
+        Reason::SessionStore,
+        Some(e.to_string()),
     )
 }
 

@@ -28,6 +28,7 @@ use crate::config::RateLimit;
 use crate::wire::{ErrorCode, ErrorObject};
 
 use super::forwarded::ClientAddr;
+use super::refusals::{Reason, refused};
 use super::rpc_error;
 
 /// The JSON-RPC code of "try again later" refusals (`429`, `503`): implementation-defined
@@ -194,7 +195,7 @@ where
             );
             resp.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return PolicyFuture::refused(resp);
+            return PolicyFuture::refused(refused(resp, Reason::HeadersTooLarge, None));
         }
         PolicyFuture::passed(self.inner.call(req))
     }
@@ -355,7 +356,11 @@ where
         let client = client_key(&req);
         if let Err(after) = self.buckets.take(client, Instant::now()) {
             tracing::debug!(%client, "rate limited");
-            return PolicyFuture::refused(too_many_requests(after));
+            return PolicyFuture::refused(refused(
+                too_many_requests(after),
+                Reason::RateLimited,
+                None,
+            ));
         }
         PolicyFuture::passed(self.inner.call(req))
     }
@@ -431,7 +436,8 @@ where
                 None,
                 ErrorObject::new(SERVER_BUSY, "Server busy: too many requests in flight"),
             );
-            return PolicyFuture::refused(with_retry_after(resp, Duration::from_secs(1)));
+            let resp = with_retry_after(resp, Duration::from_secs(1));
+            return PolicyFuture::refused(refused(resp, Reason::InFlight, None));
         };
         PolicyFuture::holding(self.inner.call(req), Some(permit))
     }

@@ -7,6 +7,7 @@
 //! | `mcp_http_request_duration_seconds` | histogram | until the response head is ready (an SSE stream's head comes first) |
 //! | `mcp_http_calls_in_flight` | gauge | calls running now |
 //! | `mcp_http_sessions` | gauge | 2025-11-25 sessions alive in this process |
+//! | `mcp_http_refusals_total` | counter | `reason` (why a request was turned away: [`refusals`](super::refusals)); each refusal is also logged at WARN, at most once a second |
 //! | `mcp_store_errors_total` | counter | failed session or event store operations |
 //! | `mcp_store_round_trips_total` | counter | round trips to a remote store (Redis), as the store counts them; 0 in memory |
 //!
@@ -31,6 +32,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tower::{Layer, Service};
 
+use super::refusals::{RefusalLog, Refused};
+
 /// The method label of a JSON-RPC method name: the methods of the core's table
 /// ([`METHODS`](crate::wire::METHODS)) are counted under their own name; any other is `other`.
 pub(crate) fn method_label(method: &str) -> &'static str {
@@ -44,6 +47,11 @@ pub(crate) fn method_label(method: &str) -> &'static str {
 /// What the endpoint handled, as a response extension the [`MetricsLayer`] reads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Served(pub(crate) &'static str);
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    reason: &'static str,
+}
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -71,6 +79,8 @@ pub(crate) struct HttpMetrics {
     sessions: Gauge<i64, std::sync::atomic::AtomicI64>,
     store_errors: Counter<u64, AtomicU64>,
     store_round_trips: Counter<u64, AtomicU64>,
+    refusals: Family<RefusalLabels, Counter>,
+    refusal_log: RefusalLog,
     /// Serializes scrapes' updates of `store_round_trips` from the store's own count.
     round_trips_sync: std::sync::Mutex<()>,
 }
@@ -121,8 +131,16 @@ impl HttpMetrics {
             "Round trips to a remote session or event store",
             store_round_trips.clone(),
         );
+        let refusals = Family::<RefusalLabels, Counter>::default();
+        registry.register(
+            "mcp_http_refusals",
+            "Requests turned away, by reason",
+            refusals.clone(),
+        );
         Arc::new(Self {
             registry,
+            refusals,
+            refusal_log: RefusalLog::new(),
             requests,
             latency,
             in_flight,
@@ -141,6 +159,16 @@ impl HttpMetrics {
             })
             .inc();
         self.latency.observe(started.elapsed().as_secs_f64());
+    }
+
+    /// Counts a refused request by its reason and logs it (rate-limited).
+    fn refused(&self, refused: &Refused) {
+        self.refusals
+            .get_or_create(&RefusalLabels {
+                reason: refused.reason.as_str(),
+            })
+            .inc();
+        self.refusal_log.note(refused);
     }
 
     /// Counts a failed store operation.
@@ -234,7 +262,8 @@ where
         let counted = req.uri().path() != "/metrics";
         MeteredFuture {
             future: self.inner.call(req),
-            metrics: counted.then(|| self.metrics.clone()),
+            metrics: Some(self.metrics.clone()),
+            counted,
             started: Instant::now(),
         }
     }
@@ -246,6 +275,8 @@ pin_project_lite::pin_project! {
         #[pin]
         future: F,
         metrics: Option<Arc<HttpMetrics>>,
+        // Whether the request is counted (a scrape of `/metrics` is not; its refusal is).
+        counted: bool,
         started: Instant,
     }
 }
@@ -260,8 +291,13 @@ where
         let this = self.project();
         let out = std::task::ready!(this.future.poll(cx));
         if let (Some(metrics), Ok(resp)) = (this.metrics.take(), &out) {
-            let method = resp.extensions().get::<Served>().map_or("none", |h| h.0);
-            metrics.record(method, resp.status(), *this.started);
+            if let Some(refused) = resp.extensions().get::<Refused>() {
+                metrics.refused(refused);
+            }
+            if *this.counted {
+                let method = resp.extensions().get::<Served>().map_or("none", |h| h.0);
+                metrics.record(method, resp.status(), *this.started);
+            }
         }
         Poll::Ready(out)
     }

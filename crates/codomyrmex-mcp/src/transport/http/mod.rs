@@ -54,6 +54,7 @@ pub(crate) mod headers;
 mod limits;
 mod metrics;
 mod own_wakes;
+mod refusals;
 mod replay;
 mod sessions;
 mod sse;

@@ -13,7 +13,11 @@
 //! no open SSE response (a GET stream or a streamed POST still being read). Its client gets
 //! `404` on its next request and re-initializes, as the spec expects of a lost session. Only
 //! when every session is busy is a new one refused ([`StoreError::Full`]), and the endpoint
-//! answers `503` with `Retry-After`.
+//! answers `503` with `Retry-After`. The store evicts atomically with the admission, so many
+//! admissions at once each find their own victim (issue #26); a store that reads its
+//! candidates before evicting retries a bounded number of rounds, then answers
+//! [`StoreError::Contended`]. Each refusal is counted and logged by reason
+//! ([`refusals`](super::refusals)).
 //!
 //! A later `logging/setLevel` (answered as JSON) is written back to the record
 //! ([`SessionTable::persist`]). Not yet in the record after creation: the level set on a
