@@ -1,0 +1,1 @@
+"""codomyrmex.model_context_protocol.discovery, in compatibility mode (being filled in)."""

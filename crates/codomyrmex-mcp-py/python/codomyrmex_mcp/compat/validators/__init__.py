@@ -1,0 +1,1 @@
+"""codomyrmex.model_context_protocol.validators, in compatibility mode (being filled in)."""
