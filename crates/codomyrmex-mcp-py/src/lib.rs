@@ -21,6 +21,10 @@
 
 use pyo3::prelude::*;
 
+// The client (issue #28): McpClient for Python.
+pub mod client;
+mod client_oauth;
+
 mod loopback;
 pub mod registry;
 mod runtime;
@@ -63,6 +67,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "ClientRequestFailed",
         m.py().get_type::<ClientRequestFailed>(),
     )?;
+    // The client (issue #28).
+    m.add_class::<client::Client>()?;
+    m.add_class::<client::Pending>()?;
+    m.add("ClientFailure", m.py().get_type::<client::ClientFailure>())?;
+
     m.add("__version__", codomyrmex_mcp::VERSION)?;
     Ok(())
 }
