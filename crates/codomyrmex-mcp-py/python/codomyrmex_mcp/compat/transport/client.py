@@ -375,7 +375,7 @@ class _NativeTransport(_Transport):
             raise TimeoutError(text)
         if kind == "transport":
             raise ConnectionError(text)
-        raise MCPClientError(_failure_text((kind, text, data)))
+        raise MCPClientError(_failure_text((kind, text, data), method))
 
     def _as_initialize_result(self, result: Any) -> Any:
         """A 2026-07-28 discover result with the fields of an ``initialize`` result a
@@ -399,7 +399,7 @@ class _NativeTransport(_Transport):
             raise MCPClientError("a notification needs a method")
         kind, text, data = await self._run("notify", method, message.get("params") or {}, None)
         if kind is not None:
-            raise MCPClientError(_failure_text((kind, text, data)))
+            raise MCPClientError(_failure_text((kind, text, data), method))
 
     async def close(self) -> None:
         if self._core is not None:
@@ -415,11 +415,13 @@ class _NativeTransport(_Transport):
             core.close(grace)
 
 
-def _failure_text(args: Tuple[Any, ...]) -> str:
-    kind, message = (args + (None, None))[:2]
+def _failure_text(args: Tuple[Any, ...], method: Optional[str] = None) -> str:
+    """A ``ClientFailure``'s ``(kind, message, data)`` as a sentence naming ``method``."""
+    kind, message = (tuple(args) + (None, None))[:2]
+    what = f"{method} failed: " if method else ""
     if kind == "closed":
-        return f"the connection to the server closed: {message}"
-    return str(message)
+        return f"{what}the server closed the connection"
+    return f"{what}{message}"
 
 
 class _StdioTransport(_NativeTransport):
@@ -506,6 +508,7 @@ class _ContextManager:
             await self._client.close()
 
     def __enter__(self) -> "SyncMCPClient":
+        _no_running_loop()
         sync = SyncMCPClient(MCPClient(self._config))
         sync.client._transport = self._transport()
         try:
@@ -553,6 +556,15 @@ class _HTTPContextManager(_ContextManager):
         )
 
 
+def _no_running_loop() -> None:
+    """Refuses blocking use from inside a running event loop (it would stall that loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise MCPClientError("a blocking client cannot run inside a running event loop: use `async with` there")
+
+
 class SyncMCPClient:
     """An ``MCPClient`` for code without an event loop: the same methods, blocking. Each runs
     on an event loop of the client's own; not for use inside a running loop (use ``async
@@ -562,10 +574,11 @@ class SyncMCPClient:
         self.client = client
         self._loop = asyncio.new_event_loop()
 
-    def _run(self, work: Awaitable[T]) -> T:
+    def _run(self, work: Callable[[], Awaitable[T]]) -> T:
         if self._loop.is_closed():
             raise MCPClientError("the client is closed")
-        return self._loop.run_until_complete(work)
+        _no_running_loop()
+        return self._loop.run_until_complete(work())
 
     @property
     def server_info(self) -> Dict[str, Any]:
@@ -579,40 +592,41 @@ class SyncMCPClient:
 
     def initialize(self) -> Dict[str, Any]:
         """:meth:`MCPClient.initialize`."""
-        return self._run(self.client.initialize())
+        return self._run(lambda: self.client.initialize())
 
     def health_check(self) -> Dict[str, Any]:
         """:meth:`MCPClient.health_check`."""
-        return self._run(self.client.health_check())
+        return self._run(lambda: self.client.health_check())
 
     def list_tools(self) -> List[Dict[str, Any]]:
         """:meth:`MCPClient.list_tools`."""
-        return self._run(self.client.list_tools())
+        return self._run(lambda: self.client.list_tools())
 
     def call_tool(self, name: str, arguments: Optional[Dict[str, Any]] = None, *, timeout: Optional[float] = None) -> Dict[str, Any]:
         """:meth:`MCPClient.call_tool`."""
-        return self._run(self.client.call_tool(name, arguments, timeout=timeout))
+        return self._run(lambda: self.client.call_tool(name, arguments, timeout=timeout))
 
     def list_resources(self) -> List[Dict[str, Any]]:
         """:meth:`MCPClient.list_resources`."""
-        return self._run(self.client.list_resources())
+        return self._run(lambda: self.client.list_resources())
 
     def read_resource(self, uri: str) -> Dict[str, Any]:
         """:meth:`MCPClient.read_resource`."""
-        return self._run(self.client.read_resource(uri))
+        return self._run(lambda: self.client.read_resource(uri))
 
     def list_prompts(self) -> List[Dict[str, Any]]:
         """:meth:`MCPClient.list_prompts`."""
-        return self._run(self.client.list_prompts())
+        return self._run(lambda: self.client.list_prompts())
 
     def get_prompt(self, name: str, arguments: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """:meth:`MCPClient.get_prompt`."""
-        return self._run(self.client.get_prompt(name, arguments))
+        return self._run(lambda: self.client.get_prompt(name, arguments))
 
     def close(self) -> None:
         """Closes the connection and the client's loop; again does nothing."""
         if self._loop.is_closed():
             return
+        _no_running_loop()
         try:
             self._loop.run_until_complete(self.client.close())
         finally:
