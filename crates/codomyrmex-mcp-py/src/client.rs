@@ -83,7 +83,11 @@ impl Op {
         }
     }
 
-    async fn run(self, client: &McpClient, timeout: Option<Duration>) -> Result<Value, ClientError> {
+    async fn run(
+        self,
+        client: &McpClient,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
         let work = async {
             match self {
                 Self::Request { method, params } => {
@@ -314,7 +318,10 @@ impl Client {
         let target = HttpTarget {
             url: url.to_owned(),
             headers: pairs(options.get("headers"), "headers")?,
-            token: options.get("token").and_then(Value::as_str).map(str::to_owned),
+            token: options
+                .get("token")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             ca_file: options
                 .get("ca_file")
                 .and_then(Value::as_str)
@@ -361,9 +368,7 @@ impl Client {
                 }
             })
         })?;
-        outcome
-            .map(|v| v.to_string())
-            .map_err(|e| failure_err(&e))
+        outcome.map(|v| v.to_string()).map_err(|e| failure_err(&e))
     }
 
     /// [`call`](Self::call) without blocking: returns a [`Pending`] at once, and once the
@@ -405,7 +410,11 @@ impl Client {
     /// with DELETE. Blocks with the GIL released; closing again does nothing.
     #[pyo3(signature = (grace=2.0))]
     fn close(&self, py: Python<'_>, grace: f64) -> PyResult<()> {
-        let grace = seconds(Some(grace))?.unwrap_or(Duration::ZERO);
+        let grace = if grace == 0.0 {
+            Duration::ZERO
+        } else {
+            seconds(Some(grace))?.unwrap_or(Duration::ZERO)
+        };
         self.closing.cancel();
         let Some(client) = self
             .live

@@ -34,7 +34,9 @@ fn text(oauth: &Value, key: &str) -> PyResult<Option<String>> {
     match oauth.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(PyValueError::new_err(format!("oauth {key} must be a string"))),
+        Some(_) => Err(PyValueError::new_err(format!(
+            "oauth {key} must be a string"
+        ))),
     }
 }
 
@@ -47,7 +49,11 @@ pub(crate) fn oauth_config(oauth: &Value, authorize: Option<Py<PyAny>>) -> PyRes
     let client_credentials = match oauth.get("client_credentials") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(PyValueError::new_err("oauth client_credentials must be a bool")),
+        Some(_) => {
+            return Err(PyValueError::new_err(
+                "oauth client_credentials must be a bool",
+            ));
+        }
     };
     let mut config = match (authorize, client_credentials) {
         (_, true) => OAuthConfig::new(text(oauth, "redirect_uri")?.unwrap_or_default()),
@@ -76,7 +82,9 @@ pub(crate) fn oauth_config(oauth: &Value, authorize: Option<Py<PyAny>>) -> PyRes
                 None => BROWSER_WAIT,
             };
             let loopback = LoopbackRedirect::bind().map_err(|e| {
-                PyOSError::new_err(format!("cannot listen for the OAuth redirect on 127.0.0.1: {e}"))
+                PyOSError::new_err(format!(
+                    "cannot listen for the OAuth redirect on 127.0.0.1: {e}"
+                ))
             })?;
             let mut config = OAuthConfig::new(loopback.redirect_uri());
             config.user_agent = Some(loopback.user_agent(
