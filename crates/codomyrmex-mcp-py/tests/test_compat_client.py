@@ -6,6 +6,7 @@ stdio and Streamable HTTP, and against the official Python SDK's server, in both
 
 import asyncio
 import json
+import os
 import re
 import socket
 import subprocess
@@ -433,11 +434,22 @@ def test_config_defaults_and_the_http_transport_s_url():
 # -- exit ---------------------------------------------------------------------------------
 
 
+def stat(pid):
+    """A process's state letter (``Z``: a zombie), or ``Z`` once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
 def test_a_client_never_closed_does_not_crash_the_interpreter_at_exit(demo_http):
     script = textwrap.dedent(
         f"""
         import asyncio, sys
         from codomyrmex_mcp.compat.transport.client import MCPClient, MCPClientConfig
+
+        KEEP = []
 
         async def main():
             stdio = MCPClient.connect_stdio([sys.executable, {DEMO!r}])
@@ -445,6 +457,7 @@ def test_a_client_never_closed_does_not_crash_the_interpreter_at_exit(demo_http)
             await client.call_tool("add", {{"a": 1}})
             http = MCPClient.connect_http({demo_http.base!r}, config=MCPClientConfig(era="legacy"))
             other = await http.__aenter__()
+            KEEP.extend([client, other])  # never closed, never collected
             # Calls in flight when the loop ends: never awaited to the end.
             asyncio.ensure_future(client.call_tool("slow_echo", {{"text": "x", "delay": 30}}))
             asyncio.ensure_future(other.call_tool("slow_echo", {{"text": "x", "delay": 30}}))
@@ -458,13 +471,184 @@ def test_a_client_never_closed_does_not_crash_the_interpreter_at_exit(demo_http)
         asyncio.run(main())
         sync = MCPClient.connect_stdio([sys.executable, {DEMO!r}]).__enter__()
         sync.call_tool("add", {{"a": 2}})
-        print("done", flush=True)
+        import glob
+        children = [p for f in glob.glob("/proc/self/task/*/children") for p in open(f).read().split()]
+        print("done", " ".join(children), flush=True)
         """
     )
     for _ in range(3):
         started = time.monotonic()
         finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
         assert finished.returncode == 0, finished.stderr
-        assert finished.stdout.strip() == "done"
+        words = finished.stdout.split()
+        assert words[0] == "done", finished.stdout
         assert "FATAL" not in finished.stderr and "panicked" not in finished.stderr, finished.stderr
         assert time.monotonic() - started < 10
+        # The servers it started (two over stdio, one with a call in flight) were closed at
+        # exit, not left running.
+        children = [int(p) for p in words[1:]]
+        if os.path.isdir("/proc"):
+            assert len(children) == 2, finished.stdout
+        alive = [pid for pid in children if os.path.exists(f"/proc/{pid}") and "Z" not in stat(pid)]
+        assert alive == [], f"servers left running: {alive}"
+
+
+# -- OAuth --------------------------------------------------------------------------------
+
+
+class FakeOAuth:
+    """A protected MCP endpoint and its authorization server on one loopback port: protected
+    resource and authorization server metadata, dynamic registration, ``/authorize`` (which
+    redirects at once with ``code-1``), ``/token`` (the authorization code and, for
+    ``m2m``/``m2m-secret``, client credentials), and ``/mcp``, which answers only a token it
+    issued. Records the grants."""
+
+    def __init__(self):
+        import base64
+        import http.server
+        import urllib.parse
+
+        fake = self
+        self.grants = []
+        self.issued = set()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def reply(self, status, body=None, headers=()):
+                data = b"" if body is None else json.dumps(body).encode()
+                self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                if body is not None:
+                    self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                base = fake.base
+                path, _, query = self.path.partition("?")
+                if path == "/.well-known/oauth-protected-resource/mcp":
+                    return self.reply(200, {"resource": f"{base}/mcp", "authorization_servers": [base]})
+                if path == "/.well-known/oauth-authorization-server":
+                    return self.reply(200, {
+                        "issuer": base,
+                        "authorization_endpoint": f"{base}/authorize",
+                        "token_endpoint": f"{base}/token",
+                        "registration_endpoint": f"{base}/register",
+                        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+                        "code_challenge_methods_supported": ["S256"],
+                    })
+                if path == "/authorize":
+                    q = dict(urllib.parse.parse_qsl(query))
+                    location = f"{q['redirect_uri']}?code=code-1&state={q.get('state', '')}"
+                    return self.reply(302, None, [("Location", location)])
+                return self.reply(405 if path == "/mcp" else 404)
+
+            def do_DELETE(self):
+                self.reply(200)
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path = self.path.partition("?")[0]
+                if path == "/register":
+                    return self.reply(201, {"client_id": "client-1", "token_endpoint_auth_method": "none"})
+                if path == "/token":
+                    form = dict(urllib.parse.parse_qsl(body.decode()))
+                    grant = form.get("grant_type")
+                    fake.grants.append(grant)
+                    basic = "Basic " + base64.b64encode(b"m2m:m2m-secret").decode()
+                    m2m = self.headers.get("Authorization") == basic or (
+                        form.get("client_id") == "m2m" and form.get("client_secret") == "m2m-secret"
+                    )
+                    if (grant == "client_credentials" and m2m) or (grant == "authorization_code" and form.get("code") == "code-1"):
+                        token = f"access-{len(fake.issued) + 1}"
+                        fake.issued.add(token)
+                        return self.reply(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600})
+                    return self.reply(401 if grant == "client_credentials" else 400, {"error": "invalid_client"})
+                if path != "/mcp":
+                    return self.reply(404)
+                token = (self.headers.get("Authorization") or "").partition(" ")[2]
+                if token not in fake.issued:
+                    challenge = f'Bearer resource_metadata="{fake.base}/.well-known/oauth-protected-resource/mcp"'
+                    return self.reply(401, None, [("WWW-Authenticate", challenge)])
+                message = json.loads(body)
+                method, rid = message.get("method"), message.get("id")
+                if rid is None:
+                    return self.reply(202)
+                if method == "initialize":
+                    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "oauth-fake", "version": "1"}}
+                    return self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": result}, [("Mcp-Session-Id", "s1")])
+                if method == "tools/list":
+                    tools = [{"name": "guarded", "description": "Behind OAuth.", "inputSchema": {"type": "object"}}]
+                    return self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+                if method == "server/discover":
+                    return self.reply(200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+                return self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {}})
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_oauth():
+    fake = FakeOAuth()
+    yield fake
+    fake.stop()
+
+
+def test_oauth_client_credentials(fake_oauth):
+    oauth = {"client_id": "m2m", "client_secret": "m2m-secret", "client_credentials": True, "dpop": False}
+    with MCPClient.connect_http(fake_oauth.base, oauth=oauth, config=fast()) as client:
+        assert [t["name"] for t in client.list_tools()] == ["guarded"]
+        assert client.server_info["serverInfo"]["name"] == "oauth-fake"
+    assert fake_oauth.grants == ["client_credentials"]
+
+    wrong = {**oauth, "client_secret": "not-it"}
+    with pytest.raises(MCPClientError):
+        with MCPClient.connect_http(fake_oauth.base, oauth=wrong, config=fast(max_retries=1)):
+            pass
+
+
+def test_oauth_authorization_code_through_authorize(fake_oauth):
+    import urllib.error
+    import urllib.request
+
+    shown = []
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    def authorize(url):
+        # The user agent: the authorization server redirects at once; return where to.
+        shown.append(url)
+        try:
+            urllib.request.build_opener(NoRedirect).open(url, timeout=10)
+        except urllib.error.HTTPError as e:
+            return e.headers["Location"]
+        raise AssertionError("no redirect")
+
+    oauth = {"redirect_uri": "http://127.0.0.1:9/callback", "dpop": False}
+
+    async def main():
+        async with MCPClient.connect_http(fake_oauth.base, oauth=oauth, authorize=authorize, config=fast()) as client:
+            return [t["name"] for t in await client.list_tools()]
+
+    assert run(main()) == ["guarded"]
+    assert len(shown) == 1 and shown[0].startswith(fake_oauth.base + "/authorize?")
+    assert fake_oauth.grants == ["authorization_code"]
+
+
+def test_bad_oauth_options_are_refused_before_connecting():
+    with pytest.raises(ValueError, match="client_id and client_secret"):
+        MCPClient.connect_http("http://127.0.0.1:1", oauth={"client_credentials": True}).__enter__()
+    with pytest.raises(ValueError, match="redirect_uri"):
+        MCPClient.connect_http("http://127.0.0.1:1", oauth={}, authorize=lambda url: url).__enter__()
