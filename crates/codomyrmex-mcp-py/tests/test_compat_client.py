@@ -652,3 +652,73 @@ def test_bad_oauth_options_are_refused_before_connecting():
         MCPClient.connect_http("http://127.0.0.1:1", oauth={"client_credentials": True}).__enter__()
     with pytest.raises(ValueError, match="redirect_uri"):
         MCPClient.connect_http("http://127.0.0.1:1", oauth={}, authorize=lambda url: url).__enter__()
+
+
+# -- the native client --------------------------------------------------------------------
+
+
+def test_the_native_client_blocks_with_the_gil_released_and_fails_clearly():
+    from codomyrmex_mcp import _core
+
+    client = _core.Client.stdio(sys.executable, [DEMO])
+    try:
+        handshake = json.loads(client.call("handshake", "legacy", "{}", 30))
+        assert handshake["serverInfo"]["name"] == "py-demo" and client.protocol_version() == "2025-11-25"
+        ticks = []
+        stop = threading.Event()
+
+        def tick():
+            while not stop.is_set():
+                ticks.append(1)
+                time.sleep(0.001)
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        try:
+            reply = client.call("request", "tools/call", json.dumps({"name": "slow_echo", "arguments": {"text": "hi", "delay": 1}}), 30)
+        finally:
+            stop.set()
+            ticker.join()
+        assert json.loads(reply)["structuredContent"] == {"result": "hi"}
+        # The other thread ran all along: the call held no GIL while it waited.
+        assert len(ticks) > 100, len(ticks)
+        tools = json.loads(client.call("list", "tools/list"))["tools"]
+        assert "add" in [t["name"] for t in tools]
+        with pytest.raises(_core.ClientFailure) as failure:
+            client.call("request", "tools/call", json.dumps({"name": "slow_echo", "arguments": {"text": "x", "delay": 5}}), 0.2)
+        assert failure.value.args[0] == "timeout"
+        with pytest.raises(_core.ClientFailure) as failure:
+            client.call("request", "no/such", "{}", 5)
+        assert failure.value.args[0] == "server" and json.loads(failure.value.args[2])["code"] == -32601
+        for bad in [("nope", "x", "{}"), ("request", "x", "[]"), ("handshake", "medieval", "{}"), ("list", "tools/call", "{}")]:
+            with pytest.raises(ValueError):
+                client.call(*bad)
+        with pytest.raises(ValueError, match="positive"):
+            client.call("request", "ping", "{}", -1)
+    finally:
+        client.close(0.5)
+    assert client.is_closed() and client.era() is None
+    with pytest.raises(_core.ClientFailure) as failure:
+        client.call("request", "ping")
+    assert failure.value.args[0] == "closed"
+    client.close()  # again: nothing
+
+
+def test_an_error_result_holding_a_codomyrmex_tool_error_is_parsed_under__error(monkeypatch):
+    import types
+
+    class ToolError:
+        @staticmethod
+        def from_json(text):
+            data = json.loads(text)
+            return ("parsed", data["error"]["code"]) if "error" in data else None
+
+    monkeypatch.setitem(sys.modules, "codomyrmex_mcp.compat.errors", types.SimpleNamespace(MCPToolError=ToolError))
+    text = json.dumps({"error": {"code": "EXECUTION_ERROR", "message": "oops"}})
+    client = MCPClient(fast(max_retries=1))
+    client._transport = Scripted({"result": {"content": [{"type": "text", "text": text}], "isError": True}})
+    assert run(client.call_tool("t"))["_error"] == ("parsed", "EXECUTION_ERROR")
+    client._transport = Scripted({"result": {"content": [{"type": "text", "text": "plain words"}], "isError": True}})
+    assert "_error" not in run(client.call_tool("t"))
+    client._transport = Scripted({"result": {"content": [{"type": "text", "text": text}]}})
+    assert "_error" not in run(client.call_tool("t"))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import importlib
 import json
 import logging
 import threading
@@ -258,10 +259,11 @@ class MCPClient:
 def _tool_error(result: Dict[str, Any]) -> Any:
     """The ``MCPToolError`` an error result's first text block holds, if it holds one."""
     try:
-        from ..errors import MCPToolError
-
+        # compat.errors (Codomyrmex's MCPToolError) is looked up when needed: the client
+        # works without it.
+        errors = importlib.import_module("codomyrmex_mcp.compat.errors")
         content = result.get("content") or [{}]
-        return MCPToolError.from_json(content[0].get("text", ""))
+        return errors.MCPToolError.from_json(content[0].get("text", ""))
     except Exception as e:  # an error result of another shape stays as it is
         logger.debug("not a structured MCPToolError: %s", e)
         return None
