@@ -41,7 +41,8 @@ pyo3::create_exception!(
 const RELEASE_WAIT: Duration = Duration::from_secs(2);
 /// How often a blocking call looks for Ctrl-C.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
-/// The `server/discover` probe's wait when the handshake has no timeout of its own.
+/// The longest the `server/discover` probe waits before the server counts as legacy (a
+/// server that never answers it): shorter when the handshake's own timeout is.
 const DEFAULT_PROBE: Duration = Duration::from_secs(10);
 
 /// One client operation.
@@ -88,6 +89,12 @@ impl Op {
         client: &McpClient,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
+        let probe = timeout.map_or(DEFAULT_PROBE, |t| t.min(DEFAULT_PROBE));
+        // A handshake may wait out the probe, then has the whole timeout for `initialize`.
+        let bound = match self {
+            Self::Handshake(_) => timeout.map(|t| t + probe),
+            _ => timeout,
+        };
         let work = async {
             match self {
                 Self::Request { method, params } => {
@@ -100,18 +107,14 @@ impl Op {
                 Self::Notify { method, params } => {
                     client.notify(&method, params).await.map(|()| Value::Null)
                 }
-                Self::Handshake(preference) => {
-                    client
-                        .negotiate(preference, timeout.unwrap_or(DEFAULT_PROBE))
-                        .await
-                }
+                Self::Handshake(preference) => client.negotiate(preference, probe).await,
                 Self::List { method, key } => {
                     let items = client.list_all(&method, &key).await?;
                     Ok(json!({ key: items }))
                 }
             }
         };
-        match timeout {
+        match bound {
             Some(t) => tokio::time::timeout(t, work)
                 .await
                 .map_err(|_| ClientError::Timeout(t))?,

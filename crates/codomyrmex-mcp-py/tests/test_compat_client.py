@@ -722,3 +722,30 @@ def test_an_error_result_holding_a_codomyrmex_tool_error_is_parsed_under__error(
     assert "_error" not in run(client.call_tool("t"))
     client._transport = Scripted({"result": {"content": [{"type": "text", "text": text}]}})
     assert "_error" not in run(client.call_tool("t"))
+
+
+SILENT_SERVER = r"""
+import json, sys
+# A legacy server that never answers a method it does not know (server/discover included).
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "silent", "version": "1"}}
+    elif message["method"] == "tools/list":
+        result = {"tools": [{"name": "quiet", "inputSchema": {"type": "object"}}]}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def test_auto_falls_back_to_initialize_with_a_server_that_never_answers_the_probe():
+    started = time.monotonic()
+    with MCPClient.connect_stdio([sys.executable, "-c", SILENT_SERVER], config=fast(timeout_seconds=2, max_retries=1)) as client:
+        assert client.protocol_version == "2025-06-18"
+        assert client.server_info["serverInfo"]["name"] == "silent"
+        assert [t["name"] for t in client.list_tools()] == ["quiet"]
+    # The probe waited at most the request timeout, not the 10 s default.
+    assert time.monotonic() - started < 8
