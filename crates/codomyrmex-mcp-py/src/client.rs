@@ -6,7 +6,8 @@
 //! process's runtime, either blocking the calling thread with the GIL released
 //! ([`Client::call`], for synchronous use; Ctrl-C still interrupts it) or returning at once and
 //! reporting to a callback from a blocking-pool thread ([`Client::call_async`], for asyncio,
-//! with a [`Pending`] that cancels it). Closing the client ends every call still in flight.
+//! with a [`Pending`] that cancels it). Closing the client ends every call still in flight and
+//! waits (briefly) for their callbacks, so that none runs into Python after `close` returned.
 //!
 //! A failure crosses to Python as `(kind, message, data_json)`: `kind` is the
 //! [`ClientError`] variant's name in lower case (`server`, `timeout`, `closed`, `transport`,
@@ -230,6 +231,9 @@ pub struct Client {
     live: Mutex<Option<Arc<McpClient>>>,
     /// Cancelled when the client closes: every call still in flight ends as `closed`.
     closing: CancellationToken,
+    /// One clone per [`call_async`](Self::call_async) task, dropped once its callback has
+    /// returned: closing waits for them, so none calls into Python after `close`.
+    tasks: Arc<()>,
 }
 
 /// A call started by [`Client::call_async`] (`codomyrmex_mcp._core.Pending`).
@@ -252,6 +256,7 @@ impl Client {
         Self {
             live: Mutex::new(Some(Arc::new(client))),
             closing: CancellationToken::new(),
+            tasks: Arc::new(()),
         }
     }
 
@@ -388,7 +393,9 @@ impl Client {
     ) -> PyResult<Pending> {
         let op = Op::parse(op, method, params_json)?;
         let work = self.operation(op, seconds(timeout)?);
+        let running = self.tasks.clone();
         let task = runtime()?.spawn(async move {
+            let _running = running;
             let (kind, text, data) = match work.await {
                 Ok(v) => (None, v.to_string(), "null".to_owned()),
                 Err(e) => {
@@ -428,11 +435,16 @@ impl Client {
             return Ok(());
         };
         let rt = runtime()?;
+        let tasks = &self.tasks;
         py.detach(|| {
             rt.block_on(async move {
-                // Calls in flight drop their handles once they see `closing`.
-                let mut client = client;
+                // Calls in flight end once they see `closing`, and their callbacks run
+                // (with the GIL, which this thread does not hold).
                 let deadline = tokio::time::Instant::now() + RELEASE_WAIT;
+                while Arc::strong_count(tasks) > 1 && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                let mut client = client;
                 loop {
                     match Arc::try_unwrap(client) {
                         Ok(owned) => {

@@ -749,3 +749,24 @@ def test_auto_falls_back_to_initialize_with_a_server_that_never_answers_the_prob
         assert [t["name"] for t in client.list_tools()] == ["quiet"]
     # The probe waited at most the request timeout, not the 10 s default.
     assert time.monotonic() - started < 8
+
+
+def test_closing_ends_the_calls_in_flight_and_waits_for_their_callbacks():
+    from codomyrmex_mcp import _core
+
+    client = _core.Client.stdio(sys.executable, [DEMO])
+    client.call("handshake", "legacy", "{}", 30)
+    seen = []
+
+    def done(kind, text, data):
+        time.sleep(0.3)  # a slow callback: close must not return before it has run
+        seen.append(kind)
+
+    slow = json.dumps({"name": "slow_echo", "arguments": {"text": "x", "delay": 30}})
+    client.call_async("request", "tools/call", slow, None, done)
+    time.sleep(0.3)
+    started = time.monotonic()
+    client.close(0.5)
+    # No callback of this client runs after close (at exit, none runs into finalization).
+    assert seen == ["closed"]
+    assert time.monotonic() - started < 5
