@@ -770,3 +770,38 @@ def test_closing_ends_the_calls_in_flight_and_waits_for_their_callbacks():
     # No callback of this client runs after close (at exit, none runs into finalization).
     assert seen == ["closed"]
     assert time.monotonic() - started < 5
+
+
+def test_ctrl_c_ends_a_blocking_call():
+    import signal
+
+    from conftest import default_sigint
+
+    script = textwrap.dedent(
+        f"""
+        import json, sys, time
+        from codomyrmex_mcp import _core
+        client = _core.Client.stdio(sys.executable, [{DEMO!r}])
+        client.call("handshake", "legacy", "{{}}", 30)
+        print("calling", flush=True)
+        started = time.monotonic()
+        try:
+            client.call("request", "tools/call", json.dumps({{"name": "slow_echo", "arguments": {{"text": "x", "delay": 30}}}}))
+        except KeyboardInterrupt:
+            print("interrupted", round(time.monotonic() - started), flush=True)
+        client.close(0.5)
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
+    try:
+        assert process.stdout.readline().strip() == "calling"
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert out.split()[:1] == ["interrupted"], (out, err)
+    assert int(out.split()[1]) < 5
+    assert process.returncode == 0, err
