@@ -121,6 +121,34 @@ impl SchemaValidator {
 /// The most violations reported for one instance.
 const MAX_VIOLATIONS: usize = 64;
 
+/// A JSON Schema compiled by the same validator the registry uses for tool arguments, for
+/// callers that check a value against a schema outside a registration (the Python
+/// package's `quality.validation`).
+#[derive(Debug)]
+pub struct CompiledSchema(SchemaValidator);
+
+impl CompiledSchema {
+    /// Compiles `schema` (2020-12 unless it names another dialect in `$schema`); a schema
+    /// that is not valid against its meta-schema is refused with the reason.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        SchemaValidator::new(schema).map(Self)
+    }
+
+    /// Whether `instance` satisfies the schema.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.0.is_valid(instance)
+    }
+
+    /// Every violation by `instance` (at most 64), as `{pointer, rule, schema_path,
+    /// message}` objects; empty when it is valid.
+    pub fn violations(&self, instance: &Value) -> Vec<Value> {
+        if self.0.is_valid(instance) {
+            return Vec::new();
+        }
+        self.0.violations(instance)
+    }
+}
+
 fn violation(error: &jsonschema::ValidationError<'_>, rule: &str, message: String) -> Value {
     json!({
         "pointer": error.instance_path().to_string(),

@@ -59,3 +59,6 @@ class Server:
     def serve_http(
         self, host: str, port: int, stop: Stop, on_ready: Optional[Callable[[int], None]] = None, options_json: str = "{}"
     ) -> None: ...
+
+# The core's JSON Schema validator (compatibility mode's quality.validation, issue #28).
+def schema_violations(schema_json: str, instance_json: str) -> str: ...
