@@ -27,6 +27,8 @@ mod runtime;
 pub mod server;
 // The core's JSON Schema validator, for compatibility mode's quality.validation (issue #28).
 pub mod validate;
+// The library's confinement, for compatibility mode's file tools (issue #28).
+pub mod confined;
 
 pyo3::create_exception!(
     _core,
@@ -67,6 +69,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     // The core's JSON Schema validator (compatibility mode, issue #28).
     m.add_function(wrap_pyfunction!(validate::schema_violations, m)?)?;
+    m.add_class::<confined::ConfinedRoot>()?;
     m.add("__version__", codomyrmex_mcp::VERSION)?;
     Ok(())
 }
