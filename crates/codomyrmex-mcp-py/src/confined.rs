@@ -93,12 +93,19 @@ impl ConfinedRoot {
 
     /// Replaces (or creates) the regular file at `path` with `data`, making missing parent
     /// directories when `make_parents`; returns the path relative to the root.
-    fn write(&self, py: Python<'_>, path: &str, data: &[u8], make_parents: bool) -> PyResult<String> {
+    fn write(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        data: &[u8],
+        make_parents: bool,
+    ) -> PyResult<String> {
         let rel = self.relative(path)?;
         let data = data.to_vec();
         py.detach(|| -> Result<String, ConfineError> {
             let (mut file, at, _created) =
-                self.root.open_for_write(&rel, WriteMode::Overwrite, make_parents)?;
+                self.root
+                    .open_for_write(&rel, WriteMode::Overwrite, make_parents)?;
             file.write_all(&data).map_err(ConfineError::Io)?;
             Ok(confine::ConfinedRoot::display(&at))
         })
