@@ -120,3 +120,15 @@ def test_default_root_is_the_environment_or_cwd(tmp_path, monkeypatch):
         assert tools.read_file("e.txt")["content"] == "env"
     finally:
         tools._root = None
+
+
+def test_no_file_access_of_its_own():
+    """The tools module reads and writes only through ConfinedRoot: no Python file I/O and
+    no path resolution of its own (the one confinement is the library's)."""
+    import inspect
+    import re
+
+    source = inspect.getsource(tools)
+    for needle in [r"\bopen\(", r"\.read_text\(", r"\.read_bytes\(", r"\.write_text\(", r"\.write_bytes\(",
+                   r"realpath\(", r"\.resolve\(", r"abspath\(", r"\bPath\(", r"subprocess\.", r"os\.walk", r"glob\("]:
+        assert not re.search(needle, source), needle
