@@ -86,11 +86,56 @@ def test_analyze_python_file(root):
     assert tools.analyze_python_file("bad.py")["success"] is False
 
 
+@pytest.fixture
+def tree(root):
+    (root / "pkg" / "deep").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("import os\nNEEDLE = 1\n")
+    (root / "pkg" / "deep" / "b.py").write_text("x = 'needle' + '" + "y" * 300 + "'\n")
+    (root / "pkg" / "notes.md").write_text("NEEDLE in notes\n")
+    (root / "pkg" / "c.tar.py.txt").write_text("NEEDLE\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "x.py").write_text("NEEDLE\n")
+    (root / "top.txt").write_text("hello")
+    os.symlink("pkg/a.py", str(root / "inside-link.py"))
+    os.symlink(str(root.parent / "outside.txt"), str(root / "outside-link.py"))
+    os.symlink(str(root.parent), str(root / "up"))
+    return root
+
+
+def test_list_directory(tree):
+    r = tools.list_directory(".")
+    assert r["success"] and r["path"] == str(tree) and not r["truncated"]
+    by_name = {i["name"]: i for i in r["items"]}
+    # A link out of the root is left out; one inside is its target.
+    assert sorted(by_name) == [".git", "inside-link.py", "pkg", "top.txt"]
+    assert by_name["pkg"] == {"name": "pkg", "path": "pkg", "type": "directory", "size": None, "modified": by_name["pkg"]["modified"]}
+    assert by_name["top.txt"]["size"] == 5 and by_name["inside-link.py"]["type"] == "file"
+    deep = tools.list_directory("pkg", pattern="*.py", recursive=True)
+    assert sorted(i["path"] for i in deep["items"]) == ["a.py", "deep/b.py"]
+    assert tools.list_directory(".", max_items=2)["truncated"] is True
+    assert tools.list_directory("nope") == {"error": "Directory not found: nope", "success": False}
+    assert tools.list_directory("top.txt") == {"error": "Not a directory: top.txt", "success": False}
+    assert tools.list_directory("up")["success"] is False
+    assert tools.list_directory("../")["success"] is False
+
+
+def test_search_codebase(tree):
+    r = tools.search_codebase("needle")
+    assert r["success"] and r["files_searched"] == 4  # a.py, deep/b.py, notes.md, inside-link.py
+    found = sorted((m["file"], m["line"]) for m in r["matches"])
+    assert found == [("inside-link.py", 2), ("pkg/a.py", 2), ("pkg/deep/b.py", 1), ("pkg/notes.md", 1)]
+    b = next(m for m in r["matches"] if m["file"] == "pkg/deep/b.py")
+    assert len(b["content"]) == 200
+    assert len(tools.search_codebase("needle", case_sensitive=True)["matches"]) == 1
+    only_py = tools.search_codebase("NEEDLE", path="pkg", file_types=[".py"], max_results=1)
+    assert only_py["matches"] == [{"file": "a.py", "line": 2, "content": "NEEDLE = 1"}] and only_py["truncated"]
+    assert tools.search_codebase("(", path="pkg")["success"] is False
+    assert tools.search_codebase("x", path="../")["success"] is False
+
+
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: tools.list_directory("."),
-        lambda: tools.search_codebase("x"),
         lambda: tools.git_status("."),
         lambda: tools.git_diff("."),
         lambda: tools.run_shell_command("echo hi"),

@@ -11,20 +11,25 @@ path is accepted when it is inside it. A path that leaves the root (``..``, an a
 path elsewhere, a symlink out) is refused. This differs from Codomyrmex, whose tools read
 and write any path the process can reach.
 
-The tools that cannot be confined are refused in compatibility mode, with an error naming
-the reason: ``list_directory`` and ``search_codebase`` (directory walks), ``git_status`` and
-``git_diff`` (a subprocess in a directory), and ``run_shell_command`` (a shell).
+``list_directory`` and ``search_codebase`` walk directories one listing at a time, each
+listing resolved inside the root by ``ConfinedRoot.list``; they do not descend into
+symlinked directories. The tools that cannot be confined are refused in compatibility mode,
+with an error naming the reason: ``git_status`` and ``git_diff`` (a subprocess in a
+directory) and ``run_shell_command`` (a shell).
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import hashlib
 import json
 import os
+import re
 import threading
 from datetime import datetime
-from typing import Any, Dict, List, Optional
+from pathlib import PurePosixPath
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from .._core import ConfinedRoot
 
@@ -46,6 +51,8 @@ __all__ = [
 ROOT_ENV = "CODOMYRMEX_MCP_TOOLS_ROOT"
 #: The most bytes a tool reads from one file when it has no ``max_size`` of its own.
 READ_CAP = 64 * 1024 * 1024
+#: The most entries listed from one directory.
+_LIST_LIMIT = 65_536
 
 _root: Optional[ConfinedRoot] = None
 _root_lock = threading.Lock()
@@ -125,11 +132,78 @@ def write_file(path: str, content: str, create_dirs: bool = True) -> Dict[str, A
         return _failure(exc)
 
 
+def _join(base: str, name: str) -> str:
+    return name if base == "." else f"{base}/{name}"
+
+
+def _walk(root: ConfinedRoot, base: str, recursive: bool) -> Iterator[Tuple[str, str, str, int, float]]:
+    """``(relative_to_base, name, kind, size, mtime)`` of each entry under ``base`` (a path
+    relative to the root), depth first; every directory is listed by ``ConfinedRoot.list``,
+    which resolves it inside the root again. Directories reached through a symlink are not
+    descended into; a symlink's kind and size are its target's when that is inside the root,
+    and it is left out otherwise."""
+    stack = [""]
+    while stack:
+        sub = stack.pop()
+        entries = root.list(_join(base, sub) if sub else base, _LIST_LIMIT)
+        children = []
+        for name, kind, size, mtime in entries:
+            rel = _join(sub, name) if sub else name
+            if kind == "symlink":
+                try:
+                    size, mtime, is_dir = root.stat(_join(base, rel))
+                except OSError:
+                    continue
+                kind = "directory" if is_dir else "file"
+                yield rel, name, kind, size, mtime
+                continue
+            yield rel, name, kind, size, mtime
+            if recursive and kind == "directory":
+                children.append(rel)
+        stack.extend(reversed(children))
+
+
 def list_directory(
     path: str = ".", pattern: str = "*", recursive: bool = False, max_items: int = 200
 ) -> Dict[str, Any]:
-    """Refused in compatibility mode (a directory walk)."""
-    return _refused("list_directory", "a directory walk")
+    """The entries of the directory at ``path`` whose names match the glob ``pattern``
+    (in every subdirectory when ``recursive``), at most ``max_items``."""
+    try:
+        root = _confined()
+        try:
+            base = root.relative_path(path)
+            _, _, is_dir = root.stat(path)
+        except FileNotFoundError:
+            return _failure(f"Directory not found: {path}")
+        if not is_dir:
+            return _failure(f"Not a directory: {path}")
+        items: List[Dict[str, Any]] = []
+        for rel, name, kind, size, mtime in _walk(root, base, bool(recursive)):
+            if len(items) >= max_items:
+                break
+            if not fnmatch.fnmatchcase(rel if "/" in pattern else name, pattern):
+                continue
+            items.append(
+                {
+                    "name": name,
+                    "path": rel,
+                    "type": "directory" if kind == "directory" else "file",
+                    "size": size if kind == "file" else None,
+                    "modified": datetime.fromtimestamp(mtime).isoformat(),
+                }
+            )
+        return {
+            "success": True,
+            "path": _absolute(root, base),
+            "items": items,
+            "total": len(items),
+            "truncated": len(items) >= max_items,
+        }
+    except Exception as exc:
+        return _failure(exc)
+
+
+_SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
 def search_codebase(
@@ -139,8 +213,43 @@ def search_codebase(
     case_sensitive: bool = False,
     max_results: int = 100,
 ) -> Dict[str, Any]:
-    """Refused in compatibility mode (a directory walk)."""
-    return _refused("search_codebase", "a directory walk")
+    """Lines matching the regular expression ``pattern`` in the files under ``path`` whose
+    suffix is one of ``file_types`` (``.py .js .ts .md .json`` by default), skipping
+    ``.git``, ``node_modules``, ``__pycache__`` and ``.venv``; at most ``max_results``."""
+    try:
+        root = _confined()
+        base = root.relative_path(path)
+        suffixes = file_types or [".py", ".js", ".ts", ".md", ".json"]
+        regex = re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
+        matches: List[Dict[str, Any]] = []
+        searched = 0
+        for rel, name, kind, _size, _mtime in _walk(root, base, True):
+            if len(matches) >= max_results:
+                break
+            if kind != "file" or _SKIPPED_DIRS.intersection(rel.split("/")):
+                continue
+            if PurePosixPath(name).suffix not in suffixes:
+                continue
+            searched += 1
+            try:
+                text = root.read(_join(base, rel), READ_CAP).decode("utf-8", errors="ignore")
+            except OSError:
+                continue
+            for number, line in enumerate(text.split("\n"), 1):
+                if regex.search(line):
+                    matches.append({"file": rel, "line": number, "content": line.strip()[:200]})
+                    if len(matches) >= max_results:
+                        break
+        return {
+            "success": True,
+            "pattern": pattern,
+            "matches": matches,
+            "total_matches": len(matches),
+            "files_searched": searched,
+            "truncated": len(matches) >= max_results,
+        }
+    except Exception as exc:
+        return _failure(exc)
 
 
 def git_status(path: str = ".") -> Dict[str, Any]:
