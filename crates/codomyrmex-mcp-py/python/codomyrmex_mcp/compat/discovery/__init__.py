@@ -268,13 +268,15 @@ class MCPDiscovery:
                 f"Install via 'uv add {' '.join(missing)}'"
             )
         tags = _manifest_tags(str(meta.get("category", "general")), meta.get("tags"))
+        # The server decorator's ``schema``, else this module's ``parameters``.
+        parameters: Dict[str, Any] = meta.get("schema", meta.get("parameters", {}))
         tools.append(
             DiscoveredTool(
                 name=meta.get("name") or name,
                 description=meta.get("description") or (getattr(obj, "__doc__", None) or "").strip(),
                 module_path=module_name,
                 callable_name=name,
-                parameters=meta.get("schema", meta.get("parameters", {})),
+                parameters=parameters,
                 tags=tags,
                 version=meta.get("version", "1.0"),
                 requires=requires,

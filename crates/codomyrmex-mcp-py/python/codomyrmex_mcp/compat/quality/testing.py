@@ -257,7 +257,8 @@ class TestMCPClient:
 
     async def _send(self, method: str, params: Dict[str, Any]) -> Dict[str, Any]:
         request = {"jsonrpc": "2.0", "id": self._next_id(), "method": method, "params": params}
-        return await self.server.handle_request(request)
+        response: Dict[str, Any] = await self.server.handle_request(request)
+        return response
 
     async def initialize(self) -> Dict[str, Any]:
         """``initialize`` as ``mock-client``."""
