@@ -22,7 +22,7 @@ import pkgutil
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 from ..quality.validation import _generate_schema_from_func
 
@@ -269,7 +269,7 @@ class MCPDiscovery:
             )
         tags = _manifest_tags(str(meta.get("category", "general")), meta.get("tags"))
         # The server decorator's ``schema``, else this module's ``parameters``.
-        parameters: Dict[str, Any] = meta.get("schema", meta.get("parameters", {}))
+        parameters = cast(Dict[str, Any], meta.get("schema", meta.get("parameters", {})))
         tools.append(
             DiscoveredTool(
                 name=meta.get("name") or name,
