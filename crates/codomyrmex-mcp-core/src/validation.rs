@@ -573,6 +573,34 @@ mod tests {
     }
 
     #[test]
+    fn compiled_schema_is_the_registry_validator_for_outside_callers() {
+        // A subset schema (fast path) and one outside it (draft 7, `pattern`).
+        let subset = CompiledSchema::compile(&json!({
+            "type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]
+        }))
+        .unwrap();
+        assert!(subset.is_valid(&json!({"n": 2})));
+        assert!(subset.violations(&json!({"n": 2})).is_empty());
+        let found = subset.violations(&json!({"n": 0}));
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0]["pointer"].as_str(), found[0]["rule"].as_str()),
+            (Some("/n"), Some("minimum"))
+        );
+        let draft7 = CompiledSchema::compile(&json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "array", "items": [{"type": "string", "pattern": "^a"}]
+        }))
+        .unwrap();
+        assert!(draft7.is_valid(&json!(["ab", 3])));
+        assert_eq!(
+            draft7.violations(&json!(["b"]))[0]["rule"].as_str(),
+            Some("pattern")
+        );
+        assert!(CompiledSchema::compile(&json!({"type": "object", "minProperties": "x"})).is_err());
+    }
+
+    #[test]
     fn common_tool_schemas_take_the_fast_path_and_skip_the_general_compiler() {
         let v = fast(json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
