@@ -1,1 +1,16 @@
-"""codomyrmex.model_context_protocol.transport, in compatibility mode (being filled in)."""
+"""``codomyrmex.model_context_protocol.transport`` in compatibility mode: the server, the client
+and the entry point."""
+
+from .client import MCPClient, MCPClientConfig, MCPClientError
+from .main import main, run_server
+from .server import MCPServer, MCPServerConfig
+
+__all__ = [
+    "MCPClient",
+    "MCPClientConfig",
+    "MCPClientError",
+    "MCPServer",
+    "MCPServerConfig",
+    "main",
+    "run_server",
+]
