@@ -282,3 +282,102 @@ def test_without_install_the_original_is_imported(tmp_path):
     fake_codomyrmex(tmp_path, "raise RuntimeError('the original package was imported')\n")
     done = run_python("import codomyrmex.model_context_protocol\n", tmp_path)
     assert done.returncode != 0 and "the original package was imported" in done.stderr
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status_code, self.headers, self.content = status, headers, body
+        self.text = body.decode()
+
+    def json(self):
+        return json.loads(self.content)
+
+
+async def call_asgi(app, method, path, headers=None, body=b""):
+    """One request to an ASGI app, as an ASGI server makes it."""
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+    }
+    chunks = [body[i : i + 65536] for i in range(0, len(body), 65536)] or [b""]
+    sent = []
+
+    async def receive():
+        chunk = chunks.pop(0)
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = sent[0]
+    response_headers = {k.decode(): v.decode() for k, v in start["headers"]}
+    return Response(start["status"], response_headers, b"".join(m.get("body", b"") for m in sent[1:]))
+
+
+class Client:
+    def __init__(self, app):
+        self.app = app
+
+    async def get(self, path, headers=None):
+        return await call_asgi(self.app, "GET", path, headers)
+
+    async def options(self, path, headers=None):
+        return await call_asgi(self.app, "OPTIONS", path, headers)
+
+    async def post(self, path, json=None, content=b"", headers=None):
+        body = content if json is None else __import__("json").dumps(json).encode()
+        return await call_asgi(self.app, "POST", path, headers, body)
+
+
+def test_http_app_routes():
+    server = server_with_tools()
+
+    async def go():
+        client = Client(server._create_http_app())
+        page = await client.get("/")
+        health = (await client.get("/health")).json()
+        tools = (await client.get("/tools")).json()
+        one = await client.get("/tools/greet")
+        missing = await client.get("/tools/nope")
+        called = (await client.post("/tools/greet/call", json={"name": "Ada"})).json()
+        rpc = (await client.post("/mcp", json=request("tools/list"))).json()
+        note = await client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        garbage = await client.post("/mcp", content=b"{not json")
+        return page, health, tools, one, missing, called, rpc, note, garbage
+
+    page, health, tools, one, missing, called, rpc, note, garbage = run(go())
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"] and "Codomyrmex MCP Server" in page.text
+    assert health["status"] == "ok" and health["server_name"] == "compat-test" and health["tool_count"] == 2
+    assert [t["name"] for t in tools["tools"]] == ["fail", "greet"]
+    assert one.status_code == 200 and one.json()["name"] == "greet" and missing.status_code == 404
+    assert json.loads(called["content"][0]["text"]) == {"result": "hello Ada"}
+    assert "tools" in rpc["result"] and note.status_code == 202 and garbage.status_code == 400
+
+
+def test_http_app_auth_and_cors():
+    server = server_with_tools()
+    with pytest.raises(ValueError, match="wildcard CORS"):
+        server._create_http_app(allowed_origins=["*"])
+    preflight = {"Origin": "https://trusted.example", "Access-Control-Request-Method": "GET"}
+
+    async def go():
+        client = Client(server._create_http_app(allowed_origins=["https://trusted.example"], auth_token="secret"))
+        anonymous = await client.get("/health")
+        wrong = await client.get("/health", headers={"Authorization": "Bearer nope"})
+        trusted = await client.get("/health", headers={"Authorization": "Bearer secret", "Origin": "https://trusted.example"})
+        untrusted = await client.get("/health", headers={"Authorization": "Bearer secret", "Origin": "https://evil.example"})
+        allowed = await client.options("/tools", headers=preflight)
+        client = Client(server._create_http_app(auth_token="secret"))
+        refused = await client.options("/tools", headers=preflight)
+        huge = await client.post("/mcp", content=b"x" * (4 * 1024 * 1024 + 1), headers={"Authorization": "Bearer secret"})
+        return anonymous, wrong, trusted, untrusted, allowed, refused, huge
+
+    anonymous, wrong, trusted, untrusted, allowed, refused, huge = run(go())
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"] == "Bearer" and wrong.status_code == 401
+    assert trusted.status_code == 200 and trusted.headers["access-control-allow-origin"] == "https://trusted.example"
+    assert untrusted.status_code == 200 and "access-control-allow-origin" not in untrusted.headers
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "https://trusted.example"
+    assert refused.status_code == 400 and huge.status_code == 413

@@ -363,6 +363,15 @@ class MCPServer(_PlainServer):
 
     # ----- serving -------------------------------------------------------------------------
 
+    def _create_http_app(self, *, allowed_origins: Optional[List[str]] = None, auth_token: Optional[str] = None) -> Any:
+        """The original's HTTP application (health, JSON-RPC at ``/mcp``, REST listings and
+        calls) as an ASGI app over this server; see :mod:`.http_app`. CORS only for
+        explicit origins (a wildcard raises ``ValueError``); with ``auth_token`` every
+        request but a CORS preflight needs the bearer token."""
+        from .http_app import create_http_app
+
+        return create_http_app(self, allowed_origins=allowed_origins, auth_token=auth_token)
+
     async def run_http(  # type: ignore[override]
         self,
         host: str = "127.0.0.1",
