@@ -31,7 +31,7 @@ def _tool_modules() -> Iterator[Tuple[str, Any]]:
 
 
 @mcp_tool(category="model_context_protocol")
-def inspect_server(server_name: str = "default") -> dict:
+def inspect_server(server_name: str = "default") -> Dict[str, Any]:
     """Inspect the running MCP server's configuration and state.
 
     Args:
@@ -49,7 +49,7 @@ def inspect_server(server_name: str = "default") -> dict:
 
 
 @mcp_tool(category="model_context_protocol")
-def list_registered_tools() -> dict:
+def list_registered_tools() -> Dict[str, Any]:
     """list all tools registered across the MCP ecosystem.
 
     Returns:
@@ -70,7 +70,7 @@ def list_registered_tools() -> dict:
 
 
 @mcp_tool(category="model_context_protocol")
-def get_tool_schema(tool_name: str) -> dict:
+def get_tool_schema(tool_name: str) -> Dict[str, Any]:
     """Get the JSON schema for a specific registered MCP tool.
 
     Args:

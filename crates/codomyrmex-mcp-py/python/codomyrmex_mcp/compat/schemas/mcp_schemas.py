@@ -89,7 +89,7 @@ class MCPToolRegistry(_PlainRegistry):
         # The tools listed as "any arguments" because their schema was refused.
         self._as_any: Set[str] = set()
 
-    def register(  # type: ignore[override]
+    def register(
         self,
         tool_name: str,
         schema: Any,

@@ -140,7 +140,7 @@ class MCPServer(_PlainServer):
 
     # ----- registration --------------------------------------------------------------------
 
-    def tool(  # type: ignore[override]
+    def tool(
         self,
         name: Optional[str] = None,
         description: Optional[str] = None,
@@ -314,7 +314,7 @@ class MCPServer(_PlainServer):
 
     async def _injected_call(self, request_id: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         try:
-            value = self._call_tool(params)
+            value: Any = self._call_tool(params)
             if inspect.isawaitable(value):
                 value = await value
         except Exception:  # as the original: logged here, an internal error for the client
