@@ -20,7 +20,9 @@ on (``--python``, default this one; ``--original-python`` for the original if it
 ours needs ``codomyrmex_mcp`` there too. Each module's tools (name, description, input
 schema, as JSON) are compared; prints the differences, then
 ``N modules equal, M differ`` (modules that do not import under the original are counted
-apart). Exits 1 when any module differs.
+apart). With ``--sdk``, ours also serves every module's tools on one server over stdio and
+over Streamable HTTP, and the official Python SDK client (PyPI ``mcp``, in ``--python``)
+must list exactly the in-process catalogue. Exits 1 when anything differs.
 """
 
 from __future__ import annotations
@@ -144,6 +146,102 @@ def worker(names: List[str]) -> None:
     os._exit(0)  # a module's non-daemon thread does not keep the worker alive
 
 
+def serve(transport: str, names: List[str]) -> None:
+    """Serves every tool of ``names`` (each name once: some modules re-export others' tools)
+    on one compat server over ``transport`` (``stdio``, or ``http`` on a free port)."""
+    import asyncio
+    import importlib
+    import logging
+
+    logging.disable(logging.CRITICAL)
+    saved, sys.stdout = sys.stdout, sys.stderr  # imports that print do not reach the protocol
+    from codomyrmex.model_context_protocol.transport.server import MCPServer  # type: ignore[import-not-found]
+
+    server = MCPServer()
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+        except BaseException:
+            continue
+        for tool in tools_of(module):
+            meta = tool._mcp_tool_meta
+            if meta["name"] not in server.registry:
+                definition = {"name": meta["name"], "description": meta["description"], "inputSchema": meta["schema"]}
+                server.register_tool(meta["name"], definition, tool)
+    sys.stdout = saved
+    if transport == "stdio":
+        asyncio.run(server.run_stdio())
+    else:
+        asyncio.run(server.run_http("127.0.0.1", 0))
+    os._exit(0)
+
+
+async def sdk_listing(python: str, src: pathlib.Path, names: List[str], transport: str) -> List[Dict[str, Any]]:
+    """The tools the official SDK client lists from :func:`serve` over ``transport``."""
+    import asyncio
+    import re
+
+    from mcp import Client, StdioServerParameters  # the official SDK (PyPI `mcp`)
+
+    env = dict(os.environ, PYTHONPATH=str(src), PYTHONDONTWRITEBYTECODE="1")
+    command = [python, os.path.abspath(__file__), "--serve", transport, *names]
+
+    async def listing(client: Any) -> List[Dict[str, Any]]:
+        tools: List[Dict[str, Any]] = []
+        cursor = None
+        while True:
+            result = await client.list_tools(cursor=cursor)
+            tools.extend({"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in result.tools)
+            cursor = result.next_cursor
+            if not cursor:
+                return sorted(tools, key=lambda t: t["name"])
+
+    if transport == "stdio":
+        params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(src.parent))
+        async with Client(params, mode="legacy", read_timeout_seconds=300) as client:
+            return await listing(client)
+    from mcp.client.streamable_http import streamable_http_client
+
+    process = await asyncio.create_subprocess_exec(*command, env=env, cwd=str(src.parent), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        while True:
+            line = (await asyncio.wait_for(process.stderr.readline(), 300)).decode()
+            if not line:
+                raise SystemExit("the HTTP server exited before listening")
+            found = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+/mcp)", line)
+            if found:
+                break
+        async with Client(streamable_http_client(found.group(1)), mode="legacy", read_timeout_seconds=300) as client:
+            return await listing(client)
+    finally:
+        process.kill()
+        await process.wait()
+
+
+def check_sdk(python: str, src: pathlib.Path, names: List[str], ours: Dict[str, Any]) -> bool:
+    """Whether the SDK client lists, over stdio and over Streamable HTTP, exactly the tools
+    the in-process catalogues list (by name); prints what differs."""
+    import asyncio
+
+    expected: Dict[str, Any] = {}
+    for name in names:
+        for tool in ours.get(name, {}).get("tools", []):
+            expected.setdefault(tool["name"], tool)
+    wanted = [expected[n] for n in sorted(expected)]
+    same = True
+    for transport in ("stdio", "http"):
+        listed = asyncio.run(sdk_listing(python, src, names, transport))
+        if listed == wanted:
+            print(f"official SDK client over {transport}: {len(listed)} tools listed, equal to the in-process catalogue")
+            continue
+        same = False
+        print(f"official SDK client over {transport}: {len(listed)} tools listed, {len(wanted)} expected; differences:")
+        for line in difflib.unified_diff(pretty(wanted), pretty(listed), "in process", f"sdk {transport}", lineterm="", n=2):
+            print("    " + line)
+    return same
+
+
 # ----- the driver ------------------------------------------------------------------------
 
 
@@ -170,11 +268,16 @@ def pretty(value: Any) -> List[str]:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker(sys.argv[2:])
+    if len(sys.argv) > 2 and sys.argv[1] == "--serve":
+        serve(sys.argv[2], sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkout", type=pathlib.Path)
     parser.add_argument("--python", default=sys.executable, help="the interpreter ours runs on")
     parser.add_argument("--original-python", help="the interpreter the original runs on (default: --python)")
     parser.add_argument("--json", type=pathlib.Path, help="also write both catalogues here")
+    parser.add_argument(
+        "--sdk", action="store_true", help="also serve ours over stdio and Streamable HTTP to the official SDK client (PyPI mcp)"
+    )
     args = parser.parse_args()
     src = args.checkout.resolve() / "src"
     if not (src / "codomyrmex" / "model_context_protocol").is_dir():
@@ -182,7 +285,9 @@ def main() -> None:
     names = module_names(src)
     original = run_side(args.original_python or args.python, src, names)
     with tempfile.TemporaryDirectory(prefix="codomyrmex-catalogue-") as scratch:
-        ours = run_side(args.python, shim_tree(src, pathlib.Path(scratch)), names)
+        shimmed = shim_tree(src, pathlib.Path(scratch))
+        ours = run_side(args.python, shimmed, names)
+        sdk_same = check_sdk(args.python, shimmed, names, ours) if args.sdk else True
     if ours.get(SERVER_KEY) != "codomyrmex_mcp.compat.transport.server":
         sys.exit(f"ours did not run on codomyrmex_mcp.compat: its MCPServer is from {ours.get(SERVER_KEY)!r}")
     print(f"original: MCPServer from {original.get(SERVER_KEY)}; ours: from {ours.get(SERVER_KEY)}")
@@ -213,7 +318,7 @@ def main() -> None:
         f"{tools_original} tools under the original, {tools_ours} under ours"
     )
     print(f"{equal} modules equal, {differ} differ")
-    sys.exit(1 if differ else 0)
+    sys.exit(1 if differ or not sdk_same else 0)
 
 
 if __name__ == "__main__":
