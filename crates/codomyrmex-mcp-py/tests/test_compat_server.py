@@ -117,6 +117,9 @@ def test_invalid_arguments_are_a_validation_error_object():
     server = server_with_tools()
     error = error_of(run(server._call_tool({"name": "greet", "arguments": {"times": "x"}})))
     assert error["code"] == "VALIDATION_ERROR" and error["tool_name"] == "greet" and "module" not in error, error
+    assert error["message"].startswith("Validation failed for tool 'greet': "), error
+    assert sorted(f["field"] for f in error["field_errors"]) == ["name", "times"], error
+    assert all(f["constraint"].startswith(f["field"] + ": ") for f in error["field_errors"]), error
 
 
 def test_a_timeout_is_a_timeout_object():
@@ -130,7 +133,7 @@ def test_a_timeout_is_a_timeout_object():
         return "late"
 
     error = error_of(run(server._call_tool({"name": "slow", "arguments": {}})))
-    assert error["code"] == "TIMEOUT", error
+    assert error["code"] == "TIMEOUT" and error["message"] == "Tool 'slow' timed out after 0.2s", error
 
 
 def test_unknown_tool_is_a_protocol_error_on_the_wire_and_not_found_in_call_tool():

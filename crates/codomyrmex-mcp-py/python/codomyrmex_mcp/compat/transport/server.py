@@ -63,37 +63,71 @@ _ERROR_CODES = {
 _ids = itertools.count(1)
 
 
-def error_object(tool_name: str, error_type: str, message: str) -> Dict[str, Any]:
+def _field_errors(details: Any) -> List[Dict[str, str]]:
+    """``[{"field", "constraint"}]`` of a validation failure's violations (our detail's
+    ``error_details``), as the original's ``FieldError``s."""
+    violations = details.get("violations") if isinstance(details, dict) else None
+    fields = []
+    for violation in violations if isinstance(violations, list) else []:
+        if not isinstance(violation, dict):
+            continue
+        message = str(violation.get("message", ""))
+        field = str(violation.get("pointer") or "").lstrip("/")
+        if not field and violation.get("rule") == "required" and message.count('"') >= 2:
+            field = message.split('"')[1]
+        fields.append({"field": field, "constraint": f"{field}: {message}" if field else message})
+    return fields
+
+
+def error_object(
+    tool_name: str, error_type: str, message: str, details: Any = None, timeout: Optional[float] = None
+) -> Dict[str, Any]:
     """The original's error object (its ``MCPToolError.to_dict()``) for a failure of
-    ``error_type`` (our detail's): ``code``, ``message``, ``correlation_id``, and
-    ``tool_name`` and ``module`` (the error type of an execution error) when known."""
+    ``error_type`` (our detail's): ``code``, ``message`` (the original's wording for a
+    validation failure, a timeout and the rate limit), ``correlation_id``, and ``tool_name``,
+    ``module`` (the error type of an execution error) and ``field_errors`` when known."""
     code = _ERROR_CODES.get(error_type, "EXECUTION_ERROR")
+    fields: List[Dict[str, str]] = []
+    if code == "VALIDATION_ERROR":
+        fields = _field_errors(details)
+        reasons = "; ".join(f["constraint"] for f in fields) or message
+        message = f"Validation failed for tool {tool_name!r}: {reasons}"
+    elif code == "TIMEOUT" and timeout is not None:
+        message = f"Tool {tool_name!r} timed out after {timeout}s"
+    elif code == "RATE_LIMITED" and error_type == "RATE_LIMITED":
+        message = f"Rate limit exceeded for tool {tool_name!r}"
     value: Dict[str, Any] = {"code": code, "message": message, "correlation_id": uuid.uuid4().hex[:12]}
     if tool_name:
         value["tool_name"] = tool_name
     if code == "EXECUTION_ERROR" and error_type:
         value["module"] = error_type
+    if fields:
+        value["field_errors"] = fields
     return value
 
 
-def error_result(tool_name: str, error_type: str, message: str) -> Dict[str, Any]:
+def error_result(tool_name: str, error_type: str, message: str, details: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
     """A ``tools/call`` result with the original's error object as its text."""
-    text = json.dumps(error_object(tool_name, error_type, message))
+    text = json.dumps(error_object(tool_name, error_type, message, details, timeout))
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def _failure_of(result: Dict[str, Any], structured: Any) -> Tuple[str, str]:
-    """``(error_type, message)`` of an ``isError`` result: from its failure detail when sent,
-    else from its text (``Type: message``)."""
+def _failure_of(result: Dict[str, Any], structured: Any) -> Tuple[str, str, Any]:
+    """``(error_type, message, details)`` of an ``isError`` result: from its failure detail
+    when sent, else from its text (``Type: message``)."""
     if isinstance(structured, dict) and isinstance(structured.get("error_type"), str):
-        return structured["error_type"], str(structured.get("error_message", ""))
+        return structured["error_type"], str(structured.get("error_message", "")), structured.get("error_details")
     content = result.get("content")
     text = ""
     if isinstance(content, list) and content and isinstance(content[0], dict):
         text = str(content[0].get("text", ""))
-    first = text.split("\nDetails: ", 1)[0]
+    first, _, rest = text.partition("\nDetails: ")
+    try:
+        details = json.loads(rest) if rest else None
+    except ValueError:
+        details = None
     kind, sep, message = first.partition(": ")
-    return (kind, message) if sep and kind.isidentifier() else ("", first)
+    return (kind, message, details) if sep and kind.isidentifier() else ("", first, details)
 
 
 def _client_info(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -309,8 +343,9 @@ class MCPServer(_PlainServer):
         if self._tool_registry.output_schema(name) is None:
             result.pop("structuredContent", None)
         if result.get("isError"):
-            error_type, message = _failure_of(result, structured)
-            result["content"] = error_result(name, error_type, message)["content"]
+            error_type, message, details = _failure_of(result, structured)
+            timeout = (self.config.per_tool_timeouts or {}).get(name, self.config.default_tool_timeout)
+            result["content"] = error_result(name, error_type, message, details, timeout)["content"]
 
     async def _injected_call(self, request_id: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         try:
