@@ -246,3 +246,15 @@ def test_listed_schemas_are_json():
     r = MCPToolRegistry()
     r.register("t1", {"name": "t1"})
     json.dumps(listed(r, "t1"))
+
+
+def test_a_failure_with_data_and_no_error_is_refused_for_its_data():
+    # Codomyrmex names the data rule here (its error rule runs only on a given error).
+    from pydantic import ValidationError
+
+    from codomyrmex_mcp.compat.schemas.mcp_schemas import MCPToolResult
+
+    with pytest.raises(ValidationError, match="'data' field should be null or omitted if status indicates failure"):
+        MCPToolResult(status="failure", data={"some": "data"})
+    with pytest.raises(ValidationError, match="'error' field must be populated"):
+        MCPToolResult(status="failure")
