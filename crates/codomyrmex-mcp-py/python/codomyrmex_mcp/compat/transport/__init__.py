@@ -4,6 +4,7 @@ and the entry point."""
 from .client import MCPClient, MCPClientConfig, MCPClientError
 from .main import main, run_server
 from .server import MCPServer, MCPServerConfig
+from .web_ui import get_web_ui_html
 
 __all__ = [
     "MCPClient",
@@ -11,6 +12,7 @@ __all__ = [
     "MCPClientError",
     "MCPServer",
     "MCPServerConfig",
+    "get_web_ui_html",
     "main",
     "run_server",
 ]

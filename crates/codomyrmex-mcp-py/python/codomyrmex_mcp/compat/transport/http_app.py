@@ -18,16 +18,12 @@ import hmac
 import json
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
+from .web_ui import get_web_ui_html
+
 __all__ = ["create_http_app", "MAX_BODY"]
 
 MAX_BODY = 4 * 1024 * 1024
 """The largest request body read, in bytes."""
-
-_PAGE = (
-    "<!doctype html><html><head><meta charset='utf-8'><title>Codomyrmex MCP Server</title></head>"
-    "<body><h1>Codomyrmex MCP Server</h1><p>JSON-RPC at <code>POST /mcp</code>; "
-    "tools at <code>GET /tools</code>.</p></body></html>"
-)
 
 Headers = List[Tuple[bytes, bytes]]
 Send = Callable[[Dict[str, Any]], Awaitable[None]]
@@ -103,7 +99,7 @@ def create_http_app(server: Any, *, allowed_origins: Optional[List[str]] = None,
 async def _route(server: Any, method: str, path: str, receive: Receive, send: Send, headers: Headers, correlation: Optional[str]) -> None:
     parts = [p for p in path.split("/") if p]
     if method == "GET" and not parts:
-        await _respond(send, 200, _PAGE.encode(), "text/html; charset=utf-8", headers)
+        await _respond(send, 200, get_web_ui_html().encode(), "text/html; charset=utf-8", headers)
     elif method == "GET" and parts == ["health"]:
         health = {
             "status": "ok",
