@@ -384,3 +384,39 @@ def test_http_app_auth_and_cors():
     assert untrusted.status_code == 200 and "access-control-allow-origin" not in untrusted.headers
     assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "https://trusted.example"
     assert refused.status_code == 400 and huge.status_code == 413
+
+
+def test_requests_run_in_codomyrmexs_correlation_context(tmp_path):
+    fake_codomyrmex(tmp_path, "import codomyrmex_mcp.compat\ncodomyrmex_mcp.compat.install()\n")
+    core = tmp_path / "codomyrmex" / "logging_monitoring" / "core"
+    core.mkdir(parents=True)
+    (tmp_path / "codomyrmex" / "logging_monitoring" / "__init__.py").write_text("")
+    (core / "__init__.py").write_text("")
+    (core / "correlation.py").write_text(
+        "import contextlib, contextvars\n"
+        "current = contextvars.ContextVar('cid', default='')\n"
+        "@contextlib.contextmanager\n"
+        "def with_correlation(cid=None):\n"
+        "    token = current.set(cid or 'generated')\n"
+        "    try:\n"
+        "        yield current.get()\n"
+        "    finally:\n"
+        "        current.reset(token)\n"
+    )
+    code = """
+    import asyncio, json
+    from codomyrmex.logging_monitoring.core.correlation import current
+    from codomyrmex.model_context_protocol import MCPServer
+
+    async def seen(params):
+        return {"content": [{"type": "text", "text": current.get()}]}
+
+    server = MCPServer(call_tool_fn=seen)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}
+    print(asyncio.run(server.handle_request(call, correlation_id="cid-1"))["result"]["content"][0]["text"])
+    print(asyncio.run(server.handle_request(call))["result"]["content"][0]["text"])
+    print(repr(current.get()))
+    """
+    done = run_python(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cid-1", "generated", "''"], done.stdout

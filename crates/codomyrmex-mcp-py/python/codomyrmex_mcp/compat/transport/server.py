@@ -26,6 +26,7 @@ what is registered (names, descriptions, schemas) is Codomyrmex's there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import inspect
 import itertools
@@ -128,6 +129,25 @@ def _failure_of(result: Dict[str, Any], structured: Any) -> Tuple[str, str, Any]
         details = None
     kind, sep, message = first.partition(": ")
     return (kind, message, details) if sep and kind.isidentifier() else ("", first, details)
+
+
+# Codomyrmex's `with_correlation(cid)`, when the checkout has it; False when it does not.
+_with_correlation: Any = None
+
+
+def _correlation(correlation_id: Optional[str]) -> Any:
+    """The context in which a request is handled: Codomyrmex's correlation context (its
+    ``logging_monitoring.core.correlation.with_correlation``) when importable, as the
+    original's server enters it, else none."""
+    global _with_correlation
+    if _with_correlation is None:
+        try:
+            from codomyrmex.logging_monitoring.core.correlation import with_correlation  # type: ignore[import-not-found]
+
+            _with_correlation = with_correlation
+        except ImportError:
+            _with_correlation = False
+    return _with_correlation(correlation_id) if _with_correlation else contextlib.nullcontext()
 
 
 def _client_info(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -260,8 +280,19 @@ class MCPServer(_PlainServer):
         on_notification: Optional[Callable[[Dict[str, Any]], Any]] = None,
     ) -> Optional[Dict[str, Any]]:
         """Handles one JSON-RPC message as Codomyrmex's server does (see the module docs) and
-        returns the response, or None for a notification. ``correlation_id`` is accepted for
-        compatibility and not used; the callbacks are plain ``handle_request``'s."""
+        returns the response, or None for a notification.
+        Codomyrmex's correlation context (``correlation_id``, or a new one) is entered while
+        it is handled, when the checkout has it; the callbacks are plain ``handle_request``'s."""
+        with _correlation(correlation_id):
+            return await self._handle(message, correlation_id, on_client_request, on_notification)
+
+    async def _handle(
+        self,
+        message: Dict[str, Any],
+        correlation_id: Optional[str],
+        on_client_request: Optional[Callable[[Dict[str, Any]], Any]],
+        on_notification: Optional[Callable[[Dict[str, Any]], Any]],
+    ) -> Optional[Dict[str, Any]]:
         options = {"on_client_request": on_client_request, "on_notification": on_notification}
         if not isinstance(message, dict):
             return await super().handle_request(message, correlation_id, **options)
