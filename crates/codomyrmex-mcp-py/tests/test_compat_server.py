@@ -420,3 +420,17 @@ def test_requests_run_in_codomyrmexs_correlation_context(tmp_path):
     done = run_python(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["cid-1", "generated", "''"], done.stdout
+
+
+def test_string_arguments_are_coerced_before_validation():
+    server = MCPServer()
+
+    def multiply(*, x: int, y: int) -> dict:
+        return {"product": x * y}
+
+    schema = {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"]}
+    server.register_tool("mul", {"name": "mul", "description": "Multiply", "inputSchema": schema}, multiply)
+    result = run(server._call_tool({"name": "mul", "arguments": {"x": "3", "y": 5}}))
+    assert json.loads(result["content"][0]["text"]) == {"result": {"product": 15}}, result
+    refused = error_of(run(server._call_tool({"name": "mul", "arguments": {"x": "three", "y": 5}})))
+    assert refused["code"] == "VALIDATION_ERROR", refused

@@ -13,6 +13,8 @@ What differs from plain, in process (``handle_request``, ``_call_tool``, ``_disp
   ``correlation_id``, ``tool_name``, ``module``), whatever failed: the tool, its arguments,
   its deadline, the rate limit.
 - **No ``structuredContent`` for a tool without an output schema**, success or error.
+- **Arguments coerced** before they are validated, as the original does (a string for an
+  integer, number or boolean property, when it reads as one).
 - ``MCPServer(call_tool_fn=...)`` answers ``tools/call`` with that function;
   ``tool()`` writes the original's simple schema (each parameter ``{"type",
   "description"}``); ``register_tool`` and the registry take Codomyrmex's looser schemas.
@@ -313,11 +315,31 @@ class MCPServer(_PlainServer):
             return {"jsonrpc": "2.0", "id": request_id, "result": self._initialize_result(session, params)}
         if method == "tools/call" and "_call_tool" in self.__dict__:
             return await self._injected_call(request_id, params)
+        if method == "tools/call":
+            message = self._coerced(message, params)
         await self._open_session()
         reply = await super().handle_request(message, correlation_id, **options)
         if method == "tools/call" and isinstance(reply, dict):
             self._shape_call(reply, params)
         return reply
+
+    def _coerced(self, message: Dict[str, Any], params: Dict[str, Any]) -> Dict[str, Any]:
+        """``message`` with its arguments coerced as the original's server coerces them
+        before validating (``"3"`` for an integer is 3): compat's ``quality.validation``
+        coercion, against the schema the tool is listed with."""
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str) or not isinstance(arguments, dict) or not arguments:
+            return message
+        definition = self._tool_registry.definition(name)
+        schema = definition.get("inputSchema") if definition else None
+        if not isinstance(schema, dict):
+            return message
+        from ..quality.validation import _coerce_types
+
+        coerced = _coerce_types(arguments, schema)
+        if coerced == arguments:
+            return message
+        return {**message, "params": {**params, "arguments": coerced}}
 
     async def _open_session(self, params: Optional[Dict[str, Any]] = None) -> Tuple[Optional[Dict[str, Any]], Any]:
         """The in-memory session's ``initialize`` result, opening the session first if it is
