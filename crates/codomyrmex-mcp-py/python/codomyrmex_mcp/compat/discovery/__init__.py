@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, cast
 
 from ..quality.validation import _generate_schema_from_func
+from ..tool_tagging import manifest_tags
 
 __all__ = [
     "DiscoveredServer",
@@ -118,26 +119,6 @@ class DiscoveryMetrics:
     modules_scanned: int = 0
     cache_hits: int = 0
     last_scan_time: Optional[datetime] = None
-
-
-def _manifest_tags(category: str, explicit: Optional[List[str]]) -> List[str]:
-    """A tool's tags: the explicit ones, else derived from its category; always with
-    ``mcp``, without duplicates, in order."""
-    if explicit:
-        base = list(explicit)
-    elif category == "hermes":
-        base = ["hermes", "agent", "mcp"]
-    elif category not in ("", "general"):
-        base = [category, "mcp"]
-    else:
-        base = ["mcp"]
-    out: List[str] = []
-    for tag in base:
-        if tag and tag not in out:
-            out.append(tag)
-    if "mcp" not in out:
-        out.append("mcp")
-    return out
 
 
 def _elapsed_ms(start: float) -> float:
@@ -267,7 +248,7 @@ class MCPDiscovery:
                 f"Missing dependencies: {', '.join(missing)}. "
                 f"Install via 'uv add {' '.join(missing)}'"
             )
-        tags = _manifest_tags(str(meta.get("category", "general")), meta.get("tags"))
+        tags = manifest_tags(category=str(meta.get("category", "general")), explicit=meta.get("tags"))
         # The server decorator's ``schema``, else this module's ``parameters``.
         parameters = cast(Dict[str, Any], meta.get("schema", meta.get("parameters", {})))
         tools.append(
