@@ -63,6 +63,7 @@ pub use resources::{
 };
 pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
 pub use tool_content::WithContent;
+pub use validation::CompiledSchema;
 pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
 
 #[doc(hidden)]

@@ -121,6 +121,34 @@ impl SchemaValidator {
 /// The most violations reported for one instance.
 const MAX_VIOLATIONS: usize = 64;
 
+/// A JSON Schema compiled by the same validator the registry uses for tool arguments, for
+/// callers that check a value against a schema outside a registration (the Python
+/// package's `quality.validation`).
+#[derive(Debug)]
+pub struct CompiledSchema(SchemaValidator);
+
+impl CompiledSchema {
+    /// Compiles `schema` (2020-12 unless it names another dialect in `$schema`); a schema
+    /// that is not valid against its meta-schema is refused with the reason.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        SchemaValidator::new(schema).map(Self)
+    }
+
+    /// Whether `instance` satisfies the schema.
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.0.is_valid(instance)
+    }
+
+    /// Every violation by `instance` (at most 64), as `{pointer, rule, schema_path,
+    /// message}` objects; empty when it is valid.
+    pub fn violations(&self, instance: &Value) -> Vec<Value> {
+        if self.0.is_valid(instance) {
+            return Vec::new();
+        }
+        self.0.violations(instance)
+    }
+}
+
 fn violation(error: &jsonschema::ValidationError<'_>, rule: &str, message: String) -> Value {
     json!({
         "pointer": error.instance_path().to_string(),
@@ -542,6 +570,34 @@ mod tests {
         let v = SchemaValidator::new(&schema).unwrap();
         assert!(v.is_fast(), "expected the fast path for {schema}");
         v
+    }
+
+    #[test]
+    fn compiled_schema_is_the_registry_validator_for_outside_callers() {
+        // A subset schema (fast path) and one outside it (draft 7, `pattern`).
+        let subset = CompiledSchema::compile(&json!({
+            "type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]
+        }))
+        .unwrap();
+        assert!(subset.is_valid(&json!({"n": 2})));
+        assert!(subset.violations(&json!({"n": 2})).is_empty());
+        let found = subset.violations(&json!({"n": 0}));
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0]["pointer"].as_str(), found[0]["rule"].as_str()),
+            (Some("/n"), Some("minimum"))
+        );
+        let draft7 = CompiledSchema::compile(&json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "array", "items": [{"type": "string", "pattern": "^a"}]
+        }))
+        .unwrap();
+        assert!(draft7.is_valid(&json!(["ab", 3])));
+        assert_eq!(
+            draft7.violations(&json!(["b"]))[0]["rule"].as_str(),
+            Some("pattern")
+        );
+        assert!(CompiledSchema::compile(&json!({"type": "object", "minProperties": "x"})).is_err());
     }
 
     #[test]

@@ -32,6 +32,11 @@ mod loopback;
 pub mod registry;
 mod runtime;
 pub mod server;
+// The core's JSON Schema validator, for compatibility mode's quality.validation (issue #28).
+pub mod validate;
+// The library's confinement (Unix), for compatibility mode's file tools (issue #28).
+#[cfg(unix)]
+pub mod confined;
 
 pyo3::create_exception!(
     _core,
@@ -75,6 +80,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Pending>()?;
     m.add("ClientFailure", m.py().get_type::<client::ClientFailure>())?;
 
+    // The core's JSON Schema validator (compatibility mode, issue #28).
+    m.add_function(wrap_pyfunction!(validate::schema_violations, m)?)?;
+    #[cfg(unix)]
+    m.add_class::<confined::ConfinedRoot>()?;
     m.add("__version__", codomyrmex_mcp::VERSION)?;
     Ok(())
 }

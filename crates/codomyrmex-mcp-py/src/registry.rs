@@ -3,8 +3,8 @@
 //! Registration, listing, conflicts and argument validation are
 //! [`McpToolRegistry`]'s; a call reaches Python only after its arguments passed the schema.
 //! The Python side supplies one *invoker* (`codomyrmex_mcp._invoke.invoke`), which calls a
-//! handler with the arguments and returns the outcome as `MCPToolResult` JSON; this module
-//! never interprets Python values.
+//! handler with the arguments and returns the outcome as `MCPToolResult` JSON (marked when
+//! the value was a string, to be sent as text); this module never interprets Python values.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,8 +13,9 @@ use std::time::Duration;
 use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
 use codomyrmex_mcp::schema::JsonObject;
 use codomyrmex_mcp::{
-    ClientRequestError, InputRequest, LoggingLevel, McpErrorDetail, McpToolCall, McpToolRegistry,
-    McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+    ClientRequestError, ContentBlock, InputRequest, LoggingLevel, McpErrorDetail, McpToolCall,
+    McpToolRegistry, McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration,
+    ToolSettings,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -233,19 +234,42 @@ impl ToolHandler for PyToolHandler {
                     .extract::<String>(py)
             })
             .await;
-            let result = match outcome {
-                Ok(text) => serde_json::from_str::<McpToolResult>(&text).unwrap_or_else(|e| {
-                    McpToolResult::failure(McpErrorDetail::new(
-                        "InternalError",
-                        format!("the tool's result is not a valid MCPToolResult: {e}"),
-                    ))
-                }),
-                Err(message) => {
-                    McpToolResult::failure(McpErrorDetail::new("InternalError", message))
-                }
-            };
-            ToolOutput::from_result(result)
+            match outcome {
+                Ok(text) => tool_output(&text),
+                Err(message) => ToolOutput::failure(McpErrorDetail::new("InternalError", message)),
+            }
         })
+    }
+}
+
+/// What the invoker puts before a result whose `data.result` is a string the model should
+/// read as it is: the text block is that string, and `{"result": ...}` stays
+/// `structuredContent` (as the Python SDK sends a tool's `str`). Without it the text block
+/// is the result's JSON, as for every other value.
+const TEXT_RESULT: &str = "text:";
+
+/// The output of the invoker's answer: `MCPToolResult` JSON, optionally after
+/// [`TEXT_RESULT`].
+fn tool_output(answer: &str) -> ToolOutput {
+    let (json, as_text) = match answer.strip_prefix(TEXT_RESULT) {
+        Some(rest) => (rest, true),
+        None => (answer, false),
+    };
+    let result = match serde_json::from_str::<McpToolResult>(json) {
+        Ok(result) => result,
+        Err(e) => {
+            return ToolOutput::failure(McpErrorDetail::new(
+                "InternalError",
+                format!("the tool's result is not a valid MCPToolResult: {e}"),
+            ));
+        }
+    };
+    let text = as_text
+        .then(|| result.data()?.get("result")?.as_str().map(str::to_owned))
+        .flatten();
+    ToolOutput {
+        content: text.map(|t| vec![ContentBlock::text(t)]),
+        result,
     }
 }
 

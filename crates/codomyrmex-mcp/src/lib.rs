@@ -211,7 +211,7 @@ pub use codomyrmex_mcp_core::schema::{
     ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
 };
 pub use codomyrmex_mcp_core::wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
-pub use codomyrmex_mcp_core::{FnRegistrationError, McpTools, WithContent};
+pub use codomyrmex_mcp_core::{CompiledSchema, FnRegistrationError, McpTools, WithContent};
 #[cfg(unix)]
 pub use serve_directory::ServeDirectory;
 pub use server::McpServer;

@@ -2,7 +2,9 @@
 async tools, and the wrapping of return values into ``MCPToolResult`` JSON.
 
 Rust calls :func:`invoke` on a blocking thread with the GIL, after the arguments passed the
-tool's schema. It never raises: whatever the handler does becomes an ``MCPToolResult``.
+tool's schema. It never raises: whatever the handler does becomes an ``MCPToolResult``. A
+``str`` return value is marked (:data:`TEXT_RESULT`) so that the client's text block is the
+string, not its JSON.
 Not public API.
 """
 
@@ -182,8 +184,14 @@ def wrap(value: Any) -> str:
     return MCPToolResult(status="success", data={"result": to_jsonable_python(value)}).model_dump_json()
 
 
+# Put by `invoke` before the JSON of a result whose value is a string: the Rust side sends
+# that string as the text block (registry.rs, `TEXT_RESULT`).
+TEXT_RESULT = "text:"
+
+
 def invoke(handler: Any, arguments_json: str, state: Any) -> str:
-    """Calls ``handler`` with the arguments and returns the outcome as ``MCPToolResult`` JSON."""
+    """Calls ``handler`` with the arguments and returns the outcome as ``MCPToolResult`` JSON,
+    after :data:`TEXT_RESULT` when the handler returned a ``str``."""
     if handler is None:
         return _failure("NoHandler", "No handler registered for this tool")
     try:
@@ -206,6 +214,10 @@ def invoke(handler: Any, arguments_json: str, state: Any) -> str:
             return _failure("ValidationError", str(e), {"errors": json.loads(e.json())})
         return _failure(type(e).__name__, client_message(e))
     try:
+        if type(value) is str:
+            # A model reads a string as text: the text block is the string itself, with
+            # {"result": value} as structuredContent, as the Python SDK sends it.
+            return TEXT_RESULT + wrap(value)
         return wrap(value)
     except Exception as e:
         return _failure(

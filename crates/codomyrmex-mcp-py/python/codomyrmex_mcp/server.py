@@ -138,10 +138,13 @@ async def _serve_in_thread(serve: Callable[[Any], None], stops: Set[Any]) -> Non
 class MCPServer:
     """An MCP server: tools, resources and prompts, served over stdio or Streamable HTTP."""
 
+    # The registry a server serves (compatibility mode serves its own).
+    _registry_class = MCPToolRegistry
+
     def __init__(self, config: Optional[MCPServerConfig] = None) -> None:
         self.config = config or MCPServerConfig()
         logger.setLevel(str(self.config.log_level).upper())
-        self._tool_registry = MCPToolRegistry()
+        self._tool_registry = self._registry_class()
         self._stops: Set[Any] = set()
         self._core = _core.Server(self._tool_registry._core, json.dumps(asdict(self.config)))
 

@@ -77,18 +77,20 @@ class MCPToolResult(BaseModel):
 
     # Model validators (not field validators): Pydantic runs field validators only on fields
     # that were given, and a failure must be refused whether `error` was omitted or null.
-    @model_validator(mode="after")
-    def check_error_if_failed(self) -> "MCPToolResult":
-        """``error`` must be populated if ``status`` indicates failure."""
-        if _indicates_failure(self.status) and self.error is None:
-            raise ValueError("'error' field must be populated if status indicates failure.")
-        return self
-
+    # The data rule first: a failure that has data and no error is named for its data, as
+    # Codomyrmex's field validators name it (the error one only runs on a given `error`).
     @model_validator(mode="after")
     def check_data_if_success(self) -> "MCPToolResult":
         """``data`` must be None or omitted if ``status`` indicates failure."""
         if _indicates_failure(self.status) and self.data is not None:
             raise ValueError("'data' field should be null or omitted if status indicates failure.")
+        return self
+
+    @model_validator(mode="after")
+    def check_error_if_failed(self) -> "MCPToolResult":
+        """``error`` must be populated if ``status`` indicates failure."""
+        if _indicates_failure(self.status) and self.error is None:
+            raise ValueError("'error' field must be populated if status indicates failure.")
         return self
 
 

@@ -1,1 +1,5 @@
-"""codomyrmex.model_context_protocol.adapters, in compatibility mode (being filled in)."""
+"""``codomyrmex.model_context_protocol.adapters``: empty in the original too."""
+
+from typing import List
+
+__all__: List[str] = []
