@@ -11,6 +11,9 @@
 //! - [`Server`](server::Server): a [`codomyrmex_mcp::McpServer`] over that registry (plus
 //!   resources and prompts) served over stdio or Streamable HTTP, both protocol eras, with the
 //!   Rust server's security defaults and limits.
+//! - [`Client`](client::Client): the library's [`codomyrmex_mcp::McpClient`] over a stdio
+//!   child or Streamable HTTP (with OAuth), both eras, blocking with the GIL released or
+//!   reporting to an asyncio callback; compatibility mode's `MCPClient` is built on it.
 //!
 //! ## What it is not
 //! - Not the public Python API: `python/codomyrmex_mcp/` wraps these classes with the seed's
@@ -20,6 +23,10 @@
 #![warn(missing_docs)]
 
 use pyo3::prelude::*;
+
+// The client (issue #28): McpClient for Python.
+pub mod client;
+mod client_oauth;
 
 mod loopback;
 pub mod registry;
@@ -68,6 +75,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "ClientRequestFailed",
         m.py().get_type::<ClientRequestFailed>(),
     )?;
+    // The client (issue #28).
+    m.add_class::<client::Client>()?;
+    m.add_class::<client::Pending>()?;
+    m.add("ClientFailure", m.py().get_type::<client::ClientFailure>())?;
+
     // The core's JSON Schema validator (compatibility mode, issue #28).
     m.add_function(wrap_pyfunction!(validate::schema_violations, m)?)?;
     #[cfg(unix)]

@@ -279,6 +279,11 @@ impl McpClient {
     /// Connects to `server` in memory, in the given era. A legacy client still has to call
     /// [`initialize`](Self::initialize).
     pub fn in_memory(server: &crate::McpServer, era: Era) -> Self {
+        Self::in_memory_with(server, era, ClientOptions::default())
+    }
+
+    /// [`in_memory`](Self::in_memory) with `options` (handlers, limits).
+    pub fn in_memory_with(server: &crate::McpServer, era: Era, options: ClientOptions) -> Self {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let (sr, sw) = tokio::io::split(server_io);
         let server = server.clone();
@@ -286,7 +291,7 @@ impl McpClient {
             let _ = server.serve_stream(sr, sw).await;
         });
         let (cr, cw) = tokio::io::split(client_io);
-        Self::connect(cr, cw, era)
+        Self::connect_with(cr, cw, era, options)
     }
 
     /// Connects over a reader and writer (newline-delimited JSON-RPC), without handlers.
