@@ -45,7 +45,7 @@ mod tree;
 mod walk;
 mod write;
 
-pub use tree::{ConfinedDir, TreeEntry, TreeFilter, TreeWalk};
+pub use tree::{ConfinedDir, MAX_DIR_ENTRIES, TreeEntry, TreeFilter, TreeWalk};
 pub use write::WriteMode;
 
 #[cfg(test)]
@@ -105,6 +105,9 @@ pub enum ConfineError {
     /// A regular file was needed and this is a FIFO, socket or device.
     #[error("is not a regular file (a FIFO, socket or device)")]
     NotRegular,
+    /// The directory has more entries than the cap.
+    #[error("has more than {0} entries")]
+    TooManyEntries(usize),
     /// The file has more bytes than the cap.
     #[error("is larger than the limit of {0} bytes")]
     TooLarge(u64),

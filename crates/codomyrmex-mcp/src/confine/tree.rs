@@ -21,6 +21,10 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use super::{ConfineError, ConfinedRoot, LastLink, READ_FLAGS};
 
+/// The most entries one directory may have to be listed (names are held to be sorted: at most
+/// about 28 MB for one directory of 255-byte names).
+pub const MAX_DIR_ENTRIES: usize = 100_000;
+
 /// Flags for a directory opened to read its entries.
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
@@ -100,14 +104,24 @@ impl ConfinedDir {
         &self.rel
     }
 
-    /// The names of its entries (without `.` and `..`), sorted, read from its descriptor.
+    /// The names of its entries (without `.` and `..`), sorted, read from its descriptor; a
+    /// directory of more than [`MAX_DIR_ENTRIES`] entries is refused
+    /// ([`ConfineError::TooManyEntries`]), so one directory costs a bounded amount of memory.
     pub fn names(&self) -> Result<Vec<OsString>, ConfineError> {
+        self.names_within(MAX_DIR_ENTRIES)
+    }
+
+    /// [`Self::names`] with at most `cap` entries.
+    fn names_within(&self, cap: usize) -> Result<Vec<OsString>, ConfineError> {
         let dir = rustix::fs::Dir::read_from(self.fd.as_fd()).map_err(ConfineError::from_errno)?;
         let mut names = Vec::new();
         for entry in dir {
             let entry = entry.map_err(ConfineError::from_errno)?;
             let name = OsStr::from_bytes(entry.file_name().to_bytes());
             if name != "." && name != ".." {
+                if names.len() == cap {
+                    return Err(ConfineError::TooManyEntries(cap));
+                }
                 names.push(name.to_owned());
             }
         }
@@ -214,7 +228,8 @@ impl<F: TreeFilter> TreeWalk<F> {
         &self.filter
     }
 
-    /// Enters `dir` at `depth`: reads its names and tells the filter.
+    /// Enters `dir` at `depth`: reads its names and tells the filter (a directory whose names
+    /// cannot be read, or has too many, is not entered).
     fn push(&mut self, dir: ConfinedDir, depth: usize) -> Result<(), ConfineError> {
         let names = dir.names()?;
         self.filter.enter(&dir);
@@ -318,5 +333,26 @@ impl ConfinedRoot {
             walk.push(dir, 0)?;
         }
         Ok(walk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_directory_with_more_entries_than_the_cap_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..5 {
+            std::fs::write(dir.path().join(format!("f{i}")), "").unwrap();
+        }
+        let root = ConfinedRoot::open(dir.path()).unwrap();
+        let top = root.open_dir(Path::new("")).unwrap();
+        assert_eq!(top.names_within(5).unwrap().len(), 5);
+        assert!(matches!(
+            top.names_within(4),
+            Err(ConfineError::TooManyEntries(4))
+        ));
     }
 }
