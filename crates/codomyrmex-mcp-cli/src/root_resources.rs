@@ -1,7 +1,8 @@
 //! The root's files in `resources/list`: a [`ResourceLister`] that walks the root.
 //!
 //! Each page walks the root afresh (nothing is cached, so the list follows the disk), the
-//! same walk as `file_system.list_directory`: `.gitignore`, `.ignore` and
+//! same confined walk as `file_system.list_directory` (directories read from descriptors,
+//! never through a symlink): `.gitignore`, `.ignore` and
 //! `.git/info/exclude` respected, `.git` and hidden names skipped, symlinks neither followed
 //! nor listed, non-UTF-8 names skipped. The walk stops after `cap` entries, so one page costs
 //! at most that much; past the cap, files are not listed (still readable through the
@@ -10,9 +11,10 @@
 //!
 //! It lists only; `ServeDirectory::serve_directory` reads.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use codomyrmex_mcp::ResourceDefinition;
+use codomyrmex_mcp::confine::ConfinedRoot;
 use codomyrmex_mcp::registry::BoxFuture;
 use codomyrmex_mcp::resources::ResourceLister;
 
@@ -24,14 +26,14 @@ pub const MAX_WALKED_ENTRIES: usize = 10_000;
 /// The root's files as resources.
 #[derive(Debug, Clone)]
 pub struct RootFiles {
-    root: PathBuf,
+    root: ConfinedRoot,
     prefix: String,
     cap: usize,
 }
 
 impl RootFiles {
-    /// The files under `root` (canonical), as `prefix` + path, walking at most `cap` entries.
-    pub fn new(root: PathBuf, prefix: impl Into<String>, cap: usize) -> Self {
+    /// The files under `root`, as `prefix` + path, walking at most `cap` entries.
+    pub fn new(root: ConfinedRoot, prefix: impl Into<String>, cap: usize) -> Self {
         Self {
             root,
             prefix: prefix.into(),
@@ -47,22 +49,19 @@ impl RootFiles {
             max_depth: None,
             max_filesize: None,
         };
-        let (walk, _) = walker(&self.root, &options, None);
+        let Ok(walk) = walker(&self.root, Path::new(""), &options, None) else {
+            tracing::debug!("the root's resource listing cannot read the root");
+            return Vec::new();
+        };
         let mut out = Vec::new();
-        for entry in walk.take(self.cap).flatten() {
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+        for entry in walk.take(self.cap) {
+            if entry.kind() != rustix::fs::FileType::RegularFile {
                 continue;
             }
-            let Ok(rel) = entry.path().strip_prefix(&self.root) else {
-                continue;
-            };
-            let Some(rel) = rel.to_str() else {
-                continue;
-            };
-            let rel = rel.replace(std::path::MAIN_SEPARATOR, "/");
+            let rel = ConfinedRoot::display(entry.rel());
             let uri = format!("{}{}", self.prefix, encode_path(&rel));
             let mut definition = ResourceDefinition::new(uri, rel);
-            definition.size = entry.metadata().ok().map(|m| m.len());
+            definition.size = Some(entry.size());
             out.push(definition);
         }
         out.sort_by(|a, b| a.uri.cmp(&b.uri));
@@ -172,8 +171,8 @@ mod tests {
     #[test]
     fn lists_the_files_ignoring_what_git_ignores_and_never_following_symlinks() {
         let (dir, _outside) = tree();
-        let root = dir.path().canonicalize().unwrap();
-        let files = RootFiles::new(root, "r://", 1000);
+        let root = dir.path();
+        let files = RootFiles::new(ConfinedRoot::open(root).unwrap(), "r://", 1000);
         assert_eq!(
             uris(&files, None, 100),
             [
@@ -189,7 +188,7 @@ mod tests {
     #[test]
     fn pages_after_a_uri() {
         let (dir, _outside) = tree();
-        let files = RootFiles::new(dir.path().canonicalize().unwrap(), "r://", 1000);
+        let files = RootFiles::new(ConfinedRoot::open(dir.path()).unwrap(), "r://", 1000);
         assert_eq!(uris(&files, None, 2), ["r://a/one.rs", "r://a/two.rs"]);
         assert_eq!(
             uris(&files, Some("r://a/two.rs"), 2),
@@ -201,7 +200,7 @@ mod tests {
     #[test]
     fn the_walk_stops_at_the_cap() {
         let (dir, _outside) = tree();
-        let root = dir.path().canonicalize().unwrap();
+        let root = ConfinedRoot::open(dir.path()).unwrap();
         // The walk, by name: the root, a/, a/one.rs, a/two.rs, b.txt, ... (hidden and ignored
         // names are never walked). Three entries reach a/one.rs only.
         let files = RootFiles::new(root.clone(), "r://", 3);

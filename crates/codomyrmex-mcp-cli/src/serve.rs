@@ -78,7 +78,7 @@ pub fn server_with_key(
         )
         .map_err(|e| e.to_string())?;
     resources.add_lister(RootFiles::new(
-        workspace.sandbox().root().to_path_buf(),
+        workspace.sandbox().confined().clone(),
         RESOURCE_PREFIX,
         MAX_WALKED_ENTRIES,
     ));

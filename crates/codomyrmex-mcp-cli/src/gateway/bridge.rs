@@ -17,7 +17,8 @@
 //!   them passed through (the upstream's keys prefixed with the gateway's round, the
 //!   upstream's own `requestState` carried untouched inside the gateway's sealed state); for
 //!   a 2025-11-25 client the gateway asks each input as a server-to-client request and retries
-//!   the upstream until it gives a final result.
+//!   the upstream until it gives a final result. Either way the rounds are the upstream
+//!   client's own input loop ([`McpClient::request_answering`]), answered by the gateway.
 //!
 //! An upstream's log message goes with the call it belongs to: over Streamable HTTP, the one
 //! on whose stream it arrived ([`CallOptions::log`]); over stdio, which cannot tell, the one
@@ -41,7 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use codomyrmex_mcp::client::{CallOptions, ClientHandlers, proto};
+use codomyrmex_mcp::client::{CallOptions, ClientHandlers, InputLoopError, proto};
 use codomyrmex_mcp::engine::{Engine, META_LOG_LEVEL};
 use codomyrmex_mcp::invocation::{Admission, Permit};
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
@@ -527,50 +528,53 @@ async fn modern_upstream(
     let current = Arc::new(Mutex::new(context.clone()));
     let _place = up.inbox.register_for_logs(current.clone());
     let options = call_options(up, &current, None);
-    for _ in 0..MAX_ROUNDS {
-        let result = match client.request_round(method, &params, &options).await {
-            Ok(r) => r,
-            Err(e) => return Bridged::Final(Err(e)),
-        };
-        let required = match proto::input_required(&result) {
-            None => return Bridged::Final(Ok(result)),
-            Some(Err(why)) => return Bridged::Final(Err(ClientError::Protocol(why))),
-            Some(Ok(r)) => r,
-        };
-        if context.era() == Era::Modern {
-            let asked: Map<String, Value> = required
-                .requests
-                .iter()
-                .map(|(k, m, p)| (k.clone(), json!({"method": m, "params": p})))
-                .collect();
-            context.set_request_state(json!({"upstream": {
-                "round": round,
-                "state": required.request_state,
-                "asked": asked,
-            }}));
+    // The client's own input loop; each round's requests go to the gateway's client.
+    let answered = client
+        .request_answering(method, params, &options, |required| async move {
+            if context.era() == Era::Modern {
+                // A 2026-07-28 client answers by retrying: its requests are asked, the round's
+                // state kept for the retry, and the loop stops here.
+                let asked: Map<String, Value> = required
+                    .requests
+                    .iter()
+                    .map(|(k, m, p)| (k.clone(), json!({"method": m, "params": p})))
+                    .collect();
+                context.set_request_state(json!({"upstream": {
+                    "round": round,
+                    "state": required.request_state,
+                    "asked": asked,
+                }}));
+                for (key, method, p) in required.requests {
+                    match ask(context, &format!("{round}.{key}"), &method, p).await {
+                        Ok(_) | Err(ClientRequestError::InputRequired) => {}
+                        Err(e) => return Err(failed(&up.name, e)),
+                    }
+                }
+                return Err(Bridged::AskedClient);
+            }
+            let mut responses = Map::new();
             for (key, method, p) in required.requests {
-                match ask(context, &format!("{round}.{key}"), &method, p).await {
-                    Ok(_) | Err(ClientRequestError::InputRequired) => {}
-                    Err(e) => return failed(&up.name, e),
+                match ask(context, &key, &method, p).await {
+                    Ok(answer) => {
+                        responses.insert(key, answer);
+                    }
+                    Err(e) => {
+                        return Err(failed(&up.name, format!("{method} was not answered: {e}")));
+                    }
                 }
             }
-            return Bridged::AskedClient;
-        }
-        let mut responses = Map::new();
-        for (key, method, p) in required.requests {
-            match ask(context, &key, &method, p).await {
-                Ok(answer) => {
-                    responses.insert(key, answer);
-                }
-                Err(e) => return failed(&up.name, format!("{method} was not answered: {e}")),
-            }
-        }
-        params = proto::retry_params(&params, responses, required.request_state.as_deref());
+            Ok(responses)
+        })
+        .await;
+    match answered {
+        Ok(result) => Bridged::Final(Ok(result)),
+        Err(InputLoopError::Client(e)) => Bridged::Final(Err(e)),
+        Err(InputLoopError::Answer(stopped)) => stopped,
+        Err(InputLoopError::TooManyRounds) => failed(
+            &up.name,
+            format!("still asked for input after {MAX_ROUNDS} rounds"),
+        ),
     }
-    failed(
-        &up.name,
-        format!("still asked for input after {MAX_ROUNDS} rounds"),
-    )
 }
 
 /// 2025-11-25 on both sides: each request of the upstream is asked of the gateway's client.

@@ -278,9 +278,17 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
             // Refused here, before anything logs it: a URL with credentials
             // (`user:password@`), which would be logged at each retry. The message shows
             // the URL redacted.
-            codomyrmex_mcp::client::http::parse_url(&url).map_err(|e| {
+            let endpoint = codomyrmex_mcp::client::http::parse_url(&url).map_err(|e| {
                 format!("{name:?}: url {e}; for a bearer token, set `token` of the upstream")
             })?;
+            // A bearer token never travels in clear off the machine: plain http only to a
+            // loopback host (the rule OAuth's endpoints follow).
+            if u.token.is_some() && !endpoint.https && !endpoint.is_loopback() {
+                return Err(format!(
+                    "{name:?}: `token` would be sent in clear to {}: a token is only sent over                      https:// (plain http:// only to a loopback host: 127.0.0.0/8, ::1, localhost)",
+                    codomyrmex_mcp::util::redact_url(&url)
+                ));
+            }
             UpstreamTransport::Http {
                 url,
                 token: u.token.map(Secret::from),
@@ -440,6 +448,42 @@ url = "http://127.0.0.1:9000/mcp"
         );
         let syntax = invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nbogus = 1\n");
         assert!(syntax.starts_with("syntax Some(\"4:1\")"), "{syntax}");
+    }
+
+    #[test]
+    fn a_token_goes_over_https_or_to_a_loopback_host_only() {
+        let with_token = |url: &str| {
+            format!("[[upstream]]\nname = \"web\"\nurl = \"{url}\"\ntoken = \"s3cret\"\n")
+        };
+        for refused in [
+            "http://mcp.example/mcp",
+            "http://10.0.0.7:9000/mcp",
+            "http://[2001:db8::1]/mcp",
+            "http://localhost.example/mcp",
+        ] {
+            let e = invalid(&with_token(refused));
+            assert!(
+                e.contains("\"web\"") && e.contains("`token`") && e.contains("https://"),
+                "{refused}: {e}"
+            );
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+        for allowed in [
+            "https://mcp.example/mcp",
+            "http://127.0.0.1:9000/mcp",
+            "http://127.8.9.10/mcp",
+            "http://[::1]:9000/mcp",
+            "http://localhost:9000/mcp",
+        ] {
+            GatewayConfig::parse(&with_token(allowed), None)
+                .unwrap_or_else(|e| panic!("{allowed}: {e:?}"));
+        }
+        // Without a token, plain http anywhere stays allowed.
+        GatewayConfig::parse(
+            "[[upstream]]\nname = \"web\"\nurl = \"http://mcp.example/mcp\"\n",
+            None,
+        )
+        .unwrap();
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 
-use codomyrmex_mcp::confine::ConfineError;
+use codomyrmex_mcp::confine::{ConfineError, ConfinedDir, TreeEntry, TreeFilter};
 
 use super::process::capture;
 use super::{Sandbox, ToolError, kinds};
@@ -175,15 +175,19 @@ impl Shadow {
                 link(&target, &shadow.join(rel))?;
             }
         }
-        // A split index keeps its shared part next to the index.
-        if let Ok(entries) = std::fs::read_dir(&real) {
-            for e in entries.flatten() {
-                let name = e.file_name();
-                if let Some(name) = name.to_str().filter(|n| n.starts_with("sharedindex."))
-                    && let Some(target) = entry(name)?
-                {
-                    link(&target, &shadow.join(name))?;
-                }
+        // A split index keeps its shared part next to the index (listed through the
+        // confined walk, like every directory under the root).
+        let names = real
+            .strip_prefix(sandbox.root())
+            .ok()
+            .and_then(|rel| sandbox.confined().open_dir(rel).ok())
+            .and_then(|dir| dir.names().ok())
+            .unwrap_or_default();
+        for name in names {
+            if let Some(name) = name.to_str().filter(|n| n.starts_with("sharedindex."))
+                && let Some(target) = entry(name)?
+            {
+                link(&target, &shadow.join(name))?;
             }
         }
         let index = entry("index")?.unwrap_or_else(|| shadow.join("index"));
@@ -370,33 +374,45 @@ fn inside(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<Option<PathBuf>
     }
 }
 
-/// Refuses symlinks under `dir` (the refs) that lead outside the root.
+/// Counts what the refs' walk meets, and keeps every entry.
+struct EveryEntry {
+    seen: usize,
+}
+
+impl TreeFilter for EveryEntry {
+    fn enter(&mut self, _: &ConfinedDir) {}
+    fn leave(&mut self) {}
+    fn keep(&mut self, _: &TreeEntry) -> bool {
+        self.seen += 1;
+        true
+    }
+}
+
+/// Refuses symlinks under `dir` (the refs) that lead outside the root. The refs are walked
+/// by the confinement (from descriptors, never through a symlink).
 fn check_links_under(sandbox: &Sandbox, dir: &Path) -> Result<(), ToolError> {
-    let mut pending = vec![dir.to_path_buf()];
-    let mut seen = 0usize;
-    while let Some(d) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            seen += 1;
-            if seen > MAX_REF_ENTRIES {
-                return Err(ToolError::new(
-                    kinds::TOO_LARGE,
-                    format!("the repository has more than {MAX_REF_ENTRIES} loose refs"),
-                ));
-            }
-            let Ok(kind) = e.file_type() else { continue };
-            let path = e.path();
-            if kind.is_symlink() {
-                let shown = match path.strip_prefix(dir) {
-                    Ok(rel) => format!(".git/refs/{}", rel.display()),
-                    Err(_) => ".git/refs".to_owned(),
-                };
-                inside(sandbox, &path, &shown)?;
-            } else if kind.is_dir() {
-                pending.push(path);
-            }
+    let denied = || ToolError::access_denied(".git/refs cannot be walked inside the root");
+    let rel = dir.strip_prefix(sandbox.root()).map_err(|_| denied())?;
+    let mut walk = match sandbox
+        .confined()
+        .walk_tree(rel, None, EveryEntry { seen: 0 })
+    {
+        Ok(walk) => walk,
+        // Not a directory: no loose refs to check (git decides what it is).
+        Err(ConfineError::NotADirectory) => return Ok(()),
+        Err(_) => return Err(denied()),
+    };
+    while let Some(entry) = walk.next() {
+        if walk.tree_filter().seen > MAX_REF_ENTRIES {
+            return Err(ToolError::new(
+                kinds::TOO_LARGE,
+                format!("the repository has more than {MAX_REF_ENTRIES} loose refs"),
+            ));
+        }
+        if entry.kind() == rustix::fs::FileType::Symlink {
+            let under = entry.rel().strip_prefix(rel).unwrap_or(entry.rel());
+            let shown = format!(".git/refs/{}", under.display());
+            inside(sandbox, &sandbox.root().join(entry.rel()), &shown)?;
         }
     }
     Ok(())

@@ -253,6 +253,10 @@ pub fn tool_error(e: ConfineError, raw: &str) -> ToolError {
             super::kinds::TOO_LARGE,
             format!("{shown} is larger than {cap} bytes"),
         ),
+        ConfineError::TooManyEntries(cap) => ToolError::new(
+            super::kinds::TOO_LARGE,
+            format!("{shown} has more than {cap} entries"),
+        ),
         ConfineError::Io(e) => ToolError::io(&e, &shown),
         other => ToolError::io(&io::Error::from(other), &shown),
     }

@@ -86,6 +86,19 @@ pub struct Endpoint {
     pub https: bool,
 }
 
+impl Endpoint {
+    /// Whether the host is a loopback host (`127.0.0.0/8`, `::1`, `localhost`), whose traffic
+    /// never leaves the machine: the one rule for where plain `http://` may carry a secret
+    /// (OAuth's endpoints, a gateway upstream's bearer token).
+    pub fn is_loopback(&self) -> bool {
+        self.host.eq_ignore_ascii_case("localhost")
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
 /// Parses an `http://` or `https://` URL. A URL with userinfo (`user:password@host`) is
 /// refused: credentials travel in a header (a bearer token, an `Authorization` header), never
 /// in a URL that ends up in logs. An error never shows the URL's userinfo, query values or

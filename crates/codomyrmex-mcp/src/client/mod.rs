@@ -247,6 +247,18 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// How [`McpClient::request_answering`]'s input loop ended without a final result.
+#[derive(Debug)]
+pub enum InputLoopError<E> {
+    /// A round failed (transport, timeout, a malformed `InputRequiredResult`).
+    Client(ClientError),
+    /// The answerer stopped the loop with this.
+    Answer(E),
+    /// The server still asked for input after [`MAX_INPUT_ROUNDS`](proto::MAX_INPUT_ROUNDS)
+    /// rounds.
+    TooManyRounds,
+}
+
 /// A client connection.
 pub struct McpClient {
     era: Mutex<Era>,
@@ -479,41 +491,79 @@ impl McpClient {
         }
     }
 
+    /// The 2026-07-28 multi-round input loop (the one copy of it): sends `method`, and while
+    /// the server answers with an `InputRequiredResult`, has `answer` answer the round's
+    /// requests and sends the request again with those answers and the server's
+    /// `requestState`, at most [`MAX_INPUT_ROUNDS`](proto::MAX_INPUT_ROUNDS) rounds. Each round
+    /// is bounded by the call's timeout, else the client's.
+    ///
+    /// `answer` gets each round's requests and returns the answers by key, or stops the loop
+    /// with its own value ([`InputLoopError::Answer`]): [`request_with`](Self::request_with)
+    /// answers with the client's handlers; a gateway relays the requests to its own client.
+    pub async fn request_answering<E, F, Fut>(
+        &self,
+        method: &str,
+        params: Value,
+        options: &CallOptions,
+        mut answer: F,
+    ) -> Result<Value, InputLoopError<E>>
+    where
+        F: FnMut(proto::InputRequired) -> Fut,
+        Fut: Future<Output = Result<Map<String, Value>, E>>,
+    {
+        let mut params = params;
+        for _ in 0..proto::MAX_INPUT_ROUNDS {
+            let result = self
+                .within_timeout(options, self.round(method, &params, options))
+                .await
+                .map_err(InputLoopError::Client)?;
+            let Some(required) = proto::input_required(&result) else {
+                return Ok(result);
+            };
+            let required =
+                required.map_err(|why| InputLoopError::Client(ClientError::Protocol(why)))?;
+            let state = required.request_state.clone();
+            let responses = answer(required).await.map_err(InputLoopError::Answer)?;
+            params = proto::retry_params(&params, responses, state.as_deref());
+        }
+        Err(InputLoopError::TooManyRounds)
+    }
+
+    /// [`request_answering`](Self::request_answering) with the client's own handlers.
     async fn multi_round(
         &self,
         method: &str,
         params: Value,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        let mut params = params;
-        for _ in 0..proto::MAX_INPUT_ROUNDS {
-            let result = self.round(method, &params, options).await?;
-            let Some(required) = proto::input_required(&result) else {
-                return Ok(result);
-            };
-            let required = required.map_err(ClientError::Protocol)?;
-            let mut responses = Map::new();
-            for (key, input_method, input_params) in required.requests {
-                let answer = self
-                    .shared
-                    .handlers
-                    .answer(InputRequest::classify(&input_method, input_params))
-                    .await
-                    .map_err(|e| {
-                        ClientError::Protocol(format!(
-                            "the server asked for {input_method}, which this client cannot \
-                             answer: {}",
-                            e.message
-                        ))
-                    })?;
-                responses.insert(key, answer);
-            }
-            params = proto::retry_params(&params, responses, required.request_state.as_deref());
-        }
-        Err(ClientError::Protocol(format!(
-            "the server still asked for input after {} rounds",
-            proto::MAX_INPUT_ROUNDS
-        )))
+        let answered = self
+            .request_answering(method, params, options, |required| async move {
+                let mut responses = Map::new();
+                for (key, input_method, input_params) in required.requests {
+                    let answer = self
+                        .shared
+                        .handlers
+                        .answer(InputRequest::classify(&input_method, input_params))
+                        .await
+                        .map_err(|e| {
+                            ClientError::Protocol(format!(
+                                "the server asked for {input_method}, which this client cannot \
+                                 answer: {}",
+                                e.message
+                            ))
+                        })?;
+                    responses.insert(key, answer);
+                }
+                Ok(responses)
+            })
+            .await;
+        answered.map_err(|e| match e {
+            InputLoopError::Client(e) | InputLoopError::Answer(e) => e,
+            InputLoopError::TooManyRounds => ClientError::Protocol(format!(
+                "the server still asked for input after {} rounds",
+                proto::MAX_INPUT_ROUNDS
+            )),
+        })
     }
 
     /// One request and its answer. Dropping the future cancels the request on the server.

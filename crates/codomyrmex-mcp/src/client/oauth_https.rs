@@ -7,8 +7,6 @@
 //! whose traffic never leaves the machine. Checked before the URL is fetched or handed to a
 //! user agent, so a client secret, code or refresh token never travels in clear.
 
-use std::net::IpAddr;
-
 use super::http::parse_url;
 use super::oauth::split_url;
 
@@ -26,12 +24,6 @@ pub(crate) const METADATA_ENDPOINTS: [&str; 10] = [
     "pushed_authorization_request_endpoint",
     "end_session_endpoint",
 ];
-
-/// Whether `host` (a name, or an IP without brackets) is a loopback host.
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
 
 /// `url` without its query, fragment or user information, for messages.
 pub(crate) fn redacted(url: &str) -> String {
@@ -53,7 +45,7 @@ pub(crate) fn redacted(url: &str) -> String {
 /// `what`, the URL (without its query) and the rule.
 pub(crate) fn require_https(url: &str, what: &str) -> Result<(), String> {
     match parse_url(url) {
-        Ok(e) if e.https || is_loopback(&e.host) => Ok(()),
+        Ok(e) if e.https || e.is_loopback() => Ok(()),
         Ok(_) => Err(format!(
             "refused the {what} {}: OAuth authorization servers must be reached over https \
              (plain http only to a loopback host: 127.0.0.0/8, ::1, localhost)",

@@ -24,6 +24,11 @@
 //! Files are opened from the walk's descriptors, checked with `fstat` (a regular file, not a FIFO,
 //! device or directory), and read with a cap on the bytes actually read, never on the size
 //! the file reports (`/proc` files report 0).
+//!
+//! Directories are enumerated the same way ([`ConfinedRoot::open_dir`], [`ConfinedRoot::walk_tree`]):
+//! a directory is opened through the walk and its entries read from that descriptor; a child
+//! directory is entered with `openat(O_DIRECTORY | O_NOFOLLOW)` from its parent's descriptor,
+//! so a walk never follows a symlink, not even one swapped in for a directory mid-walk.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -36,9 +41,11 @@ use rustix::fs::{FileType, Mode, OFlags};
 
 #[cfg(target_os = "linux")]
 mod fast;
+mod tree;
 mod walk;
 mod write;
 
+pub use tree::{ConfinedDir, MAX_DIR_ENTRIES, TreeEntry, TreeFilter, TreeWalk};
 pub use write::WriteMode;
 
 #[cfg(test)]
@@ -98,6 +105,9 @@ pub enum ConfineError {
     /// A regular file was needed and this is a FIFO, socket or device.
     #[error("is not a regular file (a FIFO, socket or device)")]
     NotRegular,
+    /// The directory has more entries than the cap.
+    #[error("has more than {0} entries")]
+    TooManyEntries(usize),
     /// The file has more bytes than the cap.
     #[error("is larger than the limit of {0} bytes")]
     TooLarge(u64),

@@ -299,12 +299,28 @@ fn one_confinement_mechanism_in_the_crates_that_serve_roots() {
         if code.contains("canonicalize(") && !shown.ends_with("confine/mod.rs") {
             found.push(format!("{shown}: canonicalize("));
         }
-        // The code that serves a root reads only through `ConfinedRoot`.
-        let serves_a_root = ["serve_directory.rs", "root_resources.rs", "/tools/"]
-            .iter()
-            .any(|p| shown.contains(p));
+        // The code that serves a root reads, and enumerates directories, only through
+        // `ConfinedRoot` (`open_dir`, `walk_tree`): no path-based read or directory walk.
+        let serves_a_root = [
+            "serve_directory.rs",
+            "root_resources.rs",
+            "/tools/",
+            "codomyrmex-mcp-cli/src/serve.rs",
+        ]
+        .iter()
+        .any(|p| shown.contains(p));
         if serves_a_root {
-            for needle in ["fs::read(", "fs::read_to_string(", "File::open("] {
+            for needle in [
+                "fs::read(",
+                "fs::read_to_string(",
+                "File::open(",
+                "read_dir(",
+                "WalkBuilder",
+                "WalkDir",
+                "ignore::Walk",
+                "walkdir::",
+                "glob::glob",
+            ] {
                 if code.contains(needle) {
                     found.push(format!("{shown}: {needle}"));
                 }
@@ -470,4 +486,93 @@ fn renames_are_made_between_the_walks_descriptors() {
     root.rename(Path::new("top.txt"), Path::new("moved.txt"), true)
         .unwrap();
     assert_eq!(std::fs::read_to_string(r.join("moved.txt")).unwrap(), "top");
+}
+
+/// Keeps every entry the walk offers.
+struct Everything;
+
+impl TreeFilter for Everything {
+    fn enter(&mut self, _: &ConfinedDir) {}
+    fn leave(&mut self) {}
+    fn keep(&mut self, _: &TreeEntry) -> bool {
+        true
+    }
+}
+
+#[test]
+fn directories_are_enumerated_from_descriptors_and_never_through_a_symlink() {
+    let fx = fixture();
+    let root = ConfinedRoot::open(fx.root.path()).unwrap();
+    let top = root.open_dir(Path::new("")).unwrap();
+    let names = top.names().unwrap();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    assert!(names.iter().any(|n| n == "sub") && names.iter().any(|n| n == "out-dir"));
+    // A child is entered from the parent's descriptor, never through a link (in or out).
+    assert_eq!(
+        top.open_dir("sub".as_ref()).unwrap().rel(),
+        Path::new("sub")
+    );
+    for link in ["rel-dir", "out-dir", "chain1"] {
+        let e = top.open_dir(link.as_ref()).unwrap_err();
+        assert!(
+            matches!(e, ConfineError::Escapes | ConfineError::NotADirectory),
+            "{link}: {e:?}"
+        );
+    }
+    assert!(top.open_file("out-file".as_ref()).is_err());
+    assert!(top.open_file("top.txt".as_ref()).is_ok());
+    assert!(top.read_file("missing".as_ref(), 10).unwrap().is_none());
+    assert!(matches!(
+        top.read_file("top.txt".as_ref(), 2),
+        Err(ConfineError::TooLarge(2))
+    ));
+    // Only one entry's name: nothing that walks.
+    for bad in ["", ".", "..", "sub/deeper", "/etc"] {
+        assert!(top.open_dir(bad.as_ref()).is_err(), "{bad}");
+        assert!(top.open_file(bad.as_ref()).is_err(), "{bad}");
+    }
+    // Opening by path goes through the resolution: in-root links resolve, others are refused.
+    assert_eq!(
+        root.open_dir(Path::new("rel-dir")).unwrap().rel(),
+        Path::new("sub")
+    );
+    assert!(root.open_dir(Path::new("out-dir")).is_err());
+    assert!(matches!(
+        root.open_dir(Path::new("top.txt")),
+        Err(ConfineError::NotADirectory)
+    ));
+    // The walk lists links as links and enters none of them.
+    let seen: Vec<(std::path::PathBuf, FileType)> = root
+        .walk_tree(Path::new(""), None, Everything)
+        .unwrap()
+        .map(|e| (e.rel().to_path_buf(), e.kind()))
+        .collect();
+    assert_eq!(seen[0], (std::path::PathBuf::new(), FileType::Directory));
+    assert!(seen.contains(&("sub/deeper".into(), FileType::Directory)));
+    assert!(seen.contains(&("out-dir".into(), FileType::Symlink)));
+    assert!(seen.contains(&("rel-dir".into(), FileType::Symlink)));
+    let entered: Vec<_> = seen
+        .iter()
+        .filter(|(p, _)| {
+            p.components().count() > 1 && (p.starts_with("out-dir") || p.starts_with("rel-dir"))
+        })
+        .collect();
+    assert!(entered.is_empty(), "{entered:?}");
+    // Depth-first in name order, a directory before its entries; `max_depth` stops descent.
+    let shallow: Vec<_> = root
+        .walk_tree(Path::new("sub"), Some(1), Everything)
+        .unwrap()
+        .map(|e| (ConfinedRoot::display(e.rel()), e.depth()))
+        .collect();
+    assert_eq!(
+        shallow,
+        [
+            ("sub".to_owned(), 0),
+            ("sub/deeper".to_owned(), 1),
+            ("sub/file.txt".to_owned(), 1),
+            ("sub/up-file".to_owned(), 1)
+        ]
+    );
 }

@@ -1,17 +1,18 @@
-//! `file_system.list_directory`, and the .gitignore-aware `walker` it shares with `search`
-//! and the root's resource listing. The walker never follows symlinks and skips names that
-//! are not UTF-8; it does not resolve or check paths (the sandbox does, before the walk).
+//! `file_system.list_directory`, over the confined tree walk it shares with `search` and the
+//! root's resource listing ([`walker`]): directories are read from descriptors and a symlink
+//! is listed as one, never followed.
 
-use std::fs;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::{Cancel, ToolError, Workspace, kinds};
-use super::{EntryKind, io_err};
+use codomyrmex_mcp::confine::{ConfineError, ConfinedRoot};
+
+use super::EntryKind;
+use super::ignore_rules::{WalkOptions, walker};
+use crate::tools::sandbox::tool_error;
 
 #[derive(Debug)]
 pub(super) struct ListArgs {
@@ -49,68 +50,21 @@ pub struct ListOutput {
     pub skipped_non_utf8: u64,
 }
 
-/// How [`walker`] walks (also used by the root's resource listing).
-pub(crate) struct WalkOptions {
-    pub(crate) include_hidden: bool,
-    pub(crate) respect_gitignore: bool,
-    pub(crate) max_depth: Option<usize>,
-    pub(crate) max_filesize: Option<u64>,
-}
-
-/// A .gitignore-aware walker that never follows symlinks and skips non-UTF-8 names (counted in
-/// the returned counter).
-pub(crate) fn walker(
-    dir: &Path,
-    o: &WalkOptions,
-    overrides: Option<ignore::overrides::Override>,
-) -> (ignore::Walk, Arc<AtomicU64>) {
-    let non_utf8 = Arc::new(AtomicU64::new(0));
-    let counter = non_utf8.clone();
-    let respect = o.respect_gitignore;
-    let mut b = ignore::WalkBuilder::new(dir);
-    b.hidden(!o.include_hidden)
-        .git_ignore(respect)
-        .git_exclude(respect)
-        .ignore(respect)
-        .parents(respect)
-        .git_global(false)
-        .require_git(false)
-        .follow_links(false)
-        .max_depth(o.max_depth)
-        .max_filesize(o.max_filesize)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |e| {
-            if e.depth() == 0 {
-                return true;
-            }
-            let name = e.file_name();
-            if name.to_str().is_none() {
-                counter.fetch_add(1, Ordering::Relaxed);
-                return false;
-            }
-            !(respect && name == ".git")
-        });
-    if let Some(o) = overrides {
-        b.overrides(o);
-    }
-    (b.build(), non_utf8)
-}
-
 pub(super) fn list_sync(
     ws: &Workspace,
     args: &ListArgs,
     cancel: &Cancel,
 ) -> Result<ListOutput, ToolError> {
     let raw = args.path.as_deref().unwrap_or(".");
-    let dir = ws.sandbox().resolve(raw)?;
+    let (dir, meta) = ws.sandbox().metadata(raw)?;
     let shown = ws.sandbox().relative(&dir);
-    let meta = fs::metadata(&dir).map_err(io_err(&shown))?;
     if !meta.is_dir() {
         return Err(ToolError::new(
             kinds::NOT_A_DIRECTORY,
             format!("{shown} is not a directory"),
         ));
     }
+    let rel = under_root(ws, &dir, raw)?;
     let limit = ws.limits().max_list_entries;
     let max = args
         .max_entries
@@ -121,8 +75,9 @@ pub(super) fn list_sync(
     } else {
         Some(1)
     };
-    let (walk, non_utf8) = walker(
-        &dir,
+    let mut walk = walker(
+        ws.sandbox().confined(),
+        rel,
         &WalkOptions {
             include_hidden: args.include_hidden.unwrap_or(false),
             respect_gitignore: args.respect_gitignore.unwrap_or(true),
@@ -130,14 +85,14 @@ pub(super) fn list_sync(
             max_filesize: None,
         },
         None,
-    );
+    )
+    .map_err(|e| tool_error(e, raw))?;
     let mut entries = Vec::new();
     let mut truncated = false;
-    for item in walk {
+    for entry in walk.by_ref() {
         if cancel.is_cancelled() {
             return Err(ToolError::new(kinds::IO_ERROR, "cancelled"));
         }
-        let Ok(entry) = item else { continue };
         if entry.depth() == 0 {
             continue;
         }
@@ -145,20 +100,29 @@ pub(super) fn list_sync(
             truncated = true;
             break;
         }
-        let kind = entry.file_type().map_or(EntryKind::Other, EntryKind::of);
-        let size = (kind == EntryKind::File)
-            .then(|| entry.metadata().ok().map(|m| m.len()))
-            .flatten();
+        let kind = EntryKind::of_kind(entry.kind());
         entries.push(DirEntry {
-            path: ws.sandbox().relative(entry.path()),
+            path: ConfinedRoot::display(entry.rel()),
             kind,
-            size,
+            size: (kind == EntryKind::File).then(|| entry.size()),
         });
     }
     Ok(ListOutput {
         path: shown,
         entries,
         truncated,
-        skipped_non_utf8: non_utf8.load(Ordering::Relaxed),
+        skipped_non_utf8: walk.tree_filter().skipped_non_utf8(),
     })
+}
+
+/// `resolved` (a path the sandbox resolved) relative to the root; refused if it is not under
+/// it (it always is: the sandbox returns nothing else).
+pub(super) fn under_root<'p>(
+    ws: &Workspace,
+    resolved: &'p Path,
+    raw: &str,
+) -> Result<&'p Path, ToolError> {
+    resolved
+        .strip_prefix(ws.sandbox().root())
+        .map_err(|_| tool_error(ConfineError::Escapes, raw))
 }

@@ -3,8 +3,8 @@
 //!
 //! This module declares the tools (names, annotations, parameters) and holds what their parts
 //! share: `EntryKind`, opening a regular file and mapping I/O errors. Each tool's work runs
-//! on a blocking thread, in the submodule that owns it: `read`, `listing` (`list_directory`
-//! and the .gitignore-aware walker), `search`, `metadata` (`checksum` and `stat`) and
+//! on a blocking thread, in the submodule that owns it: `read`, `listing` (`list_directory`),
+//! `ignore_rules` (what the confined tree walk lists: ignore files, hidden names, globs), `search`, `metadata` (`checksum` and `stat`) and
 //! `writing` (the full profile's `write`, `edit`, `make_directory` and `move`). It is not the
 //! sandbox (every path is resolved by `Sandbox`, the adapter to the library's `ConfinedRoot`, first), nor the text the model sees (shaped
 //! in `model_text`). The tests are in `reading_tests` and `writing_tests`.
@@ -19,6 +19,7 @@ use serde::Serialize;
 use super::model_text::ModelText;
 use super::{ToolError, Workspace, blocking};
 
+mod ignore_rules;
 mod listing;
 mod metadata;
 mod read;
@@ -28,10 +29,12 @@ mod writing;
 #[cfg(test)]
 mod reading_tests;
 #[cfg(test)]
+mod walk_tests;
+#[cfg(test)]
 mod writing_tests;
 
+pub(crate) use ignore_rules::{WalkOptions, walker};
 pub use listing::ListOutput;
-pub(crate) use listing::{WalkOptions, walker};
 pub use metadata::{ChecksumAlgorithm, ChecksumOutput, StatOutput};
 pub use read::{ReadEncoding, ReadOutput};
 pub use search::SearchOutput;
@@ -389,6 +392,17 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
+    /// The kind of an entry as the confined walk saw it (`lstat`).
+    fn of_kind(t: rustix::fs::FileType) -> Self {
+        use rustix::fs::FileType;
+        match t {
+            FileType::Symlink => Self::Symlink,
+            FileType::Directory => Self::Directory,
+            FileType::RegularFile => Self::File,
+            _ => Self::Other,
+        }
+    }
+
     fn of(t: fs::FileType) -> Self {
         if t.is_symlink() {
             Self::Symlink

@@ -1,18 +1,21 @@
 //! `file_system.search`: a regular-expression (or literal) content search over the root, like
-//! ripgrep (the `grep` crates over the `walker`). It follows symlinks only to regular files
-//! inside the root (resolved and opened by the sandbox, like every read) and reports lines
-//! shortened to a bounded length; it is not a file finder.
+//! ripgrep (the `grep` crates over the confined tree walk, [`walker`]). Files the walk finds
+//! are opened from their directory's descriptor; a symlink is followed only to a regular file
+//! inside the root (resolved by `ConfinedRoot`, like every read). It reports lines shortened
+//! to a bounded length; it is not a file finder.
 
-use std::fs::{self, File};
-use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::fs::File;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::{Cancel, ToolError, Workspace, kinds};
-use super::io_err;
-use super::listing::{WalkOptions, walker};
+use codomyrmex_mcp::confine::ConfinedRoot;
+use rustix::fs::FileType;
+
+use super::ignore_rules::{WalkOptions, walker};
+use super::listing::under_root;
+use crate::tools::sandbox::tool_error;
 
 /// Longest line returned by `search`, in characters.
 const MAX_MATCH_LINE_CHARS: usize = 500;
@@ -74,12 +77,11 @@ pub(super) fn search_sync(
         .build(&args.pattern)
         .map_err(|e| ToolError::invalid_argument(format!("invalid pattern: {e}")))?;
     let raw = args.path.as_deref().unwrap_or(".");
-    let start = ws.sandbox().resolve(raw)?;
-    let shown = ws.sandbox().relative(&start);
-    let meta = fs::metadata(&start).map_err(io_err(&shown))?;
+    let (start, meta) = ws.sandbox().metadata(raw)?;
     let overrides = match &args.globs {
         Some(globs) if !globs.is_empty() => {
-            let mut ob = ignore::overrides::OverrideBuilder::new(&start);
+            // Matched against paths relative to the start (the walk passes them so).
+            let mut ob = ignore::overrides::OverrideBuilder::new(".");
             for g in globs {
                 ob.add(g)
                     .map_err(|e| ToolError::invalid_argument(format!("invalid glob {g:?}: {e}")))?;
@@ -109,9 +111,8 @@ pub(super) fn search_sync(
         truncated: false,
         skipped_non_utf8: 0,
     };
-    // `path` is what the match reports (a link's own path), `file` what the sandbox opened.
-    let mut search_file = |path: &Path, file: File, out: &mut SearchOutput| -> bool {
-        let rel = ws.sandbox().relative(path);
+    // `rel` is what the match reports (a link's own path), `file` what was opened.
+    let mut search_file = |rel: String, file: File, out: &mut SearchOutput| -> bool {
         out.files_searched += 1;
         let before = out.matches.len();
         let mut full = false;
@@ -142,11 +143,13 @@ pub(super) fn search_sync(
     };
     if meta.is_file() {
         let (_, file, _) = ws.sandbox().open_file(raw)?;
-        out.truncated = search_file(&start, file, &mut out);
+        out.truncated = search_file(ws.sandbox().relative(&start), file, &mut out);
         return Ok(out);
     }
-    let (walk, non_utf8) = walker(
-        &start,
+    let root = ws.sandbox().confined();
+    let mut walk = walker(
+        root,
+        under_root(ws, &start, raw)?,
         &WalkOptions {
             include_hidden: args.include_hidden.unwrap_or(false),
             respect_gitignore: args.respect_gitignore.unwrap_or(true),
@@ -154,36 +157,34 @@ pub(super) fn search_sync(
             max_filesize: Some(limits.max_search_file_bytes),
         },
         overrides,
-    );
-    for item in walk {
+    )
+    .map_err(|e| tool_error(e, raw))?;
+    for entry in walk.by_ref() {
         if cancel.is_cancelled() {
             return Err(ToolError::new(kinds::IO_ERROR, "cancelled"));
         }
-        let Ok(entry) = item else { continue };
-        let Some(ft) = entry.file_type() else {
-            continue;
+        // A file is opened from its directory's descriptor; a link is resolved by the
+        // confinement and followed only to a regular file inside the root (no FIFO swapped
+        // in after the walk blocks the search).
+        let opened = match entry.kind() {
+            FileType::RegularFile => entry.open_file(),
+            FileType::Symlink => root.open_file(entry.rel()).map(|(file, _)| file),
+            _ => continue,
         };
-        if !ft.is_file() && !ft.is_symlink() {
-            continue;
-        }
-        // Files and links alike are opened by the sandbox: a link is followed only to a
-        // regular file inside the root (no FIFO swapped in after the walk blocks the search).
-        let Some(raw) = entry.path().to_str() else {
-            continue;
-        };
-        let file = match ws.sandbox().open_file(raw) {
-            Ok((_, file, size)) if size <= limits.max_search_file_bytes => file,
+        let rel = ConfinedRoot::display(entry.rel());
+        let file = match opened.map(|f| (f.metadata().map(|m| m.len()), f)) {
+            Ok((Ok(size), file)) if size <= limits.max_search_file_bytes => file,
             _ => {
-                tracing::debug!(file = %ws.sandbox().relative(entry.path()), "search skipped a file it cannot open as a regular file inside the root");
+                tracing::debug!(file = %rel, "search skipped a file it cannot open as a regular file inside the root");
                 continue;
             }
         };
-        if search_file(entry.path(), file, &mut out) {
+        if search_file(rel, file, &mut out) {
             out.truncated = true;
             break;
         }
     }
-    out.skipped_non_utf8 = non_utf8.load(Ordering::Relaxed);
+    out.skipped_non_utf8 = walk.tree_filter().skipped_non_utf8();
     Ok(out)
 }
 

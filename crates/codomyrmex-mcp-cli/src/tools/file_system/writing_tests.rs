@@ -366,3 +366,61 @@ async fn writing_tools_refuse_every_escape() {
     );
     assert!(!outside.path().join("mine.txt").exists());
 }
+
+/// The root's path swapped for a symlink out of it after the server opened the root: every
+/// tool acts on the root it opened (through its descriptor, by the walk), never on what the
+/// root's path names now. A path-based write, `mkdir`, rename or stat would act outside.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_tools_act_on_the_opened_root_not_on_its_path() {
+    use crate::config::{Limits, ShellSettings};
+    use crate::tools::{Sandbox, Workspace};
+    let parent = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(parent.path()).unwrap();
+    for name in ["a.txt", "b.txt"] {
+        std::fs::write(dir.path().join(name), "in").unwrap();
+        std::fs::write(outside.path().join(name), "outside, longer").unwrap();
+    }
+    let sandbox = Sandbox::new(dir.path()).unwrap();
+    let ws = Workspace::new(sandbox, Limits::default(), ShellSettings::default());
+    let fx = Fixture { dir, ws };
+    let r = registry(&fx, Profile::Full);
+    let moved = parent.path().join("moved");
+    std::fs::rename(fx.dir.path(), &moved).unwrap();
+    std::os::unix::fs::symlink(outside.path(), fx.dir.path()).unwrap();
+    let out = |name: &str| outside.path().join(name);
+    let mut problems = Vec::new();
+
+    let _ = call(
+        &r,
+        "file_system.write",
+        json!({"path": "new.txt", "content": "x"}),
+    )
+    .await;
+    if out("new.txt").exists() || !moved.join("new.txt").exists() {
+        problems.push("write created the file outside");
+    }
+    let _ = call(&r, "file_system.make_directory", json!({"path": "nd"})).await;
+    if out("nd").exists() || !moved.join("nd").is_dir() {
+        problems.push("make_directory made it outside");
+    }
+    let _ = call(
+        &r,
+        "file_system.move",
+        json!({"source": "a.txt", "destination": "c.txt"}),
+    )
+    .await;
+    if !out("a.txt").exists() || out("c.txt").exists() || !moved.join("c.txt").exists() {
+        problems.push("move renamed outside");
+    }
+    let v = call(&r, "file_system.stat", json!({"path": "b.txt"})).await;
+    if v.data()
+        .and_then(|d| d.get("size"))
+        .and_then(|s| s.as_u64())
+        != Some(2)
+    {
+        problems.push("stat reported the outside file");
+    }
+    assert!(problems.is_empty(), "{problems:?}");
+}
