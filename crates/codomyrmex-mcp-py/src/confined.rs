@@ -12,11 +12,7 @@ use codomyrmex_mcp::confine::{self, ConfineError, WriteMode};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, openat, statat};
-
-/// The most entries [`ConfinedRoot::list`] reads from one directory (before sorting and
-/// applying the caller's limit), so a huge directory costs bounded memory.
-const MAX_LISTED: usize = 65_536;
+use rustix::fs::FileType;
 
 /// A directory that file operations may not leave.
 #[pyclass(module = "codomyrmex_mcp._core", frozen)]
@@ -97,7 +93,7 @@ impl ConfinedRoot {
     }
 
     /// The entries of the directory at `path` (symlinks on the way followed inside the
-    /// root), as `(name, kind, size, mtime)` sorted by name, at most `limit` of them (of the first 65,536 read); `kind`
+    /// root), as `(name, kind, size, mtime)` sorted by name, at most `limit` of them (a directory too large for the library's listing bound is refused); `kind`
     /// is `"file"`, `"directory"`, `"symlink"` or `"other"` (an entry is never followed).
     /// Names that are not UTF-8 are left out. `NotADirectoryError` for a file.
     fn list(
@@ -109,49 +105,29 @@ impl ConfinedRoot {
         let rel = self.relative(path)?;
         let listed = py.detach(
             || -> Result<Vec<(String, &'static str, u64, f64)>, ConfineError> {
-                let found = self.root.resolve(&rel, confine::LastLink::Follow)?;
-                if found.file_type()? != FileType::Directory {
-                    return Err(ConfineError::NotADirectory);
-                }
-                // The walk's descriptor may be O_PATH, which cannot be read: the directory is
-                // opened again through it (".", never a path from outside).
-                let dir_fd = openat(
-                    found.into_fd(),
-                    ".",
-                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|e| ConfineError::Io(e.into()))?;
-                let dir = Dir::read_from(&dir_fd).map_err(|e| ConfineError::Io(e.into()))?;
+                // The library's confined listing: read from the directory's descriptor, each
+                // entry `lstat`ed, never followed.
+                let dir = self.root.open_dir(&rel)?;
                 let mut out = Vec::new();
-                for entry in dir.take(MAX_LISTED) {
-                    let entry = entry.map_err(|e| ConfineError::Io(e.into()))?;
-                    let Ok(name) = entry.file_name().to_str() else {
-                        continue;
-                    };
-                    if name == "." || name == ".." {
-                        continue;
+                for entry in dir.entries()? {
+                    if out.len() >= limit {
+                        break;
                     }
-                    // Gone since it was read, or unreadable: left out, as a listing would.
-                    let Ok(st) = statat(&dir_fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
+                    let Some(name) = entry.name().to_str() else {
                         continue;
                     };
-                    let kind = match FileType::from_raw_mode(st.st_mode) {
+                    let kind = match entry.kind() {
                         FileType::RegularFile => "file",
                         FileType::Directory => "directory",
                         FileType::Symlink => "symlink",
                         _ => "other",
                     };
-                    let mtime = st.st_mtime as f64 + st.st_mtime_nsec as f64 / 1e9;
-                    out.push((
-                        name.to_owned(),
-                        kind,
-                        u64::try_from(st.st_size).unwrap_or(0),
-                        mtime,
-                    ));
+                    let mtime = entry
+                        .modified()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map_or(0.0, |d| d.as_secs_f64());
+                    out.push((name.to_owned(), kind, entry.size(), mtime));
                 }
-                out.sort_by(|a, b| a.0.cmp(&b.0));
-                out.truncate(limit);
                 Ok(out)
             },
         );

@@ -16,6 +16,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
@@ -47,6 +48,7 @@ pub struct TreeEntry {
     rel: PathBuf,
     kind: FileType,
     size: u64,
+    modified: Option<SystemTime>,
     depth: usize,
 }
 
@@ -71,6 +73,11 @@ impl TreeEntry {
         self.size
     }
 
+    /// Its modification time, from `lstat` (`None` where the platform gives none).
+    pub fn modified(&self) -> Option<SystemTime> {
+        self.modified
+    }
+
     /// How deep it is below the walk's start (the start is 0).
     pub fn depth(&self) -> usize {
         self.depth
@@ -84,6 +91,13 @@ impl TreeEntry {
         }
         self.parent.open_file(&self.name)
     }
+}
+
+/// The modification time a `stat` reports (`None` before the epoch or out of range).
+fn modified(st: &rustix::fs::Stat) -> Option<SystemTime> {
+    let secs = u64::try_from(st.st_mtime).ok()?;
+    let nanos = u32::try_from(st.st_mtime_nsec).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
 }
 
 /// Checks that `name` is one entry's name: not empty, `.` or `..`, and without a `/`.
@@ -129,13 +143,38 @@ impl ConfinedDir {
         Ok(names)
     }
 
-    /// `lstat` of the entry `name`: its type and size (a symlink is not followed).
-    fn stat(&self, name: &OsStr) -> Result<(FileType, u64), ConfineError> {
+    /// `lstat` of the entry `name`: its type, size and modification time (a symlink is not
+    /// followed).
+    fn stat(&self, name: &OsStr) -> Result<(FileType, u64, Option<SystemTime>), ConfineError> {
         check_name(name)?;
         let st = rustix::fs::statat(self.fd.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(ConfineError::from_errno)?;
-        let size = u64::try_from(st.st_size).unwrap_or(0);
-        Ok((FileType::from_raw_mode(st.st_mode), size))
+        Ok((
+            FileType::from_raw_mode(st.st_mode),
+            u64::try_from(st.st_size).unwrap_or(0),
+            modified(&st),
+        ))
+    }
+
+    /// Its entries, sorted by name, each as `lstat` saw it (a symlink is never followed);
+    /// entries gone since they were read are left out. Bounded as [`Self::names`] is.
+    pub fn entries(&self) -> Result<Vec<TreeEntry>, ConfineError> {
+        let mut out = Vec::new();
+        for name in self.names()? {
+            let Ok((kind, size, modified)) = self.stat(&name) else {
+                continue;
+            };
+            out.push(TreeEntry {
+                parent: self.clone(),
+                rel: self.rel.join(&name),
+                name,
+                kind,
+                size,
+                modified,
+                depth: 1,
+            });
+        }
+        Ok(out)
     }
 
     /// Opens the child directory `name`; a symlink (even one swapped in after it was listed)
@@ -258,7 +297,7 @@ impl<F: TreeFilter> Iterator for TreeWalk<F> {
             };
             let depth = frame.depth + 1;
             // Gone since it was listed, or not stat-able: not offered.
-            let Ok((kind, size)) = frame.dir.stat(&name) else {
+            let Ok((kind, size, modified)) = frame.dir.stat(&name) else {
                 continue;
             };
             let entry = TreeEntry {
@@ -267,6 +306,7 @@ impl<F: TreeFilter> Iterator for TreeWalk<F> {
                 name,
                 kind,
                 size,
+                modified,
                 depth,
             };
             if !self.filter.keep(&entry) {
@@ -321,6 +361,7 @@ impl ConfinedRoot {
             rel: dir.rel.clone(),
             kind: FileType::Directory,
             size: u64::try_from(st.st_size).unwrap_or(0),
+            modified: modified(&st),
             depth: 0,
         };
         let mut walk = TreeWalk {
