@@ -164,7 +164,9 @@ def tally(junit: Path, files: List[str], scratch: Path) -> Tuple[Dict[str, List[
         if any(child.get("message") == "collection failure" for child in case):
             uncollected.add(file)
             continue
-        key = f"{file}::{case.get('classname', '')}::{case.get('name', '')}"
+        dotted = file[: -len(".py")].replace("/", ".")
+        classes = case.get("classname", "")[len(dotted) + 1 :].replace(".", "::")
+        key = "::".join(part for part in (file, classes, case.get("name", "")) if part)
         if "failure" in kinds or "error" in kinds:
             outcome[key] = "failed"
         elif "skipped" in kinds:
