@@ -143,7 +143,12 @@ pub(crate) fn call<'py>(
     args: Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let hang = HangOnUnwind;
-    let result = callable.bind(py).call1(&args);
+    // Called through an opaque pointer: the compiler cannot see that the call ends in a
+    // function it assumes never unwinds (`PyObject_Call`, declared `extern "C"` by PyO3), so
+    // this call keeps its landing pad and the forced unwind reaches `hang` (inlined, as in a
+    // release build, it aborted the process instead).
+    let invoke: &dyn Fn() -> PyResult<Bound<'py, PyAny>> = &|| callable.bind(py).call1(&args);
+    let result = std::hint::black_box(invoke)();
     std::mem::forget(hang);
     result
 }
