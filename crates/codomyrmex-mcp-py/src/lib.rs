@@ -85,5 +85,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(unix)]
     m.add_class::<confined::ConfinedRoot>()?;
     m.add("__version__", codomyrmex_mcp::VERSION)?;
+    // Exit safety (issue #28, item 5): end waits and let calls finish before shutdown.
+    runtime::register_exit_hook(m)?;
     Ok(())
 }

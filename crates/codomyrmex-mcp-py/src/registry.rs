@@ -17,11 +17,11 @@ use codomyrmex_mcp::{
     McpToolRegistry, McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration,
     ToolSettings,
 };
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Value, json};
 
-use crate::runtime::{runtime, with_python};
+use crate::runtime::{CLOSING_MESSAGE, call, detached, runtime, with_python};
 use crate::{ClientRequestFailed, InputRequired, MCPRegistrationError};
 
 /// What a running Python handler can ask of its call: whether it was cancelled (the client
@@ -89,9 +89,13 @@ impl CallState {
     /// the tool ends, the client answers, and the tool runs again with the answer.
     fn input(&self, py: Python<'_>, kind: &str, key: &str, params_json: &str) -> PyResult<String> {
         let request = input_request(kind, params_json)?;
-        let rt = runtime()?;
         let context = self.context_or_err()?;
-        let outcome = py.detach(|| rt.handle().block_on(context.input(key, request)));
+        let outcome = detached(
+            py,
+            async { Some(context.input(key, request).await) },
+            || None,
+        )?
+        .ok_or_else(|| ClientRequestFailed::new_err(CLOSING_MESSAGE))?;
         match settle(outcome) {
             (Settled::Answered, text) => Ok(text),
             (Settled::InputRequired, text) => Err(InputRequired::new_err(text)),
@@ -117,7 +121,7 @@ impl CallState {
             let (status, text) = settle(context.input(&key, request).await);
             // A loop that closed meanwhile cannot take the answer: nothing is waiting for it.
             let _ = with_python(move |py| {
-                done.call1(py, (status.name(), text))?;
+                call(py, &done, (status.name(), text).into_pyobject(py)?)?;
                 Ok(String::new())
             })
             .await;
@@ -229,9 +233,12 @@ impl ToolHandler for PyToolHandler {
                         context: slot,
                     },
                 )?;
-                invoker
-                    .call1(py, (handler.clone_ref(py), arguments, state))?
-                    .extract::<String>(py)
+                call(
+                    py,
+                    &invoker,
+                    (handler.clone_ref(py), arguments, state).into_pyobject(py)?,
+                )?
+                .extract::<String>()
             })
             .await;
             match outcome {
@@ -422,8 +429,12 @@ impl ToolRegistry {
     /// run, else the `MCPErrorDetail` JSON of why not.
     fn validate_json(&self, py: Python<'_>, call_json: &str) -> PyResult<Option<String>> {
         let call = parse_call(call_json)?;
-        let rt = runtime()?;
-        let result = py.detach(|| rt.block_on(self.validators.execute(&call)));
+        let result = detached(
+            py,
+            async { Some(self.validators.execute(&call).await) },
+            || None,
+        )?
+        .ok_or_else(|| PyRuntimeError::new_err(CLOSING_MESSAGE))?;
         Ok(result
             .error()
             .map(|e| serde_json::to_string(e).unwrap_or_default()))
@@ -433,9 +444,9 @@ impl ToolRegistry {
     /// released while the call runs; the handler takes it back for its body only.
     fn execute_json(&self, py: Python<'_>, call_json: &str) -> PyResult<String> {
         let call = parse_call(call_json)?;
-        let rt = runtime()?;
         let tools = self.tools.clone();
-        let result = py.detach(|| rt.block_on(async move { tools.execute(&call).await }));
+        let result = detached(py, async move { Some(tools.execute(&call).await) }, || None)?
+            .ok_or_else(|| PyRuntimeError::new_err(CLOSING_MESSAGE))?;
         serde_json::to_string(&result).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 }

@@ -22,12 +22,13 @@ use codomyrmex_mcp::{
 };
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::loopback::{ClientHandler, Loopback, NotificationHandler};
 use crate::registry::ToolRegistry;
-use crate::runtime::{runtime, with_python};
+use crate::runtime::{CLOSING_MESSAGE, call, closing, detached, with_python};
 
 /// Asks a running `serve_*` to stop (`codomyrmex_mcp._core.Stop`).
 #[pyclass(module = "codomyrmex_mcp._core", frozen)]
@@ -217,11 +218,11 @@ fn python_callback(
     move |message: Value| {
         let callback = callback.clone();
         Box::pin(with_python(move |py| {
-            let value = callback.call1(py, (message.to_string(),))?;
-            if value.is_none(py) {
+            let value = call(py, &callback, (message.to_string(),).into_pyobject(py)?)?;
+            if value.is_none() {
                 Ok(String::new())
             } else {
-                value.extract::<String>(py)
+                value.extract::<String>()
             }
         }))
     }
@@ -268,11 +269,13 @@ impl Server {
             async move {
                 let text = match provider {
                     None => String::new(),
-                    Some(p) => {
-                        with_python(move |py| p.call0(py)?.bind(py).str().map(|s| s.to_string()))
-                            .await
-                            .map_err(ResourceError::Failed)?
-                    }
+                    Some(p) => with_python(move |py| {
+                        call(py, &p, PyTuple::empty(py))?
+                            .str()
+                            .map(|s| s.to_string())
+                    })
+                    .await
+                    .map_err(ResourceError::Failed)?,
                 };
                 Ok(vec![ResourceContents::Text {
                     uri,
@@ -326,9 +329,7 @@ impl Server {
                     for (k, v) in arguments {
                         args.set_item(k, v)?;
                     }
-                    render
-                        .call1(py, (args,))?
-                        .bind(py)
+                    call(py, &render, (args,).into_pyobject(py)?)?
                         .str()
                         .map(|s| s.to_string())
                 })
@@ -356,13 +357,14 @@ impl Server {
     /// answered with an error. `on_notification(notification_json)` takes the server's
     /// notifications meanwhile (progress, log messages), each before the response; its
     /// return value is ignored.
-    #[pyo3(signature = (message_json, on_client_request=None, on_notification=None))]
+    #[pyo3(signature = (message_json, on_client_request=None, on_notification=None, stop=None))]
     fn handle_json(
         &self,
         py: Python<'_>,
         message_json: &str,
         on_client_request: Option<Py<PyAny>>,
         on_notification: Option<Py<PyAny>>,
+        stop: Option<&Stop>,
     ) -> PyResult<Option<String>> {
         let message: Value =
             serde_json::from_str(message_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -390,23 +392,33 @@ impl Server {
                 }) as codomyrmex_mcp::registry::BoxFuture<'static, ()>
             }) as NotificationHandler
         });
-        let rt = runtime()?;
-        py.detach(|| {
-            rt.block_on(async {
+        let stop = stop.map(|s| s.token.clone()).unwrap_or_default();
+        detached(
+            py,
+            async {
                 let loopback = self.loopback.get_or_init(|| Loopback::open(&self.server));
-                loopback.send(message, handler, on_notification).await
-            })
-        })
+                tokio::select! {
+                    reply = loopback.send(message, handler, on_notification) => reply,
+                    () = stop.cancelled() => Err("the call was abandoned".to_owned()),
+                }
+            },
+            || Err(CLOSING_MESSAGE.to_owned()),
+        )?
         .map(|reply| reply.map(|v| v.to_string()))
         .map_err(os_error)
     }
 
     /// Serves this process's stdin and stdout until stdin closes or `stop` is set.
     fn serve_stdio(&self, py: Python<'_>, stop: &Stop) -> PyResult<()> {
-        let rt = runtime()?;
-        let shutdown = stop.token.clone().cancelled_owned();
-        py.detach(|| rt.block_on(self.server.serve_stdio_until(shutdown)))
-            .map_err(os_error)
+        let token = stop.token.clone();
+        // Closing the process stops serving too (`detached` gives it the grace).
+        let shutdown = async move {
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = closing().cancelled() => {}
+            }
+        };
+        detached(py, self.server.serve_stdio_until(shutdown), || Ok(()))?.map_err(os_error)
     }
 
     /// Serves Streamable HTTP at `http://host:port/mcp` until `stop` is set; calls
@@ -423,22 +435,27 @@ impl Server {
         on_ready: Option<Py<PyAny>>,
         options_json: &str,
     ) -> PyResult<()> {
-        let rt = runtime()?;
         let http = http_config(socket_addr(host, port)?, options_json)?;
         let server = HttpServer::new(self.server.engine().clone(), http);
         let token = stop.token.clone();
-        py.detach(|| {
-            rt.block_on(async {
+        detached(
+            py,
+            async {
                 let listener = server.bind().await.map_err(os_error)?;
                 let port = listener.local_addr().map_err(os_error)?.port();
                 if let Some(on_ready) = on_ready {
                     Python::attach(|py| on_ready.call1(py, (port,)).map(drop))?;
                 }
-                server
-                    .serve(listener, token.cancelled_owned())
-                    .await
-                    .map_err(os_error)
-            })
-        })
+                // Closing the process stops serving too (`detached` gives it the grace).
+                let shutdown = async move {
+                    tokio::select! {
+                        () = token.cancelled() => {}
+                        () = closing().cancelled() => {}
+                    }
+                };
+                server.serve(listener, shutdown).await.map_err(os_error)
+            },
+            || Ok(()),
+        )?
     }
 }

@@ -54,6 +54,7 @@ class Server:
         message_json: str,
         on_client_request: Optional[Callable[[str], str]] = None,
         on_notification: Optional[Callable[[str], None]] = None,
+        stop: Optional[Stop] = None,
     ) -> Optional[str]: ...
     def serve_stdio(self, stop: Stop) -> None: ...
     def serve_http(

@@ -291,7 +291,14 @@ class MCPServer:
                     logger.exception("on_notification raised")
 
             notify = notify_with
-        reply = await loop.run_in_executor(None, self._core.handle_json, text, answer, notify)
+        # Cancelled (as asyncio.run cancels what is left at its end), the wait is abandoned
+        # at once, so that the executor's thread is free and the program can exit.
+        stop = _core.Stop()
+        try:
+            reply = await loop.run_in_executor(None, self._core.handle_json, text, answer, notify, stop)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
         return json.loads(reply) if reply is not None else None
 
     async def run_stdio(self) -> None:
