@@ -29,7 +29,7 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::client_oauth::oauth_config;
-use crate::runtime::{runtime, with_python};
+use crate::runtime::{CLOSING_MESSAGE, detached, runtime, with_python};
 
 pyo3::create_exception!(
     _core,
@@ -360,22 +360,21 @@ impl Client {
     ) -> PyResult<String> {
         let op = Op::parse(op, method, params_json)?;
         let work = self.operation(op, seconds(timeout)?);
-        let rt = runtime()?;
-        let outcome = py.detach(|| {
-            rt.block_on(async {
-                tokio::pin!(work);
-                loop {
-                    tokio::select! {
-                        outcome = &mut work => return PyResult::Ok(outcome),
-                        () = tokio::time::sleep(SIGNAL_POLL) => {
-                            // Ctrl-C (or another signal handler's exception) ends the wait;
-                            // dropping the work cancels the request on the server.
-                            Python::attach(|py| py.check_signals())?;
-                        }
+        // The package's one way to wait on Rust: the exit hook ends this wait too.
+        let waited = async {
+            tokio::pin!(work);
+            loop {
+                tokio::select! {
+                    outcome = &mut work => return PyResult::Ok(outcome),
+                    () = tokio::time::sleep(SIGNAL_POLL) => {
+                        // Ctrl-C (or another signal handler's exception) ends the wait;
+                        // dropping the work cancels the request on the server.
+                        Python::attach(|py| py.check_signals())?;
                     }
                 }
-            })
-        })?;
+            }
+        };
+        let outcome = detached(py, waited, || Err(PyRuntimeError::new_err(CLOSING_MESSAGE)))??;
         outcome.map(|v| v.to_string()).map_err(|e| failure_err(&e))
     }
 
