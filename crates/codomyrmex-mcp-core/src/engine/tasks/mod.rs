@@ -55,6 +55,7 @@ mod tests;
 #[cfg(test)]
 mod timer_tests;
 
+pub(in crate::engine) use runner::TaskJob;
 pub(crate) use shared::SharedTasks;
 pub use shared::TaskSync;
 pub(crate) use store::TaskStore;

@@ -296,31 +296,34 @@ fn store_wait(
     deadline: Duration,
     work: impl std::future::Future<Output = Option<OutgoingMessage>> + Send + 'static,
 ) -> Handled {
-    Handled::Wait(Wait::new(work, deadline, move |failure| {
-        let error = match failure {
-            Failure::TimedOut(d) => {
-                tracing::warn!(deadline_ms = ms(d), "the task store did not answer in time");
-                ErrorObject::new(
-                    crate::wire::ErrorCode::UNAVAILABLE,
-                    format!(
-                        "The task store did not answer within {} ms; try again later",
-                        ms(d)
-                    ),
-                )
-            }
-            Failure::Panicked => {
-                tracing::error!("the task store panicked");
-                ErrorObject::new(
-                    crate::wire::ErrorCode::UNAVAILABLE,
-                    "The task store is unavailable; try again later",
-                )
-            }
-        };
-        Some(OutgoingMessage::Error {
-            id: Some(id),
-            error,
-        })
-    }))
+    Handled::Wait(Wait::new(work, deadline, id, store_failed))
+}
+
+/// The answer to request `id` when its read of the task store overran or panicked.
+fn store_failed(id: RequestId, failure: Failure) -> Option<OutgoingMessage> {
+    let error = match failure {
+        Failure::TimedOut(d) => {
+            tracing::warn!(deadline_ms = ms(d), "the task store did not answer in time");
+            ErrorObject::new(
+                crate::wire::ErrorCode::UNAVAILABLE,
+                format!(
+                    "The task store did not answer within {} ms; try again later",
+                    ms(d)
+                ),
+            )
+        }
+        Failure::Panicked => {
+            tracing::error!("the task store panicked");
+            ErrorObject::new(
+                crate::wire::ErrorCode::UNAVAILABLE,
+                "The task store is unavailable; try again later",
+            )
+        }
+    };
+    Some(OutgoingMessage::Error {
+        id: Some(id),
+        error,
+    })
 }
 
 fn unavailable(e: &TaskStoreError) -> ErrorObject {
