@@ -174,19 +174,20 @@ fn complete(host: Arc<dyn JobHost>, job: Job, outcome: Outcome) -> Option<Outgoi
 }
 
 /// Carries out a wait that runs no handler: under its deadline on `rt`'s timer and the
-/// unwind guard, with no permit.
+/// unwind guard, with no permit; its outcome goes back to the engine as an invocation's does.
 pub async fn run_wait(rt: &'static dyn Runtime, wait: Wait) -> Option<OutgoingMessage> {
     let Wait {
         work,
         deadline,
-        id,
-        failed,
+        job,
+        host,
         ..
     } = wait;
-    let done = within(rt, deadline, catch_unwind(work))
-        .await
-        .and_then(|r| r.map_err(|()| Failure::Panicked));
-    done.unwrap_or_else(|failure| failed(id, failure))
+    let outcome = match within(rt, deadline, catch_unwind(work)).await {
+        Ok(r) => done(r),
+        Err(failure) => Outcome::Failed(failure),
+    };
+    complete(host, job, outcome)
 }
 
 /// Runs `work` under the execution policy (a permit of `admission`, `deadline`, `cancel` and

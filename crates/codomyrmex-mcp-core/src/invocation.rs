@@ -29,7 +29,7 @@ use async_lock::{Semaphore, SemaphoreGuardArc};
 
 use crate::platform::{BoxFuture, Timestamp};
 use crate::sync::{CancellationToken, Changes};
-use crate::wire::{OutgoingMessage, RequestId};
+use crate::wire::OutgoingMessage;
 
 /// What kind of handler an invocation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,33 +277,34 @@ pub type Publish = BoxFuture<'static, ()>;
 /// 2025-11-25 `tasks/result`) for a driver to carry out under a deadline: it takes no permit
 /// and no rate-limit token (it is no handler call, and store reads must not starve
 /// handlers), but it never waits unbounded. A driver runs [`work`](Self::work) under an
-/// unwind guard and [`deadline`](Self::deadline); on overrun or panic it sends what
-/// [`failed`](Self::failed) makes of the [`Failure`]. Dropping it cancels the wait.
+/// unwind guard and [`deadline`](Self::deadline), and hands the [`Outcome`] (the read, or
+/// the [`Failure`]) back to [`host`](Self::host) with [`job`](Self::job), as it does an
+/// invocation's. The work reads the store; it holds no engine and no session. Dropping it
+/// cancels the wait.
 #[non_exhaustive]
 pub struct Wait {
-    /// What to send, once the wait is over.
-    pub work: BoxFuture<'static, Option<OutgoingMessage>>,
+    /// The read, type-erased; only the engine, given the job, knows its type.
+    pub work: Work,
     /// The longest the wait may take.
     pub deadline: Duration,
-    /// The request the wait answers.
-    pub id: RequestId,
-    /// The answer to [`id`](Self::id) when the wait overran its deadline or panicked: a
-    /// plain function of the failure, capturing nothing.
-    pub failed: fn(RequestId, Failure) -> Option<OutgoingMessage>,
+    /// What the engine needs to word the answer.
+    pub job: Job,
+    /// The engine the outcome goes back to.
+    pub host: Arc<dyn JobHost>,
 }
 
 impl Wait {
-    pub(crate) fn new(
-        work: impl Future<Output = Option<OutgoingMessage>> + Send + 'static,
+    pub(crate) fn new<T: Send + 'static>(
+        work: impl Future<Output = T> + Send + 'static,
         deadline: Duration,
-        id: RequestId,
-        failed: fn(RequestId, Failure) -> Option<OutgoingMessage>,
+        job: Job,
+        host: Arc<dyn JobHost>,
     ) -> Self {
         Self {
-            work: Box::pin(work),
+            work: Box::pin(async move { Box::new(work.await) as ErasedOutput }),
             deadline,
-            id,
-            failed,
+            job,
+            host,
         }
     }
 }

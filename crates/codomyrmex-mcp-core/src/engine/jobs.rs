@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::mrtr::RoundTrip;
 use super::policy::Failure;
 use super::session::InFlightGuard;
-use super::tasks::TaskJob;
+use super::tasks::{StoreRead, TaskJob};
 use super::{Engine, RequestScope, Shared};
 use crate::invocation::{Job, JobHost, Outcome};
 use crate::platform::Timestamp;
@@ -67,6 +67,8 @@ pub(super) enum Continuation {
     },
     /// A `tools/call` that is, or may become, a task.
     Task(Box<TaskJob>),
+    /// A `tasks/*` request's read of the task store (a [`Wait`](crate::invocation::Wait)).
+    Store(Box<StoreRead>),
 }
 
 impl Continuation {
@@ -148,6 +150,7 @@ impl Engine {
                 self.finish_completion(id, &scope, output(outcome))
             }
             Continuation::Task(task) => self.finish_task(now, *task, output(outcome)),
+            Continuation::Store(read) => self.finish_store_read(now, *read, outcome),
         }
     }
 

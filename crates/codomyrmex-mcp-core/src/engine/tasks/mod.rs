@@ -57,6 +57,7 @@ mod timer_tests;
 
 pub(in crate::engine) use runner::TaskJob;
 pub(crate) use shared::SharedTasks;
+pub(in crate::engine) use shared::StoreRead;
 pub use shared::TaskSync;
 pub(crate) use store::TaskStore;
 use store::*;
