@@ -106,7 +106,7 @@ impl Engine {
     /// after its answer went out (its outcome is recorded in the task).
     pub fn complete(&self, now: Timestamp, job: Job, outcome: Outcome) -> Option<OutgoingMessage> {
         let Some(continuation) = job.into_data::<Continuation>() else {
-            tracing::error!("a driver completed a job this engine did not hand out");
+            tracing::error!("a driver completed a job that is not an engine job");
             return None;
         };
         match continuation {
@@ -118,7 +118,7 @@ impl Engine {
                 round,
                 guard,
             } => {
-                drop(guard);
+                let _guard = guard;
                 self.finish_tool_call(now, id, &tool, &name, &scope, round, output(outcome))
             }
             Continuation::Resource {
@@ -128,11 +128,11 @@ impl Engine {
                 round,
                 guard,
             } => {
-                drop(guard);
+                let _guard = guard;
                 self.finish_read(now, id, &uri, &scope, round, output(outcome))
             }
             Continuation::ResourceList { id, scope, guard } => {
-                drop(guard);
+                let _guard = guard;
                 self.finish_resource_list(id, &scope, output(outcome))
             }
             Continuation::Prompt {
@@ -142,11 +142,11 @@ impl Engine {
                 round,
                 guard,
             } => {
-                drop(guard);
+                let _guard = guard;
                 self.finish_prompt(now, id, &name, &scope, round, output(outcome))
             }
             Continuation::Completer { id, scope, guard } => {
-                drop(guard);
+                let _guard = guard;
                 self.finish_completion(id, &scope, output(outcome))
             }
             Continuation::Task(task) => self.finish_task(now, *task, output(outcome)),
