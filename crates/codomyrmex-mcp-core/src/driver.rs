@@ -8,7 +8,8 @@
 //! 2. the work under its deadline (a [`Runtime::sleep_until`]), its cancellation token and
 //!    the unwind guard ([`catch_unwind`]: the only place a handler's panic is caught), on the
 //!    runtime's blocking pool when the invocation is blocking;
-//! 3. the [`Outcome`] handed to the invocation's completion, which words the reply.
+//! 3. the [`Outcome`] handed back, with the invocation's [`Job`], to the engine
+//!    ([`JobHost::complete`], `Engine::complete(now, job, outcome)`), which words the reply.
 //!
 //! Task work answers before it ends ([`Detach`]): the driver sends the early answer and
 //! spawns the rest. It also keeps the engine's one timer running while the engine has timers
@@ -28,12 +29,13 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::invocation::{
-    Admission, Detach, ErasedOutput, Failure, Invocation, InvocationParts, Outcome, Permit, Timers,
-    Wait, Work,
+    Admission, Detach, ErasedOutput, Failure, Invocation, InvocationParts, Job, JobHost, Outcome,
+    Permit, Timers, Wait, Work,
 };
 use crate::platform::BoxFuture;
 use crate::sync::CancellationToken;
@@ -97,8 +99,9 @@ impl Runtime for NoRuntime {
     }
 }
 
-/// Carries out one invocation on `rt` and returns what its completion makes of the outcome
-/// (or, for detached task work, the early answer).
+/// Carries out one invocation on `rt` and returns what its host makes of the outcome (or, for
+/// detached task work, the early answer). The outcome goes back to the engine through
+/// [`JobHost::complete`] with the engine's `now`, the one way back in.
 pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<OutgoingMessage> {
     let InvocationParts {
         deadline,
@@ -106,7 +109,8 @@ pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<Out
         blocking,
         admission,
         work,
-        complete,
+        job,
+        host,
         detach,
         timers,
         publish,
@@ -122,31 +126,39 @@ pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<Out
     if let Some(timers) = timers {
         keep_timer(rt, timers);
     }
-    let mut finished = Box::pin(async move { complete.complete(policied.run(rt).await) });
     match detach {
-        Detach::Never => finished.await,
+        // The hot path: the policied work awaited in place, no box and no spawn.
+        Detach::Never => {
+            let outcome = policied.run(rt).await;
+            complete(host, job, outcome)
+        }
         Detach::Now(reply) => {
             rt.spawn(Box::pin(async move {
-                finished.await;
+                let outcome = policied.run(rt).await;
+                complete(host, job, outcome);
             }));
             if let Some(publish) = publish {
-                publish().await;
+                publish.await;
             }
             Some(reply)
         }
-        Detach::OnFirstPending(early) => {
-            let first = std::future::poll_fn(|cx| Poll::Ready(finished.as_mut().poll(cx))).await;
+        Detach::OnFirstPending => {
+            let mut running = Box::pin(policied.run(rt));
+            let first = std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await;
             match first {
-                Poll::Ready(message) => message,
+                Poll::Ready(outcome) => complete(host, job, outcome),
                 Poll::Pending => {
-                    let reply = early();
+                    let mut job = job;
+                    let now = host.now();
+                    let reply = host.clone().detach(now, &mut job);
                     rt.spawn(Box::pin(async move {
-                        finished.await;
+                        let outcome = running.await;
+                        complete(host, job, outcome);
                     }));
                     if reply.is_some()
                         && let Some(publish) = publish
                     {
-                        publish().await;
+                        publish.await;
                     }
                     reply
                 }
@@ -155,19 +167,27 @@ pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<Out
     }
 }
 
+/// `outcome` back to `host`, at its clock's `now`.
+fn complete(host: Arc<dyn JobHost>, job: Job, outcome: Outcome) -> Option<OutgoingMessage> {
+    let now = host.now();
+    host.complete(now, job, outcome)
+}
+
 /// Carries out a wait that runs no handler: under its deadline on `rt`'s timer and the
-/// unwind guard, with no permit.
+/// unwind guard, with no permit; its outcome goes back to the engine as an invocation's does.
 pub async fn run_wait(rt: &'static dyn Runtime, wait: Wait) -> Option<OutgoingMessage> {
     let Wait {
         work,
         deadline,
-        failed,
+        job,
+        host,
         ..
     } = wait;
-    let done = within(rt, deadline, catch_unwind(work))
-        .await
-        .and_then(|r| r.map_err(|()| Failure::Panicked));
-    done.unwrap_or_else(failed)
+    let outcome = match within(rt, deadline, catch_unwind(work)).await {
+        Ok(r) => done(r),
+        Err(failure) => Outcome::Failed(failure),
+    };
+    complete(host, job, outcome)
 }
 
 /// Runs `work` under the execution policy (a permit of `admission`, `deadline`, `cancel` and

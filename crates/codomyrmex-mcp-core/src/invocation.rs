@@ -10,8 +10,12 @@
 //! 1. wait for a permit of the admission ([`Admission::permit`]), cancellably;
 //! 2. run [`InvocationParts::work`] under the deadline, the cancellation token and an unwind
 //!    guard, on a blocking thread when [`Invocation::is_blocking`];
-//! 3. hand the [`Outcome`] to [`Completion::complete`], a pure function from the core that
-//!    returns the message to send.
+//! 3. hand the [`Outcome`], with the invocation's [`Job`], back to its [`JobHost`] (the
+//!    engine's `Engine::complete(now, job, outcome)`), which returns the message to send.
+//!
+//! An invocation is inert: the handler's own future and data. It carries no closure from the
+//! core and nothing that changes the engine's state when called; the outcome re-enters the
+//! engine through one method that takes the time.
 //!
 //! This module is not a driver: it holds no timer, spawns nothing and catches no panic.
 
@@ -23,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use async_lock::{Semaphore, SemaphoreGuardArc};
 
+use crate::platform::{BoxFuture, Timestamp};
 use crate::sync::{CancellationToken, Changes};
 use crate::wire::OutgoingMessage;
 
@@ -54,8 +59,8 @@ pub enum Failure {
     Panicked,
 }
 
-/// The output of a handler's future, type-erased; only the invocation's own [`Completion`]
-/// knows its type.
+/// The output of a handler's future, type-erased; only the engine, given the invocation's
+/// [`Job`], knows its type.
 pub type ErasedOutput = Box<dyn Any + Send>;
 
 /// The handler's own future, with no policy applied.
@@ -129,45 +134,66 @@ impl Admission {
     }
 }
 
-/// The core's continuation of an invocation: turns its [`Outcome`] into the message to send.
-pub struct Completion(Box<dyn FnOnce(Outcome) -> Option<OutgoingMessage> + Send>);
+/// What the engine needs, later, to word an invocation's outcome: the request's id, its
+/// scope, its in-flight guard and round, as plain data (no closure, no future, no engine).
+/// Opaque here; the driver hands it back with the outcome to the invocation's
+/// [`JobHost`] ([`JobHost::complete`], the engine's `Engine::complete`).
+pub struct Job(Box<dyn Any + Send>);
 
-impl Completion {
-    /// The message `outcome` answers with, if any. Pure: it touches only the engine's state.
-    pub fn complete(self, outcome: Outcome) -> Option<OutgoingMessage> {
-        (self.0)(outcome)
+impl Job {
+    pub(crate) fn new(data: impl Any + Send) -> Self {
+        Self(Box::new(data))
+    }
+
+    /// The data, if it is a `T`.
+    pub(crate) fn into_data<T: Any>(self) -> Option<T> {
+        self.0.downcast::<T>().ok().map(|d| *d)
+    }
+
+    /// The data, if it is a `T`.
+    pub(crate) fn data_mut<T: Any>(&mut self) -> Option<&mut T> {
+        self.0.downcast_mut::<T>()
     }
 }
 
-impl std::fmt::Debug for Completion {
+impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Completion(..)")
+        f.write_str("Job(..)")
     }
+}
+
+/// Where a job's outcome goes: the engine that handed the invocation out. The driver's one
+/// way back into it; every state change an outcome causes happens inside these calls, at
+/// the `now` the driver passes.
+pub trait JobHost: Send + Sync + 'static {
+    /// The host's clock, read once: the `now` an outcome is handled at.
+    fn now(&self) -> Timestamp;
+    /// Takes a job's outcome and returns the message to send, if any (`Engine::complete`).
+    fn complete(
+        self: Arc<Self>,
+        now: Timestamp,
+        job: Job,
+        outcome: Outcome,
+    ) -> Option<OutgoingMessage>;
+    /// For [`Detach::OnFirstPending`]: the work waited at its first poll, so the job goes on
+    /// in the background; returns the early answer (`Engine::detach`), if any.
+    fn detach(self: Arc<Self>, now: Timestamp, job: &mut Job) -> Option<OutgoingMessage>;
 }
 
 /// When an invocation's answer goes out: after its work, or before it (task work, which runs
 /// on in the background).
+#[derive(Debug)]
 pub enum Detach {
-    /// The answer is what the completion returns once the work ends (every handler but task
-    /// work).
+    /// The answer is what [`JobHost::complete`] returns once the work ends (every handler
+    /// but task work).
     Never,
     /// Send this now and carry the work out in the background; its completion records the
     /// outcome and returns nothing to send (a 2025-11-25 task).
     Now(OutgoingMessage),
     /// Poll the policied work (permit wait included) once: if it is done, answer with its
-    /// completion; if not, send what this returns and carry the rest out in the background (a
-    /// 2026-07-28 call that may become a task).
-    OnFirstPending(Box<dyn FnOnce() -> Option<OutgoingMessage> + Send>),
-}
-
-impl std::fmt::Debug for Detach {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Never => f.write_str("Never"),
-            Self::Now(m) => f.debug_tuple("Now").field(m).finish(),
-            Self::OnFirstPending(_) => f.write_str("OnFirstPending(..)"),
-        }
-    }
+    /// completion; if not, send what [`JobHost::detach`] returns and carry the rest out in
+    /// the background (a 2026-07-28 call that may become a task).
+    OnFirstPending,
 }
 
 /// What owns time-driven state (task TTLs, the orphan check) and exposes it quinn-style: the
@@ -243,35 +269,42 @@ impl Timers {
 
 /// What a driver awaits before it sends a detached invocation's early answer: the new task's
 /// record written to a shared task store, so that every instance finds the task the client
-/// is told about.
-pub type Publish = Box<dyn FnOnce() -> crate::platform::BoxFuture<'static, ()> + Send>;
+/// is told about. A lazy future over the store alone: it does nothing until awaited, and is
+/// dropped unawaited when no early answer goes out.
+pub type Publish = BoxFuture<'static, ()>;
 
 /// A wait that runs no user handler (a read of the task store, in-memory or shared, such as a
 /// 2025-11-25 `tasks/result`) for a driver to carry out under a deadline: it takes no permit
 /// and no rate-limit token (it is no handler call, and store reads must not starve
 /// handlers), but it never waits unbounded. A driver runs [`work`](Self::work) under an
-/// unwind guard and [`deadline`](Self::deadline); on overrun or panic it sends what
-/// [`failed`](Self::failed) makes of the [`Failure`]. Dropping it cancels the wait.
+/// unwind guard and [`deadline`](Self::deadline), and hands the [`Outcome`] (the read, or
+/// the [`Failure`]) back to [`host`](Self::host) with [`job`](Self::job), as it does an
+/// invocation's. The work reads the store; it holds no engine and no session. Dropping it
+/// cancels the wait.
 #[non_exhaustive]
 pub struct Wait {
-    /// What to send, once the wait is over.
-    pub work: crate::platform::BoxFuture<'static, Option<OutgoingMessage>>,
+    /// The read, type-erased; only the engine, given the job, knows its type.
+    pub work: Work,
     /// The longest the wait may take.
     pub deadline: Duration,
-    /// The answer when the wait overran its deadline or panicked.
-    pub failed: Box<dyn FnOnce(Failure) -> Option<OutgoingMessage> + Send>,
+    /// What the engine needs to word the answer.
+    pub job: Job,
+    /// The engine the outcome goes back to.
+    pub host: Arc<dyn JobHost>,
 }
 
 impl Wait {
-    pub(crate) fn new(
-        work: impl Future<Output = Option<OutgoingMessage>> + Send + 'static,
+    pub(crate) fn new<T: Send + 'static>(
+        work: impl Future<Output = T> + Send + 'static,
         deadline: Duration,
-        failed: impl FnOnce(Failure) -> Option<OutgoingMessage> + Send + 'static,
+        job: Job,
+        host: Arc<dyn JobHost>,
     ) -> Self {
         Self {
-            work: Box::pin(work),
+            work: Box::pin(async move { Box::new(work.await) as ErasedOutput }),
             deadline,
-            failed: Box::new(failed),
+            job,
+            host,
         }
     }
 }
@@ -294,7 +327,8 @@ pub struct Invocation {
     blocking: bool,
     admission: Admission,
     work: Work,
-    complete: Completion,
+    job: Job,
+    host: Arc<dyn JobHost>,
     detach: Detach,
     timers: Option<Timers>,
     publish: Option<Publish>,
@@ -315,8 +349,10 @@ pub struct InvocationParts {
     pub admission: Admission,
     /// The handler's own future, with no policy applied.
     pub work: Work,
-    /// What turns the outcome into the message to send.
-    pub complete: Completion,
+    /// What the engine needs to word the outcome: hand it back to `host` with the outcome.
+    pub job: Job,
+    /// The engine the outcome goes back to.
+    pub host: Arc<dyn JobHost>,
     /// Whether the answer goes out before the work ends.
     pub detach: Detach,
     /// The engine's timers, when the work outlives its request (task work): the driver keeps
@@ -327,35 +363,24 @@ pub struct InvocationParts {
 }
 
 impl Invocation {
-    /// An invocation of `work`, whose typed output `complete` maps (with a failure or a
-    /// cancellation) onto the message to send.
+    /// An invocation of `work`, whose outcome `host` words with `job`
+    /// ([`JobHost::complete`]).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new<T, F, C>(
+    pub(crate) fn new<T, F>(
         kind: HandlerKind,
         name: impl Into<String>,
         deadline: Option<Duration>,
         cancel: CancellationToken,
         admission: Admission,
         work: F,
-        complete: C,
+        job: Job,
+        host: Arc<dyn JobHost>,
     ) -> Self
     where
         T: Send + 'static,
         F: Future<Output = T> + Send + 'static,
-        C: FnOnce(Result<T, Option<Failure>>) -> Option<OutgoingMessage> + Send + 'static,
     {
         let work: Work = Box::pin(async move { Box::new(work.await) as ErasedOutput });
-        let complete = Completion(Box::new(move |outcome| match outcome {
-            Outcome::Done(out) => match out.downcast::<T>() {
-                Ok(out) => complete(Ok(*out)),
-                Err(_) => {
-                    tracing::error!("a driver completed an invocation with another's output");
-                    complete(Err(Some(Failure::Panicked)))
-                }
-            },
-            Outcome::Failed(failure) => complete(Err(Some(failure))),
-            Outcome::Cancelled => complete(Err(None)),
-        }));
         Self {
             kind,
             name: name.into(),
@@ -364,7 +389,8 @@ impl Invocation {
             blocking: false,
             admission,
             work,
-            complete,
+            job,
+            host,
             detach: Detach::Never,
             timers: None,
             publish: None,
@@ -424,7 +450,8 @@ impl Invocation {
             blocking: self.blocking,
             admission: self.admission,
             work: self.work,
-            complete: self.complete,
+            job: self.job,
+            host: self.host,
             detach: self.detach,
             timers: self.timers,
             publish: self.publish,

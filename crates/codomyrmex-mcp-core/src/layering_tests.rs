@@ -182,3 +182,52 @@ fn only_the_driver_catches_panics_and_takes_permits() {
     assert!(files.len() > 50, "the workspace's sources were found");
     assert!(offenders.is_empty(), "outside the driver: {offenders:#?}");
 }
+
+/// Issue #27, item 1: what the engine hands out is inert. An invocation or a wait carries
+/// its future (the handler's, or a store read) and data (its `Job`); the outcome comes back
+/// through `Engine::complete(now, job, outcome)`. No boxed closure (`Box<dyn FnOnce`)
+/// anywhere in the core's non-test code, and no engine or session cloned into something that
+/// outlives the call that made it (`let engine = self.clone()`, `let session =
+/// session.clone()`, the idiom of a closure or future capturing them). A new one fails here,
+/// naming the line.
+#[test]
+fn the_core_hands_out_no_closures_over_the_engine() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    files_under(&src, &mut files);
+    let patterns = [
+        "Box<dyn FnOnce",
+        "let engine = self.clone()",
+        "let engine = engine.clone()",
+        "let session = session.clone()",
+    ];
+    let mut offenders = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with("tests.rs") || name == "test_runtime.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        for pattern in patterns {
+            let found: Vec<&str> = code
+                .lines()
+                .filter(|l| l.split("//").next().unwrap_or_default().contains(pattern))
+                .collect();
+            offenders.extend(found.iter().map(|l| format!("{rel}: {}", l.trim())));
+        }
+    }
+    assert!(files.len() > 40, "the core's sources were found");
+    assert!(
+        offenders.is_empty(),
+        "closures over the engine: {offenders:#?}"
+    );
+}

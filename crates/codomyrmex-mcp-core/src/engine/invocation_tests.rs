@@ -177,9 +177,12 @@ fn a_delivered_timeout_is_answered_as_one_without_a_clock() {
     let session = e.new_session();
     for (kind, _, method, params) in each_kind() {
         let parts = invoke(&e, &session, method, &params);
-        let reply = parts
-            .complete
-            .complete(Outcome::Failed(Failure::TimedOut(TIMEOUT)))
+        let reply = e
+            .complete(
+                e.now(),
+                parts.job,
+                Outcome::Failed(Failure::TimedOut(TIMEOUT)),
+            )
             .expect("a timeout is answered");
         let v = wire(&reply);
         if kind == HandlerKind::Tool {
@@ -201,9 +204,7 @@ fn a_delivered_panic_costs_only_its_request() {
     for (kind, _, method, params) in each_kind() {
         let parts = invoke(&e, &session, method, &params);
         let v = wire(
-            &parts
-                .complete
-                .complete(Outcome::Failed(Failure::Panicked))
+            &e.complete(e.now(), parts.job, Outcome::Failed(Failure::Panicked))
                 .expect("a panic is answered"),
         );
         if kind == HandlerKind::Tool {
@@ -215,7 +216,10 @@ fn a_delivered_panic_costs_only_its_request() {
         // The next request of the same kind is served as usual.
         let parts = invoke(&e, &session, method, &params);
         let output = futures_executor::block_on(parts.work);
-        let v = wire(&parts.complete.complete(Outcome::Done(output)).unwrap());
+        let v = wire(
+            &e.complete(e.now(), parts.job, Outcome::Done(output))
+                .unwrap(),
+        );
         assert!(v.get("result").is_some(), "{method}: {v}");
         assert_ne!(v["result"]["isError"], json!(true), "{method}: {v}");
     }
@@ -228,7 +232,7 @@ fn a_cancelled_invocation_sends_nothing_and_leaves_nothing_in_flight() {
     for (_, _, method, params) in each_kind() {
         let parts = invoke(&e, &session, method, &params);
         assert_eq!(
-            parts.complete.complete(Outcome::Cancelled),
+            e.complete(e.now(), parts.job, Outcome::Cancelled),
             None,
             "{method}"
         );

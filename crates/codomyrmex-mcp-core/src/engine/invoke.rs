@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::jobs::Continuation;
 use super::policy::{Failure, HandlerKind, Refusal};
 use super::{Engine, Handled, RequestScope, Session, error};
 use crate::invocation::Invocation;
 use crate::resources::Completer;
 use crate::schema::McpErrorDetail;
-use crate::wire::{ErrorObject, RequestId};
+use crate::wire::{ErrorObject, OutgoingMessage, RequestId};
 
 /// Completion values returned in one response; `total` and `hasMore` tell the rest.
 const MAX_COMPLETIONS: usize = 100;
@@ -84,7 +85,7 @@ enum Target<'a> {
 impl Engine {
     /// `completion/complete`: the completer runs on the blocking pool (completers are plain
     /// functions, so a slow one must not stall a runtime worker) under the execution policy.
-    pub(super) fn complete(
+    pub(super) fn complete_argument(
         &self,
         session: &Arc<Session>,
         id: RequestId,
@@ -138,7 +139,6 @@ impl Engine {
             Err(refused) => return error(&id, refused.error()),
         };
         let partial = partial.to_owned();
-        let engine = self.clone();
         let cancel = guard.token();
         // A plain function: the driver runs it on a blocking thread, so a slow one does not
         // stall a runtime worker.
@@ -151,19 +151,25 @@ impl Engine {
             cancel,
             ticket,
             work,
-            move |values| {
-                let _guard = guard;
-                let result = match values {
-                    Ok(values) => Ok(completion(values)),
-                    Err(None) => return None,
-                    Err(Some(failure)) => {
-                        Err(failure_error(HandlerKind::Completer, "Completion", failure))
-                    }
-                };
-                Some(engine.respond(id, result, &scope))
-            },
+            Continuation::Completer { id, scope, guard }.into_job(),
+            self.host(),
         );
         Handled::Invoke(invocation.blocking(true))
+    }
+
+    /// The answer to a `completion/complete` whose completer ended with `values`.
+    pub(super) fn finish_completion(
+        &self,
+        id: RequestId,
+        scope: &RequestScope,
+        values: Result<Vec<String>, Option<Failure>>,
+    ) -> Option<OutgoingMessage> {
+        let result = match values {
+            Ok(values) => Ok(completion(values)),
+            Err(None) => return None,
+            Err(Some(failure)) => Err(failure_error(HandlerKind::Completer, "Completion", failure)),
+        };
+        Some(self.respond(id, result, scope))
     }
 }
 

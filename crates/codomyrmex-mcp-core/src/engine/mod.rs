@@ -20,6 +20,7 @@ mod events;
 #[cfg(test)]
 mod invocation_tests;
 mod invoke;
+mod jobs;
 mod limits;
 mod list_pages;
 mod listen;
@@ -675,7 +676,7 @@ impl Engine {
                 return Handled::Reply(self.list_page(id, ListKind::Prompts, &params, &scope));
             }
             (_, "completion/complete") if has_prompts || has_resources => {
-                return self.complete(session, id, &params, scope);
+                return self.complete_argument(session, id, &params, scope);
             }
             (Era::Modern, "subscriptions/listen") => {
                 return self.listen(session, id, params, scope, sink);
@@ -813,8 +814,9 @@ impl Engine {
         scope: &RequestScope,
         sink: &Arc<dyn MessageSink>,
     ) -> Result<Prepared, ErrorObject> {
+        let mut principal = None;
         let round = if scope.era == Era::Modern {
-            let principal = session.principal().map(|p| p.subject);
+            principal = session.principal().map(|p| p.subject);
             let binding = Binding {
                 method,
                 target,
@@ -885,21 +887,24 @@ impl Engine {
         Ok(Prepared {
             guard,
             context,
-            round,
+            round: round.map(|trip| jobs::Round { trip, principal }),
             cancel,
         })
     }
 
-    /// After an MRTR-capable request ran: the `InputRequiredResult` (or missing-capability
-    /// error) its round calls for, if any.
+    /// After an MRTR-capable request ran (at `now`): the `InputRequiredResult` (or
+    /// missing-capability error) its round calls for, if any.
     fn round_outcome(
         &self,
-        session: &Session,
+        now: Timestamp,
         method: &'static str,
         target: &str,
-        round: Option<&RoundTrip>,
+        round: Option<&jobs::Round>,
     ) -> Option<Result<Value, ErrorObject>> {
-        let round = round?;
+        let jobs::Round {
+            trip: round,
+            principal,
+        } = round?;
         if let Some(capability) = round.missing() {
             let mut required = Map::new();
             required.insert(capability.to_owned(), json!({}));
@@ -914,20 +919,20 @@ impl Engine {
             return None;
         }
         let state = round.take_next_state().or_else(|| round.state.clone());
-        let principal = session.principal().map(|p| p.subject);
         let binding = Binding {
             method,
             target,
             principal: principal.as_deref(),
         };
-        let sealed = match self
-            .shared
-            .sealer
-            .seal(&binding, &round.responses, state.as_ref())
-        {
-            Ok(sealed) => sealed,
-            Err(e) => return Some(Err(e)),
-        };
+        let sealed =
+            match self
+                .shared
+                .sealer
+                .seal_at(&binding, &round.responses, state.as_ref(), now.wall)
+            {
+                Ok(sealed) => sealed,
+                Err(e) => return Some(Err(e)),
+            };
         Some(Ok(json!({
             "resultType": "input_required",
             "inputRequests": requested,
@@ -939,7 +944,8 @@ impl Engine {
 struct Prepared {
     guard: session::InFlightGuard,
     context: ToolContext,
-    round: Option<Arc<RoundTrip>>,
+    /// The round (2026-07-28), with the principal its `requestState` is bound to.
+    round: Option<jobs::Round>,
     cancel: CancellationToken,
 }
 

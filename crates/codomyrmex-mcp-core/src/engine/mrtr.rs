@@ -89,12 +89,23 @@ impl Sealer {
         responses: &Map<String, Value>,
         state: Option<&Value>,
     ) -> Result<String, ErrorObject> {
+        self.seal_at(binding, responses, state, self.time.wall())
+    }
+
+    /// [`seal`](Self::seal) at `wall`, the wall-clock time the round ended at.
+    pub(crate) fn seal_at(
+        &self,
+        binding: &Binding<'_>,
+        responses: &Map<String, Value>,
+        state: Option<&Value>,
+        wall: std::time::SystemTime,
+    ) -> Result<String, ErrorObject> {
         let payload = json!({
             "v": 1,
             "m": binding.method,
             "t": binding.target,
             "p": binding.principal,
-            "exp": secs(self.time.wall()) + self.ttl.as_secs(),
+            "exp": secs(wall) + self.ttl.as_secs(),
             "r": responses,
             "s": state,
         });

@@ -4,8 +4,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::jobs::{Continuation, Round};
+use super::policy::Failure;
 use super::*;
 use crate::context::MessageSink;
+use crate::prompts::PromptResult;
+use crate::schema::McpErrorDetail;
 use crate::wire::{ErrorObject, RequestId};
 
 impl Engine {
@@ -82,8 +86,6 @@ impl Engine {
             Ok(t) => t,
             Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
         };
-        let engine = self.clone();
-        let session = session.clone();
         let Prepared {
             guard,
             context,
@@ -95,36 +97,53 @@ impl Engine {
         // caught too.
         let render = async move { prompt.handler.get(request).await };
         let timeout = self.shared.config.tool_timeout;
+        let job = Continuation::Prompt {
+            id,
+            name: name.clone(),
+            scope,
+            round,
+            guard,
+        };
         Handled::Invoke(Invocation::new(
             HandlerKind::Prompt,
-            name.clone(),
+            name,
             Some(timeout),
             cancel,
             ticket,
             render,
-            move |got| {
-                let _guard = guard;
-                if matches!(got, Err(None)) {
-                    return None;
-                }
-                let outcome =
-                    engine.round_outcome(&session, "prompts/get", &name, round.as_deref());
-                let result = match (outcome, got) {
-                    (Some(r), _) => r,
-                    (None, Err(None)) => return None,
-                    (None, Err(Some(failure))) => Err(invoke::failure_error(
-                        HandlerKind::Prompt,
-                        &format!("Prompt {name}"),
-                        failure,
-                    )),
-                    (None, Ok(Ok(rendered))) => match serde_json::to_value(rendered) {
-                        Ok(v) => return Some(engine.respond_capped(id, v, &scope)),
-                        Err(_) => Err(ErrorObject::internal("Prompt result could not be encoded")),
-                    },
-                    (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
-                };
-                Some(engine.respond(id, result, &scope))
-            },
+            job.into_job(),
+            self.host(),
         ))
+    }
+
+    /// The answer to a `prompts/get` whose handler ended at `now` with `got`.
+    pub(super) fn finish_prompt(
+        &self,
+        now: Timestamp,
+        id: RequestId,
+        name: &str,
+        scope: &RequestScope,
+        round: Option<Round>,
+        got: Result<Result<PromptResult, McpErrorDetail>, Option<Failure>>,
+    ) -> Option<OutgoingMessage> {
+        if matches!(got, Err(None)) {
+            return None;
+        }
+        let outcome = self.round_outcome(now, "prompts/get", name, round.as_ref());
+        let result = match (outcome, got) {
+            (Some(r), _) => r,
+            (None, Err(None)) => return None,
+            (None, Err(Some(failure))) => Err(invoke::failure_error(
+                HandlerKind::Prompt,
+                &format!("Prompt {name}"),
+                failure,
+            )),
+            (None, Ok(Ok(rendered))) => match serde_json::to_value(rendered) {
+                Ok(v) => return Some(self.respond_capped(id, v, scope)),
+                Err(_) => Err(ErrorObject::internal("Prompt result could not be encoded")),
+            },
+            (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
+        };
+        Some(self.respond(id, result, scope))
     }
 }

@@ -5,9 +5,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::jobs::{Continuation, Round};
+use super::policy::Failure;
 use super::*;
 use crate::context::MessageSink;
 use crate::resources::ResourceError;
+use crate::wire::ResourceContents;
 use crate::wire::{Era, ErrorCode, ErrorObject, RequestId};
 
 impl Engine {
@@ -49,8 +52,6 @@ impl Engine {
             Ok(t) => t,
             Err(refusal) => return error(&id, invoke::refusal_error(refusal)),
         };
-        let engine = self.clone();
-        let session = session.clone();
         let Prepared {
             guard,
             context,
@@ -62,43 +63,60 @@ impl Engine {
             let uri = uri.clone();
             async move { resources.read(&uri, context).await }
         };
+        let job = Continuation::Resource {
+            id,
+            uri: uri.clone(),
+            scope,
+            round,
+            guard,
+        };
         Handled::Invoke(Invocation::new(
             HandlerKind::Resource,
-            uri.clone(),
+            uri,
             Some(timeout),
             cancel,
             ticket,
             read,
-            move |read| {
-                let _guard = guard;
-                if matches!(read, Err(None)) {
-                    return None;
-                }
-                let outcome =
-                    engine.round_outcome(&session, "resources/read", &uri, round.as_deref());
-                let result = match (outcome, read) {
-                    (Some(Err(e)), _) => Err(e),
-                    (Some(Ok(input_required)), _) => Ok(input_required),
-                    (None, Err(None)) => return None,
-                    (None, Err(Some(failure))) => Err(invoke::failure_error(
-                        HandlerKind::Resource,
-                        "Reading the resource",
-                        failure,
-                    )),
-                    (None, Ok(Ok(contents))) => {
-                        let mut obj = Map::new();
-                        obj.insert(
-                            "contents".into(),
-                            serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
-                        );
-                        let result = engine.cacheable(obj, &scope);
-                        return Some(engine.respond_capped(id, result, &scope));
-                    }
-                    (None, Ok(Err(e))) => Err(engine.resource_error(&uri, e, &scope)),
-                };
-                Some(engine.respond(id, result, &scope))
-            },
+            job.into_job(),
+            self.host(),
         ))
+    }
+
+    /// The answer to a `resources/read` whose handler ended at `now` with `read`.
+    pub(super) fn finish_read(
+        &self,
+        now: Timestamp,
+        id: RequestId,
+        uri: &str,
+        scope: &RequestScope,
+        round: Option<Round>,
+        read: Result<Result<Vec<ResourceContents>, ResourceError>, Option<Failure>>,
+    ) -> Option<OutgoingMessage> {
+        if matches!(read, Err(None)) {
+            return None;
+        }
+        let outcome = self.round_outcome(now, "resources/read", uri, round.as_ref());
+        let result = match (outcome, read) {
+            (Some(Err(e)), _) => Err(e),
+            (Some(Ok(input_required)), _) => Ok(input_required),
+            (None, Err(None)) => return None,
+            (None, Err(Some(failure))) => Err(invoke::failure_error(
+                HandlerKind::Resource,
+                "Reading the resource",
+                failure,
+            )),
+            (None, Ok(Ok(contents))) => {
+                let mut obj = Map::new();
+                obj.insert(
+                    "contents".into(),
+                    serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
+                );
+                let result = self.cacheable(obj, scope);
+                return Some(self.respond_capped(id, result, scope));
+            }
+            (None, Ok(Err(e))) => Err(self.resource_error(uri, e, scope)),
+        };
+        Some(self.respond(id, result, scope))
     }
 
     pub(super) fn resource_error(
@@ -162,7 +180,6 @@ impl Engine {
         };
         let cancel = guard.token();
         let page = resources.page_listed(after, size);
-        let engine = self.clone();
         Handled::Invoke(Invocation::new(
             HandlerKind::ResourceList,
             "resources/list",
@@ -170,20 +187,28 @@ impl Engine {
             cancel,
             ticket,
             page,
-            move |page| {
-                let _guard = guard;
-                let result = match page {
-                    Ok((items, next)) => Ok(engine.page_result("resources", items, next, &scope)),
-                    Err(None) => return None,
-                    Err(Some(failure)) => Err(invoke::failure_error(
-                        HandlerKind::ResourceList,
-                        "Listing resources",
-                        failure,
-                    )),
-                };
-                Some(engine.respond(id, result, &scope))
-            },
+            Continuation::ResourceList { id, scope, guard }.into_job(),
+            self.host(),
         ))
+    }
+
+    /// The answer to a `resources/list` whose listers ended with `page`.
+    pub(super) fn finish_resource_list(
+        &self,
+        id: RequestId,
+        scope: &RequestScope,
+        page: Result<(Vec<Value>, Option<String>), Option<Failure>>,
+    ) -> Option<OutgoingMessage> {
+        let result = match page {
+            Ok((items, next)) => Ok(self.page_result("resources", items, next, scope)),
+            Err(None) => return None,
+            Err(Some(failure)) => Err(invoke::failure_error(
+                HandlerKind::ResourceList,
+                "Listing resources",
+                failure,
+            )),
+        };
+        Some(self.respond(id, result, scope))
     }
 
     pub(super) fn subscribe(

@@ -131,3 +131,75 @@ fn a_request_state_expires_by_the_now_it_is_opened_at() {
     };
     assert!(error.message.contains("expired"), "{error:?}");
 }
+
+/// Issue #27, item 1: an outcome comes back with the `now` it is handled at
+/// (`Engine::complete(now, job, outcome)`), and what it decides about time uses that `now`:
+/// the `requestState` of a round that ends is sealed to expire `request_state_ttl` after it,
+/// though the engine's own clock never moved from `t0`.
+#[test]
+fn a_round_is_sealed_at_the_now_its_outcome_comes_back_at() {
+    let tools = McpToolRegistry::new();
+    tools
+        .register(
+            "ask",
+            json!({"type": "object"}),
+            |_: crate::schema::JsonObject, cx: crate::ToolContext| async move {
+                let schema = json!({"type": "object"});
+                match cx.elicit("Name?", schema).await {
+                    Ok(answer) => Ok(json!({"answer": answer})),
+                    Err(e) => Err(crate::McpErrorDetail::new("Asked", e.to_string())),
+                }
+            },
+        )
+        .unwrap();
+    let t0 = Timestamp {
+        mono: crate::platform::test_origin(),
+        wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+    };
+    let e = Engine::builder(
+        McpServerConfig::default().with_rate_limit(None),
+        Arc::new(tools),
+    )
+    .time_source(Arc::new(FrozenTime::starting_at(t0.mono, t0.wall)))
+    .build();
+    let ttl = e.shared.config.request_state_ttl;
+    let sink: Arc<dyn MessageSink> = Arc::new(NullSink);
+    let ask = |extra: Value| {
+        let mut params = json!({"name": "ask", "arguments": {}, "_meta": {
+            META_PROTOCOL_VERSION: "2026-07-28",
+            META_CLIENT_CAPABILITIES: {"elicitation": {}},
+        }});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        IncomingMessage::Request {
+            id: RequestId::from(1),
+            method: "tools/call".into(),
+            params: params.as_object().cloned(),
+        }
+    };
+    let s = e.new_stateless_session();
+    let Handled::Invoke(invocation) = e.handle_at(t0, &s, ask(json!({})), &sink) else {
+        panic!("an invocation");
+    };
+    let parts = invocation.into_parts();
+    let output = futures_executor::block_on(parts.work);
+    let later = |d: Duration| Timestamp {
+        mono: t0.mono + d,
+        wall: t0.wall + d,
+    };
+    let done = later(ttl + Duration::from_secs(60));
+    let reply = e
+        .complete(done, parts.job, crate::invocation::Outcome::Done(output))
+        .expect("an answer");
+    let result = reply.result_value().expect("a result");
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    // Opened after `t0 + ttl` but before `done + ttl`: valid, as it was sealed at `done`.
+    let open = later(ttl + Duration::from_secs(120));
+    let retry = ask(json!({"requestState": state, "inputResponses": {}}));
+    match e.handle_at(open, &s, retry, &sink) {
+        Handled::Invoke(_) => {}
+        other => panic!("sealed at the completion's now, still valid: {other:?}"),
+    }
+}

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::jobs::{Continuation, Round};
+use super::policy::Failure;
 use super::*;
 use crate::context::MessageSink;
 use crate::registry::{RegisteredTool, ToolOutput};
@@ -76,8 +78,6 @@ impl Engine {
                 session, id, tool, name, arguments, prepared, scope, plan, ticket,
             );
         }
-        let engine = self.clone();
-        let session = session.clone();
         let Prepared {
             guard,
             context,
@@ -87,29 +87,50 @@ impl Engine {
         let timeout = self.tool_timeout(&tool, &name);
         let blocking = tool.settings.blocking;
         let run = tool.clone().invoke_owned(arguments, context);
+        let job = Continuation::Tool {
+            id,
+            tool,
+            name: name.clone(),
+            scope,
+            round,
+            guard,
+        };
         let invocation = Invocation::new(
             HandlerKind::Tool,
-            name.clone(),
+            name,
             Some(timeout),
             cancel,
             ticket,
             run,
-            move |outcome| {
-                let _guard = guard;
-                let output = match outcome {
-                    Ok(output) => output,
-                    Err(None) => return None,
-                    Err(Some(failure)) => ToolOutput::failure(invoke::tool_failure(&name, failure)),
-                };
-                Some(
-                    match engine.round_outcome(&session, "tools/call", &name, round.as_deref()) {
-                        Some(input_required) => engine.respond(id, input_required, &scope),
-                        None => engine.tool_response(id, &tool, &name, output, &scope),
-                    },
-                )
-            },
+            job.into_job(),
+            self.host(),
         );
         Handled::Invoke(invocation.blocking(blocking))
+    }
+
+    /// The answer to a `tools/call` whose handler ended at `now` with `outcome`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn finish_tool_call(
+        &self,
+        now: Timestamp,
+        id: RequestId,
+        tool: &RegisteredTool,
+        name: &str,
+        scope: &RequestScope,
+        round: Option<Round>,
+        outcome: Result<ToolOutput, Option<Failure>>,
+    ) -> Option<OutgoingMessage> {
+        let output = match outcome {
+            Ok(output) => output,
+            Err(None) => return None,
+            Err(Some(failure)) => ToolOutput::failure(invoke::tool_failure(name, failure)),
+        };
+        Some(
+            match self.round_outcome(now, "tools/call", name, round.as_ref()) {
+                Some(input_required) => self.respond(id, input_required, scope),
+                None => self.tool_response(id, tool, name, output, scope),
+            },
+        )
     }
 
     /// The deadline of a call to `tool`: its own setting, else the per-name one, else

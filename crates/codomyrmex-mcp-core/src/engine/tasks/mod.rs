@@ -55,7 +55,9 @@ mod tests;
 #[cfg(test)]
 mod timer_tests;
 
+pub(in crate::engine) use runner::TaskJob;
 pub(crate) use shared::SharedTasks;
+pub(in crate::engine) use shared::StoreRead;
 pub use shared::TaskSync;
 pub(crate) use store::TaskStore;
 use store::*;

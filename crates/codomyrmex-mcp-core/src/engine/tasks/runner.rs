@@ -12,11 +12,14 @@ use crate::McpErrorDetail;
 use crate::context::{
     ClientRequestError, ClientRequester, InputMode, InputRequest, MessageSink, TaskInput,
 };
+use crate::engine::jobs::{Continuation, Round};
 use crate::engine::mrtr::RoundTrip;
 use crate::engine::policy::{Failure, HandlerKind, Ticket};
+use crate::engine::session::InFlightGuard;
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, Prepared, RequestScope, error};
 use crate::invocation::{Detach, Invocation};
+use crate::platform::Timestamp;
 use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
 use crate::sync::CancellationToken;
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
@@ -195,6 +198,27 @@ pub(in crate::engine) struct TaskPlan {
     pub(super) ttl: Duration,
 }
 
+/// A task's work as the engine takes it back ([`Engine::complete`], [`Engine::detach`]):
+/// data only, owned by the invocation until its outcome comes back.
+pub(in crate::engine) struct TaskJob {
+    id: RequestId,
+    tool: Arc<RegisteredTool>,
+    name: String,
+    scope: RequestScope,
+    /// 2026-07-28, before the call became a task: its round.
+    round: Option<Round>,
+    entry: Arc<TaskEntry>,
+    link: Arc<TaskLink>,
+    /// The request's own token (the work runs under a child of the task's).
+    request_cancel: CancellationToken,
+    /// The request's in-flight entry, until the call becomes a task or ends.
+    guard: Option<InFlightGuard>,
+    /// The task's reserved place, until it is committed or given back.
+    plan: Option<TaskPlan>,
+    /// Whether the answer went out as a task: the outcome then goes into the task.
+    detached: bool,
+}
+
 impl Engine {
     /// Decides whether a `tools/call` may become a task, or the error it deserves (`-32021`
     /// for a required-task tool without the extension on 2026-07-28; `-32601` on 2025-11-25
@@ -310,7 +334,7 @@ impl Engine {
         } = prepared;
         let link = Arc::new(TaskLink {
             entry: entry.clone(),
-            round: round.clone(),
+            round: round.as_ref().map(|r| r.trip.clone()),
             requester: legacy.then(|| {
                 Arc::new(WeakRequester(Arc::downgrade(session))) as Arc<dyn ClientRequester>
             }),
@@ -331,103 +355,131 @@ impl Engine {
             async move { Some(tool.run(arguments, context).await) }
         };
         let blocking = tool.settings.blocking;
-        let invoked = name.clone();
         let timers = self.shared.tasks.timers();
-        let config = self.shared.tasks.config.clone();
-        // Set once the answer went out as a task: the outcome then goes into the entry.
-        let detached = Arc::new(AtomicBool::new(legacy));
-        let plan = Arc::new(std::sync::Mutex::new(Some(plan)));
-        let guard = Arc::new(std::sync::Mutex::new(Some(guard)));
-        let engine = self.clone();
-        // Weak: background task work must not keep its session alive (the orphan check).
-        let session = Arc::downgrade(session);
-        let complete = {
-            let detached = detached.clone();
-            let entry = entry.clone();
-            let guard = guard.clone();
-            let plan = plan.clone();
-            let scope = scope.clone();
-            let id = id.clone();
-            move |outcome: Result<Option<ToolOutput>, Option<Failure>>| {
-                drop(lock(&guard).take());
-                let output = match outcome {
-                    Ok(output) => Some(output),
-                    Err(Some(Failure::TimedOut(t))) => Some(Some(ToolOutput::failure(
-                        crate::engine::invoke::timeout_error(&name, t),
-                    ))),
-                    Err(Some(_)) => Some(None),
-                    Err(None) => None,
-                };
-                if detached.load(Ordering::Acquire) {
-                    engine.record_task_outcome(&entry, output, &tool, &name, &scope);
-                    return None;
-                }
-                drop(lock(&plan).take());
-                // Finished (or cancelled) before it first waited: answered as a call.
-                let output = output?.unwrap_or_else(|| {
-                    ToolOutput::failure(McpErrorDetail::new(
-                        "InternalError",
-                        format!("Tool {name} failed with an internal error"),
-                    ))
-                });
-                let session = session.upgrade()?;
-                Some(
-                    match engine.round_outcome(&session, "tools/call", &name, round.as_deref()) {
-                        Some(input_required) => engine.respond(id, input_required, &scope),
-                        None => engine.tool_response(id, &tool, &name, output, &scope),
-                    },
-                )
-            }
+        // Built now, awaited only if the answer goes out as a task: a lazy write of the
+        // task's record to the shared store (no engine in it).
+        let publish = self.task_sync().map(|sync| {
+            let id = entry.id.clone();
+            Box::pin(async move { sync.publish(&id).await }) as BoxFuture<'static, ()>
+        });
+        let mut job = TaskJob {
+            id,
+            tool,
+            name: name.clone(),
+            scope,
+            round,
+            entry,
+            link,
+            request_cancel,
+            guard: Some(guard),
+            plan: Some(plan),
+            detached: legacy,
         };
+        let reply = legacy.then(|| {
+            if let Some(plan) = job.plan.take() {
+                plan.reservation
+                    .commit(job.entry.clone(), &self.shared.tasks);
+            }
+            job.guard = None;
+            let task = job.entry.json(&self.shared.tasks.config, false);
+            OutgoingMessage::Response {
+                id: job.id.clone(),
+                result: json!({"task": task}),
+            }
+        });
         let invocation = Invocation::new(
             HandlerKind::Task,
-            invoked,
+            name,
             timeout,
             run_cancel,
             ticket,
             work,
-            complete,
+            Continuation::Task(Box::new(job)).into_job(),
+            self.host(),
         )
         .blocking(blocking)
-        .publishing(self.task_sync().map(|sync| {
-            let id = entry.id.clone();
-            Box::new(move || {
-                Box::pin(async move { sync.publish(&id).await }) as BoxFuture<'static, ()>
-            }) as crate::invocation::Publish
-        }));
-        let store = self.shared.tasks.clone();
-        if legacy {
-            if let Some(plan) = lock(&plan).take() {
-                plan.reservation.commit(entry.clone(), &store);
-            }
-            drop(lock(&guard).take());
-            let task = entry.json(&config, false);
-            let reply = OutgoingMessage::Response {
-                id,
-                result: json!({"task": task}),
-            };
-            return Handled::Invoke(invocation.detached(Detach::Now(reply), timers));
-        }
-        let engine = self.clone();
-        let on_pending = move || {
-            // Read before the guard goes, which cancels the request's token.
-            let cancelled = request_cancel.is_cancelled();
-            drop(lock(&guard).take());
-            if cancelled {
-                // Cancelled before it became a task: it never will.
-                entry.cancel.cancel();
-                return None;
-            }
-            link.start();
-            if let Some(plan) = lock(&plan).take() {
-                plan.reservation.commit(entry.clone(), &store);
-            }
-            detached.store(true, Ordering::Release);
-            let mut task = entry.json(&config, false);
-            task.insert("resultType".into(), json!("task"));
-            Some(engine.respond(id, Ok(Value::Object(task)), &scope))
+        .publishing(publish);
+        let detach = match reply {
+            Some(reply) => Detach::Now(reply),
+            None => Detach::OnFirstPending,
         };
-        Handled::Invoke(invocation.detached(Detach::OnFirstPending(Box::new(on_pending)), timers))
+        Handled::Invoke(invocation.detached(detach, timers))
+    }
+
+    /// A call that may become a task, whose work waited at its first poll (at `now`): it
+    /// becomes a task, and its `CreateTaskResult` is the answer; `None` when the request was
+    /// cancelled first (it never becomes a task).
+    pub(in crate::engine) fn detach_task(
+        &self,
+        _now: Timestamp,
+        job: &mut TaskJob,
+    ) -> Option<OutgoingMessage> {
+        // Read before the guard goes, which cancels the request's token.
+        let cancelled = job.request_cancel.is_cancelled();
+        job.guard = None;
+        if cancelled {
+            // Cancelled before it became a task: it never will.
+            job.entry.cancel.cancel();
+            return None;
+        }
+        job.link.start();
+        if let Some(plan) = job.plan.take() {
+            plan.reservation
+                .commit(job.entry.clone(), &self.shared.tasks);
+        }
+        job.detached = true;
+        let mut task = job.entry.json(&self.shared.tasks.config, false);
+        task.insert("resultType".into(), json!("task"));
+        Some(self.respond(job.id.clone(), Ok(Value::Object(task)), &job.scope))
+    }
+
+    /// How a task's work ended (at `now`): recorded in the task once its answer went out,
+    /// else answered as the call it still was.
+    pub(in crate::engine) fn finish_task(
+        &self,
+        now: Timestamp,
+        job: TaskJob,
+        outcome: Result<Option<ToolOutput>, Option<Failure>>,
+    ) -> Option<OutgoingMessage> {
+        let TaskJob {
+            id,
+            tool,
+            name,
+            scope,
+            round,
+            entry,
+            guard,
+            plan,
+            detached,
+            ..
+        } = job;
+        drop(guard);
+        let output = match outcome {
+            Ok(output) => Some(output),
+            Err(Some(Failure::TimedOut(t))) => Some(Some(ToolOutput::failure(
+                crate::engine::invoke::timeout_error(&name, t),
+            ))),
+            Err(Some(_)) => Some(None),
+            Err(None) => None,
+        };
+        if detached {
+            self.record_task_outcome(&entry, output, &tool, &name, &scope);
+            return None;
+        }
+        drop(plan);
+        // Finished (or cancelled) before it first waited: answered as a call.
+        let output = output?.unwrap_or_else(|| {
+            ToolOutput::failure(McpErrorDetail::new(
+                "InternalError",
+                format!("Tool {name} failed with an internal error"),
+            ))
+        });
+        Some(
+            match self.round_outcome(now, "tools/call", &name, round.as_ref()) {
+                Some(input_required) => self.respond(id, input_required, &scope),
+                None => self.tool_response(id, &tool, &name, output, &scope),
+            },
+        )
     }
 
     /// Records how a task's work ended: its result (a tool failure included), an internal

@@ -22,9 +22,12 @@ use serde_json::{Map, Value, json};
 
 use super::store::TaskStore as LiveTasks;
 use super::*;
+use crate::engine::jobs::{Continuation, output};
+use crate::engine::session::InFlightGuard;
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, RequestScope, error};
 use crate::invocation::{Failure, Wait};
+use crate::platform::Timestamp;
 use crate::sync::{Changes, Generation};
 use crate::task_store::{
     Renewal, TaskEra, TaskOutcome, TaskRecord, TaskStatus, TaskStore, TaskStoreError,
@@ -269,15 +272,14 @@ pub(super) fn final_of(r: &TaskRecord) -> Option<Result<Value, ErrorObject>> {
 }
 
 /// Whether `session`, in `era`, may see the task of `record`.
-fn admits(r: &TaskRecord, era: Era, session: &Session, key: Option<&str>) -> bool {
-    let principal = session.principal().map(|p| p.subject);
+fn admits(r: &TaskRecord, era: Era, principal: &Option<String>, key: Option<&str>) -> bool {
     match r.era {
-        TaskEra::Modern => era == Era::Modern && r.principal == principal,
+        TaskEra::Modern => era == Era::Modern && r.principal == *principal,
         TaskEra::Legacy => {
             era == Era::Legacy
                 && r.session.is_some()
                 && r.session.as_deref() == key
-                && r.principal == principal
+                && r.principal == *principal
         }
         #[allow(unreachable_patterns)]
         _ => false,
@@ -288,39 +290,113 @@ fn not_found() -> ErrorObject {
     ErrorObject::invalid_params("Failed to retrieve task: Task not found")
 }
 
-/// `work`, a read of the shared store answering request `id`, as a [`Wait`] the driver
-/// bounds by `deadline`: a store that hangs or panics costs only this request, which is
-/// answered "unavailable".
-fn store_wait(
-    id: RequestId,
+/// `work`, a read of the shared store, as a [`Wait`] the driver bounds by `deadline`: a
+/// store that hangs or panics costs only this request, which is answered "unavailable". Its
+/// outcome comes back to [`Engine::complete`] with `job`.
+fn store_wait<T: Send + 'static>(
+    engine: &Engine,
+    job: StoreRead,
     deadline: Duration,
-    work: impl std::future::Future<Output = Option<OutgoingMessage>> + Send + 'static,
+    work: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Handled {
-    Handled::Wait(Wait::new(work, deadline, move |failure| {
-        let error = match failure {
-            Failure::TimedOut(d) => {
-                tracing::warn!(deadline_ms = ms(d), "the task store did not answer in time");
-                ErrorObject::new(
-                    crate::wire::ErrorCode::UNAVAILABLE,
-                    format!(
-                        "The task store did not answer within {} ms; try again later",
-                        ms(d)
-                    ),
-                )
-            }
-            Failure::Panicked => {
-                tracing::error!("the task store panicked");
-                ErrorObject::new(
-                    crate::wire::ErrorCode::UNAVAILABLE,
-                    "The task store is unavailable; try again later",
-                )
-            }
-        };
-        Some(OutgoingMessage::Error {
-            id: Some(id),
-            error,
-        })
-    }))
+    Handled::Wait(Wait::new(
+        work,
+        deadline,
+        Continuation::Store(Box::new(job)).into_job(),
+        engine.host(),
+    ))
+}
+
+/// What the engine needs to answer a `tasks/*` request once its store read is over. Data
+/// only.
+pub(in crate::engine) enum StoreRead {
+    /// 2026-07-28 `tasks/get`, `tasks/update`, `tasks/cancel`: the read is the result.
+    Modern { id: RequestId, scope: RequestScope },
+    /// 2025-11-25 `tasks/get`, `tasks/cancel`, `tasks/result`: the read is the answer
+    /// (`None` when the request was cancelled while it waited); `guard` holds the request in
+    /// flight (`tasks/result`).
+    Legacy {
+        id: RequestId,
+        guard: Option<InFlightGuard>,
+    },
+    /// 2025-11-25 `tasks/list`: the read is the session's stored records, merged with this
+    /// instance's own tasks when it ends.
+    List {
+        id: RequestId,
+        session: Arc<Session>,
+        key: String,
+        principal: Option<String>,
+        after: Option<(u64, u64, String)>,
+        size: usize,
+    },
+}
+
+impl Engine {
+    /// The answer to a `tasks/*` request whose store read ended at `now` with `outcome`.
+    pub(in crate::engine) fn finish_store_read(
+        &self,
+        now: Timestamp,
+        job: StoreRead,
+        outcome: crate::invocation::Outcome,
+    ) -> Option<OutgoingMessage> {
+        let (id, failure) =
+            match job {
+                StoreRead::Modern { id, scope } => match output(outcome) {
+                    Ok(result) => return Some(self.respond(id, result, &scope)),
+                    Err(failure) => (id, failure),
+                },
+                StoreRead::Legacy { id, guard } => {
+                    drop(guard);
+                    match output(outcome) {
+                        Ok(answer) => return answer,
+                        Err(failure) => (id, failure),
+                    }
+                }
+                StoreRead::List {
+                    id,
+                    session,
+                    key,
+                    principal,
+                    after,
+                    size,
+                } => match output(outcome) {
+                    Ok(stored) => {
+                        return Some(self.task_list_page(
+                            now, id, &session, &key, &principal, after, size, stored,
+                        ));
+                    }
+                    Err(failure) => (id, failure),
+                },
+            };
+        store_failed(id, failure?)
+    }
+}
+
+/// The answer to request `id` when its read of the task store overran or panicked.
+fn store_failed(id: RequestId, failure: Failure) -> Option<OutgoingMessage> {
+    let error = match failure {
+        Failure::TimedOut(d) => {
+            tracing::warn!(deadline_ms = ms(d), "the task store did not answer in time");
+            ErrorObject::new(
+                crate::wire::ErrorCode::UNAVAILABLE,
+                format!(
+                    "The task store did not answer within {} ms; try again later",
+                    ms(d)
+                ),
+            )
+        }
+        Failure::Panicked => {
+            tracing::error!("the task store panicked");
+            ErrorObject::new(
+                crate::wire::ErrorCode::UNAVAILABLE,
+                "The task store is unavailable; try again later",
+            )
+        }
+    };
+    Some(OutgoingMessage::Error {
+        id: Some(id),
+        error,
+    })
 }
 
 fn unavailable(e: &TaskStoreError) -> ErrorObject {
@@ -422,14 +498,16 @@ impl Engine {
         let live = tasks
             .get_at(&task_id, scope.now.mono)
             .filter(|t| t.owner.admits(Era::Modern, session));
-        let engine = self.clone();
-        let session = session.clone();
-        let scope = scope.clone();
+        let principal = session.principal().map(|p| p.subject);
         let method = method.to_owned();
         let deadline = self.store_deadline();
         let now = wall_ms(scope.now.wall);
-        store_wait(id.clone(), deadline, async move {
-            let result = async {
+        let job = StoreRead::Modern {
+            id,
+            scope: scope.clone(),
+        };
+        store_wait(self, job, deadline, async move {
+            let result: Result<Value, ErrorObject> = async {
                 if let Some(entry) = &live {
                     tasks.write_ahead(&store, entry).await?;
                 }
@@ -437,7 +515,7 @@ impl Engine {
                     .get(&task_id, now)
                     .await
                     .map_err(|e| unavailable(&e))?
-                    .filter(|r| admits(r, Era::Modern, &session, None))
+                    .filter(|r| admits(r, Era::Modern, &principal, None))
                     .ok_or_else(not_found)?;
                 Ok(match method.as_str() {
                     "tasks/get" => Value::Object(render(&record, true)),
@@ -474,7 +552,7 @@ impl Engine {
                 })
             }
             .await;
-            Some(engine.respond(id, result, &scope))
+            result
         })
     }
 
@@ -511,8 +589,10 @@ impl Engine {
         } else {
             (None, None)
         };
-        let engine = self.clone();
-        let session = session.clone();
+        let principal = session.principal().map(|p| p.subject);
+        // The injected clock, read for each store read after a wait.
+        let time = self.shared.platform.time.clone();
+        let wall = move || wall_ms(time.wall());
         // `tasks/result` waits for the task to end, which it does within the longest TTL;
         // each read within the lease.
         let deadline = if method == "tasks/result" {
@@ -521,12 +601,15 @@ impl Engine {
             self.store_deadline()
         };
         let method = method.to_owned();
-        store_wait(id.clone(), deadline, async move {
-            let cancel = guard.as_ref().map(|g| g.token());
-            let _guard = guard;
+        let cancel = guard.as_ref().map(|g| g.token());
+        let job = StoreRead::Legacy {
+            id: id.clone(),
+            guard,
+        };
+        store_wait(self, job, deadline, async move {
             let _relay = live.as_ref().zip(relay).map(|(t, s)| t.relay.attach(s));
             let result = async {
-                let (store, task_id, session, live) = (&store, &task_id, &session, &live);
+                let (store, task_id, principal, live) = (&store, &task_id, &principal, &live);
                 let key = &key;
                 let tasks = &tasks;
                 let read = |now| async move {
@@ -537,11 +620,11 @@ impl Engine {
                         .get(task_id, now)
                         .await
                         .map_err(|e| unavailable(&e))?
-                        .filter(|r| admits(r, Era::Legacy, session, key.as_deref()))
+                        .filter(|r| admits(r, Era::Legacy, principal, key.as_deref()))
                         .ok_or_else(not_found)
                 };
                 let mut changes = live.as_ref().map(|t| t.changed.subscribe());
-                let mut record = read(engine.wall_ms()).await?;
+                let mut record = read(wall()).await?;
                 match method.as_str() {
                     "tasks/get" => Ok(Value::Object(render(&record, false))),
                     "tasks/cancel" => {
@@ -554,10 +637,10 @@ impl Engine {
                         let after = match live {
                             Some(entry) => {
                                 let _ = entry.cancel();
-                                read(engine.wall_ms()).await?
+                                read(wall()).await?
                             }
                             None => store
-                                .cancel(task_id, engine.wall_ms())
+                                .cancel(task_id, wall())
                                 .await
                                 .map_err(|e| unavailable(&e))?
                                 .ok_or_else(not_found)?,
@@ -590,7 +673,7 @@ impl Engine {
                             r = changed.fuse() => r.map_err(|e| unavailable(&e))?,
                             () = live_changed.fuse() => {}
                         }
-                        record = read(engine.wall_ms()).await?;
+                        record = read(wall()).await?;
                     },
                 }
             }
@@ -636,67 +719,90 @@ impl Engine {
             }
             Some(_) => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
         };
-        let engine = self.clone();
-        let session = session.clone();
         let size = self.shared.config.page_size.max(1);
-        store_wait(id.clone(), self.store_deadline(), async move {
-            let now = engine.wall_ms();
-            let stored = match store.list(&key, now).await {
-                Ok(r) => r,
-                Err(e) => {
-                    return Some(OutgoingMessage::Error {
-                        id: Some(id),
-                        error: unavailable(&e),
-                    });
-                }
-            };
-            let tasks = &engine.shared.tasks;
-            let poll = tasks.config.poll_interval;
-            let mut records: Vec<TaskRecord> = stored
-                .into_iter()
-                .filter(|r| admits(r, Era::Legacy, &session, Some(&key)))
-                .map(|r| match tasks.get(&r.id) {
-                    Some(local) => local.record("", poll, 0),
-                    None => r,
-                })
-                .collect();
-            // Read after the store answered: the local tasks as they are then.
-            for local in tasks.list(&session, tasks.platform.time.now()) {
-                if !records.iter().any(|r| r.id == local.id) {
-                    records.push(local.record("", poll, 0));
-                }
-            }
-            let order = |r: &TaskRecord| (r.created_at, r.seq, r.id.clone());
-            records.sort_by_key(order);
-            let mut rest = records
-                .into_iter()
-                .filter(|r| after.as_ref().is_none_or(|a| order(r) > *a));
-            let page: Vec<TaskRecord> = rest.by_ref().take(size).collect();
-            let mut obj = Map::new();
-            obj.insert(
-                "tasks".into(),
-                Value::Array(
-                    page.iter()
-                        .map(|r| Value::Object(render(r, false)))
-                        .collect(),
-                ),
-            );
-            if rest.next().is_some()
-                && let Some(last) = page.last()
-            {
-                obj.insert(
-                    "nextCursor".into(),
-                    json!(crate::engine::encode_cursor(&format!(
-                        "{}:{}:{}",
-                        last.created_at, last.seq, last.id
-                    ))),
-                );
-            }
-            Some(OutgoingMessage::Response {
-                id,
-                result: Value::Object(obj),
-            })
+        let now = self.wall_ms();
+        let job = StoreRead::List {
+            id,
+            session: session.clone(),
+            key: key.clone(),
+            principal: session.principal().map(|p| p.subject),
+            after,
+            size,
+        };
+        store_wait(self, job, self.store_deadline(), async move {
+            store.list(&key, now).await
         })
+    }
+
+    /// A `tasks/list` page, once the store answered with `stored` (at `now`): the session's
+    /// records, with this instance's own tasks as it holds them then.
+    #[allow(clippy::too_many_arguments)]
+    fn task_list_page(
+        &self,
+        now: Timestamp,
+        id: RequestId,
+        session: &Arc<Session>,
+        key: &str,
+        principal: &Option<String>,
+        after: Option<(u64, u64, String)>,
+        size: usize,
+        stored: Result<Vec<TaskRecord>, TaskStoreError>,
+    ) -> OutgoingMessage {
+        let stored = match stored {
+            Ok(r) => r,
+            Err(e) => {
+                return OutgoingMessage::Error {
+                    id: Some(id),
+                    error: unavailable(&e),
+                };
+            }
+        };
+        let tasks = &self.shared.tasks;
+        let poll = tasks.config.poll_interval;
+        let mut records: Vec<TaskRecord> = stored
+            .into_iter()
+            .filter(|r| admits(r, Era::Legacy, principal, Some(key)))
+            .map(|r| match tasks.get(&r.id) {
+                Some(local) => local.record("", poll, 0),
+                None => r,
+            })
+            .collect();
+        // After the store answered: the local tasks as they are then.
+        for local in tasks.list(session, now.mono) {
+            if !records.iter().any(|r| r.id == local.id) {
+                records.push(local.record("", poll, 0));
+            }
+        }
+        let order = |r: &TaskRecord| (r.created_at, r.seq, r.id.clone());
+        records.sort_by_key(order);
+        let mut rest = records
+            .into_iter()
+            .filter(|r| after.as_ref().is_none_or(|a| order(r) > *a));
+        let page: Vec<TaskRecord> = rest.by_ref().take(size).collect();
+        let mut obj = Map::new();
+        obj.insert(
+            "tasks".into(),
+            Value::Array(
+                page.iter()
+                    .map(|r| Value::Object(render(r, false)))
+                    .collect(),
+            ),
+        );
+        if rest.next().is_some()
+            && let Some(last) = page.last()
+        {
+            obj.insert(
+                "nextCursor".into(),
+                json!(crate::engine::encode_cursor(&format!(
+                    "{}:{}:{}",
+                    last.created_at, last.seq, last.id
+                ))),
+            );
+        }
+        OutgoingMessage::Response {
+            id,
+            result: Value::Object(obj),
+        }
     }
 
     /// How long one read of the shared store may take: its lease (a record read later than

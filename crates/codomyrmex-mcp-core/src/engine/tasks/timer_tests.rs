@@ -151,12 +151,13 @@ fn a_modern_task_is_due_at_its_ttl_only() {
     let Handled::Invoke(invocation) = request(&e, &session, 1, "tools/call", params) else {
         panic!("an invocation");
     };
-    let parts = invocation.into_parts();
-    let Detach::OnFirstPending(early) = parts.detach else {
+    let mut parts = invocation.into_parts();
+    let Detach::OnFirstPending = parts.detach else {
         panic!("a 2026-07-28 call becomes a task once it waits");
     };
     // The driver polled the work once and it waited: the answer is the task.
-    let Some(result) = early().as_ref().and_then(OutgoingMessage::result_value) else {
+    let early = e.detach(e.now(), &mut parts.job);
+    let Some(result) = early.as_ref().and_then(OutgoingMessage::result_value) else {
         panic!("CreateTaskResult expected");
     };
     assert_eq!(result["resultType"], "task");
