@@ -229,9 +229,14 @@ def main(argv: List[str]) -> int:
         junit = scratch / "junit.xml"
         command = [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--timeout=120", "--continue-on-collection-errors",
-            f"--junitxml={junit}", "-o", "junit_family=xunit1", *pytest_args, *files,
+            f"--junitxml={junit}", "-o", "junit_family=xunit1", f"--basetemp={scratch / 'pytest-tmp'}",
+            *pytest_args, *files,
         ]
+        # Compatibility mode's file tools are confined to one root (the operator's setting,
+        # CODOMYRMEX_MCP_TOOLS_ROOT): here the scratch directory, which holds pytest's temporary
+        # directories, so the tests' own files are inside it and everything else stays outside.
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        env.setdefault("CODOMYRMEX_MCP_TOOLS_ROOT", str(scratch))
         print(f"codomyrmex-suite: running in {scratch}", flush=True)
         subprocess.run(command, cwd=scratch, env=env, stdin=subprocess.DEVNULL)
         if not junit.exists():
