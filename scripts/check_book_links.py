@@ -4,7 +4,8 @@
 Every `href` and `src` in every HTML page that is not an external URL (a scheme such as
 `https:` or `mailto:`) must name a file of the built book, and a `#fragment` must name an
 `id` in that page. A `{{#include ...}}` or `{{#rustdoc_include ...}}` left in a page (an
-include mdbook could not resolve) is an error too. No network: external links are not
+include mdbook could not resolve), and an empty code block (an include whose anchor is
+missing: mdbook includes nothing), are errors too. No network: external links are not
 fetched.
 
     python3 scripts/check_book_links.py [BOOK_DIR]     # default: target/book
@@ -21,6 +22,8 @@ import urllib.parse
 
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 LEFTOVER_INCLUDE = re.compile(r"\{\{#(?:include|rustdoc_include|playground)[^}]*\}\}")
+# A code block with nothing in it: an include whose anchor is missing (mdbook includes nothing).
+EMPTY_CODE = re.compile(r"<pre><code[^>]*>\s*</code></pre>")
 
 
 class Page(html.parser.HTMLParser):
@@ -30,8 +33,12 @@ class Page(html.parser.HTMLParser):
         super().__init__(convert_charrefs=True)
         self.links = []
         self.ids = set()
+        self.base = None
 
     def handle_starttag(self, tag, attrs):
+        if tag == "base":
+            self.base = dict(attrs).get("href")
+            return
         for name, value in attrs:
             if value is None:
                 continue
@@ -65,6 +72,8 @@ def main():
         text = page.read_text(encoding="utf-8", errors="replace")
         for leftover in LEFTOVER_INCLUDE.findall(text):
             broken.append((page, leftover, "an include mdbook did not resolve"))
+        for _ in EMPTY_CODE.findall(text):
+            broken.append((page, "an empty code block", "an include whose anchor or lines are missing?"))
         info = parsed.setdefault(page, parse(page))
         for link in info.links:
             if SCHEME.match(link) or link.startswith("//"):
@@ -72,7 +81,13 @@ def main():
             target, _, fragment = link.partition("#")
             target = urllib.parse.unquote(target.split("?", 1)[0])
             if target:
-                path = (page.parent / target).resolve()
+                # A root-absolute link, or a relative one under `<base href="/">` (mdbook's
+                # 404 page), starts at the book's root: the site serves the book at `/`.
+                if target.startswith("/") or (info.base or "").startswith("/"):
+                    start = book / (info.base or "/").lstrip("/")
+                    path = (start / target.lstrip("/")).resolve()
+                else:
+                    path = (page.parent / target).resolve()
                 if path.is_dir():
                     path = path / "index.html"
                 if book not in path.parents and path != book:
