@@ -15,8 +15,8 @@ use codomyrmex_mcp::prompts::PromptRequest;
 use codomyrmex_mcp::registry::{IntoToolHandler, ToolOutput};
 use codomyrmex_mcp::resources::Completer;
 use codomyrmex_mcp::{
-    ContentBlock, InputRequest, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
-    McpServer, McpServerConfig, McpToolRegistry, PromptArgument, PromptDefinition, PromptMessage,
+    ContentBlock, InputRequest, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
+    McpServerConfig, McpToolRegistry, PromptArgument, PromptDefinition, PromptMessage,
     PromptResult, TaskSupport, ToolContext, ToolDefinition, ToolRegistration, ToolSettings,
     mcp_prompt, mcp_resource, mcp_tool,
 };
@@ -47,7 +47,11 @@ async fn countdown(cx: &ToolContext, from: u32) -> Result<String, McpErrorDetail
 
 // ANCHOR: resource
 /// The application's settings.
-#[mcp_resource(uri = "config://app", name = "settings", mime_type = "application/json")]
+#[mcp_resource(
+    uri = "config://app",
+    name = "settings",
+    mime_type = "application/json"
+)]
 fn settings() -> String {
     r#"{"debug":false}"#.into()
 }
@@ -116,7 +120,10 @@ async fn delete(cx: &ToolContext, path: String) -> Result<String, McpErrorDetail
         "required": ["confirm"],
     });
     let answer = cx
-        .input("confirm", InputRequest::form(&format!("Delete {path}?"), schema))
+        .input(
+            "confirm",
+            InputRequest::form(&format!("Delete {path}?"), schema),
+        )
         .await
         .map_err(|e| McpErrorDetail::new("InputFailed", e.to_string()))?;
     let accepted = answer.get("action").and_then(Value::as_str) == Some("accept")
