@@ -1,5 +1,6 @@
-"""The README's Python section: its install command is what .ci/run uses, and its example
-program serves over stdio as it says (checked with the official SDK's client)."""
+"""The README's Python section and the guide's Python chapter: the wheel they give is what
+.ci/run builds and tests, and the README's example program serves over stdio as it says
+(checked with the official SDK's client)."""
 
 import asyncio
 import re
@@ -13,10 +14,18 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 SECTION = README[README.index("## Python\n") : README.index("## Conformance and interoperability")]
 
 
-def test_the_install_command_is_the_ci_scripts():
+def test_the_wheel_the_guide_gives_is_what_ci_tests():
+    # The guide gives the wheel from target/wheels as the way to install; the CI script builds
+    # that wheel with maturin and installs it (no source build); source installs stay documented.
+    guide = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
+    assert "pip install target/wheels/codomyrmex_mcp-0.1.0-cp39-abi3-manylinux_" in guide
+    assert "pip install ./crates/codomyrmex-mcp-py" in guide
     assert "pip install ./crates/codomyrmex-mcp-py" in SECTION
     script = (REPO / "tests" / "interop" / "run_python_package.sh").read_text(encoding="utf-8")
-    assert "pip install ./crates/codomyrmex-mcp-py" in script
+    assert '"$build_venv/bin/maturin" build --release' in script
+    assert 'wheels="$target_dir/wheels"' in script
+    assert '"$wheel[test]"' in script
+    assert "pip install ./crates" not in script
     assert "run_python_package.sh" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
 
 

@@ -36,6 +36,7 @@ fn text_of(result: &Value) -> Result<String, String> {
         .join("\n"))
 }
 
+// ANCHOR: run
 async fn run(era: EraPreference, command: StdioCommand) -> Result<(), String> {
     let asked = Arc::new(AtomicUsize::new(0));
     let (sampled, elicited) = (asked.clone(), asked.clone());
@@ -103,6 +104,7 @@ async fn run(era: EraPreference, command: StdioCommand) -> Result<(), String> {
     client.close(Duration::from_secs(5)).await;
     Ok(())
 }
+// ANCHOR_END: run
 
 #[tokio::main]
 async fn main() -> ExitCode {
