@@ -21,13 +21,14 @@ mod events;
 mod invocation_tests;
 mod invoke;
 mod jobs;
-mod limits;
 mod list_pages;
 mod listen;
 mod media;
 mod meta;
 pub(crate) mod mrtr;
-pub(crate) mod policy;
+/// The execution policy lives below the registries (`crate::policy`), so direct calls
+/// (`McpToolRegistry::execute`) are admitted by it too.
+pub(crate) use crate::policy;
 mod prompts;
 mod resources;
 mod results;
@@ -340,10 +341,7 @@ impl Engine {
     /// A fresh session bounded by the configured concurrency.
     pub fn new_session(&self) -> Arc<Session> {
         let c = &self.shared.config;
-        Arc::new(Session::with_gate(Arc::new(Gate::new(
-            c.max_concurrent_requests,
-            c.max_queued_requests,
-        ))))
+        Arc::new(Session::with_gate(Arc::new(policy::gate(c))))
     }
 
     /// A session for one stateless (`2026-07-28`) request, as Streamable HTTP makes for each

@@ -153,7 +153,7 @@ impl Session {
     /// A session whose handlers run `n` at once, with as many waiting (tests).
     #[cfg(test)]
     pub(crate) fn new(n: usize) -> Self {
-        Self::with_gate(Arc::new(Gate::new(n, n)))
+        Self::with_gate(Arc::new(super::policy::bounded(n, n)))
     }
 
     /// A session admitting handlers through `gate`.
