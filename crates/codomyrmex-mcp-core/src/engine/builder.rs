@@ -10,9 +10,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::limits::RateLimiter;
 use super::mrtr::Sealer;
-use super::policy::{ExecutionPolicy, Gate};
+use super::policy::{self, ExecutionPolicy};
 use super::{Engine, Shared, TaskConfig, tasks};
 use crate::config::McpServerConfig;
 use crate::platform::{Entropy, Platform, TimeSource};
@@ -138,7 +137,6 @@ impl EngineBuilder {
             shared_tasks: _,
         } = self;
         let server_info = Implementation::new(config.name.clone(), config.version.clone());
-        let limiter = RateLimiter::new(config.rate_limit, config.tool_rate_limits.clone());
         let sealer = sealer.unwrap_or_else(|| {
             Arc::new(Sealer::new(
                 config.request_state_key,
@@ -147,10 +145,8 @@ impl EngineBuilder {
                 platform.time.clone(),
             ))
         });
-        let stateless_gate = Arc::new(Gate::new(
-            config.max_concurrent_requests,
-            config.max_queued_requests,
-        ));
+        let stateless_gate = Arc::new(policy::gate(&config));
+        let execution_policy = ExecutionPolicy::from_config(&config);
         let server_info_meta = json!({"name": server_info.name, "version": server_info.version});
         Engine {
             shared: Arc::new(Shared {
@@ -162,7 +158,7 @@ impl EngineBuilder {
                 prompts,
                 stateless_gate,
                 server_info,
-                policy: ExecutionPolicy::new(limiter),
+                policy: execution_policy,
                 platform,
                 sealer,
                 tasks,

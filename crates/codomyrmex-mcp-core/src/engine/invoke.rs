@@ -17,7 +17,6 @@ use super::policy::{Failure, HandlerKind, Refusal};
 use super::{Engine, Handled, RequestScope, Session, error};
 use crate::invocation::Invocation;
 use crate::resources::Completer;
-use crate::schema::McpErrorDetail;
 use crate::wire::{ErrorObject, OutgoingMessage, RequestId};
 
 /// Completion values returned in one response; `total` and `hasMore` tell the rest.
@@ -25,24 +24,6 @@ const MAX_COMPLETIONS: usize = 100;
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The tool failure for a call that was not admitted.
-pub(super) fn tool_refusal(name: &str, refusal: Refusal) -> McpErrorDetail {
-    match refusal {
-        Refusal::RateLimited(retry_after) => McpErrorDetail::new(
-            "RATE_LIMITED",
-            format!(
-                "Rate limit exceeded for tool {name}; retry in {} ms",
-                millis(retry_after)
-            ),
-        )
-        .with_details(Map::from_iter([(
-            "retry_after_ms".to_owned(),
-            json!(millis(retry_after)),
-        )])),
-        Refusal::Overloaded => crate::registry::tool_overloaded(name),
-    }
 }
 
 /// The JSON-RPC error for a resource read, prompt or completion that was not admitted.
@@ -59,7 +40,7 @@ pub(super) fn refusal_error(refusal: Refusal) -> ErrorObject {
     }
 }
 
-pub(super) use crate::registry::{timeout_error, tool_failure};
+pub(super) use crate::registry::{timeout_error, tool_failure, tool_refusal};
 
 /// The `-32603` error for a non-tool handler that timed out or panicked. `what` names the
 /// work ("Prompt greet"); it must hold nothing secret.

@@ -21,13 +21,14 @@ mod events;
 mod invocation_tests;
 mod invoke;
 mod jobs;
-mod limits;
 mod list_pages;
 mod listen;
 mod media;
 mod meta;
 pub(crate) mod mrtr;
-pub(crate) mod policy;
+/// The execution policy lives below the registries (`crate::policy`), so direct calls
+/// (`McpToolRegistry::execute`) are admitted by it too.
+pub(crate) use crate::policy;
 mod prompts;
 mod resources;
 mod results;
@@ -340,10 +341,7 @@ impl Engine {
     /// A fresh session bounded by the configured concurrency.
     pub fn new_session(&self) -> Arc<Session> {
         let c = &self.shared.config;
-        Arc::new(Session::with_gate(Arc::new(Gate::new(
-            c.max_concurrent_requests,
-            c.max_queued_requests,
-        ))))
+        Arc::new(Session::with_gate(Arc::new(policy::gate(c))))
     }
 
     /// A session for one stateless (`2026-07-28`) request, as Streamable HTTP makes for each
@@ -445,6 +443,22 @@ impl Engine {
         crate::invocation::TimerHost::handle_timeout(self.shared.tasks.as_ref(), now);
     }
 
+    /// Takes the client's answer to server-to-client request `id` of `session` at `now`: the
+    /// one way an answer comes back in (a response or error message handled here arrives
+    /// through it too). The request left the engine as a value on the request's stream; the
+    /// call that asked holds only the answer's slot. `false` if no call waits for this answer
+    /// (unknown, answered already, or given up). `now` is the input's time, as every entry
+    /// point takes one; no decision about an answer depends on it yet.
+    pub fn handle_response(
+        &self,
+        _now: Timestamp,
+        session: &Session,
+        id: &RequestId,
+        outcome: Result<Value, ErrorObject>,
+    ) -> bool {
+        session.resolve_client_request(id, outcome)
+    }
+
     /// Handles one message, at [`now`](Self::now): [`handle_at`](Self::handle_at) with the
     /// engine's injected clock read once.
     pub fn handle(
@@ -514,12 +528,12 @@ impl Engine {
                 Handled::Nothing
             }
             IncomingMessage::Response { id, result } => {
-                session.resolve_client_request(&id, Ok(result));
+                self.handle_response(now, session, &id, Ok(result));
                 Handled::Nothing
             }
             IncomingMessage::Error { id, error } => {
                 if let Some(id) = id {
-                    session.resolve_client_request(&id, Err(error));
+                    self.handle_response(now, session, &id, Err(error));
                 } else {
                     tracing::debug!(
                         code = error.code,

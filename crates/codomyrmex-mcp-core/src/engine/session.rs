@@ -153,7 +153,7 @@ impl Session {
     /// A session whose handlers run `n` at once, with as many waiting (tests).
     #[cfg(test)]
     pub(crate) fn new(n: usize) -> Self {
-        Self::with_gate(Arc::new(Gate::new(n, n)))
+        Self::with_gate(Arc::new(super::policy::bounded(n, n)))
     }
 
     /// A session admitting handlers through `gate`.
@@ -375,9 +375,12 @@ impl Session {
         lock(&self.in_flight).contains_key(id)
     }
 
-    /// Whether a server-to-client request with this id awaits its answer here.
+    /// Whether a server-to-client request with this id awaits its answer here (sent, not
+    /// answered, and its asker still waiting).
     pub fn awaits_client_response(&self, id: &RequestId) -> bool {
-        lock(&self.pending).contains_key(id)
+        lock(&self.pending)
+            .get(id)
+            .is_some_and(|tx| !tx.is_canceled())
     }
 
     /// Makes the ids of this session's server-to-client requests `srv-{prefix}-{n}` rather
@@ -394,34 +397,80 @@ impl Session {
         }
     }
 
+    /// Hands the client's answer to request `id` to the call that asked, if one still waits
+    /// (from `Engine::handle_response`, the one way an answer comes back in). `false` if no
+    /// call waits for it: unknown, already answered, or given up by the call that asked.
     pub(crate) fn resolve_client_request(
         &self,
         id: &RequestId,
         outcome: Result<Value, ErrorObject>,
-    ) {
-        match lock(&self.pending).remove(id) {
-            Some(tx) => {
-                let _ = tx.send(outcome);
+    ) -> bool {
+        let waiting = lock(&self.pending).remove(id);
+        match waiting {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => {
+                tracing::debug!(%id, "a response matched no pending request");
+                false
             }
-            None => tracing::debug!(%id, "a response matched no pending request"),
         }
+    }
+
+    /// Sends server-to-client request `method` on `sink` now, as a value, and enters it in
+    /// the table of requests awaiting an answer. What is returned holds no session: the
+    /// answer arrives through `Engine::handle_response` ([`resolve_client_request`]); the
+    /// requests whose askers stopped waiting leave the table there, or when it is full.
+    ///
+    /// [`resolve_client_request`]: Self::resolve_client_request
+    fn send_client_request(
+        &self,
+        method: &'static str,
+        params: Value,
+        sink: &Arc<dyn MessageSink>,
+    ) -> Result<(RequestId, Answer), ClientRequestError> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let prefix = self.request_prefix.get().map_or("", String::as_str);
+        let id = RequestId::String(format!("srv-{prefix}{n}"));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = lock(&self.pending);
+            if pending.len() >= MAX_PENDING_CLIENT_REQUESTS {
+                // Those whose askers stopped waiting leave first.
+                pending.retain(|_, tx| !tx.is_canceled());
+            }
+            if pending.len() >= MAX_PENDING_CLIENT_REQUESTS {
+                return Err(ClientRequestError::Unavailable);
+            }
+            pending.insert(id.clone(), tx);
+        }
+        if !sink.send(OutgoingMessage::Request {
+            id: id.clone(),
+            method,
+            params,
+        }) {
+            lock(&self.pending).remove(&id);
+            return Err(ClientRequestError::Unavailable);
+        }
+        Ok((id, rx))
     }
 }
 
-/// Removes a pending client request when the waiting future is dropped; one still waiting
-/// for its answer then (the tool stopped waiting, or its call was cancelled) is cancelled at
-/// the client with `notifications/cancelled` on `sink`, once it was sent.
-struct PendingGuard {
-    session: Arc<Session>,
+/// The slot a server-to-client request's answer arrives in.
+type Answer = oneshot::Receiver<Result<Value, ErrorObject>>;
+
+/// A server-to-client request sent and not yet answered, as the asking call holds it: its id
+/// and the stream it went out on. It holds no session and no engine. Dropped while still
+/// unanswered (the tool stopped waiting, or its call was cancelled), it cancels the request
+/// at the client with `notifications/cancelled` on the same stream.
+struct Unanswered {
     id: RequestId,
-    sink: Option<Arc<dyn MessageSink>>,
+    sink: Arc<dyn MessageSink>,
+    answered: bool,
 }
 
-impl Drop for PendingGuard {
+impl Drop for Unanswered {
     fn drop(&mut self) {
-        let waiting = lock(&self.session.pending).remove(&self.id).is_some();
-        if waiting && let Some(sink) = &self.sink {
-            sink.send(OutgoingMessage::Notification {
+        if !self.answered {
+            self.sink.send(OutgoingMessage::Notification {
                 method: "notifications/cancelled",
                 params: serde_json::json!({
                     "requestId": self.id,
@@ -432,7 +481,9 @@ impl Drop for PendingGuard {
     }
 }
 
-/// The requester the engine hands to tools: needs the `Arc` to outlive the call.
+/// The requester the engine hands to legacy tools: each request is sent when asked for,
+/// through the session borrowed for that moment, and the future returned holds only the
+/// answer's slot ([`Unanswered`]).
 pub(crate) struct SessionRequester(pub(crate) Arc<Session>);
 
 impl ClientRequester for SessionRequester {
@@ -443,38 +494,24 @@ impl ClientRequester for SessionRequester {
         sink: Arc<dyn MessageSink>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<Value, ClientRequestError>> {
-        let session = self.0.clone();
+        let sent = self.0.send_client_request(method, params, &sink);
         Box::pin(async move {
-            let n = session.next_id.fetch_add(1, Ordering::Relaxed);
-            let prefix = session.request_prefix.get().map_or("", String::as_str);
-            let id = RequestId::String(format!("srv-{prefix}{n}"));
-            let (tx, rx) = oneshot::channel();
-            {
-                let mut pending = lock(&session.pending);
-                if pending.len() >= MAX_PENDING_CLIENT_REQUESTS {
-                    return Err(ClientRequestError::Unavailable);
-                }
-                pending.insert(id.clone(), tx);
-            }
-            let mut guard = PendingGuard {
-                session: session.clone(),
-                id: id.clone(),
-                sink: None,
+            let (id, answer) = sent?;
+            let mut unanswered = Unanswered {
+                id,
+                sink,
+                answered: false,
             };
-            if !sink.send(OutgoingMessage::Request {
-                id: id.clone(),
-                method,
-                params,
-            }) {
-                return Err(ClientRequestError::Unavailable);
-            }
-            guard.sink = Some(sink);
             futures_util::select_biased! {
                 () = cancel.cancelled().fuse() => Err(ClientRequestError::Cancelled),
-                r = rx.fuse() => match r {
-                    Ok(Ok(v)) => Ok(v),
-                    Ok(Err(e)) => Err(ClientRequestError::Client { code: e.code, message: e.message }),
-                    Err(_) => Err(ClientRequestError::Unavailable),
+                r = answer.fuse() => {
+                    unanswered.answered = true;
+                    match r {
+                        Ok(Ok(v)) => Ok(v),
+                        Ok(Err(e)) => Err(ClientRequestError::Client { code: e.code, message: e.message }),
+                        // The session ended (its table dropped) before the client answered.
+                        Err(_) => Err(ClientRequestError::Unavailable),
+                    }
                 },
             }
         })
@@ -484,6 +521,163 @@ impl ClientRequester for SessionRequester {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::McpServerConfig;
+    use crate::engine::Engine;
+    use crate::registry::McpToolRegistry;
+    use crate::schema::JsonObject;
+    use crate::test_runtime::{advance, idle, run, spawn};
+
+    /// One stream, as a transport writes it: what the engine sends on its own and the answers.
+    #[derive(Default)]
+    struct Stream(Mutex<Vec<Value>>);
+
+    impl MessageSink for Stream {
+        fn send(&self, message: OutgoingMessage) -> bool {
+            let wire = serde_json::from_slice(&message.to_bytes()).unwrap();
+            lock(&self.0).push(wire);
+            true
+        }
+    }
+
+    impl Stream {
+        fn taken(&self) -> Vec<Value> {
+            std::mem::take(&mut *lock(&self.0))
+        }
+    }
+
+    /// Issue #27 item 1: a server-to-client request leaves as a value on the stream when the
+    /// tool asks (before anything awaits it), and the client's answer comes back through
+    /// `Engine::handle_response(now, ..)`; the waiting future holds no session.
+    #[test]
+    fn a_client_request_leaves_as_a_value_and_its_answer_comes_back_through_the_engine() {
+        run(async {
+            let engine = Engine::new(McpServerConfig::default(), Arc::new(McpToolRegistry::new()));
+            let session = engine.new_session();
+            let stream = Arc::new(Stream::default());
+            let sink: Arc<dyn MessageSink> = stream.clone();
+            let asked = SessionRequester(session.clone()).request(
+                "roots/list",
+                serde_json::json!({}),
+                sink,
+                CancellationToken::new(),
+            );
+            let sent = stream.taken();
+            assert_eq!(sent.len(), 1, "sent before it is awaited: {sent:?}");
+            assert_eq!(sent[0]["method"], "roots/list");
+            let id: RequestId = serde_json::from_value(sent[0]["id"].clone()).unwrap();
+            assert!(session.awaits_client_response(&id));
+            let answer = spawn(asked);
+            idle().await;
+            assert!(!answer.is_finished());
+            let roots = serde_json::json!({"roots": []});
+            assert!(engine.handle_response(engine.now(), &session, &id, Ok(roots.clone())));
+            assert_eq!(answer.await, Ok(roots));
+            assert!(!session.awaits_client_response(&id));
+            assert!(
+                !engine.handle_response(engine.now(), &session, &id, Ok(Value::Null)),
+                "answered once"
+            );
+            assert!(stream.taken().is_empty(), "nothing more was sent");
+        });
+    }
+
+    /// A request the asker stops waiting for is cancelled at the client on the same stream,
+    /// no longer awaits an answer, and a late answer matches nothing.
+    #[test]
+    fn a_client_request_given_up_is_cancelled_and_its_late_answer_matches_nothing() {
+        run(async {
+            let engine = Engine::new(McpServerConfig::default(), Arc::new(McpToolRegistry::new()));
+            let session = engine.new_session();
+            let stream = Arc::new(Stream::default());
+            let sink: Arc<dyn MessageSink> = stream.clone();
+            let asked = spawn(SessionRequester(session.clone()).request(
+                "roots/list",
+                serde_json::json!({}),
+                sink,
+                CancellationToken::new(),
+            ));
+            idle().await;
+            let sent = stream.taken();
+            let id: RequestId = serde_json::from_value(sent[0]["id"].clone()).unwrap();
+            asked.abort();
+            let sent = stream.taken();
+            assert_eq!(sent.len(), 1, "{sent:?}");
+            assert_eq!(sent[0]["method"], "notifications/cancelled");
+            assert_eq!(sent[0]["params"]["requestId"], serde_json::json!(id));
+            assert!(!session.awaits_client_response(&id));
+            assert!(!engine.handle_response(engine.now(), &session, &id, Ok(Value::Null)));
+        });
+    }
+
+    /// The order the transports rely on: what a call emits before its answer (here progress
+    /// notifications) is on the stream before the answer, on the virtual clock with the call
+    /// waiting between the two.
+    #[test]
+    fn what_a_call_emits_is_on_its_stream_before_its_answer() {
+        run(async {
+            let registry = McpToolRegistry::new();
+            registry
+                .register(
+                    "slow",
+                    serde_json::json!({"type": "object"}),
+                    |_: JsonObject, cx: crate::context::ToolContext| async move {
+                        cx.progress(1.0, Some(2.0), None);
+                        crate::test_runtime::sleep(std::time::Duration::from_secs(5)).await;
+                        cx.progress(2.0, Some(2.0), None);
+                        crate::schema::McpToolResult::success(None)
+                    },
+                )
+                .unwrap();
+            let engine = Engine::new(McpServerConfig::default(), Arc::new(registry));
+            let session = engine.new_session();
+            let stream = Arc::new(Stream::default());
+            let sink: Arc<dyn MessageSink> = stream.clone();
+            let send = |msg: Value| {
+                engine
+                    .handle_decoded(
+                        &session,
+                        crate::wire::jsonrpc::decode(msg.to_string().as_bytes()),
+                        &sink,
+                    )
+                    .into_message()
+            };
+            send(
+                serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},
+                "clientInfo":{"name":"t","version":"0"}}}),
+            )
+            .await;
+            send(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+            let call = send(
+                serde_json::json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+                "params":{"name":"slow","arguments":{},"_meta":{"progressToken":"p"}}}),
+            );
+            let write = stream.clone();
+            let call = spawn(async move {
+                if let Some(answer) = call.await {
+                    write.send(answer);
+                }
+            });
+            idle().await;
+            assert_eq!(lock(&stream.0).len(), 1, "the first progress, at once");
+            advance(std::time::Duration::from_secs(5)).await;
+            assert!(call.is_finished());
+            let written = stream.taken();
+            let order: Vec<Value> = written
+                .iter()
+                .map(|m| m.get("method").cloned().unwrap_or_else(|| m["id"].clone()))
+                .collect();
+            assert_eq!(
+                order,
+                vec![
+                    serde_json::json!("notifications/progress"),
+                    serde_json::json!("notifications/progress"),
+                    serde_json::json!(7),
+                ],
+                "{written:?}"
+            );
+        });
+    }
 
     #[test]
     fn the_in_flight_table_is_bounded() {

@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::context::ToolContext;
 use crate::invocation::{Failure, Gate};
+use crate::policy::{ExecutionPolicy, HandlerKind, Refusal};
 use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
 
 mod header_params;
@@ -453,8 +454,12 @@ pub struct McpToolRegistry {
     /// Whether any tool ever registered has `Mcp-Param-*` parameters; until one has, the
     /// modern HTTP header check need not look the called tool up.
     header_params_seen: std::sync::atomic::AtomicBool,
-    /// The admission bound of [`execute`](Self::execute)'s direct calls.
+    /// The admission bound of [`execute`](Self::execute)'s direct calls, made and taken by
+    /// the execution policy ([`crate::policy`]) as a session's is.
     gate: Gate,
+    /// The policy that admits direct calls, with no rate limit (no server configuration
+    /// governs them; a served engine's calls have its configured limits).
+    policy: ExecutionPolicy,
     /// The deadline of a direct call to a tool without its own `timeout`.
     timeout: Duration,
 }
@@ -566,10 +571,8 @@ impl McpToolRegistry {
             tools: RwLock::new(BTreeMap::new()),
             generation: Generation::new(),
             header_params_seen: std::sync::atomic::AtomicBool::new(false),
-            gate: Gate::new(
-                defaults.max_concurrent_requests,
-                defaults.max_queued_requests,
-            ),
+            gate: crate::policy::gate(&defaults),
+            policy: ExecutionPolicy::unlimited(),
             timeout: defaults.tool_timeout,
         }
     }
@@ -741,12 +744,13 @@ impl McpToolRegistry {
     /// tokio's, when the `codomyrmex-mcp` library is linked in).
     ///
     /// Never panics and never returns an invalid result: an unknown tool, invalid arguments, a
-    /// handler error, a handler panic or an overrun all become failures. The driver runs the
-    /// call as it runs an engine's: a permit of this registry's own gate (the default
+    /// handler error, a handler panic or an overrun all become failures. The call runs under
+    /// the policy every `tools/call` runs under: admitted by the execution policy
+    /// (`crate::policy`) into this registry's gate, made as a session's is (the default
     /// `max_concurrent_requests` running, `max_queued_requests` waiting; past that the call
-    /// fails `OVERLOADED` at once), the tool's `timeout` setting or else the default
-    /// `tool_timeout` (60 s; an overrun fails `TIMEOUT`), the unwind guard, and the runtime's
-    /// blocking pool for a blocking tool.
+    /// fails `OVERLOADED` at once; no rate limit applies), then run by the core driver: its permit, the tool's
+    /// `timeout` setting or else the default `tool_timeout` (60 s; an overrun fails
+    /// `TIMEOUT`), the one unwind guard, and the runtime's blocking pool for a blocking tool.
     pub async fn execute(&self, call: &McpToolCall) -> McpToolResult {
         self.execute_on(crate::driver::default_runtime(), call)
             .await
@@ -762,8 +766,12 @@ impl McpToolRegistry {
             return McpToolResult::failure(tool_not_found(&call.tool_name));
         };
         let name = &tool.definition.name;
-        let Some(admission) = self.gate.try_admit() else {
-            return McpToolResult::failure(tool_overloaded(name));
+        let admission = match self
+            .policy
+            .admit(&self.gate, HandlerKind::Tool, name, rt.now())
+        {
+            Ok(admission) => admission,
+            Err(refusal) => return McpToolResult::failure(tool_refusal(name, refusal)),
         };
         let timeout = tool.settings.timeout.unwrap_or(self.timeout);
         let blocking = tool.settings.blocking;
@@ -805,8 +813,25 @@ pub(crate) fn tool_not_found(name: &str) -> McpErrorDetail {
     McpErrorDetail::new("ToolNotFound", format!("Unknown tool: {shown}"))
 }
 
+/// The tool failure for a call the execution policy did not admit: `RATE_LIMITED` (with
+/// `retry_after_ms`) or `OVERLOADED`, the same through `tools/call` and
+/// [`McpToolRegistry::execute`].
+pub(crate) fn tool_refusal(name: &str, refusal: Refusal) -> McpErrorDetail {
+    match refusal {
+        Refusal::RateLimited(retry_after) => {
+            let ms = u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX);
+            McpErrorDetail::new(
+                "RATE_LIMITED",
+                format!("Rate limit exceeded for tool {name}; retry in {ms} ms"),
+            )
+            .with_details(Map::from_iter([("retry_after_ms".to_owned(), json!(ms))]))
+        }
+        Refusal::Overloaded => tool_overloaded(name),
+    }
+}
+
 /// The failure for a call refused because every place in its gate is taken.
-pub(crate) fn tool_overloaded(name: &str) -> McpErrorDetail {
+fn tool_overloaded(name: &str) -> McpErrorDetail {
     McpErrorDetail::new(
         "OVERLOADED",
         format!("Tool {name} was not started: too many requests are in progress; retry later"),
@@ -919,5 +944,7 @@ impl RegisteredTool {
     }
 }
 
+#[cfg(test)]
+mod policy_tests;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,9 @@
 //! The execution policy: the one set of rules every handler invocation runs under.
 //!
 //! Tools, resource reads (static and templated), resource listers, prompts, completers and
-//! task work are all invoked through [`ExecutionPolicy`]:
+//! task work are all invoked through [`ExecutionPolicy`], and so are the direct calls of
+//! `McpToolRegistry::execute` (the Python package's way in): the module sits below the
+//! registries so that both the engine and the registry admit through it.
 //!
 //! 1. **Admission** ([`ExecutionPolicy::admit`]), synchronously, while the engine handles the
 //!    message: a slot in the session's [`Gate`] (at most `max_concurrent_requests` running plus
@@ -16,14 +18,34 @@
 //!    under the deadline and an unwind guard, and reports a panic as [`Failure::Panicked`], an
 //!    overrun as [`Failure::TimedOut`]; either costs only that request.
 //!
+//! This module is the one place that makes a [`Gate`] for handler admission ([`gate`],
+//! [`bounded`]) and the one place that takes a slot in one ([`ExecutionPolicy::admit`]); the
+//! driver is the one place that takes a permit and catches a panic. The layering test
+//! `only_the_policy_admits_and_only_the_driver_catches_panics` holds both.
+//!
 //! The engine decides *what* to invoke, the driver *how*. This module is not where errors are
 //! worded: each handler kind maps [`Refusal`] and [`Failure`] onto its own wire shape (a tool
 //! failure result, or a JSON-RPC error).
 
 use std::time::Duration;
 
-use super::limits::RateLimiter;
+pub(crate) mod limits;
+
+use crate::config::McpServerConfig;
 pub use crate::invocation::{Failure, Gate, HandlerKind};
+use limits::RateLimiter;
+
+/// The admission gate `config` bounds handler calls with: `max_concurrent_requests` running,
+/// `max_queued_requests` waiting (one per session, one shared by stateless requests, and one
+/// for a registry's direct calls).
+pub(crate) fn gate(config: &McpServerConfig) -> Gate {
+    bounded(config.max_concurrent_requests, config.max_queued_requests)
+}
+
+/// An admission gate of `running` calls at once and `waiting` more.
+pub(crate) fn bounded(running: usize, waiting: usize) -> Gate {
+    Gate::new(running, waiting)
+}
 
 /// An admitted invocation: holds its slot in the [`Gate`] until dropped.
 pub(crate) type Ticket = crate::invocation::Admission;
@@ -46,6 +68,20 @@ pub(crate) struct ExecutionPolicy {
 impl ExecutionPolicy {
     pub(crate) fn new(limiter: RateLimiter) -> Self {
         Self { limiter }
+    }
+
+    /// A policy with no rate limit: a registry's direct calls, which no server configuration
+    /// governs (the Python reference's `execute` limits nothing either).
+    pub(crate) fn unlimited() -> Self {
+        Self::new(RateLimiter::new(None, std::collections::HashMap::new()))
+    }
+
+    /// The policy of `config`'s rate limits (global and per tool).
+    pub(crate) fn from_config(config: &McpServerConfig) -> Self {
+        Self::new(RateLimiter::new(
+            config.rate_limit,
+            config.tool_rate_limits.clone(),
+        ))
     }
 
     /// Admits an invocation of `name` (a tool name, URI, prompt name, ...) into `gate` at
