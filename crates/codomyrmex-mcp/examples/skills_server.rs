@@ -100,10 +100,10 @@ async fn main() -> std::process::ExitCode {
         }
     };
     // A conformance subject must not be throttled.
-    let config = McpServerConfig::new("codomyrmex-skills", codomyrmex_mcp::VERSION)
-        .with_rate_limit(None);
-    let server = McpServer::new(config, Arc::new(McpToolRegistry::new()))
-        .with_skills(Arc::new(registry));
+    let config =
+        McpServerConfig::new("codomyrmex-skills", codomyrmex_mcp::VERSION).with_rate_limit(None);
+    let server =
+        McpServer::new(config, Arc::new(McpToolRegistry::new())).with_skills(Arc::new(registry));
     let config = codomyrmex_mcp::transport::http::HttpConfig {
         bind,
         rate_limit: None,
