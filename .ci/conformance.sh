@@ -8,7 +8,12 @@
 #      server-session-lifecycle, json-schema-2020-12 and server-sse-polling);
 #   3. conformance@0.2.0-alpha.12, requirement set 2026-07-28 (with the unscored
 #      json-schema-2020-12, http-header-validation, http-custom-header-server-validation and
-#      the tasks extension).
+#      the tasks extension);
+#   4. conformance@0.2.0-alpha.12, every SEP-2640 (Skills extension) server scenario, against
+#      the `skills_server` example: extension scenarios belong to no requirement set, so each
+#      is run by name, in both eras (the suite's default for an extension, 2026-07-28, and
+#      `--spec-version 2025-11-25 --force`), judged against
+#      .ci/conformance-skills-expected-failures.txt.
 #
 # A scenario fails when any of its checks is a FAILURE (warnings are reported, not fatal).
 # Every scenario that ran is gated, scored or not, except those listed in
@@ -22,7 +27,8 @@
 #
 # Environment: CONFORMANCE_KEEP=DIR keeps the suites' raw results under DIR;
 # CONFORMANCE_CACHE=DIR installs into DIR instead of .ci/cache;
-# CONFORMANCE_SUITES="conf01 conf02-2025 conf02-2026" selects suites (default: all three).
+# CONFORMANCE_SUITES="conf01 conf02-2025 conf02-2026 skills-2026 skills-2025" selects suites
+# (default: all five).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,7 +36,8 @@ CACHE=${CONFORMANCE_CACHE:-.ci/cache}
 # shellcheck source=.ci/conformance-lib.sh
 source .ci/conformance-lib.sh
 EXPECTED=.ci/conformance-expected-failures.txt
-SUITES=${CONFORMANCE_SUITES:-"conf01 conf02-2025 conf02-2026"}
+SKILLS_EXPECTED=.ci/conformance-skills-expected-failures.txt
+SUITES=${CONFORMANCE_SUITES:-"conf01 conf02-2025 conf02-2026 skills-2026 skills-2025"}
 
 # ---------------------------------------------------------------------------------------------
 # The server under test
@@ -59,16 +66,16 @@ healthy() { # URL
   "$NODE" -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$1"
 }
 
-start_server() {
-  local port tries
+start_server() { # [EXAMPLE]
+  local port tries example=${1:-everything}
   for tries in 1 2 3; do
     port=$(free_port)
     BASE="http://127.0.0.1:$port"
-    target/release/examples/everything --http "127.0.0.1:$port" >"$WORK/server.log" 2>&1 &
+    target/release/examples/"$example" --http "127.0.0.1:$port" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do
       if healthy "$BASE/health"; then
-        log "everything is serving $BASE/mcp (pid $SERVER_PID)"
+        log "$example is serving $BASE/mcp (pid $SERVER_PID)"
         return 0
       fi
       kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -81,6 +88,25 @@ start_server() {
   done
   cat "$WORK/server.log" >&2
   return 1
+}
+
+# Stops the server under test, if one runs.
+stop_server() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=
+}
+
+# Makes EXAMPLE the server under test (starting it unless it already is).
+RUNNING=
+use_server() { # EXAMPLE
+  if [ "$RUNNING" != "$1" ] || [ -z "$SERVER_PID" ]; then
+    stop_server
+    start_server "$1"
+    RUNNING=$1
+  fi
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -124,10 +150,41 @@ run_suite() {
   fi
 }
 
+# The SEP-2640 (Skills) server scenarios, each by name: LABEL RUN-ARGS...
+run_skills_suite() {
+  local label=$1; shift
+  local js out scenario
+  js=$(conformance_js conf02)
+  out="$WORK/$label"
+  mkdir -p "$out/results"
+  log "$label"
+  list_scenarios "$js" server | grep '^sep-2640-' >"$out/required.txt" || true
+  if [ ! -s "$out/required.txt" ]; then
+    echo "conformance: conformance@$CONF02_VERSION names no sep-2640 server scenario" >&2
+    FAILED=1
+    return
+  fi
+  : >"$out/output.log"
+  while read -r scenario; do
+    timeout 600 "$NODE" "$js" server --url "$BASE/mcp" --scenario "$scenario" "$@" \
+      -o "$out/results" >>"$out/output.log" 2>&1 || true
+  done <"$out/required.txt"
+  local line rc=0
+  line=$(judge server "$label" "$out/results" "$out/required.txt" "$SKILLS_EXPECTED") || rc=$?
+  printf '%s\n' "$line"
+  SUMMARY+=("$(printf '%s\n' "$line" | tail -1)")
+  if [ "$rc" -ne 0 ]; then
+    FAILED=1
+    log "$label: unexpected failures (CONFORMANCE_KEEP=DIR keeps the suite's raw output)"
+    grep -B2 -A8 '"status": "FAILURE"' -r "$out/results" | head -60 >&2 || true
+  fi
+}
+
 install_suites conf01 conf02
-log "building the everything example (release)"
-# The same invocation as .ci/conformance-client.sh: one build serves both scripts.
-cargo build --release -p codomyrmex-mcp --example everything --example conformance_client
+log "building the everything and skills_server examples (release)"
+# .ci/conformance-client.sh's invocation and the skills subject: one build serves both scripts.
+cargo build --release -p codomyrmex-mcp --example everything --example conformance_client \
+  --example skills_server
 
 if [ -n "${CONFORMANCE_KEEP:-}" ]; then
   WORK=$CONFORMANCE_KEEP
@@ -136,9 +193,11 @@ if [ -n "${CONFORMANCE_KEEP:-}" ]; then
 else
   WORK=$(mktemp -d)
 fi
-start_server
-
 for suite in $SUITES; do
+  case $suite in
+    skills-*) use_server skills_server ;;
+    *) use_server everything ;;
+  esac
   case $suite in
     conf01)
       run_suite "conformance@$CONF01_VERSION 2025-11-25" conf01 \
@@ -149,6 +208,11 @@ for suite in $SUITES; do
     conf02-2026)
       run_suite "conformance@$CONF02_VERSION 2026-07-28" conf02 \
         --requirements 2026-07-28 -- --requirements 2026-07-28 ;;
+    skills-2026)
+      run_skills_suite "conformance@$CONF02_VERSION sep-2640 2026-07-28" ;;
+    skills-2025)
+      run_skills_suite "conformance@$CONF02_VERSION sep-2640 2025-11-25" \
+        --spec-version 2025-11-25 --force ;;
     *) echo "conformance: unknown suite $suite" >&2; exit 2 ;;
   esac
 done

@@ -124,6 +124,12 @@ pub struct ServerOptions {
     /// for testing clients and clusters. Off by default; in no profile.
     #[arg(long, env = "CODOMYRMEX_MCP_DEMO_TOOLS", value_parser = BoolishValueParser::new())]
     pub demo_tools: bool,
+    /// Publish every skill under DIR (the Skills extension, SEP-2640): each directory holding
+    /// a SKILL.md is a skill, served at skill://PATH/SKILL.md; read through the same
+    /// confinement as the file tools. A skill that breaks the extension's rules is left out
+    /// with a warning.
+    #[arg(long, value_name = "DIR", env = "CODOMYRMEX_MCP_SKILLS")]
+    pub skills: Option<PathBuf>,
     /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio: IP:PORT or
     /// localhost:PORT; port 0 picks a free one.
     #[arg(long, value_name = "ADDR", env = "CODOMYRMEX_MCP_HTTP", value_parser = parse_listen)]

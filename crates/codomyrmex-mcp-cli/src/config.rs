@@ -322,6 +322,9 @@ pub struct Effective {
     /// Whether the demo tools are registered (`--demo-tools`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub demo_tools: bool,
+    /// The skills directory published (`--skills`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skills: Option<PathBuf>,
 }
 
 /// The task lease unless configured, in seconds.
@@ -523,6 +526,7 @@ pub fn merge(
         store,
         task_lease_secs,
         demo_tools: opts.demo_tools,
+        skills: opts.skills.clone(),
     })
 }
 

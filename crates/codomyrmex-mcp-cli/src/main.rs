@@ -23,6 +23,7 @@ mod otel;
 mod root_resources;
 mod serve;
 mod signals;
+mod skills;
 mod tools;
 
 use std::process::ExitCode;

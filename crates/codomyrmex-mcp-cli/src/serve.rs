@@ -115,9 +115,13 @@ pub fn server_with_key(
             })
         },
     );
-    Ok(McpServer::new(server_config, registry)
+    let server = McpServer::new(server_config, registry)
         .with_resources(resources)
-        .with_prompts(prompts))
+        .with_prompts(prompts);
+    Ok(match &config.skills {
+        Some(dir) => server.with_skills(crate::skills::registry(dir)?),
+        None => server,
+    })
 }
 
 /// The HTTP transport's configuration.
@@ -421,6 +425,7 @@ mod tests {
             store: None,
             task_lease_secs: crate::config::DEFAULT_TASK_LEASE_SECS,
             demo_tools: false,
+            skills: None,
         }
     }
 

@@ -40,6 +40,7 @@ pub mod registry;
 pub mod resources;
 mod round;
 pub mod schema;
+pub mod skills;
 pub mod sync;
 pub mod task_store;
 mod tool_content;

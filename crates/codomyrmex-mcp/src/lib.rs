@@ -183,6 +183,8 @@ pub mod runtime;
 #[cfg(unix)]
 pub mod serve_directory;
 pub mod server;
+#[cfg(unix)]
+pub mod skills;
 pub mod store;
 pub mod transport;
 

@@ -49,6 +49,16 @@ impl McpServer {
         self
     }
 
+    /// This server, also serving `skills` (the Skills extension, SEP-2640; see
+    /// [`crate::skills`]): declares the extension and the `resources` capability.
+    pub fn with_skills(
+        mut self,
+        skills: Arc<codomyrmex_mcp_core::skills::McpSkillRegistry>,
+    ) -> Self {
+        self.engine = self.engine.with_skills(skills);
+        self
+    }
+
     /// This server, with task limits `config` (tools run as tasks per their `task_support`).
     pub fn with_task_config(mut self, config: crate::engine::TaskConfig) -> Self {
         self.engine = self.engine.with_task_config(config);

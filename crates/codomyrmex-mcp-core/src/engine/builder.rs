@@ -18,6 +18,7 @@ use crate::platform::{Entropy, Platform, TimeSource};
 use crate::prompts::McpPromptRegistry;
 use crate::registry::McpToolRegistry;
 use crate::resources::McpResourceRegistry;
+use crate::skills::McpSkillRegistry;
 use crate::wire::Implementation;
 
 /// Builds an [`Engine`]: see [`Engine::builder`].
@@ -27,6 +28,7 @@ pub struct EngineBuilder {
     pub(super) registry: Arc<McpToolRegistry>,
     pub(super) resources: Option<Arc<McpResourceRegistry>>,
     pub(super) prompts: Option<Arc<McpPromptRegistry>>,
+    pub(super) skills: Option<Arc<McpSkillRegistry>>,
     pub(super) tasks: TaskConfig,
     pub(super) sealer: Option<Arc<Sealer>>,
     pub(super) time: Option<Arc<dyn TimeSource>>,
@@ -52,6 +54,15 @@ impl EngineBuilder {
     /// Also serve `prompts` (and advertise the `prompts` capability).
     pub fn prompts(mut self, prompts: Arc<McpPromptRegistry>) -> Self {
         self.prompts = Some(prompts);
+        self
+    }
+
+    /// Also serve `skills` (the Skills extension, SEP-2640): `skills/list`, `skills/get`,
+    /// `resources/directory/read` when the registry serves it, and `resources/read` of their
+    /// files; declares the extension and, as it requires, the `resources` capability (with
+    /// an empty resource registry when none is given).
+    pub fn skills(mut self, skills: Arc<McpSkillRegistry>) -> Self {
+        self.skills = Some(skills);
         self
     }
 
@@ -130,12 +141,18 @@ impl EngineBuilder {
             registry,
             resources,
             prompts,
+            skills,
             tasks: _,
             sealer,
             time: _,
             entropy: _,
             shared_tasks: _,
         } = self;
+        // Skill files are resources: the extension requires the `resources` capability.
+        let resources = match (&skills, resources) {
+            (Some(_), None) => Some(Arc::new(McpResourceRegistry::new())),
+            (_, r) => r,
+        };
         let server_info = Implementation::new(config.name.clone(), config.version.clone());
         let sealer = sealer.unwrap_or_else(|| {
             Arc::new(Sealer::new(
@@ -156,6 +173,7 @@ impl EngineBuilder {
                 registry,
                 resources,
                 prompts,
+                skills,
                 stateless_gate,
                 server_info,
                 policy: execution_policy,

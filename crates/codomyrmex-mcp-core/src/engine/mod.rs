@@ -33,6 +33,7 @@ mod prompts;
 mod resources;
 mod results;
 mod session;
+mod skills;
 pub(crate) mod tasks;
 mod tools;
 
@@ -140,6 +141,8 @@ struct Shared {
     registry: Arc<McpToolRegistry>,
     resources: Option<Arc<McpResourceRegistry>>,
     prompts: Option<Arc<McpPromptRegistry>>,
+    /// The Skills extension's skills, when served.
+    skills: Option<Arc<crate::skills::McpSkillRegistry>>,
     server_info: Implementation,
     /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
     server_info_meta: Value,
@@ -190,6 +193,7 @@ impl Engine {
             registry,
             resources: None,
             prompts: None,
+            skills: None,
             tasks: TaskConfig::default(),
             sealer: None,
             time: None,
@@ -207,6 +211,7 @@ impl Engine {
             registry: s.registry.clone(),
             resources: s.resources.clone(),
             prompts: s.prompts.clone(),
+            skills: s.skills.clone(),
             tasks: s.tasks.config().clone(),
             sealer: Some(s.sealer.clone()),
             time: Some(s.platform.time.clone()),
@@ -231,6 +236,19 @@ impl Engine {
         self.rebuild()
             .prompts(prompts)
             .build_sharing_tasks(self.shared.tasks.clone())
+    }
+
+    /// This engine, also serving `skills` (the Skills extension; see
+    /// [`EngineBuilder::skills`]). Call it while setting up, before serving.
+    pub fn with_skills(&self, skills: Arc<crate::skills::McpSkillRegistry>) -> Self {
+        self.rebuild()
+            .skills(skills)
+            .build_sharing_tasks(self.shared.tasks.clone())
+    }
+
+    /// The skills being served, if any.
+    pub fn skills(&self) -> Option<&Arc<crate::skills::McpSkillRegistry>> {
+        self.shared.skills.as_ref()
     }
 
     /// The resources being served, if any.
@@ -698,6 +716,9 @@ impl Engine {
             (Era::Legacy, "ping") => Ok(json!({})),
             (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
             (Era::Modern, "server/discover") => Ok(self.discover(scope.now)),
+            (_, m) if skills::is_skills_method(m) => {
+                return self.handle_skills(id, m, &params, &scope);
+            }
             (_, m) if m.starts_with("tasks/") => {
                 return self.handle_tasks(session, id, m, &params, &scope, sink);
             }
@@ -723,7 +744,7 @@ impl Engine {
         if self.shared.resources.is_some() || self.shared.prompts.is_some() {
             caps.insert("completions".into(), json!({}));
         }
-        Value::Object(caps)
+        self.with_skills_capability(Value::Object(caps))
     }
 
     fn discover(&self, now: Timestamp) -> Value {
@@ -1001,6 +1022,8 @@ fn decode_cursor(cursor: &str) -> Option<String> {
 
 #[cfg(test)]
 mod conformance_tests;
+#[cfg(test)]
+mod skills_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -28,6 +28,9 @@ impl Engine {
                 ErrorObject::invalid_params("resources/read: uri must be a string"),
             );
         };
+        if let Some(reply) = self.read_skill_file(&id, &uri, &scope) {
+            return reply;
+        }
         let Some(resources) = self.shared.resources.clone() else {
             return error(&id, ErrorObject::method_not_found("resources/read"));
         };

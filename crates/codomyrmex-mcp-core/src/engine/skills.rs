@@ -1,0 +1,142 @@
+//! The Skills extension's methods (SEP-2640): `skills/list`, `skills/get`,
+//! `resources/directory/read`, and `resources/read` of a `skill://` file, answered at once
+//! from the [`McpSkillRegistry`](crate::skills::McpSkillRegistry) (no handler runs: the
+//! bytes are in memory), in both eras. The extension defines no client capability, so
+//! nothing is gated on the client's; the server declares
+//! `extensions["io.modelcontextprotocol/skills"]` (and `resources`) in both eras.
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::wire::skills::{
+    METHOD_DIRECTORY_READ, METHOD_SKILLS_GET, METHOD_SKILLS_LIST, SKILLS_EXTENSION,
+    SkillsCapability,
+};
+
+/// Whether `method` is one of the extension's.
+pub(super) fn is_skills_method(method: &str) -> bool {
+    matches!(
+        method,
+        METHOD_SKILLS_LIST | METHOD_SKILLS_GET | METHOD_DIRECTORY_READ
+    )
+}
+
+impl Engine {
+    /// Answers a method of the extension (`is_skills_method`).
+    pub(super) fn handle_skills(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: &Map<String, Value>,
+        scope: &RequestScope,
+    ) -> Handled {
+        let Some(skills) = self.shared.skills.as_ref() else {
+            return error(&id, ErrorObject::method_not_found(method));
+        };
+        let result = match method {
+            METHOD_SKILLS_LIST => cursor(params).map(|after| {
+                let (items, next) = skills.page(after.as_deref(), self.shared.config.page_size);
+                self.page_result("skills", items, next, scope)
+            }),
+            METHOD_SKILLS_GET => match params.get("uri") {
+                Some(Value::String(uri)) => match skills.get(uri) {
+                    Some(skill) => {
+                        let mut obj = Map::new();
+                        obj.insert(
+                            "skill".into(),
+                            serde_json::to_value(skill.entry()).unwrap_or(Value::Null),
+                        );
+                        Ok(self.cacheable(obj, scope))
+                    }
+                    None => Err(ErrorObject::invalid_params(format!(
+                        "No skill is served at {}",
+                        shown(uri)
+                    ))
+                    .with_data(json!({"uri": shown(uri)}))),
+                },
+                _ => Err(ErrorObject::invalid_params(
+                    "skills/get: uri must be a string",
+                )),
+            },
+            METHOD_DIRECTORY_READ if skills.directory_read() => self.read_directory(params),
+            _ => Err(ErrorObject::method_not_found(method)),
+        };
+        Handled::Reply(self.respond(id, result, scope))
+    }
+
+    fn read_directory(&self, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
+        let Some(Value::String(uri)) = params.get("uri") else {
+            return Err(ErrorObject::invalid_params(
+                "resources/directory/read: uri must be a string",
+            ));
+        };
+        let after = cursor(params)?;
+        let skills = self.shared.skills.as_ref();
+        let Some(children) = skills.and_then(|s| s.directory(uri)) else {
+            return Err(ErrorObject::invalid_params(format!(
+                "{} is not a directory resource",
+                shown(uri)
+            ))
+            .with_data(json!({"uri": shown(uri)})));
+        };
+        let (items, next) = crate::util::page_after(
+            &children,
+            after.as_deref(),
+            self.shared.config.page_size,
+            |e| serde_json::to_value(e).unwrap_or(Value::Null),
+        );
+        let mut obj = Map::new();
+        obj.insert("resources".into(), Value::Array(items));
+        if let Some(next) = next {
+            obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
+        }
+        Ok(Value::Object(obj))
+    }
+
+    /// The answer to a `resources/read` of a skill file, when `uri` is one.
+    pub(super) fn read_skill_file(
+        &self,
+        id: &RequestId,
+        uri: &str,
+        scope: &RequestScope,
+    ) -> Option<Handled> {
+        let contents = self.shared.skills.as_ref()?.read_file(uri)?;
+        let mut obj = Map::new();
+        obj.insert(
+            "contents".into(),
+            json!([serde_json::to_value(contents).unwrap_or(Value::Null)]),
+        );
+        let result = self.cacheable(obj, scope);
+        Some(Handled::Reply(self.respond_capped(
+            id.clone(),
+            result,
+            scope,
+        )))
+    }
+
+    /// `capabilities` with the extension's declaration, when skills are served.
+    pub(super) fn with_skills_capability(&self, capabilities: Value) -> Value {
+        let (Some(skills), Value::Object(mut caps)) = (&self.shared.skills, capabilities.clone())
+        else {
+            return capabilities;
+        };
+        let settings = SkillsCapability {
+            directory_read: skills.directory_read(),
+        };
+        let extensions = caps
+            .entry("extensions")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(e) = extensions {
+            e.insert(
+                SKILLS_EXTENSION.into(),
+                serde_json::to_value(settings).unwrap_or_else(|_| json!({})),
+            );
+        }
+        Value::Object(caps)
+    }
+}
+
+/// A client's URI as an error message shows it: at most 256 characters.
+fn shown(uri: &str) -> String {
+    uri.chars().take(256).collect()
+}
