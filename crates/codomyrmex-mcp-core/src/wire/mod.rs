@@ -12,6 +12,7 @@ pub mod encode;
 pub mod encoded;
 pub mod jsonrpc;
 pub mod methods;
+pub mod skills;
 pub mod types;
 pub mod version;
 
