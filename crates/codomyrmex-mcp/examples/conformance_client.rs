@@ -170,6 +170,7 @@ async fn run(client: &McpClient, scenario: &str) -> Result<(), ClientError> {
     Ok(())
 }
 
+// ANCHOR: skills
 /// A Skills scenario: list the skills (the registry a host builds, reading no file); unless
 /// the scenario is about prefetching, load each skill and read its files, each verified.
 async fn run_skills(client: &McpClient, scenario: &str) -> Result<(), SkillError> {
@@ -200,6 +201,7 @@ async fn run_skills(client: &McpClient, scenario: &str) -> Result<(), SkillError
     }
     Ok(())
 }
+// ANCHOR_END: skills
 
 /// Runs futures concurrently (no extra dependency for a join).
 async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
