@@ -349,6 +349,15 @@ mod frontmatter {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever a server writes between the `---` lines is read or refused, never a
+        /// panic.
+        #[test]
+        fn any_frontmatter_is_read_or_refused(body in "[-a-zé: \\[\\]{}'\"#|>+\n\t ~0-9.\\\\&*!]{0,200}") {
+            let _ = parse_frontmatter(&format!("---\n{body}\n---\n"));
+        }
+    }
+
     #[test]
     fn numbers_compare_by_value_and_missing_fields_as_null() {
         let file = parse_frontmatter("---\nv: 2\nx: ~\n---\n").unwrap();
