@@ -15,7 +15,14 @@
 # Installs what it needs into .ci/cache (idempotent, shared with .ci/conformance.sh): Node 22
 # and the pinned suite. Environment: CONFORMANCE_KEEP=DIR keeps the raw results under DIR;
 # CONFORMANCE_CACHE=DIR installs into DIR instead of .ci/cache;
-# CONFORMANCE_CLIENT_SUITES="2025-11-25 2026-07-28" selects requirement sets.
+# CONFORMANCE_CLIENT_SUITES="2025-11-25 2026-07-28" selects requirement sets;
+# CONFORMANCE_CLIENT_BIN=PATH runs that conformance_client instead of building one.
+#
+# Extension scenarios the requirement sets leave out but the suite runs (the Skills
+# extension's `sep-2640-client-*`, SEP-2640) are run one by one at each revision
+# (`--scenario --spec-version REVISION --force`), written to the same results and required
+# like the rest. Each must also end with every check a SUCCESS: a client that never lists
+# skills gets only SKIPPED checks, which the judge alone would count as a pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,12 +33,36 @@ EXPECTED=.ci/conformance-client-expected-failures.txt
 SUITES=${CONFORMANCE_CLIENT_SUITES:-"2025-11-25 2026-07-28"}
 JS=$(conformance_js conf02)
 
+EXTENSION_SCENARIOS_RE='^sep-2640-client-'
+
+# Fails unless the scenario's checks.json under DIR has checks and all are SUCCESS.
+all_succeeded() { # DIR SCENARIO
+  "$NODE" -e '
+    const fs = require("fs"), path = require("path");
+    const [dir, name] = process.argv.slice(1);
+    const runs = fs.readdirSync(dir).filter((d) => d.startsWith(name + "-"));
+    const checks = runs.flatMap((d) => {
+      const f = path.join(dir, d, "checks.json");
+      return fs.existsSync(f) ? JSON.parse(fs.readFileSync(f, "utf8")) : [];
+    });
+    const bad = checks.filter((c) => c.status !== "SUCCESS").map((c) => `${c.id} ${c.status}`);
+    if (checks.length === 0 || bad.length > 0) {
+      console.log(`FAIL ${name}: ${checks.length === 0 ? "no checks" : bad.join(", ")}`);
+      process.exit(1);
+    }' "$1" "$2"
+}
+
 install_suites conf02
-log "building the conformance client (release)"
-# The same invocation as .ci/conformance.sh: one build serves both scripts.
-cargo build --release -p codomyrmex-mcp --example everything --example conformance_client
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-CLIENT="$target_dir/release/examples/conformance_client"
+if [ -n "${CONFORMANCE_CLIENT_BIN:-}" ]; then
+  # A client already built (a debug build, for a local run): nothing is built.
+  CLIENT=$(realpath "$CONFORMANCE_CLIENT_BIN")
+else
+  log "building the conformance client (release)"
+  # The same invocation as .ci/conformance.sh: one build serves both scripts.
+  cargo build --release -p codomyrmex-mcp --example everything --example conformance_client
+  target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  CLIENT="$target_dir/release/examples/conformance_client"
+fi
 
 if [ -n "${CONFORMANCE_KEEP:-}" ]; then
   WORK=$CONFORMANCE_KEEP
@@ -54,6 +85,12 @@ for revision in $SUITES; do
   timeout 1800 "$NODE" "$JS" client --command "$CLIENT" --requirements "$revision" \
     -o "$out/results" >"$out/output.log" 2>&1 || true
   rc=0
+  for scenario in $(list_scenarios "$JS" client | grep -E "$EXTENSION_SCENARIOS_RE"); do
+    echo "$scenario" >>"$out/required.txt"
+    timeout 300 "$NODE" "$JS" client --command "$CLIENT" --scenario "$scenario" \
+      --spec-version "$revision" --force -o "$out/results" >>"$out/output.log" 2>&1 || true
+    all_succeeded "$out/results" "$scenario" || rc=1
+  done
   result=$(judge client "$label" "$out/results" "$out/required.txt" "$EXPECTED") || rc=$?
   printf '%s\n' "$result"
   SUMMARY+=("$(printf '%s\n' "$result" | tail -1)")

@@ -522,6 +522,15 @@ pub enum ClientAction {
     Resources,
     /// List the server's resource templates.
     Templates,
+    /// List the server's skills (the Skills extension): name, URI, description, file count.
+    /// Reads no file.
+    Skills,
+    /// Print one skill: its file list and its SKILL.md, verified against the skill's entry
+    /// (size, SHA-256, frontmatter); content that does not match is refused (exit 6).
+    Skill {
+        /// The skill's name, or the URI of its SKILL.md (`skill://.../SKILL.md`).
+        name: String,
+    },
     /// Read a resource.
     Read {
         /// The resource's URI.

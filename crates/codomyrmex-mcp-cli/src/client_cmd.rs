@@ -46,8 +46,8 @@ pub enum Status {
 
 /// A failure: what to print and the exit status.
 pub(crate) struct Failure {
-    status: Status,
-    message: String,
+    pub(crate) status: Status,
+    pub(crate) message: String,
 }
 
 fn usage(message: impl Into<String>) -> Failure {
@@ -346,6 +346,10 @@ async fn act(client: &McpClient, args: &ClientArgs, timeout: Duration) -> Result
             } else {
                 render_resources(&[], &templates)
             })
+        }
+        ClientAction::Skills => ok(crate::client_skills::list(client, args.json).await?),
+        ClientAction::Skill { name } => {
+            ok(crate::client_skills::show(client, name, args.json).await?)
         }
         ClientAction::Read { uri } => {
             let result = client.read_resource(uri).await?;

@@ -15,6 +15,7 @@ mod client_input;
 mod client_load;
 mod client_oauth;
 mod client_progress;
+mod client_skills;
 mod config;
 mod gateway;
 mod logging;

@@ -10,6 +10,11 @@
 //! credentials, a `private_key_jwt` key, a workload JWT, an enterprise IdP's ID token);
 //! DPoP is on whenever the authorization server offers it. What does not pass yet is listed
 //! in `.ci/conformance-client-expected-failures.txt`.
+//!
+//! Skills scenarios (`sep-2640-client-*`) run as a host would through the client's skills
+//! API: `no-prefetch` builds the registry from `skills/list` alone (no file is read); the
+//! others load each listed skill (`SKILL.md`, verified) and then read its supporting files,
+//! stopping at the first content that fails verification.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,6 +23,7 @@ use std::time::Duration;
 use codomyrmex_mcp::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::oauth::{EnterpriseIdp, Es256Key, JwtBearer, OAuthConfig};
+use codomyrmex_mcp::client::skills::SkillError;
 use codomyrmex_mcp::client::{ClientError, ClientHandlers, ClientOptions, EraPreference};
 use serde_json::{Map, Value, json};
 
@@ -164,6 +170,39 @@ async fn run(client: &McpClient, scenario: &str) -> Result<(), ClientError> {
     Ok(())
 }
 
+// ANCHOR: skills
+/// A Skills scenario: list the skills (the registry a host builds, reading no file); unless
+/// the scenario is about prefetching, load each skill and read its files, each verified.
+async fn run_skills(client: &McpClient, scenario: &str) -> Result<(), SkillError> {
+    let listing = client.list_skills().await?;
+    for bad in &listing.invalid {
+        eprintln!(
+            "conformance_client: skill left out: {}: {}",
+            bad.uri, bad.reason
+        );
+    }
+    if scenario.ends_with("no-prefetch") {
+        return Ok(());
+    }
+    for skill in listing.skills {
+        let files: Vec<String> = skill
+            .resources
+            .files()
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| f.uri != skill.uri)
+            .map(|f| f.uri.clone())
+            .collect();
+        let mut session = client.open_skill(skill)?;
+        session.load().await?;
+        for uri in files {
+            session.read(&uri).await?;
+        }
+    }
+    Ok(())
+}
+// ANCHOR_END: skills
+
 /// Runs futures concurrently (no extra dependency for a join).
 async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
     let mut set = Vec::new();
@@ -274,8 +313,14 @@ async fn main() -> ExitCode {
     let outcome = async {
         client
             .negotiate(preference, Duration::from_secs(25))
-            .await?;
-        run(&client, &scenario).await
+            .await
+            .map_err(|e| e.to_string())?;
+        if scenario.starts_with("sep-2640-client-") {
+            return run_skills(&client, &scenario)
+                .await
+                .map_err(|e| e.to_string());
+        }
+        run(&client, &scenario).await.map_err(|e| e.to_string())
     }
     .await;
     client.close(Duration::from_secs(5)).await;
