@@ -64,7 +64,7 @@ start_server() {
   for tries in 1 2 3; do
     port=$(free_port)
     BASE="http://127.0.0.1:$port"
-    target/release/examples/everything --http "127.0.0.1:$port" >"$WORK/server.log" 2>&1 &
+    "$target_dir/debug/examples/everything" --http "127.0.0.1:$port" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do
       if healthy "$BASE/health"; then
@@ -125,9 +125,12 @@ run_suite() {
 }
 
 install_suites conf01 conf02
-log "building the everything example (release)"
-# The same invocation as .ci/conformance-client.sh: one build serves both scripts.
-cargo build --release -p codomyrmex-mcp --example everything --example conformance_client
+log "building the everything example (debug)"
+# The debug build of tests/interop/debug_build.sh, which CI's `cargo test` has already made:
+# a release build of the examples compiled their dependencies a second time (the examples'
+# dev-dependencies change the features) and linked each with the release profile's LTO.
+# shellcheck source=tests/interop/debug_build.sh
+source tests/interop/debug_build.sh
 
 if [ -n "${CONFORMANCE_KEEP:-}" ]; then
   WORK=$CONFORMANCE_KEEP
