@@ -3,7 +3,7 @@
 # (@modelcontextprotocol/conformance@0.2.0-alpha.12, the `client` command) against the
 # library's `conformance_client` example (built on McpClient), for the 2025-11-25 and
 # 2026-07-28 requirement sets. The suite starts one mock server per scenario and runs
-# `target/release/examples/conformance_client URL` with MCP_CONFORMANCE_SCENARIO set.
+# `target/debug/examples/conformance_client URL` with MCP_CONFORMANCE_SCENARIO set.
 #
 # A scenario fails when any of its checks is a FAILURE (warnings are reported, not fatal).
 # Every scenario that ran is gated, scored or not, and every scenario the requirement set
@@ -54,14 +54,15 @@ all_succeeded() { # DIR SCENARIO
 
 install_suites conf02
 if [ -n "${CONFORMANCE_CLIENT_BIN:-}" ]; then
-  # A client already built (a debug build, for a local run): nothing is built.
+  # A client already built (for a local run): nothing is built.
   CLIENT=$(realpath "$CONFORMANCE_CLIENT_BIN")
 else
-  log "building the conformance client (release)"
-  # The same invocation as .ci/conformance.sh: one build serves both scripts.
-  cargo build --release -p codomyrmex-mcp --example everything --example conformance_client
-  target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-  CLIENT="$target_dir/release/examples/conformance_client"
+  log "building the conformance client (debug)"
+  # The debug build of tests/interop/debug_build.sh, which CI's `cargo test` has already made
+  # (see .ci/conformance.sh).
+  # shellcheck source=tests/interop/debug_build.sh
+  source tests/interop/debug_build.sh
+  CLIENT="$target_dir/debug/examples/conformance_client"
 fi
 
 if [ -n "${CONFORMANCE_KEEP:-}" ]; then

@@ -71,7 +71,7 @@ start_server() { # [EXAMPLE]
   for tries in 1 2 3; do
     port=$(free_port)
     BASE="http://127.0.0.1:$port"
-    target/release/examples/"$example" --http "127.0.0.1:$port" >"$WORK/server.log" 2>&1 &
+    "$target_dir/debug/examples/$example" --http "127.0.0.1:$port" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 100); do
       if healthy "$BASE/health"; then
@@ -181,10 +181,12 @@ run_skills_suite() {
 }
 
 install_suites conf01 conf02
-log "building the everything and skills_server examples (release)"
-# .ci/conformance-client.sh's invocation and the skills subject: one build serves both scripts.
-cargo build --release -p codomyrmex-mcp --example everything --example conformance_client \
-  --example skills_server
+log "building the everything and skills_server examples (debug)"
+# The debug build of tests/interop/debug_build.sh, which CI's `cargo test` has already made:
+# a release build of the examples compiled their dependencies a second time (the examples'
+# dev-dependencies change the features) and linked each with the release profile's LTO.
+# shellcheck source=tests/interop/debug_build.sh
+source tests/interop/debug_build.sh
 
 if [ -n "${CONFORMANCE_KEEP:-}" ]; then
   WORK=$CONFORMANCE_KEEP

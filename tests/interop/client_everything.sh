@@ -17,8 +17,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/node_servers.sh"
 binary="${1:-}"
 if [ -z "$binary" ]; then
     echo "client-everything: building codomyrmex-mcp"
-    cargo build --quiet -p codomyrmex-mcp-cli --bin codomyrmex-mcp
-    target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+    # shellcheck source=tests/interop/debug_build.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/debug_build.sh"
     binary="$target_dir/debug/codomyrmex-mcp"
 fi
 

@@ -24,8 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/node_servers.sh"
 # shellcheck source=tests/interop/setup.sh
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-echo "client-interop: building the input_roundtrips example"
-cargo build --quiet -p codomyrmex-mcp --example input_roundtrips
+# setup.sh built it (debug_build.sh).
 roundtrips="$target_dir/debug/examples/input_roundtrips"
 
 work="$(mktemp -d)"

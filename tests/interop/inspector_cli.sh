@@ -19,8 +19,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/inspector_setup.sh"
 binary="${1:-}"
 if [ -z "$binary" ]; then
     echo "inspector: building codomyrmex-mcp"
-    cargo build --quiet -p codomyrmex-mcp-cli --bin codomyrmex-mcp
-    target_dir="$(cargo metadata --format-version 1 --no-deps | "$node" -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')"
+    # shellcheck source=tests/interop/debug_build.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/debug_build.sh"
     binary="$target_dir/debug/codomyrmex-mcp"
 fi
 [ -x "$binary" ] || { echo "inspector: $binary is not an executable" >&2; exit 1; }

@@ -22,8 +22,8 @@ if [ "$installed" != "$MCP_VERSION" ]; then
 fi
 
 echo "interop: building codomyrmex-mcp"
-cargo build --quiet -p codomyrmex-mcp-cli --bin codomyrmex-mcp
-target_dir="$(cargo metadata --format-version 1 --no-deps | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+# shellcheck source=tests/interop/debug_build.sh
+source "$root/tests/interop/debug_build.sh"
 binary="$target_dir/debug/codomyrmex-mcp"
 if [ ! -x "$binary" ]; then
     echo "interop: $binary was not built" >&2
