@@ -39,6 +39,7 @@ pub mod registry;
 pub mod resources;
 mod round;
 pub mod schema;
+pub mod store;
 pub mod sync;
 pub mod task_store;
 mod tool_content;
