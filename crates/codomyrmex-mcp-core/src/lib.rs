@@ -75,6 +75,8 @@ pub use tool_support::{FnRegistrationError, McpTools};
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[cfg(test)]
+mod import_cycle_tests;
+#[cfg(test)]
 mod layering_tests;
 #[cfg(test)]
 mod test_runtime;

@@ -12,6 +12,8 @@
 mod dispatch;
 #[cfg(feature = "http")]
 mod dpop;
+#[cfg(feature = "http")]
+mod endpoint;
 mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
@@ -24,6 +26,8 @@ mod limits;
 mod lists;
 #[cfg(feature = "http")]
 pub mod oauth;
+#[cfg(feature = "http")]
+mod oauth_fetch;
 #[cfg(feature = "http")]
 mod oauth_flow;
 #[cfg(feature = "http")]
@@ -363,7 +367,7 @@ impl McpClient {
         oauth: oauth::OAuthConfig,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let flow = oauth::Flow::new(oauth, http::fetcher(&target)?);
+        let flow = oauth_flow::Flow::new(oauth, http::fetcher(&target)?);
         let context = Arc::new(AtomicU64::new(0));
         let (link, closer) = http::connect(target, Some(Arc::new(flow)), context.clone())?;
         Ok(Self::start(

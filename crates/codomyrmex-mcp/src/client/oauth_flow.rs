@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use super::handlers::BoxFuture;
 use super::lock;
-use super::oauth::{Challenge, Fetch, Headers, OAuthConfig, Tokens, authorize, refresh};
+use super::oauth::{Challenge, OAuthConfig, Tokens, authorize, refresh};
+use super::oauth_fetch::{Fetch, Headers};
 
 /// What the HTTP transport asks when a request is refused: tokens kept for a resource, and
 /// a fresh authorization. A trait object, so that a client built without OAuth links none
