@@ -379,6 +379,19 @@ fn inert_display_text(definition: &mut Map<String, Value>) {
     }
 }
 
+/// The longest namespace.
+pub(super) const MAX_NAMESPACE: usize = 32;
+
+/// Whether `name` can be a namespace: a lowercase ASCII letter, then lowercase letters,
+/// digits and `-`; at most 32 characters. Such a name is valid both as a tool-name prefix and
+/// as the first part of a URI scheme (`name+file`).
+pub fn valid_namespace(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && name.len() <= MAX_NAMESPACE
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-'))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -617,17 +630,4 @@ mod tests {
         assert_eq!(c.tools.len(), MAX_ENTRIES);
         assert_eq!(c.problems.len(), 1);
     }
-}
-
-/// The longest namespace.
-pub(super) const MAX_NAMESPACE: usize = 32;
-
-/// Whether `name` can be a namespace: a lowercase ASCII letter, then lowercase letters,
-/// digits and `-`; at most 32 characters. Such a name is valid both as a tool-name prefix and
-/// as the first part of a URI scheme (`name+file`).
-pub fn valid_namespace(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && name.len() <= MAX_NAMESPACE
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-'))
 }

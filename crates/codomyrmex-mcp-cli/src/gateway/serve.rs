@@ -13,7 +13,6 @@
 //! and health checks are the supervisor's ([`super::supervise`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use codomyrmex_mcp::driver;
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
@@ -22,7 +21,6 @@ use codomyrmex_mcp::resources::{
     ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
 };
 use codomyrmex_mcp::runtime::TOKIO;
-use codomyrmex_mcp::sync::CancellationToken;
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
     ClientError, ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
@@ -455,6 +453,8 @@ async fn forward_prompt(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codomyrmex_mcp::sync::CancellationToken;
+    use std::time::Duration;
 
     /// An upstream's calls are admitted through the driver's gate and permit wait: at most
     /// `max_concurrent` in flight, the rest wait (cancellably) until a permit is back.
