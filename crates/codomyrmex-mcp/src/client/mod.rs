@@ -56,7 +56,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 
-pub use handlers::{BoxFuture, ClientHandlers, InputHandler, NotificationHandler};
+pub use handlers::{ClientHandlers, InputHandler, NotificationHandler};
 pub use limits::ClientLimits;
 use proto::{ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable};
 pub use stdio::StdioCommand;
@@ -216,7 +216,8 @@ impl From<Vec<u8>> for Outgoing {
 pub(crate) type ClientEnds = (mpsc::Sender<Outgoing>, inbound::InboundRx);
 
 /// Closes the transport: a stdio child's shutdown, an HTTP session's DELETE.
-pub(crate) type Closer = Box<dyn FnOnce(Duration) -> BoxFuture<()> + Send>;
+pub(crate) type Closer =
+    Box<dyn FnOnce(Duration) -> crate::platform::BoxFuture<'static, ()> + Send>;
 
 type Waiter = oneshot::Sender<Result<Value, ClientError>>;
 

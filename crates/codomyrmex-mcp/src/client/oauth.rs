@@ -28,7 +28,6 @@ use sha2::{Digest, Sha256};
 
 use super::dpop;
 pub use super::dpop::Dpop;
-use super::handlers::BoxFuture;
 pub use super::jws::Es256Key;
 use super::lock;
 use super::oauth_fetch::Headers;
@@ -36,6 +35,7 @@ pub use super::oauth_fetch::{Fetch, Fetched, form, form_encode, split_url, unix_
 pub use super::oauth_grants::{EnterpriseIdp, JwtBearer, JwtSource};
 use super::oauth_grants::{client_assertion, jwt_bearer_pairs};
 use super::oauth_https::{METADATA_ENDPOINTS, require_https};
+use crate::platform::BoxFuture;
 
 /// Tokens for one resource. Its `Debug` shows neither token.
 #[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -189,7 +189,8 @@ pub struct OAuthConfig {
 }
 
 /// Takes the user through the authorization URL; the URL the browser came back to.
-pub type UserAgent = Arc<dyn Fn(String) -> BoxFuture<Result<String, String>> + Send + Sync>;
+pub type UserAgent =
+    Arc<dyn Fn(String) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
 
 impl std::fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

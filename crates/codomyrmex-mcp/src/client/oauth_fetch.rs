@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::handlers::BoxFuture;
+use crate::platform::BoxFuture;
 
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
@@ -71,7 +71,7 @@ pub type Fetch = Arc<
             String,
             Vec<(String, String)>,
             Vec<u8>,
-        ) -> BoxFuture<Result<Fetched, String>>
+        ) -> BoxFuture<'static, Result<Fetched, String>>
         + Send
         + Sync,
 >;
