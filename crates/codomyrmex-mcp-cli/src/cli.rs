@@ -7,8 +7,6 @@ use clap::builder::BoolishValueParser;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 
-use crate::config::Profile;
-
 /// `codomyrmex-mcp`: an MCP server with sandboxed built-in tools, and a client for any MCP
 /// server.
 #[derive(Debug, Parser)]
@@ -625,6 +623,38 @@ fn positive_rate(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "{s:?} is not a positive number of calls per second"
         )),
+    }
+}
+
+/// Which tools a server offers.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Reading tools only (the default).
+    #[default]
+    Readonly,
+    /// Also `file_system.write`, `edit`, `make_directory`, `move` and `shell.run`. Over HTTP,
+    /// authentication is required.
+    Full,
+}
+
+impl Profile {
+    /// The name used in flags and files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Readonly => "readonly",
+            Self::Full => "full",
+        }
     }
 }
 

@@ -17,29 +17,8 @@ use std::path::{Path, PathBuf};
 use codomyrmex_mcp::transport::http::ProxyNet;
 use serde::{Deserialize, Serialize, Serializer};
 
+pub use crate::cli::Profile;
 use crate::cli::ServerOptions;
-
-/// Which tools a server offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Profile {
-    /// Reading tools only (the default).
-    #[default]
-    Readonly,
-    /// Also `file_system.write`, `edit`, `make_directory`, `move` and `shell.run`. Over HTTP,
-    /// authentication is required.
-    Full,
-}
-
-impl Profile {
-    /// The name used in flags and files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Readonly => "readonly",
-            Self::Full => "full",
-        }
-    }
-}
 
 /// Size and count limits of the file tools.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,8 +7,9 @@
 //! ## What it is
 //! - Protocol logic for both MCP eras (`2026-07-28` stateless, `2025-11-25` sessions):
 //!   dispatch, negotiation, `requestState` sealing, task state, subscriptions, result shaping.
-//! - Runtime-neutral: no tokio, hyper, axum, mio or getrandom in its dependency tree (a test
-//!   checks it, and that no `chrono` or `time` is either, and no tokio, hyper, axum or mio
+//! - Runtime-neutral: no tokio, hyper, axum or mio in its dependency tree (`getrandom` and
+//!   `libc` only through `jsonschema`, never called here: randomness is the injected
+//!   [`platform::Entropy`]; a test checks it, and that no `chrono` or `time` is either, and no tokio, hyper, axum or mio
 //!   with the dev-dependencies: the core's tests run on a virtual clock of their own). Time
 //!   comes in as a `now`
 //!   ([`platform::Timestamp`], `Engine::handle_at`), or through the injected
@@ -41,6 +42,7 @@ pub mod resources;
 mod round;
 pub mod schema;
 pub mod skills;
+pub mod store;
 pub mod sync;
 pub mod task_store;
 mod tool_content;
@@ -75,6 +77,8 @@ pub use tool_support::{FnRegistrationError, McpTools};
 /// The crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+#[cfg(test)]
+mod import_cycle_tests;
 #[cfg(test)]
 mod layering_tests;
 #[cfg(test)]

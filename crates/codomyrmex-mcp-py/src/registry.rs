@@ -21,8 +21,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Value, json};
 
+use crate::errors::{ClientRequestFailed, InputRequired, MCPRegistrationError};
 use crate::runtime::{CLOSING_MESSAGE, call, detached, runtime, with_python};
-use crate::{ClientRequestFailed, InputRequired, MCPRegistrationError};
 
 /// What a running Python handler can ask of its call: whether it was cancelled (the client
 /// cancelled it, it timed out, or the server is stopping), and the request's progress and

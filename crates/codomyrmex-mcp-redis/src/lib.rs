@@ -1,4 +1,5 @@
-//! Redis implementations of `codomyrmex-mcp`'s store traits, so that several server
+//! Redis implementations of the core's store traits (`codomyrmex_mcp::store`, `task_store`,
+//! `change_bus`; each trait's one contract suite runs against them), so that several server
 //! instances share one service's state:
 //!
 //! - [`RedisSessionStore`]: 2025-11-25 session records ([`SessionStore`]), with the table's

@@ -185,7 +185,6 @@ pub mod serve_directory;
 pub mod server;
 #[cfg(unix)]
 pub mod skills;
-pub mod store;
 pub mod transport;
 
 // The protocol core, under the paths this crate has always had.
@@ -193,7 +192,7 @@ pub mod transport;
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
     change_bus, config, context, driver, engine, invocation, platform, prompts, registry,
-    resources, schema, sync, task_store, uri_template, wire,
+    resources, schema, store, sync, task_store, uri_template, wire,
 };
 
 pub use client::{ClientError, McpClient};

@@ -53,8 +53,6 @@ use codomyrmex_mcp::{
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::serve::Live;
-
 /// The most calls parked at once per upstream, waiting for their clients' retries.
 const MAX_PARKED: usize = 256;
 /// The most rounds of input one call may go through (as the client library bounds its own).
@@ -732,6 +730,68 @@ fn park(up: &Live, parked: Parked, context: &ToolContext) -> Bridged {
             Bridged::AskedClient
         }
         None => failed(&up.name, "too many calls wait for their clients' answers"),
+    }
+}
+
+/// One upstream, as the handlers use it: its connection while it is up.
+pub struct Live {
+    /// Its namespace.
+    pub name: String,
+    /// The connection; `None` while it is down (its supervisor reconnects).
+    client: std::sync::Mutex<Option<Arc<McpClient>>>,
+    /// At most this many calls in flight to it: the driver's admission bound (`Gate`), whose
+    /// permits are taken through the driver ([`Live::admit`]).
+    gate: codomyrmex_mcp::invocation::Gate,
+    /// The longest a call may take.
+    pub timeout: Duration,
+    /// Where its requests for input go (the era bridge).
+    pub inbox: Arc<Inbox>,
+}
+
+impl Live {
+    /// An upstream named `name`, not connected yet.
+    pub fn new(name: String, max_concurrent: usize, timeout: Duration) -> Self {
+        Self {
+            inbox: Arc::new(Inbox::new(&name)),
+            name,
+            client: std::sync::Mutex::new(None),
+            // The callers waiting are bounded by the gateway's own engine (its gate per session).
+            gate: codomyrmex_mcp::invocation::Gate::new(max_concurrent, usize::MAX),
+            timeout,
+        }
+    }
+
+    /// A place among this upstream's calls in flight and its permit, waited for (the driver's
+    /// one permit wait) until `cancel` fires (`None`).
+    pub async fn admit(
+        &self,
+        cancel: &codomyrmex_mcp::sync::CancellationToken,
+    ) -> Option<(
+        codomyrmex_mcp::invocation::Admission,
+        codomyrmex_mcp::invocation::Permit,
+    )> {
+        let admission = self.gate.try_admit()?;
+        let permit = codomyrmex_mcp::driver::permit(&admission, cancel).await?;
+        Some((admission, permit))
+    }
+
+    /// The connection, if the upstream is up.
+    pub fn client(&self) -> Option<Arc<McpClient>> {
+        self.client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the connection (`None`: the upstream is down); returns the old one.
+    pub fn set_client(&self, client: Option<Arc<McpClient>>) -> Option<Arc<McpClient>> {
+        std::mem::replace(
+            &mut *self
+                .client
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            client,
+        )
     }
 }
 

@@ -130,7 +130,7 @@ pub fn local_uri(namespace: &str, uri: &str) -> Option<String> {
 pub fn split_local_uri(local: &str) -> Option<(&str, &str)> {
     let (namespace, uri) = local.split_once('+')?;
     let (scheme, _) = uri.split_once(':')?;
-    (super::config::valid_namespace(namespace) && valid_scheme(scheme)).then_some((namespace, uri))
+    (valid_namespace(namespace) && valid_scheme(scheme)).then_some((namespace, uri))
 }
 
 /// What one upstream listed, as it sent it.
@@ -377,6 +377,19 @@ fn inert_display_text(definition: &mut Map<String, Value>) {
             inert_fields(argument);
         }
     }
+}
+
+/// The longest namespace.
+pub(super) const MAX_NAMESPACE: usize = 32;
+
+/// Whether `name` can be a namespace: a lowercase ASCII letter, then lowercase letters,
+/// digits and `-`; at most 32 characters. Such a name is valid both as a tool-name prefix and
+/// as the first part of a URI scheme (`name+file`).
+pub fn valid_namespace(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && name.len() <= MAX_NAMESPACE
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-'))
 }
 
 #[cfg(test)]

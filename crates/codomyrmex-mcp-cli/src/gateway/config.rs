@@ -23,11 +23,9 @@ use std::time::Duration;
 use codomyrmex_mcp::client::EraPreference;
 use serde::Deserialize;
 
-use super::catalog::{Filter, valid_local_name};
+use super::catalog::{Filter, MAX_NAMESPACE, valid_local_name, valid_namespace};
 use crate::config::{Secret, parse_toml};
 
-/// The longest namespace.
-const MAX_NAMESPACE: usize = 32;
 /// Default per-call timeout of an upstream.
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
 /// Default interval of an upstream's health check.
@@ -205,16 +203,6 @@ impl GatewayConfig {
 enum ParseError {
     Syntax { at: Option<String>, message: String },
     Invalid(String),
-}
-
-/// Whether `name` can be a namespace: a lowercase ASCII letter, then lowercase letters,
-/// digits and `-`; at most 32 characters. Such a name is valid both as a tool-name prefix and
-/// as the first part of a URI scheme (`name+file`).
-pub fn valid_namespace(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && name.len() <= MAX_NAMESPACE
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-'))
 }
 
 fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, String> {

@@ -144,11 +144,11 @@ async fn serve_catalogue(
         prompts: Arc::new(McpPromptRegistry::new()),
         resources: Arc::new(McpResourceRegistry::new()),
     };
-    let lives: Vec<Arc<serve::Live>> = config
+    let lives: Vec<Arc<bridge::Live>> = config
         .upstreams
         .iter()
         .map(|u| {
-            Arc::new(serve::Live::new(
+            Arc::new(bridge::Live::new(
                 u.name.clone(),
                 u.max_concurrent,
                 u.timeout,

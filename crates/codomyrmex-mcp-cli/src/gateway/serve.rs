@@ -13,85 +13,26 @@
 //! and health checks are the supervisor's ([`super::supervise`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use codomyrmex_mcp::driver;
-use codomyrmex_mcp::invocation::{Admission, Gate, Permit};
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
 use codomyrmex_mcp::resources::{
     ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
 };
 use codomyrmex_mcp::runtime::TOKIO;
-use codomyrmex_mcp::sync::CancellationToken;
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
-    ClientError, ContentBlock, McpClient, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
+    ClientError, ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
     McpToolRegistry, McpToolResult, ToolContext, ToolDefinition,
 };
 use serde_json::{Map, Value};
 
-use super::bridge::{self, Bridged};
+use super::bridge::{self, Bridged, Live};
 use super::catalog::{Catalogue, Entry, local_uri, split_local_uri};
 
 /// The longest upstream error message relayed to a client.
 const MAX_RELAYED_MESSAGE: usize = 500;
-
-/// One upstream, as the handlers use it: its connection while it is up.
-pub struct Live {
-    /// Its namespace.
-    pub name: String,
-    /// The connection; `None` while it is down (its supervisor reconnects).
-    client: std::sync::Mutex<Option<Arc<McpClient>>>,
-    /// At most this many calls in flight to it: the driver's admission bound (`Gate`), whose
-    /// permits are taken through the driver ([`Live::admit`]).
-    gate: Gate,
-    /// The longest a call may take.
-    pub timeout: Duration,
-    /// Where its requests for input go (the era bridge).
-    pub inbox: Arc<super::bridge::Inbox>,
-}
-
-impl Live {
-    /// An upstream named `name`, not connected yet.
-    pub fn new(name: String, max_concurrent: usize, timeout: Duration) -> Self {
-        Self {
-            inbox: Arc::new(super::bridge::Inbox::new(&name)),
-            name,
-            client: std::sync::Mutex::new(None),
-            // The callers waiting are bounded by the gateway's own engine (its gate per session).
-            gate: Gate::new(max_concurrent, usize::MAX),
-            timeout,
-        }
-    }
-
-    /// A place among this upstream's calls in flight and its permit, waited for (the driver's
-    /// one permit wait) until `cancel` fires (`None`).
-    pub async fn admit(&self, cancel: &CancellationToken) -> Option<(Admission, Permit)> {
-        let admission = self.gate.try_admit()?;
-        let permit = driver::permit(&admission, cancel).await?;
-        Some((admission, permit))
-    }
-
-    /// The connection, if the upstream is up.
-    pub fn client(&self) -> Option<Arc<McpClient>> {
-        self.client
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Replaces the connection (`None`: the upstream is down); returns the old one.
-    pub fn set_client(&self, client: Option<Arc<McpClient>>) -> Option<Arc<McpClient>> {
-        std::mem::replace(
-            &mut *self
-                .client
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-            client,
-        )
-    }
-}
 
 /// The gateway's registries, which [`mount`] fills and [`unmount`] empties.
 #[derive(Clone)]
@@ -512,6 +453,8 @@ async fn forward_prompt(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use codomyrmex_mcp::sync::CancellationToken;
+    use std::time::Duration;
 
     /// An upstream's calls are admitted through the driver's gate and permit wait: at most
     /// `max_concurrent` in flight, the rest wait (cancellably) until a permit is back.

@@ -24,8 +24,9 @@ use codomyrmex_mcp::resources::ResourceEvent;
 use codomyrmex_mcp::sync::{Receiver, Recv};
 use serde_json::Value;
 
+use super::bridge::Live;
 use super::catalog::{Catalogue, Filter, Listing, Mount, local_uri, split_local_uri};
-use super::serve::{Live, Registries, mount, unmount};
+use super::serve::{Registries, mount, unmount};
 use super::subscriptions::{MAX_SUBSCRIPTIONS, Subscriptions};
 use super::{Target, connect_upstream};
 

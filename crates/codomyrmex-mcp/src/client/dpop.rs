@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::jws::{Es256Key, random_id, sha256_b64};
 use super::lock;
-use super::oauth::{split_url, unix_now};
+use super::oauth_fetch::{split_url, unix_now};
 
 /// The `DPoP-Nonce` response header.
 pub const NONCE_HEADER: &str = "dpop-nonce";

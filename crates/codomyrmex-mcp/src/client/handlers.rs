@@ -7,19 +7,17 @@
 //! Not a UI: a handler decides (asks a model, a terminal, a policy); this only routes.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::proto::{InputKinds, InputRequest};
+use crate::platform::BoxFuture;
 use crate::wire::ErrorObject;
 
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
 /// A handler of one kind of server request: gets the request's params, returns its result.
-pub type InputHandler = Arc<dyn Fn(Value) -> BoxFuture<Result<Value, ErrorObject>> + Send + Sync>;
+pub type InputHandler =
+    Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
 
 /// A callback for notifications (`notifications/message` params, progress params).
 pub type NotificationHandler = Arc<dyn Fn(Value) + Send + Sync>;

@@ -11,8 +11,9 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 
-use super::http::{Endpoint, MAX_BODY, SseParser, parse_url};
-use super::oauth;
+use super::endpoint::{Endpoint, MAX_BODY, parse_url};
+use super::oauth_fetch as oauth;
+use super::sse::SseParser;
 
 pub(crate) type Response = hyper::Response<Incoming>;
 

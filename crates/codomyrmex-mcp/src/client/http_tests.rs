@@ -86,7 +86,7 @@ fn modern_headers_mirror_the_body() {
     let h = headers_for(
         &m,
         &target,
-        oauth::bearer("tok"),
+        oauth_flow::bearer("tok"),
         Some("s"),
         Some("2025-11-25"),
     );

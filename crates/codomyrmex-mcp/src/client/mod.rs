@@ -12,6 +12,8 @@
 mod dispatch;
 #[cfg(feature = "http")]
 mod dpop;
+#[cfg(feature = "http")]
+mod endpoint;
 mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
@@ -24,6 +26,8 @@ mod limits;
 mod lists;
 #[cfg(feature = "http")]
 pub mod oauth;
+#[cfg(feature = "http")]
+mod oauth_fetch;
 #[cfg(feature = "http")]
 mod oauth_flow;
 #[cfg(feature = "http")]
@@ -54,7 +58,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 
-pub use handlers::{BoxFuture, ClientHandlers, InputHandler, NotificationHandler};
+pub use handlers::{ClientHandlers, InputHandler, NotificationHandler};
 pub use limits::ClientLimits;
 use proto::{ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable};
 pub use stdio::StdioCommand;
@@ -214,7 +218,8 @@ impl From<Vec<u8>> for Outgoing {
 pub(crate) type ClientEnds = (mpsc::Sender<Outgoing>, inbound::InboundRx);
 
 /// Closes the transport: a stdio child's shutdown, an HTTP session's DELETE.
-pub(crate) type Closer = Box<dyn FnOnce(Duration) -> BoxFuture<()> + Send>;
+pub(crate) type Closer =
+    Box<dyn FnOnce(Duration) -> crate::platform::BoxFuture<'static, ()> + Send>;
 
 type Waiter = oneshot::Sender<Result<Value, ClientError>>;
 
@@ -365,7 +370,7 @@ impl McpClient {
         oauth: oauth::OAuthConfig,
         options: ClientOptions,
     ) -> Result<Self, ClientError> {
-        let flow = oauth::Flow::new(oauth, http::fetcher(&target)?);
+        let flow = oauth_flow::Flow::new(oauth, http::fetcher(&target)?);
         let context = Arc::new(AtomicU64::new(0));
         let (link, closer) = http::connect(target, Some(Arc::new(flow)), context.clone())?;
         Ok(Self::start(

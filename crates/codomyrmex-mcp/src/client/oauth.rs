@@ -28,13 +28,14 @@ use sha2::{Digest, Sha256};
 
 use super::dpop;
 pub use super::dpop::Dpop;
-use super::handlers::BoxFuture;
 pub use super::jws::Es256Key;
 use super::lock;
-pub(crate) use super::oauth_flow::{Authorizer, Flow, bearer};
+use super::oauth_fetch::Headers;
+pub use super::oauth_fetch::{Fetch, Fetched, form, form_encode, split_url, unix_now};
 pub use super::oauth_grants::{EnterpriseIdp, JwtBearer, JwtSource};
 use super::oauth_grants::{client_assertion, jwt_bearer_pairs};
 use super::oauth_https::{METADATA_ENDPOINTS, require_https};
+use crate::platform::BoxFuture;
 
 /// Tokens for one resource. Its `Debug` shows neither token.
 #[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -129,13 +130,6 @@ impl std::fmt::Debug for ClientRegistration {
     }
 }
 
-/// Seconds since the Unix epoch.
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// Where tokens are kept, by resource URL.
 pub trait TokenStore: Send + Sync {
     /// The tokens for `resource`.
@@ -195,7 +189,8 @@ pub struct OAuthConfig {
 }
 
 /// Takes the user through the authorization URL; the URL the browser came back to.
-pub type UserAgent = Arc<dyn Fn(String) -> BoxFuture<Result<String, String>> + Send + Sync>;
+pub type UserAgent =
+    Arc<dyn Fn(String) -> BoxFuture<'static, Result<String, String>> + Send + Sync>;
 
 impl std::fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -280,20 +275,6 @@ pub fn parse_challenge(header: &str) -> Challenge {
     c
 }
 
-/// Splits `http://host:port/path?q` into origin and path (without the query).
-pub fn split_url(url: &str) -> Option<(String, String)> {
-    let scheme_end = url.find("://")? + 3;
-    let rest = &url[scheme_end..];
-    let path_start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let origin = url[..scheme_end + path_start].to_owned();
-    let path = rest[path_start..]
-        .split(['?', '#'])
-        .next()
-        .unwrap_or("")
-        .to_owned();
-    Some((origin, path))
-}
-
 /// Where the protected resource metadata may be, in order (RFC 9728 §3.1).
 pub fn prm_candidates(resource_url: &str, challenge: &Challenge) -> Vec<String> {
     let mut out = Vec::new();
@@ -365,20 +346,6 @@ pub fn pkce(random: [u8; 32]) -> (String, String) {
     (verifier, challenge)
 }
 
-/// `application/x-www-form-urlencoded` encoding of one value.
-pub fn form_encode(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 fn form_decode(text: &str) -> String {
     let hex = |b: u8| (b as char).to_digit(16);
     let bytes = text.as_bytes();
@@ -401,15 +368,6 @@ fn form_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A form body from pairs.
-pub fn form(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
 /// The query parameters of a URL.
 pub fn query_params(url: &str) -> HashMap<String, String> {
     let query = url.split_once('?').map_or("", |(_, q)| q);
@@ -423,31 +381,6 @@ pub fn query_params(url: &str) -> HashMap<String, String> {
         })
         .collect()
 }
-
-/// An HTTP answer: status, `Location`, body.
-#[derive(Debug, Clone)]
-pub struct Fetched {
-    /// The status code.
-    pub status: u16,
-    /// The `Location` header, if any.
-    pub location: Option<String>,
-    /// The `DPoP-Nonce` header, if any.
-    pub dpop_nonce: Option<String>,
-    /// The body.
-    pub body: Vec<u8>,
-}
-
-/// The HTTP the flow needs: method, URL, headers, body. Never follows redirects.
-pub type Fetch = Arc<
-    dyn Fn(
-            &'static str,
-            String,
-            Vec<(String, String)>,
-            Vec<u8>,
-        ) -> BoxFuture<Result<Fetched, String>>
-        + Send
-        + Sync,
->;
 
 async fn get_json(fetch: &Fetch, url: &str) -> Result<Option<Value>, String> {
     let r = fetch(
@@ -776,8 +709,6 @@ pub async fn refresh(
     Ok(fresh)
 }
 
-/// HTTP headers, as name and value.
-pub(crate) type Headers = Vec<(String, String)>;
 /// Form fields.
 type Pairs = Vec<(String, String)>;
 

@@ -5,9 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::handlers::BoxFuture;
 use super::lock;
-use super::oauth::{Challenge, Fetch, Headers, OAuthConfig, Tokens, authorize, refresh};
+use super::oauth::{Challenge, OAuthConfig, Tokens, authorize, refresh};
+use super::oauth_fetch::{Fetch, Headers};
+use crate::platform::BoxFuture;
 
 /// What the HTTP transport asks when a request is refused: tokens kept for a resource, and
 /// a fresh authorization. A trait object, so that a client built without OAuth links none
@@ -18,13 +19,13 @@ pub(crate) trait Authorizer: Send + Sync {
     /// How many re-authorizations one request may make.
     fn max_step_ups(&self) -> usize;
     /// Refreshes the tokens kept for `resource_url`.
-    fn refresh(&self, resource_url: String) -> BoxFuture<Result<Tokens, String>>;
+    fn refresh(&self, resource_url: String) -> BoxFuture<'static, Result<Tokens, String>>;
     /// Authorizes for `resource_url` after `challenge`.
     fn authorize(
         &self,
         resource_url: String,
         challenge: Challenge,
-    ) -> BoxFuture<Result<Tokens, String>>;
+    ) -> BoxFuture<'static, Result<Tokens, String>>;
     /// The headers that present `token` on a `method` request to `url`: `Authorization:
     /// Bearer`, or for a DPoP-bound token `Authorization: DPoP` and a fresh `DPoP` proof.
     fn credentials(&self, method: &str, url: &str, token: &str) -> Headers;
@@ -105,7 +106,7 @@ impl Authorizer for Flow {
         self.config.max_step_ups
     }
 
-    fn refresh(&self, resource_url: String) -> BoxFuture<Result<Tokens, String>> {
+    fn refresh(&self, resource_url: String) -> BoxFuture<'static, Result<Tokens, String>> {
         let config = self.config.clone();
         let fetch = self.fetch.clone();
         let bound = self.bound.clone();
@@ -124,7 +125,7 @@ impl Authorizer for Flow {
         &self,
         resource_url: String,
         challenge: Challenge,
-    ) -> BoxFuture<Result<Tokens, String>> {
+    ) -> BoxFuture<'static, Result<Tokens, String>> {
         let config = self.config.clone();
         let fetch = self.fetch.clone();
         let bound = self.bound.clone();

@@ -20,7 +20,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use super::jws::{Es256Key, random_id};
-use super::oauth::{Fetch, form, form_encode, unix_now};
+use super::oauth_fetch::{Fetch, form, form_encode, unix_now};
 
 /// The JWT bearer grant type (RFC 7523).
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";

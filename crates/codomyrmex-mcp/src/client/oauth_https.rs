@@ -7,8 +7,8 @@
 //! whose traffic never leaves the machine. Checked before the URL is fetched or handed to a
 //! user agent, so a client secret, code or refresh token never travels in clear.
 
-use super::http::parse_url;
-use super::oauth::split_url;
+use super::endpoint::parse_url;
+use super::oauth_fetch::split_url;
 
 /// The endpoints of authorization server metadata (RFC 8414 section 2, OpenID Connect
 /// Discovery) checked when the metadata is read, whether or not the flow uses them.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::http::MAX_BODY;
+use super::endpoint::MAX_BODY;
 
 /// The longest `retry` delay honoured.
 pub const MAX_RETRY: Duration = Duration::from_secs(30);

@@ -20,8 +20,8 @@ use super::{ClientError, McpClient};
 use crate::engine::META_CLIENT_CAPABILITIES;
 use crate::wire::{Era, ErrorObject};
 
-/// The 2026-07-28 tasks extension's identifier.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The 2026-07-28 tasks extension's identifier (the engine's, defined once).
+pub use crate::engine::TASKS_EXTENSION;
 
 /// Why [`McpClient::list_tasks`] fails in 2026-07-28, and what to do instead.
 const NO_MODERN_LIST: &str = "the server speaks 2026-07-28, whose tasks extension has \

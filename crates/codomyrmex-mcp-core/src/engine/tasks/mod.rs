@@ -44,6 +44,7 @@ use crate::context::{ClientRequestError, ClientRequester, MessageSink};
 use crate::registry::BoxFuture;
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage};
 
+mod dirty;
 mod methods;
 mod runner;
 mod shared;

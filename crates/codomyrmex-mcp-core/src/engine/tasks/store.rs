@@ -34,7 +34,7 @@ pub(crate) struct TaskStore {
     /// The store shared with other instances, if any: the records of these tasks go there.
     pub(crate) shared: Option<super::SharedTasks>,
     /// What changed since the driver last wrote it (with a shared store).
-    pub(super) dirty: Arc<super::shared::Dirty>,
+    pub(super) dirty: Arc<super::dirty::Dirty>,
     /// Where the tasks' records are read: the shared store, or by default an in-memory one.
     records: Arc<dyn crate::task_store::TaskStore>,
     /// The prefix of [`session_key`](Self::session_key)s of sessions without a key.
@@ -60,9 +60,9 @@ pub(super) struct StoreInner {
     /// When to look next for 2025-11-25 tasks whose session is gone (while any still runs).
     pub(super) orphan_check: Option<Instant>,
     /// With a shared store: where a finished task's last record goes when it leaves here.
-    pub(super) finals: Option<(Arc<super::shared::Dirty>, std::time::Duration)>,
+    pub(super) finals: Option<(Arc<super::dirty::Dirty>, std::time::Duration)>,
     /// With the default in-memory store: where a task's record leaves with it.
-    pub(super) memory: Option<Arc<super::shared::Dirty>>,
+    pub(super) memory: Option<Arc<super::dirty::Dirty>>,
 }
 
 impl StoreInner {
@@ -155,10 +155,10 @@ impl TaskStore {
         shared: Option<super::SharedTasks>,
     ) -> Self {
         let (records, dirty): (Arc<dyn crate::task_store::TaskStore>, _) = match &shared {
-            Some(s) => (s.store.clone(), super::shared::Dirty::default()),
+            Some(s) => (s.store.clone(), super::dirty::Dirty::default()),
             None => {
                 let memory = Arc::new(crate::task_store::MemoryTaskStore::new());
-                let dirty = super::shared::Dirty::writing_to(memory.clone(), config.poll_interval);
+                let dirty = super::dirty::Dirty::writing_to(memory.clone(), config.poll_interval);
                 (memory, dirty)
             }
         };
@@ -205,7 +205,7 @@ impl TaskStore {
     }
 
     /// Where a new entry sends its changes.
-    pub(super) fn tracking(&self) -> Option<Arc<super::shared::Dirty>> {
+    pub(super) fn tracking(&self) -> Option<Arc<super::dirty::Dirty>> {
         Some(self.dirty.clone())
     }
 

@@ -955,7 +955,7 @@ fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
             lock(&entry.state).outcome
         );
         assert_eq!(
-            entry.record(shared::LOCAL_OWNER, Duration::ZERO, 0).outcome,
+            entry.record(dirty::LOCAL_OWNER, Duration::ZERO, 0).outcome,
             record.outcome
         );
         assert_eq!(entry.status(), TaskStatus::Completed);

@@ -457,7 +457,7 @@ async fn legacy(
     let IncomingMessage::Request { id, .. } = &message else {
         // An answer or cancellation for a call on another instance goes there.
         if let Some(shared) = app.sessions.shared() {
-            match super::cluster::route(shared, &session, &message).await {
+            match super::cluster_routing::route(shared, &session, &message).await {
                 Ok(true) => return accepted(),
                 Ok(false) => {}
                 Err(StoreError::OwnerGone) => {
@@ -666,7 +666,7 @@ async fn shared_stream(
         last_seq: 0,
     };
     let prime = axum::body::Bytes::from(format!("id: {start}\nretry: 1000\ndata: \n\n"));
-    let feed = super::cluster::feed(shared, session, start, first);
+    let feed = super::cluster_routing::feed(shared, session, start, first);
     sse_response(SseBody::feed(
         Some(prime),
         feed,
@@ -698,7 +698,7 @@ async fn shared_get(
         stream: 0,
         seq: first.last_seq,
     });
-    let feed = super::cluster::feed(shared, session, after, first);
+    let feed = super::cluster_routing::feed(shared, session, after, first);
     sse_response(SseBody::feed(None, feed, Some(app.config.keep_alive)).until(&app.shutdown))
 }
 

@@ -42,6 +42,7 @@
 
 mod auth;
 mod cluster;
+mod cluster_routing;
 mod conn;
 mod conn_spin;
 mod conn_timer;
@@ -58,6 +59,7 @@ mod refusals;
 mod replay;
 mod sessions;
 mod sse;
+mod sse_frame;
 mod trace;
 
 use std::convert::Infallible;
@@ -499,7 +501,7 @@ fn subscribe_bus(state: &AppState) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    let delivery = Arc::new(cluster::Delivery {
+    let delivery = Arc::new(cluster_routing::Delivery {
         sessions: Arc::downgrade(&state.sessions),
         engine: state.engine.clone(),
     });

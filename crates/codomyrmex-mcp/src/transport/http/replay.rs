@@ -29,7 +29,7 @@ use crate::store::{
 };
 use crate::wire::{ErrorObject, OutgoingMessage};
 
-use super::sse::frame;
+use super::sse_frame::frame;
 
 /// The bounds of replay history, from [`HttpConfig`](super::HttpConfig).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

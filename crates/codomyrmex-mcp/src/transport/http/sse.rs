@@ -15,21 +15,7 @@ use crate::registry::BoxFuture;
 use crate::wire::OutgoingMessage;
 
 use super::replay::Cursor;
-
-/// Frames one message as an SSE `message` event, with an optional event id.
-pub(crate) fn frame(message: &OutgoingMessage, id: Option<&str>) -> Bytes {
-    let mut out = Vec::with_capacity(96);
-    if let Some(id) = id {
-        out.extend_from_slice(b"id: ");
-        out.extend_from_slice(id.as_bytes());
-        out.push(b'\n');
-    }
-    out.extend_from_slice(b"event: message\ndata: ");
-    // Compact JSON has no raw newlines, so one `data:` line carries it.
-    message.write_to(&mut out);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
-}
+use super::sse_frame::frame;
 
 const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 

@@ -15,14 +15,16 @@
 //! return boxed `Send` futures ([`StoreFuture`]), so the traits are dyn-compatible and need no
 //! async runtime; an in-memory implementation answers at once.
 //!
-//! This module imports only `std`, `serde`, `serde_json` and `thiserror`: no runtime, no HTTP
-//! types, nothing from the transports, so that it can move into the I/O-free core crate.
-//! What it is not: it holds no live objects (engine sessions, cancellation tokens, wakers),
-//! which stay with the instance that runs them; a record is the data another instance needs
-//! to recognise the session.
+//! These traits live in the core beside [`TaskStore`](crate::task_store::TaskStore) and
+//! [`ChangeBus`](crate::change_bus::ChangeBus): no runtime, no HTTP types, nothing of the
+//! transports (the core's dependency tree has none: `crates/codomyrmex-mcp-cli/tests/
+//! dependency_tree.rs` checks it). What it is not: it holds no live objects (engine
+//! sessions, cancellation tokens, wakers), which stay with the instance that runs them; a
+//! record is the data another instance needs to recognise the session.
 //!
-//! The in-memory implementations are [`MemorySessionStore`] and the HTTP transport's replay
-//! logs (`transport::http`, bounded in events and bytes per stream, session and server).
+//! The in-memory implementations are [`MemorySessionStore`], [`MemoryBus`] and the library's
+//! HTTP replay logs (`codomyrmex_mcp::transport::http`, bounded in events and bytes per
+//! stream, session and server); the Redis crate implements all three traits.
 //! [`contract`] holds the tests every implementation must pass.
 
 mod bus;
@@ -129,51 +131,5 @@ mod tests {
         block_on(super::contract::session_store(
             &super::MemorySessionStore::new(),
         ));
-    }
-
-    /// The module must stay movable into the I/O-free core crate: it names no runtime, no HTTP
-    /// stack and nothing of the transports.
-    #[test]
-    fn the_store_imports_no_runtime_and_no_transport() {
-        let files = [
-            ("mod.rs", include_str!("mod.rs")),
-            ("session.rs", include_str!("session.rs")),
-            ("events.rs", include_str!("events.rs")),
-            ("bus.rs", include_str!("bus.rs")),
-            ("contract.rs", include_str!("contract.rs")),
-        ];
-        let forbidden = [
-            "tokio",
-            "hyper",
-            "axum",
-            "http",
-            "tower",
-            "bytes",
-            "transport",
-        ];
-        for (name, text) in files {
-            for line in text.lines().map(str::trim_start) {
-                if !line.starts_with("use ") && !line.starts_with("pub use ") {
-                    continue;
-                }
-                let allowed = [
-                    "use std",
-                    "use serde",
-                    "use thiserror",
-                    "use super",
-                    "use events",
-                    "use bus",
-                    "use session",
-                ];
-                let path = line.trim_start_matches("pub ");
-                assert!(
-                    allowed.iter().any(|a| path.starts_with(a)),
-                    "{name}: {line}"
-                );
-                for f in forbidden {
-                    assert!(!path.contains(f), "{name}: {line}");
-                }
-            }
-        }
     }
 }
