@@ -117,7 +117,9 @@ impl Sandbox {
         Ok(self.root().join(rel))
     }
 
-    /// Resolves an existing path: symlinks are followed and must stay inside.
+    /// Resolves an existing path: symlinks are followed and must stay inside. The tools use
+    /// [`Self::metadata`] or [`Self::open_file`], which also give what they found.
+    #[cfg(test)]
     pub fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
         let rel = self.argument(raw)?;
         let found = self

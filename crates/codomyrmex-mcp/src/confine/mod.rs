@@ -45,7 +45,7 @@ mod tree;
 mod walk;
 mod write;
 
-pub use tree::{ConfinedDir, MAX_DIR_ENTRIES, TreeEntry, TreeFilter, TreeWalk};
+pub use tree::{ConfinedDir, MAX_DIR_ENTRIES, MAX_TREE_DEPTH, TreeEntry, TreeFilter, TreeWalk};
 pub use write::WriteMode;
 
 #[cfg(test)]
