@@ -79,9 +79,7 @@ impl ConfinedRoot {
         let rel = self.relative(path)?;
         py.detach(|| -> Result<(u64, f64, bool), ConfineError> {
             let found = self.root.resolve(&rel, confine::LastLink::Follow)?;
-            let meta = std::fs::File::from(found.into_fd())
-                .metadata()
-                .map_err(ConfineError::Io)?;
+            let meta = found.stat()?;
             let mtime = meta
                 .modified()
                 .ok()

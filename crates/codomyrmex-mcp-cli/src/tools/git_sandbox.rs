@@ -26,9 +26,11 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 
-use codomyrmex_mcp::confine::{ConfineError, ConfinedDir, TreeEntry, TreeFilter};
+use codomyrmex_mcp::confine::{ConfineError, ConfinedDir, ConfinedRoot, TreeEntry, TreeFilter};
+use rustix::fs::FileType;
 
 use super::process::capture;
+use super::sandbox::tool_error;
 use super::{Sandbox, ToolError, kinds};
 
 /// What a git run produced.
@@ -123,34 +125,31 @@ impl Shadow {
                  top level is the root (a .git directory in the root)",
             )
         };
-        match std::fs::symlink_metadata(&dot_git) {
-            Err(_) => return Err(not_a_repository()),
-            Ok(m) if m.is_file() => {
+        // Looked at from the root's descriptor (not followed), like every path into the root;
+        // every error is a refusal.
+        match sandbox.confined().entry_kind(Path::new(".git")) {
+            Ok(Some(FileType::Directory)) => {}
+            Ok(Some(FileType::RegularFile)) => {
                 return Err(ToolError::new(
                     kinds::GIT_ERROR,
                     "the root's .git is a file (a gitdir: redirection, as in a linked worktree \
                      or a submodule); the git tools only use a .git directory in the root",
                 ));
             }
-            Ok(m) if !m.is_dir() => {
+            Ok(Some(FileType::Symlink)) => {
                 return Err(ToolError::new(
                     kinds::GIT_ERROR,
                     "the root's .git is a symlink, not a directory (no gitdir: redirection); the \
                      git tools only use a .git directory in the root",
                 ));
             }
-            Ok(_) => {}
+            Ok(_) | Err(_) => return Err(not_a_repository()),
         }
         let real = inside(sandbox, &dot_git, ".git")?.ok_or_else(not_a_repository)?;
         let entry = |rel: &str| inside(sandbox, &real.join(rel), &format!(".git/{rel}"));
         let head = entry("HEAD")?.ok_or_else(not_a_repository)?;
         let objects = entry("objects")?.ok_or_else(not_a_repository)?;
-        if std::fs::symlink_metadata(objects.join("info/alternates")).is_ok() {
-            return Err(ToolError::access_denied(
-                "the repository borrows objects from elsewhere (.git/objects/info/alternates), \
-                 which the git tools do not follow",
-            ));
-        }
+        refuse_alternates(sandbox, &objects)?;
         let dir = tempfile::Builder::new()
             .prefix("codomyrmex-git-")
             .tempdir()
@@ -374,6 +373,31 @@ fn inside(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<Option<PathBuf>
     }
 }
 
+/// Refuses a repository that borrows objects (`objects/info/alternates` exists, as a file,
+/// link or anything) or whose `objects/info` cannot be walked inside the root (a symlink out
+/// of it, where git would read `alternates` and the commit-graph). Walked from the root's
+/// descriptor; only "nothing there" passes, every other answer is a refusal.
+fn refuse_alternates(sandbox: &Sandbox, objects: &Path) -> Result<(), ToolError> {
+    let rel = objects
+        .strip_prefix(sandbox.root())
+        .map(|objects| objects.join("info/alternates"));
+    let found = match &rel {
+        Ok(rel) => sandbox.confined().entry_kind(rel),
+        Err(_) => Err(ConfineError::Escapes),
+    };
+    match found {
+        Ok(None) | Err(ConfineError::NotFound) => Ok(()),
+        Ok(Some(_)) => Err(ToolError::access_denied(
+            "the repository borrows objects from elsewhere (.git/objects/info/alternates), \
+             which the git tools do not follow",
+        )),
+        Err(e) => Err(ToolError::access_denied(format!(
+            ".git/objects/info/alternates cannot be checked inside the root ({e}); the git \
+             tools read only the repository inside the root"
+        ))),
+    }
+}
+
 /// Counts what the refs' walk meets, and keeps every entry.
 struct EveryEntry {
     seen: usize,
@@ -490,16 +514,22 @@ pub fn repository_path(sandbox: &Sandbox, raw: &str) -> Result<String, ToolError
         .strip_prefix(sandbox.root())
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let mut dir = sandbox.root().to_path_buf();
+    let mut dir = PathBuf::new();
     for component in rel.components() {
         if let Component::Normal(name) = component {
             dir.push(name);
-            if std::fs::symlink_metadata(dir.join(".git")).is_ok() {
-                return Err(ToolError::access_denied(format!(
-                    "{} is another repository (it has its own .git); the git tools work only on \
-                     the root's repository",
-                    sandbox.relative(&dir)
-                )));
+            // From the root's descriptor; nothing there (or a file on the way) passes, every
+            // other answer is a refusal.
+            match sandbox.confined().entry_kind(&dir.join(".git")) {
+                Ok(None) | Err(ConfineError::NotFound | ConfineError::NotADirectory) => {}
+                Ok(Some(_)) => {
+                    return Err(ToolError::access_denied(format!(
+                        "{} is another repository (it has its own .git); the git tools work \
+                         only on the root's repository",
+                        ConfinedRoot::display(&dir)
+                    )));
+                }
+                Err(e) => return Err(tool_error(e, &ConfinedRoot::display(&dir))),
             }
         }
     }

@@ -757,3 +757,26 @@ async fn a_symlink_chain_past_path_max_is_refused_by_every_tool() {
         "the write went through the chain"
     );
 }
+
+/// `.git/objects/info` linked out of the root: git would read `alternates` (and the
+/// commit-graph) from there, so the repository is refused however that directory looks now.
+/// The check walks `.git/objects/info/alternates` from the root's descriptor; a path-based
+/// `symlink_metadata` found no `alternates` outside and let git follow the link.
+#[cfg(unix)]
+#[tokio::test]
+async fn objects_info_linked_out_of_the_root_is_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    let h = Hostile::new();
+    let info = h.fx.path(".git/objects/info");
+    let _ = std::fs::remove_dir_all(&info);
+    std::os::unix::fs::symlink(outside.path(), &info).unwrap();
+    let r = h.tools("git");
+    for tool in ["git.log", "git.status"] {
+        let e = call(&r, tool, json!({})).await;
+        assert_eq!(error_kind(&e), kinds::ACCESS_DENIED, "{tool}: {e:?}");
+    }
+    // An alternates file planted there later is never reached either.
+    std::fs::write(outside.path().join("alternates"), "/elsewhere/objects\n").unwrap();
+    let e = call(&r, "git.log", json!({})).await;
+    assert_eq!(error_kind(&e), kinds::ACCESS_DENIED, "{e:?}");
+}

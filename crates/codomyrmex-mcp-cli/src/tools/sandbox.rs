@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use codomyrmex_mcp::confine::{ConfineError, ConfinedRoot, LastLink, WriteMode};
+use codomyrmex_mcp::confine::{self, ConfineError, ConfinedRoot, LastLink, WriteMode};
 use rustix::fs::FileType;
 
 use super::ToolError;
@@ -117,7 +117,9 @@ impl Sandbox {
         Ok(self.root().join(rel))
     }
 
-    /// Resolves an existing path: symlinks are followed and must stay inside.
+    /// Resolves an existing path: symlinks are followed and must stay inside. The tools use
+    /// [`Self::metadata`] or [`Self::open_file`], which also give what they found.
+    #[cfg(test)]
     pub fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
         let rel = self.argument(raw)?;
         let found = self
@@ -143,9 +145,7 @@ impl Sandbox {
             .resolve(&rel, LastLink::Follow)
             .map_err(|e| tool_error(e, raw))?;
         let path = self.absolute(found.rel(), raw)?;
-        let meta = File::from(found.into_fd())
-            .metadata()
-            .map_err(|e| ToolError::io(&e, &self.relative(&path)))?;
+        let meta = found.stat().map_err(|e| tool_error(e, raw))?;
         Ok((path, meta))
     }
 
@@ -155,10 +155,7 @@ impl Sandbox {
         let rel = self.argument(raw)?;
         let (file, rel) = self.root.open_file(&rel).map_err(|e| tool_error(e, raw))?;
         let path = self.absolute(&rel, raw)?;
-        let size = file
-            .metadata()
-            .map_err(|e| ToolError::io(&e, &self.relative(&path)))?
-            .len();
+        let size = confine::fstat(&file).map_err(|e| tool_error(e, raw))?.len();
         Ok((path, file, size))
     }
 
@@ -215,12 +212,15 @@ impl Sandbox {
     }
 
     /// Renames the entry `from` to `to` between the walk's directory descriptors (neither
-    /// last component's symlink followed); an existing `to` is refused unless `replace`.
-    pub fn rename(&self, from: &str, to: &str, replace: bool) -> Result<(), ToolError> {
-        let (from_rel, to_rel) = (self.argument(from)?, self.argument(to)?);
-        self.root
-            .rename(&from_rel, &to_rel, replace)
-            .map_err(|e| tool_error(e, from))
+    /// last component's symlink followed); an existing `to` is refused unless `replace`
+    /// ([`ConfineError::Exists`]), a directory always ([`ConfineError::ReplacesADirectory`]).
+    /// The library's error is returned for the caller to word.
+    pub fn rename(&self, from: &str, to: &str, replace: bool) -> Result<(), ConfineError> {
+        let (from_rel, to_rel) = (
+            self.root.argument(from, true)?,
+            self.root.argument(to, true)?,
+        );
+        self.root.rename(&from_rel, &to_rel, replace)
     }
 
     /// Whether `raw` names a symlink (not followed), once checked.

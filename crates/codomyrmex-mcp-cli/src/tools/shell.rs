@@ -88,8 +88,9 @@ impl ShellTools {
                 ),
             ));
         }
-        let cwd = ws.sandbox().resolve(cwd.as_deref().unwrap_or("."))?;
-        if !cwd.is_dir() {
+        // Resolved and looked at (`fstat`) through the confinement's walk, not by path.
+        let (cwd, meta) = ws.sandbox().metadata(cwd.as_deref().unwrap_or("."))?;
+        if !meta.is_dir() {
             return Err(ToolError::new(
                 kinds::NOT_A_DIRECTORY,
                 format!("{} is not a directory", ws.sandbox().relative(&cwd)),

@@ -26,6 +26,10 @@ pub use super::list_cache::{
 /// keeps asking for input cannot keep the client busy forever.
 pub const MAX_INPUT_ROUNDS: usize = 16;
 
+/// The most input requests one round may carry: each is answered by a handler (or, in the
+/// gateway, asked of its own client), so a server cannot make one result cost more.
+pub const MAX_INPUT_REQUESTS: usize = 64;
+
 /// Ids of the requests this client sent, and what waits for each answer.
 #[derive(Debug)]
 pub struct RequestTable<T> {
@@ -528,6 +532,9 @@ pub fn input_required(result: &Value) -> Option<Result<InputRequired, String>> {
     match result.get("inputRequests") {
         None | Some(Value::Null) => {}
         Some(Value::Object(map)) => {
+            if let Err(e) = input_requests_within_bound(map.len()) {
+                return Some(Err(e));
+            }
             for (key, request) in map {
                 let Some(method) = request.get("method").and_then(Value::as_str) else {
                     return Some(Err(format!("inputRequests[{key:?}] has no method")));
@@ -542,6 +549,17 @@ pub fn input_required(result: &Value) -> Option<Result<InputRequired, String>> {
         requests,
         request_state,
     }))
+}
+
+/// Refuses a round of more than [`MAX_INPUT_REQUESTS`] input requests (before any is
+/// answered): a request's own rounds and a task's `input_required` alike.
+pub fn input_requests_within_bound(count: usize) -> Result<(), String> {
+    if count > MAX_INPUT_REQUESTS {
+        return Err(format!(
+            "the server asked for {count} inputs in one round; the limit is {MAX_INPUT_REQUESTS}"
+        ));
+    }
+    Ok(())
 }
 
 /// The params of the retry: the original params with `inputResponses` and the
@@ -749,6 +767,26 @@ mod tests {
         let p = initialize_params(&identity());
         assert_eq!(p["protocolVersion"], "2025-11-25");
         assert_eq!(p["capabilities"]["roots"]["listChanged"], true);
+    }
+
+    /// A server's one round cannot ask for more inputs than the bound: each is a handler
+    /// call (a question to the user, a sampling request) or, in the gateway, a request to
+    /// its client (issue #26, a peer-fed loop with no bound).
+    #[test]
+    fn a_round_asking_for_too_many_inputs_is_refused() {
+        let asks = |n: usize| {
+            let requests: Map<String, Value> = (0..n)
+                .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
+                .collect();
+            json!({"resultType": "input_required", "inputRequests": requests})
+        };
+        let ir = input_required(&asks(MAX_INPUT_REQUESTS)).unwrap().unwrap();
+        assert_eq!(ir.requests.len(), MAX_INPUT_REQUESTS);
+        let e = match input_required(&asks(100_000)).unwrap() {
+            Ok(ir) => panic!("{} inputs accepted in one round", ir.requests.len()),
+            Err(e) => e,
+        };
+        assert!(e.contains("100000") && e.contains("64"), "{e}");
     }
 
     #[test]

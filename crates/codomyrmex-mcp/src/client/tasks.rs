@@ -179,6 +179,8 @@ impl McpClient {
                         .and_then(Value::as_object)
                         .cloned()
                         .unwrap_or_default();
+                    proto::input_requests_within_bound(requests.len())
+                        .map_err(|why| ClientError::Protocol(format!("task {task_id}: {why}")))?;
                     for (key, request) in requests {
                         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
                         let params = request.get("params").cloned().unwrap_or_else(|| json!({}));

@@ -45,7 +45,7 @@ mod tree;
 mod walk;
 mod write;
 
-pub use tree::{ConfinedDir, MAX_DIR_ENTRIES, TreeEntry, TreeFilter, TreeWalk};
+pub use tree::{ConfinedDir, MAX_DIR_ENTRIES, MAX_TREE_DEPTH, TreeEntry, TreeFilter, TreeWalk};
 pub use write::WriteMode;
 
 #[cfg(test)]
@@ -108,6 +108,12 @@ pub enum ConfineError {
     /// The directory has more entries than the cap.
     #[error("has more than {0} entries")]
     TooManyEntries(usize),
+    /// The entry exists (a rename's destination without replacing).
+    #[error("already exists")]
+    Exists,
+    /// A rename would replace this directory (a directory is never replaced).
+    #[error("is a directory; a directory is never replaced")]
+    ReplacesADirectory,
     /// The file has more bytes than the cap.
     #[error("is larger than the limit of {0} bytes")]
     TooLarge(u64),
@@ -163,7 +169,10 @@ impl From<ConfineError> for io::Error {
         let kind = match &e {
             ConfineError::NotFound => io::ErrorKind::NotFound,
             ConfineError::NotADirectory => io::ErrorKind::NotADirectory,
-            ConfineError::IsADirectory => io::ErrorKind::IsADirectory,
+            ConfineError::IsADirectory | ConfineError::ReplacesADirectory => {
+                io::ErrorKind::IsADirectory
+            }
+            ConfineError::Exists => io::ErrorKind::AlreadyExists,
             ConfineError::Io(inner) => inner.kind(),
             e if e.is_access_denied() => io::ErrorKind::PermissionDenied,
             _ => io::ErrorKind::InvalidInput,
@@ -214,10 +223,21 @@ impl Resolved {
         Ok(FileType::from_raw_mode(st.st_mode))
     }
 
+    /// The entry's metadata, from `fstat` of the descriptor (never by path).
+    pub fn stat(self) -> Result<std::fs::Metadata, ConfineError> {
+        fstat(&File::from(self.fd))
+    }
+
     /// The descriptor.
     pub fn into_fd(self) -> OwnedFd {
         self.fd
     }
+}
+
+/// The metadata of a file opened through the confinement, from `fstat` of its descriptor:
+/// the one way code serving a root learns an entry's size, type or times (never by path).
+pub fn fstat(file: &File) -> Result<std::fs::Metadata, ConfineError> {
+    file.metadata().map_err(ConfineError::Io)
 }
 
 /// A root directory that paths are confined to: a descriptor of it and its canonical path.
@@ -399,6 +419,17 @@ impl ConfinedRoot {
             FileType::RegularFile => Ok((File::from(found.fd), found.rel)),
             FileType::Directory => Err(ConfineError::IsADirectory),
             _ => Err(ConfineError::NotRegular),
+        }
+    }
+
+    /// The type of the entry at `rel` itself (a symlink in its last component not followed;
+    /// the components before it walked like a read), `None` when nothing is there. Every
+    /// other error, a walk that leaves the root included, is returned: callers fail closed.
+    pub fn entry_kind(&self, rel: &Path) -> Result<Option<FileType>, ConfineError> {
+        match self.resolve(rel, LastLink::Keep) {
+            Ok(found) => found.file_type().map(Some),
+            Err(ConfineError::NotFound) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 

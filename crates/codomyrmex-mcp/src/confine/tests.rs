@@ -332,6 +332,31 @@ fn one_confinement_mechanism_in_the_crates_that_serve_roots() {
                     found.push(format!("{shown}: {needle}"));
                 }
             }
+            // Nor a look at a path under the root: its metadata, its existence, its type or
+            // its target come from the walk's descriptors (`Resolved::stat`, `confine::fstat`,
+            // `ConfinedRoot::entry_kind`), never by path. `.is_dir()` and its kin only on a
+            // `Metadata` or a file type (a receiver named `meta` or `kind`).
+            for needle in [
+                "symlink_metadata(",
+                "fs::metadata(",
+                ".metadata()",
+                ".exists()",
+                "try_exists(",
+                "read_link(",
+                "canonicalize(",
+            ] {
+                if code.contains(needle) {
+                    found.push(format!("{shown}: {needle}"));
+                }
+            }
+            for method in [".is_dir()", ".is_file()", ".is_symlink()"] {
+                for (at, _) in code.match_indices(method) {
+                    let receiver = &code[..at];
+                    if !(receiver.ends_with("meta") || receiver.ends_with("kind")) {
+                        found.push(format!("{shown}: {method} on a path"));
+                    }
+                }
+            }
         }
     }
     assert!(
@@ -486,10 +511,14 @@ fn renames_are_made_between_the_walks_descriptors() {
     let e = root
         .rename(Path::new("top.txt"), Path::new("moved.txt"), false)
         .unwrap_err();
-    assert!(
-        matches!(&e, ConfineError::Io(io) if io.kind() == std::io::ErrorKind::AlreadyExists),
-        "{e:?}"
-    );
+    assert!(matches!(&e, ConfineError::Exists), "{e:?}");
+    // A directory is never replaced, even with `replace`.
+    std::fs::create_dir(r.join("a-dir")).unwrap();
+    let e = root
+        .rename(Path::new("top.txt"), Path::new("a-dir"), true)
+        .unwrap_err();
+    assert!(matches!(&e, ConfineError::ReplacesADirectory), "{e:?}");
+    assert!(r.join("a-dir").is_dir());
     root.rename(Path::new("top.txt"), Path::new("moved.txt"), true)
         .unwrap();
     assert_eq!(std::fs::read_to_string(r.join("moved.txt")).unwrap(), "top");

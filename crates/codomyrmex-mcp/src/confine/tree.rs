@@ -26,6 +26,12 @@ use super::{ConfineError, ConfinedRoot, LastLink, READ_FLAGS};
 /// about 28 MB for one directory of 255-byte names).
 pub const MAX_DIR_ENTRIES: usize = 100_000;
 
+/// The deepest a [`TreeWalk`] descends, whatever `max_depth` it was given: each level holds a
+/// directory descriptor and its names, so a tree made deep on purpose (a hostile clone, a
+/// client's `make_directory`) cannot take the process's descriptors (its `RLIMIT_NOFILE`,
+/// often 1,024) or memory. A directory at this depth is listed, not descended into.
+pub const MAX_TREE_DEPTH: usize = 256;
+
 /// Flags for a directory opened to read its entries.
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
@@ -313,6 +319,7 @@ impl<F: TreeFilter> Iterator for TreeWalk<F> {
                 continue;
             }
             if kind == FileType::Directory
+                && depth < MAX_TREE_DEPTH
                 && self.max_depth.is_none_or(|max| depth < max)
                 && let Ok(dir) = entry.parent.open_dir(&entry.name)
             {
@@ -381,6 +388,40 @@ impl ConfinedRoot {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Keeps every entry.
+    struct All;
+
+    impl TreeFilter for All {
+        fn enter(&mut self, _: &ConfinedDir) {}
+        fn leave(&mut self) {}
+        fn keep(&mut self, _: &TreeEntry) -> bool {
+            true
+        }
+    }
+
+    /// A tree deeper than the cap (built at test time): the walk lists the directory at the
+    /// cap and goes no deeper, holding at most the cap's number of directory descriptors.
+    #[test]
+    fn a_walk_goes_no_deeper_than_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = MAX_TREE_DEPTH + 40;
+        let mut rel = PathBuf::new();
+        for _ in 0..deep {
+            rel.push("d");
+        }
+        std::fs::create_dir_all(dir.path().join(&rel)).unwrap();
+        let root = ConfinedRoot::open(dir.path()).unwrap();
+        let mut walk = root.walk_tree(Path::new(""), None, All).unwrap();
+        let mut deepest = 0;
+        let mut most_open = 0;
+        while let Some(entry) = walk.next() {
+            deepest = deepest.max(entry.depth);
+            most_open = most_open.max(walk.stack.len());
+        }
+        assert_eq!(deepest, MAX_TREE_DEPTH);
+        assert!(most_open <= MAX_TREE_DEPTH, "{most_open}");
+    }
 
     #[test]
     fn a_directory_with_more_entries_than_the_cap_is_refused() {

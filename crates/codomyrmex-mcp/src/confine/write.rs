@@ -192,11 +192,22 @@ impl ConfinedRoot {
 
     /// Renames the entry `from` to `to` (neither last component's symlink followed; their
     /// directories walked like a read) with `renameat` between the walk's descriptors.
-    /// Without `replace`, an existing `to` is refused (`RENAME_NOREPLACE` on Linux).
+    /// `to` is looked at in its directory's descriptor (`fstatat`, no symlink followed):
+    /// without `replace`, an existing `to` is refused ([`ConfineError::Exists`], and
+    /// `RENAME_NOREPLACE` on Linux); a directory is never replaced
+    /// ([`ConfineError::ReplacesADirectory`]). Any other error looking at it is returned.
     pub fn rename(&self, from: &Path, to: &Path, replace: bool) -> Result<(), ConfineError> {
         let (from_dir, from_name) = self.parent_walk(from)?;
         let (to_dir, to_name) = self.parent_walk(to)?;
         let (from_fd, to_fd) = (from_dir.current_fd(), to_dir.current_fd());
+        match rustix::fs::statat(to_fd, &to_name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) if !replace => return Err(ConfineError::Exists),
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+                return Err(ConfineError::ReplacesADirectory);
+            }
+            Ok(_) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(ConfineError::from_errno(e)),
+        }
         #[cfg(target_os = "linux")]
         if !replace {
             use rustix::fs::RenameFlags;
@@ -209,6 +220,7 @@ impl ConfinedRoot {
             ) {
                 // A file system without RENAME_NOREPLACE: the caller has checked `to` is free.
                 Err(rustix::io::Errno::INVAL) => {}
+                Err(rustix::io::Errno::EXIST) => return Err(ConfineError::Exists),
                 other => return other.map_err(ConfineError::from_errno),
             }
         }

@@ -4,16 +4,26 @@
 //! Every session they open is idle once answered, so every `initialize` must be answered
 //! `200`: the least recently used idle session makes room.
 //!
-//! How many: `MCP_FLOOD_INITIALIZES`, by default 100,000 in a release build (the finding's
-//! count: `MCP_FLOOD_INITIALIZES` unset, `cargo test --release -p codomyrmex-mcp-redis --test
-//! session_flood`) and 50,000 in a debug build (what CI runs: five times the cap, so the
-//! table is filled and turned over four times). Fewer than twice the cap is refused: it
-//! would not prove the property. The hang guard is [`flood_hang`].
+//! What is flooded: with `CODOMYRMEX_MCP_FLOOD_BIN` naming a `codomyrmex-mcp` binary (CI
+//! passes the release binary it builds), that binary, started as `serve --http` on a free
+//! loopback port ([`Served`]); otherwise a server in the test's own process. The binary runs
+//! with `--no-rate-limit`: one client address at full speed is what the per-client rate
+//! limit is for, and the flood measures session admission, not that limit. Against the
+//! binary the check also reads its `GET /metrics` (no refusal counted, the sessions alive)
+//! and its log (no refusal logged).
+//!
+//! How many: `MCP_FLOOD_INITIALIZES`, by default 100,000 against the binary or in a release
+//! build (the finding's count), and 50,000 in a debug build's own process (five times the
+//! cap, so the table is filled and turned over four times). Fewer than twice the cap is
+//! refused: it would not prove the property. The hang guard is [`flood_hang`].
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -38,7 +48,7 @@ pub fn flood_hang() -> Duration {
 
 /// How many `initialize`s to send (see the module docs).
 pub fn flood_count() -> usize {
-    let default = if cfg!(debug_assertions) {
+    let default = if cfg!(debug_assertions) && flood_bin().is_none() {
         5 * CAP
     } else {
         100_000
@@ -252,5 +262,140 @@ pub async fn check(addr: SocketAddr, total: usize, flood: &Flood, stored: usize)
     }
     for sid in &flood.last {
         assert_eq!(list_status(addr, sid).await, 200, "a new session lives");
+    }
+}
+
+/// The binary to flood instead of an in-process server: `CODOMYRMEX_MCP_FLOOD_BIN`.
+pub fn flood_bin() -> Option<PathBuf> {
+    std::env::var_os("CODOMYRMEX_MCP_FLOOD_BIN")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// A `codomyrmex-mcp serve --http` child on a free loopback port, its stderr kept (each line
+/// at most 4 KiB, at most 10,000 lines: the log of refusals is rate-limited). Killed on drop.
+pub struct Served {
+    child: Child,
+    pub addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    /// Starts `bin` serving its crate's directory (readonly), with `--store store` when given.
+    pub fn start(bin: &std::path::Path, store: Option<&str>) -> Self {
+        let mut cmd = Command::new(bin);
+        cmd.args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--no-rate-limit",
+            "--root",
+        ])
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CODOMYRMEX_MCP_CONFIG")
+        .env_remove("CODOMYRMEX_MCP_AUTH_TOKEN")
+        .env_remove("CODOMYRMEX_MCP_STORE")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        if let Some(url) = store {
+            cmd.args(["--store", url]);
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines() {
+                let Ok(mut line) = line else { break };
+                let mut end = line.len().min(4096);
+                while !line.is_char_boundary(end) {
+                    end -= 1;
+                }
+                line.truncate(end);
+                if !sent && let Some(rest) = line.split_once("at http://").map(|(_, r)| r) {
+                    let addr = rest.trim_end_matches("/mcp").parse::<SocketAddr>();
+                    sent = addr_tx.send(addr).is_ok();
+                }
+                let mut kept = kept.lock().unwrap();
+                if kept.len() < 10_000 {
+                    kept.push(line);
+                }
+            }
+        });
+        let addr = match addr_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Ok(addr)) => addr,
+            other => {
+                let _ = child.kill();
+                panic!(
+                    "{} did not say where it serves ({other:?}); its log: {:?}",
+                    bin.display(),
+                    log.lock().unwrap()
+                )
+            }
+        };
+        Self { child, addr, log }
+    }
+
+    /// The lines the binary wrote to stderr so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// The binary's `GET /metrics` text.
+    pub async fn metrics(&self) -> String {
+        let req = format!(
+            "GET /metrics HTTP/1.1\r\nhost: 127.0.0.1:{}\r\nconnection: close\r\n\r\n",
+            self.addr.port()
+        );
+        let mut conn = TcpStream::connect(self.addr).await.unwrap();
+        conn.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let (status, _, body) =
+            tokio::time::timeout(Duration::from_secs(20), response(&mut conn, &mut buf))
+                .await
+                .expect("an answer in time")
+                .expect("an answer");
+        assert_eq!(status, 200, "GET /metrics: {body}");
+        body
+    }
+
+    /// The value of the metric line `name` (with its labels, as written), 0 when absent.
+    pub fn metric(text: &str, name: &str) -> f64 {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// Checks what the binary reports of the flood: no refusal counted by
+    /// `mcp_http_refusals_total` and none logged (a refusal would be logged with its reason,
+    /// rate-limited: `refusals.rs`). Returns the sessions alive it reports.
+    pub async fn check_reports(&self) -> usize {
+        let text = self.metrics().await;
+        let refusals: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("mcp_http_refusals_total{") && !l.ends_with(" 0"))
+            .collect();
+        assert!(refusals.is_empty(), "refusals counted: {refusals:?}");
+        let log = self.log();
+        let logged: Vec<&String> = log
+            .iter()
+            .filter(|l| l.contains("refused a request"))
+            .collect();
+        assert!(logged.is_empty(), "refusals logged: {logged:?}");
+        Self::metric(&text, "mcp_http_sessions") as usize
     }
 }

@@ -403,12 +403,12 @@ impl EntryKind {
         }
     }
 
-    fn of(t: fs::FileType) -> Self {
-        if t.is_symlink() {
+    fn of(kind: fs::FileType) -> Self {
+        if kind.is_symlink() {
             Self::Symlink
-        } else if t.is_dir() {
+        } else if kind.is_dir() {
             Self::Directory
-        } else if t.is_file() {
+        } else if kind.is_file() {
             Self::File
         } else {
             Self::Other

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::{Cancel, ToolError, Workspace, kinds};
-use codomyrmex_mcp::confine::ConfinedRoot;
+use codomyrmex_mcp::confine::{self, ConfinedRoot};
 use rustix::fs::FileType;
 
 use super::ignore_rules::{WalkOptions, walker};
@@ -172,7 +172,7 @@ pub(super) fn search_sync(
             _ => continue,
         };
         let rel = ConfinedRoot::display(entry.rel());
-        let file = match opened.map(|f| (f.metadata().map(|m| m.len()), f)) {
+        let file = match opened.map(|f| (confine::fstat(&f).map(|m| m.len()), f)) {
             Ok((Ok(size), file)) if size <= limits.max_search_file_bytes => file,
             _ => {
                 tracing::debug!(file = %rel, "search skipped a file it cannot open as a regular file inside the root");

@@ -5,17 +5,18 @@
 //! `make_dir`, `rename`: descriptors, `O_NOFOLLOW`, no FIFO waited on). This module does not
 //! read files for the reading tools.
 
-use std::fs;
 use std::io::{self, BufReader, Read, Write};
 
 use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use codomyrmex_mcp::confine::ConfineError;
 use codomyrmex_mcp::confine::WriteMode as Opening;
 
 use super::super::{ToolError, Workspace, kinds};
 use super::{ReadEncoding, io_err, open_regular};
+use crate::tools::sandbox::tool_error;
 
 /// How `file_system.write` treats an existing file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -230,22 +231,19 @@ pub(super) fn move_sync(
             "cannot move {src_shown} into itself"
         )));
     }
-    if let Ok(existing) = fs::symlink_metadata(&destination) {
-        if overwrite != Some(true) {
-            return Err(ToolError::new(
+    // The destination is looked at by the rename itself, in its directory's descriptor.
+    sb.rename(raw_source, raw_destination, overwrite.unwrap_or(false))
+        .map_err(|e| match e {
+            ConfineError::Exists => ToolError::new(
                 kinds::ALREADY_EXISTS,
                 format!("{dst_shown} exists; set overwrite to replace it"),
-            ));
-        }
-        if existing.is_dir() {
-            return Err(ToolError::new(
+            ),
+            ConfineError::ReplacesADirectory => ToolError::new(
                 kinds::ALREADY_EXISTS,
                 format!("{dst_shown} is a directory; it is never replaced"),
-            ));
-        }
-    }
-    let overwrite = overwrite.unwrap_or(false);
-    sb.rename(raw_source, raw_destination, overwrite)?;
+            ),
+            e => tool_error(e, raw_source),
+        })?;
     Ok(MoveOutput {
         source: src_shown,
         destination: dst_shown,

@@ -424,3 +424,50 @@ async fn the_tools_act_on_the_opened_root_not_on_its_path() {
     }
     assert!(problems.is_empty(), "{problems:?}");
 }
+
+/// `move`'s check of its destination (exists? a directory?) is made in the destination's
+/// directory descriptor from the walk, like the rename itself: with the root's path swapped
+/// for a symlink out of it, a directory of the same name outside the root neither blocks the
+/// move nor is reported (a path-based `symlink_metadata` looked outside).
+#[cfg(unix)]
+#[tokio::test]
+async fn move_checks_its_destination_in_the_opened_root() {
+    use crate::config::{Limits, ShellSettings};
+    use crate::tools::{Sandbox, Workspace};
+    let parent = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(parent.path()).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "in").unwrap();
+    std::fs::write(dir.path().join("b.txt"), "in").unwrap();
+    std::fs::write(dir.path().join("inside-dir"), "a file inside").unwrap();
+    std::fs::create_dir(outside.path().join("d")).unwrap();
+    std::fs::create_dir(outside.path().join("inside-dir")).unwrap();
+    let sandbox = Sandbox::new(dir.path()).unwrap();
+    let ws = Workspace::new(sandbox, Limits::default(), ShellSettings::default());
+    let fx = Fixture { dir, ws };
+    let r = registry(&fx, Profile::Full);
+    let moved = parent.path().join("moved");
+    std::fs::rename(fx.dir.path(), &moved).unwrap();
+    std::os::unix::fs::symlink(outside.path(), fx.dir.path()).unwrap();
+
+    // `d` exists only outside: the move inside is made.
+    ok(
+        &r,
+        "file_system.move",
+        json!({"source": "a.txt", "destination": "d"}),
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(moved.join("d")).unwrap(), "in");
+    assert!(outside.path().join("d").is_dir());
+    // `inside-dir` is a file inside and a directory outside: replaced inside.
+    ok(
+        &r,
+        "file_system.move",
+        json!({"source": "b.txt", "destination": "inside-dir", "overwrite": true}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(moved.join("inside-dir")).unwrap(),
+        "in"
+    );
+}
