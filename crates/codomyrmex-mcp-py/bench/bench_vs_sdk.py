@@ -35,6 +35,7 @@ machine's load; calls/s does.
     python bench/bench_vs_sdk.py --rounds 1 --calls 2000 --warm-up-calls 200 --cold-starts 1   # a smoke run
     python bench/bench_vs_sdk.py --client python --rounds 1 --seconds 0.5 --cold-starts 1
     python bench/bench_vs_sdk.py --json results.json   # also write the numbers
+    python bench/bench_vs_sdk.py --compat --client python   # ours in compatibility mode
 
 Run it on a quiet machine: it is a measurement, not a test.
 """
@@ -466,7 +467,8 @@ def run_rust_client(args: argparse.Namespace, scripts: Dict[str, str]) -> Dict[s
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     workdir = tempfile.mkdtemp(prefix="bench-vs-sdk-")
     scripts = {}
-    for name, text in (("ours", OURS), ("theirs", THEIRS)):
+    ours = OURS.replace("from codomyrmex_mcp import", "from codomyrmex_mcp.compat import") if args.compat else OURS
+    for name, text in (("ours", ours), ("theirs", THEIRS)):
         path = os.path.join(workdir, f"{name}.py")
         with open(path, "w") as f:
             f.write(text)
@@ -484,8 +486,9 @@ def report(results: Dict[str, Any]) -> None:
         print(f"{label:<28} {ours:>12.1f} {theirs:>12.1f} {unit:<6} ours/theirs {ratio:7.3f}  ({better})")
 
     length = f"{results['calls']} calls" if results["client"] == "rust" else f"{results['seconds']} s"
+    mode = " (compatibility mode)" if results.get("compat") else ""
     print(
-        f"codomyrmex_mcp vs mcp SDK MCPServer: {results['rounds']} interleaved rounds of {length}, "
+        f"codomyrmex_mcp{mode} vs mcp SDK MCPServer: {results['rounds']} interleaved rounds of {length}, "
         f"{results['concurrency']} in flight (medians), the {results['client']} client"
     )
     print(f"{'':<28} {'ours':>12} {'theirs':>12}")
@@ -512,12 +515,16 @@ def main() -> None:
     parser.add_argument("--load-tools", metavar="DIR", help="rust client: where stdio_load and http_load are")
     parser.add_argument("--cold-starts", type=int, default=10, help="cold starts per subject (default 10)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "--compat", action="store_true", help="ours in compatibility mode (codomyrmex_mcp.compat's MCPServer)"
+    )
     args = parser.parse_args()
     if min(args.rounds, args.concurrency, args.cold_starts, args.calls) < 1 or args.seconds <= 0 or args.warm_up <= 0:
         parser.error("--rounds, --concurrency, --cold-starts and --calls must be >= 1, --seconds and --warm-up > 0")
     if args.warm_up_calls < 0:
         parser.error("--warm-up-calls must be >= 0")
     results = run(args)
+    results["compat"] = args.compat
     report(results)
     if args.json:
         with open(args.json, "w") as f:

@@ -129,6 +129,12 @@ impl CallState {
         Ok(())
     }
 
+    /// Whether the call answers a client's `tools/call` (over a transport or in process),
+    /// rather than an in-process `execute`: only such a call's answer is MCP content.
+    fn served(&self) -> bool {
+        self.context().is_some_and(|c| c.request_id().is_some())
+    }
+
     /// The tool being called.
     fn tool_name(&self) -> String {
         self.context()
@@ -255,9 +261,34 @@ impl ToolHandler for PyToolHandler {
 /// is the result's JSON, as for every other value.
 const TEXT_RESULT: &str = "text:";
 
+/// What the invoker puts before an answer that names its content blocks itself:
+/// `{"content": [blocks], "result": MCPToolResult}`. The blocks are sent as they are, for a
+/// success or a failure (compatibility mode's answers, shaped in Python).
+const CONTENT_RESULT: &str = "content:";
+
+/// An answer after [`CONTENT_RESULT`]: its content blocks and its result.
+fn content_answer(json: &str) -> serde_json::Result<ToolOutput> {
+    let mut answer: serde_json::Map<String, Value> = serde_json::from_str(json)?;
+    let content = answer.remove("content").unwrap_or(Value::Null);
+    let result = answer.remove("result").unwrap_or(Value::Null);
+    Ok(ToolOutput {
+        content: Some(serde_json::from_value::<Vec<ContentBlock>>(content)?),
+        result: serde_json::from_value::<McpToolResult>(result)?,
+    })
+}
+
 /// The output of the invoker's answer: `MCPToolResult` JSON, optionally after
-/// [`TEXT_RESULT`].
+/// [`TEXT_RESULT`], or content and a result after [`CONTENT_RESULT`].
 fn tool_output(answer: &str) -> ToolOutput {
+    if let Some(json) = answer.strip_prefix(CONTENT_RESULT) {
+        return match content_answer(json) {
+            Ok(output) => output,
+            Err(e) => ToolOutput::failure(McpErrorDetail::new(
+                "InternalError",
+                format!("the tool's answer is not valid content and MCPToolResult: {e}"),
+            )),
+        };
+    }
     let (json, as_text) = match answer.strip_prefix(TEXT_RESULT) {
         Some(rest) => (rest, true),
         None => (answer, false),

@@ -161,8 +161,10 @@ impl Engine {
                 text.push_str("\nDetails: ");
                 text.push_str(&d);
             }
+            // A failure whose content the handler wrote itself is sent as written.
+            let written = content.is_some();
             let content = content.unwrap_or_else(|| vec![ContentBlock::text(text)]);
-            let structured = if tool.definition.output_schema.is_none() {
+            let structured = if tool.definition.output_schema.is_none() && !written {
                 serde_json::to_value(&detail).ok()
             } else {
                 None

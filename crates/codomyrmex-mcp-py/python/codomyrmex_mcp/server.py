@@ -247,19 +247,22 @@ class MCPServer:
         and log messages (``notifications/message``, at the level the client set: in
         2025-11-25 with ``logging/setLevel``, in 2026-07-28 with the request's
         ``io.modelcontextprotocol/logLevel`` in ``_meta``), in order, each before the
-        response. Progress goes to the call whose token it carries; other notifications to a
+        response. Progress goes to the call whose token it carries; log messages and other
+        notifications (list changes, resource updates: not ordered against responses) to a
         waiting call that passed ``on_notification`` (with calls in flight at once, any one
-        of them). It runs on a thread of its own, one notification at a time, and may send
-        requests itself (``handle_request`` from an async listener). What it raises is
-        logged, not raised here. Without it they are dropped.
+        of them). Each call's notifications are handled one at a time, in order, through a
+        bounded queue (past its bound they are dropped); the listener may send requests
+        itself (``handle_request`` from an async listener). What it raises is logged, not
+        raised here. Without it they are dropped.
 
         A tool that asks the client something (``Context.elicit``, ``create_message``,
         ``list_roots``): in 2026-07-28 the response is an ``input_required`` result, and the
         caller sends the request again with ``inputResponses`` and ``requestState``, as over
         any transport. In 2025-11-25 the server sends a request of its own while the call
-        waits: ``on_client_request(request)`` (sync or async; the whole JSON-RPC request)
+        waits: ``on_client_request(request)`` (sync or async; ``{"jsonrpc", "method",
+        "params"}``, without an ``id``: the in-memory connection numbers its requests itself)
         returns its result (a dict), or raises to answer with an error; without it the
-        request is answered with an error at once, and the tool's request fails
+        request is answered with an error (``-32601``) at once, and the tool's request fails
         (``ClientRequestFailed``)."""
         text = json.dumps(message)
         loop = asyncio.get_running_loop()

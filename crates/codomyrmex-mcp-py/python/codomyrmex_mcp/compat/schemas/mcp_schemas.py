@@ -23,11 +23,10 @@ import json
 from typing import Any, Callable, Dict, Optional, Set, Tuple
 
 from ... import _core
-from ..._invoke import TEXT_RESULT
-from ..._invoke import invoke as _plain_invoke
 from ..._registry import MCPRegistrationError
 from ..._registry import MCPToolRegistry as _PlainRegistry
 from ...schemas.mcp_schemas import MCPErrorDetail, MCPMessage, MCPToolCall, MCPToolResult
+from ..tool_answers import ShapedHandler, invoke
 
 __all__ = [
     "MCPErrorDetail",
@@ -43,13 +42,6 @@ __all__ = [
 _TOOL_KEYS = frozenset({"name", "description", "title", "inputSchema", "outputSchema", "annotations", "_meta", "icons"})
 
 _ANY_ARGUMENTS: Dict[str, Any] = {"type": "object"}
-
-
-def invoke(handler: Any, arguments_json: str, state: Any) -> str:
-    """Plain :func:`codomyrmex_mcp._invoke.invoke`, except that a ``str`` result is sent as
-    the original sends it: the text block is ``{"result": ...}``'s JSON."""
-    answer = _plain_invoke(handler, arguments_json, state)
-    return answer[len(TEXT_RESULT) :] if answer.startswith(TEXT_RESULT) else answer
 
 
 def listed_definition(schema: Any) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -106,8 +98,10 @@ class MCPToolRegistry(_PlainRegistry):
         arguments, extra = listed_definition(schema)
         extra.update({k: v for k, v in options.items() if v is not None})
         existed = tool_name in self
+        # Registered shaped: its tools/call answers are the original's (see .tool_answers).
+        shaped = ShapedHandler(handler, tool_name, structured=extra.get("output_schema") is not None)
         try:
-            super().register(tool_name, arguments, handler, **extra)
+            super().register(tool_name, arguments, shaped, **extra)
             self._as_any.discard(tool_name)
         except MCPRegistrationError:
             # A schema the Rust registry refuses (a broken `$ref`, a non-JSON default) is
@@ -115,7 +109,7 @@ class MCPToolRegistry(_PlainRegistry):
             # stays refused.
             if arguments == _ANY_ARGUMENTS or (existed and tool_name not in self._as_any):
                 raise
-            super().register(tool_name, dict(_ANY_ARGUMENTS), handler, **extra)
+            super().register(tool_name, dict(_ANY_ARGUMENTS), shaped, **extra)
             self._as_any.add(tool_name)
         # Stored as given, as the original stores it.
         self._entries[tool_name] = {"name": tool_name, "schema": schema, "handler": handler}

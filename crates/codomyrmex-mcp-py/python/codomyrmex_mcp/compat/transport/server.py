@@ -13,6 +13,10 @@ What differs from plain, in process (``handle_request``, ``_call_tool``, ``_disp
   ``correlation_id``, ``tool_name``, ``module``), whatever failed: the tool, its arguments,
   its deadline, the rate limit.
 - **No ``structuredContent`` for a tool without an output schema**, success or error.
+  What a tool answers itself (its result, or what it raised) is shaped before the engine
+  sends it (:mod:`..tool_answers`), so it is the same over stdio, HTTP and in process;
+  the failures the engine decides (arguments, deadline, rate limit) are reshaped here, in
+  process only.
 - **Arguments coerced** before they are validated, as the original does (a string for an
   integer, number or boolean property, when it reads as one).
 - ``MCPServer(call_tool_fn=...)`` answers ``tools/call`` with that function;
@@ -21,8 +25,9 @@ What differs from plain, in process (``handle_request``, ``_call_tool``, ``_disp
 
 Kept as the specification says (listed as exceptions in docs/codomyrmex-compat.md): an
 unknown tool is a JSON-RPC error, an unknown method ``-32601``, ``initialize`` answers the
-client's version when supported. Over stdio and HTTP the engine answers as plain does; only
-what is registered (names, descriptions, schemas) is Codomyrmex's there.
+client's version when supported. Over stdio and HTTP, what is registered (names,
+descriptions, schemas) and what a tool answers are Codomyrmex's; the session, capabilities,
+argument coercion and the engine's own failures are plain's there.
 """
 
 from __future__ import annotations
@@ -35,13 +40,13 @@ import itertools
 import json
 import logging
 import threading
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...server import MCPServer as _PlainServer
 from ...server import MCPServerConfig
 from ..schemas.mcp_schemas import MCPToolRegistry
+from ..tool_answers import error_result, is_error_object
 
 __all__ = ["MCPServer", "MCPServerConfig"]
 
@@ -54,66 +59,7 @@ _CLIENT_INFO = {"name": "codomyrmex-mcp-compat", "version": "0"}
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 _MIME_TYPES = {".txt": "text/plain", ".json": "application/json", ".md": "text/markdown", ".py": "text/x-python"}
 
-# The original's error codes, by the error type of our failure detail.
-_ERROR_CODES = {
-    "ValidationError": "VALIDATION_ERROR",
-    "TIMEOUT": "TIMEOUT",
-    "RATE_LIMITED": "RATE_LIMITED",
-    "ToolNotFound": "NOT_FOUND",
-    "OVERLOADED": "RATE_LIMITED",
-}
-
 _ids = itertools.count(1)
-
-
-def _field_errors(details: Any) -> List[Dict[str, str]]:
-    """``[{"field", "constraint"}]`` of a validation failure's violations (our detail's
-    ``error_details``), as the original's ``FieldError``s."""
-    violations = details.get("violations") if isinstance(details, dict) else None
-    fields = []
-    for violation in violations if isinstance(violations, list) else []:
-        if not isinstance(violation, dict):
-            continue
-        message = str(violation.get("message", ""))
-        field = str(violation.get("pointer") or "").lstrip("/")
-        if not field and violation.get("rule") == "required" and message.count('"') >= 2:
-            field = message.split('"')[1]
-        fields.append({"field": field, "constraint": f"{field}: {message}" if field else message})
-    return fields
-
-
-def error_object(
-    tool_name: str, error_type: str, message: str, details: Any = None, timeout: Optional[float] = None
-) -> Dict[str, Any]:
-    """The original's error object (its ``MCPToolError.to_dict()``) for a failure of
-    ``error_type`` (our detail's): ``code``, ``message`` (the original's wording for a
-    validation failure, a timeout and the rate limit), ``correlation_id``, and ``tool_name``,
-    ``module`` (the error type of an execution error) and ``field_errors`` when known."""
-    code = _ERROR_CODES.get(error_type, "EXECUTION_ERROR")
-    fields: List[Dict[str, str]] = []
-    if code == "VALIDATION_ERROR":
-        fields = _field_errors(details)
-        reasons = "; ".join(f["constraint"] for f in fields) or message
-        message = f"Validation failed for tool {tool_name!r}: {reasons}"
-    elif code == "TIMEOUT" and timeout is not None:
-        message = f"Tool {tool_name!r} timed out after {timeout}s"
-    elif code == "RATE_LIMITED" and error_type == "RATE_LIMITED":
-        message = f"Rate limit exceeded for tool {tool_name!r}"
-    value: Dict[str, Any] = {"code": code, "message": message, "correlation_id": uuid.uuid4().hex[:12]}
-    if tool_name:
-        value["tool_name"] = tool_name
-    if code == "EXECUTION_ERROR" and error_type:
-        value["module"] = error_type
-    if fields:
-        value["field_errors"] = fields
-    return value
-
-
-def error_result(tool_name: str, error_type: str, message: str, details: Any = None, timeout: Optional[float] = None) -> Dict[str, Any]:
-    """A ``tools/call`` result with the original's error object as its text."""
-    text = json.dumps(error_object(tool_name, error_type, message, details, timeout))
-    return {"content": [{"type": "text", "text": text}], "isError": True}
-
 
 def _failure_of(result: Dict[str, Any], structured: Any) -> Tuple[str, str, Any]:
     """``(error_type, message, details)`` of an ``isError`` result: from its failure detail
@@ -385,20 +331,21 @@ class MCPServer(_PlainServer):
         return result
 
     def _shape_call(self, reply: Dict[str, Any], params: Dict[str, Any]) -> None:
-        """A ``tools/call`` response as the original's: no ``structuredContent`` without an
-        output schema, and an error's text the original's error object."""
+        """A failure the engine decided (invalid arguments, a deadline, the rate limit) as
+        the original's: its error object as the text, no ``structuredContent`` without an
+        output schema. What the tool answered itself comes shaped already, as over stdio
+        and HTTP (:mod:`..tool_answers`), and is left as it is."""
         result = reply.get("result")
-        if not isinstance(result, dict):
+        if not isinstance(result, dict) or not result.get("isError") or is_error_object(result):
             return
         name = params.get("name")
         name = name if isinstance(name, str) else ""
         structured = result.get("structuredContent")
         if self._tool_registry.output_schema(name) is None:
             result.pop("structuredContent", None)
-        if result.get("isError"):
-            error_type, message, details = _failure_of(result, structured)
-            timeout = (self.config.per_tool_timeouts or {}).get(name, self.config.default_tool_timeout)
-            result["content"] = error_result(name, error_type, message, details, timeout)["content"]
+        error_type, message, details = _failure_of(result, structured)
+        timeout = (self.config.per_tool_timeouts or {}).get(name, self.config.default_tool_timeout)
+        result["content"] = error_result(name, error_type, message, details, timeout)["content"]
 
     async def _injected_call(self, request_id: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         try:
