@@ -16,6 +16,7 @@ use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{ClientAction, ClientArgs, EraArg};
+use crate::client_failure::{Failure, Status};
 use crate::client_input::{self, ServerSpec};
 
 /// JSON-RPC "method not found".
@@ -24,63 +25,10 @@ const METHOD_NOT_FOUND: i64 = -32601;
 /// How long a stdio server gets to exit after its stdin closes, at most.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// The exit statuses scripts can rely on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// 0.
-    Ok = 0,
-    /// 1: the tool ran and reported an error (`isError`).
-    ToolError = 1,
-    /// 2: bad flags or arguments.
-    Usage = 2,
-    /// 3: the server answered with a JSON-RPC error.
-    ServerError = 3,
-    /// 4: the server could not be started or reached, or the connection failed.
-    Connection = 4,
-    /// 5: no answer within `--timeout`.
-    Timeout = 5,
-    /// 6: a protocol era or answer this client does not speak, or more than its bounds
-    /// allow (a list whose pages cycle, or with too many items or bytes).
-    Protocol = 6,
-}
-
-/// A failure: what to print and the exit status.
-pub(crate) struct Failure {
-    pub(crate) status: Status,
-    pub(crate) message: String,
-}
-
 fn usage(message: impl Into<String>) -> Failure {
     Failure {
         status: Status::Usage,
         message: message.into(),
-    }
-}
-
-impl From<ClientError> for Failure {
-    fn from(e: ClientError) -> Self {
-        let (status, message) = match &e {
-            ClientError::Server(err) => (
-                Status::ServerError,
-                format!(
-                    "the server answered with error {}: {}",
-                    err.code, err.message
-                ),
-            ),
-            ClientError::Closed => (
-                Status::Connection,
-                "the connection closed (did the server start? see its messages above)".into(),
-            ),
-            ClientError::Transport { message, .. } => (Status::Connection, message.clone()),
-            ClientError::Timeout(_) => (Status::Timeout, e.to_string()),
-            ClientError::Protocol(p) => (Status::Protocol, format!("unexpected answer: {p}")),
-            ClientError::Era(hint) => (Status::Protocol, hint.clone()),
-            ClientError::Limit(why) => {
-                (Status::Protocol, format!("the server sent too much: {why}"))
-            }
-            other => (Status::Protocol, other.to_string()),
-        };
-        Self { status, message }
     }
 }
 

@@ -17,7 +17,7 @@ use codomyrmex_mcp::client::skills::{Skill, SkillError, SkillListing, SkillResou
 use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Value, json};
 
-use crate::client_cmd::{Failure, Status};
+use crate::client_failure::{Failure, Status};
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;

@@ -11,6 +11,7 @@
 mod cli;
 mod client_cmd;
 mod client_elicit;
+mod client_failure;
 mod client_input;
 mod client_load;
 mod client_oauth;

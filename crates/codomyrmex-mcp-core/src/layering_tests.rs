@@ -160,7 +160,7 @@ fn policy_offence(rel: &str, line: &str) -> Option<&'static str> {
     if rel != driver && (code.contains("try_permit(") || code.contains(".permit()")) {
         return Some("a permit taken outside the driver");
     }
-    let upstream = rel == "codomyrmex-mcp-cli/src/gateway/serve.rs";
+    let upstream = rel == "codomyrmex-mcp-cli/src/gateway/bridge.rs";
     if rel != policy && !upstream && code.contains("Gate::new(") {
         return Some("a second admission gate");
     }
