@@ -9,9 +9,9 @@
 //!
 //! - block mappings (nested by indentation, at most [`MAX_DEPTH`] levels), unique plain keys;
 //! - block sequences of scalars (`- item`);
-//! - scalars: double-quoted (JSON-like escapes), single-quoted (`''`), plain (a comment after
-//!   ` #` dropped; continuation lines folded with a space), literal `|` and folded `>` block
-//!   scalars with `-`/`+` chomping;
+//! - scalars: double-quoted (JSON-like escapes and YAML's `\x`, `\U`), single-quoted (`''`),
+//!   plain (a comment after ` #` dropped; continuation lines folded with a space), literal `|`
+//!   and folded `>` block scalars with `-`/`+` chomping;
 //! - plain scalars are typed as YAML 1.2's core schema types them: `null`/`~`/empty, `true`/
 //!   `false`, decimal integers and floats; anything else plain is a string.
 //!
@@ -490,12 +490,18 @@ fn double_quoted(text: &str) -> Result<String, String> {
                     'r' => out.push('\r'),
                     '0' => out.push('\0'),
                     ' ' => out.push(' '),
-                    'u' => {
-                        let hex: String = chars.by_ref().take(4).map(|(_, c)| c).collect();
-                        let c = u32::from_str_radix(&hex, 16)
-                            .ok()
+                    'x' | 'u' | 'U' => {
+                        let digits = match e {
+                            'x' => 2,
+                            'u' => 4,
+                            _ => 8,
+                        };
+                        let hex: String = chars.by_ref().take(digits).map(|(_, c)| c).collect();
+                        let c = (hex.len() == digits && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                            .then(|| u32::from_str_radix(&hex, 16).ok())
+                            .flatten()
                             .and_then(char::from_u32)
-                            .ok_or("a \\u escape that is not a character")?;
+                            .ok_or_else(|| format!("a \\{e} escape that is not a character"))?;
                         out.push(c);
                     }
                     other => return Err(format!("the escape \\{other} is not supported")),
@@ -564,6 +570,24 @@ mod tests {
         assert_eq!(v["body"], json!("line 1\n  indented\n"));
         assert_eq!(v["after"], json!("x"));
         assert_eq!(v["wrapped"], json!("first second"));
+    }
+
+    #[test]
+    fn reads_yaml_hex_escapes() {
+        // YAML's \x, \u and \U escapes name one character each: every host reads them alike.
+        let v = fm("---\nd: \"a\\x1b]\\x07\\u202e\\U0001F600\"\n---\n").unwrap();
+        assert_eq!(v["d"], json!("a\u{1b}]\u{7}\u{202e}\u{1F600}"));
+        for bad in [
+            "\\x1",
+            "\\x+1",
+            "\\u+123",
+            "\\UFFFFFFFF",
+            "\\ud800",
+            "\\xzz",
+        ] {
+            let text = format!("---\nd: \"{bad}\"\n---\n");
+            assert!(fm(&text).is_err(), "{text:?} was read");
+        }
     }
 
     #[test]

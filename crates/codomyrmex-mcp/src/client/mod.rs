@@ -38,7 +38,6 @@ mod oauth_https;
 pub mod oauth_loopback;
 pub mod private_file;
 pub mod skills;
-mod skills_frontmatter;
 pub use codomyrmex_mcp_core::client::{param_headers, proto};
 #[cfg(feature = "http")]
 mod sse;

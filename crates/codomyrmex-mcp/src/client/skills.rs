@@ -18,9 +18,9 @@
 //! content): a match says the content is what the entry promised, not that it is safe.
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use codomyrmex_mcp_core::skills::frontmatter;
+use serde_json::{Map, Value, json};
 
-use super::skills_frontmatter::{differing_fields, parse_frontmatter};
 use super::{ClientError, McpClient};
 pub use crate::wire::skills::{
     GetSkillResult, SKILLS_EXTENSION, Skill, SkillResource, SkillResources,
@@ -372,16 +372,55 @@ fn check_frontmatter(uri: &str, file: &SkillFile, skill: &Skill) -> Result<(), S
         uri: uri.to_owned(),
         why,
     };
-    let text = file
-        .text()
-        .ok_or_else(|| mismatch("SKILL.md is not UTF-8 text".into()))?;
-    let front = parse_frontmatter(text).map_err(mismatch)?;
+    // The server's reader: a frontmatter it refuses has no agreed JSON form, so it cannot
+    // be verified and is refused (fail closed), never guessed at.
+    let front = frontmatter::parse(&file.bytes)
+        .map_err(|e| mismatch(format!("it cannot be verified: {e}")))?;
     let differ = differing_fields(&front, &skill.frontmatter);
     if differ.is_empty() {
         Ok(())
     } else {
         Err(mismatch(format!("fields {} differ", differ.join(", "))))
     }
+}
+
+/// Whether two frontmatter values are the same: JSON equality, numbers by value (`2` and
+/// `2.0` are the same number).
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_value(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// The fields on which two frontmatters differ (a field one lacks counts as `null`, as in
+/// the suite's comparison), sorted.
+fn differing_fields(file: &Map<String, Value>, entry: &Map<String, Value>) -> Vec<String> {
+    let mut keys: Vec<&String> = file.keys().chain(entry.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| {
+            let a = file.get(*k).unwrap_or(&Value::Null);
+            let b = entry.get(*k).unwrap_or(&Value::Null);
+            !same_value(a, b)
+        })
+        .cloned()
+        .collect()
 }
 
 /// The file's bytes from a `resources/read` result: the content whose `uri` is the file's,

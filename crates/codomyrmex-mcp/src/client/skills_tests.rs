@@ -167,6 +167,29 @@ async fn a_frontmatter_that_differs_from_the_entry_is_refused() {
 }
 
 #[tokio::test]
+async fn a_frontmatter_the_reader_refuses_fails_closed() {
+    // The entry says what a permissive YAML parser would make of the flow sequence; the one
+    // reader (the server's) refuses flow collections, so the client cannot verify the file
+    // and must not load it.
+    const FLOW: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\nmetadata:\n  tags: [a, b]\n---\n\nSkill body.\n";
+    let mut listed = entry(FLOW);
+    listed["frontmatter"]["metadata"] = json!({"tags": ["a", "b"]});
+    let (client, reads) = client_of(server(listed, FLOW));
+    let mut session = client.open_skill(listed_one(&client).await).unwrap();
+    let e = session.load().await.unwrap_err();
+    match e {
+        SkillError::FrontmatterMismatch { uri, why } => {
+            assert_eq!(uri, SKILL);
+            assert!(why.contains("cannot be verified"), "{why}");
+            assert!(why.contains("line 5"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(session.read("references/FORMS.md").await.is_err());
+    assert_eq!(reads.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn a_lying_supporting_file_is_refused() {
     let mut listed = entry(BODY);
     listed["resources"][1]["digest"] = json!(digest_of(b"Other content.\n\n\n\n"));
@@ -314,13 +337,19 @@ async fn a_dynamic_skill_reads_only_inside_its_directory() {
 }
 
 mod frontmatter {
-    use super::super::super::skills_frontmatter::{differing_fields, parse_frontmatter};
-    use serde_json::json;
+    use super::super::differing_fields;
+    use codomyrmex_mcp_core::skills::frontmatter;
+    use serde_json::{Map, Value, json};
+
+    /// The reader the client verifies with: the server's, the one reader.
+    fn read(text: &str) -> Result<Map<String, Value>, String> {
+        frontmatter::parse(text.as_bytes()).map_err(|e| e.to_string())
+    }
 
     #[test]
     fn reads_the_yaml_skill_authors_write() {
-        let text = "---\r\nname: refunds   # the skill\r\ndescription: >-\r\n  Process refund\r\n  requests.\r\nlicense: 'Apache-2.0'\r\nmetadata:\r\n  version: \"2.1.0\"\r\n  tags: [a, \"b c\"]\r\n  level: 2\r\n  ratio: 0.5\r\n  draft: false\r\n  owner: ~\r\nallowed-tools:\r\n- Read\r\n- Bash(git:*)\r\nnotes: |\r\n  line one\r\n  line two\r\n---\r\nbody\r\n";
-        let front = parse_frontmatter(text).unwrap();
+        let text = "---\r\nname: refunds   # the skill\r\ndescription: >-\r\n  Process refund\r\n  requests.\r\nlicense: 'Apache-2.0'\r\nmetadata:\r\n  version: \"2.1.0\"\r\n  tags:\r\n    - a\r\n    - \"b c\"\r\n  level: 2\r\n  ratio: 0.5\r\n  draft: false\r\n  owner: ~\r\nallowed-tools:\r\n- Read\r\n- Bash(git:*)\r\nnotes: |\r\n  line one\r\n  line two\r\n---\r\nbody\r\n";
+        let front = read(text).unwrap();
         assert_eq!(
             serde_json::Value::Object(front),
             json!({
@@ -345,7 +374,23 @@ mod frontmatter {
             "---\n- a\n---\n",
             "---\nkey: [a, b\n---\n",
         ] {
-            assert!(parse_frontmatter(text).is_err(), "{text:?} was read");
+            assert!(read(text).is_err(), "{text:?} was read");
+        }
+    }
+
+    #[test]
+    fn flow_collections_are_refused_with_a_reason() {
+        // The server's reader refuses them (hosts' YAML parsers may type their plain scalars
+        // differently), so the client refuses them too: one reader, one rendering.
+        for text in [
+            "---\ntags: [a, \"b c\"]\n---\n",
+            "---\nmetadata: {k: v}\n---\n",
+        ] {
+            let e = read(text).unwrap_err();
+            assert!(
+                e.contains("line 2") && e.contains("quote it"),
+                "{text:?}: {e}"
+            );
         }
     }
 
@@ -354,13 +399,13 @@ mod frontmatter {
         /// panic.
         #[test]
         fn any_frontmatter_is_read_or_refused(body in "[-a-zé: \\[\\]{}'\"#|>+\n\t ~0-9.\\\\&*!]{0,200}") {
-            let _ = parse_frontmatter(&format!("---\n{body}\n---\n"));
+            let _ = read(&format!("---\n{body}\n---\n"));
         }
     }
 
     #[test]
     fn numbers_compare_by_value_and_missing_fields_as_null() {
-        let file = parse_frontmatter("---\nv: 2\nx: ~\n---\n").unwrap();
+        let file = read("---\nv: 2\nx: ~\n---\n").unwrap();
         let entry = json!({"v": 2.0}).as_object().unwrap().clone();
         assert!(differing_fields(&file, &entry).is_empty());
         let entry = json!({"v": "2"}).as_object().unwrap().clone();
