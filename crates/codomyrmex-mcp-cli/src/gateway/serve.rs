@@ -341,13 +341,10 @@ fn relay_result(upstream: &str, result: Value) -> ToolOutput {
             })
             .collect::<Vec<_>>()
             .join("\n");
-        return ToolOutput {
-            result: McpToolResult::failure(McpErrorDetail::new(
-                "UPSTREAM_TOOL_ERROR",
-                relayed(&text),
-            )),
-            content: Some(content),
-        };
+        // The engine renders a failure the handler did not write as `CODE: message` text plus
+        // the detail as `structuredContent`; content written here would be sent as written,
+        // without the code, so the upstream's text travels in the message.
+        return ToolOutput::failure(McpErrorDetail::new("UPSTREAM_TOOL_ERROR", relayed(&text)));
     }
     match result.remove("structuredContent") {
         Some(Value::Object(data)) => ToolOutput {
