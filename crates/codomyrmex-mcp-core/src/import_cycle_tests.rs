@@ -445,14 +445,7 @@ fn scan(
                     && ident(i.wrapping_sub(1)) != Some("in") =>
             {
                 let mut path = vec![kw.clone()];
-                let mut j = i + 1;
-                while toks.get(j).map(|t| &t.0) == Some(&Tok::PathSep) {
-                    match ident(j + 1) {
-                        Some(name) => path.push(name.to_owned()),
-                        None => break,
-                    }
-                    j += 2;
-                }
+                let j = extend_path(&mut path, i + 1, toks);
                 graph
                     .uses
                     .push((current.clone(), path, format!("{label}:{line}")));
@@ -467,14 +460,7 @@ fn scan(
                 // A path relative to this module (`child::item`), resolved if `first` is a
                 // child module.
                 let mut path = vec![first.clone()];
-                let mut j = i + 1;
-                while toks.get(j).map(|t| &t.0) == Some(&Tok::PathSep) {
-                    match ident(j + 1) {
-                        Some(name) => path.push(name.to_owned()),
-                        None => break,
-                    }
-                    j += 2;
-                }
+                let j = extend_path(&mut path, i + 1, toks);
                 graph
                     .uses
                     .push((current.clone(), path, format!("{label}:{line}")));
@@ -753,4 +739,17 @@ fn tarjan_finds_each_strongly_connected_component() {
     assert_eq!(cycles(&nodes, &edges), vec![vec![1, 2, 3], vec![4, 5]]);
     let acyclic: BTreeSet<(u8, u8)> = [(1, 2), (2, 3), (1, 3)].into();
     assert!(cycles(&nodes, &acyclic).is_empty());
+}
+
+/// Appends to `path` the names of the `::name` segments starting at token `j`, and returns the
+/// index of the first token after them.
+fn extend_path(path: &mut Vec<String>, mut j: usize, toks: &[(Tok, usize)]) -> usize {
+    while toks.get(j).map(|t| &t.0) == Some(&Tok::PathSep) {
+        match toks.get(j + 1) {
+            Some((Tok::Ident(name), _)) => path.push(name.clone()),
+            _ => break,
+        }
+        j += 2;
+    }
+    j
 }
