@@ -36,8 +36,19 @@ wheels="$target_dir/wheels"
 rm -f "$wheels"/codomyrmex_mcp-*.whl
 echo "python package: maturin build --release (target dir $target_dir)"
 start=$(date +%s)
-CARGO_TARGET_DIR="$target_dir" "$build_venv/bin/maturin" build --release --quiet \
-    --manifest-path "$crate/Cargo.toml" --out "$wheels"
+# The crates it compiles are named: after CI's release build of the binary, the py crate's
+# dependencies resolve to the binary's features (crates/codomyrmex-mcp-py/Cargo.toml), so
+# only PyO3 and the bindings should be, and anything more is CI's time spent twice.
+mkdir -p "$wheels"
+maturin_log="$wheels/maturin.log"
+if ! CARGO_TARGET_DIR="$target_dir" "$build_venv/bin/maturin" build --release \
+    --manifest-path "$crate/Cargo.toml" --out "$wheels" >"$maturin_log" 2>&1; then
+    cat "$maturin_log" >&2
+    echo "python package: maturin build failed" >&2
+    exit 1
+fi
+compiled="$(sed -n 's/^ *Compiling \([^ ]*\) .*/\1/p' "$maturin_log" | sort | tr '\n' ' ')"
+echo "python package: the wheel's build compiled $(wc -w <<<"$compiled") crates: ${compiled:-none}"
 shopt -s nullglob
 built=("$wheels"/codomyrmex_mcp-*.whl)
 shopt -u nullglob
