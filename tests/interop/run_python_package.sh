@@ -16,21 +16,11 @@
 #   PYTHON_OLDEST=/path/to/python3.9 bash tests/interop/run_python_package.sh   # also on 3.9
 set -euo pipefail
 
-MATURIN_REQUIREMENT="maturin>=1.7,<2"
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
+# shellcheck source=tests/interop/maturin_venv.sh
+source "$(dirname "${BASH_SOURCE[0]}")/maturin_venv.sh"
 crate="$root/crates/codomyrmex-mcp-py"
-python="${PYTHON:-python3}"
-quiet_pip() { "$1" -m pip --disable-pip-version-check --quiet "${@:2}"; }
 
 # --- 1. the wheel -------------------------------------------------------------------------
-build_venv="$root/.ci/cache/venv-maturin"
-if [ ! -x "$build_venv/bin/maturin" ]; then
-    echo "python package: installing maturin into $build_venv"
-    "$python" -m venv "$build_venv"
-    quiet_pip "$build_venv/bin/python" install "$MATURIN_REQUIREMENT"
-fi
 target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | "$build_venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
 wheels="$target_dir/wheels"
 rm -f "$wheels"/codomyrmex_mcp-*.whl
