@@ -3,8 +3,10 @@
 
     python3 .ci/check_dependencies.py [POLICY]   (default: .ci/dependency-policy.toml)
 
-What `cargo deny check licenses bans sources` checks, from `cargo metadata --offline` (the
-lock file and the registry's cached manifests; no network, nothing to install): walks the
+What `cargo deny check licenses bans sources` checks, from `cargo metadata --locked` (the lock
+file and the manifests of the crates cargo has fetched for the build: no advisory database or
+other service, nothing to install; cargo fetches a crate's manifest only if the build has not
+already, as after CI's clippy): walks the
 normal and build dependencies of the workspace's published crates and of the Python
 bindings (every feature, Linux x86_64), and fails, naming each offender, when a crate's
 licence expression cannot be satisfied with the policy's allowed licences (or it has none),
@@ -92,8 +94,8 @@ def main():
 
     metadata = json.loads(
         subprocess.run(
-            [os.environ.get("CARGO", "cargo"), "metadata", "--format-version", "1", "--offline",
-             "--locked", "--all-features", "--filter-platform", TARGET],
+            [os.environ.get("CARGO", "cargo"), "metadata", "--format-version", "1", "--locked",
+             "--all-features", "--filter-platform", TARGET],
             cwd=root, check=True, stdout=subprocess.PIPE,
         ).stdout
     )
