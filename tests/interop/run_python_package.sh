@@ -16,28 +16,29 @@
 #   PYTHON_OLDEST=/path/to/python3.9 bash tests/interop/run_python_package.sh   # also on 3.9
 set -euo pipefail
 
-MATURIN_REQUIREMENT="maturin>=1.7,<2"
-
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$root"
+# shellcheck source=tests/interop/maturin_venv.sh
+source "$(dirname "${BASH_SOURCE[0]}")/maturin_venv.sh"
 crate="$root/crates/codomyrmex-mcp-py"
-python="${PYTHON:-python3}"
-quiet_pip() { "$1" -m pip --disable-pip-version-check --quiet "${@:2}"; }
 
 # --- 1. the wheel -------------------------------------------------------------------------
-build_venv="$root/.ci/cache/venv-maturin"
-if [ ! -x "$build_venv/bin/maturin" ]; then
-    echo "python package: installing maturin into $build_venv"
-    "$python" -m venv "$build_venv"
-    quiet_pip "$build_venv/bin/python" install "$MATURIN_REQUIREMENT"
-fi
 target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | "$build_venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')}"
 wheels="$target_dir/wheels"
 rm -f "$wheels"/codomyrmex_mcp-*.whl
 echo "python package: maturin build --release (target dir $target_dir)"
 start=$(date +%s)
-CARGO_TARGET_DIR="$target_dir" "$build_venv/bin/maturin" build --release --quiet \
-    --manifest-path "$crate/Cargo.toml" --out "$wheels"
+# The crates it compiles are named: after CI's release build of the binary, the py crate's
+# dependencies resolve to the binary's features (crates/codomyrmex-mcp-py/Cargo.toml), so
+# only PyO3 and the bindings should be, and anything more is CI's time spent twice.
+mkdir -p "$wheels"
+maturin_log="$wheels/maturin.log"
+if ! CARGO_TARGET_DIR="$target_dir" "$build_venv/bin/maturin" build --release \
+    --manifest-path "$crate/Cargo.toml" --out "$wheels" >"$maturin_log" 2>&1; then
+    cat "$maturin_log" >&2
+    echo "python package: maturin build failed" >&2
+    exit 1
+fi
+compiled="$(sed -n 's/^ *Compiling \([^ ]*\) .*/\1/p' "$maturin_log" | sort | tr '\n' ' ')"
+echo "python package: the wheel's build compiled $(wc -w <<<"$compiled") crates: ${compiled:-none}"
 shopt -s nullglob
 built=("$wheels"/codomyrmex_mcp-*.whl)
 shopt -u nullglob

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Downloads and installs, into .ci/cache, everything CI's later steps install: Node 22 and the
+# official servers (node_servers.sh), MCP Inspector (inspector_setup.sh), the two conformance
+# suites (conformance-lib.sh), the Python SDK's virtualenv (python_sdk_venv.sh), maturin
+# (maturin_venv.sh), and Redis and nginx from the distribution's packages. Each part is the
+# same sourced code its consumer runs, and idempotent: the consumers find it done.
+#
+# .ci/run starts it in the background while cargo compiles (the downloads wait on the
+# network, the compiles on the CPU) and waits for it before the first step that needs it.
+# Prints each part's seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+part() { # NAME COMMAND...
+    local name=$1 start
+    shift
+    start=$(date +%s)
+    (cd "$repo" && "$@")
+    echo "prefetch: $name in $(( $(date +%s) - start )) s"
+}
+
+node_servers() { source tests/interop/node_servers.sh; }
+inspector() { source tests/interop/inspector_setup.sh; }
+conformance() { CACHE=.ci/cache; source .ci/conformance-lib.sh; install_suites conf01 conf02; }
+python_sdk() { source tests/interop/python_sdk_venv.sh; }
+maturin() { source tests/interop/maturin_venv.sh; }
+redis_nginx() {
+    if ! command -v redis-server >/dev/null || ! { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; }; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nginx-light >/dev/null
+    fi
+}
+
+part "Node 22, server-everything and server-filesystem" node_servers
+part "MCP Inspector" inspector
+part "the conformance suites" conformance
+part "the Python SDK's virtualenv" python_sdk
+part "maturin" maturin
+part "Redis and nginx" redis_nginx
