@@ -9,6 +9,11 @@
 //! and split-index files; the objects and the index are reached through
 //! `GIT_OBJECT_DIRECTORY` and `GIT_INDEX_FILE`. Each of those must resolve inside the root, a
 //! symlink under `refs/` must too, and alternates (`objects/info/alternates`) are refused.
+//! git is given none of them, nor the root, as a path: each is opened through the
+//! confinement and held for the run, git's working directory is the root's descriptor (no
+//! `GIT_WORK_TREE`: git takes its working directory as the work tree), and the rest are named
+//! `/proc/<server pid>/fd/N` ([`Held`]), so a root or `.git` swapped for a symlink after the
+//! checks cannot redirect git (Linux: `/proc` is required, else git fails to start).
 //!
 //! So the repository's `config` (with its filters, diff drivers, textconv, pagers, hooks,
 //! fsmonitor, gpg and credential settings and `include`s) and `info/attributes` are never read.
@@ -26,10 +31,12 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 
-use codomyrmex_mcp::confine::{ConfineError, ConfinedDir, ConfinedRoot, TreeEntry, TreeFilter};
+use codomyrmex_mcp::confine::{
+    ConfineError, ConfinedDir, ConfinedRoot, LastLink, TreeEntry, TreeFilter,
+};
 use rustix::fs::FileType;
 
-use super::process::capture;
+use super::process::{Held, capture};
 use super::sandbox::tool_error;
 use super::{Sandbox, ToolError, kinds};
 
@@ -95,23 +102,34 @@ pub async fn run_git(
     let scrubbed = |e: ToolError| ToolError::new(e.kind, shadow.scrub(sandbox, &e.message));
     let format = shadow.repository_format(program).await.map_err(scrubbed)?;
     shadow.write_config(&format)?;
-    let mut cmd = shadow.command(program, sandbox);
+    let mut cmd = shadow.command(program);
     cmd.args(PINNED).args(args);
     execute(cmd, max_output).await.map_err(scrubbed)
 }
 
 /// The shadow repository of one run (removed when dropped).
+///
+/// git is never handed a path under the root: its working directory is the root's
+/// descriptor, and the repository's objects, index, config and the entries linked into the
+/// shadow are descriptors the confinement opened, held here for the run and named through
+/// `/proc` ([`Held`]). A root or `.git` swapped for a symlink after the checks below cannot
+/// redirect git: what was checked is what git reads.
 struct Shadow {
     /// The temporary `GIT_DIR`.
     dir: tempfile::TempDir,
-    /// The repository's `.git` directory (canonical, inside the root).
+    /// The repository's `.git` directory (canonical, inside the root; only for scrubbing).
     real: PathBuf,
+    /// The root, opened through the confinement: git's working directory and work tree.
+    root: Held,
     /// The repository's objects.
-    objects: PathBuf,
-    /// The repository's index, or a missing file in the shadow.
-    index: PathBuf,
+    objects: Held,
+    /// The repository's index, if any (else a missing file in the shadow).
+    index: Option<Held>,
     /// The repository's own config file, if any.
-    config: Option<PathBuf>,
+    config: Option<Held>,
+    /// The entries the shadow's symlinks name, held open for the run (never read: holding
+    /// them keeps the names valid).
+    _linked: Vec<Held>,
 }
 
 impl Shadow {
@@ -147,9 +165,16 @@ impl Shadow {
         }
         let real = inside(sandbox, &dot_git, ".git")?.ok_or_else(not_a_repository)?;
         let entry = |rel: &str| inside(sandbox, &real.join(rel), &format!(".git/{rel}"));
+        let hold = |rel: &str| held(sandbox, &real.join(rel), &format!(".git/{rel}"));
         let head = entry("HEAD")?.ok_or_else(not_a_repository)?;
-        let objects = entry("objects")?.ok_or_else(not_a_repository)?;
-        refuse_alternates(sandbox, &objects)?;
+        let (objects_at, objects) = hold("objects")?.ok_or_else(not_a_repository)?;
+        refuse_alternates(sandbox, &objects_at)?;
+        let root = sandbox
+            .confined()
+            .resolve(Path::new(""), LastLink::Follow)
+            .map(|found| Held::new(found.into_fd()))
+            .map_err(|e| tool_error(e, "."))?;
+        let mut linked = Vec::new();
         let dir = tempfile::Builder::new()
             .prefix("codomyrmex-git-")
             .tempdir()
@@ -162,16 +187,18 @@ impl Shadow {
         mkdir(&shadow.join("info"))?;
         std::fs::write(shadow.join("HEAD"), read_head(sandbox, &head)?)
             .map_err(|e| internal("cannot fill the shadow repository", &e))?;
-        match entry("refs")? {
-            Some(refs) => {
-                check_links_under(sandbox, &refs)?;
-                link(&refs, &shadow.join("refs"))?;
+        match hold("refs")? {
+            Some((refs_at, refs)) => {
+                check_links_under(sandbox, &refs_at)?;
+                link(&refs.program_path(), &shadow.join("refs"))?;
+                linked.push(refs);
             }
             None => mkdir(&shadow.join("refs"))?,
         }
         for rel in ["packed-refs", "shallow", "reftable", "info/exclude"] {
-            if let Some(target) = entry(rel)? {
-                link(&target, &shadow.join(rel))?;
+            if let Some((_, target)) = hold(rel)? {
+                link(&target.program_path(), &shadow.join(rel))?;
+                linked.push(target);
             }
         }
         // A split index keeps its shared part next to the index (listed through the
@@ -184,19 +211,22 @@ impl Shadow {
             .unwrap_or_default();
         for name in names {
             if let Some(name) = name.to_str().filter(|n| n.starts_with("sharedindex."))
-                && let Some(target) = entry(name)?
+                && let Some((_, target)) = hold(name)?
             {
-                link(&target, &shadow.join(name))?;
+                link(&target.program_path(), &shadow.join(name))?;
+                linked.push(target);
             }
         }
-        let index = entry("index")?.unwrap_or_else(|| shadow.join("index"));
-        let config = entry("config")?;
+        let index = hold("index")?.map(|(_, index)| index);
+        let config = hold("config")?.map(|(_, config)| config);
         Ok(Self {
             dir,
             real,
+            root,
             objects,
             index,
             config,
+            _linked: linked,
         })
     }
 
@@ -208,9 +238,9 @@ impl Shadow {
             return Ok(Vec::new());
         };
         let mut cmd = self.environment(program);
-        cmd.current_dir(self.dir.path())
+        cmd.current_dir(self.root.child_dir())
             .args(["config", "--file"])
-            .arg(config)
+            .arg(config.program_path())
             .args([
                 "--get-regexp",
                 r"^(core\.repositoryformatversion|extensions\.objectformat|extensions\.refstorage)$",
@@ -281,16 +311,19 @@ impl Shadow {
         cmd
     }
 
-    /// The command running git on the shadow repository, in the root.
-    fn command(&self, program: &str, sandbox: &Sandbox) -> tokio::process::Command {
-        let root = sandbox.root();
+    /// The command running git on the shadow repository, in the root: its working directory
+    /// is the root's descriptor and, with `GIT_DIR` set and no `GIT_WORK_TREE`, git takes
+    /// its working directory for the work tree's top.
+    fn command(&self, program: &str) -> tokio::process::Command {
+        let index = self
+            .index
+            .as_ref()
+            .map_or_else(|| self.dir.path().join("index"), Held::program_path);
         let mut cmd = self.environment(program);
-        cmd.current_dir(root)
+        cmd.current_dir(self.root.child_dir())
             .env("GIT_DIR", self.dir.path())
-            .env("GIT_WORK_TREE", root)
-            .env("GIT_INDEX_FILE", &self.index)
-            .env("GIT_OBJECT_DIRECTORY", &self.objects)
-            .env("GIT_CEILING_DIRECTORIES", root.parent().unwrap_or(root));
+            .env("GIT_INDEX_FILE", index)
+            .env("GIT_OBJECT_DIRECTORY", self.objects.program_path());
         cmd
     }
 
@@ -368,6 +401,28 @@ fn inside(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<Option<PathBuf>
     };
     match sandbox.resolve_rel(rel) {
         Ok(resolved) => Ok(Some(resolved)),
+        Err(ConfineError::NotFound) => Ok(None),
+        Err(_) => Err(denied()),
+    }
+}
+
+/// [`inside`], and the entry itself opened through the confinement and held for the run:
+/// its path (for further checks) and the [`Held`] descriptor git is given.
+fn held(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<Option<(PathBuf, Held)>, ToolError> {
+    let denied = || {
+        ToolError::access_denied(format!(
+            "{shown} leads outside the root (through a symlink); the git tools read only the \
+             repository inside the root"
+        ))
+    };
+    let Ok(rel) = path.strip_prefix(sandbox.root()) else {
+        return Err(denied());
+    };
+    match sandbox.confined().resolve(rel, LastLink::Follow) {
+        Ok(found) => Ok(Some((
+            sandbox.root().join(found.rel()),
+            Held::new(found.into_fd()),
+        ))),
         Err(ConfineError::NotFound) => Ok(None),
         Err(_) => Err(denied()),
     }

@@ -780,3 +780,73 @@ async fn objects_info_linked_out_of_the_root_is_refused() {
     let e = call(&r, "git.log", json!({})).await;
     assert_eq!(error_kind(&e), kinds::ACCESS_DENIED, "{e:?}");
 }
+
+/// The root's directory swapped for a symlink to another repository after the server opened
+/// it and before git or `shell.run` starts (issue #26): the race between the confinement's
+/// checks and the spawn, made deterministic by swapping before the call. The children still
+/// run in the directory the server opened, never in the one the link names.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_root_swapped_for_a_symlink_out_moves_neither_git_nor_the_shell() {
+    let h = Hostile::new();
+    let outside = tempfile::tempdir().unwrap();
+    git(outside.path(), &["init", "-q"]);
+    std::fs::write(outside.path().join("a.txt"), "OUTSIDE\n").unwrap();
+    git(outside.path(), &["add", "."]);
+    git(outside.path(), &["commit", "-q", "-m", "OUTSIDE commit"]);
+    let r = registry(&h.fx, Profile::Full);
+    // Both work before the swap.
+    ok(&r, "git.log", json!({})).await;
+    ok(&r, "shell.run", json!({"argv": ["true"]})).await;
+
+    let root = h.fx.dir.path().to_path_buf();
+    let aside = tempfile::tempdir().unwrap();
+    let moved = aside.path().join("moved");
+    std::fs::rename(&root, &moved).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &root).unwrap();
+    let log = call(&r, "git.log", json!({})).await;
+    let status = call(&r, "git.status", json!({})).await;
+    let show = call(&r, "git.show", json!({"path": "a.txt"})).await;
+    let cat = call(&r, "shell.run", json!({"argv": ["cat", "a.txt"]})).await;
+    let sub = call(
+        &r,
+        "shell.run",
+        json!({"argv": ["cat", "../a.txt"], "cwd": ".git"}),
+    )
+    .await;
+    // Put the root back before asserting, so the fixture cleans up after a failure too.
+    std::fs::remove_file(&root).unwrap();
+    std::fs::rename(&moved, &root).unwrap();
+
+    for (what, result) in [
+        ("git.log", &log),
+        ("git.status", &status),
+        ("git.show", &show),
+        ("shell.run", &cat),
+        ("shell.run in .git", &sub),
+    ] {
+        assert_eq!(result.status(), "success", "{what}: {:?}", result.error());
+        let data = format!("{:?}", result.data());
+        assert!(
+            !data.contains("OUTSIDE"),
+            "{what} ran outside the root: {data}"
+        );
+    }
+    let subjects: Vec<_> = log.data().unwrap()["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(subjects, ["second commit", "first commit"]);
+    assert!(
+        status.data().unwrap()["entries"]
+            .to_string()
+            .contains("a.txt"),
+        "{:?}",
+        status.data()
+    );
+    assert_eq!(show.data().unwrap()["output"], "one\ntwo\n");
+    assert_eq!(cat.data().unwrap()["stdout"], "one\ntwo\nthree\n");
+    assert_eq!(sub.data().unwrap()["stdout"], "one\ntwo\nthree\n");
+}

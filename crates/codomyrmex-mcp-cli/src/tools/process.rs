@@ -5,9 +5,15 @@
 //! programs (with everything they start in their group) end when the server ends, SIGKILL
 //! included. It does not follow a process that leaves the group (`setsid`, `setpgid`), and
 //! the git tools' short-lived `git` processes do not use it.
+//!
+//! [`Held`] is how a child is given a place under the root: never a path string the child
+//! (or the kernel, at `chdir` or `exec`) resolves again, which a directory swapped for a
+//! symlink between the confinement's check and the spawn would redirect, but a descriptor
+//! the confinement opened, named through `/proc`.
 
 use std::io;
-use std::path::Path;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -48,6 +54,44 @@ pub async fn capture<R: AsyncRead + Unpin>(mut reader: R, max: usize) -> io::Res
         out.total += n as u64;
         let room = max.saturating_sub(out.bytes.len());
         out.bytes.extend_from_slice(&buf[..n.min(room)]);
+    }
+}
+
+/// An entry under the root opened through the confinement (`ConfinedRoot::resolve`), held
+/// open for as long as a child may use it, and the names a child reaches that very entry by.
+///
+/// Why `/proc` and not `fchdir` in `pre_exec`: the workspace forbids `unsafe` code, and
+/// `pre_exec` is `unsafe`. `Command::current_dir` with `/proc/self/fd/N` is safe and exact:
+/// the child runs `chdir` after the fork and before `exec`, while its copy of the server's
+/// descriptors (close-on-exec ones included) is still open, and the kernel resolves the
+/// magic link to the directory the descriptor was opened on, whatever has become of its
+/// path since. A program that needs a name after `exec` (git's `GIT_OBJECT_DIRECTORY`, say)
+/// gets `/proc/<server pid>/fd/N`, the server's own descriptor, open until the child has
+/// exited; no descriptor is left open across `exec`.
+#[derive(Debug)]
+pub struct Held {
+    fd: OwnedFd,
+}
+
+impl Held {
+    /// Holds `fd`, a descriptor from the confinement's walk.
+    pub fn new(fd: OwnedFd) -> Self {
+        Self { fd }
+    }
+
+    /// The working directory to give `Command::current_dir` (resolved by the child between
+    /// its fork and `exec`).
+    pub fn child_dir(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+    }
+
+    /// The name a program reaches the entry by after `exec`: the server's descriptor.
+    pub fn program_path(&self) -> PathBuf {
+        PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            self.fd.as_raw_fd()
+        ))
     }
 }
 

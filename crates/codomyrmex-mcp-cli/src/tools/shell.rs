@@ -17,13 +17,16 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use codomyrmex_mcp::confine::{ConfinedRoot, LastLink};
 use codomyrmex_mcp::{WithContent, mcp_tool, mcp_tools};
+use rustix::fs::FileType;
 use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::model_text::ModelText;
-use super::process::{Captured, ChildGroup, scrub_env};
+use super::process::{Captured, ChildGroup, Held, scrub_env};
+use super::sandbox::tool_error;
 use super::{ToolError, Workspace, kinds};
 
 /// How long output pipes may stay open after the program ended.
@@ -88,14 +91,23 @@ impl ShellTools {
                 ),
             ));
         }
-        // Resolved and looked at (`fstat`) through the confinement's walk, not by path.
-        let (cwd, meta) = ws.sandbox().metadata(cwd.as_deref().unwrap_or("."))?;
-        if !meta.is_dir() {
+        // Resolved and looked at (`fstat`) through the confinement's walk, not by path, and
+        // held open: the child's working directory is that descriptor (`Held`), so a
+        // directory swapped for a symlink after this check cannot move the program out.
+        let raw = cwd.as_deref().unwrap_or(".");
+        let confined = ws.sandbox().confined();
+        let found = confined
+            .argument(raw, true)
+            .and_then(|rel| confined.resolve(&rel, LastLink::Follow))
+            .map_err(|e| tool_error(e, raw))?;
+        let kind = found.file_type().map_err(|e| tool_error(e, raw))?;
+        if kind != FileType::Directory {
             return Err(ToolError::new(
                 kinds::NOT_A_DIRECTORY,
-                format!("{} is not a directory", ws.sandbox().relative(&cwd)),
+                format!("{} is not a directory", ConfinedRoot::display(found.rel())),
             ));
         }
+        let cwd = Held::new(found.into_fd());
         let timeout_secs = timeout_secs
             .unwrap_or(settings.default_timeout_secs)
             .clamp(1, settings.max_timeout_secs.max(1));
@@ -103,7 +115,7 @@ impl ShellTools {
 
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(&argv[1..])
-            .current_dir(&cwd)
+            .current_dir(cwd.child_dir())
             .stdin(if stdin.is_some() {
                 Stdio::piped()
             } else {

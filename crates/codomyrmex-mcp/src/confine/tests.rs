@@ -349,6 +349,31 @@ fn one_confinement_mechanism_in_the_crates_that_serve_roots() {
                     found.push(format!("{shown}: {needle}"));
                 }
             }
+            // A child is never handed a path under the root to resolve again (a directory
+            // swapped for a symlink after the checks would redirect it): its working directory
+            // is a descriptor the confinement opened (`Held::child_dir`), and git gets no
+            // `GIT_WORK_TREE` (its working directory is the work tree).
+            for (at, _) in code.match_indices(".current_dir(") {
+                let rest = &code[at + ".current_dir(".len()..];
+                let mut depth = 1usize;
+                let end = rest
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        match c {
+                            '(' => depth += 1,
+                            ')' => depth -= 1,
+                            _ => {}
+                        }
+                        depth == 0
+                    })
+                    .map_or(rest.len(), |(i, _)| i);
+                if !rest[..end].trim().ends_with(".child_dir()") {
+                    found.push(format!("{shown}: current_dir( with a path"));
+                }
+            }
+            if code.contains("GIT_WORK_TREE\"") {
+                found.push(format!("{shown}: GIT_WORK_TREE"));
+            }
             for method in [".is_dir()", ".is_file()", ".is_symlink()"] {
                 for (at, _) in code.match_indices(method) {
                     let receiver = &code[..at];

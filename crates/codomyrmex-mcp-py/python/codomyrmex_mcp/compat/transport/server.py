@@ -43,6 +43,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..._core import ConfinedRoot
 from ...server import MCPServer as _PlainServer
 from ...server import MCPServerConfig
 from ..schemas.mcp_schemas import MCPToolRegistry
@@ -58,6 +59,45 @@ LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 _CLIENT_INFO = {"name": "codomyrmex-mcp-compat", "version": "0"}
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 _MIME_TYPES = {".txt": "text/plain", ".json": "application/json", ".md": "text/markdown", ".py": "text/x-python"}
+
+#: The most bytes one ``resources/read`` of a ``register_file_resource`` file reads (the same
+#: cap as the library's ``ServeDirectory``); a larger file is refused, whatever size it reports.
+FILE_RESOURCE_CAP = 16 * 1024 * 1024
+
+
+class _ConfinedFile:
+    """One file read through ``ConfinedRoot``: its directory is the root, its name the path.
+    Every refusal is an ``OSError`` (or ``PermissionError``, ``FileNotFoundError``,
+    ``IsADirectoryError``) or ``ValueError`` whose message names the file by ``name`` only."""
+
+    def __init__(self, directory: str, name: str) -> None:
+        self._directory = directory
+        self._name = name
+        self._lock = threading.Lock()
+        self._root: Optional[ConfinedRoot] = None
+        with contextlib.suppress(OSError):
+            self._root = ConfinedRoot(directory)
+
+    def _opened(self) -> ConfinedRoot:
+        with self._lock:
+            if self._root is None:
+                try:
+                    self._root = ConfinedRoot(self._directory)
+                except OSError:
+                    # ConfinedRoot's message carries the directory's path: not for the client.
+                    raise FileNotFoundError(f"{self._name}: its directory does not exist or cannot be opened") from None
+            return self._root
+
+    def read_text(self) -> str:
+        root = self._opened()
+        if self._name in ("", ".", ".."):
+            raise IsADirectoryError(f"{self._name}: is a directory")
+        # The name as a relative path: ConfinedRoot's message is "<name>: <reason>".
+        data = root.read(self._name, FILE_RESOURCE_CAP)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{self._name}: is not UTF-8 text") from None
 
 _ids = itertools.count(1)
 
@@ -192,11 +232,21 @@ class MCPServer(_PlainServer):
 
     def register_file_resource(self, path: str) -> None:
         """Registers the file at ``path`` as a resource (``file://`` and its absolute path),
-        read at each ``resources/read``; the MIME type from its suffix."""
+        read at each ``resources/read``; the MIME type from its suffix.
+
+        Unlike the original's ``Path.read_text()``, each read goes through the library's one
+        confinement (``ConfinedRoot``, issue #26): the file's directory is the root, opened
+        once here (or at the first read when it does not exist yet), and the file is read from
+        it by name, its type checked on the opened descriptor, at most
+        :data:`FILE_RESOURCE_CAP` bytes. A symlink that leaves the directory, a directory, a
+        FIFO or device, a missing or over-cap file and text that is not UTF-8 are refused with
+        an error that names the file by its name only, never the server's path."""
         file = Path(path)
+        directory = str(file.absolute().parent)
+        reader = _ConfinedFile(directory, file.name)
 
         def read() -> str:
-            return file.read_text()
+            return reader.read_text()
 
         self.register_resource(
             uri=f"file://{file.absolute()}",
