@@ -23,6 +23,9 @@
 //! driver is the one place that takes a permit and catches a panic. The layering test
 //! `only_the_policy_admits_and_only_the_driver_catches_panics` holds both.
 //!
+//! Calls a handler makes on to another server (a gateway's upstreams) run under the same
+//! mechanisms, with limits of their own per upstream: [`UpstreamPolicy`] (`upstream.rs`).
+//!
 //! The engine decides *what* to invoke, the driver *how*. This module is not where errors are
 //! worded: each handler kind maps [`Refusal`] and [`Failure`] onto its own wire shape (a tool
 //! failure result, or a JSON-RPC error).
@@ -30,10 +33,12 @@
 use std::time::Duration;
 
 pub(crate) mod limits;
+mod upstream;
 
 use crate::config::McpServerConfig;
-pub use crate::invocation::{Failure, Gate, HandlerKind};
+pub(crate) use crate::invocation::{Failure, Gate, HandlerKind};
 use limits::RateLimiter;
+pub use upstream::{UpstreamLimits, UpstreamPolicy, UpstreamRefusal, UpstreamTurn};
 
 /// The admission gate `config` bounds handler calls with: `max_concurrent_requests` running,
 /// `max_queued_requests` waiting (one per session, one shared by stateless requests, and one
@@ -103,6 +108,20 @@ impl ExecutionPolicy {
             | HandlerKind::Completer => self.limiter.check_global(now),
         };
         checked.map_err(Refusal::RateLimited)?;
+        Ok(admission)
+    }
+
+    /// Admits a call a handler makes on to another server (a gateway's upstream) into
+    /// `gate` at `now`, under the global rate limit only, or refuses it at once.
+    pub(crate) fn admit_call(
+        &self,
+        gate: &Gate,
+        now: std::time::Instant,
+    ) -> Result<Ticket, Refusal> {
+        let admission = gate.try_admit().ok_or(Refusal::Overloaded)?;
+        self.limiter
+            .check_global(now)
+            .map_err(Refusal::RateLimited)?;
         Ok(admission)
     }
 }
