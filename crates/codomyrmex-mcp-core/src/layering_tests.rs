@@ -327,3 +327,76 @@ fn the_core_hands_out_no_closures_over_the_engine() {
         "closures over the engine: {offenders:#?}"
     );
 }
+
+/// The copy of the client a line of the CLI's or the Python package's non-test source makes,
+/// if it makes one (issue #27 item 3): reading an input-required result (`input_required(`)
+/// is a round of the client's multi round-trip loop, which is `McpClient::request_answering`
+/// (the gateway's 2026-07-28 upstreams) or one round, `McpClient::request_round` (Python's
+/// `handle_request`, which hands the round back to its caller); a connection of its own to
+/// a server in the process (`io::duplex(`, `serve_stream(`) is `McpClient::in_memory`'s.
+fn client_copy(line: &str) -> Option<&'static str> {
+    let code = line.split("//").next().unwrap_or_default();
+    if code.contains("input_required(") {
+        return Some("a copy of the client's input loop (McpClient::request_answering)");
+    }
+    if code.contains("io::duplex(") || code.contains("serve_stream(") {
+        return Some("a copy of the in-memory client (McpClient::in_memory)");
+    }
+    None
+}
+
+/// The gateway and the Python package use the library's client: its multi round-trip loop
+/// and its in-memory connection, not copies (see [`client_copy`]).
+#[test]
+fn the_gateway_and_python_use_the_clients_loop_and_in_memory_client() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in ["codomyrmex-mcp-cli", "codomyrmex-mcp-py"] {
+        files_under(&crates.join(krate).join("src"), &mut files);
+    }
+    let mut offenders = Vec::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        for line in code.lines() {
+            if let Some(what) = client_copy(line) {
+                let rel = file.strip_prefix(&crates).unwrap().display().to_string();
+                offenders.push(format!("{rel}: {what}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        files.iter().any(|f| f.ends_with("gateway/bridge.rs"))
+            && files.iter().any(|f| f.ends_with("src/loopback.rs")),
+        "the gateway's and the Python package's sources were found"
+    );
+    assert!(offenders.is_empty(), "copies of the client: {offenders:#?}");
+}
+
+/// The check sees the copies the review named, as they were: the gateway's own loop over
+/// `request_round` (before `e4cb710`) and Python's own connection (before `da90018`).
+#[test]
+fn the_client_copy_check_sees_the_old_copies() {
+    for old in [
+        "let required = match proto::input_required(&result) {",
+        "let (client, server_end) = tokio::io::duplex(BUFFER);",
+        "if let Err(e) = server.serve_stream(server_read, server_write).await {",
+    ] {
+        assert!(client_copy(old).is_some(), "{old}");
+    }
+    for today in [
+        ".request_answering(method, params, &options, |required| async move {",
+        "let outcome = self.client.request_round(method, &params, &options).await;",
+        "let client = Arc::new(McpClient::in_memory_with(server, Era::Legacy, options));",
+        "// proto::input_required( in a comment",
+    ] {
+        assert!(client_copy(today).is_none(), "{today}");
+    }
+}
