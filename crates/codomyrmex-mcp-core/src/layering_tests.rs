@@ -135,11 +135,16 @@ fn the_cycle_finder_finds_a_cycle() {
 /// The policy part of a workspace source line, if it is one: an unwind guard
 /// (`catch_unwind(`) or a permit (`try_permit(`, `.permit()`) anywhere but the core's driver;
 /// an admission gate made (`Gate::new(`) or a slot taken in one (`try_admit(`) anywhere but the
-/// core's policy module. `rel` is the file's path under `crates/`. `util.rs` defines the guard,
-/// `invocation.rs` the gate and its permits. Two uses that are not handler code are named:
-/// the stdio transport's `std::panic::catch_unwind(||` guards tokio's pipe registration, and
-/// the gateway's gate per upstream bounds its calls to that upstream, from inside a tool
-/// handler that the policy already admitted (issue #27 item 3 leaves its limits open).
+/// core's policy module; the driver's permit wait (`driver::permit(`) anywhere but the policy
+/// module (the gateway's upstream calls take theirs through `UpstreamPolicy::admit`). `rel` is
+/// the file's path under `crates/`. `util.rs` defines the guard, `invocation.rs` the gate and
+/// its permits. In the gateway (`codomyrmex-mcp-cli/src/gateway/`), whose calls to upstreams
+/// run under each upstream's `UpstreamPolicy` (issue #27 item 3): no semaphore of its own, and
+/// in its call path (`bridge.rs`, `serve.rs`) no deadline of its own (`time::timeout(`,
+/// `timeout_at(`) nor the driver's deadline with a duration of its own (`driver::within(`):
+/// the upstream's deadline is `UpstreamPolicy::within`. One use that is not handler code is
+/// named: the stdio transport's `std::panic::catch_unwind(||` guards tokio's pipe
+/// registration.
 fn policy_offence(rel: &str, line: &str) -> Option<&'static str> {
     let code = line.split("//").next().unwrap_or_default();
     let driver = "codomyrmex-mcp-core/src/driver.rs";
@@ -160,12 +165,29 @@ fn policy_offence(rel: &str, line: &str) -> Option<&'static str> {
     if rel != driver && (code.contains("try_permit(") || code.contains(".permit()")) {
         return Some("a permit taken outside the driver");
     }
-    let upstream = rel == "codomyrmex-mcp-cli/src/gateway/bridge.rs";
-    if rel != policy && !upstream && code.contains("Gate::new(") {
+    if rel != policy && code.contains("Gate::new(") {
         return Some("a second admission gate");
     }
-    if rel != policy && !upstream && code.contains("try_admit(") {
+    if rel != policy && code.contains("try_admit(") {
         return Some("an admission outside the policy");
+    }
+    if !rel.starts_with("codomyrmex-mcp-core/src/policy/") && code.contains("driver::permit(") {
+        return Some("a permit wait outside the policy");
+    }
+    if rel.starts_with("codomyrmex-mcp-cli/src/gateway/") {
+        if code.contains("Semaphore") {
+            return Some("a semaphore of the gateway's own");
+        }
+        let call_path = ["bridge.rs", "serve.rs"]
+            .iter()
+            .any(|f| rel == format!("codomyrmex-mcp-cli/src/gateway/{f}"));
+        if call_path
+            && ["time::timeout(", "timeout_at(", "driver::within("]
+                .iter()
+                .any(|t| code.contains(t))
+        {
+            return Some("a deadline of the gateway's own on an upstream call");
+        }
     }
     None
 }
@@ -225,6 +247,30 @@ fn the_policy_check_sees_a_second_gate_guard_or_admission() {
     let policy = "codomyrmex-mcp-core/src/policy/mod.rs";
     assert!(policy_offence(policy, "Gate::new(running, waiting)").is_none());
     assert!(policy_offence(policy, "catch_unwind(work)").is_some());
+    // The gateway's own gate, permit wait, semaphore and deadline per upstream (before issue
+    // #27's item 3 put its upstream calls under `UpstreamPolicy`).
+    let bridge = "codomyrmex-mcp-cli/src/gateway/bridge.rs";
+    for line in [
+        "gate: codomyrmex_mcp::invocation::Gate::new(max_concurrent, usize::MAX),",
+        "let admission = self.gate.try_admit()?;",
+        "let permit = codomyrmex_mcp::driver::permit(&admission, cancel).await?;",
+        "let limit = Arc::new(tokio::sync::Semaphore::new(max_concurrent));",
+        "codomyrmex_mcp::driver::within(&codomyrmex_mcp::runtime::TOKIO, timeout, call)",
+        "tokio::time::timeout(up.timeout, call).await",
+    ] {
+        assert!(policy_offence(bridge, line).is_some(), "{line}");
+    }
+    let serve = "codomyrmex-mcp-cli/src/gateway/serve.rs";
+    assert!(
+        policy_offence(
+            serve,
+            "match driver::within(&TOKIO, upstream.timeout, call).await {"
+        )
+        .is_some()
+    );
+    assert!(policy_offence(serve, "match upstream.policy.within(&TOKIO, call).await {").is_none());
+    let upstream = "codomyrmex-mcp-core/src/policy/upstream.rs";
+    assert!(policy_offence(upstream, "let permit = driver::permit(&admission, cancel)").is_none());
 }
 
 /// Issue #27, item 1: what the engine hands out is inert. An invocation or a wait carries
@@ -280,4 +326,77 @@ fn the_core_hands_out_no_closures_over_the_engine() {
         offenders.is_empty(),
         "closures over the engine: {offenders:#?}"
     );
+}
+
+/// The copy of the client a line of the CLI's or the Python package's non-test source makes,
+/// if it makes one (issue #27 item 3): reading an input-required result (`input_required(`)
+/// is a round of the client's multi round-trip loop, which is `McpClient::request_answering`
+/// (the gateway's 2026-07-28 upstreams) or one round, `McpClient::request_round` (Python's
+/// `handle_request`, which hands the round back to its caller); a connection of its own to
+/// a server in the process (`io::duplex(`, `serve_stream(`) is `McpClient::in_memory`'s.
+fn client_copy(line: &str) -> Option<&'static str> {
+    let code = line.split("//").next().unwrap_or_default();
+    if code.contains("input_required(") {
+        return Some("a copy of the client's input loop (McpClient::request_answering)");
+    }
+    if code.contains("io::duplex(") || code.contains("serve_stream(") {
+        return Some("a copy of the in-memory client (McpClient::in_memory)");
+    }
+    None
+}
+
+/// The gateway and the Python package use the library's client: its multi round-trip loop
+/// and its in-memory connection, not copies (see [`client_copy`]).
+#[test]
+fn the_gateway_and_python_use_the_clients_loop_and_in_memory_client() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in ["codomyrmex-mcp-cli", "codomyrmex-mcp-py"] {
+        files_under(&crates.join(krate).join("src"), &mut files);
+    }
+    let mut offenders = Vec::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        for line in code.lines() {
+            if let Some(what) = client_copy(line) {
+                let rel = file.strip_prefix(&crates).unwrap().display().to_string();
+                offenders.push(format!("{rel}: {what}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        files.iter().any(|f| f.ends_with("gateway/bridge.rs"))
+            && files.iter().any(|f| f.ends_with("src/loopback.rs")),
+        "the gateway's and the Python package's sources were found"
+    );
+    assert!(offenders.is_empty(), "copies of the client: {offenders:#?}");
+}
+
+/// The check sees the copies the review named, as they were: the gateway's own loop over
+/// `request_round` (before `e4cb710`) and Python's own connection (before `da90018`).
+#[test]
+fn the_client_copy_check_sees_the_old_copies() {
+    for old in [
+        "let required = match proto::input_required(&result) {",
+        "let (client, server_end) = tokio::io::duplex(BUFFER);",
+        "if let Err(e) = server.serve_stream(server_read, server_write).await {",
+    ] {
+        assert!(client_copy(old).is_some(), "{old}");
+    }
+    for today in [
+        ".request_answering(method, params, &options, |required| async move {",
+        "let outcome = self.client.request_round(method, &params, &options).await;",
+        "let client = Arc::new(McpClient::in_memory_with(server, Era::Legacy, options));",
+        "// proto::input_required( in a comment",
+    ] {
+        assert!(client_copy(today).is_none(), "{today}");
+    }
 }

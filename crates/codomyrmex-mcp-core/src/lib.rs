@@ -34,7 +34,7 @@ pub mod engine;
 pub mod fuzzing;
 pub mod invocation;
 pub mod platform;
-mod policy;
+pub mod policy;
 mod portable_schema;
 pub mod prompts;
 pub mod registry;

@@ -191,7 +191,7 @@ pub mod transport;
 #[doc(hidden)]
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
-    change_bus, config, context, driver, engine, invocation, platform, prompts, registry,
+    change_bus, config, context, driver, engine, invocation, platform, policy, prompts, registry,
     resources, schema, store, sync, task_store, uri_template, wire,
 };
 

@@ -44,7 +44,8 @@ use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, InputLoopError, proto};
 use codomyrmex_mcp::engine::{Engine, META_LOG_LEVEL};
-use codomyrmex_mcp::invocation::{Admission, Permit};
+use codomyrmex_mcp::policy::{UpstreamLimits, UpstreamPolicy, UpstreamRefusal, UpstreamTurn};
+use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
 use codomyrmex_mcp::{
     ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
@@ -302,7 +303,8 @@ struct Parked {
     /// Its input key.
     key: String,
     rounds: usize,
-    _permit: Option<(Admission, Permit)>,
+    /// Its turn among the upstream's calls, held across the client's rounds.
+    _turn: Option<UpstreamTurn>,
 }
 
 /// How a bridged call ended.
@@ -461,7 +463,8 @@ fn call_options(
 }
 
 /// Sends `method` (`tools/call`, `prompts/get` or `resources/read`) with `params` to `up`
-/// for the gateway's client behind `context`, within the upstream's concurrency limit.
+/// for the gateway's client behind `context`, admitted by the upstream's policy (its
+/// concurrency, queue and rate limits: [`Live::admit`]).
 pub async fn call(
     up: &Live,
     client: Arc<McpClient>,
@@ -471,14 +474,16 @@ pub async fn call(
 ) -> Bridged {
     match (client.era(), context.era()) {
         (Era::Modern, _) => {
-            let Some(_permit) = up.admit(&context.cancellation_token()).await else {
-                return Bridged::Final(Err(ClientError::Closed));
+            let _turn = match up.admit(&context).await {
+                Ok(turn) => turn,
+                Err(refused) => return refused,
             };
             modern_upstream(up, &client, method, params, &context).await
         }
         (Era::Legacy, Era::Legacy) => {
-            let Some(_permit) = up.admit(&context.cancellation_token()).await else {
-                return Bridged::Final(Err(ClientError::Closed));
+            let _turn = match up.admit(&context).await {
+                Ok(turn) => turn,
+                Err(refused) => return refused,
             };
             legacy_both(up, &client, method, params, context).await
         }
@@ -667,17 +672,20 @@ async fn parked_call(
             parked
         }
         None => {
-            let Some(permit) = up.admit(&context.cancellation_token()).await else {
-                return Bridged::Final(Err(ClientError::Closed));
+            let turn = match up.admit(&context).await {
+                Ok(turn) => turn,
+                Err(refused) => return refused,
             };
             let slot = up.inbox.register(context.clone());
             let options = call_options(up, &slot.context, Some(&slot.to_asks));
-            let timeout = up.timeout;
+            // The call outlives this round: it runs under the upstream's deadline on its own.
+            let policy = up.policy.clone();
             let task = tokio::spawn(async move {
                 let call = client.request_with(method, params, &options);
-                codomyrmex_mcp::driver::within(&codomyrmex_mcp::runtime::TOKIO, timeout, call)
+                policy
+                    .within(&TOKIO, call)
                     .await
-                    .unwrap_or(Err(ClientError::Timeout(timeout)))
+                    .unwrap_or(Err(ClientError::Timeout(policy.limits().timeout)))
             });
             Parked {
                 call: AbortOnDrop(task),
@@ -685,7 +693,7 @@ async fn parked_call(
                 pending: None,
                 key: String::new(),
                 rounds: 0,
-                _permit: Some(permit),
+                _turn: Some(turn),
             }
         }
     };
@@ -724,7 +732,7 @@ async fn wait(up: &Live, mut parked: Parked, context: &ToolContext) -> Bridged {
 }
 
 fn park(up: &Live, parked: Parked, context: &ToolContext) -> Bridged {
-    match up.inbox.park(parked, up.timeout) {
+    match up.inbox.park(parked, up.timeout()) {
         Some(id) => {
             context.set_request_state(json!({"parked": id}));
             Bridged::AskedClient
@@ -739,40 +747,48 @@ pub struct Live {
     pub name: String,
     /// The connection; `None` while it is down (its supervisor reconnects).
     client: std::sync::Mutex<Option<Arc<McpClient>>>,
-    /// At most this many calls in flight to it: the driver's admission bound (`Gate`), whose
-    /// permits are taken through the driver ([`Live::admit`]).
-    gate: codomyrmex_mcp::invocation::Gate,
-    /// The longest a call may take.
-    pub timeout: Duration,
+    /// The execution policy of its calls: their admission (at most `max_concurrent` in
+    /// flight, `max_queued` waiting, its rate limit, the driver's permit) and their deadline.
+    pub policy: Arc<UpstreamPolicy>,
     /// Where its requests for input go (the era bridge).
     pub inbox: Arc<Inbox>,
 }
 
 impl Live {
-    /// An upstream named `name`, not connected yet.
-    pub fn new(name: String, max_concurrent: usize, timeout: Duration) -> Self {
+    /// An upstream named `name`, not connected yet, whose calls run under `limits`.
+    pub fn new(name: String, limits: UpstreamLimits) -> Self {
         Self {
             inbox: Arc::new(Inbox::new(&name)),
             name,
             client: std::sync::Mutex::new(None),
-            // The callers waiting are bounded by the gateway's own engine (its gate per session).
-            gate: codomyrmex_mcp::invocation::Gate::new(max_concurrent, usize::MAX),
-            timeout,
+            policy: Arc::new(UpstreamPolicy::new(limits)),
         }
     }
 
-    /// A place among this upstream's calls in flight and its permit, waited for (the driver's
-    /// one permit wait) until `cancel` fires (`None`).
-    pub async fn admit(
-        &self,
-        cancel: &codomyrmex_mcp::sync::CancellationToken,
-    ) -> Option<(
-        codomyrmex_mcp::invocation::Admission,
-        codomyrmex_mcp::invocation::Permit,
-    )> {
-        let admission = self.gate.try_admit()?;
-        let permit = codomyrmex_mcp::driver::permit(&admission, cancel).await?;
-        Some((admission, permit))
+    /// The longest a call to it may take.
+    pub fn timeout(&self) -> Duration {
+        self.policy.limits().timeout
+    }
+
+    /// A call's turn among this upstream's calls, from its policy (waited for until the
+    /// call is cancelled); a refusal as the call's answer: cancelled while waiting, as a
+    /// closed call; past `max_queued` or the rate limit, a failure naming the upstream.
+    pub async fn admit(&self, context: &ToolContext) -> Result<UpstreamTurn, Bridged> {
+        let cancel = context.cancellation_token();
+        self.policy.admit(&TOKIO, &cancel).await.map_err(|refusal| {
+            let code = match refusal {
+                UpstreamRefusal::Cancelled => return Bridged::Final(Err(ClientError::Closed)),
+                UpstreamRefusal::RateLimited(_) => "UPSTREAM_RATE_LIMITED",
+                _ => "UPSTREAM_OVERLOADED",
+            };
+            Bridged::Failed(McpErrorDetail::new(
+                code,
+                format!(
+                    "upstream {}: the gateway did not send the call: {refusal}",
+                    self.name
+                ),
+            ))
+        })
     }
 
     /// The connection, if the upstream is up.
@@ -861,7 +877,7 @@ mod tests {
             pending: None,
             key: String::new(),
             rounds: 0,
-            _permit: None,
+            _turn: None,
         }
     }
 

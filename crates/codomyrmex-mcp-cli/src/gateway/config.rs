@@ -9,7 +9,14 @@
 //! [[upstream]]
 //! name = "echo"
 //! url = "http://127.0.0.1:9000/mcp"   # a remote Streamable HTTP server (token optional)
+//! timeout_secs = 30                   # the limits of the calls to it, all optional
+//! max_concurrent = 4
+//! max_queued = 64
+//! rate_limit = { per_second = 10, burst = 20 }
 //! ```
+//!
+//! The limits become the upstream's `UpstreamLimits`, which the core's execution policy
+//! enforces (`UpstreamPolicy`); the gateway keeps no limit of its own.
 //!
 //! This module only reads and checks the file: every rule an upstream must follow (a
 //! namespace usable in tool names and URI schemes, exactly one transport, keys that belong to
@@ -20,7 +27,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use codomyrmex_mcp::RateLimit;
 use codomyrmex_mcp::client::EraPreference;
+use codomyrmex_mcp::policy::UpstreamLimits;
 use serde::Deserialize;
 
 use super::catalog::{Filter, MAX_NAMESPACE, valid_local_name, valid_namespace};
@@ -60,8 +69,18 @@ struct UpstreamFile {
     rename: BTreeMap<String, String>,
     timeout_secs: Option<u64>,
     max_concurrent: Option<usize>,
+    max_queued: Option<usize>,
+    rate_limit: Option<RateLimitFile>,
     health_check_secs: Option<u64>,
     era: Option<String>,
+}
+
+/// An upstream's `rate_limit = { per_second = .., burst = .. }` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateLimitFile {
+    per_second: f64,
+    burst: u32,
 }
 
 /// A checked gateway configuration.
@@ -84,10 +103,25 @@ pub struct Upstream {
     pub timeout: Duration,
     /// How many calls to it may be in flight at once.
     pub max_concurrent: usize,
+    /// How many more may wait for a turn (`None`: no bound of the upstream's own).
+    pub max_queued: Option<usize>,
+    /// Its calls' rate limit, if any.
+    pub rate_limit: Option<RateLimit>,
     /// How often its supervisor checks that it answers.
     pub health_check: Duration,
     /// Which era the gateway speaks to it (`era = "auto" | "modern" | "legacy"`).
     pub era: EraPreference,
+}
+
+impl Upstream {
+    /// The limits its calls run under (the core's execution policy enforces them).
+    pub fn limits(&self) -> UpstreamLimits {
+        UpstreamLimits {
+            max_queued: self.max_queued,
+            rate_limit: self.rate_limit,
+            ..UpstreamLimits::new(self.max_concurrent, self.timeout)
+        }
+    }
 }
 
 /// How an upstream is reached.
@@ -301,6 +335,21 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
     if max_concurrent == 0 {
         return Err(format!("{name:?}: max_concurrent must be at least 1"));
     }
+    let rate_limit = match u.rate_limit {
+        None => None,
+        Some(r) if !(r.per_second.is_finite() && r.per_second > 0.0) => {
+            return Err(format!(
+                "{name:?}: rate_limit.per_second must be a number above 0"
+            ));
+        }
+        Some(r) if r.burst == 0 => {
+            return Err(format!("{name:?}: rate_limit.burst must be at least 1"));
+        }
+        Some(r) => Some(RateLimit {
+            per_second: r.per_second,
+            burst: r.burst,
+        }),
+    };
     let health_check_secs = u.health_check_secs.unwrap_or(DEFAULT_HEALTH_CHECK_SECS);
     if health_check_secs == 0 {
         return Err(format!("{name:?}: health_check_secs must be at least 1"));
@@ -322,6 +371,8 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
         filter,
         timeout: Duration::from_secs(timeout_secs),
         max_concurrent,
+        max_queued: u.max_queued,
+        rate_limit,
         health_check: Duration::from_secs(health_check_secs),
     })
 }
@@ -371,6 +422,42 @@ url = "http://127.0.0.1:9000/mcp"
         ));
         assert_eq!(c.upstreams[1].timeout, Duration::from_secs(60));
         assert_eq!(c.upstreams[1].max_concurrent, 16);
+        // Without limits written: the calls queue without a bound of their own, unthrottled.
+        assert_eq!(
+            c.upstreams[1].limits(),
+            UpstreamLimits::new(16, Duration::from_secs(60))
+        );
+    }
+
+    #[test]
+    fn an_upstreams_limits_are_read_into_the_policys() {
+        let c = GatewayConfig::parse(
+            "[[upstream]]\nname = \"a\"\ncommand = \"x\"\ntimeout_secs = 3\nmax_concurrent = 2\n\
+             max_queued = 5\nrate_limit = { per_second = 10, burst = 20 }\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            c.upstreams[0].limits(),
+            UpstreamLimits {
+                max_concurrent: 2,
+                max_queued: Some(5),
+                timeout: Duration::from_secs(3),
+                rate_limit: Some(RateLimit {
+                    per_second: 10.0,
+                    burst: 20
+                }),
+            }
+        );
+        let limited =
+            |r: &str| format!("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nrate_limit = {r}\n");
+        assert!(invalid(&limited("{ per_second = 0, burst = 1 }")).contains("per_second"));
+        assert!(invalid(&limited("{ per_second = 1, burst = 0 }")).contains("burst"));
+        assert!(invalid(&limited("{ per_second = 1 }")).starts_with("syntax"));
+        assert!(
+            invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nmax_concurrent = 0\n")
+                .contains("max_concurrent")
+        );
     }
 
     #[test]

@@ -147,13 +147,7 @@ async fn serve_catalogue(
     let lives: Vec<Arc<bridge::Live>> = config
         .upstreams
         .iter()
-        .map(|u| {
-            Arc::new(bridge::Live::new(
-                u.name.clone(),
-                u.max_concurrent,
-                u.timeout,
-            ))
-        })
+        .map(|u| Arc::new(bridge::Live::new(u.name.clone(), u.limits())))
         .collect();
     // Each supervisor connects its upstream; the gateway serves once every first attempt
     // ended, or after START_WAIT: a late upstream joins the catalogue later (clients hear

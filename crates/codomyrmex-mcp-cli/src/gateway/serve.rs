@@ -14,7 +14,6 @@
 
 use std::sync::Arc;
 
-use codomyrmex_mcp::driver;
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
 use codomyrmex_mcp::resources::{
@@ -267,12 +266,12 @@ async fn forward(
             format!(
                 "upstream {} did not answer within {} s",
                 upstream.name,
-                upstream.timeout.as_secs()
+                upstream.timeout().as_secs()
             ),
         )
     };
     let call = bridge::call(upstream, client, method, params, context);
-    match driver::within(&TOKIO, upstream.timeout, call).await {
+    match upstream.policy.within(&TOKIO, call).await {
         Err(_) | Ok(Bridged::Final(Err(ClientError::Timeout(_)))) => Err(timed_out()),
         // The engine answers input-required; this is not sent.
         Ok(Bridged::AskedClient) => Err(McpErrorDetail::new(
@@ -450,28 +449,38 @@ async fn forward_prompt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codomyrmex_mcp::sync::CancellationToken;
     use std::time::Duration;
 
-    /// An upstream's calls are admitted through the driver's gate and permit wait: at most
-    /// `max_concurrent` in flight, the rest wait (cancellably) until a permit is back.
+    /// An upstream's calls are admitted by its policy: at most `max_concurrent` in flight,
+    /// the rest wait (cancellably) until a turn is back; a cancelled wait answers as a
+    /// closed call.
     #[tokio::test]
-    async fn an_upstreams_calls_wait_for_the_drivers_permit() {
-        let up = Live::new("u".into(), 1, Duration::from_secs(1));
-        let cancel = CancellationToken::new();
-        let first = up.admit(&cancel).await.expect("a free permit");
-        let cancelled = CancellationToken::new();
+    async fn an_upstreams_calls_wait_for_their_turn() {
+        let limits = codomyrmex_mcp::policy::UpstreamLimits::new(1, Duration::from_secs(1));
+        let up = Live::new("u".into(), limits);
+        let first = up
+            .admit(&ToolContext::detached())
+            .await
+            .ok()
+            .expect("a free turn");
+        let cancelled = ToolContext::detached();
         let waiting = up.admit(&cancelled);
         tokio::pin!(waiting);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), &mut waiting)
                 .await
                 .is_err(),
-            "the second call waits while the first holds the permit"
+            "the second call waits while the first holds the turn"
         );
-        cancelled.cancel();
-        assert!(waiting.await.is_none(), "a cancelled wait ends");
+        cancelled.cancellation_token().cancel();
+        assert!(
+            matches!(waiting.await, Err(Bridged::Final(Err(ClientError::Closed)))),
+            "a cancelled wait ends"
+        );
         drop(first);
-        assert!(up.admit(&cancel).await.is_some(), "the permit is back");
+        assert!(
+            up.admit(&ToolContext::detached()).await.is_ok(),
+            "the turn is back"
+        );
     }
 }

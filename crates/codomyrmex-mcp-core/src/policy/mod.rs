@@ -1,14 +1,14 @@
 //! The execution policy: the one set of rules every handler invocation runs under.
 //!
 //! Tools, resource reads (static and templated), resource listers, prompts, completers and
-//! task work are all invoked through [`ExecutionPolicy`], and so are the direct calls of
+//! task work are all invoked through `ExecutionPolicy`, and so are the direct calls of
 //! `McpToolRegistry::execute` (the Python package's way in): the module sits below the
 //! registries so that both the engine and the registry admit through it.
 //!
-//! 1. **Admission** ([`ExecutionPolicy::admit`]), synchronously, while the engine handles the
+//! 1. **Admission** (`ExecutionPolicy::admit`), synchronously, while the engine handles the
 //!    message: a slot in the session's [`Gate`] (at most `max_concurrent_requests` running plus
 //!    `max_queued_requests` waiting; past that the request is refused at once with
-//!    [`Refusal::Overloaded`]) and a rate-limit token ([`Refusal::RateLimited`]). Because the
+//!    `Refusal::Overloaded`) and a rate-limit token (`Refusal::RateLimited`). Because the
 //!    slot is taken before any future exists, a transport never holds more pending work than
 //!    the gate admits, however fast requests arrive.
 //! 2. **Execution**, by the driver (`crate::driver`, on a host's runtime): the admitted call
@@ -18,22 +18,27 @@
 //!    under the deadline and an unwind guard, and reports a panic as [`Failure::Panicked`], an
 //!    overrun as [`Failure::TimedOut`]; either costs only that request.
 //!
-//! This module is the one place that makes a [`Gate`] for handler admission ([`gate`],
-//! [`bounded`]) and the one place that takes a slot in one ([`ExecutionPolicy::admit`]); the
+//! This module is the one place that makes a [`Gate`] for handler admission (`gate`,
+//! `bounded`) and the one place that takes a slot in one (`ExecutionPolicy::admit`); the
 //! driver is the one place that takes a permit and catches a panic. The layering test
 //! `only_the_policy_admits_and_only_the_driver_catches_panics` holds both.
 //!
+//! Calls a handler makes on to another server (a gateway's upstreams) run under the same
+//! mechanisms, with limits of their own per upstream: [`UpstreamPolicy`] (`upstream.rs`).
+//!
 //! The engine decides *what* to invoke, the driver *how*. This module is not where errors are
-//! worded: each handler kind maps [`Refusal`] and [`Failure`] onto its own wire shape (a tool
+//! worded: each handler kind maps `Refusal` and [`Failure`] onto its own wire shape (a tool
 //! failure result, or a JSON-RPC error).
 
 use std::time::Duration;
 
 pub(crate) mod limits;
+mod upstream;
 
 use crate::config::McpServerConfig;
-pub use crate::invocation::{Failure, Gate, HandlerKind};
+pub(crate) use crate::invocation::{Failure, Gate, HandlerKind};
 use limits::RateLimiter;
+pub use upstream::{UpstreamLimits, UpstreamPolicy, UpstreamRefusal, UpstreamTurn};
 
 /// The admission gate `config` bounds handler calls with: `max_concurrent_requests` running,
 /// `max_queued_requests` waiting (one per session, one shared by stateless requests, and one
@@ -103,6 +108,20 @@ impl ExecutionPolicy {
             | HandlerKind::Completer => self.limiter.check_global(now),
         };
         checked.map_err(Refusal::RateLimited)?;
+        Ok(admission)
+    }
+
+    /// Admits a call a handler makes on to another server (a gateway's upstream) into
+    /// `gate` at `now`, under the global rate limit only, or refuses it at once.
+    pub(crate) fn admit_call(
+        &self,
+        gate: &Gate,
+        now: std::time::Instant,
+    ) -> Result<Ticket, Refusal> {
+        let admission = gate.try_admit().ok_or(Refusal::Overloaded)?;
+        self.limiter
+            .check_global(now)
+            .map_err(Refusal::RateLimited)?;
         Ok(admission)
     }
 }
