@@ -350,6 +350,7 @@ impl Engine {
             .timeout
             .or_else(|| self.shared.config.tool_timeouts.get(&name).copied());
         let run_cancel = entry.cancel.child_token();
+        let outbound = context.outbound();
         let work = {
             let tool = tool.clone();
             async move { Some(tool.run(arguments, context).await) }
@@ -398,7 +399,8 @@ impl Engine {
             self.host(),
         )
         .blocking(blocking)
-        .publishing(publish);
+        .publishing(publish)
+        .emitting(outbound);
         let detach = match reply {
             Some(reply) => Detach::Now(reply),
             None => Detach::OnFirstPending,
