@@ -986,7 +986,7 @@ impl Engine {
 }
 
 struct Prepared {
-    guard: session::InFlightGuard,
+    guard: session::InFlight,
     context: ToolContext,
     /// The round (2026-07-28), with the principal its `requestState` is bound to.
     round: Option<jobs::Round>,
