@@ -66,7 +66,7 @@ impl NullSink {
 
 /// One request's queue of emitted messages, bounded in messages and bytes, with the waker of
 /// the driver that drains it, and the stream it is drained to. Cheap to clone (a reference
-/// count); a closed queue ([`Outbound::closed`], shared) takes nothing.
+/// count); a closed queue ([`Outbound::closed`], no allocation) takes nothing.
 #[derive(Clone)]
 pub struct Outbound(Option<Arc<Queue>>);
 
