@@ -14,35 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::wire::{Era, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
 
-/// Where a request's notifications and server-to-client requests go.
-///
-/// Transports implement this: the stdio transport writes to stdout, the HTTP transport to the
-/// request's SSE stream. `send` must not block; a full or closed sink returns `false` and the
-/// message is dropped (progress and log messages are advisory).
-pub trait MessageSink: Send + Sync + 'static {
-    /// Queues `message` for the peer.
-    fn send(&self, message: OutgoingMessage) -> bool;
-}
-
-/// A sink that drops everything.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NullSink;
-
-impl MessageSink for NullSink {
-    fn send(&self, _message: OutgoingMessage) -> bool {
-        false
-    }
-}
-
-impl NullSink {
-    /// One shared null sink, so that a request without a stream need not allocate one.
-    #[doc(hidden)]
-    pub fn shared() -> Arc<dyn MessageSink> {
-        static SHARED: std::sync::LazyLock<Arc<dyn MessageSink>> =
-            std::sync::LazyLock::new(|| Arc::new(NullSink));
-        SHARED.clone()
-    }
-}
+pub use crate::outbound::{MessageSink, NullSink, Outbound};
 
 /// The authenticated caller, when the transport authenticated one (HTTP only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,7 +173,10 @@ pub(crate) struct ContextInner {
     pub(crate) meta: Map<String, Value>,
     pub(crate) progress_token: Option<Value>,
     pub(crate) cancel: CancellationToken,
+    /// Where server-to-client requests go (the request's stream).
     pub(crate) sink: Arc<dyn MessageSink>,
+    /// Where progress and log notifications are queued, for the driver to drain.
+    pub(crate) outbound: Outbound,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) era: Era,
     pub(crate) protocol_version: ProtocolVersion,
@@ -244,6 +219,7 @@ impl ToolContext {
             progress_token: None,
             cancel: CancellationToken::new(),
             sink: NullSink::shared(),
+            outbound: Outbound::closed(),
             log_level: None,
             era: Era::Modern,
             protocol_version: ProtocolVersion::LATEST_MODERN,
@@ -271,6 +247,7 @@ impl ToolContext {
             progress_token: inner.progress_token.clone(),
             cancel: inner.cancel.clone(),
             sink: inner.sink.clone(),
+            outbound: inner.outbound.clone(),
             log_level: inner.log_level,
             era: inner.era,
             protocol_version: inner.protocol_version,
@@ -280,7 +257,13 @@ impl ToolContext {
         })
     }
 
-    /// The same context with the cancellation, input and (if given) sink of a task.
+    /// The queue this context's progress and log notifications go to (the driver drains it).
+    pub(crate) fn outbound(&self) -> Outbound {
+        self.inner.outbound.clone()
+    }
+
+    /// The same context with the cancellation, input and (if given) sink of a task; given a
+    /// sink, its notifications are queued for that sink (when it emits any).
     pub(crate) fn rebind(
         &self,
         cancel: CancellationToken,
@@ -294,6 +277,10 @@ impl ToolContext {
             meta: inner.meta.clone(),
             progress_token: inner.progress_token.clone(),
             cancel,
+            outbound: match &sink {
+                Some(sink) if inner.outbound.is_open() => Outbound::to(sink.clone()),
+                _ => inner.outbound.clone(),
+            },
             sink: sink.unwrap_or_else(|| inner.sink.clone()),
             log_level: inner.log_level,
             era: inner.era,
@@ -393,7 +380,7 @@ impl ToolContext {
         if let Some(message) = message {
             params.insert("message".into(), json!(message));
         }
-        self.inner.sink.send(OutgoingMessage::Notification {
+        self.inner.outbound.push(OutgoingMessage::Notification {
             method: "notifications/progress",
             params: Value::Object(params),
         })
@@ -411,7 +398,7 @@ impl ToolContext {
             "logger": self.inner.tool_name,
             "data": data.into(),
         });
-        self.inner.sink.send(OutgoingMessage::Notification {
+        self.inner.outbound.push(OutgoingMessage::Notification {
             method: "notifications/message",
             params,
         })

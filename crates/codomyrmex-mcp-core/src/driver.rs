@@ -8,7 +8,9 @@
 //! 2. the work under its deadline (a [`Runtime::sleep_until`]), its cancellation token and
 //!    the unwind guard ([`catch_unwind`]: the only place a handler's panic is caught), on the
 //!    runtime's blocking pool when the invocation is blocking;
-//! 3. the [`Outcome`] handed back, with the invocation's [`Job`], to the engine
+//! 3. what the work emits (progress, log messages: its [`Outbound`] queue) drained to the
+//!    request's stream after every poll of the work, so before the outcome;
+//! 4. the [`Outcome`] handed back, with the invocation's [`Job`], to the engine
 //!    ([`JobHost::complete`], `Engine::complete(now, job, outcome)`), which words the reply.
 //!
 //! Task work answers before it ends ([`Detach`]): the driver sends the early answer and
@@ -37,6 +39,7 @@ use crate::invocation::{
     Admission, Detach, ErasedOutput, Failure, Invocation, InvocationParts, Job, JobHost, Outcome,
     Permit, Timers, Wait, Work,
 };
+use crate::outbound::Outbound;
 use crate::platform::BoxFuture;
 use crate::sync::CancellationToken;
 use crate::util::catch_unwind;
@@ -114,6 +117,7 @@ pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<Out
         detach,
         timers,
         publish,
+        outbound,
         ..
     } = invocation.into_parts();
     let policied = Policied {
@@ -122,6 +126,7 @@ pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<Out
         blocking,
         admission,
         work,
+        outbound,
     };
     if let Some(timers) = timers {
         keep_timer(rt, timers);
@@ -209,6 +214,7 @@ pub(crate) async fn policied<T: Send + 'static>(
         blocking,
         admission,
         work,
+        outbound: Outbound::closed(),
     }
     .run(rt)
     .await;
@@ -276,6 +282,9 @@ struct Policied {
     blocking: bool,
     admission: Admission,
     work: Work,
+    /// What the work emits, drained to its stream after every poll of the work (and so
+    /// before the outcome, and the answer, go back).
+    outbound: Outbound,
 }
 
 impl Policied {
@@ -288,6 +297,7 @@ impl Policied {
             blocking,
             admission,
             work,
+            outbound,
         } = self;
         if cancel.is_cancelled() {
             return Outcome::Cancelled;
@@ -303,11 +313,16 @@ impl Policied {
         let due = deadline.map(|limit| (limit, rt.now().checked_add(limit)));
         // The first poll of the work alone, once the token is seen uncancelled: a call that
         // ends at once, as most do, then never sets up a cancellation listener or a timer.
-        if !cancel.is_cancelled()
-            && let Poll::Ready(r) =
-                std::future::poll_fn(|cx| Poll::Ready(guarded.as_mut().poll(cx))).await
-        {
-            return done(r);
+        if !cancel.is_cancelled() {
+            let first = std::future::poll_fn(|cx| {
+                outbound.register(cx);
+                Poll::Ready(guarded.as_mut().poll(cx))
+            })
+            .await;
+            outbound.drain();
+            if let Poll::Ready(r) = first {
+                return done(r);
+            }
         }
         let mut cancelled = pin!(cancel.cancelled());
         let mut timer = due.map(|(limit, at)| {
@@ -319,9 +334,14 @@ impl Policied {
         });
         std::future::poll_fn(|cx| {
             if cancelled.as_mut().poll(cx).is_ready() {
+                outbound.drain();
                 return Poll::Ready(Outcome::Cancelled);
             }
-            if let Poll::Ready(r) = guarded.as_mut().poll(cx) {
+            // Woken by the work or by its queue (work emitting from another thread).
+            outbound.register(cx);
+            let polled = guarded.as_mut().poll(cx);
+            outbound.drain();
+            if let Poll::Ready(r) = polled {
                 return Poll::Ready(done(r));
             }
             if let Some((limit, sleep)) = timer.as_mut()

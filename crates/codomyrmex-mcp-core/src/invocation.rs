@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use async_lock::{Semaphore, SemaphoreGuardArc};
 
+use crate::outbound::Outbound;
 use crate::platform::{BoxFuture, Timestamp};
 use crate::sync::{CancellationToken, Changes};
 use crate::wire::OutgoingMessage;
@@ -332,6 +333,7 @@ pub struct Invocation {
     detach: Detach,
     timers: Option<Timers>,
     publish: Option<Publish>,
+    outbound: Outbound,
 }
 
 /// An [`Invocation`] taken apart by its driver.
@@ -360,6 +362,9 @@ pub struct InvocationParts {
     pub timers: Option<Timers>,
     /// Awaited before a detached invocation's early answer is sent, if any.
     pub publish: Option<Publish>,
+    /// What the work emits (progress, log messages), queued: the driver drains it after
+    /// every poll of `work` and before the outcome goes back.
+    pub outbound: Outbound,
 }
 
 impl Invocation {
@@ -394,7 +399,14 @@ impl Invocation {
             detach: Detach::Never,
             timers: None,
             publish: None,
+            outbound: Outbound::closed(),
         }
+    }
+
+    /// Has the driver drain `outbound` (what the work's context emits) to its stream.
+    pub(crate) fn emitting(mut self, outbound: Outbound) -> Self {
+        self.outbound = outbound;
+        self
     }
 
     /// Answers before the work ends (task work), which then needs the engine's `timers`.
@@ -455,6 +467,7 @@ impl Invocation {
             detach: self.detach,
             timers: self.timers,
             publish: self.publish,
+            outbound: self.outbound,
         }
     }
 }

@@ -328,6 +328,49 @@ fn the_core_hands_out_no_closures_over_the_engine() {
     );
 }
 
+/// Issue #27 item 1: a running job holds ids and data, not its session: no job type (the
+/// `Continuation` an invocation carries, a task's `TaskJob`, a store read's `StoreRead`, the
+/// `InFlight` entry they hold) has a field that holds a `Session` (an `Arc` or `Weak` of one,
+/// a requester over one) or the in-flight guard that held it.
+#[test]
+fn jobs_hold_no_session_and_no_in_flight_guard() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let types = [
+        ("engine/jobs.rs", "pub(super) enum Continuation {"),
+        ("engine/jobs.rs", "pub(super) struct Round {"),
+        (
+            "engine/tasks/runner.rs",
+            "pub(in crate::engine) struct TaskJob {",
+        ),
+        (
+            "engine/tasks/shared.rs",
+            "pub(in crate::engine) enum StoreRead {",
+        ),
+        ("engine/session.rs", "pub(crate) struct InFlight {"),
+    ];
+    let banned = ["Session", "InFlightGuard", "Requester"];
+    let mut offenders = Vec::new();
+    for (file, opening) in types {
+        let text = std::fs::read_to_string(src.join(file)).unwrap();
+        let start = text
+            .find(opening)
+            .unwrap_or_else(|| panic!("{file}: `{opening}` not found"));
+        // The body ends at the first line that is only `}` (the type's closing brace).
+        let body = &text[start..];
+        let end = body.find("\n}\n").unwrap_or(body.len());
+        for line in body[..end].lines() {
+            let code = line.split("//").next().unwrap_or_default();
+            if banned.iter().any(|b| code.contains(b)) {
+                offenders.push(format!("{file}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "jobs that hold their session: {offenders:#?}"
+    );
+}
+
 /// The copy of the client a line of the CLI's or the Python package's non-test source makes,
 /// if it makes one (issue #27 item 3): reading an input-required result (`input_required(`)
 /// is a round of the client's multi round-trip loop, which is `McpClient::request_answering`

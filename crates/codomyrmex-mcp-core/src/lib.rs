@@ -33,6 +33,7 @@ pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod invocation;
+mod outbound;
 pub mod platform;
 pub mod policy;
 mod portable_schema;

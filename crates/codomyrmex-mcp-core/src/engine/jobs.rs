@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::mrtr::RoundTrip;
 use super::policy::Failure;
-use super::session::InFlightGuard;
+use super::session::InFlight;
 use super::tasks::{StoreRead, TaskJob};
 use super::{Engine, RequestScope, Shared};
 use crate::invocation::{Job, JobHost, Outcome};
@@ -35,7 +35,7 @@ pub(super) enum Continuation {
         name: String,
         scope: RequestScope,
         round: Option<Round>,
-        guard: InFlightGuard,
+        guard: InFlight,
     },
     /// A `resources/read`.
     Resource {
@@ -43,13 +43,13 @@ pub(super) enum Continuation {
         uri: String,
         scope: RequestScope,
         round: Option<Round>,
-        guard: InFlightGuard,
+        guard: InFlight,
     },
     /// A `resources/list` page asked of the listers.
     ResourceList {
         id: RequestId,
         scope: RequestScope,
-        guard: InFlightGuard,
+        guard: InFlight,
     },
     /// A `prompts/get`.
     Prompt {
@@ -57,13 +57,13 @@ pub(super) enum Continuation {
         name: String,
         scope: RequestScope,
         round: Option<Round>,
-        guard: InFlightGuard,
+        guard: InFlight,
     },
     /// A `completion/complete`.
     Completer {
         id: RequestId,
         scope: RequestScope,
-        guard: InFlightGuard,
+        guard: InFlight,
     },
     /// A `tools/call` that is, or may become, a task.
     Task(Box<TaskJob>),

@@ -4,7 +4,9 @@
 //! back ([`Handled`]). A handler call comes back as an [`Invocation`] value for a driver to
 //! carry out; dropping it cancels the work. Time-driven state (task TTLs, the orphan check)
 //! is [`Engine::poll_timeout`] and [`Engine::handle_timeout`]. Notifications produced while a
-//! request runs go to the [`MessageSink`] the transport passed in with the request.
+//! request runs (progress, log messages) are queued as values in the request's
+//! [`Outbound`], which the driver drains to the [`MessageSink`] the transport passed in with
+//! the request, before the request's answer.
 //!
 //! The engine never touches sockets, pipes, HTTP or a runtime, and cannot spawn or sleep;
 //! time and entropy come in from its [`Platform`](crate::platform::Platform). Both
@@ -43,7 +45,7 @@ use crate::sync::CancellationToken;
 use serde_json::{Map, Value, json};
 
 use crate::config::McpServerConfig;
-use crate::context::{ContextInner, InputMode, MessageSink, ToolContext};
+use crate::context::{ContextInner, InputMode, MessageSink, Outbound, ToolContext};
 use crate::prompts::McpPromptRegistry;
 use crate::registry::{BoxFuture, McpToolRegistry};
 use crate::resources::McpResourceRegistry;
@@ -905,6 +907,12 @@ impl Engine {
             None => InputMode::Requests(Arc::new(session::SessionRequester(session.clone()))),
         };
         let cancel = guard.token();
+        // A request that can emit nothing gets the shared closed queue: no allocation.
+        let outbound = if progress_token.is_some() || scope.log_level.is_some() {
+            Outbound::to(sink.clone())
+        } else {
+            Outbound::closed()
+        };
         let context = ToolContext::from_inner(ContextInner {
             request_id: Some(id.clone()),
             tool_name: target.to_owned(),
@@ -912,6 +920,7 @@ impl Engine {
             progress_token,
             cancel: cancel.clone(),
             sink: sink.clone(),
+            outbound,
             log_level: scope.log_level,
             era: scope.era,
             protocol_version: scope.version,
@@ -977,7 +986,7 @@ impl Engine {
 }
 
 struct Prepared {
-    guard: session::InFlightGuard,
+    guard: session::InFlight,
     context: ToolContext,
     /// The round (2026-07-28), with the principal its `requestState` is bound to.
     round: Option<jobs::Round>,
@@ -1022,6 +1031,8 @@ fn decode_cursor(cursor: &str) -> Option<String> {
 
 #[cfg(test)]
 mod conformance_tests;
+#[cfg(test)]
+mod emit_tests;
 #[cfg(test)]
 mod skills_tests;
 #[cfg(test)]

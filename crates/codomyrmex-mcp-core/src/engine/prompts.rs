@@ -92,6 +92,7 @@ impl Engine {
             round,
             cancel,
         } = prepared;
+        let outbound = context.outbound();
         let request = crate::prompts::PromptRequest { arguments, context };
         // The handler is called inside the work, so a panic while it builds its future is
         // caught too.
@@ -104,16 +105,19 @@ impl Engine {
             round,
             guard,
         };
-        Handled::Invoke(Invocation::new(
-            HandlerKind::Prompt,
-            name,
-            Some(timeout),
-            cancel,
-            ticket,
-            render,
-            job.into_job(),
-            self.host(),
-        ))
+        Handled::Invoke(
+            Invocation::new(
+                HandlerKind::Prompt,
+                name,
+                Some(timeout),
+                cancel,
+                ticket,
+                render,
+                job.into_job(),
+                self.host(),
+            )
+            .emitting(outbound),
+        )
     }
 
     /// The answer to a `prompts/get` whose handler ended at `now` with `got`.

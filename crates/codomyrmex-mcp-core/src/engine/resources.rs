@@ -62,6 +62,7 @@ impl Engine {
             cancel,
         } = prepared;
         let timeout = self.shared.config.tool_timeout;
+        let outbound = context.outbound();
         let read = {
             let uri = uri.clone();
             async move { resources.read(&uri, context).await }
@@ -73,16 +74,19 @@ impl Engine {
             round,
             guard,
         };
-        Handled::Invoke(Invocation::new(
-            HandlerKind::Resource,
-            uri,
-            Some(timeout),
-            cancel,
-            ticket,
-            read,
-            job.into_job(),
-            self.host(),
-        ))
+        Handled::Invoke(
+            Invocation::new(
+                HandlerKind::Resource,
+                uri,
+                Some(timeout),
+                cancel,
+                ticket,
+                read,
+                job.into_job(),
+                self.host(),
+            )
+            .emitting(outbound),
+        )
     }
 
     /// The answer to a `resources/read` whose handler ended at `now` with `read`.

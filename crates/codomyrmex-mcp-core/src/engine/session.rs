@@ -106,7 +106,7 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("negotiated", &self.negotiated())
-            .field("in_flight", &lock(&self.in_flight).len())
+            .field("in_flight", &self.in_flight())
             .finish_non_exhaustive()
     }
 }
@@ -115,27 +115,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Removes a request from the in-flight table when dropped, however the request ends.
-pub(crate) struct InFlightGuard {
-    session: Arc<Session>,
-    /// The table entry to remove; `None` for a one-shot session's request.
-    id: Option<RequestId>,
+/// A request's place in its session's in-flight table, as the request's job holds it: the
+/// request's cancellation token, and no session (issue #27 item 1: a running job holds ids
+/// and data). Dropped, however the request ends, it cancels the token, which ends the table
+/// entry: the session never counts or cancels an ended entry, lets a new request take its
+/// id, and sweeps ended entries out when it needs the room ([`Session::begin_request`]).
+pub(crate) struct InFlight {
     token: CancellationToken,
 }
 
-impl InFlightGuard {
+impl InFlight {
     pub(crate) fn token(&self) -> CancellationToken {
         self.token.clone()
     }
 }
 
-impl Drop for InFlightGuard {
+impl Drop for InFlight {
     fn drop(&mut self) {
-        // Cancelling on drop stops work the tool spawned with the context's token.
+        // Cancelling on drop stops work the tool spawned with the context's token, and ends
+        // the request's entry in its session's table.
         self.token.cancel();
-        if let Some(id) = &self.id {
-            lock(&self.session.in_flight).remove(id);
-        }
     }
 }
 
@@ -245,9 +244,12 @@ impl Session {
         lock(&self.state).client_info.clone()
     }
 
-    /// The number of requests running now.
+    /// The number of requests running now (neither ended nor cancelled).
     pub fn in_flight(&self) -> usize {
-        lock(&self.in_flight).len()
+        lock(&self.in_flight)
+            .values()
+            .filter(|t| !t.is_cancelled())
+            .count()
     }
 
     #[doc(hidden)]
@@ -331,48 +333,43 @@ impl Session {
     }
 
     /// Registers an in-flight request; refused if the id is already in flight or the session
-    /// has too many.
-    pub(crate) fn begin_request(
-        self: &Arc<Self>,
-        id: RequestId,
-    ) -> Result<InFlightGuard, NotBegun> {
+    /// has too many. Entries of requests that ended (their [`InFlight`] dropped, which
+    /// cancels the token) do not count: they are swept out when the table needs the room.
+    pub(crate) fn begin_request(&self, id: RequestId) -> Result<InFlight, NotBegun> {
         let token = CancellationToken::new();
         if self.one_shot {
-            return Ok(InFlightGuard {
-                session: self.clone(),
-                id: None,
-                token,
-            });
+            return Ok(InFlight { token });
         }
         let mut map = lock(&self.in_flight);
-        if map.contains_key(&id) {
+        if map.get(&id).is_some_and(|t| !t.is_cancelled()) {
             return Err(NotBegun::Duplicate);
         }
         if map.len() >= MAX_IN_FLIGHT {
+            map.retain(|_, t| !t.is_cancelled());
+        }
+        if map.len() >= MAX_IN_FLIGHT && !map.contains_key(&id) {
             return Err(NotBegun::Full);
         }
-        map.insert(id.clone(), token.clone());
-        Ok(InFlightGuard {
-            session: self.clone(),
-            id: Some(id),
-            token,
-        })
+        map.insert(id, token.clone());
+        Ok(InFlight { token })
     }
 
-    /// Cancels an in-flight request. Returns whether it was found.
+    /// Cancels an in-flight request. Returns whether it was found (and had not ended).
     pub fn cancel(&self, id: &RequestId) -> bool {
         match lock(&self.in_flight).get(id) {
-            Some(t) => {
+            Some(t) if !t.is_cancelled() => {
                 t.cancel();
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
-    /// Whether a request with this id is in flight here.
+    /// Whether a request with this id is in flight here (neither ended nor cancelled).
     pub fn is_in_flight(&self, id: &RequestId) -> bool {
-        lock(&self.in_flight).contains_key(id)
+        lock(&self.in_flight)
+            .get(id)
+            .is_some_and(|t| !t.is_cancelled())
     }
 
     /// Whether a server-to-client request with this id awaits its answer here (sent, not

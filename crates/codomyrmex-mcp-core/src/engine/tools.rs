@@ -86,6 +86,7 @@ impl Engine {
         } = prepared;
         let timeout = self.tool_timeout(&tool, &name);
         let blocking = tool.settings.blocking;
+        let outbound = context.outbound();
         let run = tool.clone().invoke_owned(arguments, context);
         let job = Continuation::Tool {
             id,
@@ -105,7 +106,7 @@ impl Engine {
             job.into_job(),
             self.host(),
         );
-        Handled::Invoke(invocation.blocking(blocking))
+        Handled::Invoke(invocation.blocking(blocking).emitting(outbound))
     }
 
     /// The answer to a `tools/call` whose handler ended at `now` with `outcome`.

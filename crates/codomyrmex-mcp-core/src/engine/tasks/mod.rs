@@ -137,6 +137,8 @@ enum Owner {
     /// 2025-11-25: the session and principal that created it.
     Legacy {
         session: Weak<Session>,
+        /// The session's serial: the id a job names it by.
+        serial: u64,
         principal: Option<String>,
         /// The session's key (`Mcp-Session-Id`), by which other instances recognise it.
         key: Option<String>,
@@ -150,6 +152,7 @@ impl Owner {
             Era::Modern => Self::Modern { principal },
             Era::Legacy => Self::Legacy {
                 session: Arc::downgrade(session),
+                serial: session.serial(),
                 principal,
                 key: session.key().map(str::to_owned),
             },
@@ -164,19 +167,21 @@ impl Owner {
         self
     }
 
-    fn admits(&self, era: Era, session: &Arc<Session>) -> bool {
+    fn admits(&self, era: Era, session: &Session) -> bool {
         let principal = session.principal().map(|p| p.subject);
+        self.admits_id(era, session.serial(), &principal)
+    }
+
+    /// [`admits`](Self::admits), for a session named by its serial and principal (a job's
+    /// ids).
+    fn admits_id(&self, era: Era, serial: u64, principal: &Option<String>) -> bool {
         match self {
-            Self::Modern { principal: p } => era == Era::Modern && *p == principal,
+            Self::Modern { principal: p } => era == Era::Modern && p == principal,
             Self::Legacy {
-                session: s,
+                serial: s,
                 principal: p,
                 ..
-            } => {
-                era == Era::Legacy
-                    && std::ptr::eq(s.as_ptr(), Arc::as_ptr(session))
-                    && *p == principal
-            }
+            } => era == Era::Legacy && *s == serial && p == principal,
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::context::{
 use crate::engine::jobs::{Continuation, Round};
 use crate::engine::mrtr::RoundTrip;
 use crate::engine::policy::{Failure, HandlerKind, Ticket};
-use crate::engine::session::InFlightGuard;
+use crate::engine::session::InFlight;
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, Prepared, RequestScope, error};
 use crate::invocation::{Detach, Invocation};
@@ -212,7 +212,7 @@ pub(in crate::engine) struct TaskJob {
     /// The request's own token (the work runs under a child of the task's).
     request_cancel: CancellationToken,
     /// The request's in-flight entry, until the call becomes a task or ends.
-    guard: Option<InFlightGuard>,
+    guard: Option<InFlight>,
     /// The task's reserved place, until it is committed or given back.
     plan: Option<TaskPlan>,
     /// Whether the answer went out as a task: the outcome then goes into the task.
@@ -350,6 +350,7 @@ impl Engine {
             .timeout
             .or_else(|| self.shared.config.tool_timeouts.get(&name).copied());
         let run_cancel = entry.cancel.child_token();
+        let outbound = context.outbound();
         let work = {
             let tool = tool.clone();
             async move { Some(tool.run(arguments, context).await) }
@@ -398,7 +399,8 @@ impl Engine {
             self.host(),
         )
         .blocking(blocking)
-        .publishing(publish);
+        .publishing(publish)
+        .emitting(outbound);
         let detach = match reply {
             Some(reply) => Detach::Now(reply),
             None => Detach::OnFirstPending,

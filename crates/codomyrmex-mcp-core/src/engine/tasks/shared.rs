@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use super::store::TaskStore as LiveTasks;
 use super::*;
 use crate::engine::jobs::{Continuation, output};
-use crate::engine::session::InFlightGuard;
+use crate::engine::session::InFlight;
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, RequestScope, error};
 use crate::invocation::{Failure, Wait};
@@ -236,13 +236,14 @@ pub(in crate::engine) enum StoreRead {
     /// flight (`tasks/result`).
     Legacy {
         id: RequestId,
-        guard: Option<InFlightGuard>,
+        guard: Option<InFlight>,
     },
     /// 2025-11-25 `tasks/list`: the read is the session's stored records, merged with this
     /// instance's own tasks when it ends.
     List {
         id: RequestId,
-        session: Arc<Session>,
+        /// The session's serial, the id its tasks' owner names it by.
+        session: u64,
         key: String,
         principal: Option<String>,
         after: Option<(u64, u64, String)>,
@@ -281,7 +282,7 @@ impl Engine {
                 } => match output(outcome) {
                     Ok(stored) => {
                         return Some(self.task_list_page(
-                            now, id, &session, &key, &principal, after, size, stored,
+                            now, id, session, &key, &principal, after, size, stored,
                         ));
                     }
                     Err(failure) => (id, failure),
@@ -642,7 +643,7 @@ impl Engine {
         let now = self.wall_ms();
         let job = StoreRead::List {
             id,
-            session: session.clone(),
+            session: session.serial(),
             key: key.clone(),
             principal: session.principal().map(|p| p.subject),
             after,
@@ -660,7 +661,7 @@ impl Engine {
         &self,
         now: Timestamp,
         id: RequestId,
-        session: &Arc<Session>,
+        session: u64,
         key: &str,
         principal: &Option<String>,
         after: Option<(u64, u64, String)>,
@@ -687,7 +688,7 @@ impl Engine {
             })
             .collect();
         // After the store answered: the local tasks as they are then.
-        for local in tasks.list(session, now.mono) {
+        for local in tasks.list(session, principal, now.mono) {
             if !records.iter().any(|r| r.id == local.id) {
                 records.push(local.record("", poll, 0));
             }

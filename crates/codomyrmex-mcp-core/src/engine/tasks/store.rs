@@ -286,13 +286,18 @@ impl TaskStore {
     }
 
     /// The 2025-11-25 tasks of `session` unexpired at `now`, oldest first.
-    pub(super) fn list(&self, session: &Arc<Session>, now: Instant) -> Vec<Arc<TaskEntry>> {
+    pub(super) fn list(
+        &self,
+        serial: u64,
+        principal: &Option<String>,
+        now: Instant,
+    ) -> Vec<Arc<TaskEntry>> {
         let mut inner = lock(&self.inner);
         inner.purge_expired(now);
         let mut tasks: Vec<Arc<TaskEntry>> = inner
             .tasks
             .values()
-            .filter(|t| t.owner.admits(Era::Legacy, session))
+            .filter(|t| t.owner.admits_id(Era::Legacy, serial, principal))
             .cloned()
             .collect();
         tasks.sort_by_key(|t| t.seq);
