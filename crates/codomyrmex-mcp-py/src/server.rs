@@ -7,10 +7,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use codomyrmex_mcp::resources::{ResourceError, ResourceRequest};
+use codomyrmex_mcp::skills::{self as mcp_skills, McpSkillRegistry};
 use codomyrmex_mcp::transport::http::{
     AuthConfig, HttpConfig, HttpServer, Jwks, JwtConfig, StaticToken,
 };
@@ -59,7 +61,9 @@ impl Stop {
 /// An MCP server (`codomyrmex_mcp._core.Server`).
 #[pyclass(module = "codomyrmex_mcp._core", frozen)]
 pub struct Server {
-    server: McpServer,
+    /// Replaced once, by the first `add_skills` (the engine then serves the skill registry).
+    server: RwLock<McpServer>,
+    skills: OnceLock<Arc<McpSkillRegistry>>,
     resources: Arc<McpResourceRegistry>,
     prompts: Arc<McpPromptRegistry>,
     loopback: OnceLock<Loopback>,
@@ -232,6 +236,35 @@ fn os_error(e: impl std::fmt::Display) -> PyErr {
     PyOSError::new_err(e.to_string())
 }
 
+/// What `add_skills` returns: the `SKILL.md` URIs published, and each refused skill's path
+/// and reason.
+type AddedSkills = (Vec<String>, Vec<(String, String)>);
+
+impl Server {
+    /// The server as it is now (after any `add_skills`).
+    fn current(&self) -> McpServer {
+        self.server
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The skill registry, attached to the server on first use.
+    fn skill_registry(&self) -> Arc<McpSkillRegistry> {
+        self.skills
+            .get_or_init(|| {
+                let registry = Arc::new(McpSkillRegistry::new());
+                let mut server = self
+                    .server
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                *server = server.clone().with_skills(registry.clone());
+                registry
+            })
+            .clone()
+    }
+}
+
 #[pymethods]
 impl Server {
     /// A server for `registry`, configured by `config_json` (the Python `MCPServerConfig`).
@@ -243,11 +276,45 @@ impl Server {
             .with_resources(resources.clone())
             .with_prompts(prompts.clone());
         Ok(Self {
-            server,
+            server: RwLock::new(server),
+            skills: OnceLock::new(),
             resources,
             prompts,
             loopback: OnceLock::new(),
         })
+    }
+
+    /// Publishes every skill under the directory `path` (the Skills extension, SEP-2640),
+    /// read once through the library's one confinement (`codomyrmex_mcp::skills`): no symlink
+    /// is followed, hidden names are left out, and the extension's limits hold. Returns the
+    /// `SKILL.md` URIs published and the skills refused, as `(path, reason)`. A directory
+    /// that cannot be read at all is an `OSError`; a skill already published at the same URI
+    /// a `ValueError`. Call it before serving: the first call attaches the skills to the
+    /// server.
+    fn add_skills(&self, py: Python<'_>, path: PathBuf) -> PyResult<AddedSkills> {
+        let loaded = py
+            .detach(|| mcp_skills::skills_from_dir(&path))
+            .map_err(|e| {
+                os_error(format!(
+                    "the skills directory {} is unusable: {e}",
+                    path.display()
+                ))
+            })?;
+        let registry = self.skill_registry();
+        let mut published = Vec::with_capacity(loaded.skills.len());
+        for skill in loaded.skills {
+            let uri = skill.uri();
+            registry
+                .add(skill)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            published.push(uri);
+        }
+        let refused = loaded
+            .refused
+            .into_iter()
+            .map(|(path, why)| (path, why.to_string()))
+            .collect();
+        Ok((published, refused))
     }
 
     /// Adds a resource whose text comes from `provider()` (or is empty without one).
@@ -396,7 +463,9 @@ impl Server {
         detached(
             py,
             async {
-                let loopback = self.loopback.get_or_init(|| Loopback::open(&self.server));
+                let loopback = self
+                    .loopback
+                    .get_or_init(|| Loopback::open(&self.current()));
                 tokio::select! {
                     reply = loopback.send(message, handler, on_notification) => reply,
                     () = stop.cancelled() => Err("the call was abandoned".to_owned()),
@@ -418,7 +487,8 @@ impl Server {
                 () = closing().cancelled() => {}
             }
         };
-        detached(py, self.server.serve_stdio_until(shutdown), || Ok(()))?.map_err(os_error)
+        let server = self.current();
+        detached(py, server.serve_stdio_until(shutdown), || Ok(()))?.map_err(os_error)
     }
 
     /// Serves Streamable HTTP at `http://host:port/mcp` until `stop` is set; calls
@@ -436,7 +506,7 @@ impl Server {
         options_json: &str,
     ) -> PyResult<()> {
         let http = http_config(socket_addr(host, port)?, options_json)?;
-        let server = HttpServer::new(self.server.engine().clone(), http);
+        let server = HttpServer::new(self.current().engine().clone(), http);
         let token = stop.token.clone();
         detached(
             py,

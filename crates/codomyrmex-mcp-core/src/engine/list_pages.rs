@@ -71,7 +71,10 @@ impl Engine {
         match kind {
             ListKind::Tools => self.shared.registry.generation(),
             ListKind::Resources | ListKind::Templates => {
-                self.shared.resources.as_ref().map_or(0, |r| r.generation())
+                // Both counters only grow, so their sum moves whenever either does.
+                let resources = self.shared.resources.as_ref().map_or(0, |r| r.generation());
+                let skills = self.shared.skills.as_ref().map_or(0, |s| s.generation());
+                resources.wrapping_add(skills)
             }
             ListKind::Prompts => self.shared.prompts.as_ref().map_or(0, |p| p.generation()),
         }
@@ -93,10 +96,15 @@ impl Engine {
             }
             ListKind::Resources => (
                 "resources",
-                self.shared
-                    .resources
-                    .as_ref()
-                    .map_or_else(Default::default, |r| r.page(after, size)),
+                skills::with_skill_mds(
+                    self.shared.skills.as_deref(),
+                    after,
+                    size,
+                    self.shared
+                        .resources
+                        .as_ref()
+                        .map_or_else(Default::default, |r| r.page(after, size)),
+                ),
             ),
             ListKind::Templates => {
                 let after = after.and_then(|c| c.parse::<usize>().ok());

@@ -186,7 +186,12 @@ impl Engine {
             Err(refused) => return error(&id, refused.error()),
         };
         let cancel = guard.token();
-        let page = resources.page_listed(after, size);
+        let skills = self.shared.skills.clone();
+        let listed = resources.page_listed(after.clone(), size);
+        let page = async move {
+            let page = listed.await;
+            skills::with_skill_mds(skills.as_deref(), after.as_deref(), size, page)
+        };
         Handled::Invoke(Invocation::new(
             HandlerKind::ResourceList,
             "resources/list",

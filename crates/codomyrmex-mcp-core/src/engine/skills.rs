@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::skills::McpSkillRegistry;
+
 use super::*;
 use crate::wire::skills::{
     METHOD_DIRECTORY_READ, METHOD_SKILLS_GET, METHOD_SKILLS_LIST, SKILLS_EXTENSION,
@@ -134,6 +136,46 @@ impl Engine {
         }
         Value::Object(caps)
     }
+}
+
+/// A `resources/list` page (`items` after the cursor `after`, `more` when the registry
+/// has more) with every skill's `SKILL.md` merged in, as the extension lists them: one
+/// ordered URI space, so the cursor (the last URI of a page) continues both. Of the union
+/// the first `size` entries are kept; since each source gave at most `size` after the
+/// cursor, nothing either one still holds sorts before the last one kept.
+pub(super) fn with_skill_mds(
+    skills: Option<&McpSkillRegistry>,
+    after: Option<&str>,
+    size: usize,
+    (items, next): (Vec<Value>, Option<String>),
+) -> (Vec<Value>, Option<String>) {
+    let Some(skills) = skills else {
+        return (items, next);
+    };
+    let (mds, more_mds) = skills.skill_md_page(after, size);
+    if mds.is_empty() {
+        return (items, next);
+    }
+    let size = size.max(1);
+    let mut merged: Vec<(String, Value)> = items
+        .into_iter()
+        .map(|v| {
+            let uri = v
+                .get("uri")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            (uri, v)
+        })
+        .chain(mds)
+        .collect();
+    merged.sort_by(|a, b| a.0.cmp(&b.0));
+    let dropped = merged.len() > size;
+    merged.truncate(size);
+    let next = (dropped || next.is_some() || more_mds)
+        .then(|| merged.last().map(|(uri, _)| uri.clone()))
+        .flatten();
+    (merged.into_iter().map(|(_, v)| v).collect(), next)
 }
 
 /// A client's URI as an error message shows it: at most 256 characters.

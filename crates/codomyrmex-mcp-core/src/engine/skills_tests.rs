@@ -289,3 +289,119 @@ fn directory_read_lists_children_pages_and_refuses_non_directories() {
         }
     });
 }
+
+/// Every `resources/list` page of `e`, walked by cursor: the URIs, and the entries by URI.
+async fn resources_listed(e: &Engine) -> (Vec<String>, Vec<Value>) {
+    let session = e.new_session();
+    let (mut uris, mut entries, mut cursor) = (Vec::new(), Vec::new(), None::<Value>);
+    for id in 1..20 {
+        let params = cursor.take().map_or(json!({}), |c| json!({"cursor": c}));
+        let page = send(e, &session, modern(id, "resources/list", params)).await;
+        for r in page["result"]["resources"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+        {
+            uris.push(r["uri"].as_str().unwrap_or_default().to_owned());
+            entries.push(r);
+        }
+        match page["result"].get("nextCursor") {
+            Some(c) => cursor = Some(c.clone()),
+            None => return (uris, entries),
+        }
+    }
+    panic!("resources/list never ended: {uris:?}");
+}
+
+struct Listed;
+impl crate::resources::ResourceLister for Listed {
+    fn list(
+        &self,
+        after: Option<String>,
+        limit: usize,
+    ) -> crate::registry::BoxFuture<'static, Vec<crate::resources::ResourceDefinition>> {
+        let all = ["a://listed", "zz://listed"];
+        let out = all
+            .iter()
+            .filter(|u| after.as_deref().is_none_or(|a| **u > a))
+            .take(limit)
+            .map(|u| crate::resources::ResourceDefinition::new(*u, *u))
+            .collect();
+        Box::pin(async move { out })
+    }
+}
+
+#[test]
+fn resources_list_lists_each_skill_md_with_its_frontmatter_name_and_description() {
+    run(async {
+        // With static resources on both sides of `skill://` and a page of one, the SKILL.md
+        // entries are merged into the URI order and the cursor walks through all of them.
+        let resources = Arc::new(crate::resources::McpResourceRegistry::new());
+        for uri in ["file:///a.txt", "zz://last"] {
+            resources
+                .add_text(crate::resources::ResourceDefinition::new(uri, uri), "x")
+                .unwrap();
+        }
+        let e = Engine::builder(
+            McpServerConfig::default().with_page_size(1),
+            Arc::new(McpToolRegistry::new()),
+        )
+        .resources(resources.clone())
+        .skills(skills())
+        .build();
+        let (uris, entries) = resources_listed(&e).await;
+        assert_eq!(
+            uris,
+            [
+                "file:///a.txt",
+                "skill://acme/refunds/SKILL.md",
+                "skill://pdf-processing/SKILL.md",
+                "zz://last"
+            ],
+            "{entries:?}"
+        );
+        let pdf = &entries[2];
+        assert_eq!(pdf["name"], "pdf-processing", "{pdf}");
+        assert_eq!(pdf["description"], "Extract PDFs", "{pdf}");
+        assert_eq!(pdf["mimeType"], "text/markdown", "{pdf}");
+        // Supporting files are read through the manifest, not listed.
+        assert!(!uris.iter().any(|u| u.contains("invoice")), "{uris:?}");
+
+        // A skill added later is listed (the cached pages go stale).
+        e.skills()
+            .unwrap()
+            .add(SkillDefinition::new("later", "---\nname: later\ndescription: L\n---\n").unwrap())
+            .unwrap();
+        let (uris, _) = resources_listed(&e).await;
+        assert!(
+            uris.contains(&"skill://later/SKILL.md".to_owned()),
+            "{uris:?}"
+        );
+
+        // Through the listers' path too.
+        resources.add_lister(Listed);
+        let (uris, _) = resources_listed(&e).await;
+        assert_eq!(
+            uris,
+            [
+                "a://listed",
+                "file:///a.txt",
+                "skill://acme/refunds/SKILL.md",
+                "skill://later/SKILL.md",
+                "skill://pdf-processing/SKILL.md",
+                "zz://last",
+                "zz://listed"
+            ]
+        );
+
+        // With skills and no resource registry of their own, the SKILL.md files alone.
+        let (uris, _) = resources_listed(&engine(Some(skills()))).await;
+        assert_eq!(
+            uris,
+            [
+                "skill://acme/refunds/SKILL.md",
+                "skill://pdf-processing/SKILL.md"
+            ]
+        );
+    });
+}

@@ -21,6 +21,7 @@
 pub mod frontmatter;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde_json::{Map, Value};
@@ -515,6 +516,8 @@ impl SkillDefinition {
 pub struct McpSkillRegistry {
     skills: RwLock<BTreeMap<String, Arc<SkillDefinition>>>,
     directory_read: bool,
+    /// Counts changes, so cached `resources/list` pages (which list each `SKILL.md`) go stale.
+    generation: AtomicU64,
 }
 
 impl McpSkillRegistry {
@@ -524,6 +527,7 @@ impl McpSkillRegistry {
         Self {
             skills: RwLock::default(),
             directory_read: true,
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -546,13 +550,23 @@ impl McpSkillRegistry {
             return Err(SkillError::Duplicate(uri));
         }
         skills.insert(uri, Arc::new(skill));
+        self.generation.fetch_add(1, Ordering::Release);
         Ok(())
     }
 
     /// Removes the skill whose `SKILL.md` is at `uri`; whether there was one.
     pub fn remove(&self, uri: &str) -> bool {
         let mut skills = self.skills.write().unwrap_or_else(|e| e.into_inner());
-        skills.remove(uri).is_some()
+        let removed = skills.remove(uri).is_some();
+        if removed {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+        removed
+    }
+
+    /// A counter that moves on every `add` and `remove`.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// How many skills are registered.
@@ -617,6 +631,22 @@ impl McpSkillRegistry {
             .values()
             .map(|s| s.skill_md_resource())
             .collect()
+    }
+
+    /// Up to `size` `resources/list` entries of `SKILL.md` files whose URIs sort after
+    /// `after`, each with its URI, in ascending byte order (the order `resources/list` pages
+    /// in), and whether more follow.
+    pub fn skill_md_page(&self, after: Option<&str>, size: usize) -> (Vec<(String, Value)>, bool) {
+        use std::ops::Bound;
+        let skills = self.read();
+        let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut iter = skills.range::<str, _>((lower, Bound::Unbounded));
+        let page: Vec<(String, Value)> = iter
+            .by_ref()
+            .take(size.max(1))
+            .map(|(uri, s)| (uri.clone(), s.skill_md_resource()))
+            .collect();
+        (page, iter.next().is_some())
     }
 }
 

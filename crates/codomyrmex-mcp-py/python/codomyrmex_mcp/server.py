@@ -211,6 +211,23 @@ class MCPServer:
         """Registers a resource whose text is ``content_provider()`` at each read."""
         self._core.add_resource(uri, name, description, mime_type, content_provider)
 
+    def add_skills(self, path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+        """Publishes every skill under the directory ``path`` (the Skills extension, SEP-2640:
+        ``skills/list``, ``skills/get``, ``resources/directory/read``, and each file as a
+        ``skill://`` resource). Every directory holding a ``SKILL.md`` is a skill; its path
+        under ``path`` is its skill path. The files are read once, now, through the same
+        confinement as the file tools (no symlink is followed, hidden names are left out) and
+        served from memory, so each digest describes exactly what a read returns.
+
+        Returns ``{"skills": [SKILL.md URIs published], "refused": [(path, reason), ...]}``.
+        Raises ``OSError`` when the directory cannot be read and ``ValueError`` when a skill is
+        already published at the same URI. Call it before serving.
+        """
+        published, refused = self._core.add_skills(os.fspath(path))
+        for skill_path, reason in refused:
+            logger.warning("skill %s refused: %s", skill_path, reason)
+        return {"skills": list(published), "refused": [tuple(r) for r in refused]}
+
     def register_prompt(
         self,
         name: str,

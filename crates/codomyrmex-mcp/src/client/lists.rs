@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{ClientError, McpClient, lock, param_headers, proto};
 
@@ -21,6 +21,27 @@ impl McpClient {
     /// one, [`ClientError::Limit`]. A `nextCursor` the server already gave in this walk (its
     /// pages cycle) is a [`ClientError::Protocol`] naming the method and the cursor.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
+        self.walk(method, key, None).await
+    }
+
+    /// Every item of a paginated request that takes `params` besides the cursor (such as
+    /// `resources/directory/read {uri}`), bounded as [`list_all`](Self::list_all) is. Its
+    /// pages are not cached: the list cache is kept per method and cursor.
+    pub(crate) async fn list_all_with(
+        &self,
+        method: &str,
+        key: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Vec<Value>, ClientError> {
+        self.walk(method, key, Some(params)).await
+    }
+
+    async fn walk(
+        &self,
+        method: &str,
+        key: &str,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<Vec<Value>, ClientError> {
         let limits = self.shared.limits;
         let mut items = Vec::new();
         let mut bytes = 0usize;
@@ -28,7 +49,7 @@ impl McpClient {
         let mut cursor: Option<String> = None;
         for _ in 0..limits.list_pages {
             let page = self
-                .list_page(method, cursor.as_deref(), &mut bytes)
+                .list_page(method, params, cursor.as_deref(), &mut bytes)
                 .await?;
             let Some(list) = page.get(key).and_then(Value::as_array) else {
                 return Err(ClientError::Protocol(format!(
@@ -64,14 +85,23 @@ impl McpClient {
 
     /// The page of `method` at `cursor`, from the cache while it is fresh; its encoded length
     /// is added to `bytes`, and past the client's `list_bytes` it is an error (and not
-    /// kept).
+    /// kept). With `params`, the page is asked with them (and the cursor) and not cached.
     async fn list_page(
         &self,
         method: &str,
+        params: Option<&Map<String, Value>>,
         cursor: Option<&str>,
         bytes: &mut usize,
     ) -> Result<Value, ClientError> {
         let budget = self.shared.limits.list_bytes;
+        if let Some(params) = params {
+            let mut params = params.clone();
+            if let Some(c) = cursor {
+                params.insert("cursor".into(), json!(c));
+            }
+            let page = self.request(method, Value::Object(params)).await?;
+            return Self::counted(method, page, budget, bytes);
+        }
         // Private pages are served only under the credentials they were fetched with.
         let context = self.auth_context.load(Ordering::Acquire);
         let cached = {
@@ -87,17 +117,30 @@ impl McpClient {
                 self.request(method, params).await?
             }
         };
+        let before = *bytes;
+        let page = Self::counted(method, page, budget, bytes)?;
+        // Kept only if the credentials did not change meanwhile (an authorization on the
+        // way): which context it belongs to is then unclear.
+        if fetched && self.auth_context.load(Ordering::Acquire) == context {
+            let len = bytes.saturating_sub(before);
+            lock(&self.shared.cache).store(method, cursor, &page, len, Instant::now());
+        }
+        Ok(page)
+    }
+
+    /// `page`, its encoded length added to `bytes`; past `budget`, an error.
+    fn counted(
+        method: &str,
+        page: Value,
+        budget: usize,
+        bytes: &mut usize,
+    ) -> Result<Value, ClientError> {
         let len = proto::page_len(&page, budget.saturating_sub(*bytes));
         *bytes = bytes.saturating_add(len);
         if *bytes > budget {
             return Err(ClientError::Limit(format!(
                 "{method}: the server's pages add up to more than {budget} bytes"
             )));
-        }
-        // Kept only if the credentials did not change meanwhile (an authorization on the
-        // way): which context it belongs to is then unclear.
-        if fetched && self.auth_context.load(Ordering::Acquire) == context {
-            lock(&self.shared.cache).store(method, cursor, &page, len, Instant::now());
         }
         Ok(page)
     }

@@ -23,11 +23,11 @@ use serde_json::{Map, Value, json};
 
 use super::{ClientError, McpClient};
 pub use crate::wire::skills::{
-    GetSkillResult, SKILLS_EXTENSION, Skill, SkillResource, SkillResources,
+    DirectoryEntry, GetSkillResult, SKILLS_EXTENSION, Skill, SkillResource, SkillResources,
 };
 use crate::wire::skills::{
-    MAX_SKILL_RESOURCES, MAX_SKILL_TOTAL_BYTES, METHOD_SKILLS_GET, METHOD_SKILLS_LIST, SKILL_MD,
-    digest_of, is_digest,
+    MAX_SKILL_RESOURCES, MAX_SKILL_TOTAL_BYTES, METHOD_DIRECTORY_READ, METHOD_SKILLS_GET,
+    METHOD_SKILLS_LIST, SKILL_MD, digest_of, is_digest,
 };
 
 /// Why a skill call failed, or why content was refused.
@@ -223,6 +223,45 @@ impl McpClient {
         Ok(result.skill)
     }
 
+    /// The direct children of the directory resource `uri` (`resources/directory/read`,
+    /// every page, bounded by the client's [`ClientLimits`](super::ClientLimits) as every list
+    /// is; a cursor given twice ends it). Each child must be a direct child of `uri` (its URI
+    /// `uri/` and one clean segment), and a child is never given twice: anything else is
+    /// [`SkillError::InvalidEntry`]. No file is read. Within a skill, prefer
+    /// [`SkillSession::list_directory`], which also checks the children against the entry.
+    pub async fn read_directory(&self, uri: &str) -> Result<Vec<DirectoryEntry>, SkillError> {
+        let mut params = Map::new();
+        params.insert("uri".into(), json!(uri));
+        let raw = self
+            .list_all_with(METHOD_DIRECTORY_READ, "resources", &params)
+            .await?;
+        let mut seen = std::collections::HashSet::new();
+        let mut children = Vec::with_capacity(raw.len());
+        for (i, child) in raw.into_iter().enumerate() {
+            let child: DirectoryEntry =
+                serde_json::from_value(child).map_err(|e| SkillError::InvalidEntry {
+                    uri: uri.to_owned(),
+                    why: format!("resources[{i}]: {e}"),
+                })?;
+            let direct = child
+                .uri
+                .strip_prefix(uri)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .is_some_and(|seg| !matches!(seg, "" | "." | "..") && !seg.contains('/'));
+            if !direct {
+                return Err(invalid(
+                    uri,
+                    format!("{:?} is not a direct child of the directory", child.uri),
+                ));
+            }
+            if !seen.insert(child.uri.clone()) {
+                return Err(invalid(uri, format!("{:?} is listed twice", child.uri)));
+            }
+            children.push(child);
+        }
+        Ok(children)
+    }
+
     /// A session reading `skill`'s files under this entry. Checks the entry (the
     /// extension's rules and limits) and reads nothing.
     pub fn open_skill(&self, skill: Skill) -> Result<SkillSession<'_>, SkillError> {
@@ -281,6 +320,43 @@ impl SkillSession<'_> {
         }
         let uri = self.resolve(path);
         self.fetch(&uri).await
+    }
+
+    /// The direct children of the skill's directory `path` (relative to the skill's root,
+    /// `""` for the root itself, or a full URI), through
+    /// [`McpClient::read_directory`]. Reads no file, so it needs no [`load`](Self::load).
+    /// A directory outside the skill is refused without a request. Under a manifest, every
+    /// child is checked against the entry: a file must be listed with the same `size`, a
+    /// subdirectory must hold a listed file, and a listed file directly in the directory must
+    /// be among the children. A mismatch ([`SkillError::Unlisted`],
+    /// [`SkillError::SizeMismatch`], [`SkillError::InvalidEntry`]), like a malformed listing,
+    /// refuses the session as a failed read does. A `"dynamic"` skill's children are returned as the server gives
+    /// them.
+    pub async fn list_directory(&mut self, path: &str) -> Result<Vec<DirectoryEntry>, SkillError> {
+        if self.stage == Stage::Refused {
+            return Err(SkillError::Refused {
+                uri: self.skill.uri.clone(),
+            });
+        }
+        let uri = if path.is_empty() || path == self.root {
+            self.root.clone()
+        } else {
+            self.resolve(path.trim_end_matches('/'))
+        };
+        if uri != self.root && !within(&self.root, &uri) {
+            return self.settle(Err(SkillError::Unlisted { uri }));
+        }
+        let children = match self.client.read_directory(&uri).await {
+            // A malformed listing refuses the session, as a contradicting one does.
+            Err(e @ SkillError::InvalidEntry { .. }) => return self.settle(Err(e)),
+            other => other?,
+        };
+        let checked = match &self.skill.resources {
+            SkillResources::Files(files) => check_children(&uri, files, &children),
+            SkillResources::Dynamic => Ok(()),
+        };
+        self.settle(checked)?;
+        Ok(children)
     }
 
     /// `path` as a URI under the skill's root (a full URI is kept as it is).
@@ -459,6 +535,60 @@ fn invalid(uri: &str, why: impl Into<String>) -> SkillError {
     SkillError::InvalidEntry {
         uri: uri.to_owned(),
         why: why.into(),
+    }
+}
+
+/// Checks a directory's `children` against the skill's manifest `files`: each file child is
+/// listed with the same size, each subdirectory holds a listed file, and every listed file
+/// directly in `dir` is among the children.
+fn check_children(
+    dir: &str,
+    files: &[SkillResource],
+    children: &[DirectoryEntry],
+) -> Result<(), SkillError> {
+    for child in children {
+        if child.is_directory() {
+            let prefix = format!("{}/", child.uri);
+            if !files.iter().any(|f| f.uri.starts_with(&prefix)) {
+                return Err(SkillError::Unlisted {
+                    uri: child.uri.clone(),
+                });
+            }
+            continue;
+        }
+        let listed =
+            files
+                .iter()
+                .find(|f| f.uri == child.uri)
+                .ok_or_else(|| SkillError::Unlisted {
+                    uri: child.uri.clone(),
+                })?;
+        if let Some(size) = child.size
+            && size != listed.size
+        {
+            return Err(SkillError::SizeMismatch {
+                uri: child.uri.clone(),
+                listed: listed.size,
+                read: size,
+            });
+        }
+    }
+    let missing = files.iter().find(|f| {
+        f.uri
+            .strip_prefix(dir)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|rest| !rest.contains('/'))
+            && !children.iter().any(|c| c.uri == f.uri)
+    });
+    match missing {
+        Some(f) => Err(invalid(
+            dir,
+            format!(
+                "the entry lists {:?}, which the directory does not list",
+                f.uri
+            ),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -412,3 +412,132 @@ mod frontmatter {
         assert_eq!(differing_fields(&file, &entry), vec!["v".to_owned()]);
     }
 }
+
+/// A server that lists `entry(BODY)` and answers `resources/directory/read` with
+/// `children(uri, cursor)`, recording each directory asked for.
+fn dir_server(
+    children: impl Fn(&str, Option<&str>) -> Value + Send + Sync + 'static,
+) -> (Script, Arc<Mutex<Vec<String>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let script: Script = Arc::new(move |method, params| match method {
+        "skills/list" => Some(json!({"skills": [entry(BODY)]})),
+        "resources/directory/read" => {
+            let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+            seen.lock().unwrap().push(uri.to_owned());
+            Some(children(uri, params.get("cursor").and_then(Value::as_str)))
+        }
+        _ => None,
+    });
+    (script, asked)
+}
+
+fn md_child(size: usize) -> Value {
+    json!({"uri": SKILL, "name": "SKILL.md", "mimeType": "text/markdown", "size": size})
+}
+
+fn references_child() -> Value {
+    json!({"uri": "skill://pdf-processing/references", "name": "references", "mimeType": "inode/directory"})
+}
+
+fn forms_child(size: usize) -> Value {
+    json!({"uri": FORMS, "name": "FORMS.md", "mimeType": "text/markdown", "size": size})
+}
+
+#[tokio::test]
+async fn a_directory_is_read_page_by_page_and_checked_against_the_entry_reading_no_file() {
+    let (script, asked) = dir_server(|uri, cursor| match (uri, cursor) {
+        ("skill://pdf-processing", None) => {
+            json!({"resources": [md_child(BODY.len())], "nextCursor": "p2"})
+        }
+        ("skill://pdf-processing", Some("p2")) => json!({"resources": [references_child()]}),
+        _ => json!({"resources": [forms_child(FORMS_BODY.len())]}),
+    });
+    let (client, reads) = client_of(script);
+    let mut session = client.open_skill(listed_one(&client).await).unwrap();
+    let root = session.list_directory("").await.unwrap();
+    assert_eq!(
+        root.iter().map(|c| c.uri.as_str()).collect::<Vec<_>>(),
+        [SKILL, "skill://pdf-processing/references"]
+    );
+    assert!(root[1].is_directory());
+    let refs = session.list_directory("references").await.unwrap();
+    assert_eq!(refs[0].uri, FORMS);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            "skill://pdf-processing",
+            "skill://pdf-processing",
+            "skill://pdf-processing/references"
+        ]
+    );
+    assert!(reads.lock().unwrap().is_empty(), "read: {reads:?}");
+    // The plain call, outside any session.
+    let plain = client
+        .read_directory("skill://pdf-processing/references")
+        .await
+        .unwrap();
+    assert_eq!(plain.len(), 1);
+}
+
+#[tokio::test]
+async fn a_directory_that_contradicts_the_entry_is_refused_and_refuses_the_session() {
+    type Case = (&'static str, fn(&str, Option<&str>) -> Value);
+    let cases: [Case; 5] = [
+        ("unlisted file", |_, _| {
+            json!({"resources": [md_child(BODY.len()), references_child(),
+                {"uri": "skill://pdf-processing/extra.md", "name": "extra.md", "size": 1}]})
+        }),
+        (
+            "size",
+            |_, _| json!({"resources": [md_child(BODY.len() + 1), references_child()]}),
+        ),
+        ("missing", |_, _| json!({"resources": [references_child()]})),
+        ("empty directory", |_, _| {
+            json!({"resources": [md_child(BODY.len()), references_child(),
+                {"uri": "skill://pdf-processing/empty", "name": "empty", "mimeType": "inode/directory"}]})
+        }),
+        (
+            "not a child",
+            |_, _| json!({"resources": [md_child(BODY.len()), references_child(), forms_child(FORMS_BODY.len())]}),
+        ),
+    ];
+    for (what, children) in cases {
+        let (script, _) = dir_server(children);
+        let (client, _) = client_of(script);
+        let mut session = client.open_skill(listed_one(&client).await).unwrap();
+        let e = session.list_directory("").await.unwrap_err();
+        let expected = match what {
+            "unlisted file" | "empty directory" => matches!(e, SkillError::Unlisted { .. }),
+            "size" => matches!(e, SkillError::SizeMismatch { .. }),
+            _ => matches!(e, SkillError::InvalidEntry { .. }),
+        };
+        assert!(expected, "{what}: {e:?}");
+        let again = session.list_directory("").await.unwrap_err();
+        assert!(
+            matches!(again, SkillError::Refused { .. }),
+            "{what}: {again:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_directory_outside_the_skill_is_refused_without_a_request_and_cycles_end() {
+    let (script, asked) = dir_server(|_, cursor| {
+        let next = if cursor == Some("a") { "b" } else { "a" };
+        json!({"resources": [], "nextCursor": next})
+    });
+    let (client, _) = client_of(script);
+    let mut session = client.open_skill(listed_one(&client).await).unwrap();
+    for outside in ["skill://other", "../other", "skill://pdf-processing-x"] {
+        let e = session.list_directory(outside).await.unwrap_err();
+        assert!(matches!(e, SkillError::Unlisted { .. }), "{outside}: {e:?}");
+        session = client.open_skill(listed_one(&client).await).unwrap();
+    }
+    assert!(asked.lock().unwrap().is_empty(), "{asked:?}");
+    let e = client.read_directory("skill://x").await.unwrap_err();
+    assert!(
+        matches!(e, SkillError::Client(ClientError::Protocol(ref m)) if m.contains("again")),
+        "{e:?}"
+    );
+}
