@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::registry::{McpRegistrationError, McpToolRegistry, ToolDefinition};
+use crate::registry::{McpRegistrationError, McpToolRegistry, ToolDefinition, ToolRegistration};
 use crate::resources::{McpResourceRegistry, ResourceDefinition, ResourceRegistrationError};
 pub use crate::wire::apps::{
     APP_MIME_TYPE, LEGACY_RESOURCE_URI_KEY, UI_EXTENSION, UI_META_KEY, UI_SCHEME_PREFIX,
@@ -185,6 +185,21 @@ impl ToolDefinition {
         UiToolMeta::from_tool_meta(self.meta.as_ref()?)
             .ok()
             .flatten()
+    }
+}
+
+impl ToolRegistration {
+    /// This registration linked to the UI resource at `resource_uri`, visible to model and
+    /// app ([`ToolDefinition::with_ui_resource`]).
+    pub fn ui(mut self, resource_uri: impl Into<String>) -> Self {
+        self.definition = self.definition.with_ui_resource(resource_uri);
+        self
+    }
+
+    /// This registration with `_meta.ui` set to `ui` ([`ToolDefinition::with_ui`]).
+    pub fn with_ui(mut self, ui: UiToolMeta) -> Self {
+        self.definition = self.definition.with_ui(ui);
+        self
     }
 }
 
