@@ -66,7 +66,7 @@ def test_the_app_and_its_tools_are_on_the_wire():
     assert entry["mimeType"] == APP and entry["_meta"]["ui"] == ui
     item = read["result"]["contents"][0]
     assert item["mimeType"] == APP and item["text"] == HTML and item["_meta"]["ui"] == ui
-    assert call["result"]["structuredContent"] == {"rows": [3]}
+    assert call["result"]["structuredContent"] == {"result": {"rows": [3]}}
 
 
 def test_the_extension_is_declared():
@@ -98,7 +98,7 @@ def test_bad_metadata_is_a_clear_error():
     with pytest.raises(ValueError, match="contains ';'"):
         s.add_ui_resource("ui://demo/view", HTML, csp={"connectDomains": ["https://a.example; script-src *"]})
     s.add_ui_resource("ui://demo/view", HTML)
-    with pytest.raises(MCPRegistrationError, match="visibility"):
+    with pytest.raises(MCPRegistrationError, match="unknown variant `robot`, expected `model` or `app`"):
 
         @s.tool(name="odd", ui="ui://demo/view", visibility=["robot"])
         def odd() -> str:
