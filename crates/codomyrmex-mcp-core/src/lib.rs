@@ -24,6 +24,7 @@
 //!   own driver.
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod change_bus;
 pub mod client;
 pub mod config;

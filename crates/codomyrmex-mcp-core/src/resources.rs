@@ -293,6 +293,60 @@ pub enum ResourceRegistrationError {
     /// A different resource already has this URI, or a template this name.
     #[error("{0:?} is already registered")]
     Duplicate(String),
+    /// A `ui://` resource (the MCP Apps extension) whose MIME type or `_meta.ui` the
+    /// extension does not allow.
+    #[error("UI resource {uri:?}: {reason}")]
+    InvalidUi {
+        /// The resource's URI (or template).
+        uri: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The `_meta` of a fixed resource's content item: a `ui://` resource's `_meta.ui` is
+/// repeated there, where hosts look first (the MCP Apps extension); nothing otherwise.
+fn content_ui_meta(definition: &ResourceDefinition) -> Option<Map<String, Value>> {
+    use crate::wire::apps::{UI_META_KEY, UI_SCHEME_PREFIX};
+    if !definition.uri.starts_with(UI_SCHEME_PREFIX) {
+        return None;
+    }
+    let ui = definition.meta.as_ref()?.get(UI_META_KEY)?;
+    let mut meta = Map::new();
+    meta.insert(UI_META_KEY.into(), ui.clone());
+    Some(meta)
+}
+
+/// The MCP Apps extension's rules for a `ui://` resource or template: its MIME type is
+/// [`APP_MIME_TYPE`](crate::wire::apps::APP_MIME_TYPE) (set when none is given), its
+/// `_meta.ui` reads. Any other URI is left alone.
+fn check_ui(
+    uri: &str,
+    mime_type: &mut Option<String>,
+    meta: Option<&Map<String, Value>>,
+) -> Result<(), ResourceRegistrationError> {
+    use crate::wire::apps::{APP_MIME_TYPE, UI_SCHEME_PREFIX, UiResourceMeta, check_ui_uri};
+    if !uri.starts_with(UI_SCHEME_PREFIX) {
+        return Ok(());
+    }
+    let invalid = |reason: String| ResourceRegistrationError::InvalidUi {
+        uri: uri.chars().take(256).collect(),
+        reason,
+    };
+    check_ui_uri(uri).map_err(invalid)?;
+    match mime_type.as_deref() {
+        None => *mime_type = Some(APP_MIME_TYPE.to_owned()),
+        Some(APP_MIME_TYPE) => {}
+        Some(other) => {
+            return Err(invalid(format!(
+                "the MIME type of a ui:// resource is {APP_MIME_TYPE:?}, not {other:?}"
+            )));
+        }
+    }
+    if let Some(meta) = meta {
+        UiResourceMeta::from_meta(meta).map_err(|e| invalid(e.0))?;
+    }
+    Ok(())
 }
 
 impl McpResourceRegistry {
@@ -325,9 +379,14 @@ impl McpResourceRegistry {
     /// Adds a resource with a reader.
     pub fn add(
         &self,
-        definition: ResourceDefinition,
+        mut definition: ResourceDefinition,
         reader: impl ResourceReader,
     ) -> Result<(), ResourceRegistrationError> {
+        check_ui(
+            &definition.uri,
+            &mut definition.mime_type,
+            definition.meta.as_ref(),
+        )?;
         let wire = serde_json::to_value(&definition).unwrap_or(Value::Null);
         let mut map = self
             .resources
@@ -355,15 +414,22 @@ impl McpResourceRegistry {
         definition: ResourceDefinition,
         text: impl Into<String>,
     ) -> Result<(), ResourceRegistrationError> {
+        let mut definition = definition;
+        check_ui(
+            &definition.uri,
+            &mut definition.mime_type,
+            definition.meta.as_ref(),
+        )?;
         let text: Arc<str> = Arc::from(text.into());
         let mime = definition.mime_type.clone();
         let uri = definition.uri.clone();
+        let meta = content_ui_meta(&definition);
         self.add(definition, move |_: ResourceRequest| {
             let contents = vec![ResourceContents::Text {
                 uri: uri.clone(),
                 mime_type: mime.clone(),
                 text: text.to_string(),
-                meta: None,
+                meta: meta.clone(),
             }];
             async move { Ok(contents) }
         })
@@ -375,15 +441,22 @@ impl McpResourceRegistry {
         definition: ResourceDefinition,
         bytes: &[u8],
     ) -> Result<(), ResourceRegistrationError> {
+        let mut definition = definition;
+        check_ui(
+            &definition.uri,
+            &mut definition.mime_type,
+            definition.meta.as_ref(),
+        )?;
         let blob: Arc<str> = Arc::from(crate::util::base64_encode(bytes));
         let mime = definition.mime_type.clone();
         let uri = definition.uri.clone();
+        let meta = content_ui_meta(&definition);
         self.add(definition, move |_: ResourceRequest| {
             let contents = vec![ResourceContents::Blob {
                 uri: uri.clone(),
                 mime_type: mime.clone(),
                 blob: blob.to_string(),
-                meta: None,
+                meta: meta.clone(),
             }];
             async move { Ok(contents) }
         })
@@ -392,10 +465,15 @@ impl McpResourceRegistry {
     /// Adds a URI template with a reader and optional per-variable completers.
     pub fn add_template(
         &self,
-        definition: ResourceTemplateDefinition,
+        mut definition: ResourceTemplateDefinition,
         reader: impl ResourceReader,
         completers: BTreeMap<String, Completer>,
     ) -> Result<(), ResourceRegistrationError> {
+        check_ui(
+            &definition.uri_template,
+            &mut definition.mime_type,
+            definition.meta.as_ref(),
+        )?;
         let template = UriTemplate::parse(&definition.uri_template)?;
         let wire = serde_json::to_value(&definition).unwrap_or(Value::Null);
         let mut list = self
@@ -492,6 +570,27 @@ impl McpResourceRegistry {
             .iter()
             .map(|t| t.definition.clone())
             .collect()
+    }
+
+    /// Whether `uri` reads: a static resource has it, or a template matches it.
+    pub fn serves(&self, uri: &str) -> bool {
+        self.resolve(uri).is_some()
+    }
+
+    /// Whether a `ui://` resource or template (the MCP Apps extension) is registered.
+    pub fn has_ui_resources(&self) -> bool {
+        let prefix = crate::wire::apps::UI_SCHEME_PREFIX;
+        self.read_resources()
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(prefix))
+            || self
+                .read_templates()
+                .iter()
+                .any(|t| t.definition.uri_template.starts_with(prefix))
     }
 
     /// Whether nothing is registered.

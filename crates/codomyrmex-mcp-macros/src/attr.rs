@@ -29,11 +29,15 @@ pub(crate) struct ToolAttr {
     pub deny_unknown_arguments: Option<bool>,
     /// `blocking`: the flag, and where it was written (for the error on an `async fn`).
     pub blocking: Option<(bool, Span)>,
+    /// `ui = "ui://..."`: the MCP Apps resource the tool's results render in.
+    pub ui: Option<LitStr>,
+    /// `visibility = ["model", "app"]`: who may call the tool (MCP Apps).
+    pub visibility: Vec<LitStr>,
 }
 
 const TOOL_KEYS: &str = "name, title, description, read_only, destructive, idempotent, \
                          open_world, category, tags, version, deprecated_in, timeout, \
-                         deny_unknown_arguments, blocking, crate";
+                         deny_unknown_arguments, blocking, ui, visibility, crate";
 
 impl ToolAttr {
     /// Parses the tokens inside `#[mcp_tool(...)]`.
@@ -83,6 +87,45 @@ impl ToolAttr {
             "blocking" => {
                 let span = meta.path.span();
                 set(meta, &mut self.blocking, (flag(meta)?, span))
+            }
+            "ui" => {
+                let uri: LitStr = meta.value()?.parse()?;
+                check_ui_uri(&uri)?;
+                set(meta, &mut self.ui, uri)
+            }
+            "visibility" => {
+                if !self.visibility.is_empty() {
+                    return Err(meta.error("duplicate argument `visibility`"));
+                }
+                let content;
+                let input = meta.value()?;
+                let bracket = syn::bracketed!(content in input);
+                let list = Punctuated::<LitStr, Token![,]>::parse_terminated(&content)?;
+                if list.is_empty() {
+                    return Err(syn::Error::new(
+                        bracket.span.join(),
+                        "`visibility` cannot be empty: name \"model\", \"app\" or both",
+                    ));
+                }
+                let mut seen = Vec::new();
+                for v in &list {
+                    let value = v.value();
+                    if value != "model" && value != "app" {
+                        return Err(syn::Error::new(
+                            v.span(),
+                            format!("unknown visibility {value:?}; expected \"model\" or \"app\""),
+                        ));
+                    }
+                    if seen.contains(&value) {
+                        return Err(syn::Error::new(
+                            v.span(),
+                            format!("{value:?} is named twice"),
+                        ));
+                    }
+                    seen.push(value);
+                }
+                self.visibility = list.into_iter().collect();
+                Ok(())
             }
             "tags" => {
                 if !self.tags.is_empty() {
@@ -312,6 +355,23 @@ fn set<T>(meta: &ParseNestedMeta<'_>, slot: &mut Option<T>, value: T) -> syn::Re
     }
     *slot = Some(value);
     Ok(())
+}
+
+/// A `ui = "..."` value: a `ui://` URI naming a resource, with no spaces or controls.
+fn check_ui_uri(uri: &LitStr) -> syn::Result<()> {
+    let value = uri.value();
+    let ok = value
+        .strip_prefix("ui://")
+        .is_some_and(|rest| !rest.is_empty())
+        && !value.chars().any(|c| c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err(syn::Error::new(
+            uri.span(),
+            format!("`ui` must be a ui:// URI such as \"ui://my-server/view\", not {value:?}"),
+        ))
+    }
 }
 
 /// `read_only` or `read_only = true|false`.

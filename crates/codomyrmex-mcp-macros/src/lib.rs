@@ -124,6 +124,8 @@ use tool::{Errors, Site};
 /// | `timeout = "30s"` | Overrides the server's timeout (`"500ms"`, `"2m"`, or seconds: `30`). |
 /// | `deny_unknown_arguments` | Refuses arguments the function does not take: the schema says `"additionalProperties": false`. |
 /// | `blocking` | For a sync tool that blocks (file or network I/O, heavy computation): each call runs on the runtime's blocking pool, so it stalls no other request (`ToolSettings::blocking`). Refused on an `async fn`. |
+/// | `ui = "ui://server/view"` | MCP Apps: links the tool to the UI resource its results render in (`_meta.ui.resourceUri`); the URI must start with `ui://`, and the server refuses the tool if no resource serves it. |
+/// | `visibility = ["app"]` | MCP Apps: who may call the tool (`_meta.ui.visibility`): `"model"`, `"app"` or both (the default). `["app"]` is a tool the app calls that hosts do not show the model. |
 /// | `crate = "::path"` | Where `codomyrmex_mcp` is, if renamed. |
 ///
 /// On a parameter, `#[arg(description = "...", default = expr, rename = "key")]` sets the

@@ -662,6 +662,8 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
         attr.deprecated_in.as_ref().map(LitStr::value).as_deref(),
     );
     let tags = &attr.tags;
+    let ui = opt_str(krate, attr.ui.as_ref().map(LitStr::value).as_deref());
+    let visibility = &attr.visibility;
     let blocking = matches!(attr.blocking, Some((true, _)));
     let timeout_ms = match attr.timeout_ms {
         Some(ms) => quote!(#p::Some(#ms)),
@@ -699,6 +701,8 @@ pub(crate) fn registration(tool: &Tool, krate: &Path, site: Site) -> TokenStream
                 deprecated_in: #deprecated_in,
                 timeout_ms: #timeout_ms,
                 blocking: #blocking,
+                ui: #ui,
+                visibility: &[#(#visibility),*],
             },
             #input_schema,
             __mcp_output,

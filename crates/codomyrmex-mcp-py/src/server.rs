@@ -357,6 +357,44 @@ impl Server {
             .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
+    /// Adds an MCP App's HTML as a `ui://` resource (`text/html;profile=mcp-app`) with
+    /// `_meta.ui` from `ui_json` (the extension's keys: `csp`, `permissions`, `domain`,
+    /// `prefersBorder`), checked as the library checks it.
+    #[pyo3(signature = (uri, name, html, title=None, description=None, ui_json="{}"))]
+    fn add_ui_resource(
+        &self,
+        uri: String,
+        name: String,
+        html: String,
+        title: Option<String>,
+        description: Option<String>,
+        ui_json: &str,
+    ) -> PyResult<()> {
+        use codomyrmex_mcp::apps::{UiResource, UiResourceMeta};
+        let ui: Value = serde_json::from_str(ui_json)
+            .map_err(|e| PyValueError::new_err(format!("_meta.ui is not JSON: {e}")))?;
+        let mut wrapped = serde_json::Map::new();
+        wrapped.insert("ui".into(), ui);
+        let meta = UiResourceMeta::from_meta(&wrapped)
+            .map_err(|e| PyValueError::new_err(format!("UI resource {uri:?}: {e}")))?
+            .unwrap_or_default();
+        let mut resource = UiResource::html(uri, name, html).with_meta(meta);
+        if let Some(t) = title {
+            resource = resource.with_title(t);
+        }
+        if let Some(d) = description {
+            resource = resource.with_description(d);
+        }
+        resource
+            .register(&self.resources)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Whether a resource of this server serves `uri` (a static resource or a template).
+    fn serves(&self, uri: &str) -> bool {
+        self.resources.serves(uri)
+    }
+
     /// Adds a prompt: `render(arguments)` (a dict of strings) returns its text, sent as one
     /// user message. `arguments` is a list of `{"name", "description", "required"}`.
     fn add_prompt(

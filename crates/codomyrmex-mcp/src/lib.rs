@@ -174,6 +174,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod client;
 #[cfg(unix)]
 pub mod confine;

@@ -31,6 +31,7 @@ pub(crate) mod mrtr;
 /// The execution policy lives below the registries (`crate::policy`), so direct calls
 /// (`McpToolRegistry::execute`) are admitted by it too.
 pub(crate) use crate::policy;
+mod apps;
 mod prompts;
 mod resources;
 mod results;
@@ -746,7 +747,7 @@ impl Engine {
         if self.shared.resources.is_some() || self.shared.prompts.is_some() {
             caps.insert("completions".into(), json!({}));
         }
-        self.with_skills_capability(Value::Object(caps))
+        self.with_apps_capability(self.with_skills_capability(Value::Object(caps)))
     }
 
     fn discover(&self, now: Timestamp) -> Value {
@@ -1029,6 +1030,8 @@ fn decode_cursor(cursor: &str) -> Option<String> {
     String::from_utf8(bytes?).ok()
 }
 
+#[cfg(test)]
+mod apps_tests;
 #[cfg(test)]
 mod conformance_tests;
 #[cfg(test)]

@@ -56,6 +56,14 @@ pub enum McpRegistrationError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The tool's `_meta.ui` (the MCP Apps extension) is not what the extension allows.
+    #[error("tool {name:?}: {reason}")]
+    InvalidUiMeta {
+        /// The tool.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The name is taken by a tool with a different definition.
     #[error("tool {name:?} is already registered with a different definition: {difference}")]
     Conflict {
@@ -605,6 +613,14 @@ impl McpToolRegistry {
             handler,
         } = registration;
         validate_tool_name(&definition.name)?;
+        if let Some(meta) = &definition.meta {
+            crate::wire::apps::UiToolMeta::from_tool_meta(meta).map_err(|e| {
+                McpRegistrationError::InvalidUiMeta {
+                    name: definition.name.clone(),
+                    reason: e.0,
+                }
+            })?;
+        }
         let wire =
             serde_json::to_value(&definition).map_err(|e| McpRegistrationError::InvalidSchema {
                 name: definition.name.clone(),

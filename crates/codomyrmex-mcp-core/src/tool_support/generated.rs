@@ -429,6 +429,10 @@ pub struct ToolSpec {
     pub timeout_ms: Option<u64>,
     /// The settings' `blocking`.
     pub blocking: bool,
+    /// `_meta.ui.resourceUri` (MCP Apps).
+    pub ui: Option<&'static str>,
+    /// `_meta.ui.visibility` (MCP Apps).
+    pub visibility: &'static [&'static str],
 }
 
 /// The registration of a generated tool.
@@ -460,6 +464,17 @@ pub fn build(
     }
     if let Some(version) = spec.deprecated_in {
         definition = definition.with_meta("deprecated_in", json!(version));
+    }
+    if spec.ui.is_some() || !spec.visibility.is_empty() {
+        // Checked again, as every `_meta.ui`, when the tool is registered.
+        let mut ui = serde_json::Map::new();
+        if let Some(uri) = spec.ui {
+            ui.insert("resourceUri".into(), json!(uri));
+        }
+        if !spec.visibility.is_empty() {
+            ui.insert("visibility".into(), json!(spec.visibility));
+        }
+        definition = definition.with_meta("ui", Value::Object(ui));
     }
     ToolRegistration {
         definition,

@@ -8,6 +8,7 @@
 //! `2025-11-25` (legacy, with negotiation down to `2024-11-05`). Where the two revisions share a
 //! shape, one Rust type serves both.
 
+pub mod apps;
 pub mod encode;
 pub mod encoded;
 pub mod jsonrpc;

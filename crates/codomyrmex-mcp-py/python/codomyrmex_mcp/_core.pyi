@@ -41,6 +41,16 @@ class Stop:
 
 class Server:
     def __init__(self, registry: ToolRegistry, config_json: str) -> None: ...
+    def add_ui_resource(
+        self,
+        uri: str,
+        name: str,
+        html: str,
+        title: Optional[str] = None,
+        description: Optional[str] = None,
+        ui_json: str = "{}",
+    ) -> None: ...
+    def serves(self, uri: str) -> bool: ...
     def add_resource(
         self,
         uri: str,

@@ -267,6 +267,7 @@ def register_function(
     tool_meta = {"category": meta["category"], "version": meta["version"]}
     if meta.get("deprecated_in"):
         tool_meta["deprecated_in"] = meta["deprecated_in"]
+    tool_meta.update(extra.pop("meta", None) or {})
     tool_name = name or meta["name"]
     registry.register(
         tool_name,

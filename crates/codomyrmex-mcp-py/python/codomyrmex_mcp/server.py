@@ -161,20 +161,74 @@ class MCPServer:
         description: Optional[str] = None,
         title: Optional[str] = None,
         output_schema: Optional[Dict[str, Any]] = None,
+        ui: Optional[str] = None,
+        visibility: Optional[Sequence[str]] = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers the decorated function (sync or async) as a tool. The schema comes from
         its type hints, the description from its docstring; the function is returned as is.
-        With ``output_schema``, results (``{"result": value}``) are checked against it."""
+        With ``output_schema``, results (``{"result": value}``) are checked against it.
+
+        MCP Apps: ``ui="ui://..."`` links the tool to a UI resource this server already serves
+        (``add_ui_resource``), as ``_meta.ui.resourceUri``; ``visibility`` (``["model"]``,
+        ``["app"]`` or both, the default) says who may call it. A ``ui`` no resource serves
+        raises ``ValueError``; metadata the extension does not allow raises
+        ``MCPRegistrationError``."""
+        ui_meta: Dict[str, Any] = {}
+        if ui is not None:
+            if not isinstance(ui, str) or not self._core.serves(ui):
+                raise ValueError(
+                    f"tool ui={ui!r}: no resource of this server serves it; add it first with add_ui_resource()"
+                )
+            ui_meta["resourceUri"] = ui
+        if visibility is not None:
+            ui_meta["visibility"] = list(visibility)
 
         def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
             # An @mcp_tool function keeps its metadata; any other function is decorated here.
             tool = func if hasattr(func, "_mcp_adapter") else mcp_tool()(func)
+            extra: Dict[str, Any] = {"meta": {"ui": ui_meta}} if ui_meta else {}
             register_function(
-                self._tool_registry, tool, name=name, description=description, title=title, output_schema=output_schema
+                self._tool_registry,
+                tool,
+                name=name,
+                description=description,
+                title=title,
+                output_schema=output_schema,
+                **extra,
             )
             return func
 
         return decorator
+
+    def add_ui_resource(
+        self,
+        uri: str,
+        html: str,
+        *,
+        name: Optional[str] = None,
+        title: Optional[str] = None,
+        description: Optional[str] = None,
+        csp: Optional[Dict[str, List[str]]] = None,
+        permissions: Optional[Sequence[str]] = None,
+        domain: Optional[str] = None,
+        prefers_border: Optional[bool] = None,
+    ) -> None:
+        """Serves an MCP App: ``html`` as the ``ui://`` resource ``uri``, MIME type
+        ``text/html;profile=mcp-app``. ``csp`` maps ``connectDomains``, ``resourceDomains``,
+        ``frameDomains`` and ``baseUriDomains`` to lists of origins; ``permissions`` names
+        ``camera``, ``microphone``, ``geolocation`` or ``clipboardWrite``; ``domain`` and
+        ``prefers_border`` go in ``_meta.ui`` as ``domain`` and ``prefersBorder``. Raises
+        ``ValueError`` for a URI outside ``ui://`` or metadata the extension does not allow."""
+        ui: Dict[str, Any] = {}
+        if csp is not None:
+            ui["csp"] = csp
+        if permissions is not None:
+            ui["permissions"] = {p: {} for p in permissions}
+        if domain is not None:
+            ui["domain"] = domain
+        if prefers_border is not None:
+            ui["prefersBorder"] = prefers_border
+        self._core.add_ui_resource(uri, name or uri, html, title, description, json.dumps(ui))
 
     def register_tool(
         self,
