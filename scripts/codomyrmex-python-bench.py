@@ -9,7 +9,7 @@ For each load condition (none, then `--burners` processes running `yes >/dev/nul
 run, and prints each subject's median calls/s and server CPU µs per call (mcpload's
 `/proc` reading of the server process), the ratios, and the machine's load average before
 and after. Compatibility mode cannot be driven by mcpload (its text is `{"result": ...}`,
-not the text sent): `bench_vs_sdk.py --compat` measures it.
+not the text sent): `--client python` (below) measures it.
 
     cargo build --release --manifest-path PATH/TO/mcpload/Cargo.toml --target-dir /tmp/mcpload -j 2
     (cd crates/codomyrmex-mcp-py && maturin develop --release)   # the extension, release build
