@@ -177,3 +177,30 @@ def test_no_file_access_of_its_own():
     for needle in [r"\bopen\(", r"\.read_text\(", r"\.read_bytes\(", r"\.write_text\(", r"\.write_bytes\(",
                    r"realpath\(", r"\.resolve\(", r"abspath\(", r"\bPath\(", r"subprocess\.", r"os\.walk", r"glob\("]:
         assert not re.search(needle, source), needle
+
+
+def test_without_the_confinement_the_tools_fail_with_the_unix_reason(monkeypatch, tmp_path):
+    """Where the extension has no ConfinedRoot (it is built on Unix only), the module still
+    imports; set_root raises and every file tool fails naming why, instead of an import error
+    about a missing name."""
+    import importlib.util
+
+    monkeypatch.delattr(_core, "ConfinedRoot")
+    spec = importlib.util.spec_from_file_location("codomyrmex_mcp.compat._tools_without_unix", tools.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (tmp_path / "a.txt").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NotImplementedError, match="need Unix"):
+        module.set_root(str(tmp_path))
+    for result in (
+        module.read_file("a.txt"),
+        module.write_file("b.txt", "y"),
+        module.list_directory("."),
+        module.search_codebase("x"),
+        module.analyze_python_file("a.py"),
+        module.json_query("a.json"),
+        module.checksum_file("a.txt"),
+    ):
+        assert result["success"] is False and result["error"] == module.UNIX_ONLY, result
+    assert not (tmp_path / "b.txt").exists()

@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import threading
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from . import _core
 
@@ -192,8 +192,31 @@ TEXT_RESULT = "text:"
 def invoke(handler: Any, arguments_json: str, state: Any) -> str:
     """Calls ``handler`` with the arguments and returns the outcome as ``MCPToolResult`` JSON,
     after :data:`TEXT_RESULT` when the handler returned a ``str``."""
+    value, failure = run(handler, arguments_json, state)
+    if failure is not None:
+        return failure
+    try:
+        if type(value) is str:
+            # A model reads a string as text: the text block is the string itself, with
+            # {"result": value} as structuredContent, as the Python SDK sends it.
+            return TEXT_RESULT + wrap(value)
+        return wrap(value)
+    except Exception as e:
+        return result_not_serializable(e)
+
+
+def result_not_serializable(e: BaseException) -> str:
+    """The failure for a return value that :func:`wrap` cannot write."""
+    return _failure(
+        "ResultNotSerializable", f"the tool's return value cannot be written as JSON: {client_message(e)}"
+    )
+
+
+def run(handler: Any, arguments_json: str, state: Any) -> Tuple[Any, Optional[str]]:
+    """Calls ``handler`` with the arguments: ``(value, None)`` with what it returned, or
+    ``(None, failure)`` with the ``MCPToolResult`` JSON of its failure. Never raises."""
     if handler is None:
-        return _failure("NoHandler", "No handler registered for this tool")
+        return None, _failure("NoHandler", "No handler registered for this tool")
     try:
         arguments = json.loads(arguments_json)
         if isinstance(handler, Adapter):
@@ -204,22 +227,13 @@ def invoke(handler: Any, arguments_json: str, state: Any) -> str:
             value = _await(value, state)
     except _core.InputRequired:
         # The engine answers InputRequiredResult from the requests the tool made.
-        return _failure("InputRequired", "input is required from the client")
+        return None, _failure("InputRequired", "input is required from the client")
     except (_Cancelled, concurrent.futures.CancelledError, asyncio.CancelledError):
-        return _failure("Cancelled", "The call was cancelled")
+        return None, _failure("Cancelled", "The call was cancelled")
     except Exception as e:  # a tool's exception is its failure, never the server's
         # Without Pydantic imported, nothing raised is one of its ValidationErrors.
         pydantic = sys.modules.get("pydantic")
         if pydantic is not None and isinstance(e, pydantic.ValidationError):
-            return _failure("ValidationError", str(e), {"errors": json.loads(e.json())})
-        return _failure(type(e).__name__, client_message(e))
-    try:
-        if type(value) is str:
-            # A model reads a string as text: the text block is the string itself, with
-            # {"result": value} as structuredContent, as the Python SDK sends it.
-            return TEXT_RESULT + wrap(value)
-        return wrap(value)
-    except Exception as e:
-        return _failure(
-            "ResultNotSerializable", f"the tool's return value cannot be written as JSON: {client_message(e)}"
-        )
+            return None, _failure("ValidationError", str(e), {"errors": json.loads(e.json())})
+        return None, _failure(type(e).__name__, client_message(e))
+    return value, None

@@ -24,7 +24,9 @@ import json
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from .._invoke import TEXT_RESULT
+from json.encoder import encode_basestring_ascii as _quote
+
+from .._invoke import TEXT_RESULT, _not_plain, _plain_json, result_not_serializable, run, wrap
 from .._invoke import invoke as _plain_invoke
 
 __all__ = ["CONTENT_RESULT", "ShapedHandler", "error_object", "error_result", "invoke"]
@@ -144,15 +146,50 @@ class ShapedHandler:
         return CONTENT_RESULT + json.dumps({"content": [{"type": "text", "text": text}], "result": result})
 
 
+# `json.dumps` as the original writes a success's text (its separators, ASCII only), made
+# once; values that are not plain JSON (models, dataclasses, NaN, ...) raise and take the
+# general path (`wrap`, then `ShapedHandler.answer`).
+_encode_text = json.JSONEncoder(allow_nan=False, default=_not_plain).encode
+_SCALARS = (str, int, float, bool)
+
+
+def _served_success(shaped: ShapedHandler, value: Any) -> str:
+    """The ``content:`` answer of a success, written directly when ``value`` is plain JSON:
+    the same text and result as ``shaped.answer(wrap(value))``, with one encoding of the
+    value instead of an encoding, a decoding and two more encodings per call."""
+    try:
+        if type(value) in _SCALARS or value is None:
+            # Written as `json.dumps` writes them, without building an encoder per call.
+            text = '{"result": ' + _plain_json(value) + "}"
+        else:
+            text = _encode_text({"result": value})
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return shaped.answer(wrap(value))
+        except Exception as e:
+            return shaped.answer(result_not_serializable(e))
+    data = text if shaped.structured else "null"
+    return (
+        CONTENT_RESULT
+        + '{"content":[{"type":"text","text":'
+        + _quote(text)
+        + '}],"result":{"status":"success","data":'
+        + data
+        + "}}"
+    )
+
+
 def invoke(handler: Any, arguments_json: str, state: Any) -> str:
-    """The compat registry's invoker: plain :func:`codomyrmex_mcp._invoke.invoke` for the
-    handler, then, for a :class:`ShapedHandler` answering a client's ``tools/call``, the
-    original's answer (see the module docs). A ``str`` result is never marked as text: the
-    original's text is ``{"result": ...}``'s JSON."""
-    shaped = handler if isinstance(handler, ShapedHandler) else None
-    answer = _plain_invoke(shaped.handler if shaped is not None else handler, arguments_json, state)
-    if answer.startswith(TEXT_RESULT):
-        answer = answer[len(TEXT_RESULT) :]
+    """The compat registry's invoker: the handler run as plain
+    :func:`codomyrmex_mcp._invoke.invoke` runs it, then, for a :class:`ShapedHandler`
+    answering a client's ``tools/call``, the original's answer (see the module docs). A
+    ``str`` result is never marked as text: the original's text is ``{"result": ...}``'s
+    JSON."""
+    shaped = handler if type(handler) is ShapedHandler else None
     if shaped is None or state is None or not state.served():
-        return answer
-    return shaped.answer(answer)
+        answer = _plain_invoke(shaped.handler if shaped is not None else handler, arguments_json, state)
+        return answer[len(TEXT_RESULT) :] if answer.startswith(TEXT_RESULT) else answer
+    value, failure = run(shaped.handler, arguments_json, state)
+    if failure is not None:
+        return shaped.answer(failure)
+    return _served_success(shaped, value)

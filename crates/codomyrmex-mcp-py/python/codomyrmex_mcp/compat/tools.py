@@ -16,6 +16,10 @@ listing resolved inside the root by ``ConfinedRoot.list``; they do not descend i
 symlinked directories. The tools that cannot be confined are refused in compatibility mode,
 with an error naming the reason: ``git_status`` and ``git_diff`` (a subprocess in a
 directory) and ``run_shell_command`` (a shell).
+
+The confinement exists on Unix only (it opens each path component from its parent's
+descriptor with ``O_NOFOLLOW``). Elsewhere the module imports, :func:`set_root` raises
+``NotImplementedError`` and every file tool fails with that reason (:data:`UNIX_ONLY`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from .._core import ConfinedRoot
+try:
+    from .._core import ConfinedRoot
+except ImportError:  # not built on this platform (see UNIX_ONLY)
+    ConfinedRoot = None  # type: ignore[assignment,misc]
 
 __all__ = [
     "analyze_python_file",
@@ -54,6 +61,13 @@ READ_CAP = 64 * 1024 * 1024
 #: The most entries listed from one directory.
 _LIST_LIMIT = 65_536
 
+#: Why the tools fail where the extension has no ``ConfinedRoot``: it is built on Unix only.
+UNIX_ONLY = (
+    "compatibility mode's file tools need Unix: every path goes through the confinement "
+    "(codomyrmex_mcp._core.ConfinedRoot), which resolves each path component from its parent "
+    "directory's descriptor (openat with O_NOFOLLOW) and is not built on this platform"
+)
+
 _root: Optional[ConfinedRoot] = None
 _root_lock = threading.Lock()
 
@@ -64,7 +78,7 @@ def set_root(path: str) -> str:
     Raises ``OSError`` if it is not an existing directory.
     """
     global _root
-    root = ConfinedRoot(path)
+    root = _new_root(path)
     with _root_lock:
         _root = root
     return root.path
@@ -74,8 +88,16 @@ def _confined() -> ConfinedRoot:
     global _root
     with _root_lock:
         if _root is None:
-            _root = ConfinedRoot(os.environ.get(ROOT_ENV) or os.getcwd())
+            _root = _new_root(os.environ.get(ROOT_ENV) or os.getcwd())
         return _root
+
+
+def _new_root(path: str) -> ConfinedRoot:
+    """``ConfinedRoot(path)``; raises ``NotImplementedError`` (:data:`UNIX_ONLY`) where the
+    extension has none, so every tool fails with that reason."""
+    if ConfinedRoot is None:
+        raise NotImplementedError(UNIX_ONLY)
+    return ConfinedRoot(path)
 
 
 def _failure(error: Any) -> Dict[str, Any]:
