@@ -63,6 +63,19 @@ def test_tool_decorator_writes_the_simple_schema():
     }
 
 
+def test_the_tool_decorator_refuses_apps_metadata_the_original_never_had():
+    server = MCPServer(MCPServerConfig(name="apps"))
+    for kwargs in ({"ui": "ui://x/view"}, {"visibility": ["app"]}):
+        with pytest.raises(NotImplementedError, match="compatibility mode"):
+            server.tool(**kwargs)
+    # Without them the decorator registers as before.
+    def ping() -> str:
+        return "ok"
+
+    server.tool()(ping)
+    assert server.tool_count == 1
+
+
 def test_a_string_result_keeps_the_originals_json_text_and_no_structured_content():
     server = server_with_tools()
     result = run(server._call_tool({"name": "greet", "arguments": {"name": "Ada"}}))

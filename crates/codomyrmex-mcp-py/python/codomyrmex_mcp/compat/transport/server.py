@@ -41,7 +41,7 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..._core import ConfinedRoot
 from ...server import MCPServer as _PlainServer
@@ -188,11 +188,21 @@ class MCPServer(_PlainServer):
         description: Optional[str] = None,
         title: Optional[str] = None,
         output_schema: Optional[Dict[str, Any]] = None,
+        ui: Optional[str] = None,
+        visibility: Optional[Sequence[str]] = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Registers the decorated function as the original does: its own name (no prefix),
         the description or the raw docstring, and a simple schema (each parameter a
         ``string``, ``integer``, ``number`` or ``boolean`` with ``"<name> parameter"`` as
-        its description; those without a default required)."""
+        its description; those without a default required).
+
+        The original has no MCP Apps: ``ui`` and ``visibility`` raise ``NotImplementedError``
+        here (``codomyrmex_mcp.MCPServer.tool`` takes them)."""
+        if ui is not None or visibility is not None:
+            raise NotImplementedError(
+                "MCP Apps (ui=, visibility=) are not part of Codomyrmex compatibility mode; "
+                "use codomyrmex_mcp.MCPServer.tool"
+            )
 
         def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
             tool_name = name or func.__name__
