@@ -13,6 +13,9 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use codomyrmex_mcp::authz::{Authorization, PolicyEntry};
 
 use codomyrmex_mcp::transport::http::ProxyNet;
 use serde::{Deserialize, Serialize, Serializer};
@@ -118,6 +121,9 @@ pub struct FileConfig {
     shell: Option<ShellSettings>,
     http: Option<HttpFile>,
     store: Option<StoreFile>,
+    /// `[[policy]]`: who may list and use which names (see [`compile_policies`]).
+    #[serde(default)]
+    policy: Vec<toml::Spanned<PolicyEntry>>,
 }
 
 /// The `[store]` table of the file.
@@ -178,17 +184,39 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
     text: &str,
 ) -> Result<T, (Option<String>, String)> {
     toml::from_str(text).map_err(|e: toml::de::Error| {
-        let at = e.span().map(|span| {
-            let before = text.get(..span.start).unwrap_or(text);
-            let line = before.matches('\n').count() + 1;
-            let column = before
-                .rfind('\n')
-                .map_or(before.len(), |i| before.len() - i - 1)
-                + 1;
-            format!("{line}:{column}")
-        });
+        let at = e.span().map(|span| line_column(text, span.start));
         (at, e.message().trim().to_owned())
     })
+}
+
+/// Compiles the `[[policy]]` tables of a configuration file (`serve`'s and the gateway's
+/// share the schema, [`PolicyEntry`], and this parser) once, at load: `None` without any.
+/// A rule that breaks the schema's rules is refused with the `line:column` of its table.
+pub(crate) fn compile_policies(
+    text: &str,
+    entries: &[toml::Spanned<PolicyEntry>],
+) -> Result<Option<Arc<Authorization>>, (Option<String>, String)> {
+    let plain: Vec<PolicyEntry> = entries.iter().map(|e| e.get_ref().clone()).collect();
+    match Authorization::compile(&plain) {
+        Ok(compiled) => Ok(compiled.map(Arc::new)),
+        Err(e) => {
+            let at = entries
+                .get(e.index)
+                .map(|s| line_column(text, s.span().start));
+            Err((at, e.to_string()))
+        }
+    }
+}
+
+/// The 1-based `line:column` of byte `offset` of `text`.
+fn line_column(text: &str, offset: usize) -> String {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rfind('\n')
+        .map_or(before.len(), |i| before.len() - i - 1)
+        + 1;
+    format!("{line}:{column}")
 }
 
 /// A secret: never printed.
@@ -304,6 +332,12 @@ pub struct Effective {
     /// The skills directory published (`--skills`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skills: Option<PathBuf>,
+    /// The `[[policy]]` rules as written.
+    #[serde(rename = "policy", skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicyEntry>,
+    /// The rules compiled (`None`: no policy, everyone may use everything).
+    #[serde(skip)]
+    pub authorization: Option<Arc<Authorization>>,
 }
 
 /// The task lease unless configured, in seconds.
@@ -358,6 +392,12 @@ pub fn resolve(opts: &ServerOptions) -> Result<Effective, ConfigError> {
                     at,
                     message,
                 })?;
+            // Checked here, where the text is, so that a bad rule is named by its line.
+            compile_policies(&text, &file.policy).map_err(|(at, message)| ConfigError::Parse {
+                path: path.clone(),
+                at,
+                message,
+            })?;
             let dir = std::path::absolute(path)
                 .ok()
                 .and_then(|p| p.parent().map(Path::to_path_buf));
@@ -506,6 +546,13 @@ pub fn merge(
         task_lease_secs,
         demo_tools: opts.demo_tools,
         skills: opts.skills.clone(),
+        authorization: compile_policies("", &file.policy)
+            .map_err(|(_, message)| ConfigError::Invalid(message))?,
+        policies: file
+            .policy
+            .into_iter()
+            .map(toml::Spanned::into_inner)
+            .collect(),
     })
 }
 
@@ -574,7 +621,20 @@ trusted_proxies = []     # e.g. ["10.0.0.0/8"]: behind these, X-Forwarded-For/Fo
 # task_lease = 10   # seconds (1 to 3600) an instance vouches for its running tasks; if it
                     # dies they fail this long after its last renewal (--task-lease,
                     # CODOMYRMEX_MCP_TASK_LEASE)
+
+# Authorization (docs: security.md, "Authorization"). With any [[policy]] table, a caller may
+# list and use only what a rule matching it allows; without one, everything.
+# [[policy]]
+# name = "ops"                 # the principal's name (/metrics label)
+# subjects = ["alice"]         # and/or scopes = [...], claims = { team = "ops" }; or local = true
+# tools = ["file_system.*", "git.*"]
+# prompts = ["*"]
+# resources = ["codomyrmex://root/*"]
 "#;
+
+#[cfg(test)]
+#[path = "config_policy_tests.rs"]
+mod policy_tests;
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,14 @@
 //! - `config` shows the effective configuration (flags > environment > file >
 //!   defaults), secrets redacted.
 //! - `client --stdio "CMD ..." | --http URL` lists and calls what a server offers.
+//!
+//! The user's documentation of the command is the guide's part "The `codomyrmex-mcp`
+//! command" (`docs/binary.md`, `docs/client.md`, `docs/gateway.md`); these API docs are the
+//! internals'.
+
+// The doc comments of `cli.rs` are clap's `--help` text, where a URL is printed as written:
+// rustdoc's `<...>` would show in the terminal.
+#![allow(rustdoc::bare_urls)]
 
 mod cli;
 mod client_cmd;
@@ -19,6 +27,8 @@ mod client_progress;
 mod client_skills;
 mod config;
 mod gateway;
+#[cfg(test)]
+mod guide_samples_tests;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;

@@ -49,7 +49,7 @@ pub fn server(config: &Effective) -> Result<McpServer, String> {
     server_with_key(config, None)
 }
 
-/// [`server`], sealing `requestState` with `request_state_key` (shared by every instance of
+/// Builds the server for `config` (as the tests' `server` does), sealing `requestState` with `request_state_key` (shared by every instance of
 /// a service) instead of a key of its own.
 pub fn server_with_key(
     config: &Effective,
@@ -66,6 +66,7 @@ pub fn server_with_key(
         ))
         .with_tool_timeout(Duration::from_secs(config.timeout_secs));
     server_config.request_state_key = request_state_key;
+    server_config.authorization = config.authorization.clone();
     if !config.rate_limit {
         server_config = server_config.with_rate_limit(None);
     }
@@ -426,6 +427,8 @@ mod tests {
             task_lease_secs: crate::config::DEFAULT_TASK_LEASE_SECS,
             demo_tools: false,
             skills: None,
+            policies: Vec::new(),
+            authorization: None,
         }
     }
 

@@ -40,7 +40,7 @@ impl CacheScope {
     }
 }
 
-/// Configuration of an [`McpServer`](crate::McpServer).
+/// Configuration of a server: the library's `codomyrmex_mcp::McpServer` takes one.
 ///
 /// Not exhaustive: build it with [`McpServerConfig::new`] or [`Default`], then set fields or
 /// use the `with_*` methods.
@@ -66,6 +66,7 @@ impl CacheScope {
 /// | `http_spin` | 100 µs of polling an HTTP connection's socket after a whole response, when it carried the server's last 8 calls and no other call is in flight or overlapped, one connection at a time, before the thread may sleep; zero: never |
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
+/// | `authorization` | none: everyone may use everything |
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct McpServerConfig {
@@ -139,6 +140,9 @@ pub struct McpServerConfig {
     pub request_state_key: Option<[u8; 32]>,
     /// How long a sealed `requestState` stays valid.
     pub request_state_ttl: Duration,
+    /// Who may list and use which names ([`crate::authz`]); `None`, the default: everyone
+    /// may use everything.
+    pub authorization: Option<std::sync::Arc<crate::authz::Authorization>>,
 }
 
 impl Default for McpServerConfig {
@@ -164,6 +168,7 @@ impl Default for McpServerConfig {
             http_spin: Duration::from_micros(100),
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
+            authorization: None,
         }
     }
 }
@@ -240,6 +245,16 @@ impl McpServerConfig {
 
     /// The longest `stdio_spin`: [`Self::MAX_INPUT_SPIN`], under its first name.
     pub const MAX_STDIO_SPIN: Duration = Self::MAX_INPUT_SPIN;
+
+    /// Sets who may list and use which names ([`crate::authz`]; `None`: everyone may use
+    /// everything).
+    pub fn with_authorization(
+        mut self,
+        authorization: Option<std::sync::Arc<crate::authz::Authorization>>,
+    ) -> Self {
+        self.authorization = authorization;
+        self
+    }
 
     /// Sets the page size (at least 1).
     pub fn with_page_size(mut self, page_size: usize) -> Self {

@@ -23,6 +23,36 @@ pub struct Principal {
     pub subject: String,
     /// Granted scopes.
     pub scopes: Vec<String>,
+    /// The access token's claims (empty for a static token), which authorization rules
+    /// ([`crate::authz`]) may match.
+    pub claims: Arc<Map<String, Value>>,
+}
+
+impl Principal {
+    /// A principal with `subject` and `scopes`, and no claims.
+    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> Self {
+        Self {
+            subject: subject.into(),
+            scopes,
+            claims: Arc::default(),
+        }
+    }
+
+    /// The same principal with the token's `claims`.
+    #[must_use]
+    pub fn with_claims(mut self, claims: Map<String, Value>) -> Self {
+        self.claims = Arc::new(claims);
+        self
+    }
+
+    /// The principal as an authorization rule sees it.
+    pub fn caller(&self) -> crate::authz::Caller<'_> {
+        crate::authz::Caller {
+            subject: &self.subject,
+            scopes: &self.scopes,
+            claims: &self.claims,
+        }
+    }
 }
 
 /// Why a server-to-client request failed.
@@ -112,16 +142,31 @@ impl InputRequest {
     }
 }
 
-/// Sends server-to-client requests and awaits their answers. The engine implements it per
-/// session.
-pub(crate) trait ClientRequester: Send + Sync + 'static {
-    fn request(
-        &self,
-        method: &'static str,
-        params: Value,
-        sink: Arc<dyn MessageSink>,
-        cancel: CancellationToken,
-    ) -> crate::platform::BoxFuture<'static, Result<Value, ClientRequestError>>;
+/// Asks the client with a server-to-client request, as a value: the request is queued on
+/// `outbound` (the driver writes it to the request's stream), and the answer, resolved by
+/// `Engine::handle_response(now, ..)`, is awaited until `cancel` fires. Refused at once
+/// (`Unavailable`) when it cannot go: the session ended, its table of waiting requests is
+/// full, or the queue is at its bound.
+pub(crate) async fn ask_client(
+    calls: &crate::outbound::ClientCalls,
+    method: &'static str,
+    params: Value,
+    outbound: &Outbound,
+    cancel: &CancellationToken,
+) -> Result<Value, ClientRequestError> {
+    use crate::outbound::Answered;
+    let call = calls
+        .ask(method, params, outbound)
+        .ok_or(ClientRequestError::Unavailable)?;
+    match call.answer(cancel).await {
+        Answered::Result(v) => Ok(v),
+        Answered::Error(e) => Err(ClientRequestError::Client {
+            code: e.code,
+            message: e.message,
+        }),
+        Answered::Gone => Err(ClientRequestError::Unavailable),
+        Answered::Cancelled => Err(ClientRequestError::Cancelled),
+    }
 }
 
 /// An empty capabilities object, shared: most requests' scopes and every new session start
@@ -149,7 +194,7 @@ pub(crate) trait TaskInput: Send + Sync + 'static {
         key: &'a str,
         request: &'a InputRequest,
         declared: bool,
-        sink: &'a Arc<dyn MessageSink>,
+        outbound: &'a Outbound,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Value, ClientRequestError>>;
     /// [`ToolContext::input_all`] of a parked task.
@@ -191,8 +236,9 @@ pub(crate) enum InputMode {
     /// Nobody to ask.
     #[default]
     Unavailable,
-    /// Legacy era: server-to-client JSON-RPC requests.
-    Requests(Arc<dyn ClientRequester>),
+    /// Legacy era: server-to-client JSON-RPC requests, entered in the session's table
+    /// (held here instead of the session).
+    Requests(Arc<crate::outbound::ClientCalls>),
     /// Modern era: multi round-trip requests.
     RoundTrip(Arc<RoundTrip>),
     /// A call that is (or may become) a task: input parks the task until the client answers.
@@ -441,22 +487,16 @@ impl ToolContext {
                 );
                 Err(ClientRequestError::InputRequired)
             }
-            InputMode::Requests(requester) => {
+            InputMode::Requests(calls) => {
                 if !declared {
                     return Err(ClientRequestError::MissingCapability(capability));
                 }
-                requester
-                    .request(
-                        request.method(),
-                        request.params(),
-                        self.inner.sink.clone(),
-                        self.inner.cancel.clone(),
-                    )
-                    .await
+                let (outbound, cancel) = (&self.inner.outbound, &self.inner.cancel);
+                ask_client(calls, request.method(), request.params(), outbound, cancel).await
             }
             InputMode::Task(link) => {
-                let sink = &self.inner.sink;
-                link.input(key, &request, declared, sink, &self.inner.cancel)
+                let outbound = &self.inner.outbound;
+                link.input(key, &request, declared, outbound, &self.inner.cancel)
                     .await
             }
         }

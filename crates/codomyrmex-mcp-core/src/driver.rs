@@ -8,8 +8,9 @@
 //! 2. the work under its deadline (a [`Runtime::sleep_until`]), its cancellation token and
 //!    the unwind guard ([`catch_unwind`]: the only place a handler's panic is caught), on the
 //!    runtime's blocking pool when the invocation is blocking;
-//! 3. what the work emits (progress, log messages: its [`Outbound`] queue) drained to the
-//!    request's stream after every poll of the work, so before the outcome;
+//! 3. what the work emits (progress, log messages, server-to-client requests and their
+//!    cancels: its [`Outbound`] queue) drained to the request's stream after every poll of
+//!    the work and once more after the work ended or was dropped, so before the outcome;
 //! 4. the [`Outcome`] handed back, with the invocation's [`Job`], to the engine
 //!    ([`JobHost::complete`], `Engine::complete(now, job, outcome)`), which words the reply.
 //!
@@ -332,9 +333,8 @@ impl Policied {
             };
             (limit, sleep)
         });
-        std::future::poll_fn(|cx| {
+        let outcome = std::future::poll_fn(|cx| {
             if cancelled.as_mut().poll(cx).is_ready() {
-                outbound.drain();
                 return Poll::Ready(Outcome::Cancelled);
             }
             // Woken by the work or by its queue (work emitting from another thread).
@@ -352,7 +352,13 @@ impl Policied {
             }
             Poll::Pending
         })
-        .await
+        .await;
+        // Work stopped (cancelled, timed out) emits the last of what it has to say as it is
+        // dropped (a `notifications/cancelled` for a request it asked its client): drained
+        // after the drop, before the outcome goes back.
+        drop(guarded);
+        outbound.drain();
+        outcome
     }
 }
 

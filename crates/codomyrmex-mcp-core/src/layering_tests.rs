@@ -139,10 +139,12 @@ fn the_cycle_finder_finds_a_cycle() {
 /// module (the gateway's upstream calls take theirs through `UpstreamPolicy::admit`). `rel` is
 /// the file's path under `crates/`. `util.rs` defines the guard, `invocation.rs` the gate and
 /// its permits. In the gateway (`codomyrmex-mcp-cli/src/gateway/`), whose calls to upstreams
-/// run under each upstream's `UpstreamPolicy` (issue #27 item 3): no semaphore of its own, and
-/// in its call path (`bridge.rs`, `serve.rs`) no deadline of its own (`time::timeout(`,
-/// `timeout_at(`) nor the driver's deadline with a duration of its own (`driver::within(`):
-/// the upstream's deadline is `UpstreamPolicy::within`. One use that is not handler code is
+/// run under each upstream's `UpstreamPolicy` (issue #27 item 3): no semaphore of its own, no
+/// deadline of its own anywhere (`time::timeout(`, `timeout_at(`: its upkeep, the health
+/// check, the listings and subscriptions, takes the driver's `within` too), and in its call
+/// path (`bridge.rs`, `serve.rs`) neither the driver's deadline with a duration of its own
+/// (`driver::within(`) nor a timer of its own (`time::sleep(`, as a parked call's expiry
+/// was): the upstream's deadline is `UpstreamPolicy::within`. One use that is not handler code is
 /// named: the stdio transport's `std::panic::catch_unwind(||` guards tokio's pipe
 /// registration.
 fn policy_offence(rel: &str, line: &str) -> Option<&'static str> {
@@ -182,14 +184,50 @@ fn policy_offence(rel: &str, line: &str) -> Option<&'static str> {
             .iter()
             .any(|f| rel == format!("codomyrmex-mcp-cli/src/gateway/{f}"));
         if call_path
-            && ["time::timeout(", "timeout_at(", "driver::within("]
+            && ["time::sleep(", "driver::within("]
                 .iter()
                 .any(|t| code.contains(t))
         {
             return Some("a deadline of the gateway's own on an upstream call");
         }
+        if ["time::timeout(", "timeout_at("]
+            .iter()
+            .any(|t| code.contains(t))
+        {
+            return Some("a deadline of the gateway's own, not the driver's `within`");
+        }
     }
     None
+}
+
+/// The lines of `text` before its test module: the first `#[cfg(test)]` whose next line that
+/// is not an attribute opens a `mod` (`#[cfg(test)]`, `#[allow(…)]`, `mod tests {`).
+fn non_test_code(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines[i + 1..]
+                    .iter()
+                    .map(|l| l.trim())
+                    .find(|l| !l.starts_with("#["))
+                    .is_some_and(|l| l.starts_with("mod "))
+        })
+        .unwrap_or(lines.len());
+    lines[..end].to_vec()
+}
+
+#[test]
+fn the_test_module_is_left_out_after_its_attributes() {
+    let text =
+        "fn a() {}\n#[cfg(test)]\n#[allow(clippy::unwrap_used)]\nmod tests {\n    fn b() {}\n}\n";
+    assert_eq!(non_test_code(text), vec!["fn a() {}"]);
+    let text = "#[cfg(test)]\nfn helper() {}\nfn c() {}\n";
+    assert_eq!(
+        non_test_code(text).len(),
+        3,
+        "a test-only item is not the test module"
+    );
 }
 
 /// One driver, one policy: across the workspace's non-test sources, handler calls are
@@ -219,12 +257,7 @@ fn only_the_policy_admits_and_only_the_driver_catches_panics() {
             continue;
         }
         let text = std::fs::read_to_string(file).unwrap();
-        // Code before any `#[cfg(test)] mod tests`.
-        let code = text
-            .split("#[cfg(test)]\nmod tests")
-            .next()
-            .unwrap_or_default();
-        for line in code.lines() {
+        for line in non_test_code(&text) {
             if let Some(what) = policy_offence(&rel, line) {
                 offenders.push(format!("{rel}: {what}: {}", line.trim()));
             }
@@ -269,6 +302,39 @@ fn the_policy_check_sees_a_second_gate_guard_or_admission() {
         .is_some()
     );
     assert!(policy_offence(serve, "match upstream.policy.within(&TOKIO, call).await {").is_none());
+    // The gateway's upkeep: its own deadlines on a health check, a listing, a subscription,
+    // and a parked call's expiry timer (before issue #27 item 3 reached them).
+    for (file, line) in [
+        (
+            "supervise.rs",
+            "tokio::time::timeout(s.timeout.min(Duration::from_secs(10)), client.ping()).await;",
+        ),
+        (
+            "supervise.rs",
+            "let listing = tokio::time::timeout(s.timeout, all).await.ok().flatten();",
+        ),
+        (
+            "subscriptions.rs",
+            "match tokio::time::timeout(self.timeout, self.client.subscribe(&uri)).await {",
+        ),
+        (
+            "mod.rs",
+            "if tokio::time::timeout(START_WAIT, all_tried).await.is_err() {",
+        ),
+        ("bridge.rs", "tokio::time::sleep(ttl).await;"),
+    ] {
+        let rel = format!("codomyrmex-mcp-cli/src/gateway/{file}");
+        assert!(policy_offence(&rel, line).is_some(), "{file}: {line}");
+    }
+    let supervise = "codomyrmex-mcp-cli/src/gateway/supervise.rs";
+    assert!(
+        policy_offence(
+            supervise,
+            "driver::within(&TOKIO, HEALTH_WAIT, client.ping())"
+        )
+        .is_none()
+    );
+    assert!(policy_offence(supervise, "tokio::time::sleep(backoff).await;").is_none());
     let upstream = "codomyrmex-mcp-core/src/policy/upstream.rs";
     assert!(policy_offence(upstream, "let permit = driver::permit(&admission, cancel)").is_none());
 }
@@ -296,6 +362,10 @@ fn the_core_hands_out_no_closures_over_the_engine() {
         // through `Engine::handle_response`.
         "let session = self.0.clone()",
         "let session = self.session.clone()",
+        // A server-to-client request written to a sink by the code that asks: it is queued
+        // on the request's `Outbound` as a value (`ClientCalls::ask`), which the driver
+        // drains in order with what the handler emitted before it.
+        "send(OutgoingMessage::Request",
     ];
     let mut offenders = Vec::new();
     for file in &files {
@@ -328,10 +398,64 @@ fn the_core_hands_out_no_closures_over_the_engine() {
     );
 }
 
+/// The lines of the core's non-test source that write to a transport's stream (a
+/// `MessageSink`'s `send` on something named a sink or a stream), as `file: line`.
+fn sink_writes() -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    files_under(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with("tests.rs") || name == "test_runtime.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        for line in code.lines() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.contains("sink.send(") || code.contains("stream.send(") {
+                found.push(format!("{rel}: {}", line.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Issue #27 items 1 and 2: what the engine emits leaves as values in a queue (`Outbound`):
+/// the one place in the core that writes to a transport's stream is the queue's drain
+/// (`outbound.rs`), which the driver calls. The one other writer left is a 2025-11-25
+/// task's relay (`engine/tasks/mod.rs`), which replays what it buffered to the
+/// `tasks/result` stream that attaches. A new writer (a request, a cancel or a notification
+/// sent past the queue) fails here, naming the line.
+#[test]
+fn only_the_queue_and_the_task_relay_write_to_a_stream() {
+    let writers = sink_writes();
+    assert!(
+        writers.iter().any(|w| w.starts_with("outbound.rs: ")),
+        "the drain was found: {writers:#?}"
+    );
+    let others: Vec<&String> = writers
+        .iter()
+        .filter(|w| !w.starts_with("outbound.rs: ") && !w.starts_with("engine/tasks/mod.rs: "))
+        .collect();
+    assert!(others.is_empty(), "writes past the queue: {others:#?}");
+}
+
 /// Issue #27 item 1: a running job holds ids and data, not its session: no job type (the
 /// `Continuation` an invocation carries, a task's `TaskJob`, a store read's `StoreRead`, the
-/// `InFlight` entry they hold) has a field that holds a `Session` (an `Arc` or `Weak` of one,
-/// a requester over one) or the in-flight guard that held it.
+/// `InFlight` entry they hold), and nothing a handler's context holds to ask its client
+/// (`InputMode`, a task's `TaskLink`, `ClientCalls`, the `ClientCall` it awaits), has a field
+/// that holds a `Session` (an `Arc` or `Weak` of one, a requester over one) or the in-flight
+/// guard that held it.
 #[test]
 fn jobs_hold_no_session_and_no_in_flight_guard() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -347,6 +471,12 @@ fn jobs_hold_no_session_and_no_in_flight_guard() {
             "pub(in crate::engine) enum StoreRead {",
         ),
         ("engine/session.rs", "pub(crate) struct InFlight {"),
+        // What a handler's context holds to ask its client, and the call it awaits: the
+        // session's table of waiting requests and the queue, never the session.
+        ("context.rs", "pub(crate) enum InputMode {"),
+        ("engine/tasks/runner.rs", "pub(crate) struct TaskLink {"),
+        ("outbound.rs", "pub(crate) struct ClientCalls {"),
+        ("outbound.rs", "pub(crate) struct ClientCall {"),
     ];
     let banned = ["Session", "InFlightGuard", "Requester"];
     let mut offenders = Vec::new();

@@ -17,6 +17,20 @@
 //!   clippy's `disallowed-methods` (this crate's `clippy.toml`) bans `Instant::now`,
 //!   `SystemTime::now`, both `elapsed`, `thread::sleep` and `thread::spawn` here.
 //!
+//! ## Where to start
+//! - The registries, what a server serves: [`McpToolRegistry`] (tools, validated against
+//!   their JSON Schema), [`McpResourceRegistry`] (resources and URI templates),
+//!   [`McpPromptRegistry`], [`skills::McpSkillRegistry`]; each has an example.
+//! - The data model of the seed: [`McpToolCall`], [`McpToolResult`], [`McpErrorDetail`],
+//!   [`McpMessage`] in [`schema`]; the wire types (JSON-RPC, content blocks, eras and
+//!   versions) in [`wire`].
+//! - The engine: [`engine::Engine`], built with [`McpServerConfig`] and the registries, turns
+//!   one decoded message into what to answer ([`engine::Handled`]); [`driver`] carries out
+//!   the work it hands back (permits, deadlines, cancellation), generic over a small
+//!   runtime trait.
+//! - Extension points for several instances: [`store`] (sessions, replay logs, the message
+//!   bus), [`task_store`], [`change_bus`].
+//!
 //! ## What it is not
 //! - Not a transport or a server: `codomyrmex-mcp` builds the stdio and Streamable HTTP
 //!   transports and `McpServer` on it, provides the tokio/OS [`platform::Platform`], and
@@ -25,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod apps;
+pub mod authz;
 pub mod change_bus;
 pub mod client;
 pub mod config;

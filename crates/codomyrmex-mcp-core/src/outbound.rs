@@ -1,30 +1,52 @@
 //! [`Outbound`]: what a running handler emits towards its client (progress and log
-//! notifications), queued as [`OutgoingMessage`] values for the driver to drain, and the
-//! [`MessageSink`] a transport gives for a request's stream, which the drain writes to.
+//! notifications, and server-to-client requests), queued as [`OutgoingMessage`] values for
+//! the driver to drain, and the [`MessageSink`] a transport gives for a request's stream,
+//! which the drain writes to; and [`ClientCalls`], a session's table of server-to-client
+//! requests awaiting their answers.
 //!
-//! A handler's context never writes to the transport: [`ToolContext::progress`] and
-//! [`ToolContext::log`] put a value in the request's queue, and the driver
-//! (`driver.rs`) takes them out with [`Outbound::poll_outbound`] after every poll of the
-//! handler's work, and once more before it hands the outcome back. So what a call emits
-//! before its answer is on its stream before the answer. Work that emits from elsewhere (a
-//! thread the handler started) wakes the driver through the queue's waker.
+//! A handler's context never writes to the transport: [`ToolContext::progress`],
+//! [`ToolContext::log`] and [`ToolContext::input`] put a value in the request's queue, and
+//! the driver (`driver.rs`) takes them out with [`Outbound::poll_outbound`] after every poll
+//! of the handler's work, and once more after the work ends or is dropped. So what a call
+//! emits is on its stream in the order it emitted it, and before its answer. Work that emits
+//! from elsewhere (a thread the handler started) wakes the driver through the queue's waker.
 //!
-//! The queue is bounded in messages and in bytes ([`MAX_QUEUED`], [`MAX_QUEUED_BYTES`]). At
-//! the bound a progress notification replaces the last one queued for the same token (the
-//! client sees the latest progress); any other notification is dropped and the push says so
-//! (`false`). Responses never enter this queue: the driver returns them.
+//! The queue is bounded in messages and in bytes ([`MAX_QUEUED`], [`MAX_QUEUED_BYTES`]). A
+//! list change or resource update already queued is not queued again (at any time). At the
+//! bound a progress notification replaces the last one queued for the same token (the
+//! client sees the latest progress); a list change not yet queued is queued all the same (at
+//! most one per list, so at most three past the bound: a client must not keep a stale
+//! list); any other notification is dropped, and a server-to-client request is refused, which fails the handler's `input` with
+//! `ClientRequestError::Unavailable` (nothing is left waiting for an answer). Responses never
+//! enter this queue: the driver returns them.
+//!
+//! A session has a queue of its own for what belongs to no request (list changes, resource
+//! updates, log messages of no request): `Engine::handle_event` queues them, and the
+//! transport takes them with `Session::poll_transmit` for the session's stream.
+//!
+//! A server-to-client request is a value end to end (issue #27 item 1): [`ClientCalls::ask`]
+//! enters it in the session's table and queues it; the handler awaits the [`ClientCall`] it
+//! got, which holds the answer's slot and the queue, not the session or the engine; the
+//! client's answer comes back through `Engine::handle_response(now, ..)`, which resolves the
+//! call ([`ClientCalls::resolve`]). A call given up before its request left is withdrawn from
+//! the queue; after, a `notifications/cancelled` for it is queued.
 //!
 //! [`ToolContext::progress`]: crate::context::ToolContext::progress
 //! [`ToolContext::log`]: crate::context::ToolContext::log
+//! [`ToolContext::input`]: crate::context::ToolContext::input
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::Context;
 
+use futures_channel::oneshot;
+use futures_util::FutureExt as _;
 use futures_util::task::AtomicWaker;
 use serde_json::Value;
 
-use crate::wire::OutgoingMessage;
+use crate::sync::CancellationToken;
+use crate::wire::{ErrorObject, OutgoingMessage, RequestId};
 
 /// The most messages one request's queue holds between two drains.
 pub const MAX_QUEUED: usize = 256;
@@ -66,7 +88,7 @@ impl NullSink {
 
 /// One request's queue of emitted messages, bounded in messages and bytes, with the waker of
 /// the driver that drains it, and the stream it is drained to. Cheap to clone (a reference
-/// count); a closed queue ([`Outbound::closed`], no allocation) takes nothing.
+/// count); a closed queue (no allocation) takes nothing.
 #[derive(Clone)]
 pub struct Outbound(Option<Arc<Queue>>);
 
@@ -91,7 +113,7 @@ impl std::fmt::Debug for Outbound {
     }
 }
 
-fn lock(m: &Mutex<Items>) -> MutexGuard<'_, Items> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -104,6 +126,22 @@ fn weight(message: &OutgoingMessage) -> usize {
         }
         _ => 0,
     }
+}
+
+/// Whether `message` is a list change: queued even at the bound (a client that missed one
+/// would hold a stale list), which takes at most one place per list, since it coalesces.
+fn is_list_change(message: &OutgoingMessage) -> bool {
+    matches!(message, OutgoingMessage::Notification { method, .. } if method.ends_with("/list_changed"))
+}
+
+/// Whether `message` is a change notice that one queued copy stands for: a list change, or a
+/// resource update (of the same URI, so equal as a whole).
+fn coalesces(message: &OutgoingMessage) -> bool {
+    matches!(
+        message,
+        OutgoingMessage::Notification { method, .. }
+            if method.ends_with("/list_changed") || *method == "notifications/resources/updated"
+    )
 }
 
 /// The progress token of a `notifications/progress`, if `message` is one.
@@ -127,6 +165,12 @@ impl Outbound {
         })))
     }
 
+    /// A queue its owner polls ([`poll_outbound`](Self::poll_outbound)) rather than one a
+    /// driver drains to a stream: a session's own queue.
+    pub(crate) fn polled() -> Self {
+        Self::to(NullSink::shared())
+    }
+
     /// The queue of a request that emits nothing (no progress token, no log level, or no
     /// server): takes nothing, allocates nothing.
     pub(crate) fn closed() -> Self {
@@ -138,9 +182,11 @@ impl Outbound {
         self.0.is_some()
     }
 
-    /// Queues `message` (a notification) and wakes the driver. At the bound a progress
-    /// notification replaces the last one queued for its token; otherwise `false`, and the
-    /// message is dropped.
+    /// Queues `message` (a notification or a server-to-client request) and wakes the driver.
+    /// A list change (`notifications/*/list_changed`) or a resource update already queued
+    /// unsent takes no second place: the client reads the list, or the resource, once. At the
+    /// bound a progress notification replaces the last one queued for its token; otherwise
+    /// `false`, and the message is dropped (a request is refused).
     pub(crate) fn push(&self, message: OutgoingMessage) -> bool {
         let Some(queue) = &self.0 else {
             return false;
@@ -148,9 +194,12 @@ impl Outbound {
         let size = weight(&message);
         {
             let mut items = lock(&queue.items);
-            if items.queued.len() >= MAX_QUEUED
-                || items.bytes.saturating_add(size) > MAX_QUEUED_BYTES
-            {
+            if coalesces(&message) && items.queued.iter().any(|(m, _)| m == &message) {
+                return true;
+            }
+            let full = items.queued.len() >= MAX_QUEUED
+                || items.bytes.saturating_add(size) > MAX_QUEUED_BYTES;
+            if full && !is_list_change(&message) {
                 let token = progress_token(&message).cloned();
                 let Some(token) = token else {
                     return false;
@@ -174,6 +223,23 @@ impl Outbound {
             }
         }
         queue.waker.wake();
+        true
+    }
+
+    /// Takes server-to-client request `id` back out of the queue, if it has not left yet.
+    fn withdraw(&self, id: &RequestId) -> bool {
+        let Some(queue) = &self.0 else {
+            return false;
+        };
+        let mut items = lock(&queue.items);
+        let Some(at) = items.queued.iter().position(
+            |(m, _)| matches!(m, OutgoingMessage::Request { id: queued, .. } if queued == id),
+        ) else {
+            return false;
+        };
+        if let Some((_, size)) = items.queued.remove(at) {
+            items.bytes -= size;
+        }
         true
     }
 
@@ -209,6 +275,189 @@ impl Outbound {
     /// How many messages are queued now.
     pub fn queued(&self) -> usize {
         self.0.as_ref().map_or(0, |q| lock(&q.items).queued.len())
+    }
+}
+
+/// The most server-to-client requests awaiting an answer at once, per session.
+pub(crate) const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
+
+/// Where a server-to-client request's answer arrives.
+type Slot = oneshot::Sender<Result<Value, ErrorObject>>;
+
+/// One session's server-to-client requests awaiting their answers, and the ids they get
+/// (`srv-{n}`, or `srv-{prefix}-{n}`). The session owns it; a handler that may ask its client
+/// holds it (not the session), and asks through [`ask`](Self::ask).
+#[derive(Default)]
+pub(crate) struct ClientCalls {
+    /// `None` once the session ended: nothing more is asked, and nothing waits.
+    pending: Mutex<Option<HashMap<RequestId, Slot>>>,
+    next_id: AtomicU64,
+    prefix: OnceLock<String>,
+}
+
+impl ClientCalls {
+    /// An empty table.
+    pub(crate) fn new() -> Self {
+        Self {
+            pending: Mutex::new(Some(HashMap::new())),
+            next_id: AtomicU64::new(1),
+            prefix: OnceLock::new(),
+        }
+    }
+
+    /// Makes the ids `srv-{prefix}-{n}`. Set once; `false` when a prefix was set already.
+    pub(crate) fn set_prefix(&self, prefix: &str) -> bool {
+        self.prefix.set(format!("{prefix}-")).is_ok()
+    }
+
+    /// Enters request `method` in the table and queues it on `outbound`, as a value: the
+    /// driver writes it to the request's stream. `None` (and nothing waits) when it cannot
+    /// go: the session ended, the table is full, or the queue refused it (closed, or at its
+    /// bound).
+    pub(crate) fn ask(
+        &self,
+        method: &'static str,
+        params: Value,
+        outbound: &Outbound,
+    ) -> Option<ClientCall> {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let prefix = self.prefix.get().map_or("", String::as_str);
+        let id = RequestId::String(format!("srv-{prefix}{n}"));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = lock(&self.pending);
+            let table = pending.as_mut()?;
+            if table.len() >= MAX_PENDING_CLIENT_REQUESTS {
+                // Those whose askers stopped waiting leave first.
+                table.retain(|_, tx| !tx.is_canceled());
+            }
+            if table.len() >= MAX_PENDING_CLIENT_REQUESTS {
+                return None;
+            }
+            table.insert(id.clone(), tx);
+        }
+        let request = OutgoingMessage::Request {
+            id: id.clone(),
+            method,
+            params,
+        };
+        if !outbound.push(request) {
+            if let Some(table) = lock(&self.pending).as_mut() {
+                table.remove(&id);
+            }
+            return None;
+        }
+        Some(ClientCall {
+            id,
+            answer: rx,
+            outbound: outbound.clone(),
+            answered: false,
+        })
+    }
+
+    /// One shared table that is closed: a one-shot session's, which never asks.
+    pub(crate) fn shared_closed() -> Arc<Self> {
+        static CLOSED: std::sync::LazyLock<Arc<ClientCalls>> =
+            std::sync::LazyLock::new(Arc::default);
+        CLOSED.clone()
+    }
+
+    /// Hands the client's answer to request `id` to the call that asked, if one still waits.
+    /// `false` if no call waits for it: unknown, already answered, or given up.
+    pub(crate) fn resolve(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> bool {
+        let waiting = lock(&self.pending).as_mut().and_then(|t| t.remove(id));
+        match waiting {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => {
+                tracing::debug!(%id, "a response matched no pending request");
+                false
+            }
+        }
+    }
+
+    /// Whether request `id` awaits its answer (asked, not answered, its asker still waiting).
+    pub(crate) fn awaits(&self, id: &RequestId) -> bool {
+        lock(&self.pending)
+            .as_ref()
+            .and_then(|t| t.get(id))
+            .is_some_and(|tx| !tx.is_canceled())
+    }
+
+    /// The session ended: every waiting call ends with [`Answered::Gone`], and nothing more
+    /// is asked.
+    pub(crate) fn close(&self) {
+        let table = lock(&self.pending).take();
+        drop(table);
+    }
+}
+
+/// How a [`ClientCall`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answered {
+    /// The client's result.
+    Result(Value),
+    /// The client's JSON-RPC error.
+    Error(ErrorObject),
+    /// The session ended before the client answered.
+    Gone,
+    /// The asker's request was cancelled first.
+    Cancelled,
+}
+
+/// A server-to-client request asked and not yet answered, as its asker holds it: the
+/// request's id, the answer's slot and the queue it went out on; no session, no engine.
+/// Dropped unanswered (the handler stopped waiting, or its call was cancelled), it takes
+/// the request back out of the queue if it has not left, or else queues
+/// `notifications/cancelled` for it.
+pub(crate) struct ClientCall {
+    id: RequestId,
+    answer: oneshot::Receiver<Result<Value, ErrorObject>>,
+    outbound: Outbound,
+    answered: bool,
+}
+
+impl std::fmt::Debug for ClientCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCall").field("id", &self.id).finish()
+    }
+}
+
+impl ClientCall {
+    /// The request's id.
+    #[cfg(test)]
+    pub(crate) fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Waits for the answer, or for `cancel`.
+    pub(crate) async fn answer(mut self, cancel: &CancellationToken) -> Answered {
+        let answer = &mut self.answer;
+        let answered = futures_util::select_biased! {
+            () = cancel.cancelled().fuse() => return Answered::Cancelled,
+            r = answer.fuse() => r,
+        };
+        self.answered = true;
+        match answered {
+            Ok(Ok(v)) => Answered::Result(v),
+            Ok(Err(e)) => Answered::Error(e),
+            // The table dropped its slot: the session ended.
+            Err(_) => Answered::Gone,
+        }
+    }
+}
+
+impl Drop for ClientCall {
+    fn drop(&mut self) {
+        if self.answered || self.outbound.withdraw(&self.id) {
+            return;
+        }
+        self.outbound.push(OutgoingMessage::Notification {
+            method: "notifications/cancelled",
+            params: serde_json::json!({
+                "requestId": self.id,
+                "reason": "the server no longer needs the answer",
+            }),
+        });
     }
 }
 
@@ -279,6 +528,70 @@ mod tests {
             kept < MAX_QUEUED && kept * big.len() <= MAX_QUEUED_BYTES,
             "{kept}"
         );
+    }
+
+    fn roots_request(id: &RequestId) -> impl Fn(&OutgoingMessage) -> bool + '_ {
+        move |m| matches!(m, OutgoingMessage::Request { id: i, method: "roots/list", .. } if i == id)
+    }
+
+    /// A request asked is a value in the queue, entered in the table; an answer resolves it
+    /// once; a call given up before its request left takes the request back out (the client
+    /// never sees it, so no cancel is queued), and no longer awaits an answer.
+    #[test]
+    fn a_call_given_up_before_its_request_left_is_withdrawn() {
+        let calls = ClientCalls::new();
+        let out = Outbound::to(NullSink::shared());
+        let call = calls.ask("roots/list", json!({}), &out).expect("asked");
+        let id = call.id().clone();
+        assert!(calls.awaits(&id));
+        assert_eq!(out.queued(), 1);
+        drop(call);
+        assert_eq!(out.queued(), 0, "withdrawn, and no cancel queued");
+        assert!(!calls.awaits(&id));
+        assert!(!calls.resolve(&id, Ok(Value::Null)), "nothing waits");
+    }
+
+    /// Given up after its request left, a call queues `notifications/cancelled` for it.
+    #[test]
+    fn a_call_given_up_after_its_request_left_is_cancelled_at_the_client() {
+        let calls = ClientCalls::new();
+        let out = Outbound::to(NullSink::shared());
+        let call = calls.ask("roots/list", json!({}), &out).expect("asked");
+        let id = call.id().clone();
+        assert!(out.poll_outbound().as_ref().is_some_and(roots_request(&id)));
+        drop(call);
+        let cancel = out.poll_outbound().expect("a cancel");
+        let wire: Value = serde_json::from_slice(&cancel.to_bytes()).unwrap();
+        assert_eq!(wire["method"], "notifications/cancelled");
+        assert_eq!(wire["params"]["requestId"], json!(id));
+    }
+
+    /// A closed queue, a full table or an ended session refuse a request, leaving nothing
+    /// waiting; the session's end answers a waiting call with `Gone`.
+    #[test]
+    fn a_request_that_cannot_go_is_refused_and_the_sessions_end_answers_the_waiting() {
+        let calls = ClientCalls::new();
+        assert!(
+            calls
+                .ask("roots/list", json!({}), &Outbound::closed())
+                .is_none()
+        );
+        let out = Outbound::to(NullSink::shared());
+        let mut held = Vec::new();
+        for _ in 0..MAX_PENDING_CLIENT_REQUESTS {
+            let call = calls.ask("roots/list", json!({}), &out).expect("room");
+            out.poll_outbound();
+            held.push(call);
+        }
+        assert!(calls.ask("roots/list", json!({}), &out).is_none(), "full");
+        let waiting = held.pop().expect("one");
+        calls.close();
+        let cancel = crate::sync::CancellationToken::new();
+        assert_eq!(
+            futures_executor::block_on(waiting.answer(&cancel)),
+            Answered::Gone
+        );
+        assert!(calls.ask("roots/list", json!({}), &out).is_none(), "ended");
     }
 
     /// A closed queue takes nothing.

@@ -166,6 +166,36 @@ pub(crate) struct RegisteredPrompt {
 }
 
 /// Prompts by name.
+///
+/// A prompt is a definition (its name, description and arguments) and a handler that
+/// renders its messages from the client's arguments; a server lists and renders them
+/// (`prompts/list`, `prompts/get`). The `#[mcp_prompt]` macro of `codomyrmex_mcp` builds
+/// both from a function.
+///
+/// ```
+/// use codomyrmex_mcp_core::prompts::PromptRequest;
+/// use codomyrmex_mcp_core::{
+///     ContentBlock, McpErrorDetail, McpPromptRegistry, PromptArgument, PromptDefinition,
+///     PromptMessage, PromptResult,
+/// };
+///
+/// let prompts = McpPromptRegistry::new();
+/// let added = prompts.add(
+///     PromptDefinition::new("code.review", "Asks for a code review")
+///         .with_argument(PromptArgument::required("code", "The code to review")),
+///     |request: PromptRequest| async move {
+///         let code = request.arguments.get("code").cloned().unwrap_or_default();
+///         Ok::<_, McpErrorDetail>(PromptResult {
+///             description: None,
+///             messages: vec![PromptMessage::user(ContentBlock::text(format!("Review {code}")))],
+///         })
+///     },
+/// );
+/// assert!(added);
+/// assert_eq!(prompts.names(), ["code.review"]);
+/// assert!(prompts.remove("code.review"));
+/// assert!(prompts.names().is_empty());
+/// ```
 pub struct McpPromptRegistry {
     prompts: RwLock<BTreeMap<String, Arc<RegisteredPrompt>>>,
     generation: Generation,

@@ -256,6 +256,42 @@ impl Drop for Subscriber {
 }
 
 /// Resources and templates.
+///
+/// Static resources by URI, and templates (RFC 6570 level 1, `users://{id}/profile`) whose
+/// reader gets the URI's variables. A read tries the static resources first.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use codomyrmex_mcp_core::resources::{ResourceError, ResourceRequest};
+/// use codomyrmex_mcp_core::wire::ResourceContents;
+/// use codomyrmex_mcp_core::{
+///     McpResourceRegistry, ResourceDefinition, ResourceTemplateDefinition, ToolContext,
+/// };
+///
+/// let resources = McpResourceRegistry::new();
+/// resources.add_text(
+///     ResourceDefinition::new("config://app", "settings").with_mime_type("application/json"),
+///     r#"{"debug":false}"#,
+/// )?;
+/// resources.add_template(
+///     ResourceTemplateDefinition::new("users://{id}/profile", "profile"),
+///     |request: ResourceRequest| async move {
+///         let id = request.variables.get("id").cloned().unwrap_or_default();
+///         let text = format!("the profile of user {id}");
+///         let contents = ResourceContents::Text { uri: request.uri, mime_type: None, text, meta: None };
+///         Ok::<_, ResourceError>(vec![contents])
+///     },
+///     BTreeMap::new(), // no completion of `id`
+/// )?;
+///
+/// let read = |uri: &str| futures_executor::block_on(resources.read(uri, ToolContext::detached()));
+/// let ResourceContents::Text { text, .. } = &read("config://app")?[0] else { panic!() };
+/// assert_eq!(text, r#"{"debug":false}"#);
+/// let ResourceContents::Text { text, .. } = &read("users://7/profile")?[0] else { panic!() };
+/// assert_eq!(text, "the profile of user 7");
+/// assert!(read("users://7").is_err()); // no resource, no template matches
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct McpResourceRegistry {
     resources: RwLock<BTreeMap<String, Arc<StaticResource>>>,
     templates: RwLock<Vec<Arc<Template>>>,
@@ -326,6 +362,8 @@ fn check_ui(
     meta: Option<&Map<String, Value>>,
 ) -> Result<(), ResourceRegistrationError> {
     use crate::wire::apps::{APP_MIME_TYPE, UI_SCHEME_PREFIX, UiResourceMeta, check_ui_uri};
+    #[cfg(test)]
+    tests::UI_CHECKS.with(|n| n.set(n.get() + 1));
     if !uri.starts_with(UI_SCHEME_PREFIX) {
         return Ok(());
     }
@@ -347,6 +385,22 @@ fn check_ui(
         UiResourceMeta::from_meta(meta).map_err(|e| invalid(e.0))?;
     }
     Ok(())
+}
+
+/// A resource definition that passed [`check_ui`] (its MIME type set for a `ui://` one):
+/// what [`McpResourceRegistry::insert`] takes, so each way of adding runs the check once.
+struct UiChecked(ResourceDefinition);
+
+/// `definition`, checked against the MCP Apps extension's rules ([`check_ui`]).
+fn with_ui_checked(
+    mut definition: ResourceDefinition,
+) -> Result<UiChecked, ResourceRegistrationError> {
+    check_ui(
+        &definition.uri,
+        &mut definition.mime_type,
+        definition.meta.as_ref(),
+    )?;
+    Ok(UiChecked(definition))
 }
 
 impl McpResourceRegistry {
@@ -379,14 +433,18 @@ impl McpResourceRegistry {
     /// Adds a resource with a reader.
     pub fn add(
         &self,
-        mut definition: ResourceDefinition,
+        definition: ResourceDefinition,
         reader: impl ResourceReader,
     ) -> Result<(), ResourceRegistrationError> {
-        check_ui(
-            &definition.uri,
-            &mut definition.mime_type,
-            definition.meta.as_ref(),
-        )?;
+        self.insert(with_ui_checked(definition)?, reader)
+    }
+
+    /// Adds a resource whose definition passed [`with_ui_checked`].
+    fn insert(
+        &self,
+        UiChecked(definition): UiChecked,
+        reader: impl ResourceReader,
+    ) -> Result<(), ResourceRegistrationError> {
         let wire = serde_json::to_value(&definition).unwrap_or(Value::Null);
         let mut map = self
             .resources
@@ -414,17 +472,12 @@ impl McpResourceRegistry {
         definition: ResourceDefinition,
         text: impl Into<String>,
     ) -> Result<(), ResourceRegistrationError> {
-        let mut definition = definition;
-        check_ui(
-            &definition.uri,
-            &mut definition.mime_type,
-            definition.meta.as_ref(),
-        )?;
+        let checked = with_ui_checked(definition)?;
         let text: Arc<str> = Arc::from(text.into());
-        let mime = definition.mime_type.clone();
-        let uri = definition.uri.clone();
-        let meta = content_ui_meta(&definition);
-        self.add(definition, move |_: ResourceRequest| {
+        let mime = checked.0.mime_type.clone();
+        let uri = checked.0.uri.clone();
+        let meta = content_ui_meta(&checked.0);
+        self.insert(checked, move |_: ResourceRequest| {
             let contents = vec![ResourceContents::Text {
                 uri: uri.clone(),
                 mime_type: mime.clone(),
@@ -441,17 +494,12 @@ impl McpResourceRegistry {
         definition: ResourceDefinition,
         bytes: &[u8],
     ) -> Result<(), ResourceRegistrationError> {
-        let mut definition = definition;
-        check_ui(
-            &definition.uri,
-            &mut definition.mime_type,
-            definition.meta.as_ref(),
-        )?;
+        let checked = with_ui_checked(definition)?;
         let blob: Arc<str> = Arc::from(crate::util::base64_encode(bytes));
-        let mime = definition.mime_type.clone();
-        let uri = definition.uri.clone();
-        let meta = content_ui_meta(&definition);
-        self.add(definition, move |_: ResourceRequest| {
+        let mime = checked.0.mime_type.clone();
+        let uri = checked.0.uri.clone();
+        let meta = content_ui_meta(&checked.0);
+        self.insert(checked, move |_: ResourceRequest| {
             let contents = vec![ResourceContents::Blob {
                 uri: uri.clone(),
                 mime_type: mime.clone(),
@@ -739,6 +787,48 @@ impl McpResourceRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// How many times [`check_ui`] ran on this thread.
+        pub(super) static UI_CHECKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Each way of adding a resource checks its `ui://` rules once, not once per layer (a
+    /// fixed resource's were checked by `add_text`/`add_blob` and again by `add`).
+    #[test]
+    fn each_add_checks_the_ui_rules_once() {
+        let r = McpResourceRegistry::new();
+        let checks = |add: &dyn Fn(&McpResourceRegistry, &str)| {
+            let before = UI_CHECKS.with(std::cell::Cell::get);
+            add(&r, &format!("ui://app/{before}"));
+            UI_CHECKS.with(std::cell::Cell::get) - before
+        };
+        let text = |r: &McpResourceRegistry, uri: &str| {
+            r.add_text(ResourceDefinition::new(uri, "t"), "<p>")
+                .unwrap();
+        };
+        let blob = |r: &McpResourceRegistry, uri: &str| {
+            r.add_blob(ResourceDefinition::new(uri, "b"), b"<p>")
+                .unwrap();
+        };
+        let read = |r: &McpResourceRegistry, uri: &str| {
+            r.add(
+                ResourceDefinition::new(uri, "r"),
+                |_: ResourceRequest| async move { Ok(Vec::new()) },
+            )
+            .unwrap();
+        };
+        assert_eq!(
+            (checks(&text), checks(&blob), checks(&read)),
+            (1, 1, 1),
+            "check_ui runs per add_text, add_blob, add"
+        );
+        let wrong = ResourceDefinition {
+            mime_type: Some("text/plain".into()),
+            ..ResourceDefinition::new("ui://app/wrong", "w")
+        };
+        assert!(r.add_text(wrong, "x").is_err(), "the check still refuses");
+    }
 
     #[test]
     fn template_cursors_near_usize_max_do_not_overflow() {

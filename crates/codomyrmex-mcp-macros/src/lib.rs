@@ -1,4 +1,10 @@
-//! The `#[mcp_tool]` and `#[mcp_tools]` attribute macros for `codomyrmex-mcp`.
+//! The `#[mcp_tool]`, `#[mcp_tools]`, `#[mcp_prompt]` and `#[mcp_resource]` attribute
+//! macros for `codomyrmex-mcp`.
+//!
+//! Read [`macro@mcp_tool`] first: it shows a complete server and the rules by which a
+//! signature becomes a schema (its arguments, `#[arg(...)]`, the context, the results),
+//! then [`macro@mcp_tools`] for a type whose methods are tools. The guide's chapters
+//! "Tools", "Resources" and "Prompts" (`docs/` in the repository) show each in a server.
 //!
 //! Do not depend on this crate directly: use `codomyrmex_mcp::mcp_tool` and
 //! `codomyrmex_mcp::mcp_tools`, which re-export these macros. The generated code reaches its

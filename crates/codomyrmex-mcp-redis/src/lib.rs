@@ -28,6 +28,12 @@
 //! primary): the scripts build key names from their arguments, which Redis Cluster does not
 //! allow across slots.
 //!
+//! Where to start: [`RedisConnection::connect`], then one store per trait built on it, given
+//! to the library's `HttpConfig` (`with_session_store`, `with_event_store`, ...) and to
+//! `McpServer::with_task_store`. The binary does all of it for `serve --store redis://...`
+//! (its `serve.rs`); the guide's chapter "Several instances on Redis behind a load balancer"
+//! (`docs/deployment.md` in the repository) says how to run it, and why each store exists.
+//!
 //! What this crate is not: it holds no live state (running calls, open responses). Those stay
 //! with the instance that runs them; the records are what another instance needs.
 //!

@@ -81,6 +81,7 @@ fn show(metric: Option<String>) -> Result<WithContent<Table>, McpErrorDetail> {
     Ok(table(metric.as_deref().unwrap_or("requests"), 0))
 }
 
+// ANCHOR: refresh
 /// Refreshes the dashboard: the table after `generation`. Called by the app's button.
 #[mcp_tool(
     name = "dashboard.refresh",
@@ -92,7 +93,9 @@ fn refresh(generation: Option<u64>) -> Result<WithContent<Table>, McpErrorDetail
     let next = generation.unwrap_or(0).saturating_add(1);
     Ok(table("requests", next))
 }
+// ANCHOR_END: refresh
 
+// ANCHOR: server
 /// The server: the two tools, the app, and the check that every tool's `ui://` link is
 /// served.
 pub fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
@@ -107,6 +110,7 @@ pub fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
     server.check_apps().map_err(|e: AppsError| e.to_string())?;
     Ok(server)
 }
+// ANCHOR_END: server
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use codomyrmex_mcp::skills::{self, McpSkillRegistry, SkillDefinition, SkillError};
 use codomyrmex_mcp::{McpServer, McpServerConfig, McpToolRegistry};
 
+// ANCHOR: built_in
 fn built_in() -> Result<McpSkillRegistry, SkillError> {
     let registry = McpSkillRegistry::new();
     registry.add(
@@ -57,7 +58,9 @@ fn built_in() -> Result<McpSkillRegistry, SkillError> {
     )?;
     Ok(registry)
 }
+// ANCHOR_END: built_in
 
+// ANCHOR: from_dir
 fn from_dir(dir: &str) -> Result<McpSkillRegistry, String> {
     let loaded = skills::skills_from_dir(dir).map_err(|e| e.to_string())?;
     for (path, why) in &loaded.refused {
@@ -69,6 +72,7 @@ fn from_dir(dir: &str) -> Result<McpSkillRegistry, String> {
     }
     Ok(registry)
 }
+// ANCHOR_END: from_dir
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

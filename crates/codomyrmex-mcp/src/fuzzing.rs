@@ -1,6 +1,6 @@
 //! Internals exposed for the fuzz targets in `fuzz/` and for robustness tests: the core's
 //! (`requestState` sealing), the HTTP transport's (header checks) and a hostile server's
-//! byte stream into the client ([`hostile_server`]).
+//! byte stream into the client (`hostile_server`).
 //!
 //! Not a stable API: hidden from the documentation, and free to change in any release.
 

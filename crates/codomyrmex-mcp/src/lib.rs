@@ -5,6 +5,27 @@
 //! `2026-07-28` (stateless, per-request `_meta`, `server/discover`) and `2025-11-25` with
 //! negotiation down to `2024-11-05` (`initialize`, sessions).
 //!
+//! ## Where to start
+//! 1. **A tool**: [`macro@mcp_tool`] on a function (its schema comes from the signature), or
+//!    [`McpToolRegistry::register`] with a schema and a closure. Resources and prompts:
+//!    [`McpResourceRegistry`], [`McpPromptRegistry`], [`macro@mcp_resource`],
+//!    [`macro@mcp_prompt`]; Skills: [`skills`]; MCP Apps: [`apps`].
+//! 2. **A server**: [`McpServer::new`] with a [`McpServerConfig`], then
+//!    [`McpServer::serve_stdio`] or [`McpServer::serve_http`] (its options:
+//!    [`transport::http::HttpConfig`]; authentication: [`transport::http::AuthConfig`]).
+//! 3. **A client**: [`McpClient`], over stdio, Streamable HTTP or in memory, which is also
+//!    how tests drive a server ([`McpClient::in_memory`]).
+//! 4. **Several instances**: the store traits in [`store`] and [`task_store`]; the Redis
+//!    implementations are the `codomyrmex-mcp-redis` crate.
+//!
+//! The user guide is the mdBook under `docs/` in the repository (`mdbook build docs`): a
+//! chapter per task (`tools.md`, `resources.md`, `prompts.md`, `completion.md`, `input.md`,
+//! `tasks.md`, `skills-and-apps.md`, `transports.md`, `security.md`, `client.md`,
+//! `deployment.md`, `troubleshooting.md`), each sample of which compiles in CI. The
+//! examples tree (`crates/codomyrmex-mcp/examples/`) holds complete servers and clients:
+//! `guide.rs` (every sample of the chapters on writing a server), `echo.rs`,
+//! `everything.rs`, `apps_server.rs`, `input_roundtrips.rs`.
+//!
 //! ## What it is
 //! - [`schema`]: the seed's types ([`McpErrorDetail`], [`McpToolCall`], [`McpToolResult`],
 //!   [`McpMessage`]), whose JSON is interchangeable with the Python (Pydantic) models and
@@ -192,8 +213,8 @@ pub mod transport;
 #[doc(hidden)]
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
-    change_bus, config, context, driver, engine, invocation, platform, policy, prompts, registry,
-    resources, schema, store, sync, task_store, uri_template, wire,
+    authz, change_bus, config, context, driver, engine, invocation, platform, policy, prompts,
+    registry, resources, schema, store, sync, task_store, uri_template, wire,
 };
 
 pub use client::{ClientError, McpClient};

@@ -9,7 +9,39 @@ use crate::engine::Engine;
 use crate::registry::McpToolRegistry;
 use crate::transport::stdio::{self, StdioError};
 
-/// An MCP server.
+/// An MCP server: a tool registry (and, optionally, resources, prompts, skills and UI
+/// resources) with a configuration, served over stdio, a byte stream or Streamable HTTP.
+/// Cheap to clone: clones share the engine.
+///
+/// Served in memory to a [`McpClient`](crate::McpClient), as a test would:
+///
+/// ```
+/// use std::sync::Arc;
+/// use codomyrmex_mcp::{Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
+/// use serde_json::{Map, Value, json};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Arc::new(McpToolRegistry::new());
+/// registry.register(
+///     "text.shout",
+///     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+///     |args: Map<String, Value>| -> Result<Value, McpErrorDetail> {
+///         Ok(json!(args["text"].as_str().unwrap_or_default().to_uppercase()))
+///     },
+/// )?;
+/// let server = McpServer::new(McpServerConfig::new("demo", "1.0.0"), registry);
+///
+/// for era in [Era::Modern, Era::Legacy] {
+///     let client = McpClient::in_memory(&server, era);
+///     client.initialize().await?; // `server/discover`, or the legacy handshake
+///     let result = client.call_tool("text.shout", json!({"text": "hi"})).await?;
+///     assert_eq!(result["structuredContent"]["result"], "HI");
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// A program that serves it over stdio (`serve_http` takes an address instead):
 ///
 /// ```no_run
 /// use std::sync::Arc;

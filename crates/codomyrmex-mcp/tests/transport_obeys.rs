@@ -1,7 +1,9 @@
 //! Transports only obey: no transport decides a protocol rule by matching on a JSON-RPC
 //! method name (ARCHITECTURE.md, "Transports only obey").
 //!
-//! Reads the non-test source under `src/transport/` and fails, naming file and line, on any
+//! Reads the non-test source under `src/transport/` (the server's transports) and the client's
+//! transports under `src/client/` ([`CLIENT_TRANSPORTS`]: what `McpClient` hands its bytes to;
+//! they read what they decide from the core's `client::sending`) and fails, naming file and line, on any
 //! string literal that is a method of the core's method table ([`METHODS`]) or one of this
 //! server's own invented methods (`"codomyrmex-mcp/…"`, which cross-instance messages once
 //! were). Test code is left out (files named `*tests.rs`, and a file's `#[cfg(test)] mod`
@@ -46,11 +48,29 @@ fn code_lines(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
+/// The client's transports and their helpers, under `src/client/`: the HTTP transport and
+/// what it reads and writes with, and the stdio transport.
+const CLIENT_TRANSPORTS: &[&str] = &[
+    "http.rs",
+    "http_io.rs",
+    "sse.rs",
+    "endpoint.rs",
+    "inbound.rs",
+    "tls.rs",
+    "stdio.rs",
+];
+
 /// Every `"literal"` in the non-test transport source that names a method: (file, line, text).
 fn method_literals(root: &Path) -> Vec<String> {
     let mut files = Vec::new();
     files_under(root, &mut files);
     files.sort();
+    literals_in(root, files, true)
+}
+
+/// [`method_literals`] of `files`, named relative to `root`; `invented`: this server's own
+/// `"codomyrmex-mcp/…"` methods count too (a client's `User-Agent` is one such string).
+fn literals_in(root: &Path, files: Vec<PathBuf>, invented: bool) -> Vec<String> {
     let mut found = Vec::new();
     for file in files {
         let name = file
@@ -64,8 +84,9 @@ fn method_literals(root: &Path) -> Vec<String> {
             std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         for (n, line) in code_lines(&text) {
             let named = METHODS.iter().any(|m| line.contains(&format!("\"{m}\"")))
-                || line.contains("\"codomyrmex-mcp/")
-                || line.contains("\"method\":\"codomyrmex-mcp/");
+                || (invented
+                    && (line.contains("\"codomyrmex-mcp/")
+                        || line.contains("\"method\":\"codomyrmex-mcp/")));
             if named {
                 let rel = file.strip_prefix(root).unwrap_or(&file);
                 found.push(format!("{}:{n}: {}", rel.display(), line.trim()));
@@ -82,6 +103,29 @@ fn no_transport_matches_on_a_method_name() {
     assert!(
         found.is_empty(),
         "transports must ask the core, not match on method names:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Issue #27 item 4: the client's transports obey too. Which field `Mcp-Name` mirrors,
+/// whether a message opens a session or cancels a request, is the core's
+/// `client::sending::Sending` (sharing the server's `mirrored_name_field`), never a match on
+/// a method name here.
+#[test]
+fn no_client_transport_matches_on_a_method_name() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/client");
+    let files: Vec<PathBuf> = CLIENT_TRANSPORTS.iter().map(|f| root.join(f)).collect();
+    for f in &files {
+        assert!(
+            f.is_file(),
+            "{} is gone: update CLIENT_TRANSPORTS",
+            f.display()
+        );
+    }
+    let found = literals_in(&root, files, false);
+    assert!(
+        found.is_empty(),
+        "client transports must ask the core, not match on method names:\n{}",
         found.join("\n")
     );
 }

@@ -222,9 +222,10 @@ impl Inbox {
         relay_ask(&asks, method, params).await
     }
 
-    /// Parks `call` under a new id, removed again after `ttl` if nobody takes it; `None`
-    /// when too many are parked.
-    fn park(self: &Arc<Self>, call: Parked, ttl: Duration) -> Option<u64> {
+    /// Parks `call` under a new id, removed again if nobody takes it before `policy`'s
+    /// deadline (the upstream's, through the driver's `within`); `None` when too many are
+    /// parked.
+    fn park(self: &Arc<Self>, call: Parked, policy: Arc<UpstreamPolicy>) -> Option<u64> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         {
             let mut parked = lock(&self.parked);
@@ -235,7 +236,8 @@ impl Inbox {
         }
         let inbox = Arc::downgrade(self);
         tokio::spawn(async move {
-            tokio::time::sleep(ttl).await;
+            // Nothing ends this wait but the deadline.
+            let _expired = policy.within(&TOKIO, std::future::pending::<()>()).await;
             if let Some(inbox) = inbox.upgrade() {
                 // Dropping it cancels the upstream call.
                 drop(lock(&inbox.parked).remove(&id));
@@ -732,7 +734,7 @@ async fn wait(up: &Live, mut parked: Parked, context: &ToolContext) -> Bridged {
 }
 
 fn park(up: &Live, parked: Parked, context: &ToolContext) -> Bridged {
-    match up.inbox.park(parked, up.timeout()) {
+    match up.inbox.park(parked, up.policy.clone()) {
         Some(id) => {
             context.set_request_state(json!({"parked": id}));
             Bridged::AskedClient
@@ -887,8 +889,12 @@ mod tests {
     async fn parked_calls_expire_and_are_bounded() {
         let inbox = Arc::new(Inbox::default());
         let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let within = |timeout| Arc::new(UpstreamPolicy::new(UpstreamLimits::new(1, timeout)));
         let id = inbox
-            .park(parked(&inbox, dropped.clone()), Duration::from_millis(20))
+            .park(
+                parked(&inbox, dropped.clone()),
+                within(Duration::from_millis(20)),
+            )
             .unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while !dropped.load(Ordering::SeqCst) {
@@ -901,11 +907,11 @@ mod tests {
         let unused = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for _ in 0..MAX_PARKED {
             let p = parked(&inbox, unused.clone());
-            assert!(inbox.park(p, Duration::from_secs(600)).is_some());
+            assert!(inbox.park(p, within(Duration::from_secs(600))).is_some());
         }
         let p = parked(&inbox, unused);
         assert!(
-            inbox.park(p, Duration::from_secs(600)).is_none(),
+            inbox.park(p, within(Duration::from_secs(600))).is_none(),
             "the cap holds"
         );
     }

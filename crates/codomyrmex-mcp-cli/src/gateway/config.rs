@@ -33,7 +33,8 @@ use codomyrmex_mcp::policy::UpstreamLimits;
 use serde::Deserialize;
 
 use super::catalog::{Filter, MAX_NAMESPACE, valid_local_name, valid_namespace};
-use crate::config::{Secret, parse_toml};
+use crate::config::{Secret, compile_policies, parse_toml};
+use codomyrmex_mcp::authz::{Authorization, PolicyEntry};
 
 /// Default per-call timeout of an upstream.
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -48,6 +49,9 @@ const DEFAULT_MAX_CONCURRENT: usize = 16;
 struct File {
     #[serde(default)]
     upstream: Vec<UpstreamFile>,
+    /// `[[policy]]`: the schema and parser of `serve`'s file ([`compile_policies`]).
+    #[serde(default)]
+    policy: Vec<toml::Spanned<PolicyEntry>>,
 }
 
 /// One `[[upstream]]` table as written.
@@ -88,6 +92,9 @@ struct RateLimitFile {
 pub struct GatewayConfig {
     /// The upstreams, in the file's order (which decides who wins a name clash).
     pub upstreams: Vec<Upstream>,
+    /// Who may list and use which of the gateway's names (`[[policy]]`); `None`: everyone
+    /// may use everything.
+    pub authorization: Option<std::sync::Arc<Authorization>>,
 }
 
 /// One checked upstream.
@@ -209,6 +216,8 @@ impl GatewayConfig {
     fn parse(text: &str, base: Option<&Path>) -> Result<Self, ParseError> {
         let file: File =
             parse_toml(text).map_err(|(at, message)| ParseError::Syntax { at, message })?;
+        let authorization = compile_policies(text, &file.policy)
+            .map_err(|(at, message)| ParseError::Syntax { at, message })?;
         if file.upstream.is_empty() {
             return Err(ParseError::Invalid(
                 "no [[upstream]] table: the gateway needs at least one server to mount".into(),
@@ -228,7 +237,10 @@ impl GatewayConfig {
             }
             upstreams.push(upstream);
         }
-        Ok(Self { upstreams })
+        Ok(Self {
+            upstreams,
+            authorization,
+        })
     }
 }
 
@@ -569,5 +581,25 @@ url = "http://127.0.0.1:9000/mcp"
         )
         .unwrap();
         assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn policies_share_serves_schema_and_a_bad_rule_names_its_line() {
+        let ok = "[[upstream]]\nname = \"a\"\ncommand = \"x\"\n\n[[policy]]\nname = \"ops\"\nsubjects = [\"alice\"]\ntools = [\"a.*\"]\n";
+        let c = GatewayConfig::parse(ok, None).unwrap();
+        let policy = c.authorization.expect("compiled");
+        assert!(policy.principal_allows("ops", codomyrmex_mcp::authz::Kind::Tool, "a.echo"));
+        assert!(
+            GatewayConfig::parse("[[upstream]]\nname = \"a\"\ncommand = \"x\"\n", None)
+                .unwrap()
+                .authorization
+                .is_none()
+        );
+        let bad = format!("{ok}\n[[policy]]\nname = \"x\"\ntools = [\"*\"]\n");
+        let e = invalid(&bad);
+        assert!(
+            e.contains("Some(\"10:1\")") && e.contains("matches nobody"),
+            "{e}"
+        );
     }
 }

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, StdioCommand};
+use codomyrmex_mcp::driver;
+use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::{
     McpClient, McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
 };
@@ -130,6 +132,8 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
 /// client that lists at once sees every upstream that answered by then, and a client's
 /// `server/discover` probe (the Python SDK gives it 10 s) is answered well within its time.
 const START_WAIT: Duration = Duration::from_secs(5);
+/// The longest the first page of one of an upstream's lists may take, read for its `ttlMs`.
+const LIST_TTL_WAIT: Duration = Duration::from_secs(5);
 
 /// Serves the merged catalogue over stdio (until EOF or a signal), or over Streamable HTTP
 /// with `http`'s settings (until a signal). Each upstream is watched by its own supervisor.
@@ -175,7 +179,7 @@ async fn serve_catalogue(
             let _ = rx.await;
         }
     };
-    if tokio::time::timeout(START_WAIT, all_tried).await.is_err() {
+    if driver::within(&TOKIO, START_WAIT, all_tried).await.is_err() {
         tracing::info!("serving before every upstream answered; the others join when they do");
     }
     let mut list_ttl: Option<Duration> = None;
@@ -214,6 +218,7 @@ async fn serve_catalogue(
     if !rate_limit {
         server_config = server_config.with_rate_limit(None);
     }
+    server_config.authorization = config.authorization.clone();
     // 2026-07-28 clients may cache the gateway's lists no longer than the upstreams' own.
     if let Some(ttl) = list_ttl {
         server_config.list_ttl = server_config.list_ttl.min(ttl);
@@ -246,7 +251,7 @@ async fn upstream_list_ttl(client: &McpClient) -> Option<Duration> {
     }
     let mut shortest: Option<Duration> = None;
     for method in ["tools/list", "prompts/list", "resources/list"] {
-        let page = tokio::time::timeout(Duration::from_secs(5), client.request(method, json!({})));
+        let page = driver::within(&TOKIO, LIST_TTL_WAIT, client.request(method, json!({})));
         if let Ok(Ok(page)) = page.await
             && let Some(ms) = page.get("ttlMs").and_then(Value::as_u64)
         {
@@ -355,7 +360,7 @@ pub(super) async fn connect_upstream(
                 .map_err(|e| format!("url {:?}: {e}", codomyrmex_mcp::util::redact_url(&url)))?
         }
     };
-    let listed = tokio::time::timeout(timeout, list_all(&client, era))
+    let listed = driver::within(&TOKIO, timeout, list_all(&client, era))
         .await
         .map_err(|_| format!("no complete listing within {} s", timeout.as_secs()))
         .and_then(|r| r);
@@ -455,6 +460,41 @@ fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> Stri
     }
     for p in &catalogue.problems {
         out.push_str(&format!("left out: {}: {}\n", p.upstream, p.message));
+    }
+    if let Some(policy) = &config.authorization {
+        out.push_str(&render_policy(policy, catalogue));
+    }
+    out
+}
+
+/// What each principal of the policy may use of the catalogue (`--check`).
+fn render_policy(policy: &codomyrmex_mcp::authz::Authorization, catalogue: &Catalogue) -> String {
+    use codomyrmex_mcp::authz::Kind;
+    let mut out = String::new();
+    for principal in policy.principals() {
+        out.push_str(&format!("principal {principal} may use:\n"));
+        let mut any = false;
+        for (label, kind, table) in [
+            ("tool", Kind::Tool, &catalogue.tools),
+            ("prompt", Kind::Prompt, &catalogue.prompts),
+            ("resource", Kind::Resource, &catalogue.resources),
+            ("template", Kind::Resource, &catalogue.templates),
+        ] {
+            for local in table.keys() {
+                let kind = if kind == Kind::Resource {
+                    Kind::of_uri(local)
+                } else {
+                    kind
+                };
+                if policy.principal_allows(principal, kind, local) {
+                    out.push_str(&format!("  {label:<8} {local}\n"));
+                    any = true;
+                }
+            }
+        }
+        if !any {
+            out.push_str("  nothing\n");
+        }
     }
     out
 }

@@ -24,6 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::CallOptions;
+use codomyrmex_mcp::policy::UpstreamPolicy;
+use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::util::inert_text;
 use codomyrmex_mcp::{Era, McpClient};
 use serde_json::json;
@@ -46,7 +48,8 @@ const LISTEN_FOR: Duration = Duration::from_secs(365 * 24 * 3600);
 pub struct Subscriptions {
     client: Arc<McpClient>,
     namespace: String,
-    timeout: Duration,
+    /// The upstream's policy: a subscription's deadline is its calls' deadline.
+    policy: Arc<UpstreamPolicy>,
     /// A 2025-11-25 upstream that declares `resources.subscribe` and has not refused one.
     per_uri: bool,
     /// The upstream URIs subscribed to (or listened for).
@@ -63,14 +66,14 @@ impl Subscriptions {
     pub fn new(
         client: Arc<McpClient>,
         namespace: &str,
-        timeout: Duration,
+        policy: Arc<UpstreamPolicy>,
         subscribe: bool,
     ) -> Self {
         Self {
             per_uri: subscribe && client.era() == Era::Legacy,
             client,
             namespace: namespace.to_owned(),
-            timeout,
+            policy,
             uris: BTreeSet::new(),
             listener: None,
             gap: Arc::new(AtomicBool::new(false)),
@@ -90,12 +93,15 @@ impl Subscriptions {
                 break;
             }
             if self.per_uri {
-                let why =
-                    match tokio::time::timeout(self.timeout, self.client.subscribe(&uri)).await {
-                        Ok(Ok(())) => None,
-                        Ok(Err(e)) => Some(e.to_string()),
-                        Err(_) => Some("no answer in time".to_owned()),
-                    };
+                let why = match self
+                    .policy
+                    .within(&TOKIO, self.client.subscribe(&uri))
+                    .await
+                {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) => Some(e.to_string()),
+                    Err(_) => Some("no answer in time".to_owned()),
+                };
                 if let Some(why) = why {
                     // Not asked again for the others.
                     tracing::warn!(upstream = %self.namespace, uri = %inert_text(&uri), error = %inert_text(&why), "resources/subscribe failed; no further subscriptions");
@@ -131,7 +137,11 @@ impl Subscriptions {
             return;
         }
         if self.per_uri {
-            let why = match tokio::time::timeout(self.timeout, self.client.unsubscribe(uri)).await {
+            let why = match self
+                .policy
+                .within(&TOKIO, self.client.unsubscribe(uri))
+                .await
+            {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e.to_string()),
                 Err(_) => Some("no answer in time".to_owned()),

@@ -20,7 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::driver;
 use codomyrmex_mcp::resources::ResourceEvent;
+use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::sync::{Receiver, Recv};
 use serde_json::Value;
 
@@ -34,6 +36,8 @@ use super::{Target, connect_upstream};
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The longest a health check's `ping` may take (less if the upstream's timeout is shorter).
+const HEALTH_WAIT: Duration = Duration::from_secs(10);
 
 /// What a supervisor needs to know of its upstream.
 pub struct Supervised {
@@ -68,7 +72,7 @@ pub async fn supervise(
     loop {
         if let Some((catalogue, listing, mut subs)) = mounted.take() {
             if watch(&s, &live, &catalogue, &mut subs, &mut wanted, &r).await == Ended::Changed
-                && let Some(again) = relist(&s, &live, listing.subscribe).await
+                && let Some(again) = relist(&live, listing.subscribe).await
             {
                 if again == listing {
                     mounted = Some((catalogue, listing, subs));
@@ -86,7 +90,7 @@ pub async fn supervise(
             drop(live.set_client(None));
         }
         let (client, listing) = reconnect(&s, &live, &mut first_attempt).await;
-        let subs = Subscriptions::new(client, &live.name, s.timeout, listing.subscribe);
+        let subs = Subscriptions::new(client, &live.name, live.policy.clone(), listing.subscribe);
         mounted = Some((mount_listing(&s, &live, &listing, &r), listing, subs));
         if let Some(tx) = first_attempt.take() {
             let _ = tx.send(());
@@ -187,7 +191,7 @@ async fn watch(
         tokio::select! {
             () = tokio::time::sleep_until(next_check) => {
                 let answer =
-                    tokio::time::timeout(s.timeout.min(Duration::from_secs(10)), client.ping()).await;
+                    driver::within(&TOKIO, s.timeout.min(HEALTH_WAIT), client.ping()).await;
                 if !matches!(answer, Ok(Ok(()))) {
                     return Ended::Down;
                 }
@@ -247,8 +251,8 @@ fn relay_updated(live: &Live, n: &Value, r: &Registries) {
 }
 
 /// The upstream's lists again, on the same connection (a kind it does not serve lists as
-/// empty); `None` when it does not answer in time.
-async fn relist(s: &Supervised, live: &Live, subscribe: bool) -> Option<Listing> {
+/// empty); `None` when it does not answer within the upstream's deadline.
+async fn relist(live: &Live, subscribe: bool) -> Option<Listing> {
     let client = live.client()?;
     let list = |method: &'static str, key: &'static str| {
         let client = client.clone();
@@ -269,7 +273,7 @@ async fn relist(s: &Supervised, live: &Live, subscribe: bool) -> Option<Listing>
             subscribe,
         })
     };
-    let listing = tokio::time::timeout(s.timeout, all).await.ok().flatten();
+    let listing = live.policy.within(&TOKIO, all).await.ok().flatten();
     if listing.is_some() {
         tracing::info!(upstream = %live.name, "the upstream's lists changed; mounted again");
     }

@@ -387,44 +387,41 @@ async fn execute(mut cmd: tokio::process::Command, max_output: usize) -> Result<
     })
 }
 
+/// The refusal of `shown`, an entry that leads outside the root.
+fn leads_outside(shown: &str) -> ToolError {
+    ToolError::access_denied(format!(
+        "{shown} leads outside the root (through a symlink); the git tools read only the \
+         repository inside the root"
+    ))
+}
+
+/// `path`'s part under the root (`shown` in messages); a path elsewhere leads outside it.
+fn under_root<'p>(sandbox: &Sandbox, path: &'p Path, shown: &str) -> Result<&'p Path, ToolError> {
+    path.strip_prefix(sandbox.root())
+        .map_err(|_| leads_outside(shown))
+}
+
 /// `path` (under the root; `shown` in messages) as the sandbox resolves it, which keeps it
 /// inside the root; `None` when it does not exist. Every other refusal or error is refused.
 fn inside(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<Option<PathBuf>, ToolError> {
-    let denied = || {
-        ToolError::access_denied(format!(
-            "{shown} leads outside the root (through a symlink); the git tools read only the \
-             repository inside the root"
-        ))
-    };
-    let Ok(rel) = path.strip_prefix(sandbox.root()) else {
-        return Err(denied());
-    };
-    match sandbox.resolve_rel(rel) {
+    match sandbox.resolve_rel(under_root(sandbox, path, shown)?) {
         Ok(resolved) => Ok(Some(resolved)),
         Err(ConfineError::NotFound) => Ok(None),
-        Err(_) => Err(denied()),
+        Err(_) => Err(leads_outside(shown)),
     }
 }
 
 /// [`inside`], and the entry itself opened through the confinement and held for the run:
 /// its path (for further checks) and the [`Held`] descriptor git is given.
 fn held(sandbox: &Sandbox, path: &Path, shown: &str) -> Result<Option<(PathBuf, Held)>, ToolError> {
-    let denied = || {
-        ToolError::access_denied(format!(
-            "{shown} leads outside the root (through a symlink); the git tools read only the \
-             repository inside the root"
-        ))
-    };
-    let Ok(rel) = path.strip_prefix(sandbox.root()) else {
-        return Err(denied());
-    };
+    let rel = under_root(sandbox, path, shown)?;
     match sandbox.confined().resolve(rel, LastLink::Follow) {
         Ok(found) => Ok(Some((
             sandbox.root().join(found.rel()),
             Held::new(found.into_fd()),
         ))),
         Err(ConfineError::NotFound) => Ok(None),
-        Err(_) => Err(denied()),
+        Err(_) => Err(leads_outside(shown)),
     }
 }
 

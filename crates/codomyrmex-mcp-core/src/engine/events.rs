@@ -32,6 +32,26 @@ pub enum ServerEvent {
     },
 }
 
+impl super::Engine {
+    /// Takes `event` for `session` at `now` (quinn's `handle_event`): the notification a
+    /// legacy session should hear ([`legacy_notification`](super::Engine::legacy_notification))
+    /// is queued as a value in the session's own queue, which its transport takes with
+    /// [`Session::poll_transmit`](super::Session::poll_transmit). A list change or resource
+    /// update already queued is not queued again; at the queue's bound anything else is
+    /// dropped (change notices are advisory). Returns whether `session` will hear of it.
+    pub fn handle_event(
+        &self,
+        _now: crate::platform::Timestamp,
+        session: &super::Session,
+        event: &ServerEvent,
+    ) -> bool {
+        match self.legacy_notification(session, event) {
+            Some(message) => session.transmit().push(message),
+            None => false,
+        }
+    }
+}
+
 /// A stream of [`ServerEvent`]s, from [`Engine::events`](super::Engine::events).
 pub struct EventStream {
     pub(crate) tools: Changes,

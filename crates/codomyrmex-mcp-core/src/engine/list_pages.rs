@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::*;
+use crate::authz::Grant;
 use crate::wire::{EncodedResult, ErrorObject, OutgoingMessage, RequestId};
 
 /// Which list a page is of.
@@ -30,6 +31,7 @@ impl Engine {
         kind: ListKind,
         params: &Map<String, Value>,
         scope: &RequestScope,
+        grant: Option<Grant>,
     ) -> OutgoingMessage {
         let checked = cursor(params).and_then(|after| {
             if kind == ListKind::Templates
@@ -52,12 +54,12 @@ impl Engine {
         // Read before the page is built: a change that lands while it is built makes the
         // entry stale at once, never a stale page look current.
         let generation = self.list_generation(kind);
-        let key = (kind, scope.version, after);
+        let key = (kind, scope.version, after, grant.map_or(0, Grant::bits));
         let result = match self.shared.list_pages.get(&key, generation) {
             Some(page) => page,
             None => {
                 let page = self
-                    .encode_page(kind, key.2.as_deref(), scope)
+                    .encode_page_for(kind, key.2.as_deref(), scope, grant)
                     .into_shared();
                 self.shared.list_pages.put(key, generation, &page);
                 page
@@ -82,11 +84,24 @@ impl Engine {
 
     /// The page of `kind` after `after`, built and encoded for the request's version (an
     /// empty page for a registry the engine does not have).
+    #[cfg(test)]
     pub(super) fn encode_page(
         &self,
         kind: ListKind,
         after: Option<&str>,
         scope: &RequestScope,
+    ) -> EncodedResult {
+        self.encode_page_for(kind, after, scope, None)
+    }
+
+    /// [`encode_page`](Self::encode_page) with the items `grant` does not allow left out
+    /// (a page may come out shorter than the page size, or empty, with a `nextCursor`).
+    pub(super) fn encode_page_for(
+        &self,
+        kind: ListKind,
+        after: Option<&str>,
+        scope: &RequestScope,
+        grant: Option<Grant>,
     ) -> EncodedResult {
         let size = self.shared.config.page_size;
         let (name, (items, next)) = match kind {
@@ -122,6 +137,7 @@ impl Engine {
                     .map_or_else(Default::default, |p| p.page(after, size)),
             ),
         };
+        let items = self.allowed_items(grant, name, items);
         self.encode_finished(self.page_result(name, items, next, scope), scope)
     }
 }
@@ -134,8 +150,9 @@ pub(super) struct ListPages {
     pages: std::sync::Mutex<PageMap>,
 }
 
-/// A page's key: its list, the protocol version and the cursor.
-type PageKey = (ListKind, ProtocolVersion, Option<String>);
+/// A page's key: its list, the protocol version, the cursor and the caller's grant (its
+/// bits; 0 without a policy).
+type PageKey = (ListKind, ProtocolVersion, Option<String>, u64);
 
 type PageMap = std::collections::HashMap<PageKey, (u64, EncodedResult)>;
 

@@ -246,6 +246,7 @@ fn the_cache_stays_bounded_whatever_cursors_clients_send() {
             ListKind::Prompts,
             ProtocolVersion::LATEST_MODERN,
             Some(format!("c{i}")),
+            0,
         );
         pages.insert(key, 0, &EncodedResult::of(&json!({})));
     }

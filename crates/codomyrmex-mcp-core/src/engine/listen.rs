@@ -1,5 +1,7 @@
 //! `subscriptions/listen` (2026-07-28): acknowledges a filter, then relays matching
-//! changes as notifications until the request is cancelled.
+//! changes as notifications until the request is cancelled. The notifications are queued as
+//! values in the stream's `Outbound` queue (its bound, list changes and resource updates
+//! coalesced), every event ready at a wake-up first, then drained to the stream.
 
 use std::sync::Arc;
 
@@ -38,6 +40,9 @@ impl Engine {
                     a.iter()
                         .filter_map(Value::as_str)
                         .take(4096)
+                        // A URI the caller may not read is not subscribed to (no answer
+                        // tells it apart from one that exists).
+                        .filter(|u| self.permits_uri(session, u))
                         .map(str::to_owned)
                         .collect()
                 })
@@ -70,7 +75,9 @@ impl Engine {
             Some(registry) => uris.iter().map(|u| registry.note_subscribed(u)).collect(),
             None => Vec::new(),
         };
-        let sink = sink.clone();
+        // The stream's messages are queued as values and drained to its sink: every event
+        // ready at a wake-up is queued first, so a burst of list changes is one notice.
+        let out = crate::outbound::Outbound::to(sink.clone());
         let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
         let _ = scope;
         Handled::Pending(Box::pin(async move {
@@ -86,10 +93,11 @@ impl Engine {
             };
             let mut first = Map::new();
             first.insert("notifications".into(), Value::Object(ack));
-            sink.send(OutgoingMessage::Notification {
+            out.push(OutgoingMessage::Notification {
                 method: "notifications/subscriptions/acknowledged",
                 params: tag(first),
             });
+            out.drain();
             loop {
                 let event = futures_util::select_biased! {
                     () = cancel.cancelled().fuse() => return None,
@@ -100,27 +108,34 @@ impl Engine {
                     let result = json!({"resultType": "complete", "_meta": { META_SUBSCRIPTION_ID: subscription }});
                     return Some(OutgoingMessage::Response { id, result });
                 };
-                let (method, params) = match event {
-                    ServerEvent::ToolsListChanged if tools => {
-                        ("notifications/tools/list_changed", Map::new())
-                    }
-                    ServerEvent::PromptsListChanged if prompts => {
-                        ("notifications/prompts/list_changed", Map::new())
-                    }
-                    ServerEvent::ResourcesListChanged if resources => {
-                        ("notifications/resources/list_changed", Map::new())
-                    }
-                    ServerEvent::ResourceUpdated(uri) if uris.contains(&uri) => {
-                        let mut p = Map::new();
-                        p.insert("uri".into(), json!(uri));
-                        ("notifications/resources/updated", p)
-                    }
-                    _ => continue,
-                };
-                sink.send(OutgoingMessage::Notification {
-                    method,
-                    params: tag(params),
-                });
+                // This event and every one ready now, then the queue to the stream.
+                let ready = std::iter::once(event).chain(std::iter::from_fn(|| {
+                    events.next().now_or_never().flatten()
+                }));
+                for event in ready {
+                    let (method, params) = match event {
+                        ServerEvent::ToolsListChanged if tools => {
+                            ("notifications/tools/list_changed", Map::new())
+                        }
+                        ServerEvent::PromptsListChanged if prompts => {
+                            ("notifications/prompts/list_changed", Map::new())
+                        }
+                        ServerEvent::ResourcesListChanged if resources => {
+                            ("notifications/resources/list_changed", Map::new())
+                        }
+                        ServerEvent::ResourceUpdated(uri) if uris.contains(&uri) => {
+                            let mut p = Map::new();
+                            p.insert("uri".into(), json!(uri));
+                            ("notifications/resources/updated", p)
+                        }
+                        _ => continue,
+                    };
+                    out.push(OutgoingMessage::Notification {
+                        method,
+                        params: tag(params),
+                    });
+                }
+                out.drain();
             }
         }))
     }

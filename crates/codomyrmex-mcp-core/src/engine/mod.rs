@@ -32,6 +32,9 @@ pub(crate) mod mrtr;
 /// (`McpToolRegistry::execute`) are admitted by it too.
 pub(crate) use crate::policy;
 mod apps;
+mod authz;
+#[cfg(test)]
+mod authz_tests;
 mod prompts;
 mod resources;
 mod results;
@@ -687,7 +690,13 @@ impl Engine {
         let result = match (scope.era, method) {
             (_, "tools/call") => return self.call_tool(session, id, params, scope, sink),
             (_, "tools/list") => {
-                return Handled::Reply(self.list_page(id, ListKind::Tools, &params, &scope));
+                return Handled::Reply(self.list_page(
+                    id,
+                    ListKind::Tools,
+                    &params,
+                    &scope,
+                    self.grant(session),
+                ));
             }
             (_, "resources/read") if has_resources => {
                 return self.read_resource(session, id, params, scope, sink);
@@ -696,7 +705,13 @@ impl Engine {
                 return self.list_resources(session, id, &params, scope);
             }
             (_, "resources/templates/list") if has_resources => {
-                return Handled::Reply(self.list_page(id, ListKind::Templates, &params, &scope));
+                return Handled::Reply(self.list_page(
+                    id,
+                    ListKind::Templates,
+                    &params,
+                    &scope,
+                    self.grant(session),
+                ));
             }
             (Era::Legacy, "resources/subscribe") if has_resources => {
                 self.subscribe(session, &params, true)
@@ -708,7 +723,13 @@ impl Engine {
                 return self.get_prompt(session, id, params, scope, sink);
             }
             (_, "prompts/list") if has_prompts => {
-                return Handled::Reply(self.list_page(id, ListKind::Prompts, &params, &scope));
+                return Handled::Reply(self.list_page(
+                    id,
+                    ListKind::Prompts,
+                    &params,
+                    &scope,
+                    self.grant(session),
+                ));
             }
             (_, "completion/complete") if has_prompts || has_resources => {
                 return self.complete_argument(session, id, &params, scope);
@@ -720,7 +741,7 @@ impl Engine {
             (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
             (Era::Modern, "server/discover") => Ok(self.discover(scope.now)),
             (_, m) if skills::is_skills_method(m) => {
-                return self.handle_skills(id, m, &params, &scope);
+                return self.handle_skills(session, id, m, &params, &scope);
             }
             (_, m) if m.starts_with("tasks/") => {
                 return self.handle_tasks(session, id, m, &params, &scope, sink);
@@ -905,11 +926,17 @@ impl Engine {
         let progress_token = scope.progress_token.clone();
         let input = match &round {
             Some(r) => InputMode::RoundTrip(r.clone()),
-            None => InputMode::Requests(Arc::new(session::SessionRequester(session.clone()))),
+            None => InputMode::Requests(session.client_calls().clone()),
         };
         let cancel = guard.token();
+        // A legacy request whose client declared a capability it can be asked through
+        // (sampling, elicitation, roots) may queue server-to-client requests.
+        let may_ask = round.is_none()
+            && ["sampling", "elicitation", "roots"]
+                .iter()
+                .any(|c| scope.client_capabilities.get(c).is_some());
         // A request that can emit nothing gets the shared closed queue: no allocation.
-        let outbound = if progress_token.is_some() || scope.log_level.is_some() {
+        let outbound = if progress_token.is_some() || scope.log_level.is_some() || may_ask {
             Outbound::to(sink.clone())
         } else {
             Outbound::closed()
@@ -1033,6 +1060,8 @@ fn decode_cursor(cursor: &str) -> Option<String> {
 #[cfg(test)]
 mod apps_tests;
 #[cfg(test)]
+mod ask_tests;
+#[cfg(test)]
 mod conformance_tests;
 #[cfg(test)]
 mod emit_tests;
@@ -1042,3 +1071,5 @@ mod skills_tests;
 mod tests;
 #[cfg(test)]
 mod time_tests;
+#[cfg(test)]
+mod transmit_tests;

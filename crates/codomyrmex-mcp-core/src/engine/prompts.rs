@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::jobs::{Continuation, Round};
 use super::policy::Failure;
 use super::*;
+use crate::authz::Kind;
 use crate::context::MessageSink;
 use crate::prompts::PromptResult;
 use crate::schema::McpErrorDetail;
@@ -27,7 +28,13 @@ impl Engine {
                 ErrorObject::invalid_params("prompts/get: name must be a string"),
             );
         };
-        let Some(prompt) = self.shared.prompts.as_ref().and_then(|p| p.lookup(&name)) else {
+        let Some(prompt) = self
+            .shared
+            .prompts
+            .as_ref()
+            .and_then(|p| p.lookup(&name))
+            .filter(|_| self.permits(session, Kind::Prompt, &name))
+        else {
             let shown: String = name.chars().take(128).collect();
             return error(
                 &id,

@@ -28,6 +28,10 @@ impl Engine {
                 ErrorObject::invalid_params("resources/read: uri must be a string"),
             );
         };
+        if !self.permits_uri(session, &uri) {
+            let denied = crate::resources::ResourceError::NotFound(uri.clone());
+            return error(&id, self.resource_error(&uri, denied, &scope));
+        }
         if let Some(reply) = self.read_skill_file(&id, &uri, &scope) {
             return reply;
         }
@@ -170,7 +174,13 @@ impl Engine {
         };
         let size = self.shared.config.page_size;
         if !resources.has_listers() {
-            return Handled::Reply(self.list_page(id, ListKind::Resources, params, &scope));
+            return Handled::Reply(self.list_page(
+                id,
+                ListKind::Resources,
+                params,
+                &scope,
+                self.grant(session),
+            ));
         }
         let ticket = match self.shared.policy.admit(
             session.gate(),
@@ -188,9 +198,12 @@ impl Engine {
         let cancel = guard.token();
         let skills = self.shared.skills.clone();
         let listed = resources.page_listed(after.clone(), size);
+        let (engine, grant) = (self.clone(), self.grant(session));
         let page = async move {
             let page = listed.await;
-            skills::with_skill_mds(skills.as_deref(), after.as_deref(), size, page)
+            let (items, next) =
+                skills::with_skill_mds(skills.as_deref(), after.as_deref(), size, page);
+            (engine.allowed_items(grant, "resources", items), next)
         };
         Handled::Invoke(Invocation::new(
             HandlerKind::ResourceList,
@@ -232,6 +245,13 @@ impl Engine {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(ErrorObject::invalid_params("uri must be a string"));
         };
+        if on && !self.permits_uri(session, uri) {
+            return Err(ErrorObject::new(
+                ErrorCode::LEGACY_RESOURCE_NOT_FOUND,
+                "Resource not found",
+            )
+            .with_data(json!({"uri": uri.chars().take(512).collect::<String>()})));
+        }
         if on {
             if !session.subscribe(uri, self.shared.resources.as_ref()) {
                 return Err(ErrorObject::invalid_params(

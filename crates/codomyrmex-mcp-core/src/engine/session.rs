@@ -2,23 +2,18 @@
 //! requests to the client.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use futures_channel::oneshot;
-use futures_util::FutureExt as _;
 use serde_json::Value;
 
 use crate::sync::CancellationToken;
 
 use super::policy::Gate;
+use crate::context::Principal;
 pub(crate) use crate::context::no_capabilities;
-use crate::context::{ClientRequestError, ClientRequester, MessageSink, Principal};
-use crate::registry::BoxFuture;
+use crate::outbound::{ClientCalls, Outbound};
 use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
-
-/// The most server-to-client requests awaiting an answer at once, per session.
-const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
 
 /// The state of one connection (stdio) or one legacy session (HTTP).
 ///
@@ -27,8 +22,14 @@ const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
 pub struct Session {
     state: Mutex<State>,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
-    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
-    next_id: AtomicU64,
+    /// Our requests to the client awaiting answers: handed (not the session) to the calls
+    /// that may ask, resolved by `Engine::handle_response`, closed when the session ends.
+    calls: OwnedCalls,
+    /// The session's own queue (issue #27 item 1): what it hears that belongs to no request
+    /// (list changes, subscribed resource updates, log messages of no request), queued as
+    /// values by `Engine::handle_event` and taken by the transport with
+    /// [`poll_transmit`](Session::poll_transmit) for the session's own stream.
+    transmit: Outbound,
     gate: Arc<Gate>,
     principal: Option<Principal>,
     /// The URIs subscribed to, each counted by the resource registry while it is held.
@@ -36,9 +37,6 @@ pub struct Session {
     /// A session for one stateless request: nothing can address its request by id, so the
     /// request is not entered in the in-flight table.
     one_shot: bool,
-    /// What the ids of this session's server-to-client requests start with after `srv-`
-    /// (an instance's name when several instances serve the session: ids stay unique).
-    request_prefix: std::sync::OnceLock<String>,
     /// The id clients address this session by (HTTP's `Mcp-Session-Id`), when it has one:
     /// 2025-11-25 task records name it, so another instance knows whose tasks they are.
     key: std::sync::OnceLock<String>,
@@ -143,10 +141,7 @@ impl Session {
     ///
     /// [`Engine::new_stateless_session`]: super::Engine::new_stateless_session
     pub(crate) fn one_shot(gate: Arc<Gate>) -> Self {
-        Self {
-            one_shot: true,
-            ..Self::with_gate(gate)
-        }
+        Self::build(gate, true)
     }
 
     /// A session whose handlers run `n` at once, with as many waiting (tests).
@@ -157,16 +152,29 @@ impl Session {
 
     /// A session admitting handlers through `gate`.
     pub(crate) fn with_gate(gate: Arc<Gate>) -> Self {
+        Self::build(gate, false)
+    }
+
+    /// A session admitting through `gate`; a one-shot session (one stateless request) never
+    /// asks its client and has no stream of its own, so it allocates no table and no queue.
+    fn build(gate: Arc<Gate>, one_shot: bool) -> Self {
         Self {
             state: Mutex::new(State::default()),
             in_flight: Mutex::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
+            calls: OwnedCalls(if one_shot {
+                ClientCalls::shared_closed()
+            } else {
+                Arc::new(ClientCalls::new())
+            }),
+            transmit: if one_shot {
+                Outbound::closed()
+            } else {
+                Outbound::polled()
+            },
             gate,
             principal: None,
             subscriptions: Mutex::new(HashMap::new()),
-            one_shot: false,
-            request_prefix: std::sync::OnceLock::new(),
+            one_shot,
             key: std::sync::OnceLock::new(),
             serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
@@ -255,6 +263,11 @@ impl Session {
     #[doc(hidden)]
     pub fn principal(&self) -> Option<Principal> {
         self.principal.clone()
+    }
+
+    /// The principal, borrowed (authorization asks it on every request).
+    pub(crate) fn principal_ref(&self) -> Option<&Principal> {
+        self.principal.as_ref()
     }
 
     /// The admission bound this session's handlers run under.
@@ -375,16 +388,31 @@ impl Session {
     /// Whether a server-to-client request with this id awaits its answer here (sent, not
     /// answered, and its asker still waiting).
     pub fn awaits_client_response(&self, id: &RequestId) -> bool {
-        lock(&self.pending)
-            .get(id)
-            .is_some_and(|tx| !tx.is_canceled())
+        self.calls.0.awaits(id)
+    }
+
+    /// The next message for the session's own stream (stdio's output, HTTP's GET stream):
+    /// quinn's `poll_transmit`. What `Engine::handle_event` queued, in order, list changes
+    /// coalesced; `None` when nothing is queued.
+    pub fn poll_transmit(&self) -> Option<OutgoingMessage> {
+        self.transmit.poll_outbound()
+    }
+
+    /// The session's own queue.
+    pub(crate) fn transmit(&self) -> &Outbound {
+        &self.transmit
+    }
+
+    /// The table a call that may ask the client holds (not the session).
+    pub(crate) fn client_calls(&self) -> &Arc<ClientCalls> {
+        &self.calls.0
     }
 
     /// Makes the ids of this session's server-to-client requests `srv-{prefix}-{n}` rather
     /// than `srv-{n}`, so that instances serving one session never reuse an id. Set once;
     /// `false` when a prefix was set already.
     pub fn set_request_id_prefix(&self, prefix: &str) -> bool {
-        self.request_prefix.set(format!("{prefix}-")).is_ok()
+        self.calls.0.set_prefix(prefix)
     }
 
     /// Cancels everything in flight (the connection is closing).
@@ -402,116 +430,18 @@ impl Session {
         id: &RequestId,
         outcome: Result<Value, ErrorObject>,
     ) -> bool {
-        let waiting = lock(&self.pending).remove(id);
-        match waiting {
-            Some(tx) => tx.send(outcome).is_ok(),
-            None => {
-                tracing::debug!(%id, "a response matched no pending request");
-                false
-            }
-        }
-    }
-
-    /// Sends server-to-client request `method` on `sink` now, as a value, and enters it in
-    /// the table of requests awaiting an answer. What is returned holds no session: the
-    /// answer arrives through `Engine::handle_response` ([`resolve_client_request`]); the
-    /// requests whose askers stopped waiting leave the table there, or when it is full.
-    ///
-    /// [`resolve_client_request`]: Self::resolve_client_request
-    fn send_client_request(
-        &self,
-        method: &'static str,
-        params: Value,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Result<(RequestId, Answer), ClientRequestError> {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let prefix = self.request_prefix.get().map_or("", String::as_str);
-        let id = RequestId::String(format!("srv-{prefix}{n}"));
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut pending = lock(&self.pending);
-            if pending.len() >= MAX_PENDING_CLIENT_REQUESTS {
-                // Those whose askers stopped waiting leave first.
-                pending.retain(|_, tx| !tx.is_canceled());
-            }
-            if pending.len() >= MAX_PENDING_CLIENT_REQUESTS {
-                return Err(ClientRequestError::Unavailable);
-            }
-            pending.insert(id.clone(), tx);
-        }
-        if !sink.send(OutgoingMessage::Request {
-            id: id.clone(),
-            method,
-            params,
-        }) {
-            lock(&self.pending).remove(&id);
-            return Err(ClientRequestError::Unavailable);
-        }
-        Ok((id, rx))
+        self.calls.0.resolve(id, outcome)
     }
 }
 
-/// The slot a server-to-client request's answer arrives in.
-type Answer = oneshot::Receiver<Result<Value, ErrorObject>>;
+/// A session's [`ClientCalls`], as the session owns it: when the session ends, the calls
+/// still waiting for their client's answer end ([`ClientCalls::close`]): no answer can reach
+/// them now.
+struct OwnedCalls(Arc<ClientCalls>);
 
-/// A server-to-client request sent and not yet answered, as the asking call holds it: its id
-/// and the stream it went out on. It holds no session and no engine. Dropped while still
-/// unanswered (the tool stopped waiting, or its call was cancelled), it cancels the request
-/// at the client with `notifications/cancelled` on the same stream.
-struct Unanswered {
-    id: RequestId,
-    sink: Arc<dyn MessageSink>,
-    answered: bool,
-}
-
-impl Drop for Unanswered {
+impl Drop for OwnedCalls {
     fn drop(&mut self) {
-        if !self.answered {
-            self.sink.send(OutgoingMessage::Notification {
-                method: "notifications/cancelled",
-                params: serde_json::json!({
-                    "requestId": self.id,
-                    "reason": "the server no longer needs the answer",
-                }),
-            });
-        }
-    }
-}
-
-/// The requester the engine hands to legacy tools: each request is sent when asked for,
-/// through the session borrowed for that moment, and the future returned holds only the
-/// answer's slot ([`Unanswered`]).
-pub(crate) struct SessionRequester(pub(crate) Arc<Session>);
-
-impl ClientRequester for SessionRequester {
-    fn request(
-        &self,
-        method: &'static str,
-        params: Value,
-        sink: Arc<dyn MessageSink>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<Value, ClientRequestError>> {
-        let sent = self.0.send_client_request(method, params, &sink);
-        Box::pin(async move {
-            let (id, answer) = sent?;
-            let mut unanswered = Unanswered {
-                id,
-                sink,
-                answered: false,
-            };
-            futures_util::select_biased! {
-                () = cancel.cancelled().fuse() => Err(ClientRequestError::Cancelled),
-                r = answer.fuse() => {
-                    unanswered.answered = true;
-                    match r {
-                        Ok(Ok(v)) => Ok(v),
-                        Ok(Err(e)) => Err(ClientRequestError::Client { code: e.code, message: e.message }),
-                        // The session ended (its table dropped) before the client answered.
-                        Err(_) => Err(ClientRequestError::Unavailable),
-                    }
-                },
-            }
-        })
+        self.0.close();
     }
 }
 
@@ -519,6 +449,7 @@ impl ClientRequester for SessionRequester {
 mod tests {
     use super::*;
     use crate::config::McpServerConfig;
+    use crate::context::MessageSink;
     use crate::engine::Engine;
     use crate::registry::McpToolRegistry;
     use crate::schema::JsonObject;
@@ -540,70 +471,6 @@ mod tests {
         fn taken(&self) -> Vec<Value> {
             std::mem::take(&mut *lock(&self.0))
         }
-    }
-
-    /// Issue #27 item 1: a server-to-client request leaves as a value on the stream when the
-    /// tool asks (before anything awaits it), and the client's answer comes back through
-    /// `Engine::handle_response(now, ..)`; the waiting future holds no session.
-    #[test]
-    fn a_client_request_leaves_as_a_value_and_its_answer_comes_back_through_the_engine() {
-        run(async {
-            let engine = Engine::new(McpServerConfig::default(), Arc::new(McpToolRegistry::new()));
-            let session = engine.new_session();
-            let stream = Arc::new(Stream::default());
-            let sink: Arc<dyn MessageSink> = stream.clone();
-            let asked = SessionRequester(session.clone()).request(
-                "roots/list",
-                serde_json::json!({}),
-                sink,
-                CancellationToken::new(),
-            );
-            let sent = stream.taken();
-            assert_eq!(sent.len(), 1, "sent before it is awaited: {sent:?}");
-            assert_eq!(sent[0]["method"], "roots/list");
-            let id: RequestId = serde_json::from_value(sent[0]["id"].clone()).unwrap();
-            assert!(session.awaits_client_response(&id));
-            let answer = spawn(asked);
-            idle().await;
-            assert!(!answer.is_finished());
-            let roots = serde_json::json!({"roots": []});
-            assert!(engine.handle_response(engine.now(), &session, &id, Ok(roots.clone())));
-            assert_eq!(answer.await, Ok(roots));
-            assert!(!session.awaits_client_response(&id));
-            assert!(
-                !engine.handle_response(engine.now(), &session, &id, Ok(Value::Null)),
-                "answered once"
-            );
-            assert!(stream.taken().is_empty(), "nothing more was sent");
-        });
-    }
-
-    /// A request the asker stops waiting for is cancelled at the client on the same stream,
-    /// no longer awaits an answer, and a late answer matches nothing.
-    #[test]
-    fn a_client_request_given_up_is_cancelled_and_its_late_answer_matches_nothing() {
-        run(async {
-            let engine = Engine::new(McpServerConfig::default(), Arc::new(McpToolRegistry::new()));
-            let session = engine.new_session();
-            let stream = Arc::new(Stream::default());
-            let sink: Arc<dyn MessageSink> = stream.clone();
-            let asked = spawn(SessionRequester(session.clone()).request(
-                "roots/list",
-                serde_json::json!({}),
-                sink,
-                CancellationToken::new(),
-            ));
-            idle().await;
-            let sent = stream.taken();
-            let id: RequestId = serde_json::from_value(sent[0]["id"].clone()).unwrap();
-            asked.abort();
-            let sent = stream.taken();
-            assert_eq!(sent.len(), 1, "{sent:?}");
-            assert_eq!(sent[0]["method"], "notifications/cancelled");
-            assert_eq!(sent[0]["params"]["requestId"], serde_json::json!(id));
-            assert!(!session.awaits_client_response(&id));
-            assert!(!engine.handle_response(engine.now(), &session, &id, Ok(Value::Null)));
-        });
     }
 
     /// The order the transports rely on: what a call emits before its answer (here progress

@@ -27,6 +27,7 @@ impl Engine {
     /// Answers a method of the extension (`is_skills_method`).
     pub(super) fn handle_skills(
         &self,
+        session: &Session,
         id: RequestId,
         method: &str,
         params: &Map<String, Value>,
@@ -38,10 +39,14 @@ impl Engine {
         let result = match method {
             METHOD_SKILLS_LIST => cursor(params).map(|after| {
                 let (items, next) = skills.page(after.as_deref(), self.shared.config.page_size);
+                let items = self.allowed_items(self.grant(session), "skills", items);
                 self.page_result("skills", items, next, scope)
             }),
             METHOD_SKILLS_GET => match params.get("uri") {
-                Some(Value::String(uri)) => match skills.get(uri) {
+                Some(Value::String(uri)) => match skills
+                    .get(uri)
+                    .filter(|s| self.permits(session, crate::authz::Kind::Skill, s.name()))
+                {
                     Some(skill) => {
                         let mut obj = Map::new();
                         obj.insert(
@@ -60,7 +65,18 @@ impl Engine {
                     "skills/get: uri must be a string",
                 )),
             },
-            METHOD_DIRECTORY_READ if skills.directory_read() => self.read_directory(params),
+            METHOD_DIRECTORY_READ if skills.directory_read() => {
+                match params.get("uri").and_then(Value::as_str) {
+                    Some(uri) if !self.permits_uri(session, uri) => {
+                        Err(ErrorObject::invalid_params(format!(
+                            "{} is not a directory resource",
+                            shown(uri)
+                        ))
+                        .with_data(json!({"uri": shown(uri)})))
+                    }
+                    _ => self.read_directory(params),
+                }
+            }
             _ => Err(ErrorObject::method_not_found(method)),
         };
         Handled::Reply(self.respond(id, result, scope))

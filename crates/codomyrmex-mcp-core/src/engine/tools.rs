@@ -41,7 +41,12 @@ impl Engine {
                 );
             }
         };
-        let Some(tool) = self.shared.registry.lookup(&name) else {
+        let Some(tool) = self
+            .shared
+            .registry
+            .lookup(&name)
+            .filter(|_| self.permits(session, crate::authz::Kind::Tool, &name))
+        else {
             let shown: String = name.chars().take(128).collect();
             return error(
                 &id,

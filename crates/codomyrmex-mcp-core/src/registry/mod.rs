@@ -456,6 +456,37 @@ pub(crate) struct RegisteredTool {
 }
 
 /// Tools by invocation name.
+///
+/// Register a handler under a name with its input schema, then execute calls: the arguments
+/// are validated against the schema before the handler runs, and a failure is a result,
+/// not a panic.
+///
+/// ```
+/// use codomyrmex_mcp_core::{McpErrorDetail, McpToolCall, McpToolRegistry};
+/// use serde_json::{Map, Value, json};
+///
+/// let registry = McpToolRegistry::new();
+/// registry.register(
+///     "text.len",
+///     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+///     |args: Map<String, Value>| -> Result<Value, McpErrorDetail> {
+///         Ok(json!(args["text"].as_str().map_or(0, str::len)))
+///     },
+/// )?;
+/// assert_eq!(registry.list_tools(), ["text.len"]);
+///
+/// let call: McpToolCall =
+///     serde_json::from_value(json!({"tool_name": "text.len", "arguments": {"text": "hello"}}))?;
+/// let result = futures_executor::block_on(registry.execute(&call));
+/// assert_eq!(result.status(), "success");
+/// assert_eq!(result.data().map(|d| d["result"].clone()), Some(json!(5)));
+///
+/// // Arguments that break the schema never reach the handler.
+/// let bad: McpToolCall =
+///     serde_json::from_value(json!({"tool_name": "text.len", "arguments": {"text": 5}}))?;
+/// assert_eq!(futures_executor::block_on(registry.execute(&bad)).status(), "failure");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct McpToolRegistry {
     tools: RwLock<BTreeMap<String, Arc<RegisteredTool>>>,
     generation: Generation,

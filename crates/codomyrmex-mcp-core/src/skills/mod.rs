@@ -512,6 +512,22 @@ impl SkillDefinition {
 }
 
 /// The skills a server serves, by the URI of their `SKILL.md`. Cheap to share.
+///
+/// ```
+/// use codomyrmex_mcp_core::skills::{McpSkillRegistry, SkillDefinition};
+///
+/// let skills = McpSkillRegistry::new();
+/// let skill = SkillDefinition::new(
+///     "git-workflow",
+///     "---\nname: git-workflow\ndescription: Our Git conventions\n---\n# Git\n",
+/// )?
+/// .with_file("checklist.md", "- rebase before merging\n")?;
+/// let uri = skill.uri();
+/// assert_eq!(uri, "skill://git-workflow/SKILL.md");
+/// skills.add(skill)?;
+/// assert!(skills.remove(&uri));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct McpSkillRegistry {
     skills: RwLock<BTreeMap<String, Arc<SkillDefinition>>>,

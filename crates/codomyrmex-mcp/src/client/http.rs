@@ -10,7 +10,9 @@
 //! 3xx answer is a transport error. `https://` goes through rustls ([`tls`](super::tls)) on
 //! the same hyper client. It decides no protocol
 //! rule beyond the transport's own: ids, eras and retries of input are
-//! [`proto`](super::proto)'s.
+//! [`proto`](super::proto)'s, and what it does per message (the `Mcp-Name` it mirrors, whether
+//! the message opens a session or cancels a request) is [`sending`]'s, which
+//! shares the server's rule.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,6 +27,7 @@ use super::http_io::{fetcher_for, next_chunk, read_body, read_messages, send_to}
 use super::oauth;
 use super::oauth_flow::{self, Authorizer};
 use super::param_headers::header_value;
+use super::sending::{self, Sending};
 pub use super::sse::{SseEvent, SseParser};
 use super::{ClientEnds, ClientError, Closer, Inbound, Outgoing, lock};
 use crate::engine::META_PROTOCOL_VERSION;
@@ -156,25 +159,18 @@ pub(crate) fn connect(
             let Ok(message) = serde_json::from_slice::<Value>(&bytes) else {
                 continue;
             };
-            let method = message.get("method").and_then(Value::as_str).unwrap_or("");
-            if method == "notifications/cancelled"
-                && let Some(id) = message
-                    .pointer("/params/requestId")
-                    .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok())
-                && let Some(post) = lock(&main.in_flight).remove(&id)
+            // What the transport does with it is the core's to say.
+            let sending = Sending::of(&message);
+            if let Some(id) = &sending.cancels
+                && let Some(post) = lock(&main.in_flight).remove(id)
             {
                 // Dropping the POST closes its connection: the server sees the disconnect.
                 post.cancel();
             }
-            if message.get("id").is_some()
-                && let Some(id) = message
-                    .get("id")
-                    .and_then(|i| serde_json::from_value::<RequestId>(i.clone()).ok())
-                && !method.is_empty()
-            {
+            if let Some(id) = sending.request.clone() {
                 lock(&main.in_flight).entry(id).or_default();
             }
-            if method == "initialize" {
+            if sending.opens_session {
                 // Later messages need the session id it returns.
                 main.clone().post(message, bytes, headers).await;
             } else {
@@ -222,19 +218,13 @@ fn headers_for(
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .and_then(Value::as_str);
     // The standard headers mirror the body; legacy servers ignore them.
-    if let Some(method) = message.get("method").and_then(Value::as_str) {
+    let sending = Sending::of(message);
+    if let Some(method) = sending.method {
         h.push(("Mcp-Method".into(), method.to_owned()));
-        let field = match method {
-            "tools/call" | "prompts/get" => Some("name"),
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
-            _ => None,
-        };
-        if let Some(name) = field
-            .and_then(|f| params.and_then(|p| p.get(f)))
-            .and_then(Value::as_str)
-        {
-            h.push(("Mcp-Name".into(), header_value(name)));
-        }
+    }
+    // Which field `Mcp-Name` mirrors is the core's, the server's own rule.
+    if let Some(name) = sending.name {
+        h.push(("Mcp-Name".into(), header_value(name)));
     }
     if let Some(version) = modern_version {
         h.push(("MCP-Protocol-Version".into(), version.to_owned()));
@@ -413,7 +403,7 @@ impl Conn {
         bytes: Vec<u8>,
         extra: Vec<(String, String)>,
     ) {
-        let is_initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
+        let is_initialize = Sending::of(&message).opens_session;
         if is_initialize {
             let mut s = lock(&self.state);
             s.initialize = Some(bytes.clone());
@@ -512,7 +502,7 @@ impl Conn {
                 s.protocol_version = version;
             }
         }
-        let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let note = sending::initialized();
         let headers = self.legacy_headers(&note, "POST");
         self.send(hyper::Method::POST, &headers, note.to_string().into_bytes())
             .await?;

@@ -114,3 +114,64 @@ fn modern_headers_mirror_the_body() {
     assert!(h.contains(&("Mcp-Session-Id".into(), "s1".into())));
     assert!(h.contains(&("MCP-Protocol-Version".into(), "2025-11-25".into())));
 }
+
+/// Issue #27 item 4: for every method the wire knows, the headers the client sends for a
+/// 2026-07-28 request are the ones the server's transport checks: the server accepts them,
+/// and every `Mcp-Name` the client sends is one the server reads (altering it is refused).
+#[test]
+fn the_clients_headers_are_what_the_server_checks_for_every_method() {
+    use crate::registry::McpToolRegistry;
+    use crate::transport::http::headers::validate;
+    let registry = McpToolRegistry::new();
+    let mut wrong = Vec::new();
+    for method in crate::wire::METHODS {
+        let params = json!({
+            "name": "n", "uri": "file:///u", "taskId": "t",
+            "_meta": {META_PROTOCOL_VERSION: "2026-07-28"},
+        });
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let sent = headers_for(
+            &message,
+            &HttpTarget::new("http://h/"),
+            Vec::new(),
+            None,
+            None,
+        );
+        let to_map = |headers: &[(String, String)]| {
+            let mut map = axum::http::HeaderMap::new();
+            for (n, v) in headers {
+                map.append(
+                    axum::http::HeaderName::from_bytes(n.as_bytes()).unwrap(),
+                    axum::http::HeaderValue::from_str(v).unwrap(),
+                );
+            }
+            map
+        };
+        let body = params.as_object().unwrap();
+        if let Err(e) = validate(&to_map(&sent), method, body, &registry) {
+            wrong.push(format!(
+                "{method}: the server refused the client's headers: {}",
+                e.message
+            ));
+        }
+        if sent.iter().any(|(n, _)| n == "Mcp-Name") {
+            let altered: Vec<(String, String)> = sent
+                .iter()
+                .map(|(n, v)| {
+                    let v = if n == "Mcp-Name" {
+                        "altered".to_owned()
+                    } else {
+                        v.clone()
+                    };
+                    (n.clone(), v)
+                })
+                .collect();
+            if validate(&to_map(&altered), method, body, &registry).is_ok() {
+                wrong.push(format!(
+                    "{method}: the client sends an Mcp-Name the server ignores"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

@@ -38,7 +38,7 @@ mod oauth_https;
 pub mod oauth_loopback;
 pub mod private_file;
 pub mod skills;
-pub use codomyrmex_mcp_core::client::{param_headers, proto};
+pub use codomyrmex_mcp_core::client::{param_headers, proto, sending};
 #[cfg(feature = "http")]
 mod sse;
 mod stdio;
@@ -265,7 +265,43 @@ pub enum InputLoopError<E> {
     TooManyRounds,
 }
 
-/// A client connection.
+/// A client connection, to a server over stdio (a child process, [`McpClient::spawn`]), over
+/// Streamable HTTP ([`McpClient::connect_http`]), over any byte stream
+/// ([`McpClient::connect`]) or in memory ([`McpClient::in_memory`]). It speaks the era it
+/// is given, or finds the server's ([`McpClient::negotiate`]); the server's requests
+/// (sampling, elicitation, roots) go to its handlers ([`ClientOptions`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use codomyrmex_mcp::{Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
+/// use serde_json::{Map, Value, json};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Arc::new(McpToolRegistry::new());
+/// registry.register(
+///     "math.add",
+///     json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
+///     |args: Map<String, Value>| -> Result<Value, McpErrorDetail> {
+///         Ok(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)))
+///     },
+/// )?;
+/// let server = McpServer::new(McpServerConfig::new("calc", "1.0.0"), registry);
+///
+/// let client = McpClient::in_memory(&server, Era::Modern);
+/// client.initialize().await?;
+/// let tools = client.list_tools().await?;
+/// assert_eq!(tools[0]["name"], "math.add");
+/// let result = client.call_tool("math.add", json!({"a": 2, "b": 3})).await?;
+/// assert_eq!(result["structuredContent"]["result"], 5);
+///
+/// // Arguments that break the schema come back as the tool's error result; an unknown tool
+/// // is a protocol error (`-32602`), returned as an `Err`.
+/// let refused = client.call_tool("math.add", json!({"a": "two"})).await?;
+/// assert_eq!(refused["isError"], true);
+/// assert!(client.call_tool("math.nope", json!({})).await.is_err());
+/// # Ok(()) }
+/// ```
 pub struct McpClient {
     era: Mutex<Era>,
     version: Mutex<Option<ProtocolVersion>>,

@@ -9,11 +9,11 @@
 //! - If the output closes, the loop stops reading and cancels everything.
 //! - On stdin and stdout as pipes (Linux), once everything is written and no call is in
 //!   flight, the writer polls the input for up to `stdio_spin` before its thread may sleep
-//!   ([`McpServerConfig::stdio_spin`], [`spin`](self::spin)). It reads nothing: what is read,
+//!   ([`McpServerConfig::stdio_spin`], `spin`). It reads nothing: what is read,
 //!   and in what order, is the same with any spin.
 //! - [`serve_stdio`] first raises the capacity of stdin and stdout, where they are pipes (Linux),
 //!   to `stdio_pipe_size`, so that a large message crosses in one write
-//!   ([`McpServerConfig::stdio_pipe_size`], [`pipe_size`](self::pipe_size)).
+//!   ([`McpServerConfig::stdio_pipe_size`], `pipe_size`).
 //!
 //! [`McpServerConfig::stdio_spin`]: crate::McpServerConfig::stdio_spin
 //! [`McpServerConfig::stdio_pipe_size`]: crate::McpServerConfig::stdio_pipe_size
@@ -22,6 +22,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::FutureExt as _;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -184,7 +185,9 @@ where
     let writer_task = tokio::spawn(write_loop(rx, writer, spin.clone()));
     let writer_gone = writer_task.abort_handle();
 
-    // Tell a legacy session about list changes and subscribed resource updates.
+    // Tell a legacy session about list changes and subscribed resource updates: the engine
+    // queues them in the session's own queue (every event ready now, so a burst of list
+    // changes is one notice), and this writes what `poll_transmit` gives.
     let mut events = engine.events();
     let watcher = {
         let engine = engine.clone();
@@ -192,10 +195,14 @@ where
         let tx = tx.clone();
         tokio::spawn(async move {
             while let Some(event) = events.next().await {
-                if let Some(n) = engine.legacy_notification(&session, &event)
-                    && tx.send(n).await.is_err()
-                {
-                    break;
+                engine.handle_event(engine.now(), &session, &event);
+                while let Some(Some(event)) = events.next().now_or_never() {
+                    engine.handle_event(engine.now(), &session, &event);
+                }
+                while let Some(n) = session.poll_transmit() {
+                    if tx.send(n).await.is_err() {
+                        return;
+                    }
                 }
             }
         })

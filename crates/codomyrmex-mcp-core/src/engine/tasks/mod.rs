@@ -39,9 +39,8 @@ use serde_json::{Map, Value, json};
 use crate::platform::TimeSource;
 use crate::sync::{CancellationToken, Generation};
 
-use super::session::{Session, SessionRequester};
-use crate::context::{ClientRequestError, ClientRequester, MessageSink};
-use crate::registry::BoxFuture;
+use super::session::Session;
+use crate::context::{ClientRequestError, MessageSink};
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage};
 
 mod dirty;
@@ -484,23 +483,6 @@ impl Owner {
         match self {
             Self::Legacy { session, .. } => session.strong_count() == 0,
             Self::Modern { .. } => false,
-        }
-    }
-}
-
-struct WeakRequester(Weak<Session>);
-
-impl ClientRequester for WeakRequester {
-    fn request(
-        &self,
-        method: &'static str,
-        params: Value,
-        sink: Arc<dyn MessageSink>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<Value, ClientRequestError>> {
-        match self.0.upgrade() {
-            Some(session) => SessionRequester(session).request(method, params, sink, cancel),
-            None => Box::pin(async { Err(ClientRequestError::Unavailable) }),
         }
     }
 }

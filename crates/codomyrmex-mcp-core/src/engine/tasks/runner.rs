@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::McpErrorDetail;
 use crate::context::{
-    ClientRequestError, ClientRequester, InputMode, InputRequest, MessageSink, TaskInput,
+    ClientRequestError, InputMode, InputRequest, MessageSink, Outbound, TaskInput,
 };
 use crate::engine::jobs::{Continuation, Round};
 use crate::engine::mrtr::RoundTrip;
@@ -19,6 +19,7 @@ use crate::engine::session::InFlight;
 use crate::engine::session::Session;
 use crate::engine::{Engine, Handled, Prepared, RequestScope, error};
 use crate::invocation::{Detach, Invocation};
+use crate::outbound::ClientCalls;
 use crate::platform::Timestamp;
 use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
 use crate::sync::CancellationToken;
@@ -29,8 +30,9 @@ pub(crate) struct TaskLink {
     pub(super) entry: Arc<TaskEntry>,
     /// 2026-07-28, before the call became a task: its multi round-trip round.
     pub(super) round: Option<Arc<RoundTrip>>,
-    /// 2025-11-25: server-to-client requests.
-    pub(super) requester: Option<Arc<dyn ClientRequester>>,
+    /// 2025-11-25: where server-to-client requests are entered: the session's table, held
+    /// weakly (the task outlives neither its session's table nor holds the session).
+    pub(super) requester: Option<std::sync::Weak<ClientCalls>>,
     /// 2026-07-28: whether input parks the task (it is, or is about to be, a task).
     pub(super) parks: AtomicBool,
     pub(super) max_pending: usize,
@@ -68,7 +70,7 @@ impl TaskLink {
         key: &str,
         request: &InputRequest,
         declared: bool,
-        sink: &Arc<dyn MessageSink>,
+        outbound: &Outbound,
         cancel: &CancellationToken,
     ) -> Result<Value, ClientRequestError> {
         let capability = request.capability();
@@ -85,10 +87,13 @@ impl TaskLink {
                     json!({ META_RELATED_TASK: {"taskId": self.entry.id} }),
                 );
             }
+            let Some(calls) = requester.upgrade() else {
+                // The session ended.
+                return Err(ClientRequestError::Unavailable);
+            };
             let _outstanding = self.entry.outstanding();
-            return requester
-                .request(request.method(), params, sink.clone(), cancel.clone())
-                .await;
+            let method = request.method();
+            return crate::context::ask_client(&calls, method, params, outbound, cancel).await;
         }
         if !self.parks() {
             // Not a task (yet): an ordinary multi round-trip round.
@@ -172,10 +177,10 @@ impl TaskInput for TaskLink {
         key: &'a str,
         request: &'a InputRequest,
         declared: bool,
-        sink: &'a Arc<dyn MessageSink>,
+        outbound: &'a Outbound,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Value, ClientRequestError>> {
-        Box::pin(self.task_input(key, request, declared, sink, cancel))
+        Box::pin(self.task_input(key, request, declared, outbound, cancel))
     }
     fn input_all<'a>(
         &'a self,
@@ -335,9 +340,7 @@ impl Engine {
         let link = Arc::new(TaskLink {
             entry: entry.clone(),
             round: round.as_ref().map(|r| r.trip.clone()),
-            requester: legacy.then(|| {
-                Arc::new(WeakRequester(Arc::downgrade(session))) as Arc<dyn ClientRequester>
-            }),
+            requester: legacy.then(|| Arc::downgrade(session.client_calls())),
             parks: AtomicBool::new(false),
             max_pending: self.shared.tasks.config.max_pending_inputs,
         });

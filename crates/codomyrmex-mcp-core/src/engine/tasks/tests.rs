@@ -332,10 +332,8 @@ fn expired_tasks_are_removed_and_cancelled() {
 fn tasks_are_bound_to_their_principal_and_session() {
     let s1 = Arc::new(Session::new(1));
     let s2 = Arc::new(Session::new(1));
-    let alice = Arc::new(Session::new(1)).with_principal(Some(crate::context::Principal {
-        subject: "alice".into(),
-        scopes: vec![],
-    }));
+    let alice = Arc::new(Session::new(1))
+        .with_principal(Some(crate::context::Principal::new("alice", vec![])));
     let modern = Owner::of(Era::Modern, &s1);
     assert!(modern.admits(Era::Modern, &s2), "no sessions on 2026-07-28");
     assert!(!modern.admits(Era::Modern, &alice));

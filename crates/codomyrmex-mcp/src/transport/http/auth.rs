@@ -470,10 +470,7 @@ impl Authenticator {
             }
         }
         if let Some(t) = found {
-            return Ok(Principal {
-                subject: t.subject.clone(),
-                scopes: t.scopes.clone(),
-            });
+            return Ok(Principal::new(t.subject.clone(), t.scopes.clone()));
         }
         match &self.config.jwt {
             Some(jwt) if token.matches('.').count() == 2 => self.verify_jwt(jwt, token),
@@ -523,7 +520,7 @@ impl Authenticator {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        Ok(Principal { subject, scopes })
+        Ok(Principal::new(subject, scopes).with_claims(claims))
     }
 
     fn refuse(&self, refusal: &Refusal) -> Response<Body> {

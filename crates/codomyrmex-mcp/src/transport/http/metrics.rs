@@ -10,6 +10,7 @@
 //! | `mcp_http_refusals_total` | counter | `reason` (why a request was turned away: [`refusals`](super::refusals)); each refusal is also logged at WARN, at most once a second |
 //! | `mcp_store_errors_total` | counter | failed session or event store operations |
 //! | `mcp_store_round_trips_total` | counter | round trips to a remote store (Redis), as the store counts them; 0 in memory |
+//! | `mcp_authz_denials_total` | counter | `principal` (the name of the first `[[policy]]` rule that matched the caller, `""` when none did): requests the authorization policy refused; only with a policy |
 //!
 //! Label values are bounded: a method a client makes up counts as `other`. It follows the
 //! authentication rule of `/health` ([`HealthAccess`](super::HealthAccess)), and does not
@@ -182,6 +183,7 @@ impl HttpMetrics {
         in_flight: usize,
         sessions: usize,
         store_round_trips: Option<u64>,
+        extra: &str,
     ) -> Response<Body> {
         if let Some(trips) = store_round_trips {
             // A counter only goes up: add what the store counted since the last scrape.
@@ -200,7 +202,15 @@ impl HttpMetrics {
             .set(i64::try_from(sessions).unwrap_or(i64::MAX));
         let mut text = String::new();
         let mut resp = match prometheus_client::encoding::text::encode(&mut text, &self.registry) {
-            Ok(()) => Response::new(Body::from(text)),
+            Ok(()) => {
+                // Families counted elsewhere (the core's authorization denials) go before
+                // the closing `# EOF`.
+                if !extra.is_empty() {
+                    let at = text.rfind("# EOF").unwrap_or(text.len());
+                    text.insert_str(at, extra);
+                }
+                Response::new(Body::from(text))
+            }
             Err(_) => {
                 let mut r = Response::new(Body::empty());
                 *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;

@@ -13,7 +13,7 @@
 //!
 //! Legacy session records live in a [`SessionStore`] ([`HttpConfig::session_store`], in
 //! memory by default), which decides the cap, the eviction of idle sessions and the idle
-//! expiry; resumption goes through the replay logs' [`EventStore`](crate::store::EventStore).
+//! expiry; resumption goes through the replay logs' [`EventStore`].
 //!
 //! Each request's era follows the spec's backward-compatibility rules: modern `_meta` selects
 //! the stateless path, `initialize` or an `Mcp-Session-Id` the legacy one.
@@ -482,8 +482,12 @@ fn spawn_housekeeping(state: &AppState) {
                     let Some(event) = event else { return };
                     let Some(s) = sessions.upgrade() else { return };
                     // A session live on other instances too gets them from one of them.
+                    // The engine queues the notice in each session's own queue; its GET
+                    // stream gets what `poll_transmit` gives.
+                    let now = engine.now();
                     for http in s.all().into_iter().filter(|h| h.notifies()) {
-                        if let Some(n) = engine.legacy_notification(&http.session, &event) {
+                        engine.handle_event(now, &http.session, &event);
+                        while let Some(n) = http.session.poll_transmit() {
                             http.standalone_sink.send(n);
                         }
                     }
@@ -517,10 +521,18 @@ fn subscribe_bus(state: &AppState) {
 async fn metrics_text(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Response<Body> {
+    let authz = state
+        .engine
+        .config()
+        .authorization
+        .as_ref()
+        .map(|a| a.metrics_text())
+        .unwrap_or_default();
     state.metrics.render(
         state.drain.in_flight(),
         state.sessions.len(),
         state.sessions.store_round_trips(),
+        &authz,
     )
 }
 

@@ -563,10 +563,11 @@ impl SessionTable {
         if self.records.touch(id, now).await?.is_none() {
             return Ok(None);
         }
-        let owner = record.principal.map(|p| Principal {
-            subject: p.subject,
-            scopes: p.scopes,
-        });
+        // The record keeps no claims: a restored session's caller is matched by its subject
+        // and scopes only.
+        let owner = record
+            .principal
+            .map(|p| Principal::new(p.subject, p.scopes));
         let session = engine.new_session().with_principal(owner);
         session.set_key(id);
         let level = record
@@ -919,14 +920,8 @@ mod tests {
     #[tokio::test]
     async fn sessions_belong_to_their_principal() {
         let store = table(10, Duration::from_secs(60), limits());
-        let alice = Principal {
-            subject: "alice".into(),
-            scopes: Vec::new(),
-        };
-        let bob = Principal {
-            subject: "bob".into(),
-            scopes: Vec::new(),
-        };
+        let alice = Principal::new("alice", Vec::new());
+        let bob = Principal::new("bob", Vec::new());
         let (id, _) = store
             .insert(session().with_principal(Some(alice.clone())))
             .await
