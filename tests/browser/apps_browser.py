@@ -88,6 +88,18 @@ def host_text(driver: webdriver.Chrome) -> str:
     return driver.find_element(By.ID, "log").text
 
 
+def app_status(driver: webdriver.Chrome) -> str:
+    """The app's state and #status, read from its frame (for a failure's message)."""
+    frames = driver.find_elements(By.CSS_SELECTOR, "#frame iframe")
+    if not frames:
+        return "no iframe"
+    driver.switch_to.frame(frames[0])
+    try:
+        return f"{body_state(driver)!r}, {driver.find_element(By.ID, 'status').text!r}"
+    finally:
+        driver.switch_to.default_content()
+
+
 def app_rows(driver: webdriver.Chrome) -> list[tuple[str, str]]:
     rows = []
     for tr in driver.find_elements(By.CSS_SELECTOR, "#rows tr"):
@@ -150,7 +162,10 @@ def run_case(driver: webdriver.Chrome, site: str, out: Path, name: str, mcp: str
     before = tool_calls(metrics)
     query = urllib.parse.urlencode({"mcp": mcp, "tool": tool})
     driver.get(f"{site}/host.html?{query}")
-    wait_for(driver, "the host to send the tool's result to the app", lambda d: body_state(d) in ("result-sent", "error"))
+    try:
+        wait_for(driver, "the host to send the tool's result to the app", lambda d: body_state(d) in ("result-sent", "error"))
+    except Failure as failure:
+        raise Failure(f"{failure}; the host says:\n{host_text(driver)}\nand the app: {app_status(driver)}") from None
     if body_state(driver) == "error":
         raise Failure(f"the host failed:\n{host_text(driver)}")
     print("  " + host_text(driver).replace("\n", "\n  "))
