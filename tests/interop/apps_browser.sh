@@ -17,7 +17,8 @@
 # Installs (tests/browser/setup.sh) go to .ci/cache/browser; the debug binary and example come
 # from debug_build.sh (nothing to compile after `cargo test`). Every service listens on
 # 127.0.0.1, on a port the OS picked, and is stopped on exit. The screenshots are kept in
-# target/browser/ (apps-direct.png, apps-gateway.png). About 10 s once installed.
+# target/browser/ (apps-direct.png, apps-gateway.png). About 15 s once installed and built (the
+# two browser cases take 5 s of it).
 #
 #   bash tests/interop/apps_browser.sh
 set -euo pipefail
@@ -114,7 +115,9 @@ pids+=($!)
 gateway_url="$(wait_for_line "the gateway" "$!" "$work/gateway.log" 'http://127\.0\.0\.1:[0-9]+/mcp')"
 echo "apps-browser: host page at $origin, the example at $example_url, the gateway at $gateway_url"
 
-"$browser_python" "$root/tests/browser/apps_browser.py" --site "$origin" --out "$out" \
+# The distribution's chromedriver is given by path; SE_OFFLINE keeps Selenium's driver
+# manager from reaching out should it ever run.
+SE_OFFLINE=true "$browser_python" "$root/tests/browser/apps_browser.py" --site "$origin" --out "$out" \
     --chromium "$chromium" --chromedriver "$chromedriver" \
     --case direct "$example_url" dashboard.show "$example_metrics" \
     --case gateway "$gateway_url" apps.dashboard.show "$example_metrics" \
