@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Downloads and installs, into .ci/cache, everything CI's later steps install: Node 22 and the
 # official servers (node_servers.sh), MCP Inspector (inspector_setup.sh), the two conformance
-# suites (conformance-lib.sh), the Python SDK's virtualenv (python_sdk_venv.sh), maturin
+# suites (conformance-lib.sh), the Python SDK's virtualenv (python_sdk_venv.sh), the OpenAI
+# Agents SDK's (openai_agents_venv.sh), maturin
 # (maturin_venv.sh), and Redis and nginx from the distribution's packages. Each part is the
 # same sourced code its consumer runs, and idempotent: the consumers find it done.
 #
@@ -24,6 +25,7 @@ node_servers() { source tests/interop/node_servers.sh; }
 inspector() { source tests/interop/inspector_setup.sh; }
 conformance() { CACHE=.ci/cache; source .ci/conformance-lib.sh; install_suites conf01 conf02; }
 python_sdk() { source tests/interop/python_sdk_venv.sh; }
+openai_agents() { source tests/interop/openai_agents_venv.sh; }
 maturin() { source tests/interop/maturin_venv.sh; }
 redis_nginx() {
     if ! command -v redis-server >/dev/null || ! { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; }; then
@@ -36,5 +38,6 @@ part "Node 22, server-everything and server-filesystem" node_servers
 part "MCP Inspector" inspector
 part "the conformance suites" conformance
 part "the Python SDK's virtualenv" python_sdk
+part "the OpenAI Agents SDK's virtualenv" openai_agents
 part "maturin" maturin
 part "Redis and nginx" redis_nginx

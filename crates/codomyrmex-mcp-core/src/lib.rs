@@ -49,6 +49,7 @@ pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod invocation;
+pub mod observe;
 mod outbound;
 pub mod platform;
 pub mod policy;

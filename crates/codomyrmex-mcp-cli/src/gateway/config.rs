@@ -34,6 +34,7 @@ use serde::Deserialize;
 
 use super::catalog::{Filter, MAX_NAMESPACE, valid_local_name, valid_namespace};
 use crate::config::{Secret, compile_policies, parse_toml};
+use crate::portable::{NameStyle, Naming};
 use codomyrmex_mcp::authz::{Authorization, PolicyEntry};
 
 /// Default per-call timeout of an upstream.
@@ -52,6 +53,10 @@ struct File {
     /// `[[policy]]`: the schema and parser of `serve`'s file ([`compile_policies`]).
     #[serde(default)]
     policy: Vec<toml::Spanned<PolicyEntry>>,
+    /// `name_style = "dotted" | "portable"` ([`crate::portable`]).
+    name_style: Option<NameStyle>,
+    /// The portable style's separator (`__` unless given).
+    name_separator: Option<String>,
 }
 
 /// One `[[upstream]]` table as written.
@@ -95,6 +100,8 @@ pub struct GatewayConfig {
     /// Who may list and use which of the gateway's names (`[[policy]]`); `None`: everyone
     /// may use everything.
     pub authorization: Option<std::sync::Arc<Authorization>>,
+    /// How tool and prompt names are spelled (`name_style`, `name_separator`).
+    pub naming: Naming,
 }
 
 /// One checked upstream.
@@ -237,9 +244,15 @@ impl GatewayConfig {
             }
             upstreams.push(upstream);
         }
+        let naming = Naming::new(
+            file.name_style.unwrap_or_default(),
+            file.name_separator.as_deref(),
+        )
+        .map_err(ParseError::Invalid)?;
         Ok(Self {
             upstreams,
             authorization,
+            naming,
         })
     }
 }

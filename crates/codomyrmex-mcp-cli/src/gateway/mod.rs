@@ -13,9 +13,12 @@
 mod bridge;
 pub mod catalog;
 pub mod config;
+mod observe;
 mod serve;
+mod status;
 mod subscriptions;
 mod supervise;
+mod trace;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,7 +40,14 @@ use crate::config::{HttpSettings, Secret};
 
 /// Runs `gateway`.
 pub async fn run(args: GatewayArgs) -> ExitCode {
-    let config = match GatewayConfig::load(&args.config) {
+    if let Some(crate::cli::GatewayAction::Status(status)) = &args.action {
+        return status::run(status).await;
+    }
+    let Some(path) = args.config.as_deref() else {
+        eprintln!("codomyrmex-mcp: gateway needs --config FILE");
+        return ExitCode::from(2);
+    };
+    let config = match GatewayConfig::load(path) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("codomyrmex-mcp: {e}");
@@ -96,7 +106,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             listing,
         })
         .collect();
-    let catalogue = Catalogue::build(&mounts);
+    let catalogue = Catalogue::build_named(&mounts, &config.naming);
     // What clients would see: the definitions, under their local names.
     let names = |m: &std::collections::BTreeMap<String, catalog::Entry>| {
         m.values().map(|e| e.definition.clone()).collect::<Vec<_>>()
@@ -107,7 +117,21 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
         .map(|p| json!({"upstream": p.upstream, "problem": p.message}))
         .collect();
     if args.json {
+        // The mapping of names, for each tool and prompt: local name, upstream, its name there.
+        let mapping = |m: &std::collections::BTreeMap<String, catalog::Entry>| {
+            m.iter()
+                .map(|(local, e)| {
+                    json!({
+                        "name": local,
+                        "upstream": config.upstreams[e.upstream].name,
+                        "upstreamName": e.upstream_name,
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
         let out = json!({
+            "nameStyle": config.naming.style(),
+            "names": {"tools": mapping(&catalogue.tools), "prompts": mapping(&catalogue.prompts)},
             "tools": names(&catalogue.tools),
             "prompts": names(&catalogue.prompts),
             "resources": names(&catalogue.resources),
@@ -164,6 +188,7 @@ async fn serve_catalogue(
             filter: u.filter.clone(),
             timeout: u.timeout,
             health_every: u.health_check,
+            naming: config.naming.clone(),
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
         first_attempts.push(rx);
@@ -219,6 +244,15 @@ async fn serve_catalogue(
         server_config = server_config.with_rate_limit(None);
     }
     server_config.authorization = config.authorization.clone();
+    // Each upstream's figures on `/metrics` and `/status`, with the configuration's
+    // generation: one value, `1` for the file the gateway started with.
+    let generation = Arc::new(std::sync::atomic::AtomicU64::new(1));
+    server_config
+        .observers
+        .add(Arc::new(observe::GatewayObserved::new(
+            lives.clone(),
+            generation,
+        )));
     // 2026-07-28 clients may cache the gateway's lists no longer than the upstreams' own.
     if let Some(ttl) = list_ttl {
         server_config.list_ttl = server_config.list_ttl.min(ttl);
@@ -417,6 +451,12 @@ async fn paged(client: &McpClient, method: &str, key: &str) -> Result<Vec<Value>
 /// The human-readable catalogue: per upstream, what it mounts; then what was left out.
 fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> String {
     let mut out = String::new();
+    if config.naming.is_portable() {
+        out.push_str(&format!(
+            "names: portable (separator {:?}): each tool and prompt as NAME = upstream.name\n",
+            config.naming.separator()
+        ));
+    }
     for (i, u) in config.upstreams.iter().enumerate() {
         let how = match &u.transport {
             UpstreamTransport::Stdio { command, .. } => format!("stdio: {command}"),
@@ -437,7 +477,30 @@ fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> Stri
             ("template", &catalogue.templates),
         ] {
             for (local, entry) in table.iter().filter(|(_, e)| e.upstream == i) {
-                if *local == format!("{}.{}", u.name, entry.upstream_name)
+                if config.naming.is_portable() && (label == "tool" || label == "prompt") {
+                    // The mapping: the portable name, then the dotted name it stands for; a
+                    // name the rule cannot turn back (shortened, or holding the separator)
+                    // is said to be so: only this table routes it.
+                    let suffix = if label == "tool" {
+                        u.filter.renamed(&entry.upstream_name)
+                    } else {
+                        &entry.upstream_name
+                    };
+                    let dotted = format!("{}.{suffix}", u.name);
+                    let note = if config.naming.decode(local).as_deref() != Some(&dotted) {
+                        "  (not decodable: routed by the table)"
+                    } else {
+                        ""
+                    };
+                    out.push_str(&format!(
+                        "  {label:<8} {local}  = {dotted}{}{note}\n",
+                        if suffix == entry.upstream_name {
+                            String::new()
+                        } else {
+                            format!(" (upstream: {})", entry.upstream_name)
+                        }
+                    ));
+                } else if *local == format!("{}.{}", u.name, entry.upstream_name)
                     || label == "resource"
                     || label == "template"
                 {
