@@ -344,8 +344,10 @@ pub struct Effective {
     #[serde(skip)]
     pub authorization: Option<Arc<Authorization>>,
     /// How tool and prompt names are spelled (`dotted` unless `portable`).
+    #[serde(skip_serializing_if = "NameStyle::is_dotted")]
     pub name_style: NameStyle,
     /// The portable style's separator.
+    #[serde(skip_serializing_if = "crate::portable::is_default_separator")]
     pub name_separator: String,
 }
 

@@ -12,10 +12,11 @@
 //!    the first 8 hex digits of the SHA-256 of the dotted name, 64 in all.
 //!
 //! [`Naming::decode`] inverts steps 1 to 3 (separator back to `.`, `_xHH` back to its byte);
-//! it is exact for every name that holds neither the separator nor `_x` and two hex digits
-//! itself. A shortened name cannot be decoded: the way back is the server's own table (the
-//! gateway routes each mounted name to its upstream's name, and `gateway --check` prints
-//! both). Two names whose portable forms are the same are never merged: the later one is
+//! it gives back the original of every name of at most 64 characters that holds neither the
+//! separator nor `_x` and two hex digits itself. A shortened name's original is not what it
+//! decodes to: the way back is the server's own table (the gateway routes each mounted name
+//! to its upstream's name, and `gateway --check` prints both, marking the names the rule
+//! does not turn back). Two names whose portable forms are the same are never merged: the later one is
 //! left out and reported (`--check`, and a warning when serving).
 //!
 //! URIs are not names: resources and templates keep their schemes in either style. Skill
@@ -42,6 +43,18 @@ pub enum NameStyle {
     Dotted,
     /// Only `^[a-zA-Z0-9_-]{1,64}$` (see the [module](self)).
     Portable,
+}
+
+impl NameStyle {
+    /// Whether it is the default, dotted style.
+    pub fn is_dotted(&self) -> bool {
+        *self == Self::Dotted
+    }
+}
+
+/// Whether `separator` is the default one.
+pub fn is_default_separator(separator: &str) -> bool {
+    separator == DEFAULT_SEPARATOR
 }
 
 /// A name style with its separator: the one mapping of names.
@@ -138,8 +151,9 @@ impl Naming {
         self.local(&format!("{namespace}.{name}"))
     }
 
-    /// The dotted name a portable `name` came from (steps 1 to 3 undone); `None` when it is
-    /// not one this mapping could have made, or was shortened (see the [module](self)).
+    /// The dotted name of at most 64 characters that maps to the portable `name` (steps 1 to
+    /// 3 undone); `None` when no name does. A shortened name's original is longer, so it is
+    /// not this one (see the [module](self)).
     pub fn decode(&self, name: &str) -> Option<String> {
         if !self.is_portable() {
             return Some(name.to_owned());
@@ -232,10 +246,11 @@ mod tests {
         assert_eq!(local.len(), MAX_PORTABLE);
         assert!(is_portable(&local));
         assert!(local.starts_with("ns__xxx"));
-        // Distinct long names stay distinct, and a shortened name does not decode.
+        // Distinct long names stay distinct, and a shortened name does not decode to its
+        // original: only a table turns it back.
         let other = n.local(&format!("ns.{}y", "x".repeat(100)));
         assert_ne!(local, other);
-        assert_eq!(n.decode(&local), None);
+        assert_ne!(n.decode(&local).as_deref(), Some(long.as_str()));
         // Exactly 64 is not shortened.
         let exact = format!("n.{}", "y".repeat(61));
         assert_eq!(n.local(&exact).len(), 64);

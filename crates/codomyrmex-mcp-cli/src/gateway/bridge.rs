@@ -755,7 +755,7 @@ pub struct Live {
     /// Where its requests for input go (the era bridge).
     pub inbox: Arc<Inbox>,
     /// What the gateway counts of it (`/metrics`, `/status`).
-    pub stats: super::observe::UpstreamStats,
+    pub stats: Arc<super::observe::UpstreamStats>,
 }
 
 impl Live {
@@ -766,7 +766,7 @@ impl Live {
             name,
             client: std::sync::Mutex::new(None),
             policy: Arc::new(UpstreamPolicy::new(limits)),
-            stats: super::observe::UpstreamStats::default(),
+            stats: Arc::default(),
         }
     }
 

@@ -344,7 +344,7 @@ impl Catalogue {
                 Kind::Template => &mut self.templates,
             };
             if let Some(earlier) = table.get(&local) {
-                let message = if naming.is_portable() {
+                let message = if naming.is_portable() && matches!(kind, Kind::Tool | Kind::Prompt) {
                     format!(
                         "{} {shown:?}: its portable name {local:?} is already {:?}'s{}; left out, \
                          not merged",

@@ -250,7 +250,10 @@ async fn serve_catalogue(
     server_config
         .observers
         .add(Arc::new(observe::GatewayObserved::new(
-            lives.clone(),
+            lives
+                .iter()
+                .map(|l| (l.name.clone(), l.stats.clone()))
+                .collect(),
             generation,
         )));
     // 2026-07-28 clients may cache the gateway's lists no longer than the upstreams' own.

@@ -1,7 +1,7 @@
 //! What the gateway counts per upstream (issue #31 item 5), shown on `/metrics` and `/status`
 //! through the server's one hook for counted things ([`codomyrmex_mcp::observe`]).
 //!
-//! Each upstream's [`UpstreamStats`] is its `Live`'s: [`forward`](super::serve) times every
+//! Each upstream's [`UpstreamStats`] is its `Live`'s (shared with [`GatewayObserved`]): [`forward`](super::serve) times every
 //! call, prompt and read sent to it ([`UpstreamStats::call`]); its connection's changes
 //! (`Live::set_client`) say whether it is up, which era it speaks and how often it was
 //! connected again; its supervisor says what it mounted and its last error.
@@ -26,8 +26,6 @@ use std::time::{Duration, Instant};
 
 use codomyrmex_mcp::observe::{Observed, family_header, label_value};
 use serde_json::{Map, Value, json};
-
-use super::bridge::Live;
 
 /// The longest last error kept, in characters.
 const MAX_LAST_ERROR: usize = 300;
@@ -220,20 +218,24 @@ pub fn error_kind(code: &str) -> &'static str {
 /// Every upstream's figures and the configuration generation: the gateway's part of
 /// `/metrics` and `/status`.
 pub struct GatewayObserved {
-    lives: Vec<Arc<Live>>,
+    /// Each upstream's name and figures, in the file's order.
+    upstreams: Vec<(String, Arc<UpstreamStats>)>,
     generation: Arc<AtomicU64>,
 }
 
 impl GatewayObserved {
-    /// The figures of `lives`, and the generation `generation` holds.
-    pub fn new(lives: Vec<Arc<Live>>, generation: Arc<AtomicU64>) -> Self {
-        Self { lives, generation }
+    /// The figures of `upstreams` (name, figures), and the generation `generation` holds.
+    pub fn new(upstreams: Vec<(String, Arc<UpstreamStats>)>, generation: Arc<AtomicU64>) -> Self {
+        Self {
+            upstreams,
+            generation,
+        }
     }
 }
 
 impl Observed for GatewayObserved {
     fn metrics(&self, out: &mut String) {
-        let names: Vec<String> = self.lives.iter().map(|l| label_value(&l.name)).collect();
+        let names: Vec<String> = self.upstreams.iter().map(|(n, _)| label_value(n)).collect();
         let each = |out: &mut String,
                     name: &str,
                     kind: &str,
@@ -245,8 +247,8 @@ impl Observed for GatewayObserved {
             } else {
                 name.to_owned()
             };
-            for (live, up) in self.lives.iter().zip(&names) {
-                let _ = writeln!(out, "{sample}{{upstream=\"{up}\"}} {}", f(&live.stats));
+            for ((_, stats), up) in self.upstreams.iter().zip(&names) {
+                let _ = writeln!(out, "{sample}{{upstream=\"{up}\"}} {}", f(stats));
             }
         };
         let count = |v: &AtomicU64| i64::try_from(v.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
@@ -278,9 +280,9 @@ impl Observed for GatewayObserved {
             "counter",
             "Calls, prompts and reads sent to the upstream.",
         );
-        for (live, up) in self.lives.iter().zip(&names) {
+        for ((_, stats), up) in self.upstreams.iter().zip(&names) {
             for (m, method) in METHODS.iter().enumerate() {
-                let n = live.stats.calls[m].load(Ordering::Relaxed);
+                let n = stats.calls[m].load(Ordering::Relaxed);
                 let _ = writeln!(
                     out,
                     "mcp_gateway_upstream_calls_total{{upstream=\"{up}\",method=\"{method}\"}} {n}"
@@ -293,10 +295,10 @@ impl Observed for GatewayObserved {
             "counter",
             "Forwarded calls that failed, by kind.",
         );
-        for (live, up) in self.lives.iter().zip(&names) {
+        for ((_, stats), up) in self.upstreams.iter().zip(&names) {
             for (m, method) in METHODS.iter().enumerate() {
                 for (k, kind) in KINDS.iter().enumerate() {
-                    let n = live.stats.errors[m][k].load(Ordering::Relaxed);
+                    let n = stats.errors[m][k].load(Ordering::Relaxed);
                     if n > 0 {
                         let _ = writeln!(
                             out,
@@ -312,8 +314,8 @@ impl Observed for GatewayObserved {
             "histogram",
             "Time from a call's admission wait to the upstream's answer.",
         );
-        for (live, up) in self.lives.iter().zip(&names) {
-            let s = &live.stats;
+        for ((_, stats), up) in self.upstreams.iter().zip(&names) {
+            let s = stats;
             let mut cumulative = 0u64;
             for (i, bound) in BUCKETS.iter().enumerate() {
                 cumulative += s.buckets[i].load(Ordering::Relaxed);
@@ -352,12 +354,11 @@ impl Observed for GatewayObserved {
 
     fn status(&self, doc: &mut Map<String, Value>) {
         let upstreams: Vec<Value> = self
-            .lives
+            .upstreams
             .iter()
-            .map(|live| {
-                let s = &live.stats;
+            .map(|(name, s)| {
                 json!({
-                    "name": live.name,
+                    "name": name,
                     "state": match s.state() {
                         State::Connecting => "connecting",
                         State::Up => "up",
@@ -390,14 +391,14 @@ mod tests {
 
     #[test]
     fn calls_errors_and_latency_are_counted_per_upstream() {
-        let live = Arc::new(Live::new(
-            "up".into(),
-            codomyrmex_mcp::policy::UpstreamLimits::new(1, Duration::from_secs(1)),
-        ));
-        live.stats.call("tools/call").done(None);
-        live.stats.call("tools/call").done(Some("timeout"));
-        let pending = live.stats.call("resources/read");
-        let o = GatewayObserved::new(vec![live.clone()], Arc::new(AtomicU64::new(1)));
+        let stats = Arc::new(UpstreamStats::default());
+        stats.call("tools/call").done(None);
+        stats.call("tools/call").done(Some("timeout"));
+        let pending = stats.call("resources/read");
+        let o = GatewayObserved::new(
+            vec![("up".to_owned(), stats.clone())],
+            Arc::new(AtomicU64::new(1)),
+        );
         let mut text = String::new();
         o.metrics(&mut text);
         for line in [
@@ -411,10 +412,10 @@ mod tests {
             assert!(text.contains(line), "{line} in\n{text}");
         }
         drop(pending);
-        live.stats.connected(codomyrmex_mcp::Era::Legacy);
-        live.stats.disconnected();
-        live.stats.connected(codomyrmex_mcp::Era::Legacy);
-        live.stats.failed("boom\u{1b}[31m");
+        stats.connected(codomyrmex_mcp::Era::Legacy);
+        stats.disconnected();
+        stats.failed("boom\u{1b}[31m");
+        stats.connected(codomyrmex_mcp::Era::Legacy);
         let mut doc = Map::new();
         o.status(&mut doc);
         let up = &doc["upstreams"][0];

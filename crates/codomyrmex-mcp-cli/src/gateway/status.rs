@@ -7,6 +7,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use codomyrmex_mcp::driver;
+use codomyrmex_mcp::runtime::TOKIO;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -19,7 +21,7 @@ const STATUS_WAIT: Duration = Duration::from_secs(10);
 
 /// Runs `gateway status`.
 pub async fn run(args: &GatewayStatusArgs) -> ExitCode {
-    let answer = tokio::time::timeout(STATUS_WAIT, fetch(args)).await;
+    let answer = driver::within(&TOKIO, STATUS_WAIT, fetch(args)).await;
     let doc = match answer {
         Ok(Ok(doc)) => doc,
         Ok(Err(e)) => {
