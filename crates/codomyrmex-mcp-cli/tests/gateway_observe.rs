@@ -166,7 +166,7 @@ fn sample(text: &str, prefix: &str) -> f64 {
 /// `tools/call` of `name` with the caller's `traceparent` in `_meta`: the text it answers.
 async fn call_traced(client: &McpClient, name: &str) -> Value {
     let traceparent = format!("00-{TRACE}-{CALLER_SPAN}-01");
-    let result = tokio::time::timeout(
+    tokio::time::timeout(
         HANG_GUARD,
         client.request(
             "tools/call",
@@ -175,8 +175,7 @@ async fn call_traced(client: &McpClient, name: &str) -> Value {
     )
     .await
     .unwrap()
-    .unwrap();
-    result
+    .unwrap()
 }
 
 fn traceparent_in(result: &Value) -> String {
