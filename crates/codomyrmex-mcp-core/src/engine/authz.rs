@@ -3,22 +3,78 @@
 //! grant by `list_pages.rs`); a refused call, read, get or completion is answered as if the
 //! name did not exist, so a caller learns nothing of what it may not use.
 
+//!
+//! The policy in force is one immutable snapshot ([`LivePolicy`]), replaced whole by
+//! [`Engine::set_authorization`] when a configuration is reloaded: a request reads it once per
+//! question, the list caches are keyed by its epoch, and every client hears `list_changed`.
+
 use serde_json::Value;
 
 use super::*;
-use crate::authz::{Grant, Kind};
+use crate::authz::{Authorization, Grant, Kind};
+
+/// The authorization policy in force, and how many times it was replaced.
+#[derive(Debug)]
+pub(super) struct LivePolicy {
+    pub(super) policy: Option<Arc<Authorization>>,
+    /// Bumped at each replacement: cached list pages built under an older policy are stale.
+    pub(super) epoch: u64,
+}
 
 impl Engine {
-    /// The caller's grant under the configured policy; `None` when there is no policy
+    fn live_policy(&self) -> Arc<LivePolicy> {
+        self.shared
+            .authz
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The authorization policy in force (`config().authorization` until
+    /// [`set_authorization`](Self::set_authorization) replaces it).
+    pub fn authorization(&self) -> Option<Arc<Authorization>> {
+        self.live_policy().policy.clone()
+    }
+
+    /// Replaces the authorization policy as one value (a reloaded configuration's): requests
+    /// from now on are decided by `policy`, cached list pages are rebuilt, and every client
+    /// hears that the tools, prompts and resources lists changed (in both eras, as if the
+    /// registries had changed), since what each caller may see can have changed.
+    pub fn set_authorization(&self, policy: Option<Arc<Authorization>>) {
+        {
+            let mut live = self
+                .shared
+                .authz
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let epoch = live.epoch.wrapping_add(1);
+            *live = Arc::new(LivePolicy { policy, epoch });
+        }
+        for event in [
+            ServerEvent::ToolsListChanged,
+            ServerEvent::PromptsListChanged,
+            ServerEvent::ResourcesListChanged,
+        ] {
+            self.shared.announced.send(event);
+        }
+    }
+
+    /// How many times the policy was replaced (part of every list page's cache key).
+    pub(super) fn authz_epoch(&self) -> u64 {
+        self.live_policy().epoch
+    }
+
+    /// The caller's grant under the policy in force; `None` when there is no policy
     /// (everything allowed). A session without a principal is the local caller.
     pub(super) fn grant(&self, session: &Session) -> Option<Grant> {
-        let policy = self.shared.config.authorization.as_ref()?;
+        let live = self.live_policy();
+        let policy = live.policy.as_ref()?;
         Some(policy.grant(session.principal_ref().map(|p| p.caller())))
     }
 
     /// Whether the caller may use `name` of `kind`; a refusal is counted.
     pub(super) fn permits(&self, session: &Session, kind: Kind, name: &str) -> bool {
-        match (&self.shared.config.authorization, self.grant(session)) {
+        match (self.authorization(), self.grant(session)) {
             (Some(policy), Some(grant)) => policy.permits(grant, kind, name),
             _ => true,
         }
@@ -30,7 +86,7 @@ impl Engine {
         let Some(grant) = self.grant(session) else {
             return true;
         };
-        let Some(policy) = &self.shared.config.authorization else {
+        let Some(policy) = self.authorization() else {
             return true;
         };
         match Kind::of_uri(uri) {
@@ -50,7 +106,7 @@ impl Engine {
         key: &str,
         mut items: Vec<Value>,
     ) -> Vec<Value> {
-        let (Some(policy), Some(grant)) = (&self.shared.config.authorization, grant) else {
+        let (Some(policy), Some(grant)) = (self.authorization(), grant) else {
             return items;
         };
         let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).map(str::to_owned);

@@ -165,6 +165,10 @@ impl EngineBuilder {
         let stateless_gate = Arc::new(policy::gate(&config));
         let execution_policy = ExecutionPolicy::from_config(&config);
         let server_info_meta = json!({"name": server_info.name, "version": server_info.version});
+        let authz = std::sync::RwLock::new(Arc::new(super::authz::LivePolicy {
+            policy: config.authorization.clone(),
+            epoch: 0,
+        }));
         Engine {
             shared: Arc::new(Shared {
                 modern_meta: super::results::modern_meta(&server_info_meta),
@@ -182,6 +186,7 @@ impl EngineBuilder {
                 tasks,
                 announced: crate::sync::Broadcast::new(1024),
                 list_pages: Default::default(),
+                authz,
             }),
         }
     }

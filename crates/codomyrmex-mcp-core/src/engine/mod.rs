@@ -166,6 +166,9 @@ struct Shared {
     announced: crate::sync::Broadcast<ServerEvent>,
     /// `*/list` pages, reused until their registry changes.
     list_pages: list_pages::ListPages,
+    /// The authorization policy in force: `config.authorization` at first, replaced whole
+    /// by [`Engine::set_authorization`] (a configuration reload).
+    authz: std::sync::RwLock<Arc<authz::LivePolicy>>,
     /// Spawning, timers, the clock and entropy: the core's only way to them.
     platform: crate::platform::Platform,
 }
