@@ -72,23 +72,25 @@ impl Engine {
         Some(policy.grant(session.principal_ref().map(|p| p.caller())))
     }
 
-    /// Whether the caller may use `name` of `kind`; a refusal is counted.
+    /// Whether the caller may use `name` of `kind`; a refusal is counted. The grant and the
+    /// answer come from one snapshot of the policy.
     pub(super) fn permits(&self, session: &Session, kind: Kind, name: &str) -> bool {
-        match (self.authorization(), self.grant(session)) {
-            (Some(policy), Some(grant)) => policy.permits(grant, kind, name),
-            _ => true,
-        }
+        let live = self.live_policy();
+        let Some(policy) = &live.policy else {
+            return true;
+        };
+        let grant = policy.grant(session.principal_ref().map(|p| p.caller()));
+        policy.permits(grant, kind, name)
     }
 
     /// Whether the caller may read `uri` (a resource, an App's `ui://` resource, or a file of
     /// a skill, decided by the skill's name); a refusal is counted.
     pub(super) fn permits_uri(&self, session: &Session, uri: &str) -> bool {
-        let Some(grant) = self.grant(session) else {
+        let live = self.live_policy();
+        let Some(policy) = &live.policy else {
             return true;
         };
-        let Some(policy) = self.authorization() else {
-            return true;
-        };
+        let grant = policy.grant(session.principal_ref().map(|p| p.caller()));
         match Kind::of_uri(uri) {
             Kind::Skill => match self.skill_name_of(uri) {
                 Some(name) => policy.permits(grant, Kind::Skill, &name),
