@@ -77,6 +77,14 @@ struct UpstreamFile {
     rate_limit: Option<RateLimitFile>,
     health_check_secs: Option<u64>,
     era: Option<String>,
+    /// An OpenAPI document (a file or an `http(s)` URL): a REST API mounted as tools.
+    openapi: Option<String>,
+    /// The REST API's base URL (`openapi` upstreams).
+    base_url: Option<String>,
+    /// The REST API's credentials (`openapi` upstreams).
+    auth: Option<super::openapi::AuthFile>,
+    /// The largest REST answer relayed (`openapi` upstreams).
+    max_response_bytes: Option<usize>,
 }
 
 /// An upstream's `rate_limit = { per_second = .., burst = .. }` as written.
@@ -152,6 +160,8 @@ pub enum UpstreamTransport {
         /// A bearer token sent to it (and only to it).
         token: Option<Secret>,
     },
+    /// A REST API described by an OpenAPI document ([`super::openapi`]).
+    OpenApi(std::sync::Arc<super::openapi::OpenApiUpstream>),
 }
 
 /// Why a configuration was refused.
@@ -260,18 +270,53 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
         ));
     }
     let name = u.name;
-    let transport = match (u.command, u.url) {
-        (Some(_), Some(_)) => {
+    if u.openapi.is_none() {
+        for (key, set) in [
+            ("base_url", u.base_url.is_some()),
+            ("auth", u.auth.is_some()),
+            ("max_response_bytes", u.max_response_bytes.is_some()),
+        ] {
+            if set {
+                return Err(format!("{name:?}: `{key}` is for `openapi` upstreams"));
+            }
+        }
+    }
+    let transport = match (u.openapi, u.command, u.url) {
+        (Some(spec), None, None) => {
+            for (key, set) in [
+                ("token", u.token.is_some()),
+                ("args", u.args.is_some()),
+                ("env", u.env.is_some()),
+                ("cwd", u.cwd.is_some()),
+                ("era", u.era.is_some()),
+            ] {
+                if set {
+                    return Err(format!(
+                        "{name:?}: `{key}` is not for `openapi` upstreams (credentials go in `auth`)"
+                    ));
+                }
+            }
+            let api =
+                super::openapi::check(&name, spec, u.base_url, u.auth, u.max_response_bytes, base)?;
+            UpstreamTransport::OpenApi(std::sync::Arc::new(api))
+        }
+        (Some(_), _, _) => {
+            return Err(format!(
+                "{name:?} has `openapi` and `command` or `url`: an upstream is one of the three"
+            ));
+        }
+        (None, Some(_), Some(_)) => {
             return Err(format!(
                 "{name:?} has both `command` and `url`: an upstream is either a child process or a URL"
             ));
         }
-        (None, None) => {
+        (None, None, None) => {
             return Err(format!(
-                "{name:?} has neither `command` (a stdio child) nor `url` (Streamable HTTP)"
+                "{name:?} has neither `command` (a stdio child) nor `url` (Streamable HTTP) nor \
+                 `openapi` (a REST API)"
             ));
         }
-        (Some(command), None) => {
+        (None, Some(command), None) => {
             if u.token.is_some() {
                 return Err(format!(
                     "{name:?}: `token` is for `url` upstreams; a child gets its secrets through `env`"
@@ -291,7 +336,7 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
                 cwd,
             }
         }
-        (None, Some(url)) => {
+        (None, None, Some(url)) => {
             for (key, set) in [
                 ("args", u.args.is_some()),
                 ("env", u.env.is_some()),

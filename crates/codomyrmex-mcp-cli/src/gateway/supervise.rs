@@ -62,6 +62,10 @@ pub async fn supervise(
     r: Registries,
     first_attempt: tokio::sync::oneshot::Sender<()>,
 ) {
+    if let Target::OpenApi(api) = &s.target {
+        // A REST API: its document mounted once, no connection to watch.
+        return super::openapi::supervise(api.clone(), s.filter, live, r, first_attempt).await;
+    }
     let mut first_attempt = Some(first_attempt);
     // The URIs of this upstream the gateway's clients subscribed to, kept across connections.
     let mut wanted = Wanted {
