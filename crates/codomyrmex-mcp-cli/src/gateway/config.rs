@@ -619,6 +619,36 @@ url = "http://127.0.0.1:9000/mcp"
     }
 
     #[test]
+    fn an_openapi_upstreams_keys_are_checked() {
+        let c = GatewayConfig::parse(
+            "[[upstream]]\nname = \"pets\"\nopenapi = \"specs/pets.yaml\"\n\
+             base_url = \"https://api.example/v1\"\nauth = { type = \"bearer\", token = \"s3cret\" }\n",
+            Some(Path::new("/etc/gw")),
+        )
+        .unwrap();
+        let UpstreamTransport::OpenApi(api) = &c.upstreams[0].transport else {
+            panic!("{:?}", c.upstreams[0].transport)
+        };
+        assert_eq!(api.spec.to_string(), "/etc/gw/specs/pets.yaml");
+        assert!(!format!("{c:?}").contains("s3cret"));
+        let openapi =
+            |extra: &str| format!("[[upstream]]\nname = \"p\"\nopenapi = \"p.yaml\"\n{extra}\n");
+        let e = invalid(&openapi(
+            "base_url = \"http://api.example\"\nauth = { type = \"header\", name = \"X-Key\", value = \"v\" }",
+        ));
+        assert!(e.contains("in clear"), "{e}");
+        assert!(invalid(&openapi("token = \"t\"")).contains("`token` is not for `openapi`"));
+        assert!(invalid(&openapi("command = \"x\"")).contains("`openapi` and `command`"));
+        assert!(invalid(&openapi("auth = { type = \"magic\" }")).starts_with("syntax"));
+        let e = invalid(&openapi(
+            "auth = { type = \"oauth_client_credentials\", token_url = \"http://auth.example/t\", client_id = \"c\", client_secret = \"s\" }",
+        ));
+        assert!(e.contains("token_url"), "{e}");
+        let e = invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nbase_url = \"https://h\"\n");
+        assert!(e.contains("`base_url` is for `openapi`"), "{e}");
+    }
+
+    #[test]
     fn the_token_is_never_printed() {
         let c = GatewayConfig::parse(
             "[[upstream]]\nname = \"a\"\nurl = \"https://h/mcp\"\ntoken = \"s3cret\"\n",
