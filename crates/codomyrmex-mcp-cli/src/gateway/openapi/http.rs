@@ -30,10 +30,15 @@ pub struct Answer {
     pub truncated: bool,
 }
 
+/// An HTTP/1.1 connection's sending half.
+type Connection = SendRequest<Full<Bytes>>;
+/// An origin: TLS or not, and its authority.
+type Origin = (bool, String);
+
 /// A pooled HTTP/1.1 client.
 pub struct Client {
     tls: Arc<rustls::ClientConfig>,
-    idle: Mutex<HashMap<(bool, String), Vec<SendRequest<Full<Bytes>>>>>,
+    idle: Mutex<HashMap<Origin, Vec<Connection>>>,
 }
 
 impl std::fmt::Debug for Client {

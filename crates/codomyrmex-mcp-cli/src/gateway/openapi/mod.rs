@@ -114,7 +114,7 @@ pub enum Auth {
     /// HTTP Basic, the header's value ready.
     Basic(Secret),
     /// OAuth client credentials.
-    OAuth(ClientCredentials),
+    ClientCredentials(ClientCredentials),
 }
 
 /// A checked OpenAPI upstream.
@@ -205,7 +205,7 @@ pub fn check(
                     "{name:?}: token_url must be https:// (plain http:// only to a loopback host)"
                 ));
             }
-            Some(Auth::OAuth(ClientCredentials::new(
+            Some(Auth::ClientCredentials(ClientCredentials::new(
                 token_url,
                 client_id,
                 Secret::from(client_secret),
@@ -251,7 +251,7 @@ impl Api {
             Auth::Bearer(t) => ("authorization".to_owned(), format!("Bearer {}", t.expose())),
             Auth::Header(n, v) => (n.clone(), v.expose().to_owned()),
             Auth::Basic(v) => ("authorization".to_owned(), v.expose().to_owned()),
-            Auth::OAuth(grant) => (
+            Auth::ClientCredentials(grant) => (
                 "authorization".to_owned(),
                 format!("Bearer {}", grant.token(&self.client).await?),
             ),
@@ -263,7 +263,7 @@ impl Api {
     /// Forgets an OAuth token the API refused; `false` when there is none to forget.
     async fn forget_token(&self) -> bool {
         match self.auth.as_deref() {
-            Some(Auth::OAuth(grant)) => {
+            Some(Auth::ClientCredentials(grant)) => {
                 grant.forget().await;
                 true
             }
