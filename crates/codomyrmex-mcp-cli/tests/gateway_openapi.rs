@@ -467,3 +467,78 @@ async fn check_lists_the_tools_and_names_what_was_left_out() {
     // Something was left out: --check says so in its status.
     assert_eq!(ran.code, Some(1), "{out}");
 }
+
+/// Issue #31 item 6's OpenAPI figure, run by hand (`--ignored`, with `OPENAPI_PERF_BIN` the
+/// gateway binary to measure, e.g. the release build): calls/s of one OpenAPI tool at 1 in
+/// flight through the gateway (our client over stdio, the gateway's pooled HTTP/1.1 client
+/// to the REST server) against the same GET sent directly with hyper's HTTP/1.1 client on
+/// one kept connection (the stack the gateway's client is built on). Prints both and the
+/// ratio; asserts nothing about speed (the machine may be loaded).
+#[tokio::test]
+#[ignore = "a measurement, run by hand"]
+async fn openapi_calls_per_second_at_one_in_flight() {
+    use http_body_util::{BodyExt, Empty};
+    const N: usize = 2_000;
+    let base = rest_server(Arc::new(Seen::default())).await;
+    // Direct: one connection, N GETs in turn.
+    let addr = base.trim_start_matches("http://").to_owned();
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let get = |sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>| {
+        let request = hyper::Request::get("/v1/pets/7")
+            .header("host", addr.as_str())
+            .header("authorization", "Bearer s3cret")
+            .header("accept", "application/json")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        sender.send_request(request)
+    };
+    for _ in 0..100 {
+        let r = get(&mut sender).await.unwrap();
+        r.into_body().collect().await.unwrap();
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..N {
+        let r = get(&mut sender).await.unwrap();
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        assert!(!body.is_empty());
+    }
+    let direct = N as f64 / started.elapsed().as_secs_f64();
+    // Through the gateway.
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &base);
+    let bin = std::env::var("OPENAPI_PERF_BIN").unwrap_or_else(|_| support::BIN.to_owned());
+    let mut c = codomyrmex_mcp::client::StdioCommand::new(bin.clone());
+    c.args = vec![
+        "gateway".into(),
+        "--config".into(),
+        config.to_str().unwrap().into(),
+        // The gateway's own per-session rate limit would throttle the loop.
+        "--no-rate-limit".into(),
+    ];
+    let client = McpClient::spawn(&c, codomyrmex_mcp::client::ClientOptions::default()).unwrap();
+    client
+        .negotiate(EraPreference::Auto, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let args = json!({"petId": "7"});
+    for _ in 0..100 {
+        call(&client, "pets.showPetById", args.clone()).await;
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..N {
+        let r = call(&client, "pets.showPetById", args.clone()).await;
+        assert_eq!(r["structuredContent"]["id"], "7", "{r}");
+    }
+    let gateway = N as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "{N} calls at 1 in flight: direct {direct:.0}/s, through the gateway ({bin}) {gateway:.0}/s, ratio {:.2}",
+        gateway / direct
+    );
+    client.close(Duration::from_secs(5)).await;
+}
