@@ -293,9 +293,10 @@ async fn connect_upstreams(
             let era = u.era;
             let handlers = handlers.clone();
             let name = u.name.clone();
+            let filter = u.filter.clone();
             tokio::spawn(async move {
                 if let Target::OpenApi(api) = transport {
-                    let loaded = openapi::load(&name, &api).await?;
+                    let loaded = openapi::load(&name, &api, &filter).await?;
                     tracing::info!(upstream = %name, tools = loaded.listing.tools.len(), load_ms = loaded.took.as_millis() as u64, "OpenAPI document read");
                     return Ok((None, loaded.listing, loaded.problems));
                 }

@@ -286,7 +286,8 @@ pub struct Loaded {
 }
 
 /// Reads the document and converts it.
-pub async fn load(namespace: &str, u: &OpenApiUpstream) -> Result<Loaded, String> {
+/// The operations left out are those `filter` would have mounted.
+pub async fn load(namespace: &str, u: &OpenApiUpstream, filter: &Filter) -> Result<Loaded, String> {
     let started = Instant::now();
     let client = Client::new()?;
     let text = match &u.spec {
@@ -371,7 +372,12 @@ pub async fn load(namespace: &str, u: &OpenApiUpstream) -> Result<Loaded, String
             tools: converted.tools,
             ..Listing::default()
         },
-        problems: converted.problems,
+        problems: converted
+            .problems
+            .into_iter()
+            .filter(|p| p.tool.as_deref().is_none_or(|t| filter.admits(t)))
+            .map(|p| p.message)
+            .collect(),
         took: started.elapsed(),
     })
 }
@@ -389,7 +395,7 @@ pub async fn supervise(
     let mut first_attempt = Some(first_attempt);
     let mut backoff = Duration::from_secs(1);
     let loaded = loop {
-        match load(&live.name, &u).await {
+        match load(&live.name, &u, &filter).await {
             Ok(l) => break l,
             Err(e) => {
                 tracing::warn!(upstream = %live.name, error = %codomyrmex_mcp::util::inert_text(&e), retry_in_secs = backoff.as_secs(), "OpenAPI document unreadable");

@@ -77,7 +77,16 @@ pub struct Converted {
     /// `servers[0].url`, when the document names one.
     pub server: Option<String>,
     /// The operations left out, and why.
-    pub problems: Vec<String>,
+    pub problems: Vec<LeftOut>,
+}
+
+/// An operation (or path) left out, and why.
+#[derive(Debug)]
+pub struct LeftOut {
+    /// The tool it would have been, when it has a name.
+    pub tool: Option<String>,
+    /// What and why.
+    pub message: String,
 }
 
 /// Parses a document's text: JSON when it starts with `{`, else YAML.
@@ -146,7 +155,10 @@ pub fn convert(doc: &Value) -> Converted {
         let item = match resolver.resolve(item, &mut Vec::new()) {
             Ok(i) => i,
             Err(e) => {
-                out.problems.push(format!("path {path}: {e}"));
+                out.problems.push(LeftOut {
+                    tool: None,
+                    message: format!("path {path}: {e}"),
+                });
                 continue;
             }
         };
@@ -156,21 +168,30 @@ pub fn convert(doc: &Value) -> Converted {
                 continue;
             };
             if out.operations.len() >= MAX_OPERATIONS {
-                out.problems.push(format!(
-                    "more than {MAX_OPERATIONS} operations: the rest are left out"
-                ));
+                out.problems.push(LeftOut {
+                    tool: None,
+                    message: format!(
+                        "more than {MAX_OPERATIONS} operations: the rest are left out"
+                    ),
+                });
                 return out;
             }
             let name = tool_name(op.get("operationId").and_then(Value::as_str), method, path);
             let what = format!("{} {path} ({name})", method.to_uppercase());
             if name.is_empty() {
-                out.problems.push(format!("{what}: no usable tool name"));
+                out.problems.push(LeftOut {
+                    tool: None,
+                    message: format!("{what}: no usable tool name"),
+                });
                 continue;
             }
             if out.operations.contains_key(&name) {
-                out.problems.push(format!(
-                    "{what}: the tool name {name:?} is taken by another operation; left out"
-                ));
+                out.problems.push(LeftOut {
+                    message: format!(
+                        "{what}: the tool name {name:?} is taken by another operation; left out"
+                    ),
+                    tool: Some(name),
+                });
                 continue;
             }
             match operation(&resolver, &name, method, path, &shared, op) {
@@ -178,7 +199,10 @@ pub fn convert(doc: &Value) -> Converted {
                     out.tools.push(definition);
                     out.operations.insert(name, operation);
                 }
-                Err(e) => out.problems.push(format!("{what}: {e}; left out")),
+                Err(e) => out.problems.push(LeftOut {
+                    tool: Some(name),
+                    message: format!("{what}: {e}; left out"),
+                }),
             }
         }
     }
@@ -574,7 +598,9 @@ mod tests {
         assert!(c.tools.is_empty());
         assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
         assert!(
-            c.problems[0].contains("#/components/schemas/Node -> #/components/schemas/Node"),
+            c.problems[0]
+                .message
+                .contains("#/components/schemas/Node -> #/components/schemas/Node"),
             "{:?}",
             c.problems
         );
