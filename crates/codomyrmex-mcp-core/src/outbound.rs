@@ -21,7 +21,7 @@
 //! enter this queue: the driver returns them.
 //!
 //! A session has a queue of its own for what belongs to no request (list changes, resource
-//! updates, log messages of no request): `Engine::handle_event` queues them, and the
+//! updates, log messages of no request): `Listeners::handle_event` queues them, and the
 //! transport takes them with `Session::poll_transmit` for the session's stream.
 //!
 //! A server-to-client request is a value end to end (issue #27 item 1): [`ClientCalls::ask`]

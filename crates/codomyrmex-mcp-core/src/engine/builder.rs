@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::mrtr::Sealer;
 use super::policy::{self, ExecutionPolicy};
 use super::{Engine, Shared, TaskConfig, tasks};
@@ -164,11 +162,14 @@ impl EngineBuilder {
         });
         let stateless_gate = Arc::new(policy::gate(&config));
         let execution_policy = ExecutionPolicy::from_config(&config);
-        let server_info_meta = json!({"name": server_info.name, "version": server_info.version});
         Engine {
             shared: Arc::new(Shared {
-                modern_meta: super::results::modern_meta(&server_info_meta),
-                server_info_meta,
+                listeners: super::listen::Listeners::new(
+                    registry.clone(),
+                    resources.clone(),
+                    prompts.clone(),
+                ),
+                results: super::results::Results::new(&config, &server_info),
                 config,
                 registry,
                 resources,
@@ -180,7 +181,6 @@ impl EngineBuilder {
                 platform,
                 sealer,
                 tasks,
-                announced: crate::sync::Broadcast::new(1024),
                 list_pages: Default::default(),
             }),
         }

@@ -101,7 +101,11 @@ impl Engine {
         let completer: Completer = match found {
             Err(e) => return error(&id, e),
             Ok(None) => {
-                return Handled::Reply(self.respond(id, Ok(completion(Vec::new())), &scope));
+                return Handled::Reply(self.shared.results.respond(
+                    id,
+                    Ok(completion(Vec::new())),
+                    &scope,
+                ));
             }
             Ok(Some(c)) => c,
         };
@@ -152,7 +156,7 @@ impl Engine {
             Err(None) => return None,
             Err(Some(failure)) => Err(failure_error(HandlerKind::Completer, "Completion", failure)),
         };
-        Some(self.respond(id, result, scope))
+        Some(self.shared.results.respond(id, result, scope))
     }
 }
 

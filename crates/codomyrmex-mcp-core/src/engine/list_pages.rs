@@ -138,7 +138,10 @@ impl Engine {
             ),
         };
         let items = self.allowed_items(grant, name, items);
-        self.encode_finished(self.page_result(name, items, next, scope), scope)
+        self.shared.results.encode_finished(
+            self.shared.results.page_result(name, items, next, scope),
+            scope,
+        )
     }
 }
 

@@ -68,6 +68,7 @@ pub use classify::{
     changes_session_record, legacy_version_header, mirrored_name_field, relayed_task, status_for,
 };
 pub use events::{EventStream, ServerEvent};
+pub use listen::Listeners;
 pub use media::{Accepts, JSON_MEDIA_TYPE, STREAM_MEDIA_TYPE, check_post, check_stream};
 pub use meta::{MetaField, RequestMeta};
 use mrtr::{Binding, RoundTrip, Sealer};
@@ -150,11 +151,8 @@ struct Shared {
     /// The Skills extension's skills, when served.
     skills: Option<Arc<crate::skills::McpSkillRegistry>>,
     server_info: Implementation,
-    /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
-    server_info_meta: Value,
-    /// The `_meta` object of every modern result (`server_info_meta` under its key),
-    /// encoded once.
-    modern_meta: Arc<[u8]>,
+    /// Shaping and capping results.
+    results: results::Results,
     /// The admission bound that stateless sessions share.
     stateless_gate: Arc<Gate>,
     /// Admission, rate limit, timeout and unwind guard of every handler invocation.
@@ -162,8 +160,8 @@ struct Shared {
     /// Created once per engine: every `requestState` it hands out stays verifiable.
     sealer: Arc<Sealer>,
     tasks: Arc<tasks::TaskStore>,
-    /// Changes other instances announced, for this engine's event streams.
-    announced: crate::sync::Broadcast<ServerEvent>,
+    /// Change feeds, announcements and `subscriptions/listen` streams.
+    listeners: listen::Listeners,
     /// `*/list` pages, reused until their registry changes.
     list_pages: list_pages::ListPages,
     /// Spawning, timers, the clock and entropy: the core's only way to them.
@@ -267,89 +265,9 @@ impl Engine {
         self.shared.prompts.as_ref()
     }
 
-    /// A stream of list changes and resource updates, for transports to relay.
-    pub fn events(&self) -> EventStream {
-        let mut events = self.local_events();
-        events.remote = Some(self.shared.announced.subscribe());
-        events
-    }
-
-    /// Relays `event`, a change another instance announced (see [`crate::change_bus`]), to
-    /// this engine's listeners as if it were its own; this engine's registries do not change.
-    pub fn announce(&self, event: ServerEvent) {
-        self.shared.announced.send(event);
-    }
-
-    /// Sends a log message that belongs to no request (`logger` and `data` as in
-    /// `notifications/message`) to every 2025-11-25 session that set a log level at or below
-    /// `level`: over stdio to the session, over Streamable HTTP on its standalone (GET)
-    /// stream. 2026-07-28 clients never get it: their logging is request-scoped
-    /// ([`ToolContext::log`] is the way to log within a request, in both eras).
-    pub fn log_to_sessions(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
-        let mut params = Map::new();
-        params.insert("level".into(), json!(level.as_str()));
-        if let Some(logger) = logger {
-            params.insert("logger".into(), json!(logger));
-        }
-        params.insert("data".into(), data);
-        self.shared.announced.send(ServerEvent::Log {
-            level,
-            params: Value::Object(params),
-        });
-    }
-
-    /// The changes of this engine's own registries only, without those of other instances
-    /// ([`announce`](Self::announce)): what a change bus publishes.
-    pub fn local_events(&self) -> EventStream {
-        let mut tools = self.shared.registry.subscribe();
-        tools.mark_unchanged();
-        EventStream {
-            tools,
-            prompts: self.shared.prompts.as_ref().map(|p| {
-                let mut r = p.subscribe();
-                r.mark_unchanged();
-                r
-            }),
-            resources: self.shared.resources.as_ref().map(|r| {
-                let mut w = r.subscribe_list();
-                w.mark_unchanged();
-                w
-            }),
-            updates: self
-                .shared
-                .resources
-                .as_ref()
-                .map(|r| r.subscribe_updates()),
-            remote: None,
-        }
-    }
-
-    /// The notification a legacy session should receive for `event`, if any. Modern clients
-    /// hear about changes only on `subscriptions/listen` streams.
-    pub fn legacy_notification(
-        &self,
-        session: &Session,
-        event: &ServerEvent,
-    ) -> Option<OutgoingMessage> {
-        session.negotiated()?;
-        let (method, params) = match event {
-            ServerEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
-            ServerEvent::PromptsListChanged => ("notifications/prompts/list_changed", json!({})),
-            ServerEvent::ResourcesListChanged => {
-                ("notifications/resources/list_changed", json!({}))
-            }
-            ServerEvent::ResourceUpdated(uri) => {
-                if !session.is_subscribed(uri) {
-                    return None;
-                }
-                ("notifications/resources/updated", json!({"uri": uri}))
-            }
-            ServerEvent::Log { level, params } => match session.log_level() {
-                Some(min) if *level >= min => ("notifications/message", params.clone()),
-                _ => return None,
-            },
-        };
-        Some(OutgoingMessage::Notification { method, params })
+    /// Who hears about changes: event streams, announcements, log messages for sessions.
+    pub fn listeners(&self) -> &Listeners {
+        &self.shared.listeners
     }
 
     /// The configuration.
@@ -373,16 +291,6 @@ impl Engine {
     /// concurrency bound: `max_concurrent_requests` applies across all of them.
     pub fn new_stateless_session(&self) -> Arc<Session> {
         Arc::new(Session::one_shot(self.shared.stateless_gate.clone()))
-    }
-
-    /// `notifications/tools/list_changed`, if `session` is a legacy session that should hear
-    /// about it (modern clients hear through `subscriptions/listen`).
-    pub fn tools_list_changed(&self, session: &Session) -> Option<OutgoingMessage> {
-        session.negotiated()?;
-        Some(OutgoingMessage::Notification {
-            method: "notifications/tools/list_changed",
-            params: json!({}),
-        })
     }
 
     /// The engine's injected clock, read once: the `now` the entry points without `_at`
@@ -735,7 +643,11 @@ impl Engine {
                 return self.complete_argument(session, id, &params, scope);
             }
             (Era::Modern, "subscriptions/listen") => {
-                return self.listen(session, id, params, scope, sink);
+                let permits = |uri: &str| self.permits_uri(session, uri);
+                return self
+                    .shared
+                    .listeners
+                    .listen(session, id, params, permits, sink);
             }
             (Era::Legacy, "ping") => Ok(json!({})),
             (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
@@ -748,7 +660,7 @@ impl Engine {
             }
             _ => Err(ErrorObject::method_not_found(method)),
         };
-        Handled::Reply(self.respond(id, result, &scope))
+        Handled::Reply(self.shared.results.respond(id, result, &scope))
     }
 
     /// The server's capabilities, reflecting what is registered.
@@ -779,7 +691,7 @@ impl Engine {
         if let Some(i) = &self.shared.config.instructions {
             obj.insert("instructions".into(), json!(i));
         }
-        self.cacheable(
+        self.shared.results.cacheable(
             obj,
             &RequestScope {
                 era: Era::Modern,

@@ -122,12 +122,12 @@ impl Engine {
                     "contents".into(),
                     serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
                 );
-                let result = self.cacheable(obj, scope);
-                return Some(self.respond_capped(id, result, scope));
+                let result = self.shared.results.cacheable(obj, scope);
+                return Some(self.shared.results.respond_capped(id, result, scope));
             }
             (None, Ok(Err(e))) => Err(self.resource_error(uri, e, scope)),
         };
-        Some(self.respond(id, result, scope))
+        Some(self.shared.results.respond(id, result, scope))
     }
 
     pub(super) fn resource_error(
@@ -225,7 +225,12 @@ impl Engine {
         page: Result<(Vec<Value>, Option<String>), Option<Failure>>,
     ) -> Option<OutgoingMessage> {
         let result = match page {
-            Ok((items, next)) => Ok(self.page_result("resources", items, next, scope)),
+            Ok((items, next)) => {
+                Ok(self
+                    .shared
+                    .results
+                    .page_result("resources", items, next, scope))
+            }
             Err(None) => return None,
             Err(Some(failure)) => Err(invoke::failure_error(
                 HandlerKind::ResourceList,
@@ -233,7 +238,7 @@ impl Engine {
                 failure,
             )),
         };
-        Some(self.respond(id, result, scope))
+        Some(self.shared.results.respond(id, result, scope))
     }
 
     pub(super) fn subscribe(

@@ -27,7 +27,7 @@ pub struct Session {
     calls: OwnedCalls,
     /// The session's own queue (issue #27 item 1): what it hears that belongs to no request
     /// (list changes, subscribed resource updates, log messages of no request), queued as
-    /// values by `Engine::handle_event` and taken by the transport with
+    /// values by `Listeners::handle_event` and taken by the transport with
     /// [`poll_transmit`](Session::poll_transmit) for the session's own stream.
     transmit: Outbound,
     gate: Arc<Gate>,
@@ -392,7 +392,7 @@ impl Session {
     }
 
     /// The next message for the session's own stream (stdio's output, HTTP's GET stream):
-    /// quinn's `poll_transmit`. What `Engine::handle_event` queued, in order, list changes
+    /// quinn's `poll_transmit`. What `Listeners::handle_event` queued, in order, list changes
     /// coalesced; `None` when nothing is queued.
     pub fn poll_transmit(&self) -> Option<OutgoingMessage> {
         self.transmit.poll_outbound()

@@ -40,7 +40,9 @@ impl Engine {
             METHOD_SKILLS_LIST => cursor(params).map(|after| {
                 let (items, next) = skills.page(after.as_deref(), self.shared.config.page_size);
                 let items = self.allowed_items(self.grant(session), "skills", items);
-                self.page_result("skills", items, next, scope)
+                self.shared
+                    .results
+                    .page_result("skills", items, next, scope)
             }),
             METHOD_SKILLS_GET => match params.get("uri") {
                 Some(Value::String(uri)) => match skills
@@ -53,7 +55,7 @@ impl Engine {
                             "skill".into(),
                             serde_json::to_value(skill.entry()).unwrap_or(Value::Null),
                         );
-                        Ok(self.cacheable(obj, scope))
+                        Ok(self.shared.results.cacheable(obj, scope))
                     }
                     None => Err(ErrorObject::invalid_params(format!(
                         "No skill is served at {}",
@@ -79,7 +81,7 @@ impl Engine {
             }
             _ => Err(ErrorObject::method_not_found(method)),
         };
-        Handled::Reply(self.respond(id, result, scope))
+        Handled::Reply(self.shared.results.respond(id, result, scope))
     }
 
     fn read_directory(&self, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
@@ -124,8 +126,8 @@ impl Engine {
             "contents".into(),
             json!([serde_json::to_value(contents).unwrap_or(Value::Null)]),
         );
-        let result = self.cacheable(obj, scope);
-        Some(Handled::Reply(self.respond_capped(
+        let result = self.shared.results.cacheable(obj, scope);
+        Some(Handled::Reply(self.shared.results.respond_capped(
             id.clone(),
             result,
             scope,

@@ -262,7 +262,7 @@ impl Engine {
         let (id, failure) =
             match job {
                 StoreRead::Modern { id, scope } => match output(outcome) {
-                    Ok(result) => return Some(self.respond(id, result, &scope)),
+                    Ok(result) => return Some(self.shared.results.respond(id, result, &scope)),
                     Err(failure) => (id, failure),
                 },
                 StoreRead::Legacy { id, guard } => {
