@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use super::mrtr::Sealer;
-use super::policy::{self, ExecutionPolicy};
+use super::policy::ExecutionPolicy;
 use super::{Engine, Shared, TaskConfig, tasks};
 use crate::config::McpServerConfig;
 use crate::platform::{Entropy, Platform, TimeSource};
@@ -160,7 +160,6 @@ impl EngineBuilder {
                 platform.time.clone(),
             ))
         });
-        let stateless_gate = Arc::new(policy::gate(&config));
         let execution_policy = ExecutionPolicy::from_config(&config);
         Engine {
             shared: Arc::new(Shared {
@@ -170,13 +169,12 @@ impl EngineBuilder {
                     prompts.clone(),
                 ),
                 results: super::results::Results::new(&config, &server_info),
+                sessions: super::sessions::Sessions::new(&config, server_info),
                 config,
                 registry,
                 resources,
                 prompts,
                 skills,
-                stateless_gate,
-                server_info,
                 policy: execution_policy,
                 platform,
                 sealer,
