@@ -77,8 +77,8 @@ impl MessageSink for NullSink {
 }
 
 impl NullSink {
-    /// One shared null sink, so that a request without a stream need not allocate one.
-    #[doc(hidden)]
+    /// One shared null sink, so that a request without a stream need not allocate one: the
+    /// sink a transport passes with a request whose answer is all it sends.
     pub fn shared() -> Arc<dyn MessageSink> {
         static SHARED: std::sync::LazyLock<Arc<dyn MessageSink>> =
             std::sync::LazyLock::new(|| Arc::new(NullSink));
