@@ -253,6 +253,28 @@ impl Engine {
             .build_sharing_tasks(self.shared.tasks.clone())
     }
 
+    /// This engine with task limits `config`. Call it while setting up, before serving.
+    pub fn with_task_config(&self, config: TaskConfig) -> Self {
+        self.rebuild().task_config(config).build()
+    }
+
+    /// This engine with its task records shared through `store` (see
+    /// [`EngineBuilder::task_store`](EngineBuilder::task_store)). Call it while
+    /// setting up, before serving: tasks created before are not carried over.
+    pub fn with_task_store(
+        &self,
+        store: Arc<dyn crate::task_store::TaskStore>,
+        instance: impl Into<String>,
+        lease: std::time::Duration,
+    ) -> Self {
+        self.rebuild().task_store(store, instance, lease).build()
+    }
+
+    /// The task limits.
+    pub fn task_config(&self) -> &TaskConfig {
+        self.shared.tasks.config()
+    }
+
     /// The skills being served, if any.
     pub fn skills(&self) -> Option<&Arc<crate::skills::McpSkillRegistry>> {
         self.shared.skills.as_ref()
