@@ -168,6 +168,7 @@ impl EngineBuilder {
                     resources.clone(),
                     prompts.clone(),
                 ),
+                access: super::authz::Access::new(config.authorization.clone(), skills.clone()),
                 results: super::results::Results::new(&config, &server_info),
                 sessions: super::sessions::Sessions::new(&config, server_info),
                 config,

@@ -217,7 +217,7 @@ impl Engine {
                     ListKind::Tools,
                     &params,
                     &scope,
-                    self.grant(session),
+                    self.shared.access.grant(session),
                 ));
             }
             (_, "resources/read") if has_resources => {
@@ -232,7 +232,7 @@ impl Engine {
                     ListKind::Templates,
                     &params,
                     &scope,
-                    self.grant(session),
+                    self.shared.access.grant(session),
                 ));
             }
             (Era::Legacy, "resources/subscribe") if has_resources => {
@@ -250,14 +250,14 @@ impl Engine {
                     ListKind::Prompts,
                     &params,
                     &scope,
-                    self.grant(session),
+                    self.shared.access.grant(session),
                 ));
             }
             (_, "completion/complete") if has_prompts || has_resources => {
                 return self.complete_argument(session, id, &params, scope);
             }
             (Era::Modern, "subscriptions/listen") => {
-                let permits = |uri: &str| self.permits_uri(session, uri);
+                let permits = |uri: &str| self.shared.access.permits_uri(session, uri);
                 return self
                     .shared
                     .listeners

@@ -153,6 +153,8 @@ struct Shared {
     prompts: Option<Arc<McpPromptRegistry>>,
     /// The Skills extension's skills, when served.
     skills: Option<Arc<crate::skills::McpSkillRegistry>>,
+    /// Authorization: the policy, asked per request and per name.
+    access: authz::Access,
     /// Making sessions, and negotiating with them.
     sessions: sessions::Sessions,
     /// Shaping and capping results.

@@ -33,7 +33,7 @@ impl Engine {
             .prompts
             .as_ref()
             .and_then(|p| p.lookup(&name))
-            .filter(|_| self.permits(session, Kind::Prompt, &name))
+            .filter(|_| self.shared.access.permits(session, Kind::Prompt, &name))
         else {
             let shown: String = name.chars().take(128).collect();
             return error(

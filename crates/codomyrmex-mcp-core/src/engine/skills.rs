@@ -39,16 +39,21 @@ impl Engine {
         let result = match method {
             METHOD_SKILLS_LIST => cursor(params).map(|after| {
                 let (items, next) = skills.page(after.as_deref(), self.shared.config.page_size);
-                let items = self.allowed_items(self.grant(session), "skills", items);
+                let items = self.shared.access.allowed_items(
+                    self.shared.access.grant(session),
+                    "skills",
+                    items,
+                );
                 self.shared
                     .results
                     .page_result("skills", items, next, scope)
             }),
             METHOD_SKILLS_GET => match params.get("uri") {
-                Some(Value::String(uri)) => match skills
-                    .get(uri)
-                    .filter(|s| self.permits(session, crate::authz::Kind::Skill, s.name()))
-                {
+                Some(Value::String(uri)) => match skills.get(uri).filter(|s| {
+                    self.shared
+                        .access
+                        .permits(session, crate::authz::Kind::Skill, s.name())
+                }) {
                     Some(skill) => {
                         let mut obj = Map::new();
                         obj.insert(
@@ -69,7 +74,7 @@ impl Engine {
             },
             METHOD_DIRECTORY_READ if skills.directory_read() => {
                 match params.get("uri").and_then(Value::as_str) {
-                    Some(uri) if !self.permits_uri(session, uri) => {
+                    Some(uri) if !self.shared.access.permits_uri(session, uri) => {
                         Err(ErrorObject::invalid_params(format!(
                             "{} is not a directory resource",
                             shown(uri)

@@ -39,12 +39,11 @@ impl Engine {
                 );
             }
         };
-        let Some(tool) = self
-            .shared
-            .registry
-            .lookup(&name)
-            .filter(|_| self.permits(session, crate::authz::Kind::Tool, &name))
-        else {
+        let Some(tool) = self.shared.registry.lookup(&name).filter(|_| {
+            self.shared
+                .access
+                .permits(session, crate::authz::Kind::Tool, &name)
+        }) else {
             let shown: String = name.chars().take(128).collect();
             return error(
                 &id,
