@@ -1,5 +1,5 @@
 //! The `tasks/*` methods of both eras, each reading its task's record through the
-//! [`TaskStore`] (`shared.rs`), and the tasks capability.
+//! [`TaskStore`](crate::task_store::TaskStore) (`shared.rs`), and the tasks capability.
 
 use std::sync::Arc;
 
@@ -195,8 +195,9 @@ impl Engine {
         wall_ms(self.shared.platform.time.wall())
     }
 
-    /// The driver's handle on this engine's tasks in a shared [`TaskStore`]; `None` when the
-    /// engine keeps its tasks to itself (no store configured).
+    /// The driver's handle on this engine's tasks in a shared
+    /// [`TaskStore`](crate::task_store::TaskStore); `None` when the engine keeps its tasks to
+    /// itself (no store configured).
     pub fn task_sync(&self) -> Option<TaskSync> {
         self.shared.tasks.sync()
     }
