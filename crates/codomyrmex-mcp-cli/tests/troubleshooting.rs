@@ -101,7 +101,13 @@ fn produce(heading: &str, root: &Path) -> Option<Vec<String>> {
     };
     let produced = if heading.contains("refusing to listen on 0.0.0.0:8080") {
         // Refused before the socket is bound: no port is taken.
-        lines(run(&["serve", "--root", &root_arg, "--http", "0.0.0.0:8080"]))
+        lines(run(&[
+            "serve",
+            "--root",
+            &root_arg,
+            "--http",
+            "0.0.0.0:8080",
+        ]))
     } else if heading.contains("refusing to serve the full profile over HTTP") {
         lines(run(&[
             "serve",
@@ -187,7 +193,8 @@ fn every_message_the_troubleshooting_chapter_quotes_is_the_one_printed() {
 fn a_quote_the_binary_does_not_print_is_caught() {
     let root = tempfile::tempdir().unwrap();
     let printed = produce("`Unknown tool: NAME` (`-32602`)", root.path()).unwrap();
-    let right = "codomyrmex-mcp client: the server answered with error -32602: Unknown tool: nope.tool";
+    let right =
+        "codomyrmex-mcp client: the server answered with error -32602: Unknown tool: nope.tool";
     assert!(printed.iter().any(|l| l == right), "{printed:?}");
     let wrong = right.replace("-32602", "-32601");
     assert!(!printed.iter().any(|l| l == &wrong));

@@ -16,8 +16,8 @@ fn add(a: i64, #[arg(default = 1)] b: i64) -> i64 {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let registry = McpToolRegistry::discovered()?;
+    let tools = McpToolRegistry::discovered()?.into();
     let config = McpServerConfig::new("calc", "1.0.0");
-    Ok(McpServer::new(config, registry.into()).serve_stdio().await?)
+    Ok(McpServer::new(config, tools).serve_stdio().await?)
 }
 // ANCHOR_END: all
