@@ -436,3 +436,26 @@ fn every_sample_of_the_readme_is_checked() {
         "the README's samples changed: check each is still tested"
     );
 }
+
+/// The README's links into the repository (the guide's chapters above all) name files that
+/// exist; `scripts/check_book_links.py` checks the guide's own links in the built book.
+#[test]
+fn every_link_of_the_readme_names_a_file() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let mut seen = 0;
+    for (at, _) in readme.match_indices("](") {
+        let rest = &readme[at + 2..];
+        let Some(end) = rest.find(')') else { continue };
+        let target = &rest[..end];
+        if target.contains("://") {
+            continue;
+        }
+        let path = target.split('#').next().unwrap_or_default();
+        assert!(
+            repo().join(path).exists(),
+            "README.md links to {target}, which does not exist"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 15, "only {seen} links into the repository");
+}
