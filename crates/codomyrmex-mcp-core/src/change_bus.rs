@@ -7,11 +7,11 @@
 //! instance announces: a tool, prompt or resource registered or removed while serving, or
 //! [`McpResourceRegistry::notify_updated`](crate::resources::McpResourceRegistry::notify_updated).
 //! Every instance relays the changes it hears to its own `subscriptions/listen` streams and
-//! legacy sessions exactly as its own ([`Engine::announce`](crate::engine::Engine::announce));
+//! legacy sessions exactly as its own ([`Listeners::announce`](crate::engine::Listeners::announce));
 //! they do not change its registries (each instance serves its own).
 //!
 //! The driver's bridge (`codomyrmex_mcp::runtime::spawn_change_bridge`) publishes this
-//! instance's changes ([`Engine::local_events`](crate::engine::Engine::local_events)) with the
+//! instance's changes ([`Listeners::local_events`](crate::engine::Listeners::local_events)) with the
 //! instance's name as `origin`, and announces what others publish. Delivery is best effort,
 //! as the notifications themselves are: a change published while an instance is not
 //! subscribed (Redis gone, reconnecting) is not replayed; clients that must not miss one

@@ -1,6 +1,7 @@
 //! Internals exposed for the fuzz targets in `fuzz/` and for robustness tests.
 //!
-//! Not a stable API: hidden from the documentation, and free to change in any release. Each
+//! Not a stable API: free to change in any release (it is public only because the fuzz
+//! targets are another crate). Each
 //! function is a thin forwarder to crate-private code, so the fuzzers exercise exactly what
 //! the server runs.
 

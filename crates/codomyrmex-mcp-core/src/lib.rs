@@ -46,7 +46,6 @@ pub mod config;
 pub mod context;
 pub mod driver;
 pub mod engine;
-#[doc(hidden)]
 pub mod fuzzing;
 pub mod invocation;
 mod outbound;
@@ -65,7 +64,6 @@ pub mod task_store;
 mod tool_content;
 mod tool_support;
 pub mod uri_template;
-#[doc(hidden)]
 pub mod util;
 mod validation;
 pub mod wire;
@@ -87,6 +85,9 @@ pub use tool_content::WithContent;
 pub use validation::CompiledSchema;
 pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
 
+/// What the `mcp_tool`/`mcp_tools`/`mcp_prompt`/`mcp_resource` macros' generated code names
+/// (`codomyrmex_mcp::__private::…`): public because that code is compiled in the user's crate,
+/// hidden because it is no API of its own and may change in any release.
 #[doc(hidden)]
 pub use tool_support::__private;
 pub use tool_support::{FnRegistrationError, McpTools};
@@ -98,5 +99,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 mod import_cycle_tests;
 #[cfg(test)]
 mod layering_tests;
+#[cfg(test)]
+mod public_paths_tests;
 #[cfg(test)]
 mod test_runtime;

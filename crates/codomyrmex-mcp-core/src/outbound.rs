@@ -21,7 +21,7 @@
 //! enter this queue: the driver returns them.
 //!
 //! A session has a queue of its own for what belongs to no request (list changes, resource
-//! updates, log messages of no request): `Engine::handle_event` queues them, and the
+//! updates, log messages of no request): `Listeners::handle_event` queues them, and the
 //! transport takes them with `Session::poll_transmit` for the session's stream.
 //!
 //! A server-to-client request is a value end to end (issue #27 item 1): [`ClientCalls::ask`]
@@ -77,8 +77,8 @@ impl MessageSink for NullSink {
 }
 
 impl NullSink {
-    /// One shared null sink, so that a request without a stream need not allocate one.
-    #[doc(hidden)]
+    /// One shared null sink, so that a request without a stream need not allocate one: the
+    /// sink a transport passes with a request whose answer is all it sends.
     pub fn shared() -> Arc<dyn MessageSink> {
         static SHARED: std::sync::LazyLock<Arc<dyn MessageSink>> =
             std::sync::LazyLock::new(|| Arc::new(NullSink));

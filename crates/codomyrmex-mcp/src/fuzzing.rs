@@ -2,7 +2,8 @@
 //! (`requestState` sealing), the HTTP transport's (header checks) and a hostile server's
 //! byte stream into the client (`hostile_server`).
 //!
-//! Not a stable API: hidden from the documentation, and free to change in any release.
+//! Not a stable API: free to change in any release (it is public only because the fuzz
+//! targets are another crate).
 
 #[cfg(feature = "http")]
 use serde_json::{Map, Value};

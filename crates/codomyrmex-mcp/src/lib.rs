@@ -199,7 +199,6 @@ pub mod apps;
 pub mod client;
 #[cfg(unix)]
 pub mod confine;
-#[doc(hidden)]
 pub mod fuzzing;
 pub mod runtime;
 #[cfg(unix)]
@@ -210,7 +209,6 @@ pub mod skills;
 pub mod transport;
 
 // The protocol core, under the paths this crate has always had.
-#[doc(hidden)]
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
     authz, change_bus, config, context, driver, engine, invocation, platform, policy, prompts,
@@ -239,6 +237,8 @@ pub use codomyrmex_mcp_core::{CompiledSchema, FnRegistrationError, McpTools, Wit
 pub use serve_directory::ServeDirectory;
 pub use server::McpServer;
 
+/// What the macros' generated code names (`codomyrmex_mcp::__private::…`): public because
+/// that code is compiled in the user's crate, hidden because it is no API of its own.
 #[doc(hidden)]
 pub use codomyrmex_mcp_core::__private;
 pub use codomyrmex_mcp_macros::{mcp_prompt, mcp_resource, mcp_tool, mcp_tools};

@@ -25,7 +25,7 @@
 //! call in flight to that upstream. A message that belongs to no call (over HTTP, one on the
 //! upstream session's standalone stream; over stdio, one sent with no call or several in
 //! flight) goes to the gateway's 2025-11-25 sessions that set a log level
-//! ([`Engine::log_to_sessions`]); 2026-07-28 clients get logs only with their requests.
+//! ([`Listeners::log_to_sessions`](codomyrmex_mcp::engine::Listeners::log_to_sessions)); 2026-07-28 clients get logs only with their requests.
 //!
 //! Not done here: a server-to-client request of a 2025-11-25 upstream that names no call
 //! (over stdio; over HTTP, one on the standalone stream, as our server sends those of a
@@ -374,7 +374,7 @@ fn as_error(e: ClientRequestError) -> ErrorObject {
 const MAX_WAITING_LOGS: usize = 1024;
 
 /// Starts relaying log messages of no call (`notifications/message` params) to `engine`'s
-/// 2025-11-25 sessions that set a log level ([`Engine::log_to_sessions`]); returns the sender
+/// 2025-11-25 sessions that set a log level ([`Listeners::log_to_sessions`](codomyrmex_mcp::engine::Listeners::log_to_sessions)); returns the sender
 /// each upstream's inbox takes ([`Inbox::serve_logs_with`]). Only the relaying task holds the
 /// engine: an inbox holding it would make a cycle (the engine's registries hold the
 /// upstreams, which hold their inboxes) and keep the upstreams' children alive at exit.
@@ -384,7 +384,9 @@ pub fn session_logs(engine: Engine) -> mpsc::Sender<Value> {
         while let Some(params) = rx.recv().await {
             let logger = params.get("logger").and_then(Value::as_str);
             let data = params.get("data").cloned().unwrap_or(Value::Null);
-            engine.log_to_sessions(log_level(&params), logger, data);
+            engine
+                .listeners()
+                .log_to_sessions(log_level(&params), logger, data);
         }
     });
     tx

@@ -6,19 +6,36 @@
 use serde_json::Value;
 
 use super::*;
-use crate::authz::{Grant, Kind};
+use crate::authz::{Authorization, Grant, Kind};
 
-impl Engine {
+/// The engine's side of authorization: the configured policy, and the skills whose files it
+/// decides by the skill's name. Made once per engine.
+pub(super) struct Access {
+    /// The configured policy; `None`: everything is allowed.
+    policy: Option<Arc<Authorization>>,
+    /// The skills being served, if any.
+    skills: Option<Arc<crate::skills::McpSkillRegistry>>,
+}
+
+impl Access {
+    /// `policy` over these `skills`.
+    pub(super) fn new(
+        policy: Option<Arc<Authorization>>,
+        skills: Option<Arc<crate::skills::McpSkillRegistry>>,
+    ) -> Self {
+        Self { policy, skills }
+    }
+
     /// The caller's grant under the configured policy; `None` when there is no policy
     /// (everything allowed). A session without a principal is the local caller.
     pub(super) fn grant(&self, session: &Session) -> Option<Grant> {
-        let policy = self.shared.config.authorization.as_ref()?;
+        let policy = self.policy.as_ref()?;
         Some(policy.grant(session.principal_ref().map(|p| p.caller())))
     }
 
     /// Whether the caller may use `name` of `kind`; a refusal is counted.
     pub(super) fn permits(&self, session: &Session, kind: Kind, name: &str) -> bool {
-        match (&self.shared.config.authorization, self.grant(session)) {
+        match (&self.policy, self.grant(session)) {
             (Some(policy), Some(grant)) => policy.permits(grant, kind, name),
             _ => true,
         }
@@ -30,7 +47,7 @@ impl Engine {
         let Some(grant) = self.grant(session) else {
             return true;
         };
-        let Some(policy) = &self.shared.config.authorization else {
+        let Some(policy) = &self.policy else {
             return true;
         };
         match Kind::of_uri(uri) {
@@ -50,7 +67,7 @@ impl Engine {
         key: &str,
         mut items: Vec<Value>,
     ) -> Vec<Value> {
-        let (Some(policy), Some(grant)) = (&self.shared.config.authorization, grant) else {
+        let (Some(policy), Some(grant)) = (&self.policy, grant) else {
             return items;
         };
         let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).map(str::to_owned);
@@ -85,7 +102,7 @@ impl Engine {
 
     /// The name of the skill `uri` (a `skill://` URI) belongs to, if any.
     fn skill_name_of(&self, uri: &str) -> Option<String> {
-        let skills = self.shared.skills.as_ref()?;
+        let skills = self.skills.as_ref()?;
         skills
             .skills()
             .into_iter()

@@ -8,10 +8,8 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::mrtr::Sealer;
-use super::policy::{self, ExecutionPolicy};
+use super::policy::ExecutionPolicy;
 use super::{Engine, Shared, TaskConfig, tasks};
 use crate::config::McpServerConfig;
 use crate::platform::{Entropy, Platform, TimeSource};
@@ -162,25 +160,26 @@ impl EngineBuilder {
                 platform.time.clone(),
             ))
         });
-        let stateless_gate = Arc::new(policy::gate(&config));
         let execution_policy = ExecutionPolicy::from_config(&config);
-        let server_info_meta = json!({"name": server_info.name, "version": server_info.version});
         Engine {
             shared: Arc::new(Shared {
-                modern_meta: super::results::modern_meta(&server_info_meta),
-                server_info_meta,
+                listeners: super::listen::Listeners::new(
+                    registry.clone(),
+                    resources.clone(),
+                    prompts.clone(),
+                ),
+                access: super::authz::Access::new(config.authorization.clone(), skills.clone()),
+                results: super::results::Results::new(&config, &server_info),
+                sessions: super::sessions::Sessions::new(&config, server_info),
                 config,
                 registry,
                 resources,
                 prompts,
                 skills,
-                stateless_gate,
-                server_info,
                 policy: execution_policy,
                 platform,
                 sealer,
                 tasks,
-                announced: crate::sync::Broadcast::new(1024),
                 list_pages: Default::default(),
             }),
         }

@@ -215,8 +215,8 @@ fn by_value(
     output: ToolOutput,
     scope: &RequestScope,
 ) -> Vec<u8> {
-    let value = engine.call_tool_result(tool, output, scope).into_value();
-    serde_json::to_vec(&engine.finish_result(value, scope)).unwrap()
+    let value = engine.shared.results.tool_result(tool, output).into_value();
+    serde_json::to_vec(&engine.shared.results.finish_result(value, scope)).unwrap()
 }
 
 #[test]
@@ -230,7 +230,7 @@ fn a_typed_tool_result_is_encoded_as_its_finished_value_in_both_eras() {
             for (i, output) in outputs().into_iter().enumerate() {
                 let expected = by_value(&engine, tool, output.clone(), &scope);
                 // Written by the transport, straight from the typed parts.
-                let answer = engine.tool_response(
+                let answer = engine.shared.results.tool_response(
                     RequestId::from(1),
                     tool,
                     "blocks",
@@ -242,7 +242,10 @@ fn a_typed_tool_result_is_encoded_as_its_finished_value_in_both_eras() {
                 envelope.push(b'}');
                 assert_eq!(answer.to_bytes(), envelope, "{era:?} output {i}");
                 // Encoded in the engine (a task's result, one near the cap).
-                let (_, bytes) = engine.capped_tool_result(tool, "blocks", output, &scope);
+                let (_, bytes) = engine
+                    .shared
+                    .results
+                    .capped_tool_result(tool, "blocks", output, &scope);
                 assert_eq!(
                     String::from_utf8(bytes).unwrap(),
                     String::from_utf8(expected).unwrap(),
@@ -268,7 +271,11 @@ fn the_cap_measures_the_encoded_result_without_the_eras_members() {
                 base.shared.registry.clone(),
             );
             let scope = scope(&engine, era);
-            let (result, bytes) = engine.capped_tool_result(&tool, "blocks", output(), &scope);
+            let (result, bytes) =
+                engine
+                    .shared
+                    .results
+                    .capped_tool_result(&tool, "blocks", output(), &scope);
             let value: Value = serde_json::from_slice(&bytes).unwrap();
             assert_eq!(!result.is_error, passes, "{era:?} {limit}");
             assert_eq!(value.get("isError").is_none(), passes, "{era:?} {limit}");
@@ -286,8 +293,13 @@ fn the_cap_measures_the_encoded_result_without_the_eras_members() {
             }
             assert_eq!(value.get("resultType").is_some(), era == Era::Modern);
             // The answer a call gets: the same decision and bytes.
-            let answer =
-                engine.tool_response(RequestId::from(1), &tool, "blocks", output(), &scope);
+            let answer = engine.shared.results.tool_response(
+                RequestId::from(1),
+                &tool,
+                "blocks",
+                output(),
+                &scope,
+            );
             assert_eq!(answer.result_value(), Some(value), "{era:?} {limit}");
         }
     }
@@ -310,8 +322,13 @@ fn every_result_is_finished_and_encoded_as_its_value_is() {
             json!([1, 2]),
             json!("text"),
         ] {
-            let expected = serde_json::to_vec(&engine.finish_result(v.clone(), &scope)).unwrap();
-            let answer = engine.respond(RequestId::from(1), Ok(v.clone()), &scope);
+            let expected =
+                serde_json::to_vec(&engine.shared.results.finish_result(v.clone(), &scope))
+                    .unwrap();
+            let answer = engine
+                .shared
+                .results
+                .respond(RequestId::from(1), Ok(v.clone()), &scope);
             let mut written = Vec::new();
             answer.write_to(&mut written);
             let mut prefix = br#"{"jsonrpc":"2.0","id":1,"result":"#.to_vec();
@@ -340,9 +357,17 @@ fn a_resource_or_prompt_result_is_capped_on_its_encoded_length_in_both_eras() {
                     base.shared.registry.clone(),
                 );
                 let scope = scope(&engine, era);
-                let answer = engine.respond_capped(RequestId::from(3), v.clone(), &scope);
+                let answer =
+                    engine
+                        .shared
+                        .results
+                        .respond_capped(RequestId::from(3), v.clone(), &scope);
                 if passes {
-                    let expected = engine.respond(RequestId::from(3), Ok(v.clone()), &scope);
+                    let expected =
+                        engine
+                            .shared
+                            .results
+                            .respond(RequestId::from(3), Ok(v.clone()), &scope);
                     assert_eq!(answer.to_bytes(), expected.to_bytes(), "{era:?}");
                     continue;
                 }
@@ -361,7 +386,6 @@ fn a_resource_or_prompt_result_is_capped_on_its_encoded_length_in_both_eras() {
 fn the_bound_the_cap_trusts_is_never_below_the_encoded_length() {
     let engine = engine();
     let tool = engine.shared.registry.lookup("blocks").unwrap();
-    let scope = scope(&engine, Era::Legacy);
     let mut tight = ContentBlock::image("", "");
     if let ContentBlock::Image {
         annotations, meta, ..
@@ -381,7 +405,7 @@ fn the_bound_the_cap_trusts_is_never_below_the_encoded_length() {
         ),
     ));
     for (i, output) in cases.into_iter().enumerate() {
-        let result = engine.call_tool_result(&tool, output, &scope);
+        let result = engine.shared.results.tool_result(&tool, output);
         let mut out = Vec::new();
         let exact = result.write(&mut out, None);
         assert!(

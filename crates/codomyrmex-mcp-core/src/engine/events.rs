@@ -20,7 +20,7 @@ pub enum ServerEvent {
     ResourcesListChanged,
     /// A resource's contents changed.
     ResourceUpdated(String),
-    /// A log message related to no request ([`Engine::log_to_sessions`](super::Engine::log_to_sessions)):
+    /// A log message related to no request ([`Listeners::log_to_sessions`](super::Listeners::log_to_sessions)):
     /// for the 2025-11-25 sessions that set a log level at or below `level`. Never on a
     /// `subscriptions/listen` stream (2026-07-28 logging is request-scoped), and never
     /// carried between instances.
@@ -32,33 +32,13 @@ pub enum ServerEvent {
     },
 }
 
-impl super::Engine {
-    /// Takes `event` for `session` at `now` (quinn's `handle_event`): the notification a
-    /// legacy session should hear ([`legacy_notification`](super::Engine::legacy_notification))
-    /// is queued as a value in the session's own queue, which its transport takes with
-    /// [`Session::poll_transmit`](super::Session::poll_transmit). A list change or resource
-    /// update already queued is not queued again; at the queue's bound anything else is
-    /// dropped (change notices are advisory). Returns whether `session` will hear of it.
-    pub fn handle_event(
-        &self,
-        _now: crate::platform::Timestamp,
-        session: &super::Session,
-        event: &ServerEvent,
-    ) -> bool {
-        match self.legacy_notification(session, event) {
-            Some(message) => session.transmit().push(message),
-            None => false,
-        }
-    }
-}
-
-/// A stream of [`ServerEvent`]s, from [`Engine::events`](super::Engine::events).
+/// A stream of [`ServerEvent`]s, from [`Listeners::events`](super::Listeners::events).
 pub struct EventStream {
     pub(crate) tools: Changes,
     pub(crate) prompts: Option<Changes>,
     pub(crate) resources: Option<Changes>,
     pub(crate) updates: Option<Receiver<ResourceEvent>>,
-    /// Changes announced by other instances ([`Engine::announce`](super::Engine::announce)).
+    /// Changes announced by other instances ([`Listeners::announce`](super::Listeners::announce)).
     pub(crate) remote: Option<Receiver<ServerEvent>>,
 }
 

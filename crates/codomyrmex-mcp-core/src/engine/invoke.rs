@@ -83,7 +83,11 @@ impl Engine {
                 .prompts
                 .as_ref()
                 .and_then(|p| p.completer(name, arg_name))
-                .filter(|_| self.permits(session, crate::authz::Kind::Prompt, name))
+                .filter(|_| {
+                    self.shared
+                        .access
+                        .permits(session, crate::authz::Kind::Prompt, name)
+                })
                 .ok_or_else(|| {
                     ErrorObject::invalid_params(format!(
                         "Unknown prompt: {}",
@@ -95,13 +99,17 @@ impl Engine {
                 .resources
                 .as_ref()
                 .and_then(|r| r.completer(uri, arg_name))
-                .filter(|_| self.permits_uri(session, uri))
+                .filter(|_| self.shared.access.permits_uri(session, uri))
                 .ok_or_else(|| ErrorObject::invalid_params("Unknown resource template")),
         };
         let completer: Completer = match found {
             Err(e) => return error(&id, e),
             Ok(None) => {
-                return Handled::Reply(self.respond(id, Ok(completion(Vec::new())), &scope));
+                return Handled::Reply(self.shared.results.respond(
+                    id,
+                    Ok(completion(Vec::new())),
+                    &scope,
+                ));
             }
             Ok(Some(c)) => c,
         };
@@ -152,7 +160,7 @@ impl Engine {
             Err(None) => return None,
             Err(Some(failure)) => Err(failure_error(HandlerKind::Completer, "Completion", failure)),
         };
-        Some(self.respond(id, result, scope))
+        Some(self.shared.results.respond(id, result, scope))
     }
 }
 

@@ -137,8 +137,11 @@ impl Engine {
                     .map_or_else(Default::default, |p| p.page(after, size)),
             ),
         };
-        let items = self.allowed_items(grant, name, items);
-        self.encode_finished(self.page_result(name, items, next, scope), scope)
+        let items = self.shared.access.allowed_items(grant, name, items);
+        self.shared.results.encode_finished(
+            self.shared.results.page_result(name, items, next, scope),
+            scope,
+        )
     }
 }
 

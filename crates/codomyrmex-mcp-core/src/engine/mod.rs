@@ -15,6 +15,8 @@
 
 mod builder;
 mod classify;
+mod dispatch;
+use dispatch::Prepared;
 mod drive;
 #[cfg(test)]
 pub(crate) use drive::TestRuntime;
@@ -39,6 +41,7 @@ mod prompts;
 mod resources;
 mod results;
 mod session;
+mod sessions;
 mod skills;
 pub(crate) mod tasks;
 mod tools;
@@ -68,6 +71,7 @@ pub use classify::{
     changes_session_record, legacy_version_header, mirrored_name_field, relayed_task, status_for,
 };
 pub use events::{EventStream, ServerEvent};
+pub use listen::Listeners;
 pub use media::{Accepts, JSON_MEDIA_TYPE, STREAM_MEDIA_TYPE, check_post, check_stream};
 pub use meta::{MetaField, RequestMeta};
 use mrtr::{Binding, RoundTrip, Sealer};
@@ -149,21 +153,19 @@ struct Shared {
     prompts: Option<Arc<McpPromptRegistry>>,
     /// The Skills extension's skills, when served.
     skills: Option<Arc<crate::skills::McpSkillRegistry>>,
-    server_info: Implementation,
-    /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
-    server_info_meta: Value,
-    /// The `_meta` object of every modern result (`server_info_meta` under its key),
-    /// encoded once.
-    modern_meta: Arc<[u8]>,
-    /// The admission bound that stateless sessions share.
-    stateless_gate: Arc<Gate>,
+    /// Authorization: the policy, asked per request and per name.
+    access: authz::Access,
+    /// Making sessions, and negotiating with them.
+    sessions: sessions::Sessions,
+    /// Shaping and capping results.
+    results: results::Results,
     /// Admission, rate limit, timeout and unwind guard of every handler invocation.
     policy: ExecutionPolicy,
     /// Created once per engine: every `requestState` it hands out stays verifiable.
     sealer: Arc<Sealer>,
     tasks: Arc<tasks::TaskStore>,
-    /// Changes other instances announced, for this engine's event streams.
-    announced: crate::sync::Broadcast<ServerEvent>,
+    /// Change feeds, announcements and `subscriptions/listen` streams.
+    listeners: listen::Listeners,
     /// `*/list` pages, reused until their registry changes.
     list_pages: list_pages::ListPages,
     /// Spawning, timers, the clock and entropy: the core's only way to them.
@@ -173,11 +175,12 @@ struct Shared {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("server_info", &self.shared.server_info)
+            .field("server_info", self.shared.sessions.server_info())
             .finish_non_exhaustive()
     }
 }
 
+/// An error answer to request `id`.
 fn error(id: &RequestId, e: ErrorObject) -> Handled {
     Handled::Reply(OutgoingMessage::Error {
         id: Some(id.clone()),
@@ -252,6 +255,28 @@ impl Engine {
             .build_sharing_tasks(self.shared.tasks.clone())
     }
 
+    /// This engine with task limits `config`. Call it while setting up, before serving.
+    pub fn with_task_config(&self, config: TaskConfig) -> Self {
+        self.rebuild().task_config(config).build()
+    }
+
+    /// This engine with its task records shared through `store` (see
+    /// [`EngineBuilder::task_store`](EngineBuilder::task_store)). Call it while
+    /// setting up, before serving: tasks created before are not carried over.
+    pub fn with_task_store(
+        &self,
+        store: Arc<dyn crate::task_store::TaskStore>,
+        instance: impl Into<String>,
+        lease: std::time::Duration,
+    ) -> Self {
+        self.rebuild().task_store(store, instance, lease).build()
+    }
+
+    /// The task limits.
+    pub fn task_config(&self) -> &TaskConfig {
+        self.shared.tasks.config()
+    }
+
     /// The skills being served, if any.
     pub fn skills(&self) -> Option<&Arc<crate::skills::McpSkillRegistry>> {
         self.shared.skills.as_ref()
@@ -267,89 +292,9 @@ impl Engine {
         self.shared.prompts.as_ref()
     }
 
-    /// A stream of list changes and resource updates, for transports to relay.
-    pub fn events(&self) -> EventStream {
-        let mut events = self.local_events();
-        events.remote = Some(self.shared.announced.subscribe());
-        events
-    }
-
-    /// Relays `event`, a change another instance announced (see [`crate::change_bus`]), to
-    /// this engine's listeners as if it were its own; this engine's registries do not change.
-    pub fn announce(&self, event: ServerEvent) {
-        self.shared.announced.send(event);
-    }
-
-    /// Sends a log message that belongs to no request (`logger` and `data` as in
-    /// `notifications/message`) to every 2025-11-25 session that set a log level at or below
-    /// `level`: over stdio to the session, over Streamable HTTP on its standalone (GET)
-    /// stream. 2026-07-28 clients never get it: their logging is request-scoped
-    /// ([`ToolContext::log`] is the way to log within a request, in both eras).
-    pub fn log_to_sessions(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
-        let mut params = Map::new();
-        params.insert("level".into(), json!(level.as_str()));
-        if let Some(logger) = logger {
-            params.insert("logger".into(), json!(logger));
-        }
-        params.insert("data".into(), data);
-        self.shared.announced.send(ServerEvent::Log {
-            level,
-            params: Value::Object(params),
-        });
-    }
-
-    /// The changes of this engine's own registries only, without those of other instances
-    /// ([`announce`](Self::announce)): what a change bus publishes.
-    pub fn local_events(&self) -> EventStream {
-        let mut tools = self.shared.registry.subscribe();
-        tools.mark_unchanged();
-        EventStream {
-            tools,
-            prompts: self.shared.prompts.as_ref().map(|p| {
-                let mut r = p.subscribe();
-                r.mark_unchanged();
-                r
-            }),
-            resources: self.shared.resources.as_ref().map(|r| {
-                let mut w = r.subscribe_list();
-                w.mark_unchanged();
-                w
-            }),
-            updates: self
-                .shared
-                .resources
-                .as_ref()
-                .map(|r| r.subscribe_updates()),
-            remote: None,
-        }
-    }
-
-    /// The notification a legacy session should receive for `event`, if any. Modern clients
-    /// hear about changes only on `subscriptions/listen` streams.
-    pub fn legacy_notification(
-        &self,
-        session: &Session,
-        event: &ServerEvent,
-    ) -> Option<OutgoingMessage> {
-        session.negotiated()?;
-        let (method, params) = match event {
-            ServerEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
-            ServerEvent::PromptsListChanged => ("notifications/prompts/list_changed", json!({})),
-            ServerEvent::ResourcesListChanged => {
-                ("notifications/resources/list_changed", json!({}))
-            }
-            ServerEvent::ResourceUpdated(uri) => {
-                if !session.is_subscribed(uri) {
-                    return None;
-                }
-                ("notifications/resources/updated", json!({"uri": uri}))
-            }
-            ServerEvent::Log { level, params } => match session.log_level() {
-                Some(min) if *level >= min => ("notifications/message", params.clone()),
-                _ => return None,
-            },
-        };
-        Some(OutgoingMessage::Notification { method, params })
+    /// Who hears about changes: event streams, announcements, log messages for sessions.
+    pub fn listeners(&self) -> &Listeners {
+        &self.shared.listeners
     }
 
     /// The configuration.
@@ -364,95 +309,14 @@ impl Engine {
 
     /// A fresh session bounded by the configured concurrency.
     pub fn new_session(&self) -> Arc<Session> {
-        let c = &self.shared.config;
-        Arc::new(Session::with_gate(Arc::new(policy::gate(c))))
+        self.shared.sessions.open()
     }
 
     /// A session for one stateless (`2026-07-28`) request, as Streamable HTTP makes for each
     /// POST. Unlike [`new_session`](Self::new_session)'s, these sessions share one
     /// concurrency bound: `max_concurrent_requests` applies across all of them.
     pub fn new_stateless_session(&self) -> Arc<Session> {
-        Arc::new(Session::one_shot(self.shared.stateless_gate.clone()))
-    }
-
-    /// `notifications/tools/list_changed`, if `session` is a legacy session that should hear
-    /// about it (modern clients hear through `subscriptions/listen`).
-    pub fn tools_list_changed(&self, session: &Session) -> Option<OutgoingMessage> {
-        session.negotiated()?;
-        Some(OutgoingMessage::Notification {
-            method: "notifications/tools/list_changed",
-            params: json!({}),
-        })
-    }
-
-    /// The engine's injected clock, read once: the `now` the entry points without `_at`
-    /// handle at.
-    pub fn now(&self) -> Timestamp {
-        Timestamp::of(self.shared.platform.time.as_ref())
-    }
-
-    /// Handles a decoded line or body: one message or a batch, at [`now`](Self::now).
-    pub fn handle_decoded(
-        &self,
-        session: &Arc<Session>,
-        decoded: Decoded,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        self.handle_decoded_at(self.now(), session, decoded, sink)
-    }
-
-    /// [`handle_decoded`](Self::handle_decoded) at `now`; every message of a batch is
-    /// handled at the same `now`.
-    pub fn handle_decoded_at(
-        &self,
-        now: Timestamp,
-        session: &Arc<Session>,
-        decoded: Decoded,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        match decoded {
-            Decoded::Single(Ok(m)) => self.handle_at(now, session, m, sink),
-            Decoded::Single(Err(e)) => Handled::Reply(e.to_response()),
-            Decoded::Batch(items) => self.handle_batch(now, session, items, sink),
-        }
-    }
-
-    fn handle_batch(
-        &self,
-        now: Timestamp,
-        session: &Arc<Session>,
-        items: Vec<Result<IncomingMessage, crate::wire::DecodeError>>,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        let allowed = session
-            .negotiated()
-            .is_some_and(ProtocolVersion::allows_batches);
-        if !allowed {
-            return Handled::Reply(OutgoingMessage::Error {
-                id: None,
-                error: ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Invalid request: JSON-RPC batches are not supported by the negotiated protocol version",
-                ),
-            });
-        }
-        let handled: Vec<Handled> = items
-            .into_iter()
-            .map(|item| match item {
-                Ok(IncomingMessage::Request {
-                    ref method, ref id, ..
-                }) if method == "initialize" => error(
-                    id,
-                    ErrorObject::new(
-                        ErrorCode::INVALID_REQUEST,
-                        "Invalid request: initialize must not be part of a batch",
-                    ),
-                ),
-                Ok(m) => self.handle_at(now, session, m, sink),
-                Err(e) => Handled::Reply(e.to_response()),
-            })
-            .collect();
-        Handled::Batch(handled)
+        self.shared.sessions.open_stateless()
     }
 
     /// The earliest instant [`handle_timeout`](Self::handle_timeout) has work (a task's TTL,
@@ -465,290 +329,6 @@ impl Engine {
     /// 2025-11-25 tasks whose session is gone. Nothing due: nothing happens.
     pub fn handle_timeout(&self, now: std::time::Instant) {
         crate::invocation::TimerHost::handle_timeout(self.shared.tasks.as_ref(), now);
-    }
-
-    /// Takes the client's answer to server-to-client request `id` of `session` at `now`: the
-    /// one way an answer comes back in (a response or error message handled here arrives
-    /// through it too). The request left the engine as a value on the request's stream; the
-    /// call that asked holds only the answer's slot. `false` if no call waits for this answer
-    /// (unknown, answered already, or given up). `now` is the input's time, as every entry
-    /// point takes one; no decision about an answer depends on it yet.
-    pub fn handle_response(
-        &self,
-        _now: Timestamp,
-        session: &Session,
-        id: &RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) -> bool {
-        session.resolve_client_request(id, outcome)
-    }
-
-    /// Handles one message, at [`now`](Self::now): [`handle_at`](Self::handle_at) with the
-    /// engine's injected clock read once.
-    pub fn handle(
-        &self,
-        session: &Arc<Session>,
-        message: IncomingMessage,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        self.handle_with_meta(self.now(), session, message, None, sink)
-    }
-
-    /// Handles one message at `now` (quinn-proto's `handle(now, ..)`): the time every
-    /// decision it makes synchronously is taken at. The engine reads its injected
-    /// `TimeSource` only for what happens later, inside the work it hands out (a task's
-    /// `lastUpdatedAt`, a `requestState` sealed when a handler's round ends, a store read's
-    /// clock after a wait).
-    pub fn handle_at(
-        &self,
-        now: Timestamp,
-        session: &Arc<Session>,
-        message: IncomingMessage,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        self.handle_with_meta(now, session, message, None, sink)
-    }
-
-    /// [`handle`](Self::handle), with the message's `_meta` already parsed (by
-    /// [`classify`](Self::classify)), so that it is not parsed again.
-    pub fn handle_classified(
-        &self,
-        session: &Arc<Session>,
-        message: IncomingMessage,
-        meta: RequestMeta,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        self.handle_with_meta(self.now(), session, message, Some(meta), sink)
-    }
-
-    /// [`handle_classified`](Self::handle_classified) at `now`.
-    pub fn handle_classified_at(
-        &self,
-        now: Timestamp,
-        session: &Arc<Session>,
-        message: IncomingMessage,
-        meta: RequestMeta,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        self.handle_with_meta(now, session, message, Some(meta), sink)
-    }
-
-    fn handle_with_meta(
-        &self,
-        now: Timestamp,
-        session: &Arc<Session>,
-        message: IncomingMessage,
-        meta: Option<RequestMeta>,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        match message {
-            IncomingMessage::Request { id, method, params } => {
-                let params = params.unwrap_or_default();
-                let meta = meta.unwrap_or_else(|| RequestMeta::of(Some(&params)));
-                self.handle_request(now, session, id, &method, params, &meta, sink)
-            }
-            IncomingMessage::Notification { method, params } => {
-                self.handle_notification(session, &method, params.unwrap_or_default());
-                Handled::Nothing
-            }
-            IncomingMessage::Response { id, result } => {
-                self.handle_response(now, session, &id, Ok(result));
-                Handled::Nothing
-            }
-            IncomingMessage::Error { id, error } => {
-                if let Some(id) = id {
-                    self.handle_response(now, session, &id, Err(error));
-                } else {
-                    tracing::debug!(
-                        code = error.code,
-                        "the client reported an error without an id"
-                    );
-                }
-                Handled::Nothing
-            }
-        }
-    }
-
-    fn handle_notification(&self, session: &Session, method: &str, params: Map<String, Value>) {
-        match method {
-            "notifications/initialized" => session.mark_initialized(),
-            "notifications/cancelled" => {
-                if let Some(id) = classify::cancelled_id(&params) {
-                    session.cancel(&id);
-                }
-            }
-            _ => tracing::trace!(method, "ignoring notification"),
-        }
-    }
-
-    /// Works out the era and version a request is served under, or the error it deserves,
-    /// from its `_meta` (parsed once, [`RequestMeta`]).
-    fn scope(
-        &self,
-        now: Timestamp,
-        session: &Session,
-        method: &str,
-        meta: &RequestMeta,
-    ) -> Result<RequestScope, ErrorObject> {
-        let progress_token = meta.progress_token.get().cloned();
-        match &meta.protocol_version {
-            MetaField::Absent => {}
-            MetaField::Invalid => {
-                return Err(ErrorObject::invalid_params(format!(
-                    "_meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
-                )));
-            }
-            MetaField::Present(text) => match ProtocolVersion::parse(text) {
-                Some(v) if v.era() == Era::Modern => {
-                    let MetaField::Present(caps) = &meta.client_capabilities else {
-                        return Err(ErrorObject::invalid_params(format!(
-                            "Missing required _meta field \"{META_CLIENT_CAPABILITIES}\" (an object)"
-                        )));
-                    };
-                    let log_level = match meta.log_level {
-                        MetaField::Absent => None,
-                        MetaField::Present(l) => Some(l),
-                        MetaField::Invalid => {
-                            return Err(ErrorObject::invalid_params(format!(
-                                "_meta[\"{META_LOG_LEVEL}\"] is not a log level"
-                            )));
-                        }
-                    };
-                    return Ok(RequestScope {
-                        era: Era::Modern,
-                        version: v,
-                        client_capabilities: caps.clone(),
-                        log_level,
-                        progress_token,
-                        now,
-                    });
-                }
-                Some(v) if session.negotiated() == Some(v) => {}
-                _ => return Err(self.unsupported_version(text)),
-            },
-        }
-        if let Some((version, client_capabilities, log_level)) = session.negotiated_scope() {
-            return Ok(RequestScope {
-                era: Era::Legacy,
-                version,
-                client_capabilities,
-                log_level,
-                progress_token,
-                now,
-            });
-        }
-        if method == "ping" {
-            // Legacy clients may ping before initialising.
-            return Ok(RequestScope {
-                era: Era::Legacy,
-                version: ProtocolVersion::LATEST_LEGACY,
-                client_capabilities: crate::context::no_capabilities(),
-                log_level: None,
-                progress_token,
-                now,
-            });
-        }
-        Err(ErrorObject::invalid_params(format!(
-            "Missing required _meta field \"{META_PROTOCOL_VERSION}\". Clients of protocol 2025-11-25 and earlier must send initialize first."
-        )))
-    }
-
-    fn unsupported_version(&self, requested: &str) -> ErrorObject {
-        let shown: String = requested.chars().take(64).collect();
-        ErrorObject::new(
-            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-        )
-        .with_data(json!({
-            "supported": supported_versions(),
-            "requested": shown,
-        }))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn handle_request(
-        &self,
-        now: Timestamp,
-        session: &Arc<Session>,
-        id: RequestId,
-        method: &str,
-        params: Map<String, Value>,
-        meta: &RequestMeta,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        // `initialize` exists only in the legacy era: a request carrying modern `_meta` is
-        // scoped like any other and so answered "method not found" (2026-07-28 removed it).
-        if method == "initialize" && !meta.names_version() {
-            return self.initialize(session, &id, &params);
-        }
-        let scope = match self.scope(now, session, method, meta) {
-            Ok(s) => s,
-            Err(e) => return error(&id, e),
-        };
-        let has_resources = self.shared.resources.is_some();
-        let has_prompts = self.shared.prompts.is_some();
-        let result = match (scope.era, method) {
-            (_, "tools/call") => return self.call_tool(session, id, params, scope, sink),
-            (_, "tools/list") => {
-                return Handled::Reply(self.list_page(
-                    id,
-                    ListKind::Tools,
-                    &params,
-                    &scope,
-                    self.grant(session),
-                ));
-            }
-            (_, "resources/read") if has_resources => {
-                return self.read_resource(session, id, params, scope, sink);
-            }
-            (_, "resources/list") if has_resources => {
-                return self.list_resources(session, id, &params, scope);
-            }
-            (_, "resources/templates/list") if has_resources => {
-                return Handled::Reply(self.list_page(
-                    id,
-                    ListKind::Templates,
-                    &params,
-                    &scope,
-                    self.grant(session),
-                ));
-            }
-            (Era::Legacy, "resources/subscribe") if has_resources => {
-                self.subscribe(session, &params, true)
-            }
-            (Era::Legacy, "resources/unsubscribe") if has_resources => {
-                self.subscribe(session, &params, false)
-            }
-            (_, "prompts/get") if has_prompts => {
-                return self.get_prompt(session, id, params, scope, sink);
-            }
-            (_, "prompts/list") if has_prompts => {
-                return Handled::Reply(self.list_page(
-                    id,
-                    ListKind::Prompts,
-                    &params,
-                    &scope,
-                    self.grant(session),
-                ));
-            }
-            (_, "completion/complete") if has_prompts || has_resources => {
-                return self.complete_argument(session, id, &params, scope);
-            }
-            (Era::Modern, "subscriptions/listen") => {
-                return self.listen(session, id, params, scope, sink);
-            }
-            (Era::Legacy, "ping") => Ok(json!({})),
-            (Era::Legacy, "logging/setLevel") => self.set_level(session, &params),
-            (Era::Modern, "server/discover") => Ok(self.discover(scope.now)),
-            (_, m) if skills::is_skills_method(m) => {
-                return self.handle_skills(session, id, m, &params, &scope);
-            }
-            (_, m) if m.starts_with("tasks/") => {
-                return self.handle_tasks(session, id, m, &params, &scope, sink);
-            }
-            _ => Err(ErrorObject::method_not_found(method)),
-        };
-        Handled::Reply(self.respond(id, result, &scope))
     }
 
     /// The server's capabilities, reflecting what is registered.
@@ -770,255 +350,6 @@ impl Engine {
         }
         self.with_apps_capability(self.with_skills_capability(Value::Object(caps)))
     }
-
-    fn discover(&self, now: Timestamp) -> Value {
-        let mut obj = Map::new();
-        obj.insert("supportedVersions".into(), json!(supported_versions()));
-        let caps = self.with_task_capabilities(self.capabilities(), ProtocolVersion::LATEST_MODERN);
-        obj.insert("capabilities".into(), caps);
-        if let Some(i) = &self.shared.config.instructions {
-            obj.insert("instructions".into(), json!(i));
-        }
-        self.cacheable(
-            obj,
-            &RequestScope {
-                era: Era::Modern,
-                version: ProtocolVersion::LATEST_MODERN,
-                client_capabilities: crate::context::no_capabilities(),
-                log_level: None,
-                progress_token: None,
-                now,
-            },
-        )
-    }
-
-    fn initialize(
-        &self,
-        session: &Session,
-        id: &RequestId,
-        params: &Map<String, Value>,
-    ) -> Handled {
-        let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
-            return error(
-                id,
-                ErrorObject::invalid_params("initialize: protocolVersion must be a string"),
-            );
-        };
-        let capabilities = match params.get("capabilities") {
-            None => json!({}),
-            Some(c @ Value::Object(_)) => c.clone(),
-            Some(_) => {
-                return error(
-                    id,
-                    ErrorObject::invalid_params("initialize: capabilities must be an object"),
-                );
-            }
-        };
-        let version = match ProtocolVersion::parse(requested) {
-            Some(v) if v.era() == Era::Legacy => v,
-            _ => ProtocolVersion::LATEST_LEGACY,
-        };
-        if !session.initialize(version, capabilities, params.get("clientInfo").cloned()) {
-            return error(
-                id,
-                ErrorObject::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "Invalid request: this session is already initialized",
-                ),
-            );
-        }
-        let mut result = Map::new();
-        result.insert("protocolVersion".into(), json!(version.as_str()));
-        let caps = self.with_task_capabilities(self.capabilities(), version);
-        result.insert("capabilities".into(), caps);
-        result.insert(
-            "serverInfo".into(),
-            serde_json::to_value(&self.shared.server_info).unwrap_or_else(|_| json!({})),
-        );
-        if let Some(i) = &self.shared.config.instructions {
-            result.insert("instructions".into(), json!(i));
-        }
-        Handled::Reply(OutgoingMessage::Response {
-            id: id.clone(),
-            result: Value::Object(result),
-        })
-    }
-
-    fn set_level(
-        &self,
-        session: &Session,
-        params: &Map<String, Value>,
-    ) -> Result<Value, ErrorObject> {
-        let level: LoggingLevel = params
-            .get("level")
-            .cloned()
-            .and_then(|l| serde_json::from_value(l).ok())
-            .ok_or_else(|| {
-                ErrorObject::invalid_params("logging/setLevel: level is not a log level")
-            })?;
-        session.set_log_level(level);
-        Ok(json!({}))
-    }
-
-    /// Sets up an MRTR-capable request (`tools/call`, `prompts/get`, `resources/read`): its
-    /// in-flight guard, round state and context.
-    #[allow(clippy::too_many_arguments)]
-    fn prepare(
-        &self,
-        session: &Arc<Session>,
-        id: &RequestId,
-        method: &'static str,
-        target: &str,
-        params: &mut Map<String, Value>,
-        scope: &RequestScope,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Result<Prepared, ErrorObject> {
-        let mut principal = None;
-        let round = if scope.era == Era::Modern {
-            principal = session.principal().map(|p| p.subject);
-            let binding = Binding {
-                method,
-                target,
-                principal: principal.as_deref(),
-            };
-            let (mut responses, state) = match params.remove("requestState") {
-                None | Some(Value::Null) => (Map::new(), None),
-                Some(Value::String(sealed)) => {
-                    self.shared.sealer.open(&sealed, &binding, scope.now.wall)?
-                }
-                Some(_) => {
-                    return Err(ErrorObject::invalid_params("requestState must be a string"));
-                }
-            };
-            match params.remove("inputResponses") {
-                None | Some(Value::Null) => {}
-                Some(Value::Object(fresh)) => {
-                    // Each response is the result of an input request: always an object.
-                    if let Some((key, _)) = fresh.iter().find(|(_, v)| !v.is_object()) {
-                        let key: String = key.chars().take(64).collect();
-                        return Err(ErrorObject::invalid_params(format!(
-                            "inputResponses[{key:?}] must be the result object of its request"
-                        )));
-                    }
-                    responses.extend(fresh)
-                }
-                Some(_) => {
-                    return Err(ErrorObject::invalid_params(
-                        "inputResponses must be an object",
-                    ));
-                }
-            }
-            Some(Arc::new(RoundTrip {
-                responses,
-                state,
-                ..RoundTrip::default()
-            }))
-        } else {
-            None
-        };
-        let guard = session
-            .begin_request(id.clone())
-            .map_err(|refused| refused.error())?;
-        let meta = match params.remove("_meta") {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        let progress_token = scope.progress_token.clone();
-        let input = match &round {
-            Some(r) => InputMode::RoundTrip(r.clone()),
-            None => InputMode::Requests(session.client_calls().clone()),
-        };
-        let cancel = guard.token();
-        // A legacy request whose client declared a capability it can be asked through
-        // (sampling, elicitation, roots) may queue server-to-client requests.
-        let may_ask = round.is_none()
-            && ["sampling", "elicitation", "roots"]
-                .iter()
-                .any(|c| scope.client_capabilities.get(c).is_some());
-        // A request that can emit nothing gets the shared closed queue: no allocation.
-        let outbound = if progress_token.is_some() || scope.log_level.is_some() || may_ask {
-            Outbound::to(sink.clone())
-        } else {
-            Outbound::closed()
-        };
-        let context = ToolContext::from_inner(ContextInner {
-            request_id: Some(id.clone()),
-            tool_name: target.to_owned(),
-            meta,
-            progress_token,
-            cancel: cancel.clone(),
-            sink: sink.clone(),
-            outbound,
-            log_level: scope.log_level,
-            era: scope.era,
-            protocol_version: scope.version,
-            client_capabilities: scope.client_capabilities.clone(),
-            principal: session.principal(),
-            input,
-        });
-        Ok(Prepared {
-            guard,
-            context,
-            round: round.map(|trip| jobs::Round { trip, principal }),
-            cancel,
-        })
-    }
-
-    /// After an MRTR-capable request ran (at `now`): the `InputRequiredResult` (or
-    /// missing-capability error) its round calls for, if any.
-    fn round_outcome(
-        &self,
-        now: Timestamp,
-        method: &'static str,
-        target: &str,
-        round: Option<&jobs::Round>,
-    ) -> Option<Result<Value, ErrorObject>> {
-        let jobs::Round {
-            trip: round,
-            principal,
-        } = round?;
-        if let Some(capability) = round.missing() {
-            let mut required = Map::new();
-            required.insert(capability.to_owned(), json!({}));
-            return Some(Err(ErrorObject::new(
-                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                format!("This request needs the client capability `{capability}`"),
-            )
-            .with_data(json!({"requiredCapabilities": required}))));
-        }
-        let requested = round.take_requested();
-        if requested.is_empty() {
-            return None;
-        }
-        let state = round.take_next_state().or_else(|| round.state.clone());
-        let binding = Binding {
-            method,
-            target,
-            principal: principal.as_deref(),
-        };
-        let sealed =
-            match self
-                .shared
-                .sealer
-                .seal_at(&binding, &round.responses, state.as_ref(), now.wall)
-            {
-                Ok(sealed) => sealed,
-                Err(e) => return Some(Err(e)),
-            };
-        Some(Ok(json!({
-            "resultType": "input_required",
-            "inputRequests": requested,
-            "requestState": sealed,
-        })))
-    }
-}
-
-struct Prepared {
-    guard: session::InFlight,
-    context: ToolContext,
-    /// The round (2026-07-28), with the principal its `requestState` is bound to.
-    round: Option<jobs::Round>,
-    cancel: CancellationToken,
 }
 
 /// The decoded `cursor` parameter.

@@ -33,7 +33,7 @@ impl Engine {
             .prompts
             .as_ref()
             .and_then(|p| p.lookup(&name))
-            .filter(|_| self.permits(session, Kind::Prompt, &name))
+            .filter(|_| self.shared.access.permits(session, Kind::Prompt, &name))
         else {
             let shown: String = name.chars().take(128).collect();
             return error(
@@ -150,11 +150,11 @@ impl Engine {
                 failure,
             )),
             (None, Ok(Ok(rendered))) => match serde_json::to_value(rendered) {
-                Ok(v) => return Some(self.respond_capped(id, v, scope)),
+                Ok(v) => return Some(self.shared.results.respond_capped(id, v, scope)),
                 Err(_) => Err(ErrorObject::internal("Prompt result could not be encoded")),
             },
             (None, Ok(Err(detail))) => Err(ErrorObject::internal(detail.error_message)),
         };
-        Some(self.respond(id, result, scope))
+        Some(self.shared.results.respond(id, result, scope))
     }
 }

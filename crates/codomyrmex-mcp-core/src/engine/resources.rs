@@ -28,7 +28,7 @@ impl Engine {
                 ErrorObject::invalid_params("resources/read: uri must be a string"),
             );
         };
-        if !self.permits_uri(session, &uri) {
+        if !self.shared.access.permits_uri(session, &uri) {
             let denied = crate::resources::ResourceError::NotFound(uri.clone());
             return error(&id, self.resource_error(&uri, denied, &scope));
         }
@@ -122,12 +122,12 @@ impl Engine {
                     "contents".into(),
                     serde_json::to_value(contents).unwrap_or_else(|_| json!([])),
                 );
-                let result = self.cacheable(obj, scope);
-                return Some(self.respond_capped(id, result, scope));
+                let result = self.shared.results.cacheable(obj, scope);
+                return Some(self.shared.results.respond_capped(id, result, scope));
             }
             (None, Ok(Err(e))) => Err(self.resource_error(uri, e, scope)),
         };
-        Some(self.respond(id, result, scope))
+        Some(self.shared.results.respond(id, result, scope))
     }
 
     pub(super) fn resource_error(
@@ -179,7 +179,7 @@ impl Engine {
                 ListKind::Resources,
                 params,
                 &scope,
-                self.grant(session),
+                self.shared.access.grant(session),
             ));
         }
         let ticket = match self.shared.policy.admit(
@@ -198,12 +198,18 @@ impl Engine {
         let cancel = guard.token();
         let skills = self.shared.skills.clone();
         let listed = resources.page_listed(after.clone(), size);
-        let (engine, grant) = (self.clone(), self.grant(session));
+        let (engine, grant) = (self.clone(), self.shared.access.grant(session));
         let page = async move {
             let page = listed.await;
             let (items, next) =
                 skills::with_skill_mds(skills.as_deref(), after.as_deref(), size, page);
-            (engine.allowed_items(grant, "resources", items), next)
+            (
+                engine
+                    .shared
+                    .access
+                    .allowed_items(grant, "resources", items),
+                next,
+            )
         };
         Handled::Invoke(Invocation::new(
             HandlerKind::ResourceList,
@@ -225,7 +231,12 @@ impl Engine {
         page: Result<(Vec<Value>, Option<String>), Option<Failure>>,
     ) -> Option<OutgoingMessage> {
         let result = match page {
-            Ok((items, next)) => Ok(self.page_result("resources", items, next, scope)),
+            Ok((items, next)) => {
+                Ok(self
+                    .shared
+                    .results
+                    .page_result("resources", items, next, scope))
+            }
             Err(None) => return None,
             Err(Some(failure)) => Err(invoke::failure_error(
                 HandlerKind::ResourceList,
@@ -233,7 +244,7 @@ impl Engine {
                 failure,
             )),
         };
-        Some(self.respond(id, result, scope))
+        Some(self.shared.results.respond(id, result, scope))
     }
 
     pub(super) fn subscribe(
@@ -245,7 +256,7 @@ impl Engine {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(ErrorObject::invalid_params("uri must be a string"));
         };
-        if on && !self.permits_uri(session, uri) {
+        if on && !self.shared.access.permits_uri(session, uri) {
             return Err(ErrorObject::new(
                 ErrorCode::LEGACY_RESOURCE_NOT_FOUND,
                 "Resource not found",

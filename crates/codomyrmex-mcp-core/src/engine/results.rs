@@ -3,7 +3,7 @@
 //!
 //! A 2026-07-28 result's constant members (`_meta` with the server's identity, and
 //! `resultType`) are encoded once per engine and spliced into each result as it is encoded
-//! ([`Engine::respond`]); a tool's result goes from its typed parts ([`ToolResult`]) straight
+//! ([`Results::respond`]); a tool's result goes from its typed parts ([`ToolResult`]) straight
 //! to bytes in the transport's buffer, capped by a per-string bound of its length, or, near
 //! the limit, by its encoding's length, counted (the encoder writing into a
 //! [`Counter`](crate::wire::encode::Counter)), never held. It is not the encoder (`wire`).
@@ -14,17 +14,45 @@ use super::*;
 use crate::registry::{RegisteredTool, ToolOutput};
 use crate::schema::McpErrorDetail;
 use crate::wire::encoded::{COMPLETE, ToolResult, write_object_with};
-use crate::wire::{EncodedResult, Era, ErrorObject, OutgoingMessage, RequestId};
+use crate::wire::{ContentBlock, EncodedResult, Era, ErrorObject, OutgoingMessage, RequestId};
 
 /// The `_meta` object every 2026-07-28 result carries (the server's identity), encoded: made
 /// once per engine, from what the engine never changes.
-pub(super) fn modern_meta(server_info_meta: &Value) -> Arc<[u8]> {
+fn modern_meta(server_info_meta: &Value) -> Arc<[u8]> {
     let mut meta = Map::new();
     meta.insert(META_SERVER_INFO.into(), server_info_meta.clone());
     EncodedResult::of(&Value::Object(meta)).to_vec().into()
 }
 
-impl Engine {
+/// How results are shaped and capped: what every result of an era carries, and the bounds
+/// and cache hints of the configuration. Made once per engine, never changed.
+pub(super) struct Results {
+    /// `{"name", "version"}` of the server, as every modern result's `_meta` carries it.
+    server_info_meta: Value,
+    /// The `_meta` object of every modern result (`server_info_meta` under its key),
+    /// encoded once.
+    modern_meta: Arc<[u8]>,
+    /// `max_result_size`: the longest encoding of a result sent.
+    max_result_size: usize,
+    /// `ttlMs` of cacheable (list) results.
+    list_ttl: std::time::Duration,
+    /// `cacheScope` of cacheable (list) results.
+    cache_scope: &'static str,
+}
+
+impl Results {
+    /// The shaping `config` calls for, for a server named as `server_info` says.
+    pub(super) fn new(config: &McpServerConfig, server_info: &Implementation) -> Self {
+        let server_info_meta = json!({"name": server_info.name, "version": server_info.version});
+        Self {
+            modern_meta: modern_meta(&server_info_meta),
+            server_info_meta,
+            max_result_size: config.max_result_size,
+            list_ttl: config.list_ttl,
+            cache_scope: config.cache_scope.as_str(),
+        }
+    }
+
     /// The response to request `id`: its result, finished for the era, or its error. A
     /// 2026-07-28 result is encoded here, with the era's constant members spliced in.
     pub(super) fn respond(
@@ -74,7 +102,7 @@ impl Engine {
             let len = EncodedResult::of(&result).encoded_len().unwrap_or_default();
             return (EncodedResult::of(&self.finish_result(result, scope)), len);
         }
-        let meta: &[u8] = &self.shared.modern_meta;
+        let meta: &[u8] = &self.modern_meta;
         let mut out = Vec::with_capacity(128 + meta.len());
         let extra = if obj.contains_key("resultType") {
             write_object_with(&mut out, obj, &[("_meta", meta)])
@@ -93,7 +121,7 @@ impl Engine {
         result: Value,
         scope: &RequestScope,
     ) -> OutgoingMessage {
-        let limit = self.shared.config.max_result_size;
+        let limit = self.max_result_size;
         let (encoded, len) = self.encode_finished_measured(result, scope);
         if len <= limit {
             return OutgoingMessage::Encoded {
@@ -122,10 +150,7 @@ impl Engine {
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(meta) = meta {
-                meta.insert(
-                    META_SERVER_INFO.into(),
-                    self.shared.server_info_meta.clone(),
-                );
+                meta.insert(META_SERVER_INFO.into(), self.server_info_meta.clone());
             }
         }
         Value::Object(obj)
@@ -142,13 +167,8 @@ impl Engine {
         output: ToolOutput,
         scope: &RequestScope,
     ) -> OutgoingMessage {
-        let result = self.cap(
-            tool,
-            name,
-            self.call_tool_result(tool, output, scope),
-            scope,
-        );
-        let meta = (scope.era == Era::Modern).then(|| self.shared.modern_meta.clone());
+        let result = self.cap(tool, name, self.tool_result(tool, output));
+        let meta = (scope.era == Era::Modern).then(|| self.modern_meta.clone());
         OutgoingMessage::Encoded {
             id,
             result: EncodedResult::tool(result, meta),
@@ -164,13 +184,8 @@ impl Engine {
         output: ToolOutput,
         scope: &RequestScope,
     ) -> (ToolResult, Vec<u8>) {
-        let result = self.cap(
-            tool,
-            name,
-            self.call_tool_result(tool, output, scope),
-            scope,
-        );
-        let meta = (scope.era == Era::Modern).then_some(&*self.shared.modern_meta);
+        let result = self.cap(tool, name, self.tool_result(tool, output));
+        let meta = (scope.era == Era::Modern).then_some(&*self.modern_meta);
         let mut out = Vec::with_capacity(result.len_hint(meta));
         result.write(&mut out, meta);
         (result, out)
@@ -181,14 +196,8 @@ impl Engine {
     /// encoding (each string at six bytes a byte, counted per string, not per byte) is within
     /// the limit, nothing is measured; otherwise the encoding is counted, never held, and the
     /// count stops soon after it passes the limit.
-    fn cap(
-        &self,
-        tool: &RegisteredTool,
-        name: &str,
-        result: ToolResult,
-        scope: &RequestScope,
-    ) -> ToolResult {
-        let limit = self.shared.config.max_result_size;
+    fn cap(&self, tool: &RegisteredTool, name: &str, result: ToolResult) -> ToolResult {
+        let limit = self.max_result_size;
         if result.len_bound() <= limit || result.len_within(limit).is_some() {
             return result;
         }
@@ -204,17 +213,14 @@ impl Engine {
             "max_result_size".to_owned(),
             json!(limit),
         )]));
-        self.call_tool_result(tool, ToolOutput::failure(detail), scope)
+        self.tool_result(tool, ToolOutput::failure(detail))
     }
 
     pub(super) fn cacheable(&self, mut obj: Map<String, Value>, scope: &RequestScope) -> Value {
         if scope.era == Era::Modern {
-            let ttl = u64::try_from(self.shared.config.list_ttl.as_millis()).unwrap_or(u64::MAX);
+            let ttl = u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX);
             obj.insert("ttlMs".into(), json!(ttl));
-            obj.insert(
-                "cacheScope".into(),
-                json!(self.shared.config.cache_scope.as_str()),
-            );
+            obj.insert("cacheScope".into(), json!(self.cache_scope));
         }
         Value::Object(obj)
     }
@@ -232,6 +238,58 @@ impl Engine {
             obj.insert("nextCursor".into(), json!(encode_cursor(&next)));
         }
         self.cacheable(obj, scope)
+    }
+
+    /// Maps a tool's output onto `CallToolResult`.
+    pub(super) fn tool_result(&self, tool: &RegisteredTool, output: ToolOutput) -> ToolResult {
+        let ToolOutput { result, content } = output;
+        if result.is_failure() {
+            let detail = result.error().cloned().unwrap_or_else(|| {
+                McpErrorDetail::new("InternalError", "the tool failed without detail")
+            });
+            let mut text = format!("{}: {}", detail.error_type, detail.error_message);
+            if let Some(details) = &detail.error_details
+                && let Ok(d) = serde_json::to_string(details)
+            {
+                text.push_str("\nDetails: ");
+                text.push_str(&d);
+            }
+            // A failure whose content the handler wrote itself is sent as written.
+            let written = content.is_some();
+            let content = content.unwrap_or_else(|| vec![ContentBlock::text(text)]);
+            let structured = if tool.definition.output_schema.is_none() && !written {
+                serde_json::to_value(&detail).ok()
+            } else {
+                None
+            };
+            return ToolResult {
+                content,
+                structured,
+                is_error: true,
+            };
+        }
+        // Taken apart: the data moves into `structuredContent` rather than being copied.
+        let parts = result.into_parts();
+        let blocks = match content {
+            Some(blocks) => blocks,
+            None => {
+                let mut blocks = Vec::with_capacity(2);
+                if let Some(data) = &parts.data {
+                    blocks.push(ContentBlock::text(
+                        serde_json::to_string(data).unwrap_or_default(),
+                    ));
+                }
+                if let Some(explanation) = parts.explanation {
+                    blocks.push(ContentBlock::text(explanation));
+                }
+                blocks
+            }
+        };
+        ToolResult {
+            content: blocks,
+            structured: parts.data.map(Value::Object),
+            is_error: false,
+        }
     }
 }
 

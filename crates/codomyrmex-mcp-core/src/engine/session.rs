@@ -27,7 +27,7 @@ pub struct Session {
     calls: OwnedCalls,
     /// The session's own queue (issue #27 item 1): what it hears that belongs to no request
     /// (list changes, subscribed resource updates, log messages of no request), queued as
-    /// values by `Engine::handle_event` and taken by the transport with
+    /// values by `Listeners::handle_event` and taken by the transport with
     /// [`poll_transmit`](Session::poll_transmit) for the session's own stream.
     transmit: Outbound,
     gate: Arc<Gate>,
@@ -260,7 +260,8 @@ impl Session {
             .count()
     }
 
-    #[doc(hidden)]
+    /// Who the session's client authenticated as (see [`with_principal`](Self::with_principal)),
+    /// if anyone: what authorization and `requestState` binding use.
     pub fn principal(&self) -> Option<Principal> {
         self.principal.clone()
     }
@@ -283,8 +284,8 @@ impl Session {
             .map(|v| (v, s.client_capabilities.clone(), s.log_level))
     }
 
-    /// Whether the client declared any of `names` among its capabilities.
-    #[doc(hidden)]
+    /// Whether the client declared any of `names` among its capabilities (`initialize`'s
+    /// `capabilities`; `false` before it).
     pub fn has_any_client_capability(&self, names: &[&str]) -> bool {
         let state = lock(&self.state);
         names
@@ -292,7 +293,8 @@ impl Session {
             .any(|n| state.client_capabilities.get(n).is_some())
     }
 
-    #[doc(hidden)]
+    /// The minimum level of log messages that belong to no request, as the client set it
+    /// with `logging/setLevel` (2025-11-25 and earlier); `None` until it does.
     pub fn log_level(&self) -> Option<LoggingLevel> {
         lock(&self.state).log_level
     }
@@ -392,7 +394,7 @@ impl Session {
     }
 
     /// The next message for the session's own stream (stdio's output, HTTP's GET stream):
-    /// quinn's `poll_transmit`. What `Engine::handle_event` queued, in order, list changes
+    /// quinn's `poll_transmit`. What `Listeners::handle_event` queued, in order, list changes
     /// coalesced; `None` when nothing is queued.
     pub fn poll_transmit(&self) -> Option<OutgoingMessage> {
         self.transmit.poll_outbound()

@@ -39,21 +39,28 @@ impl Engine {
         let result = match method {
             METHOD_SKILLS_LIST => cursor(params).map(|after| {
                 let (items, next) = skills.page(after.as_deref(), self.shared.config.page_size);
-                let items = self.allowed_items(self.grant(session), "skills", items);
-                self.page_result("skills", items, next, scope)
+                let items = self.shared.access.allowed_items(
+                    self.shared.access.grant(session),
+                    "skills",
+                    items,
+                );
+                self.shared
+                    .results
+                    .page_result("skills", items, next, scope)
             }),
             METHOD_SKILLS_GET => match params.get("uri") {
-                Some(Value::String(uri)) => match skills
-                    .get(uri)
-                    .filter(|s| self.permits(session, crate::authz::Kind::Skill, s.name()))
-                {
+                Some(Value::String(uri)) => match skills.get(uri).filter(|s| {
+                    self.shared
+                        .access
+                        .permits(session, crate::authz::Kind::Skill, s.name())
+                }) {
                     Some(skill) => {
                         let mut obj = Map::new();
                         obj.insert(
                             "skill".into(),
                             serde_json::to_value(skill.entry()).unwrap_or(Value::Null),
                         );
-                        Ok(self.cacheable(obj, scope))
+                        Ok(self.shared.results.cacheable(obj, scope))
                     }
                     None => Err(ErrorObject::invalid_params(format!(
                         "No skill is served at {}",
@@ -67,7 +74,7 @@ impl Engine {
             },
             METHOD_DIRECTORY_READ if skills.directory_read() => {
                 match params.get("uri").and_then(Value::as_str) {
-                    Some(uri) if !self.permits_uri(session, uri) => {
+                    Some(uri) if !self.shared.access.permits_uri(session, uri) => {
                         Err(ErrorObject::invalid_params(format!(
                             "{} is not a directory resource",
                             shown(uri)
@@ -79,7 +86,7 @@ impl Engine {
             }
             _ => Err(ErrorObject::method_not_found(method)),
         };
-        Handled::Reply(self.respond(id, result, scope))
+        Handled::Reply(self.shared.results.respond(id, result, scope))
     }
 
     fn read_directory(&self, params: &Map<String, Value>) -> Result<Value, ErrorObject> {
@@ -124,8 +131,8 @@ impl Engine {
             "contents".into(),
             json!([serde_json::to_value(contents).unwrap_or(Value::Null)]),
         );
-        let result = self.cacheable(obj, scope);
-        Some(Handled::Reply(self.respond_capped(
+        let result = self.shared.results.cacheable(obj, scope);
+        Some(Handled::Reply(self.shared.results.respond_capped(
             id.clone(),
             result,
             scope,

@@ -778,10 +778,16 @@ fn requests_before_initialize_are_refused_but_ping_is_allowed() {
 fn tools_list_changed_goes_only_to_initialised_sessions() {
     run(async {
         let h = Harness::standard();
-        assert!(h.engine.tools_list_changed(&h.session).is_none());
+        assert!(
+            h.engine
+                .listeners()
+                .tools_list_changed(&h.session)
+                .is_none()
+        );
         h.init().await;
         let n = h
             .engine
+            .listeners()
             .tools_list_changed(&h.session)
             .expect("a notification");
         assert_eq!(

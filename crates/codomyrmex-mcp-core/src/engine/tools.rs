@@ -11,9 +11,7 @@ use super::policy::Failure;
 use super::*;
 use crate::context::MessageSink;
 use crate::registry::{RegisteredTool, ToolOutput};
-use crate::schema::McpErrorDetail;
-use crate::wire::encoded::ToolResult;
-use crate::wire::{ContentBlock, ErrorObject, RequestId};
+use crate::wire::{ErrorObject, RequestId};
 
 impl Engine {
     pub(super) fn call_tool(
@@ -41,12 +39,11 @@ impl Engine {
                 );
             }
         };
-        let Some(tool) = self
-            .shared
-            .registry
-            .lookup(&name)
-            .filter(|_| self.permits(session, crate::authz::Kind::Tool, &name))
-        else {
+        let Some(tool) = self.shared.registry.lookup(&name).filter(|_| {
+            self.shared
+                .access
+                .permits(session, crate::authz::Kind::Tool, &name)
+        }) else {
             let shown: String = name.chars().take(128).collect();
             return error(
                 &id,
@@ -75,7 +72,11 @@ impl Engine {
             Ok(t) => t,
             Err(refusal) => {
                 let output = ToolOutput::failure(invoke::tool_refusal(&name, refusal));
-                return Handled::Reply(self.tool_response(id, &tool, &name, output, &scope));
+                return Handled::Reply(
+                    self.shared
+                        .results
+                        .tool_response(id, &tool, &name, output, &scope),
+                );
             }
         };
         if let Some(plan) = task {
@@ -133,8 +134,11 @@ impl Engine {
         };
         Some(
             match self.round_outcome(now, "tools/call", name, round.as_ref()) {
-                Some(input_required) => self.respond(id, input_required, scope),
-                None => self.tool_response(id, tool, name, output, scope),
+                Some(input_required) => self.shared.results.respond(id, input_required, scope),
+                None => self
+                    .shared
+                    .results
+                    .tool_response(id, tool, name, output, scope),
             },
         )
     }
@@ -146,62 +150,5 @@ impl Engine {
             .timeout
             .or_else(|| self.shared.config.tool_timeouts.get(name).copied())
             .unwrap_or(self.shared.config.tool_timeout)
-    }
-
-    /// Maps a tool's output onto `CallToolResult`.
-    pub(super) fn call_tool_result(
-        &self,
-        tool: &RegisteredTool,
-        output: ToolOutput,
-        _scope: &RequestScope,
-    ) -> ToolResult {
-        let ToolOutput { result, content } = output;
-        if result.is_failure() {
-            let detail = result.error().cloned().unwrap_or_else(|| {
-                McpErrorDetail::new("InternalError", "the tool failed without detail")
-            });
-            let mut text = format!("{}: {}", detail.error_type, detail.error_message);
-            if let Some(details) = &detail.error_details
-                && let Ok(d) = serde_json::to_string(details)
-            {
-                text.push_str("\nDetails: ");
-                text.push_str(&d);
-            }
-            // A failure whose content the handler wrote itself is sent as written.
-            let written = content.is_some();
-            let content = content.unwrap_or_else(|| vec![ContentBlock::text(text)]);
-            let structured = if tool.definition.output_schema.is_none() && !written {
-                serde_json::to_value(&detail).ok()
-            } else {
-                None
-            };
-            return ToolResult {
-                content,
-                structured,
-                is_error: true,
-            };
-        }
-        // Taken apart: the data moves into `structuredContent` rather than being copied.
-        let parts = result.into_parts();
-        let blocks = match content {
-            Some(blocks) => blocks,
-            None => {
-                let mut blocks = Vec::with_capacity(2);
-                if let Some(data) = &parts.data {
-                    blocks.push(ContentBlock::text(
-                        serde_json::to_string(data).unwrap_or_default(),
-                    ));
-                }
-                if let Some(explanation) = parts.explanation {
-                    blocks.push(ContentBlock::text(explanation));
-                }
-                blocks
-            }
-        };
-        ToolResult {
-            content: blocks,
-            structured: parts.data.map(Value::Object),
-            is_error: false,
-        }
     }
 }

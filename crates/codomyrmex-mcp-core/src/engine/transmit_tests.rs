@@ -1,6 +1,6 @@
 //! A session's own queue (issue #27 items 1 and 2): what a session hears that belongs to no
 //! request (list changes, subscribed resource updates, log messages of no request) is
-//! queued as values by `Engine::handle_event(now, session, event)` and taken by the
+//! queued as values by `Listeners::handle_event(now, session, event)` and taken by the
 //! transport with `Session::poll_transmit`: in order, list changes and repeated resource
 //! updates coalesced, bounded, a list change never lost at the bound.
 
@@ -65,15 +65,25 @@ fn events_queue_in_the_sessions_own_queue_and_list_changes_coalesce() {
     run(async {
         let engine = engine();
         let fresh = engine.new_session();
-        assert!(!engine.handle_event(engine.now(), &fresh, &ServerEvent::ToolsListChanged));
+        assert!(!engine.listeners().handle_event(
+            engine.now(),
+            &fresh,
+            &ServerEvent::ToolsListChanged
+        ));
         assert!(fresh.poll_transmit().is_none());
 
         let session = initialised(&engine).await;
         let now = engine.now();
-        assert!(engine.handle_event(now, &session, &ServerEvent::ToolsListChanged));
-        assert!(engine.handle_event(now, &session, &log(1)));
         assert!(
-            engine.handle_event(now, &session, &ServerEvent::ToolsListChanged),
+            engine
+                .listeners()
+                .handle_event(now, &session, &ServerEvent::ToolsListChanged)
+        );
+        assert!(engine.listeners().handle_event(now, &session, &log(1)));
+        assert!(
+            engine
+                .listeners()
+                .handle_event(now, &session, &ServerEvent::ToolsListChanged),
             "coalesced into the queued one"
         );
         let below = ServerEvent::Log {
@@ -81,7 +91,7 @@ fn events_queue_in_the_sessions_own_queue_and_list_changes_coalesce() {
             params: json!({"level": "debug", "data": 0}),
         };
         assert!(
-            !engine.handle_event(now, &session, &below),
+            !engine.listeners().handle_event(now, &session, &below),
             "below the level"
         );
         assert_eq!(
@@ -91,7 +101,11 @@ fn events_queue_in_the_sessions_own_queue_and_list_changes_coalesce() {
                 ("notifications/message".to_owned(), json!(1)),
             ]
         );
-        assert!(engine.handle_event(now, &session, &ServerEvent::ToolsListChanged));
+        assert!(
+            engine
+                .listeners()
+                .handle_event(now, &session, &ServerEvent::ToolsListChanged)
+        );
         assert_eq!(taken(&session).len(), 1, "taken, then queued again");
     });
 }
@@ -105,14 +119,24 @@ fn the_sessions_queue_is_bounded_and_keeps_list_changes() {
         let session = initialised(&engine).await;
         let now = engine.now();
         for n in 0..MAX_QUEUED {
-            assert!(engine.handle_event(now, &session, &log(n)));
+            assert!(engine.listeners().handle_event(now, &session, &log(n)));
         }
         assert!(
-            !engine.handle_event(now, &session, &log(MAX_QUEUED)),
+            !engine
+                .listeners()
+                .handle_event(now, &session, &log(MAX_QUEUED)),
             "dropped"
         );
-        assert!(engine.handle_event(now, &session, &ServerEvent::ToolsListChanged));
-        assert!(engine.handle_event(now, &session, &ServerEvent::ToolsListChanged));
+        assert!(
+            engine
+                .listeners()
+                .handle_event(now, &session, &ServerEvent::ToolsListChanged)
+        );
+        assert!(
+            engine
+                .listeners()
+                .handle_event(now, &session, &ServerEvent::ToolsListChanged)
+        );
         let all = taken(&session);
         assert_eq!(all.len(), MAX_QUEUED + 1);
         assert_eq!(all[MAX_QUEUED].0, "notifications/tools/list_changed");

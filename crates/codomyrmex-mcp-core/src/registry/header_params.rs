@@ -6,8 +6,8 @@ use serde_json::Value;
 
 /// A tool parameter that a client must mirror in an `Mcp-Param-{Name}` header (its schema
 /// property carries `x-mcp-header`), as plain data: the HTTP transport maps `name` to a
-/// header name itself. Worked out once, when the tool is registered.
-#[doc(hidden)]
+/// header name itself. Worked out once, when the tool is registered; read with
+/// [`McpToolRegistry::with_header_params`](super::McpToolRegistry::with_header_params).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderParam {
     /// The property path from the arguments object to the parameter.

@@ -752,16 +752,15 @@ impl McpToolRegistry {
         self.generation.get()
     }
 
-    /// Whether any tool registered so far has `Mcp-Param-*` parameters.
-    #[doc(hidden)]
+    /// Whether any tool registered so far has `Mcp-Param-*` parameters (see
+    /// [`HeaderParam`]): when none has, a transport need not look at a call's headers.
     pub fn has_header_params(&self) -> bool {
         self.header_params_seen
             .load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Runs `f` on the `x-mcp-header` parameters of tool `name`, if it exists (the HTTP
-    /// transport maps them onto header names).
-    #[doc(hidden)]
+    /// transport maps them onto header names). `None` for an unknown tool.
     pub fn with_header_params<R>(
         &self,
         name: &str,

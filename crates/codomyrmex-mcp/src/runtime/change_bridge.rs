@@ -1,8 +1,8 @@
 //! The driver's change bridge: an engine's own list changes and resource updates go out on a
 //! [`ChangeBus`], and what other instances publish there is announced to the engine's
-//! listeners ([`Engine::announce`]), on two tokio tasks per engine.
+//! listeners ([`Listeners::announce`](codomyrmex_mcp_core::engine::Listeners::announce)), on two tokio tasks per engine.
 //!
-//! It publishes [`Engine::local_events`] only, so a change heard from the bus is never
+//! It publishes [`Listeners::local_events`](codomyrmex_mcp_core::engine::Listeners::local_events) only, so a change heard from the bus is never
 //! published again (no echo between instances), and skips what this instance published
 //! itself. When the bus connection is lost, the bridge subscribes again after a second;
 //! changes published meanwhile are not replayed (see [`codomyrmex_mcp_core::change_bus`]).
@@ -36,7 +36,7 @@ pub fn spawn_change_bridge(
     let instance: Arc<str> = Arc::from(instance.into());
     let outgoing = {
         let (bus, instance) = (bus.clone(), instance.clone());
-        let mut local = engine.local_events();
+        let mut local = engine.listeners().local_events();
         tokio::spawn(async move {
             while let Some(event) = local.next().await {
                 if let Err(e) = bus.publish(&instance, &event).await {
@@ -53,7 +53,7 @@ pub fn spawn_change_bridge(
                     Ok(mut feed) => {
                         while let Some((origin, event)) = feed.next().await {
                             if *origin != *instance {
-                                engine.announce(event);
+                                engine.listeners().announce(event);
                             }
                         }
                         tracing::warn!("the change bus subscription ended; subscribing again");
@@ -93,9 +93,9 @@ mod tests {
         let bus = Arc::new(MemoryChangeBus::new());
         let (a, a_tools, a_resources) = engine();
         let (b, _, _) = engine();
-        let mut heard_on_b = b.events();
-        let mut own_of_b = b.local_events();
-        let mut heard_on_a = a.events();
+        let mut heard_on_b = b.listeners().events();
+        let mut own_of_b = b.listeners().local_events();
+        let mut heard_on_a = a.listeners().events();
         let _bridge_a = super::spawn_change_bridge(&a, bus.clone(), "a");
         let _bridge_b = super::spawn_change_bridge(&b, bus.clone(), "b");
         // Let both bridges subscribe before anything is published.

@@ -188,16 +188,20 @@ where
     // Tell a legacy session about list changes and subscribed resource updates: the engine
     // queues them in the session's own queue (every event ready now, so a burst of list
     // changes is one notice), and this writes what `poll_transmit` gives.
-    let mut events = engine.events();
+    let mut events = engine.listeners().events();
     let watcher = {
         let engine = engine.clone();
         let session = session.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
             while let Some(event) = events.next().await {
-                engine.handle_event(engine.now(), &session, &event);
+                engine
+                    .listeners()
+                    .handle_event(engine.now(), &session, &event);
                 while let Some(Some(event)) = events.next().now_or_never() {
-                    engine.handle_event(engine.now(), &session, &event);
+                    engine
+                        .listeners()
+                        .handle_event(engine.now(), &session, &event);
                 }
                 while let Some(n) = session.poll_transmit() {
                     if tx.send(n).await.is_err() {

@@ -435,7 +435,11 @@ impl Engine {
         job.detached = true;
         let mut task = job.entry.json(&self.shared.tasks.config, false);
         task.insert("resultType".into(), json!("task"));
-        Some(self.respond(job.id.clone(), Ok(Value::Object(task)), &job.scope))
+        Some(
+            self.shared
+                .results
+                .respond(job.id.clone(), Ok(Value::Object(task)), &job.scope),
+        )
     }
 
     /// How a task's work ended (at `now`): recorded in the task once its answer went out,
@@ -481,8 +485,11 @@ impl Engine {
         });
         Some(
             match self.round_outcome(now, "tools/call", &name, round.as_ref()) {
-                Some(input_required) => self.respond(id, input_required, &scope),
-                None => self.tool_response(id, &tool, &name, output, &scope),
+                Some(input_required) => self.shared.results.respond(id, input_required, &scope),
+                None => self
+                    .shared
+                    .results
+                    .tool_response(id, &tool, &name, output, &scope),
             },
         )
     }
@@ -501,13 +508,16 @@ impl Engine {
         match outcome {
             Some(Some(output)) => {
                 // Encoded once for the cap and the size kept; the record holds the value.
-                let (result, encoded) = self.capped_tool_result(tool, name, output, scope);
+                let (result, encoded) = self
+                    .shared
+                    .results
+                    .capped_tool_result(tool, name, output, scope);
                 let bytes = encoded.len();
                 drop(encoded);
                 let result = result.into_value();
                 let is_error = result.get("isError") == Some(&Value::Bool(true));
                 let message = is_error.then(|| failure_message(&result));
-                let value = self.finish_result(result, scope);
+                let value = self.shared.results.finish_result(result, scope);
                 if entry.finish(Outcome::Result { value, is_error }, message) {
                     self.shared.tasks.retain(entry, bytes);
                 }

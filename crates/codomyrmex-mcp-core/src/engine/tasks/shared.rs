@@ -1,5 +1,5 @@
 //! Tasks through the [`TaskStore`]: a live task as a [`TaskRecord`], records as the wire shapes
-//! of both eras, the `tasks/*` methods of both eras, and [`TaskSync`], the driver's handle for
+//! of both eras (the `tasks/*` methods that read them are `methods.rs`'s), and [`TaskSync`], the driver's handle for
 //! writing and renewing this instance's records in a shared store.
 //!
 //! One path: every `tasks/*` reads its task's record through the store, the engine's own
@@ -16,17 +16,14 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures_util::FutureExt as _;
 use serde_json::{Map, Value, json};
 
 use super::store::TaskStore as LiveTasks;
 use super::*;
-use crate::engine::jobs::{Continuation, output};
+use crate::engine::jobs::Continuation;
 use crate::engine::session::InFlight;
-use crate::engine::session::Session;
-use crate::engine::{Engine, Handled, RequestScope, error};
+use crate::engine::{Engine, Handled, RequestScope};
 use crate::invocation::{Failure, Wait};
-use crate::platform::Timestamp;
 use crate::sync::Changes;
 use crate::task_store::{
     Renewal, TaskEra, TaskOutcome, TaskRecord, TaskStatus, TaskStore, TaskStoreError,
@@ -52,7 +49,7 @@ pub(super) fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-fn from_ms(ms: u64) -> SystemTime {
+pub(super) fn from_ms(ms: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms)
 }
 
@@ -191,7 +188,12 @@ pub(super) fn final_of(r: &TaskRecord) -> Option<Result<Value, ErrorObject>> {
 }
 
 /// Whether `session`, in `era`, may see the task of `record`.
-fn admits(r: &TaskRecord, era: Era, principal: &Option<String>, key: Option<&str>) -> bool {
+pub(super) fn admits(
+    r: &TaskRecord,
+    era: Era,
+    principal: &Option<String>,
+    key: Option<&str>,
+) -> bool {
     match r.era {
         TaskEra::Modern => era == Era::Modern && r.principal == *principal,
         TaskEra::Legacy => {
@@ -205,14 +207,14 @@ fn admits(r: &TaskRecord, era: Era, principal: &Option<String>, key: Option<&str
     }
 }
 
-fn not_found() -> ErrorObject {
+pub(super) fn not_found() -> ErrorObject {
     ErrorObject::invalid_params("Failed to retrieve task: Task not found")
 }
 
 /// `work`, a read of the shared store, as a [`Wait`] the driver bounds by `deadline`: a
 /// store that hangs or panics costs only this request, which is answered "unavailable". Its
 /// outcome comes back to [`Engine::complete`] with `job`.
-fn store_wait<T: Send + 'static>(
+pub(super) fn store_wait<T: Send + 'static>(
     engine: &Engine,
     job: StoreRead,
     deadline: Duration,
@@ -251,49 +253,8 @@ pub(in crate::engine) enum StoreRead {
     },
 }
 
-impl Engine {
-    /// The answer to a `tasks/*` request whose store read ended at `now` with `outcome`.
-    pub(in crate::engine) fn finish_store_read(
-        &self,
-        now: Timestamp,
-        job: StoreRead,
-        outcome: crate::invocation::Outcome,
-    ) -> Option<OutgoingMessage> {
-        let (id, failure) =
-            match job {
-                StoreRead::Modern { id, scope } => match output(outcome) {
-                    Ok(result) => return Some(self.respond(id, result, &scope)),
-                    Err(failure) => (id, failure),
-                },
-                StoreRead::Legacy { id, guard } => {
-                    drop(guard);
-                    match output(outcome) {
-                        Ok(answer) => return answer,
-                        Err(failure) => (id, failure),
-                    }
-                }
-                StoreRead::List {
-                    id,
-                    session,
-                    key,
-                    principal,
-                    after,
-                    size,
-                } => match output(outcome) {
-                    Ok(stored) => {
-                        return Some(self.task_list_page(
-                            now, id, session, &key, &principal, after, size, stored,
-                        ));
-                    }
-                    Err(failure) => (id, failure),
-                },
-            };
-        store_failed(id, failure?)
-    }
-}
-
 /// The answer to request `id` when its read of the task store overran or panicked.
-fn store_failed(id: RequestId, failure: Failure) -> Option<OutgoingMessage> {
+pub(super) fn store_failed(id: RequestId, failure: Failure) -> Option<OutgoingMessage> {
     let error = match failure {
         Failure::TimedOut(d) => {
             tracing::warn!(deadline_ms = ms(d), "the task store did not answer in time");
@@ -319,7 +280,7 @@ fn store_failed(id: RequestId, failure: Failure) -> Option<OutgoingMessage> {
     })
 }
 
-fn unavailable(e: &TaskStoreError) -> ErrorObject {
+pub(super) fn unavailable(e: &TaskStoreError) -> ErrorObject {
     tracing::warn!(error = %e, "the task store failed");
     ErrorObject::new(
         crate::wire::ErrorCode::UNAVAILABLE,
@@ -332,7 +293,7 @@ impl LiveTasks {
     /// driver makes later, writes the record now, so the read sees what this instance knows
     /// (a refused write means the task ended elsewhere: its work stops). The default
     /// in-memory store is written at every change already.
-    async fn write_ahead(
+    pub(super) async fn write_ahead(
         &self,
         store: &Arc<dyn TaskStore>,
         entry: &TaskEntry,
@@ -368,371 +329,6 @@ impl LiveTasks {
             shared: self.shared.clone()?,
             tasks: self.clone(),
         })
-    }
-}
-
-impl Engine {
-    fn wall_ms(&self) -> u64 {
-        wall_ms(self.shared.platform.time.wall())
-    }
-
-    /// The driver's handle on this engine's tasks in a shared [`TaskStore`]; `None` when the
-    /// engine keeps its tasks to itself (no store configured).
-    pub fn task_sync(&self) -> Option<TaskSync> {
-        self.shared.tasks.sync()
-    }
-
-    /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
-    /// extension (`tasks/result` and `tasks/list` do not exist there), of a task this instance
-    /// runs or, with a shared store, another one does. One path for both: the record is read
-    /// through the [`TaskStore`] in a [`Wait`]; what acts on the work (delivering answers,
-    /// stopping it) goes to the live task when this instance runs it, else through the store.
-    pub(super) fn modern_tasks(
-        &self,
-        session: &Arc<Session>,
-        id: RequestId,
-        method: &str,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-    ) -> Handled {
-        if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
-            return error(&id, ErrorObject::method_not_found(method));
-        }
-        if !declares_extension(&scope.client_capabilities) {
-            return error(
-                &id,
-                missing_extension(&format!("{method} needs the {TASKS_EXTENSION} extension")),
-            );
-        }
-        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
-            return error(&id, ErrorObject::invalid_params("taskId must be a string"));
-        };
-        let task_id = task_id.to_owned();
-        // Checked once the task is found, as an unknown task is the first thing to hear of.
-        let mut update = Map::new();
-        if let Some(r) = params.get("inputResponses") {
-            update.insert("inputResponses".into(), r.clone());
-        }
-        let tasks = self.shared.tasks.clone();
-        let store = tasks.records();
-        let live = tasks
-            .get_at(&task_id, scope.now.mono)
-            .filter(|t| t.owner.admits(Era::Modern, session));
-        let principal = session.principal().map(|p| p.subject);
-        let method = method.to_owned();
-        let deadline = self.store_deadline();
-        let now = wall_ms(scope.now.wall);
-        let job = StoreRead::Modern {
-            id,
-            scope: scope.clone(),
-        };
-        store_wait(self, job, deadline, async move {
-            let result: Result<Value, ErrorObject> = async {
-                if let Some(entry) = &live {
-                    tasks.write_ahead(&store, entry).await?;
-                }
-                let record = store
-                    .get(&task_id, now)
-                    .await
-                    .map_err(|e| unavailable(&e))?
-                    .filter(|r| admits(r, Era::Modern, &principal, None))
-                    .ok_or_else(not_found)?;
-                Ok(match method.as_str() {
-                    "tasks/get" => Value::Object(render(&record, true)),
-                    "tasks/update" => {
-                        let responses = super::methods::input_responses(&update)?;
-                        match &live {
-                            Some(entry) => {
-                                entry.update(responses);
-                            }
-                            None => {
-                                store
-                                    .deliver(&task_id, responses.clone())
-                                    .await
-                                    .map_err(|e| unavailable(&e))?;
-                            }
-                        }
-                        json!({})
-                    }
-                    // Idempotent: cancelling a finished task is acknowledged too.
-                    _ => {
-                        match &live {
-                            Some(entry) => {
-                                let _ = entry.cancel();
-                            }
-                            None => {
-                                store
-                                    .cancel(&task_id, now)
-                                    .await
-                                    .map_err(|e| unavailable(&e))?;
-                            }
-                        }
-                        json!({})
-                    }
-                })
-            }
-            .await;
-            result
-        })
-    }
-
-    /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task this
-    /// instance runs or, with a shared store, another one does. One path for both, as for
-    /// [`modern_tasks`](Self::modern_tasks): the record is read through the [`TaskStore`] in a
-    /// [`Wait`]. `tasks/result` waits for the record to end; while it waits, a task this
-    /// instance runs relays its server-to-client requests to this request's stream (those of
-    /// a task another instance runs stay with the owner's stream).
-    pub(super) fn legacy_tasks(
-        &self,
-        session: &Arc<Session>,
-        id: RequestId,
-        method: &str,
-        params: &Map<String, Value>,
-        scope: &RequestScope,
-        sink: &Arc<dyn MessageSink>,
-    ) -> Handled {
-        let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
-            return error(&id, ErrorObject::invalid_params("taskId must be a string"));
-        };
-        let task_id = task_id.to_owned();
-        let tasks = self.shared.tasks.clone();
-        let store = tasks.records();
-        let live = tasks
-            .get_at(&task_id, scope.now.mono)
-            .filter(|t| t.owner.admits(Era::Legacy, session));
-        let key = tasks.session_key(session);
-        let (guard, relay) = if method == "tasks/result" {
-            match session.begin_request(id.clone()) {
-                Ok(guard) => (Some(guard), Some(sink.clone())),
-                Err(refused) => return error(&id, refused.error()),
-            }
-        } else {
-            (None, None)
-        };
-        let principal = session.principal().map(|p| p.subject);
-        // The injected clock, read for each store read after a wait.
-        let time = self.shared.platform.time.clone();
-        let wall = move || wall_ms(time.wall());
-        // `tasks/result` waits for the task to end, which it does within the longest TTL;
-        // each read within the lease.
-        let deadline = if method == "tasks/result" {
-            self.shared.tasks.config.ttl + self.store_deadline()
-        } else {
-            self.store_deadline()
-        };
-        let method = method.to_owned();
-        let cancel = guard.as_ref().map(|g| g.token());
-        let job = StoreRead::Legacy {
-            id: id.clone(),
-            guard,
-        };
-        store_wait(self, job, deadline, async move {
-            let _relay = live.as_ref().zip(relay).map(|(t, s)| t.relay.attach(s));
-            let result = async {
-                let (store, task_id, principal, live) = (&store, &task_id, &principal, &live);
-                let key = &key;
-                let tasks = &tasks;
-                let read = |now| async move {
-                    if let Some(entry) = live {
-                        tasks.write_ahead(store, entry).await?;
-                    }
-                    store
-                        .get(task_id, now)
-                        .await
-                        .map_err(|e| unavailable(&e))?
-                        .filter(|r| admits(r, Era::Legacy, principal, key.as_deref()))
-                        .ok_or_else(not_found)
-                };
-                let mut changes = live.as_ref().map(|t| t.changed.subscribe());
-                let mut record = read(wall()).await?;
-                match method.as_str() {
-                    "tasks/get" => Ok(Value::Object(render(&record, false))),
-                    "tasks/cancel" => {
-                        if record.status.is_terminal() {
-                            return Err(ErrorObject::invalid_params(format!(
-                                "Cannot cancel task: already in terminal status '{}'",
-                                record.status.as_str()
-                            )));
-                        }
-                        let after = match live {
-                            Some(entry) => {
-                                let _ = entry.cancel();
-                                read(wall()).await?
-                            }
-                            None => store
-                                .cancel(task_id, wall())
-                                .await
-                                .map_err(|e| unavailable(&e))?
-                                .ok_or_else(not_found)?,
-                        };
-                        Ok(Value::Object(render(&after, false)))
-                    }
-                    _ => loop {
-                        if let Some(outcome) = final_of(&record) {
-                            break outcome;
-                        }
-                        // Woken by the store, or by the live task (whose shared record the
-                        // driver writes later).
-                        let changed = store.changed(task_id, record.updated_at);
-                        let live_changed = async {
-                            match changes.as_mut() {
-                                Some(c) => {
-                                    let _ = c.changed().await;
-                                }
-                                None => std::future::pending().await,
-                            }
-                        };
-                        let cancelled = async {
-                            match &cancel {
-                                Some(c) => c.cancelled().await,
-                                None => std::future::pending().await,
-                            }
-                        };
-                        futures_util::select_biased! {
-                            () = cancelled.fuse() => return Err(ErrorObject::internal("cancelled")),
-                            r = changed.fuse() => r.map_err(|e| unavailable(&e))?,
-                            () = live_changed.fuse() => {}
-                        }
-                        record = read(wall()).await?;
-                    },
-                }
-            }
-            .await;
-            if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
-                return None;
-            }
-            Some(match result {
-                Ok(result) => OutgoingMessage::Response { id, result },
-                Err(error) => OutgoingMessage::Error {
-                    id: Some(id),
-                    error,
-                },
-            })
-        })
-    }
-
-    /// 2025-11-25 `tasks/list`: the store's records of the session (which other instances
-    /// may serve too), with this instance's own tasks as it holds them now, by creation time
-    /// then order of creation on their owner. The cursor is the last task's `createdAt`
-    /// milliseconds, `seq` and id.
-    pub(super) fn legacy_list(
-        &self,
-        session: &Arc<Session>,
-        id: RequestId,
-        params: &Map<String, Value>,
-    ) -> Handled {
-        // `None` only without entropy, when no task was created either.
-        let key = self.shared.tasks.session_key(session).unwrap_or_default();
-        let store = self.shared.tasks.records();
-        let after = match params.get("cursor") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(c)) => {
-                match crate::engine::decode_cursor(c).and_then(|c| {
-                    let mut parts = c.splitn(3, ':');
-                    let ms = parts.next()?.parse::<u64>().ok()?;
-                    let seq = parts.next()?.parse::<u64>().ok()?;
-                    Some((ms, seq, parts.next()?.to_owned()))
-                }) {
-                    Some(a) => Some(a),
-                    None => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
-                }
-            }
-            Some(_) => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
-        };
-        let size = self.shared.config.page_size.max(1);
-        let now = self.wall_ms();
-        let job = StoreRead::List {
-            id,
-            session: session.serial(),
-            key: key.clone(),
-            principal: session.principal().map(|p| p.subject),
-            after,
-            size,
-        };
-        store_wait(self, job, self.store_deadline(), async move {
-            store.list(&key, now).await
-        })
-    }
-
-    /// A `tasks/list` page, once the store answered with `stored` (at `now`): the session's
-    /// records, with this instance's own tasks as it holds them then.
-    #[allow(clippy::too_many_arguments)]
-    fn task_list_page(
-        &self,
-        now: Timestamp,
-        id: RequestId,
-        session: u64,
-        key: &str,
-        principal: &Option<String>,
-        after: Option<(u64, u64, String)>,
-        size: usize,
-        stored: Result<Vec<TaskRecord>, TaskStoreError>,
-    ) -> OutgoingMessage {
-        let stored = match stored {
-            Ok(r) => r,
-            Err(e) => {
-                return OutgoingMessage::Error {
-                    id: Some(id),
-                    error: unavailable(&e),
-                };
-            }
-        };
-        let tasks = &self.shared.tasks;
-        let poll = tasks.config.poll_interval;
-        let mut records: Vec<TaskRecord> = stored
-            .into_iter()
-            .filter(|r| admits(r, Era::Legacy, principal, Some(key)))
-            .map(|r| match tasks.get(&r.id) {
-                Some(local) => local.record("", poll, 0),
-                None => r,
-            })
-            .collect();
-        // After the store answered: the local tasks as they are then.
-        for local in tasks.list(session, principal, now.mono) {
-            if !records.iter().any(|r| r.id == local.id) {
-                records.push(local.record("", poll, 0));
-            }
-        }
-        let order = |r: &TaskRecord| (r.created_at, r.seq, r.id.clone());
-        records.sort_by_key(order);
-        let mut rest = records
-            .into_iter()
-            .filter(|r| after.as_ref().is_none_or(|a| order(r) > *a));
-        let page: Vec<TaskRecord> = rest.by_ref().take(size).collect();
-        let mut obj = Map::new();
-        obj.insert(
-            "tasks".into(),
-            Value::Array(
-                page.iter()
-                    .map(|r| Value::Object(render(r, false)))
-                    .collect(),
-            ),
-        );
-        if rest.next().is_some()
-            && let Some(last) = page.last()
-        {
-            obj.insert(
-                "nextCursor".into(),
-                json!(crate::engine::encode_cursor(&format!(
-                    "{}:{}:{}",
-                    last.created_at, last.seq, last.id
-                ))),
-            );
-        }
-        OutgoingMessage::Response {
-            id,
-            result: Value::Object(obj),
-        }
-    }
-
-    /// How long one read of the shared store may take: its lease (a record read later than
-    /// that may already be stale).
-    fn store_deadline(&self) -> Duration {
-        self.shared
-            .tasks
-            .shared
-            .as_ref()
-            .map_or(Duration::from_secs(10), |s| s.lease)
     }
 }
 

@@ -464,7 +464,7 @@ fn spawn_housekeeping(state: &AppState) {
     let sessions = Arc::downgrade(&state.sessions);
     let period = (state.config.session_idle_timeout / 4)
         .clamp(Duration::from_millis(50), Duration::from_secs(30));
-    let mut events = state.engine.events();
+    let mut events = state.engine.listeners().events();
     let engine = state.engine.clone();
     let metrics = state.metrics.clone();
     handle.spawn(async move {
@@ -486,7 +486,7 @@ fn spawn_housekeeping(state: &AppState) {
                     // stream gets what `poll_transmit` gives.
                     let now = engine.now();
                     for http in s.all().into_iter().filter(|h| h.notifies()) {
-                        engine.handle_event(now, &http.session, &event);
+                        engine.listeners().handle_event(now, &http.session, &event);
                         while let Some(n) = http.session.poll_transmit() {
                             http.standalone_sink.send(n);
                         }
