@@ -1,10 +1,10 @@
 //! `client`: connect to any MCP server over stdio or Streamable HTTP, through the library's
 //! [`McpClient`], and list, call, read, prompt, complete or listen to what it offers.
 //!
-//! Exit status (documented in `client --help` and the README): 0 success; 1 the tool
-//! reported an error; 2 usage; 3 a JSON-RPC error from the server; 4 the server could not be
-//! started or reached, or the connection failed; 5 no answer within `--timeout`; 6 an era or
-//! answer this client does not speak.
+//! Exit status (documented in `client --help` and the guide's docs/client.md): 0 success; 1
+//! the tool reported an error; 2 usage; 3 a JSON-RPC error from the server; 4 the server could
+//! not be started or reached, or the connection failed; 5 no answer within `--timeout`; 6 an
+//! era or answer this client does not speak.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;

@@ -41,6 +41,11 @@ fn blocks() -> Vec<Block> {
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
     pages.sort();
+    blocks_of(pages)
+}
+
+/// The fenced blocks of `pages`, in order.
+fn blocks_of(pages: Vec<PathBuf>) -> Vec<Block> {
     let mut out = Vec::new();
     for page in pages {
         let text = std::fs::read_to_string(&page).expect("a page is UTF-8");
@@ -331,8 +336,9 @@ fn every_sample_of_the_guide_is_read_by_what_it_claims_to_be() {
             lang if lang.starts_with("rust") => check_rust(block, &at),
             // Run by the Python package's tests/test_guide_samples.py.
             "python" => {}
-            // Configurations of other programs (nginx, Prometheus, Kubernetes) and a
-            // SKILL.md: shown, not ours to read.
+            // Configurations of other programs (nginx, Prometheus, Kubernetes): `nginx -t`
+            // and a YAML parser read them in the Python package's tests/test_guide_samples.py,
+            // as does the skill loader the SKILL.md.
             "nginx" | "yaml" | "markdown" => {}
             other => panic!("{at}: a block in `{other}`, which no test checks"),
         }
@@ -371,4 +377,85 @@ fn a_wrong_sample_is_caught() {
         std::panic::catch_unwind(|| check_command("cargo run --example no_such_example", "bad"))
             .is_err()
     );
+}
+
+/// The text between `// ANCHOR: NAME` and `// ANCHOR_END: NAME` of a file of the repository.
+fn anchored(file: &str, name: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let start = format!("// ANCHOR: {name}\n");
+    let end = format!("// ANCHOR_END: {name}\n");
+    let from = text
+        .find(&start)
+        .map(|at| at + start.len())
+        .unwrap_or_else(|| panic!("{file} has no `{start}`"));
+    let to = text[from..]
+        .find(&end)
+        .map(|at| from + at)
+        .unwrap_or_else(|| panic!("{file} has no `{end}`"));
+    text[from..to].trim_end().to_owned()
+}
+
+/// The README's samples, read as the guide's are (issue #29 item 1: every claim left in it
+/// is still tested): its commands parse with the binary's parser and name what exists, its
+/// `mcpServers` entry is a command line the binary accepts, its Rust block is the compiled
+/// `examples/readme.rs` (`cargo test` and `cargo clippy --all-targets` build it), and its
+/// Python block is run by the Python package's `tests/test_readme.py`.
+#[test]
+fn every_sample_of_the_readme_is_checked() {
+    let blocks = blocks_of(vec![repo().join("README.md")]);
+    let (mut rust, mut json, mut python, mut commands_seen) = (0, 0, 0, 0);
+    for block in &blocks {
+        let at = format!("README.md:{}", block.line);
+        match block.lang.as_str() {
+            "rust" => {
+                assert_eq!(
+                    block.text.trim_end(),
+                    anchored("crates/codomyrmex-mcp/examples/readme.rs", "all"),
+                    "{at}: the README's Rust sample is not examples/readme.rs"
+                );
+                rust += 1;
+            }
+            "json" => {
+                check_json(block, &at);
+                json += 1;
+            }
+            "sh" | "text" => {
+                for command in commands(&block.text, block.lang == "text") {
+                    check_command(&command, &at);
+                    commands_seen += 1;
+                }
+            }
+            "python" => python += 1,
+            other => panic!("{at}: a block in `{other}`, which no test checks"),
+        }
+    }
+    // The two commands, the binary's five and the wheel's install.
+    assert_eq!(
+        (rust, json, python, commands_seen),
+        (1, 1, 1, 8),
+        "the README's samples changed: check each is still tested"
+    );
+}
+
+/// The README's links into the repository (the guide's chapters above all) name files that
+/// exist; `scripts/check_book_links.py` checks the guide's own links in the built book.
+#[test]
+fn every_link_of_the_readme_names_a_file() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let mut seen = 0;
+    for (at, _) in readme.match_indices("](") {
+        let rest = &readme[at + 2..];
+        let Some(end) = rest.find(')') else { continue };
+        let target = &rest[..end];
+        if target.contains("://") {
+            continue;
+        }
+        let path = target.split('#').next().unwrap_or_default();
+        assert!(
+            repo().join(path).exists(),
+            "README.md links to {target}, which does not exist"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 15, "only {seen} links into the repository");
 }

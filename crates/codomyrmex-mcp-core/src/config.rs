@@ -267,7 +267,7 @@ impl McpServerConfig {
 mod tests {
     use super::*;
 
-    /// The README's table of server defaults.
+    /// The guide's table of server defaults (docs/transports.md, "Server defaults").
     #[test]
     fn defaults_are_the_readmes() {
         let c = McpServerConfig::default();

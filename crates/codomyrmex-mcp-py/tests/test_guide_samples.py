@@ -2,12 +2,16 @@
 
 Every ```python block of the guide is either an `{{#include}}` of a file another test runs,
 or is known here and run by a test below; a new block that no test runs fails
-`test_every_python_sample_is_run`. The Rust samples are compiled from the examples and the
+`test_every_python_sample_is_run`. The configurations of other programs are read by those
+programs: every ```nginx block by `nginx -t` (when nginx is installed; CI installs it) and
+every ```yaml block by a YAML parser. The Rust samples are compiled from the examples and the
 TOML, JSON and command-line samples are read by the binary's own loaders (the CLI's
 `guide_samples_tests`)."""
 
 import ast
+import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -157,3 +161,82 @@ def test_apps_sample(tmp_path):
 def test_a_broken_sample_fails(tmp_path, bad):
     with pytest.raises(AssertionError):
         run_python("from codomyrmex_mcp import MCPServer, MCPServerConfig\nserver = MCPServer(MCPServerConfig(name='x'))\n" + bad, tmp_path)
+
+
+def nginx_conf(sample, prefix):
+    """A whole nginx configuration around a guide's sample: its `upstream` blocks in `http`,
+    the rest (`location` blocks) in a `server`; logs and temporary files under `prefix`."""
+    upstreams, rest, chunk, depth = [], [], [], 0
+    for line in sample.splitlines():
+        chunk.append(line)
+        depth += line.split("#")[0].count("{") - line.split("#")[0].count("}")
+        if depth == 0 and line.strip():
+            text = "\n".join(chunk)
+            (upstreams if text.lstrip().startswith("upstream ") else rest).append(text)
+            chunk = []
+    assert depth == 0 and not "".join(chunk).strip(), "unbalanced braces"
+    temp = "\n".join(
+        f"    {kind}_temp_path {prefix}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    return (
+        f"pid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\nevents {{}}\nhttp {{\n"
+        f"    access_log off;\n{temp}\n"
+        + "\n".join(upstreams)
+        + "\n    server {\n        listen 127.0.0.1:8080;\n"
+        + "\n".join(rest)
+        + "\n    }\n}\n"
+    )
+
+
+def nginx():
+    """The nginx binary, if installed (.ci/prefetch.sh installs it for CI; it lives in
+    /usr/sbin, which may not be on the PATH)."""
+    return shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+
+
+def nginx_test(sample, tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(nginx_conf(sample, tmp_path), encoding="utf-8")
+    return subprocess.run(
+        [nginx(), "-t", "-q", "-e", str(tmp_path / "error.log"), "-p", str(tmp_path), "-c", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_every_nginx_sample_passes_nginx_t(tmp_path):
+    found = blocks("nginx")
+    assert len(found) >= 2
+    if nginx() is None:
+        pytest.skip("nginx is not installed (CI installs it: .ci/prefetch.sh)")
+    for i, (page, line, text) in enumerate(found):
+        where = tmp_path / str(i)
+        where.mkdir()
+        done = nginx_test(text, where)
+        assert done.returncode == 0, f"docs/{page}:{line}: nginx -t refuses the sample:\n{done.stderr}"
+
+
+def test_a_wrong_nginx_sample_is_caught(tmp_path):
+    if nginx() is None:
+        pytest.skip("nginx is not installed (CI installs it: .ci/prefetch.sh)")
+    done = nginx_test("location /mcp {\n    proxy_pass http://127.0.0.1:8080;\n    proxy_bufering off;\n}", tmp_path)
+    assert done.returncode != 0 and "proxy_bufering" in done.stderr
+
+
+def test_every_yaml_sample_parses():
+    import yaml  # the package's `test` extra (PyYAML)
+
+    found = blocks("yaml")
+    assert len(found) >= 2
+    for page, line, text in found:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        assert documents, f"docs/{page}:{line}: no YAML document"
+        for document in documents:
+            assert isinstance(document, dict), f"docs/{page}:{line}: a document that is not a mapping"
+        # A Kubernetes manifest names its kind and API version; a Prometheus configuration
+        # its scrape jobs.
+        for document in documents:
+            assert ("kind" in document and "apiVersion" in document) or "scrape_configs" in document, (
+                f"docs/{page}:{line}: neither a Kubernetes object nor a Prometheus configuration"
+            )

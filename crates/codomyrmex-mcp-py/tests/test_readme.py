@@ -1,6 +1,6 @@
 """The README's Python section and the guide's Python chapter: the wheel they give is what
-.ci/run builds and tests, and the README's example program serves over stdio as it says
-(checked with the official SDK's client)."""
+.ci/run builds and tests, at the workspace's version, and the README's example program serves
+over stdio as it says (checked with the official SDK's client)."""
 
 import asyncio
 import re
@@ -11,16 +11,22 @@ import pytest
 from conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
-SECTION = README[README.index("## Python\n") : README.index("## Conformance and interoperability")]
+SECTION = README[README.index("## Python\n") : README.index("## The guide\n")]
+# The version every crate and the Python package share (`[workspace.package]`).
+VERSION = re.search(
+    r'^\[workspace\.package\]\nversion = "([^"]+)"$', (REPO / "Cargo.toml").read_text(encoding="utf-8"), re.M
+).group(1)
 
 
 def test_the_wheel_the_guide_gives_is_what_ci_tests():
-    # The guide gives the wheel from target/wheels as the way to install; the CI script builds
-    # that wheel with maturin and installs it (no source build); source installs stay documented.
+    # The README and the guide give the wheel from target/wheels, named for the workspace's
+    # version, as the way to install; the CI script builds that wheel with maturin and installs
+    # it (no source build); source installs stay documented in the guide.
     guide = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
-    assert "pip install target/wheels/codomyrmex_mcp-0.1.0-cp39-abi3-manylinux_" in guide
+    wheel = f"pip install target/wheels/codomyrmex_mcp-{VERSION}-cp39-abi3-manylinux_"
+    assert wheel in guide
+    assert wheel in SECTION
     assert "pip install ./crates/codomyrmex-mcp-py" in guide
-    assert "pip install ./crates/codomyrmex-mcp-py" in SECTION
     script = (REPO / "tests" / "interop" / "run_python_package.sh").read_text(encoding="utf-8")
     assert '"$build_venv/bin/maturin" build --release' in script
     assert 'wheels="$target_dir/wheels"' in script

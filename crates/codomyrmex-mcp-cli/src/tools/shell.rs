@@ -378,7 +378,8 @@ mod tests {
             ..ShellSettings::default()
         });
         let r = registry(&fx, Profile::Full);
-        // An allowed program's arguments run anything: what the README and SECURITY.md say.
+        // An allowed program's arguments run anything: what the guide (docs/binary.md) and
+        // SECURITY.md say.
         let v = ok(&r, json!({"argv": ["sh", "-c", "echo not checked"]})).await;
         assert_eq!(v["stdout"], "not checked\n");
     }
