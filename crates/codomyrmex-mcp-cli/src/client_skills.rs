@@ -4,8 +4,11 @@
 //! `skills` lists the entries (`skills/list`, every page) and reads no file. `skill NAME`
 //! finds one skill (by name in the listing, or by the URI of its `SKILL.md` through
 //! `skills/get`), reads its `SKILL.md`, verified against the entry (size, SHA-256 and
-//! frontmatter), and prints it with the skill's file list; no other file is read. Content
-//! that fails verification is not printed: the command fails with exit status 6.
+//! frontmatter), and prints it with the skill's file list; no other file is read. The file
+//! list is the skill's tree as `resources/directory/read` gives it, sub-directories and all,
+//! each directory checked against the entry (a server without the method: the entry's
+//! manifest). Content that fails verification is not printed: the command fails with exit
+//! status 6.
 //!
 //! What is shown to a person goes through the client's control-character stripping in
 //! `client_cmd::run` (the text returned here is made inert there); `--json` prints exact
@@ -13,7 +16,9 @@
 
 use std::fmt::Write as _;
 
-use codomyrmex_mcp::client::skills::{Skill, SkillError, SkillListing, SkillResources};
+use codomyrmex_mcp::client::skills::{
+    DirectoryEntry, Skill, SkillError, SkillListing, SkillResources, SkillSession,
+};
 use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Value, json};
 
@@ -60,10 +65,15 @@ pub(crate) async fn show(client: &McpClient, name: &str, json: bool) -> Result<S
         status: Status::Protocol,
         message: "the skill's SKILL.md is not UTF-8 text".into(),
     })?;
+    let tree = tree(&mut session).await?;
     if json {
-        return Ok(pretty(&json!({"skill": session.skill(), "content": text})));
+        let mut v = json!({"skill": session.skill(), "content": text});
+        if let Some(tree) = &tree {
+            v["files"] = json!(tree);
+        }
+        return Ok(pretty(&v));
     }
-    let mut out = render_entry(session.skill());
+    let mut out = render_entry(session.skill(), tree.as_deref());
     out.push('\n');
     out.push_str(text);
     if !out.ends_with('\n') {
@@ -139,7 +149,53 @@ fn render_listing(listing: &SkillListing) -> String {
     out
 }
 
-fn render_entry(skill: &Skill) -> String {
+/// The most entries [`tree`] lists: the extension's most files of one skill, and as many
+/// directories.
+const MAX_TREE_ENTRIES: usize = 2 * codomyrmex_mcp::wire::skills::MAX_SKILL_RESOURCES;
+
+/// The skill's files and directories, depth first in the server's order, from
+/// `resources/directory/read` (each directory checked against the entry by the session);
+/// `None` when the server does not serve the method. A tree of more than
+/// [`MAX_TREE_ENTRIES`] entries is refused.
+async fn tree(session: &mut SkillSession<'_>) -> Result<Option<Vec<DirectoryEntry>>, Failure> {
+    let root = session.root().to_owned();
+    match session.list_directory(&root).await {
+        Err(SkillError::Client(ClientError::Server(e))) if e.code == METHOD_NOT_FOUND => Ok(None),
+        Err(e) => Err(e.into()),
+        Ok(children) => {
+            let mut out = Vec::new();
+            expand(session, children, &mut out).await?;
+            Ok(Some(out))
+        }
+    }
+}
+
+/// Appends `children` to `out`, each directory followed by its own tree.
+async fn expand(
+    session: &mut SkillSession<'_>,
+    children: Vec<DirectoryEntry>,
+    out: &mut Vec<DirectoryEntry>,
+) -> Result<(), Failure> {
+    for child in children {
+        if out.len() >= MAX_TREE_ENTRIES {
+            return Err(Failure {
+                status: Status::Protocol,
+                message: format!(
+                    "refused: the skill's tree has more than {MAX_TREE_ENTRIES} entries"
+                ),
+            });
+        }
+        let dir = child.is_directory().then(|| child.uri.clone());
+        out.push(child);
+        if let Some(dir) = dir {
+            let sub = session.list_directory(&dir).await?;
+            Box::pin(expand(session, sub, out)).await?;
+        }
+    }
+    Ok(())
+}
+
+fn render_entry(skill: &Skill, tree: Option<&[DirectoryEntry]>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -148,14 +204,33 @@ fn render_entry(skill: &Skill) -> String {
         skill.uri,
         skill.description().unwrap_or("")
     );
-    match &skill.resources {
-        SkillResources::Files(files) => {
+    let listed = |uri: &str| {
+        skill
+            .resources
+            .files()
+            .and_then(|files| files.iter().find(|f| f.uri == uri))
+    };
+    match (&skill.resources, tree) {
+        (_, Some(tree)) => {
+            out.push_str("files:\n");
+            for entry in tree {
+                if entry.is_directory() {
+                    let _ = writeln!(out, "  {}/", entry.uri);
+                } else if let Some(f) = listed(&entry.uri) {
+                    let _ = writeln!(out, "  {}  {} bytes  {}", f.uri, f.size, f.digest);
+                } else {
+                    let size = entry.size.map_or_else(|| "?".into(), |s| s.to_string());
+                    let _ = writeln!(out, "  {}  {size} bytes", entry.uri);
+                }
+            }
+        }
+        (SkillResources::Files(files), None) => {
             out.push_str("files:\n");
             for f in files {
                 let _ = writeln!(out, "  {}  {} bytes  {}", f.uri, f.size, f.digest);
             }
         }
-        SkillResources::Dynamic => out.push_str("files: dynamic (not verifiable)\n"),
+        (SkillResources::Dynamic, None) => out.push_str("files: dynamic (not verifiable)\n"),
     }
     out
 }

@@ -3,9 +3,11 @@
 //!
 //! Naming is one rule applied in both directions:
 //! - tools and prompts: `NAMESPACE.name` (a tool may be renamed: `NAMESPACE.new`);
-//! - resources and templates: the namespace joins the URI scheme, `file:///a` of upstream
-//!   `fs` becomes `fs+file:///a`. A `+` can never be part of a namespace, so the split back is
-//!   unambiguous, and a template stays a valid RFC 6570 template.
+//! - resources and templates: by [`super::uri`]'s rule (`fs+file:///a`, `ui://app/view`);
+//!   a tool's links to its app are renamed with it ([`super::apps::rename_tool_links`]);
+//! - skills: their URIs by the same rule ([`super::skills::local_entry`]); their names stay,
+//!   so a skill of the same name as an earlier upstream's is left out and reported (clients
+//!   find a skill by its name).
 //!
 //! Upstreams are untrusted: an entry that is not an object, has no usable name or URI, would
 //! get a local name the spec does not allow, or collides with an entry of an earlier upstream
@@ -18,6 +20,10 @@ use std::collections::BTreeMap;
 
 use codomyrmex_mcp::util::inert_text;
 use serde_json::{Map, Value};
+
+use super::uri::local_uri;
+pub use super::uri::{MAX_NAMESPACE, valid_namespace};
+use super::{apps, skills};
 
 /// The longest tool or prompt name clients are guaranteed to accept.
 const MAX_NAME: usize = 128;
@@ -112,27 +118,6 @@ impl Filter {
     }
 }
 
-/// Whether `scheme` is an RFC 3986 scheme: a letter, then letters, digits, `+`, `-`, `.`.
-fn valid_scheme(scheme: &str) -> bool {
-    let mut bytes = scheme.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic())
-        && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-}
-
-/// The local URI (or template) of an upstream's `uri`: the namespace joins its scheme.
-/// `None` when `uri` has no valid scheme to join.
-pub fn local_uri(namespace: &str, uri: &str) -> Option<String> {
-    let (scheme, _) = uri.split_once(':')?;
-    valid_scheme(scheme).then(|| format!("{namespace}+{uri}"))
-}
-
-/// The namespace and upstream URI of a local URI, the inverse of [`local_uri`].
-pub fn split_local_uri(local: &str) -> Option<(&str, &str)> {
-    let (namespace, uri) = local.split_once('+')?;
-    let (scheme, _) = uri.split_once(':')?;
-    (valid_namespace(namespace) && valid_scheme(scheme)).then_some((namespace, uri))
-}
-
 /// What one upstream listed, as it sent it.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Listing {
@@ -146,6 +131,8 @@ pub struct Listing {
     pub templates: Vec<Value>,
     /// The upstream declared `resources.subscribe` (2025-11-25: `resources/subscribe`).
     pub subscribe: bool,
+    /// `skills/list` entries (the Skills extension), empty when it serves none.
+    pub skills: Vec<Value>,
 }
 
 /// One mounted entry.
@@ -179,6 +166,8 @@ pub struct Catalogue {
     pub resources: BTreeMap<String, Entry>,
     /// Resource templates by local URI template.
     pub templates: BTreeMap<String, Entry>,
+    /// Skills by the local URI of their `SKILL.md`; the definition is the local entry.
+    pub skills: BTreeMap<String, Entry>,
     /// What was left out.
     pub problems: Vec<Problem>,
 }
@@ -237,6 +226,7 @@ impl Catalogue {
             ] {
                 catalogue.add(index, mount, kind, entries);
             }
+            catalogue.add_skills(index, mount.namespace, &listing.skills);
             let tool_names: Vec<String> = listing
                 .tools
                 .iter()
@@ -282,6 +272,13 @@ impl Catalogue {
                 continue;
             };
             let shown: String = upstream_name.chars().take(80).collect();
+            if matches!(kind, Kind::Resource | Kind::Template)
+                && !mount.listing.skills.is_empty()
+                && upstream_name.starts_with("skill://")
+            {
+                // Its skills' files, mounted with the skills.
+                continue;
+            }
             let local = match kind {
                 Kind::Tool | Kind::Prompt => {
                     if !mount.filter.admits(upstream_name) {
@@ -341,6 +338,13 @@ impl Catalogue {
                 continue;
             }
             let mut definition = object.clone();
+            if let (Kind::Tool, Some(Value::Object(meta))) = (kind, definition.get_mut("_meta"))
+                && let Err(why) = apps::rename_tool_links(namespace, meta)
+            {
+                self.problems
+                    .push(problem(format!("tool {local:?}: {why}")));
+                continue;
+            }
             inert_display_text(&mut definition);
             definition.insert(kind.key().to_owned(), Value::String(local.clone()));
             table.insert(
@@ -349,6 +353,63 @@ impl Catalogue {
                     upstream: index,
                     upstream_name: upstream_name.to_owned(),
                     definition: Value::Object(definition),
+                },
+            );
+        }
+    }
+}
+
+impl Catalogue {
+    /// Mounts an upstream's skills: their URIs under the namespace; an entry the library's
+    /// client would refuse, or whose name an earlier upstream's skill has, is left out and
+    /// reported.
+    fn add_skills(&mut self, index: usize, namespace: &str, entries: &[Value]) {
+        let problem = |message: String| Problem {
+            upstream: namespace.to_owned(),
+            message,
+        };
+        if entries.len() > MAX_ENTRIES {
+            let m = format!(
+                "listed {} skills; only the first {MAX_ENTRIES} are mounted",
+                entries.len()
+            );
+            self.problems.push(problem(m));
+        }
+        for raw in entries.iter().take(MAX_ENTRIES) {
+            let (name, upstream_uri, local) = match skills::local_entry(namespace, raw) {
+                Ok(e) => e,
+                Err(why) => {
+                    self.problems.push(problem(format!("a skill: {why}")));
+                    continue;
+                }
+            };
+            let Some(local_uri) = local.get("uri").and_then(Value::as_str).map(str::to_owned)
+            else {
+                continue;
+            };
+            let taken = self.skills.values().find(|e| {
+                e.upstream != index
+                    && e.definition["frontmatter"]["name"].as_str() == Some(name.as_str())
+            });
+            if let Some(earlier) = taken {
+                let m = format!(
+                    "skill {name:?} ({local_uri}): the name is already taken by {}",
+                    earlier.definition["uri"].as_str().unwrap_or_default()
+                );
+                self.problems.push(problem(m));
+                continue;
+            }
+            if self.skills.contains_key(&local_uri) {
+                let m = format!("skill {local_uri:?} appears twice");
+                self.problems.push(problem(m));
+                continue;
+            }
+            self.skills.insert(
+                local_uri,
+                Entry {
+                    upstream: index,
+                    upstream_name: upstream_uri,
+                    definition: local,
                 },
             );
         }
@@ -377,19 +438,6 @@ fn inert_display_text(definition: &mut Map<String, Value>) {
             inert_fields(argument);
         }
     }
-}
-
-/// The longest namespace.
-pub(super) const MAX_NAMESPACE: usize = 32;
-
-/// Whether `name` can be a namespace: a lowercase ASCII letter, then lowercase letters,
-/// digits and `-`; at most 32 characters. Such a name is valid both as a tool-name prefix and
-/// as the first part of a URI scheme (`name+file`).
-pub fn valid_namespace(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && name.len() <= MAX_NAMESPACE
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '-'))
 }
 
 #[cfg(test)]
@@ -430,30 +478,6 @@ mod tests {
     }
 
     #[test]
-    fn uris_round_trip_through_the_namespace() {
-        assert_eq!(
-            local_uri("fs", "file:///etc/x").as_deref(),
-            Some("fs+file:///etc/x")
-        );
-        assert_eq!(
-            split_local_uri("fs+file:///etc/x"),
-            Some(("fs", "file:///etc/x"))
-        );
-        assert_eq!(
-            local_uri("fs", "file:///{path}").as_deref(),
-            Some("fs+file:///{path}")
-        );
-        assert_eq!(
-            split_local_uri("a+git+ssh://h/r"),
-            Some(("a", "git+ssh://h/r"))
-        );
-        assert_eq!(local_uri("fs", "no-scheme"), None);
-        assert_eq!(local_uri("fs", "{scheme}://x"), None);
-        assert_eq!(split_local_uri("file:///x"), None);
-        assert_eq!(split_local_uri("Bad+file:///x"), None);
-    }
-
-    #[test]
     fn relayed_titles_and_descriptions_are_inert() {
         let h = "\x1b]0;pwned\x07\x1b[2J\u{202e}\u{9b}";
         let listing = Listing {
@@ -470,6 +494,7 @@ mod tests {
                 json!({"uriTemplate": "file:///{x}", "name": "x", "description": format!("X{h}")}),
             ],
             subscribe: false,
+            skills: Vec::new(),
         };
         let f = filter(&[], &[], &[]);
         let c = Catalogue::build(&[Mount {
@@ -506,6 +531,7 @@ mod tests {
             resources: vec![json!({"uri": "file:///README.md", "name": "readme"})],
             templates: vec![json!({"uriTemplate": "file:///{path}", "name": "files"})],
             subscribe: false,
+            skills: Vec::new(),
         };
         let f = filter(&[], &["secret_*"], &[("log", "history")]);
         let c = Catalogue::build(&[Mount {

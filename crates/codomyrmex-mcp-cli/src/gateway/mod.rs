@@ -10,12 +10,15 @@
 //! health checks, restarts with backoff); calls carry the upstreams' requests for input
 //! across the era bridge ([`bridge`]).
 
+mod apps;
 mod bridge;
 pub mod catalog;
 pub mod config;
 mod serve;
+mod skills;
 mod subscriptions;
 mod supervise;
+mod uri;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -112,6 +115,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             "prompts": names(&catalogue.prompts),
             "resources": names(&catalogue.resources),
             "resourceTemplates": names(&catalogue.templates),
+            "skills": names(&catalogue.skills),
             "unreachable": down,
             "problems": problems,
         });
@@ -147,7 +151,10 @@ async fn serve_catalogue(
         tools: Arc::new(McpToolRegistry::new()),
         prompts: Arc::new(McpPromptRegistry::new()),
         resources: Arc::new(McpResourceRegistry::new()),
+        skills: Arc::new(codomyrmex_mcp::skills::McpSkillRegistry::new()),
+        bare_names: Arc::new(apps::BareNames::default()),
     };
+    registries.tools.set_resolver(registries.bare_names.clone());
     let lives: Vec<Arc<bridge::Live>> = config
         .upstreams
         .iter()
@@ -194,6 +201,8 @@ async fn serve_catalogue(
         tools,
         prompts,
         resources,
+        skills,
+        ..
     } = registries;
     tracing::info!(
         tools = tools.len(),
@@ -225,7 +234,8 @@ async fn serve_catalogue(
     }
     let server = McpServer::new(server_config, tools)
         .with_prompts(prompts)
-        .with_resources(resources);
+        .with_resources(resources)
+        .with_skills(skills);
     let logs = bridge::session_logs(server.engine().clone());
     for live in &lives {
         live.inbox.serve_logs_with(logs.clone());
@@ -393,6 +403,10 @@ async fn list_all(client: &McpClient, era: EraPreference) -> Result<Listing, Str
         listing.templates = paged(client, "resources/templates/list", "resourceTemplates").await?;
         listing.subscribe = caps["resources"]["subscribe"] == Value::Bool(true);
     }
+    let skills_extension = codomyrmex_mcp::wire::skills::SKILLS_EXTENSION;
+    if caps["extensions"].get(skills_extension).is_some() {
+        listing.skills = paged(client, "skills/list", "skills").await?;
+    }
     if has("logging") && client.era() == codomyrmex_mcp::Era::Legacy {
         // Every message it has; each is relayed only as far as the gateway's client's
         // own level (`logging/setLevel`, or a request's log level `_meta`) lets it.
@@ -435,11 +449,11 @@ fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> Stri
             ("prompt", &catalogue.prompts),
             ("resource", &catalogue.resources),
             ("template", &catalogue.templates),
+            ("skill", &catalogue.skills),
         ] {
             for (local, entry) in table.iter().filter(|(_, e)| e.upstream == i) {
                 if *local == format!("{}.{}", u.name, entry.upstream_name)
-                    || label == "resource"
-                    || label == "template"
+                    || matches!(label, "resource" | "template" | "skill")
                 {
                     out.push_str(&format!("  {label:<8} {local}\n"));
                 } else {

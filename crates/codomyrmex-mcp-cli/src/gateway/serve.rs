@@ -7,7 +7,11 @@
 //! gateway can relay becomes a failure naming the upstream, and an upstream's transport error
 //! is reported as the upstream being unavailable, without its details (which may name hosts,
 //! paths or credentials). Resources and templates are read through under their local URIs
-//! (`NAMESPACE+scheme:...`), the contents renamed back. Calls, prompts and reads all go
+//! ([`super::uri`]: `NAMESPACE+scheme:...`, `ui://NAMESPACE/...`), the contents renamed back,
+//! their text, bytes and `_meta` untouched; tools and resources keep their `_meta` (an app's
+//! `_meta.ui`, its links renamed by the catalogue). Skills are served from [`Registries::skills`]
+//! ([`super::skills`]), and a called bare upstream tool name resolves through
+//! [`Registries::bare_names`] ([`super::apps`]). Calls, prompts and reads all go
 //! through [`forward`] and so across the era bridge ([`super::bridge`]: the upstream's
 //! requests for sampling, elicitation and roots, its progress and log messages). Restarts
 //! and health checks are the supervisor's ([`super::supervise`]).
@@ -27,8 +31,10 @@ use codomyrmex_mcp::{
 };
 use serde_json::{Map, Value};
 
+use super::apps::BareNames;
 use super::bridge::{self, Bridged, Live};
-use super::catalog::{Catalogue, Entry, local_uri, split_local_uri};
+use super::catalog::{Catalogue, Entry};
+use super::uri::{local_uri, split_local_uri};
 
 /// The longest upstream error message relayed to a client.
 const MAX_RELAYED_MESSAGE: usize = 500;
@@ -42,13 +48,22 @@ pub struct Registries {
     pub prompts: Arc<McpPromptRegistry>,
     /// Resources and templates.
     pub resources: Arc<McpResourceRegistry>,
+    /// Skills, as [`super::skills::mirror`] read them.
+    pub skills: Arc<codomyrmex_mcp::skills::McpSkillRegistry>,
+    /// The mounted tools by their upstream names: the tool registry's resolver.
+    pub bare_names: Arc<BareNames>,
 }
 
 /// Removes what `catalogue` mounted: its upstream went down. Clients hear of the change as
 /// of any registry change (`list_changed`, `subscriptions/listen`).
 pub fn unmount(catalogue: &Catalogue, r: &Registries) {
-    for local in catalogue.tools.keys() {
-        r.tools.unregister(local);
+    for (local, entry) in &catalogue.tools {
+        if r.tools.unregister(local) {
+            r.bare_names.remove(&entry.upstream_name, local);
+        }
+    }
+    for local in catalogue.skills.keys() {
+        r.skills.remove(local);
     }
     for local in catalogue.prompts.keys() {
         r.prompts.remove(local);
@@ -67,8 +82,9 @@ pub fn mount(catalogue: &Catalogue, live: &[Option<Arc<Live>>], r: &Registries) 
         let Some(Some(upstream)) = live.get(entry.upstream) else {
             continue;
         };
-        if let Err(e) = mount_tool(local, entry, upstream.clone(), tools) {
-            refused.push(format!("{}: tool {local:?}: {e}", upstream.name));
+        match mount_tool(local, entry, upstream.clone(), tools) {
+            Ok(()) => r.bare_names.insert(&entry.upstream_name, local),
+            Err(e) => refused.push(format!("{}: tool {local:?}: {e}", upstream.name)),
         }
     }
     for (local, entry) in &catalogue.prompts {
@@ -92,6 +108,11 @@ pub fn mount(catalogue: &Catalogue, live: &[Option<Arc<Live>>], r: &Registries) 
         }
         if let Some(t) = text("mimeType") {
             definition = definition.with_mime_type(t);
+        }
+        definition.title = text("title");
+        definition.size = d.get("size").and_then(Value::as_u64);
+        if let Some(Value::Object(meta)) = d.get("_meta") {
+            definition.meta = Some(meta.clone());
         }
         let reader = reader(upstream.clone());
         if let Err(e) = r.resources.add(definition, reader) {
@@ -146,6 +167,8 @@ async fn forward_read(
     let Some((namespace, uri)) = split_local_uri(local).filter(|(n, _)| *n == upstream.name) else {
         return Err(ResourceError::NotFound(local.to_owned()));
     };
+    let namespace = namespace.to_owned();
+    let namespace = namespace.as_str();
     let params = serde_json::json!({"uri": uri});
     let result = forward(upstream, "resources/read", params, context)
         .await
@@ -221,6 +244,12 @@ fn mount_tool(
         .map(|a| serde_json::from_value(a.clone()))
     {
         definition = definition.with_annotations(a);
+    }
+    // An app's `_meta.ui` (its links renamed by the catalogue), and whatever else it carries.
+    if let Some(Value::Object(meta)) = d.get("_meta") {
+        for (key, value) in meta {
+            definition = definition.with_meta(key.clone(), value.clone());
+        }
     }
     let name = entry.upstream_name.clone();
     let handler = move |arguments: Map<String, Value>, context: ToolContext| {

@@ -27,9 +27,10 @@ use codomyrmex_mcp::sync::{Receiver, Recv};
 use serde_json::Value;
 
 use super::bridge::Live;
-use super::catalog::{Catalogue, Filter, Listing, Mount, local_uri, split_local_uri};
+use super::catalog::{Catalogue, Filter, Listing, Mount};
 use super::serve::{Registries, mount, unmount};
 use super::subscriptions::{MAX_SUBSCRIPTIONS, Subscriptions};
+use super::uri::{local_uri, split_local_uri};
 use super::{Target, connect_upstream};
 
 /// The first wait before reconnecting, doubled after each failure up to [`MAX_BACKOFF`].
@@ -79,7 +80,7 @@ pub async fn supervise(
                 } else {
                     // Clients hear of it as of any change of the gateway's registries.
                     unmount(&catalogue, &r);
-                    let catalogue = mount_listing(&s, &live, &again, &r);
+                    let catalogue = mount_listing(&s, &live, &again, &r).await;
                     mounted = Some((catalogue, again, subs));
                 }
                 continue;
@@ -91,7 +92,7 @@ pub async fn supervise(
         }
         let (client, listing) = reconnect(&s, &live, &mut first_attempt).await;
         let subs = Subscriptions::new(client, &live.name, live.policy.clone(), listing.subscribe);
-        mounted = Some((mount_listing(&s, &live, &listing, &r), listing, subs));
+        mounted = Some((mount_listing(&s, &live, &listing, &r).await, listing, subs));
         if let Some(tx) = first_attempt.take() {
             let _ = tx.send(());
         }
@@ -132,8 +133,9 @@ impl Wanted {
     }
 }
 
-/// Mounts the upstream's catalogue; returns it (to unmount later).
-pub fn mount_listing(
+/// Mounts the upstream's catalogue, its skills read within the upstream's deadline
+/// ([`super::skills::mirror`]); returns it (to unmount later).
+pub async fn mount_listing(
     s: &Supervised,
     live: &Arc<Live>,
     listing: &Listing,
@@ -149,6 +151,22 @@ pub fn mount_listing(
     }
     for refused in mount(&catalogue, &[Some(live.clone())], r) {
         tracing::warn!(%refused, "not mounted");
+    }
+    if let (false, Some(client)) = (catalogue.skills.is_empty(), live.client()) {
+        let entries = catalogue
+            .skills
+            .iter()
+            .map(|(k, e)| (k.clone(), e.definition.clone()))
+            .collect();
+        let read = super::skills::mirror(&client, entries, &r.skills);
+        match live.policy.within(&TOKIO, read).await {
+            Ok(left_out) => {
+                for problem in left_out {
+                    tracing::warn!(upstream = %live.name, %problem, "left out");
+                }
+            }
+            Err(_) => tracing::warn!(upstream = %live.name, "its skills were not read in time"),
+        }
     }
     tracing::info!(upstream = %live.name, tools = catalogue.tools.len(), "mounted");
     catalogue
@@ -201,6 +219,7 @@ async fn watch(
                 let Some((namespace, uri)) = split_local_uri(&local) else {
                     continue;
                 };
+                let uri = uri.as_str();
                 if namespace != live.name {
                     continue;
                 }
@@ -271,6 +290,7 @@ async fn relist(live: &Live, subscribe: bool) -> Option<Listing> {
             resources: list("resources/list", "resources").await?,
             templates: list("resources/templates/list", "resourceTemplates").await?,
             subscribe,
+            skills: list("skills/list", "skills").await?,
         })
     };
     let listing = live.policy.within(&TOKIO, all).await.ok().flatten();

@@ -39,11 +39,46 @@ impl Engine {
                 );
             }
         };
-        let Some(tool) = self.shared.registry.lookup(&name).filter(|_| {
-            self.shared
-                .access
-                .permits(session, crate::authz::Kind::Tool, &name)
-        }) else {
+        // A name no tool is registered under may stand for one (the registry's resolver);
+        // from here on the call is a call of that tool, under its registered name, which
+        // the authorization policy judges as if it had been called so.
+        let name = match self.shared.registry.resolve(&name) {
+            crate::registry::Resolution::Tool(resolved) => resolved,
+            crate::registry::Resolution::Ambiguous(candidates) => {
+                let candidates: Vec<String> = candidates
+                    .into_iter()
+                    .filter(|c| self.shared
+                            .access
+                            .permits(session, crate::authz::Kind::Tool, c))
+                    .collect();
+                match candidates.as_slice() {
+                    [] => name,
+                    [one] => one.clone(),
+                    _ => {
+                        let shown: String = name.chars().take(128).collect();
+                        return error(
+                            &id,
+                            ErrorObject::invalid_params(format!(
+                                "Ambiguous tool: {shown} is served by {}; call one of them",
+                                candidates.join(", ")
+                            ))
+                            .with_data(serde_json::json!({"candidates": candidates})),
+                        );
+                    }
+                }
+            }
+            crate::registry::Resolution::Unknown => name,
+        };
+        let Some(tool) = self
+            .shared
+            .registry
+            .lookup(&name)
+            .filter(|_| {
+                self.shared
+                    .access
+                    .permits(session, crate::authz::Kind::Tool, &name)
+            })
+        else {
             let shown: String = name.chars().take(128).collect();
             return error(
                 &id,

@@ -23,10 +23,12 @@ use crate::policy::{ExecutionPolicy, HandlerKind, Refusal};
 use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
 
 mod header_params;
+mod resolve;
 use crate::validation::SchemaValidator;
 use crate::wire::{ContentBlock, ToolAnnotations};
 pub use header_params::HeaderParam;
 use header_params::header_params;
+pub use resolve::{Resolution, ToolResolver};
 
 /// A boxed, sendable future.
 pub use crate::platform::BoxFuture;
@@ -501,6 +503,8 @@ pub struct McpToolRegistry {
     policy: ExecutionPolicy,
     /// The deadline of a direct call to a tool without its own `timeout`.
     timeout: Duration,
+    /// Asked about called names no tool is registered under ([`resolve`](Self::resolve)).
+    resolver: RwLock<Option<Arc<dyn ToolResolver>>>,
 }
 
 impl Default for McpToolRegistry {
@@ -613,6 +617,7 @@ impl McpToolRegistry {
             gate: crate::policy::gate(&defaults),
             policy: ExecutionPolicy::unlimited(),
             timeout: defaults.tool_timeout,
+            resolver: RwLock::new(None),
         }
     }
 
