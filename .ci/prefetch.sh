@@ -2,7 +2,8 @@
 # Downloads and installs, into .ci/cache, everything CI's later steps install: Node 22 and the
 # official servers (node_servers.sh), MCP Inspector (inspector_setup.sh), the two conformance
 # suites (conformance-lib.sh), the Python SDK's virtualenv (python_sdk_venv.sh), maturin
-# (maturin_venv.sh), and Redis and nginx from the distribution's packages. Each part is the
+# (maturin_venv.sh), Redis and nginx from the distribution's packages, and the browser test's
+# ext-apps, client, esbuild, Selenium and Chromium (tests/browser/setup.sh). Each part is the
 # same sourced code its consumer runs, and idempotent: the consumers find it done.
 #
 # .ci/run starts it in the background while cargo compiles (the downloads wait on the
@@ -31,6 +32,8 @@ redis_nginx() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nginx-light >/dev/null
     fi
 }
+# After redis_nginx: two apt-get installs at once would contend for dpkg's lock.
+browser() { source tests/browser/setup.sh; }
 
 part "Node 22, server-everything and server-filesystem" node_servers
 part "MCP Inspector" inspector
@@ -38,3 +41,4 @@ part "the conformance suites" conformance
 part "the Python SDK's virtualenv" python_sdk
 part "maturin" maturin
 part "Redis and nginx" redis_nginx
+part "ext-apps, esbuild, Selenium and Chromium (the browser test)" browser

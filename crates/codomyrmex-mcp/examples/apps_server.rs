@@ -8,7 +8,11 @@
 //! ```text
 //! cargo run --example apps_server                          # stdio
 //! cargo run --example apps_server -- --http 127.0.0.1:3000  # Streamable HTTP at /mcp
+//! cargo run --example apps_server -- --http 127.0.0.1:3000 --cors-origin http://127.0.0.1:8000
 //! ```
+//!
+//! `--cors-origin ORIGIN` (repeatable) lets a host page served from ORIGIN call the server
+//! from a browser, as the browser test (`tests/interop/apps_browser.sh`) does.
 //!
 //! The messages the app sends and answers are listed at the top of `dashboard.html` and in
 //! `docs/skills-and-apps.md`.
@@ -112,6 +116,19 @@ pub fn server() -> Result<McpServer, Box<dyn std::error::Error>> {
 }
 // ANCHOR_END: server
 
+const USAGE: &str = "usage: apps_server [--http ADDR [--cors-origin ORIGIN]...]";
+
+/// The origins of `--cors-origin ORIGIN ...` (the server checks each one); `None` when the
+/// arguments are anything else.
+fn cors_origins(args: &[String]) -> Option<Vec<String>> {
+    args.chunks(2)
+        .map(|pair| match pair {
+            [flag, origin] if flag == "--cors-origin" => Some(origin.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let server = match server() {
@@ -124,18 +141,23 @@ async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.as_slice() {
         [] => server.serve_stdio().await.map_err(|e| e.to_string()),
-        [flag, addr] if flag == "--http" => match addr.parse() {
-            Ok(bind) => {
+        [flag, addr, rest @ ..] if flag == "--http" => match (addr.parse(), cors_origins(rest)) {
+            (Ok(bind), Some(cors_origins)) => {
                 let config = codomyrmex_mcp::transport::http::HttpConfig {
                     bind,
+                    cors_origins,
                     ..Default::default()
                 };
                 server.serve_http(config).await.map_err(|e| e.to_string())
             }
-            Err(e) => Err(format!("invalid address {addr:?}: {e}")),
+            (Err(e), _) => Err(format!("invalid address {addr:?}: {e}")),
+            (_, None) => {
+                eprintln!("{USAGE}");
+                return std::process::ExitCode::from(2);
+            }
         },
         _ => {
-            eprintln!("usage: apps_server [--http ADDR]");
+            eprintln!("{USAGE}");
             return std::process::ExitCode::from(2);
         }
     };
