@@ -22,7 +22,6 @@ use codomyrmex_mcp::util::inert_text;
 use serde_json::{Map, Value};
 
 use super::uri::local_uri;
-pub use super::uri::{MAX_NAMESPACE, valid_namespace};
 use super::{apps, skills};
 
 /// The longest tool or prompt name clients are guaranteed to accept.

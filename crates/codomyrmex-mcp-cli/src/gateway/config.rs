@@ -32,7 +32,8 @@ use codomyrmex_mcp::client::EraPreference;
 use codomyrmex_mcp::policy::UpstreamLimits;
 use serde::Deserialize;
 
-use super::catalog::{Filter, MAX_NAMESPACE, valid_local_name, valid_namespace};
+use super::catalog::{Filter, valid_local_name};
+use super::uri::{MAX_NAMESPACE, valid_namespace};
 use crate::config::{Secret, compile_policies, parse_toml};
 use codomyrmex_mcp::authz::{Authorization, PolicyEntry};
 

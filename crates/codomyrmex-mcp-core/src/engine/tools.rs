@@ -43,8 +43,8 @@ impl Engine {
         // from here on the call is a call of that tool, under its registered name, which
         // the authorization policy judges as if it had been called so.
         let name = match self.shared.registry.resolve(&name) {
-            crate::registry::Resolution::Tool(resolved) => resolved,
-            crate::registry::Resolution::Ambiguous(candidates) => {
+            crate::registry::resolve::Resolution::Tool(resolved) => resolved,
+            crate::registry::resolve::Resolution::Ambiguous(candidates) => {
                 let candidates: Vec<String> = candidates
                     .into_iter()
                     .filter(|c| self.shared
@@ -67,7 +67,7 @@ impl Engine {
                     }
                 }
             }
-            crate::registry::Resolution::Unknown => name,
+            crate::registry::resolve::Resolution::Unknown => name,
         };
         let Some(tool) = self
             .shared

@@ -23,12 +23,11 @@ use crate::policy::{ExecutionPolicy, HandlerKind, Refusal};
 use crate::schema::{JsonObject, McpErrorDetail, McpToolCall, McpToolResult};
 
 mod header_params;
-mod resolve;
+pub mod resolve;
 use crate::validation::SchemaValidator;
 use crate::wire::{ContentBlock, ToolAnnotations};
 pub use header_params::HeaderParam;
 use header_params::header_params;
-pub use resolve::{Resolution, ToolResolver};
 
 /// A boxed, sendable future.
 pub use crate::platform::BoxFuture;
@@ -504,7 +503,7 @@ pub struct McpToolRegistry {
     /// The deadline of a direct call to a tool without its own `timeout`.
     timeout: Duration,
     /// Asked about called names no tool is registered under ([`resolve`](Self::resolve)).
-    resolver: RwLock<Option<Arc<dyn ToolResolver>>>,
+    resolver: RwLock<Option<Arc<dyn resolve::ToolResolver>>>,
 }
 
 impl Default for McpToolRegistry {
