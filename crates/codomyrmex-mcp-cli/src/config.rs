@@ -291,6 +291,10 @@ pub struct HttpSettings {
     pub max_live_sessions: Option<usize>,
     /// Reverse proxies whose forwarded headers name the client (CIDR networks, normalized).
     pub trusted_proxies: Vec<String>,
+    /// Fields the server adds to `/health` (the gateway's configuration generation); not
+    /// part of the file.
+    #[serde(skip)]
+    pub health_details: Option<codomyrmex_mcp::transport::http::HealthDetails>,
 }
 
 impl HttpSettings {
@@ -477,6 +481,7 @@ pub fn merge(
                     .map_err(|e| ConfigError::Invalid(format!("http.trusted_proxies: {e}")))
             })
             .collect::<Result<_, _>>()?,
+        health_details: None,
     };
     if http
         .session_idle_timeout_secs

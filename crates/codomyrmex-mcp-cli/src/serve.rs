@@ -156,6 +156,7 @@ pub fn http_config_from(
         allowed_hosts: h.allowed_hosts.clone(),
         allowed_origins: h.allowed_origins.clone(),
         cors_origins: h.cors_origins.clone(),
+        health_details: h.health_details.clone(),
         ..HttpConfig::default()
     };
     if let Some(secs) = h.session_idle_timeout_secs {

@@ -41,7 +41,7 @@ pub fn valid_local_name(name: &str) -> bool {
 
 /// A name pattern of an include or exclude list: exact, or with `*` matching any run of
 /// characters.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Pattern(String);
 
 impl Pattern {
@@ -68,7 +68,7 @@ impl Pattern {
 }
 
 /// Which of an upstream's tools and prompts are mounted, and the tools renamed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     include: Vec<Pattern>,
     exclude: Vec<Pattern>,

@@ -98,8 +98,8 @@ pub struct GatewayConfig {
     pub authorization: Option<std::sync::Arc<Authorization>>,
 }
 
-/// One checked upstream.
-#[derive(Debug)]
+/// One checked upstream (equal to another when a reload can keep it running as it is).
+#[derive(Debug, PartialEq)]
 pub struct Upstream {
     /// The namespace: tools `NAME.tool`, resources `NAME+scheme:...`.
     pub name: String,
@@ -133,7 +133,7 @@ impl Upstream {
 }
 
 /// How an upstream is reached.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub enum UpstreamTransport {
     /// A child process speaking MCP on its stdin and stdout.
     Stdio {

@@ -8,12 +8,14 @@
 //! tool and prompt forwards to its upstream; `--http ADDR` serves Streamable HTTP instead,
 //! with `serve`'s policies; each upstream is watched by a supervisor ([`supervise`]:
 //! health checks, restarts with backoff); calls carry the upstreams' requests for input
-//! across the era bridge ([`bridge`]).
+//! across the era bridge ([`bridge`]). On SIGHUP or a change of the file, the configuration
+//! is applied anew without dropping a client ([`reload`]).
 
 mod apps;
 mod bridge;
 pub mod catalog;
 pub mod config;
+pub mod reload;
 mod serve;
 mod skills;
 mod subscriptions;
@@ -28,6 +30,7 @@ use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, StdioCommand};
 use codomyrmex_mcp::driver;
 use codomyrmex_mcp::runtime::TOKIO;
+use codomyrmex_mcp::transport::http::HealthDetails;
 use codomyrmex_mcp::{
     McpClient, McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
 };
@@ -65,7 +68,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             required_scopes: o.required_scopes.clone(),
             ..HttpSettings::default()
         });
-        return match serve_catalogue(config, http, !args.no_rate_limit).await {
+        return match serve_catalogue(args.config.clone(), config, http, !args.no_rate_limit).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("codomyrmex-mcp: gateway: {e}");
@@ -142,11 +145,13 @@ const LIST_TTL_WAIT: Duration = Duration::from_secs(5);
 /// Serves the merged catalogue over stdio (until EOF or a signal), or over Streamable HTTP
 /// with `http`'s settings (until a signal). Each upstream is watched by its own supervisor.
 async fn serve_catalogue(
+    path: std::path::PathBuf,
     config: GatewayConfig,
     http: Option<HttpSettings>,
     rate_limit: bool,
 ) -> Result<(), String> {
     let shutdown = crate::signals::Signals::install()?.shutdown();
+    let hangup = reload::Hangup::install()?;
     let registries = serve::Registries {
         tools: Arc::new(McpToolRegistry::new()),
         prompts: Arc::new(McpPromptRegistry::new()),
@@ -155,31 +160,15 @@ async fn serve_catalogue(
         bare_names: Arc::new(apps::BareNames::default()),
     };
     registries.tools.set_resolver(registries.bare_names.clone());
-    let lives: Vec<Arc<bridge::Live>> = config
-        .upstreams
-        .iter()
-        .map(|u| Arc::new(bridge::Live::new(u.name.clone(), u.limits())))
-        .collect();
     // Each supervisor connects its upstream; the gateway serves once every first attempt
     // ended, or after START_WAIT: a late upstream joins the catalogue later (clients hear
     // `list_changed`), and a hanging one never holds up the others or the handshake.
-    let mut first_attempts = Vec::with_capacity(lives.len());
-    for (u, live) in config.upstreams.iter().zip(&lives) {
-        let supervised = supervise::Supervised {
-            era: u.era,
-            target: target_of(u),
-            filter: u.filter.clone(),
-            timeout: u.timeout,
-            health_every: u.health_check,
-        };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        first_attempts.push(rx);
-        tokio::spawn(supervise::supervise(
-            supervised,
-            live.clone(),
-            registries.clone(),
-            tx,
-        ));
+    let mut running = std::collections::BTreeMap::new();
+    let mut first_attempts = Vec::with_capacity(config.upstreams.len());
+    for u in &config.upstreams {
+        let (r, first) = reload::start(u, &registries, None);
+        running.insert(u.name.clone(), r);
+        first_attempts.push(first);
     }
     let all_tried = async {
         for rx in first_attempts {
@@ -189,6 +178,7 @@ async fn serve_catalogue(
     if driver::within(&TOKIO, START_WAIT, all_tried).await.is_err() {
         tracing::info!("serving before every upstream answered; the others join when they do");
     }
+    let lives: Vec<Arc<bridge::Live>> = running.values().map(|r| r.live().clone()).collect();
     let mut list_ttl: Option<Duration> = None;
     for live in &lives {
         if let Some(client) = live.client()
@@ -197,6 +187,7 @@ async fn serve_catalogue(
             list_ttl = Some(list_ttl.map_or(ttl, |t| t.min(ttl)));
         }
     }
+    let registries_kept = registries.clone();
     let serve::Registries {
         tools,
         prompts,
@@ -240,13 +231,24 @@ async fn serve_catalogue(
     for live in &lives {
         live.inbox.serve_logs_with(logs.clone());
     }
-    drop(logs);
+    drop(lives);
+    let live_config = reload::LiveConfig::new(Arc::new(config));
+    eprintln!("codomyrmex-mcp: gateway: configuration generation 1 is live");
+    let reloader = reload::Reloader {
+        path,
+        registries: registries_kept,
+        engine: server.engine().clone(),
+        logs,
+        config: live_config.clone(),
+    };
+    let _reloading = bridge::AbortOnDrop(tokio::spawn(reloader.run(running, hangup)));
     match http {
         None => server
             .serve_stdio_until(shutdown)
             .await
             .map_err(|e| e.to_string()),
-        Some(settings) => {
+        Some(mut settings) => {
+            settings.health_details = Some(HealthDetails::new(move || live_config.health_fields()));
             let bind = settings.listen.ok_or("no address to listen on")?;
             crate::serve::serve_http(&server, bind, &settings, rate_limit, None, shutdown).await
         }

@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
-use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
+use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration, ToolSettings};
 use codomyrmex_mcp::resources::{
     ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
 };
@@ -38,6 +38,8 @@ use super::uri::{local_uri, split_local_uri};
 
 /// The longest upstream error message relayed to a client.
 const MAX_RELAYED_MESSAGE: usize = 500;
+/// How much longer than its upstream's timeout a mounted tool's own deadline is.
+const TOOL_TIMEOUT_MARGIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The gateway's registries, which [`mount`] fills and [`unmount`] empties.
 #[derive(Clone)]
@@ -251,6 +253,12 @@ fn mount_tool(
             definition = definition.with_meta(key.clone(), value.clone());
         }
     }
+    // The upstream's own timeout bounds the call; the gateway's only bounds a call whose
+    // upstream ignores it (per tool: a reload may add an upstream with a longer one).
+    let settings = ToolSettings {
+        timeout: Some(upstream.timeout() + TOOL_TIMEOUT_MARGIN),
+        ..ToolSettings::default()
+    };
     let name = entry.upstream_name.clone();
     let handler = move |arguments: Map<String, Value>, context: ToolContext| {
         let upstream = upstream.clone();
@@ -258,7 +266,7 @@ fn mount_tool(
         async move { forward_call(&upstream, &name, arguments, context).await }
     };
     tools
-        .register_tool(ToolRegistration::new(definition, handler))
+        .register_tool(ToolRegistration::new(definition, handler).with_settings(settings))
         .map_err(|e| e.to_string())
 }
 

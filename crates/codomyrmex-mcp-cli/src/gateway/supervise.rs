@@ -56,12 +56,37 @@ pub struct Supervised {
 
 /// Connects the upstream, keeps it mounted while it answers, and mounts it again when it
 /// comes back; `first_attempt` hears when the first connection attempt ended (mounted, or
-/// failed). Runs until the process ends.
+/// failed). Runs until `stop` fires or its sender is dropped (a reload retired the
+/// upstream): then what it mounted leaves the gateway (clients hear `list_changed`) and it
+/// returns, leaving the connection in [`Live`] for its calls in flight ([`super::reload`]
+/// closes it once they end).
 pub async fn supervise(
     s: Supervised,
     live: Arc<Live>,
     r: Registries,
     first_attempt: tokio::sync::oneshot::Sender<()>,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut mounted: Option<(Catalogue, Listing, Subscriptions)> = None;
+    tokio::select! {
+        () = keep_mounted(&s, &live, &r, first_attempt, &mut mounted) => {}
+        _ = stop => {}
+    }
+    if let Some((catalogue, _, subs)) = mounted.take() {
+        unmount(&catalogue, &r);
+        drop(subs);
+        tracing::info!(upstream = %live.name, "retired; its tools leave the list");
+    }
+}
+
+/// The supervisor's loop; `mounted` always holds what is mounted, so that a stop between
+/// two awaits unmounts exactly that.
+async fn keep_mounted(
+    s: &Supervised,
+    live: &Arc<Live>,
+    r: &Registries,
+    first_attempt: tokio::sync::oneshot::Sender<()>,
+    mounted: &mut Option<(Catalogue, Listing, Subscriptions)>,
 ) {
     let mut first_attempt = Some(first_attempt);
     // The URIs of this upstream the gateway's clients subscribed to, kept across connections.
@@ -69,30 +94,27 @@ pub async fn supervise(
         subscribed: Some(r.resources.subscribe_updates()),
         uris: BTreeSet::new(),
     };
-    let mut mounted: Option<(Catalogue, Listing, Subscriptions)> = None;
     loop {
-        if let Some((catalogue, listing, mut subs)) = mounted.take() {
-            if watch(&s, &live, &catalogue, &mut subs, &mut wanted, &r).await == Ended::Changed
-                && let Some(again) = relist(&live, listing.subscribe).await
+        if let Some((catalogue, listing, subs)) = mounted.as_mut() {
+            if watch(s, live, catalogue, subs, &mut wanted, r).await == Ended::Changed
+                && let Some(again) = relist(live, listing.subscribe).await
             {
-                if again == listing {
-                    mounted = Some((catalogue, listing, subs));
-                } else {
+                if again != *listing {
                     // Clients hear of it as of any change of the gateway's registries.
-                    unmount(&catalogue, &r);
-                    let catalogue = mount_listing(&s, &live, &again, &r).await;
-                    mounted = Some((catalogue, again, subs));
+                    unmount(catalogue, r);
+                    *catalogue = mount_listing(s, live, &again, r).await;
+                    *listing = again;
                 }
                 continue;
             }
             tracing::warn!(upstream = %live.name, "the upstream stopped answering; its tools leave the list");
-            unmount(&catalogue, &r);
-            drop(subs);
+            unmount(catalogue, r);
+            *mounted = None;
             drop(live.set_client(None));
         }
-        let (client, listing) = reconnect(&s, &live, &mut first_attempt).await;
+        let (client, listing) = reconnect(s, live, &mut first_attempt).await;
         let subs = Subscriptions::new(client, &live.name, live.policy.clone(), listing.subscribe);
-        mounted = Some((mount_listing(&s, &live, &listing, &r).await, listing, subs));
+        *mounted = Some((mount_listing(s, live, &listing, r).await, listing, subs));
         if let Some(tx) = first_attempt.take() {
             let _ = tx.send(());
         }

@@ -2,17 +2,32 @@
 //! the caller's grant, then per name. Lists are filtered item by item here (and cached per
 //! grant by `list_pages.rs`); a refused call, read, get or completion is answered as if the
 //! name did not exist, so a caller learns nothing of what it may not use.
+//!
+//! The policy in force is one immutable snapshot ([`LivePolicy`]), replaced whole by
+//! [`Engine::set_authorization`] when a configuration is reloaded: a request reads it once per
+//! question, the list caches are keyed by its epoch, and every client hears `list_changed`.
+
+use std::sync::RwLock;
 
 use serde_json::Value;
 
 use super::*;
 use crate::authz::{Authorization, Grant, Kind};
 
-/// The engine's side of authorization: the configured policy, and the skills whose files it
+/// The authorization policy in force, and how many times it was replaced.
+#[derive(Debug)]
+struct LivePolicy {
+    /// `None`: everything is allowed.
+    policy: Option<Arc<Authorization>>,
+    /// Bumped at each replacement: cached list pages built under an older policy are stale.
+    epoch: u64,
+}
+
+/// The engine's side of authorization: the policy in force, and the skills whose files it
 /// decides by the skill's name. Made once per engine.
 pub(super) struct Access {
-    /// The configured policy; `None`: everything is allowed.
-    policy: Option<Arc<Authorization>>,
+    /// The policy in force, replaced whole ([`Access::replace`]).
+    live: RwLock<Arc<LivePolicy>>,
     /// The skills being served, if any.
     skills: Option<Arc<crate::skills::McpSkillRegistry>>,
 }
@@ -23,33 +38,66 @@ impl Access {
         policy: Option<Arc<Authorization>>,
         skills: Option<Arc<crate::skills::McpSkillRegistry>>,
     ) -> Self {
-        Self { policy, skills }
+        Self {
+            live: RwLock::new(Arc::new(LivePolicy { policy, epoch: 0 })),
+            skills,
+        }
     }
 
-    /// The caller's grant under the configured policy; `None` when there is no policy
+    /// One snapshot of the policy in force: a question is answered from one snapshot.
+    fn live(&self) -> Arc<LivePolicy> {
+        self.live
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The policy in force.
+    pub(super) fn policy(&self) -> Option<Arc<Authorization>> {
+        self.live().policy.clone()
+    }
+
+    /// Puts `policy` in force as one value, with the next epoch.
+    pub(super) fn replace(&self, policy: Option<Arc<Authorization>>) {
+        let mut live = self
+            .live
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let epoch = live.epoch.wrapping_add(1);
+        *live = Arc::new(LivePolicy { policy, epoch });
+    }
+
+    /// How many times the policy was replaced (part of every list page's cache key).
+    pub(super) fn epoch(&self) -> u64 {
+        self.live().epoch
+    }
+
+    /// The caller's grant under the policy in force; `None` when there is no policy
     /// (everything allowed). A session without a principal is the local caller.
     pub(super) fn grant(&self, session: &Session) -> Option<Grant> {
-        let policy = self.policy.as_ref()?;
+        let policy = self.live().policy.clone()?;
         Some(policy.grant(session.principal_ref().map(|p| p.caller())))
     }
 
-    /// Whether the caller may use `name` of `kind`; a refusal is counted.
+    /// Whether the caller may use `name` of `kind`; a refusal is counted. The grant and the
+    /// answer come from one snapshot of the policy.
     pub(super) fn permits(&self, session: &Session, kind: Kind, name: &str) -> bool {
-        match (&self.policy, self.grant(session)) {
-            (Some(policy), Some(grant)) => policy.permits(grant, kind, name),
-            _ => true,
-        }
+        let live = self.live();
+        let Some(policy) = &live.policy else {
+            return true;
+        };
+        let grant = policy.grant(session.principal_ref().map(|p| p.caller()));
+        policy.permits(grant, kind, name)
     }
 
     /// Whether the caller may read `uri` (a resource, an App's `ui://` resource, or a file of
     /// a skill, decided by the skill's name); a refusal is counted.
     pub(super) fn permits_uri(&self, session: &Session, uri: &str) -> bool {
-        let Some(grant) = self.grant(session) else {
+        let live = self.live();
+        let Some(policy) = &live.policy else {
             return true;
         };
-        let Some(policy) = &self.policy else {
-            return true;
-        };
+        let grant = policy.grant(session.principal_ref().map(|p| p.caller()));
         match Kind::of_uri(uri) {
             Kind::Skill => match self.skill_name_of(uri) {
                 Some(name) => policy.permits(grant, Kind::Skill, &name),
@@ -67,7 +115,7 @@ impl Access {
         key: &str,
         mut items: Vec<Value>,
     ) -> Vec<Value> {
-        let (Some(policy), Some(grant)) = (&self.policy, grant) else {
+        let (Some(policy), Some(grant)) = (self.policy(), grant) else {
             return items;
         };
         let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).map(str::to_owned);
@@ -111,5 +159,28 @@ impl Access {
                 uri == root || uri.strip_prefix(root).is_some_and(|r| r.starts_with('/'))
             })
             .map(|s| s.name().to_owned())
+    }
+}
+
+impl Engine {
+    /// The authorization policy in force (`config().authorization` until
+    /// [`set_authorization`](Self::set_authorization) replaces it).
+    pub fn authorization(&self) -> Option<Arc<Authorization>> {
+        self.shared.access.policy()
+    }
+
+    /// Replaces the authorization policy as one value (a reloaded configuration's): requests
+    /// from now on are decided by `policy`, cached list pages are rebuilt, and every client
+    /// hears that the tools, prompts and resources lists changed (in both eras, as if the
+    /// registries had changed), since what each caller may see can have changed.
+    pub fn set_authorization(&self, policy: Option<Arc<Authorization>>) {
+        self.shared.access.replace(policy);
+        for event in [
+            ServerEvent::ToolsListChanged,
+            ServerEvent::PromptsListChanged,
+            ServerEvent::ResourcesListChanged,
+        ] {
+            self.shared.listeners.announce(event);
+        }
     }
 }

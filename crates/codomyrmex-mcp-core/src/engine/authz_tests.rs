@@ -229,6 +229,45 @@ fn the_local_caller_is_the_local_rule_and_tool_lists_are_cached_per_grant() {
     });
 }
 
+/// A replaced policy decides the next request, cached list pages built under the old one
+/// are not served again, and listeners hear that the lists changed.
+#[test]
+fn a_replaced_policy_decides_at_once_and_lists_are_rebuilt() {
+    run(async {
+        let e = engine();
+        let mut events = e.listeners().events();
+        assert_eq!(listed_to_viewer(&e).await, ["echo"]);
+        let policy = Authorization::compile(&[rule("viewer", |r| {
+            r.subjects = vec!["viewer".into()];
+            r.tools = vec!["admin.*".into()];
+        })])
+        .unwrap()
+        .unwrap();
+        e.set_authorization(Some(Arc::new(policy)));
+        assert_eq!(listed_to_viewer(&e).await, ["admin.reset"]);
+        let call = |name: &str| modern("tools/call", json!({"name": name}));
+        assert!(send(&e, Some("viewer"), call("admin.reset")).await["result"].is_object());
+        let refused = send(&e, Some("viewer"), call("echo")).await;
+        assert_eq!(
+            refused["error"]["message"], "Unknown tool: echo",
+            "{refused}"
+        );
+        assert!(matches!(
+            events.next().await,
+            Some(ServerEvent::ToolsListChanged)
+        ));
+        // No policy: everything again.
+        e.set_authorization(None);
+        assert_eq!(listed_to_viewer(&e).await, ["admin.reset", "echo"]);
+    });
+}
+
+/// The tools `viewer` is listed.
+async fn listed_to_viewer(e: &Engine) -> Vec<String> {
+    let tools = modern("tools/list", json!({}));
+    listed(&send(e, Some("viewer"), tools).await, "tools", "name")
+}
+
 #[test]
 fn a_legacy_subscription_to_a_refused_uri_is_refused_as_unknown() {
     run(async {

@@ -68,9 +68,10 @@ impl Engine {
         OutgoingMessage::Encoded { id, result }
     }
 
-    /// The change counter of the registry behind `kind` (resources and templates share one).
+    /// The change counter of the registry behind `kind` (resources and templates share one),
+    /// plus the authorization policy's epoch (a replaced policy makes every page stale).
     fn list_generation(&self, kind: ListKind) -> u64 {
-        match kind {
+        let registry = match kind {
             ListKind::Tools => self.shared.registry.generation(),
             ListKind::Resources | ListKind::Templates => {
                 // Both counters only grow, so their sum moves whenever either does.
@@ -79,7 +80,9 @@ impl Engine {
                 resources.wrapping_add(skills)
             }
             ListKind::Prompts => self.shared.prompts.as_ref().map_or(0, |p| p.generation()),
-        }
+        };
+        // Both only grow, so their sum moves whenever either does.
+        registry.wrapping_add(self.shared.access.epoch())
     }
 
     /// The page of `kind` after `after`, built and encoded for the request's version (an

@@ -73,7 +73,7 @@ use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower::{Service, ServiceBuilder};
@@ -117,6 +117,24 @@ pub enum HealthAccess {
     Authenticated,
 }
 
+/// Fields a server adds to `GET /health`'s JSON, asked at each request (the gateway's live
+/// configuration generation, for one). They never replace the transport's own fields.
+#[derive(Clone)]
+pub struct HealthDetails(Arc<dyn Fn() -> serde_json::Map<String, Value> + Send + Sync>);
+
+impl HealthDetails {
+    /// Details `f` gives at each `/health` request.
+    pub fn new(f: impl Fn() -> serde_json::Map<String, Value> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for HealthDetails {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HealthDetails(..)")
+    }
+}
+
 /// Configuration of the Streamable HTTP transport.
 ///
 /// | field | default |
@@ -152,6 +170,7 @@ pub enum HealthAccess {
 /// | `trusted_proxies` | none: the client is the peer address, `X-Forwarded-For` and `Forwarded` are ignored |
 /// | `shutdown_grace` | 10 s |
 /// | `health` | `Authenticated` (public when no authentication is configured) |
+/// | `health_details` | none: `/health` shows the transport's own fields only |
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     /// The address to listen on.
@@ -234,6 +253,8 @@ pub struct HttpConfig {
     pub shutdown_grace: Duration,
     /// Who may read `GET /health`.
     pub health: HealthAccess,
+    /// Fields the server adds to `GET /health`.
+    pub health_details: Option<HealthDetails>,
 }
 
 const MIB: usize = 1024 * 1024;
@@ -279,6 +300,7 @@ impl Default for HttpConfig {
             max_live_sessions: 1024,
             shutdown_grace: Duration::from_secs(10),
             health: HealthAccess::Authenticated,
+            health_details: None,
         }
     }
 }
@@ -523,9 +545,7 @@ async fn metrics_text(
 ) -> Response<Body> {
     let authz = state
         .engine
-        .config()
-        .authorization
-        .as_ref()
+        .authorization()
         .map(|a| a.metrics_text())
         .unwrap_or_default();
     state.metrics.render(
@@ -538,7 +558,7 @@ async fn metrics_text(
 
 async fn health(axum::extract::State(state): axum::extract::State<AppState>) -> Response<Body> {
     let cfg = state.engine.config();
-    let body = json!({
+    let mut body = json!({
         "status": "ok",
         "name": cfg.name,
         "version": cfg.version,
@@ -546,6 +566,11 @@ async fn health(axum::extract::State(state): axum::extract::State<AppState>) -> 
         "tools": state.engine.registry().len(),
         "sessions": state.sessions.len(),
     });
+    if let (Some(details), Some(fields)) = (&state.config.health_details, body.as_object_mut()) {
+        for (k, v) in (details.0)() {
+            fields.entry(k).or_insert(v);
+        }
+    }
     let mut resp = Response::new(Body::from(body.to_string()));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
