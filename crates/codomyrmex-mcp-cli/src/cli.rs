@@ -66,17 +66,49 @@ pub enum Command {
     Gateway(GatewayArgs),
 }
 
+/// What `gateway` does besides serving and checking.
+#[derive(Debug, Subcommand)]
+pub enum GatewayAction {
+    /// Print a running gateway's `/status` (served with `--http`): each upstream's state,
+    /// era, tool count, restarts and last error, and the configuration generation.
+    Status(GatewayStatusArgs),
+}
+
+/// `gateway status`.
+#[derive(Debug, Args)]
+pub struct GatewayStatusArgs {
+    /// The gateway's address: `http://HOST:PORT` (its `/status` is asked; plain HTTP only).
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// The bearer token `/status` needs when the gateway requires one (as `/metrics` does).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CODOMYRMEX_MCP_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
+    /// Print the document as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `gateway`: the configuration and what to do with it.
 #[derive(Debug, Args)]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 pub struct GatewayArgs {
+    /// What else to do: `status` asks a running gateway.
+    #[command(subcommand)]
+    pub action: Option<GatewayAction>,
     /// The gateway's TOML file: one `[[upstream]]` table per server.
     #[arg(
         long,
         short = 'c',
         value_name = "FILE",
-        env = "CODOMYRMEX_MCP_GATEWAY_CONFIG"
+        env = "CODOMYRMEX_MCP_GATEWAY_CONFIG",
+        required = true
     )]
-    pub config: PathBuf,
+    pub config: Option<PathBuf>,
     /// Check the configuration, connect to every upstream and print the merged catalogue.
     /// Exits 0 when every upstream answered and nothing was left out, 1 otherwise, 2 on an
     /// invalid configuration.
@@ -128,6 +160,13 @@ pub struct ServerOptions {
     /// with a warning.
     #[arg(long, value_name = "DIR", env = "CODOMYRMEX_MCP_SKILLS")]
     pub skills: Option<PathBuf>,
+    /// How tool and prompt names are spelled: `dotted` (`file_system.read`, the default) or
+    /// `portable` (only `^[a-zA-Z0-9_-]{1,64}$`, as model APIs accept: `file_system__read`).
+    #[arg(long, value_enum, env = "CODOMYRMEX_MCP_NAME_STYLE")]
+    pub name_style: Option<crate::portable::NameStyle>,
+    /// The separator that replaces `.` in portable names [default: __].
+    #[arg(long, value_name = "SEP", env = "CODOMYRMEX_MCP_NAME_SEPARATOR")]
+    pub name_separator: Option<String>,
     /// Serve Streamable HTTP at ADDR (endpoint /mcp) instead of stdio: IP:PORT or
     /// localhost:PORT; port 0 picks a free one.
     #[arg(long, value_name = "ADDR", env = "CODOMYRMEX_MCP_HTTP", value_parser = parse_listen)]

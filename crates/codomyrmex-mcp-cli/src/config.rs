@@ -11,6 +11,7 @@
 //! no implicit configuration file: a file found in a working directory could otherwise widen
 //! the profile of whoever runs the server there.
 
+use crate::portable::{NameStyle, Naming};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -124,6 +125,10 @@ pub struct FileConfig {
     /// `[[policy]]`: who may list and use which names (see [`compile_policies`]).
     #[serde(default)]
     policy: Vec<toml::Spanned<PolicyEntry>>,
+    /// `name_style = "dotted" | "portable"` ([`crate::portable`]).
+    name_style: Option<NameStyle>,
+    /// The portable style's separator (`__` unless given).
+    name_separator: Option<String>,
 }
 
 /// The `[store]` table of the file.
@@ -342,6 +347,12 @@ pub struct Effective {
     /// The rules compiled (`None`: no policy, everyone may use everything).
     #[serde(skip)]
     pub authorization: Option<Arc<Authorization>>,
+    /// How tool and prompt names are spelled (`dotted` unless `portable`).
+    #[serde(skip_serializing_if = "NameStyle::is_dotted")]
+    pub name_style: NameStyle,
+    /// The portable style's separator.
+    #[serde(skip_serializing_if = "crate::portable::is_default_separator")]
+    pub name_separator: String,
 }
 
 /// The task lease unless configured, in seconds.
@@ -538,7 +549,16 @@ pub fn merge(
             url.redacted()
         )));
     }
+    let naming = Naming::new(
+        opts.name_style.or(file.name_style).unwrap_or_default(),
+        opts.name_separator
+            .as_deref()
+            .or(file.name_separator.as_deref()),
+    )
+    .map_err(ConfigError::Invalid)?;
     Ok(Effective {
+        name_style: naming.style(),
+        name_separator: naming.separator().to_owned(),
         config_file: opts.config.clone(),
         root,
         profile: opts.profile.or(file.profile).unwrap_or_default(),
@@ -562,6 +582,11 @@ pub fn merge(
 }
 
 impl Effective {
+    /// The mapping of names in force ([`crate::portable`]).
+    pub fn naming(&self) -> Naming {
+        Naming::new(self.name_style, Some(&self.name_separator)).unwrap_or_default()
+    }
+
     /// The configuration as TOML, secrets redacted.
     pub fn to_toml(&self) -> Result<String, String> {
         toml::to_string(self).map_err(|e| e.to_string())

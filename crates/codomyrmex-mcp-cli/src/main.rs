@@ -32,6 +32,7 @@ mod guide_samples_tests;
 mod logging;
 #[cfg(feature = "otel")]
 mod otel;
+mod portable;
 mod root_resources;
 mod serve;
 mod signals;

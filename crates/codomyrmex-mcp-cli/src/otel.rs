@@ -86,3 +86,21 @@ fn adopt_parent(span: &tracing::Span, traceparent: &str) {
     // Fails only when the span is disabled or already started: then it keeps its own trace.
     let _ = span.set_parent(context);
 }
+
+/// The W3C `traceparent` of the span the caller is in, when it is exported (a valid
+/// OpenTelemetry context): what the gateway sends upstream as the parent of the upstream's
+/// span.
+pub fn current_traceparent() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt as _;
+    let context = tracing::Span::current().context();
+    let span = context.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            sc.trace_id(),
+            sc.span_id(),
+            sc.trace_flags().to_u8()
+        )
+    })
+}

@@ -40,7 +40,23 @@ pub fn registry(
     if config.demo_tools {
         tools::register_demo(&registry).map_err(|e| e.to_string())?;
     }
+    rename_portable(&registry, &config.naming());
     Ok((registry, workspace))
+}
+
+/// Renames every tool of `registry` by `naming` ([`crate::portable`]); a tool whose new
+/// name another tool already has is left out (never merged), with a warning.
+fn rename_portable(registry: &McpToolRegistry, naming: &crate::portable::Naming) {
+    if !naming.is_portable() {
+        return;
+    }
+    for name in registry.list_tools() {
+        let local = naming.local(&name);
+        if let Err(e) = registry.rename(&name, local) {
+            registry.unregister(&name);
+            tracing::warn!(tool = %name, error = %e, "left out: its portable name is taken");
+        }
+    }
 }
 
 /// Builds the server for `config`: the tools, the root's files as resources and a prompt.
@@ -59,10 +75,12 @@ pub fn server_with_key(
     let (registry, workspace) = registry(config, worker)?;
     let mut server_config = McpServerConfig::new("codomyrmex-mcp", codomyrmex_mcp::VERSION)
         .with_instructions(format!(
-            "Codomyrmex MCP server ({} profile). Tools are named module.tool; paths are relative \
-             to the server's root and cannot leave it. Call codomyrmex.list_registered_tools to \
+            "Codomyrmex MCP server ({} profile). Tools are named {}; paths are relative \
+             to the server's root and cannot leave it. Call {} to \
              see what is available. Files are also readable as resources {RESOURCE_PREFIX}PATH.",
-            config.profile.as_str()
+            config.profile.as_str(),
+            config.naming().local("module.tool"),
+            config.naming().local("codomyrmex.list_registered_tools"),
         ))
         .with_tool_timeout(Duration::from_secs(config.timeout_secs));
     server_config.request_state_key = request_state_key;
@@ -91,29 +109,40 @@ pub fn server_with_key(
         tools::test_tools::register(&registry, &resources).map_err(|e| e.to_string())?;
     }
     let prompts = Arc::new(McpPromptRegistry::new());
+    let naming = config.naming();
+    // The prompt names the tools as clients see them.
+    let guide = format!(
+        "Start with {} (recursive, a small max_depth), read the README with {}, use {} to \
+         find symbols and {} / {} for recent work. Paths are relative to the root.",
+        naming.local("file_system.list_directory"),
+        naming.local("file_system.read"),
+        naming.local("file_system.search"),
+        naming.local("git.log"),
+        naming.local("git.status"),
+    );
     prompts.add(
         PromptDefinition::new(
-            "codomyrmex.explore",
+            naming.local("codomyrmex.explore"),
             "Explore the project under the server's root with the built-in tools.",
         )
         .with_argument(PromptArgument::optional(
             "goal",
             "What you want to find out or change",
         )),
-        |request: codomyrmex_mcp::prompts::PromptRequest| async move {
-            let goal = request
-                .arguments
-                .get("goal")
-                .map_or("get an overview of the project", String::as_str);
-            Ok::<_, McpErrorDetail>(PromptResult {
-                description: Some("Explore the project".into()),
-                messages: vec![PromptMessage::user(ContentBlock::text(format!(
-                    "Goal: {goal}.\nStart with file_system.list_directory (recursive, a small \
-                     max_depth), read the README with file_system.read, use \
-                     file_system.search to find symbols and git.log / git.status for recent \
-                     work. Paths are relative to the root."
-                )))],
-            })
+        move |request: codomyrmex_mcp::prompts::PromptRequest| {
+            let guide = guide.clone();
+            async move {
+                let goal = request
+                    .arguments
+                    .get("goal")
+                    .map_or("get an overview of the project", String::as_str);
+                Ok::<_, McpErrorDetail>(PromptResult {
+                    description: Some("Explore the project".into()),
+                    messages: vec![PromptMessage::user(ContentBlock::text(format!(
+                        "Goal: {goal}.\n{guide}"
+                    )))],
+                })
+            }
         },
     );
     let server = McpServer::new(server_config, registry)
@@ -430,7 +459,27 @@ mod tests {
             skills: None,
             policies: Vec::new(),
             authorization: None,
+            name_style: crate::portable::NameStyle::Dotted,
+            name_separator: crate::portable::DEFAULT_SEPARATOR.to_owned(),
         }
+    }
+
+    #[test]
+    fn portable_names_rename_every_tool_and_the_prompt() {
+        let portable = Effective {
+            name_style: crate::portable::NameStyle::Portable,
+            ..effective(Profile::Full, None, None)
+        };
+        let (r, _) = registry(&portable, None).unwrap();
+        let names = r.list_tools();
+        assert!(names.contains(&"file_system__read".to_owned()), "{names:?}");
+        assert!(
+            names.iter().all(|n| crate::portable::is_portable(n)),
+            "{names:?}"
+        );
+        let server = server(&portable).unwrap();
+        let prompts = server.engine().prompts().unwrap().names();
+        assert_eq!(prompts, ["codomyrmex__explore"]);
     }
 
     #[test]

@@ -110,10 +110,27 @@ fn write(path: &Path, text: &str) {
 
 /// `GET /health` of the server at `addr`, as JSON.
 fn health(addr: &str) -> Value {
+    get_json(addr, "/health")
+}
+
+/// The upstreams `/status` lists and the generation it says, which follow a reload.
+fn status_upstreams(addr: &str) -> (Vec<String>, Value) {
+    let doc = get_json(addr, "/status");
+    let names = doc["upstreams"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .iter()
+        .map(|u| u["name"].as_str().unwrap().to_owned())
+        .collect();
+    (names, doc["config_generation"].clone())
+}
+
+/// `GET path` of the server at `addr`, as JSON.
+fn get_json(addr: &str, path: &str) -> Value {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     write!(
         s,
-        "GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut out = String::new();
@@ -258,6 +275,10 @@ async fn a_reload_adds_removes_and_changes_upstreams_and_policies_without_droppi
     );
     let pid = gw.child.id();
     assert_eq!(health(gw.addr())["configGeneration"], 1);
+    assert_eq!(
+        status_upstreams(gw.addr()),
+        (vec!["keep".into(), "a".into(), "files".into()], 1.into())
+    );
     let legacy = client(&gw.url, EraPreference::Legacy).await;
     let modern = client(&gw.url, EraPreference::Modern).await;
     let names = tool_names(&legacy).await;
@@ -291,6 +312,10 @@ async fn a_reload_adds_removes_and_changes_upstreams_and_policies_without_droppi
     let line = await_generation(&gw, 2);
     assert!(line.contains("the file changed"), "{line}");
     assert_eq!(health(gw.addr())["configGeneration"], 2);
+    assert_eq!(
+        status_upstreams(gw.addr()),
+        (vec!["keep".into(), "a".into(), "b".into()], 2.into())
+    );
     hears_tools_changed(&legacy, "2025-11-25 client").await;
     hears_tools_changed(&modern, "2026-07-28 client").await;
     let deadline = std::time::Instant::now() + GUARD;
@@ -391,5 +416,43 @@ async fn a_reload_adds_removes_and_changes_upstreams_and_policies_without_droppi
         first_text(&call(&modern, "b.fresh").await.unwrap()),
         "fresh"
     );
+    drop(gw);
+}
+
+/// A reload that changes `name_style` renames every upstream's tools, though no upstream's
+/// table changed: the portable names are listed and callable, the dotted ones are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_of_the_name_style_renames_every_upstream() {
+    let one = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.toml");
+    let table = http_upstream("a", &one.url, "");
+    write(&path, &table);
+    let gw = support::http_server(
+        &[
+            "gateway",
+            "--config",
+            path.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let client = client(&gw.url, EraPreference::Legacy).await;
+    let names = tool_names(&client).await;
+    assert!(names.contains(&"a.quick".to_owned()), "{names:?}");
+    write(&path, &format!("name_style = \"portable\"\n\n{table}"));
+    await_generation(&gw, 2);
+    let deadline = std::time::Instant::now() + GUARD;
+    loop {
+        let names = tool_names(&client).await;
+        if names.contains(&"a__quick".to_owned()) {
+            assert!(!names.iter().any(|n| n.contains('.')), "{names:?}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{names:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(first_text(&call(&client, "a__quick").await.unwrap()), "quick");
     drop(gw);
 }

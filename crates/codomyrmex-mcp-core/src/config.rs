@@ -67,6 +67,7 @@ impl CacheScope {
 /// | `request_state_key` | random per process |
 /// | `request_state_ttl` | 10 minutes |
 /// | `authorization` | none: everyone may use everything |
+/// | `observers` | none: `/metrics` shows the transport's counters and the policy's denials |
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct McpServerConfig {
@@ -143,6 +144,9 @@ pub struct McpServerConfig {
     /// Who may list and use which names ([`crate::authz`]); `None`, the default: everyone
     /// may use everything.
     pub authorization: Option<std::sync::Arc<crate::authz::Authorization>>,
+    /// What else the server's parts count for `/metrics` and `/status` ([`crate::observe`]);
+    /// none by default.
+    pub observers: crate::observe::Observers,
 }
 
 impl Default for McpServerConfig {
@@ -169,6 +173,7 @@ impl Default for McpServerConfig {
             request_state_key: None,
             request_state_ttl: Duration::from_secs(600),
             authorization: None,
+            observers: crate::observe::Observers::new(),
         }
     }
 }

@@ -48,6 +48,7 @@ pub mod driver;
 pub mod engine;
 pub mod fuzzing;
 pub mod invocation;
+pub mod observe;
 mod outbound;
 pub mod platform;
 pub mod policy;

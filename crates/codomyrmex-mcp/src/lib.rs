@@ -211,8 +211,8 @@ pub mod transport;
 // The protocol core, under the paths this crate has always had.
 pub use codomyrmex_mcp_core::util;
 pub use codomyrmex_mcp_core::{
-    authz, change_bus, config, context, driver, engine, invocation, platform, policy, prompts,
-    registry, resources, schema, store, sync, task_store, uri_template, wire,
+    authz, change_bus, config, context, driver, engine, invocation, observe, platform, policy,
+    prompts, registry, resources, schema, store, sync, task_store, uri_template, wire,
 };
 
 pub use client::{ClientError, McpClient};

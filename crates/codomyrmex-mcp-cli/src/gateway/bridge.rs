@@ -756,6 +756,8 @@ pub struct Live {
     pub policy: Arc<UpstreamPolicy>,
     /// Where its requests for input go (the era bridge).
     pub inbox: Arc<Inbox>,
+    /// What the gateway counts of it (`/metrics`, `/status`).
+    pub stats: Arc<super::observe::UpstreamStats>,
 }
 
 impl Live {
@@ -766,6 +768,7 @@ impl Live {
             name,
             client: std::sync::Mutex::new(None),
             policy: Arc::new(UpstreamPolicy::new(limits)),
+            stats: Arc::default(),
         }
     }
 
@@ -805,6 +808,10 @@ impl Live {
 
     /// Replaces the connection (`None`: the upstream is down); returns the old one.
     pub fn set_client(&self, client: Option<Arc<McpClient>>) -> Option<Arc<McpClient>> {
+        match &client {
+            Some(c) => self.stats.connected(c.era()),
+            None => self.stats.disconnected(),
+        }
         std::mem::replace(
             &mut *self
                 .client

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::portable::{Naming, is_portable};
 use codomyrmex_mcp::util::inert_text;
 use serde_json::{Map, Value};
 
@@ -100,6 +101,12 @@ impl Filter {
             exclude: patterns(exclude, "exclude")?,
             rename,
         })
+    }
+
+    /// The name a tool of the upstream's is mounted under (before the namespace): its
+    /// rename, or its own name.
+    pub fn renamed<'a>(&'a self, name: &'a str) -> &'a str {
+        self.rename.get(name).map_or(name, String::as_str)
     }
 
     /// Whether the upstream name `name` is mounted.
@@ -213,7 +220,15 @@ impl Kind {
 impl Catalogue {
     /// Merges the upstreams' listings, in order: on a clash of local names the earlier
     /// upstream keeps the name and the later entry is reported.
+    #[cfg(test)]
     pub fn build(mounts: &[Mount<'_>]) -> Self {
+        Self::build_named(mounts, &Naming::default())
+    }
+
+    /// [`build`](Self::build), with tool and prompt names spelled by `naming`
+    /// ([`crate::portable`]): names that become the same are not merged, the later one is
+    /// left out and reported.
+    pub fn build_named(mounts: &[Mount<'_>], naming: &Naming) -> Self {
         let mut catalogue = Self::default();
         for (index, mount) in mounts.iter().enumerate() {
             let listing = mount.listing;
@@ -223,7 +238,7 @@ impl Catalogue {
                 (Kind::Resource, &listing.resources),
                 (Kind::Template, &listing.templates),
             ] {
-                catalogue.add(index, mount, kind, entries);
+                catalogue.add(index, mount, kind, entries, naming);
             }
             catalogue.add_skills(index, mount.namespace, &listing.skills);
             let tool_names: Vec<String> = listing
@@ -241,7 +256,14 @@ impl Catalogue {
         catalogue
     }
 
-    fn add(&mut self, index: usize, mount: &Mount<'_>, kind: Kind, entries: &[Value]) {
+    fn add(
+        &mut self,
+        index: usize,
+        mount: &Mount<'_>,
+        kind: Kind,
+        entries: &[Value],
+        naming: &Naming,
+    ) {
         let namespace = mount.namespace;
         let problem = |message: String| Problem {
             upstream: namespace.to_owned(),
@@ -284,15 +306,11 @@ impl Catalogue {
                         continue;
                     }
                     let suffix = match kind {
-                        Kind::Tool => mount
-                            .filter
-                            .rename
-                            .get(upstream_name)
-                            .map_or(upstream_name, String::as_str),
+                        Kind::Tool => mount.filter.renamed(upstream_name),
                         _ => upstream_name,
                     };
-                    let local = format!("{namespace}.{suffix}");
-                    if !valid_local_name(&local) {
+                    let local = naming.join(namespace, suffix);
+                    if !valid_local_name(&local) || naming.is_portable() && !is_portable(&local) {
                         let p = problem(format!(
                             "{} {shown:?}: its local name would not be 1 to 128 characters of \
                              A-Z, a-z, 0-9, '_', '-' and '.'",
@@ -322,7 +340,19 @@ impl Catalogue {
                 Kind::Template => &mut self.templates,
             };
             if let Some(earlier) = table.get(&local) {
-                let message = if earlier.upstream == index {
+                let message = if naming.is_portable() && matches!(kind, Kind::Tool | Kind::Prompt) {
+                    format!(
+                        "{} {shown:?}: its portable name {local:?} is already {:?}'s{}; left out, \
+                         not merged",
+                        kind.noun(),
+                        earlier.upstream_name,
+                        if earlier.upstream == index {
+                            ""
+                        } else {
+                            " (an earlier upstream)"
+                        }
+                    )
+                } else if earlier.upstream == index {
                     format!(
                         "{} {local:?} appears twice (listed twice, or renamed onto another name)",
                         kind.noun()

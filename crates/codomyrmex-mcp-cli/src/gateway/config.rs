@@ -35,6 +35,7 @@ use serde::Deserialize;
 use super::catalog::{Filter, valid_local_name};
 use super::uri::{MAX_NAMESPACE, valid_namespace};
 use crate::config::{Secret, compile_policies, parse_toml};
+use crate::portable::{NameStyle, Naming};
 use codomyrmex_mcp::authz::{Authorization, PolicyEntry};
 
 /// Default per-call timeout of an upstream.
@@ -53,6 +54,10 @@ struct File {
     /// `[[policy]]`: the schema and parser of `serve`'s file ([`compile_policies`]).
     #[serde(default)]
     policy: Vec<toml::Spanned<PolicyEntry>>,
+    /// `name_style = "dotted" | "portable"` ([`crate::portable`]).
+    name_style: Option<NameStyle>,
+    /// The portable style's separator (`__` unless given).
+    name_separator: Option<String>,
 }
 
 /// One `[[upstream]]` table as written.
@@ -96,6 +101,8 @@ pub struct GatewayConfig {
     /// Who may list and use which of the gateway's names (`[[policy]]`); `None`: everyone
     /// may use everything.
     pub authorization: Option<std::sync::Arc<Authorization>>,
+    /// How tool and prompt names are spelled (`name_style`, `name_separator`).
+    pub naming: Naming,
 }
 
 /// One checked upstream (equal to another when a reload can keep it running as it is).
@@ -238,9 +245,15 @@ impl GatewayConfig {
             }
             upstreams.push(upstream);
         }
+        let naming = Naming::new(
+            file.name_style.unwrap_or_default(),
+            file.name_separator.as_deref(),
+        )
+        .map_err(ParseError::Invalid)?;
         Ok(Self {
             upstreams,
             authorization,
+            naming,
         })
     }
 }

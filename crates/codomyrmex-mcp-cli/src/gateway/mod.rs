@@ -15,11 +15,14 @@ mod apps;
 mod bridge;
 pub mod catalog;
 pub mod config;
+mod observe;
 pub mod reload;
 mod serve;
 mod skills;
+mod status;
 mod subscriptions;
 mod supervise;
+mod trace;
 mod uri;
 
 use std::process::ExitCode;
@@ -43,7 +46,14 @@ use crate::config::{HttpSettings, Secret};
 
 /// Runs `gateway`.
 pub async fn run(args: GatewayArgs) -> ExitCode {
-    let config = match GatewayConfig::load(&args.config) {
+    if let Some(crate::cli::GatewayAction::Status(status)) = &args.action {
+        return status::run(status).await;
+    }
+    let Some(path) = args.config.as_deref() else {
+        eprintln!("codomyrmex-mcp: gateway needs --config FILE");
+        return ExitCode::from(2);
+    };
+    let config = match GatewayConfig::load(path) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("codomyrmex-mcp: {e}");
@@ -68,7 +78,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             required_scopes: o.required_scopes.clone(),
             ..HttpSettings::default()
         });
-        return match serve_catalogue(args.config.clone(), config, http, !args.no_rate_limit).await {
+        return match serve_catalogue(path.to_path_buf(), config, http, !args.no_rate_limit).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("codomyrmex-mcp: gateway: {e}");
@@ -102,7 +112,7 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             listing,
         })
         .collect();
-    let catalogue = Catalogue::build(&mounts);
+    let catalogue = Catalogue::build_named(&mounts, &config.naming);
     // What clients would see: the definitions, under their local names.
     let names = |m: &std::collections::BTreeMap<String, catalog::Entry>| {
         m.values().map(|e| e.definition.clone()).collect::<Vec<_>>()
@@ -113,7 +123,21 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
         .map(|p| json!({"upstream": p.upstream, "problem": p.message}))
         .collect();
     if args.json {
+        // The mapping of names, for each tool and prompt: local name, upstream, its name there.
+        let mapping = |m: &std::collections::BTreeMap<String, catalog::Entry>| {
+            m.iter()
+                .map(|(local, e)| {
+                    json!({
+                        "name": local,
+                        "upstream": config.upstreams[e.upstream].name,
+                        "upstreamName": e.upstream_name,
+                    })
+                })
+                .collect::<Vec<_>>()
+        };
         let out = json!({
+            "nameStyle": config.naming.style(),
+            "names": {"tools": mapping(&catalogue.tools), "prompts": mapping(&catalogue.prompts)},
             "tools": names(&catalogue.tools),
             "prompts": names(&catalogue.prompts),
             "resources": names(&catalogue.resources),
@@ -166,7 +190,7 @@ async fn serve_catalogue(
     let mut running = std::collections::BTreeMap::new();
     let mut first_attempts = Vec::with_capacity(config.upstreams.len());
     for u in &config.upstreams {
-        let (r, first) = reload::start(u, &registries, None);
+        let (r, first) = reload::start(u, &config.naming, &registries, None);
         running.insert(u.name.clone(), r);
         first_attempts.push(first);
     }
@@ -232,7 +256,22 @@ async fn serve_catalogue(
         live.inbox.serve_logs_with(logs.clone());
     }
     drop(lives);
-    let live_config = reload::LiveConfig::new(Arc::new(config));
+    let upstreams = config
+        .upstreams
+        .iter()
+        .filter_map(|u| running.get(&u.name).map(|r| (u.name.clone(), r.live().stats.clone())))
+        .collect();
+    let live_config = reload::LiveConfig::new(Arc::new(config), upstreams);
+    // Each upstream's figures on `/metrics` and `/status`, with the configuration's
+    // generation, read from the configuration in force (a reload replaces both).
+    let observed = live_config.clone();
+    server
+        .engine()
+        .config()
+        .observers
+        .add(Arc::new(observe::GatewayObserved::new(move || {
+            observed.served()
+        })));
     eprintln!("codomyrmex-mcp: gateway: configuration generation 1 is live");
     let reloader = reload::Reloader {
         path,
@@ -433,6 +472,12 @@ async fn paged(client: &McpClient, method: &str, key: &str) -> Result<Vec<Value>
 /// The human-readable catalogue: per upstream, what it mounts; then what was left out.
 fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> String {
     let mut out = String::new();
+    if config.naming.is_portable() {
+        out.push_str(&format!(
+            "names: portable (separator {:?}): each tool and prompt as NAME = upstream.name\n",
+            config.naming.separator()
+        ));
+    }
     for (i, u) in config.upstreams.iter().enumerate() {
         let how = match &u.transport {
             UpstreamTransport::Stdio { command, .. } => format!("stdio: {command}"),
@@ -454,7 +499,30 @@ fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> Stri
             ("skill", &catalogue.skills),
         ] {
             for (local, entry) in table.iter().filter(|(_, e)| e.upstream == i) {
-                if *local == format!("{}.{}", u.name, entry.upstream_name)
+                if config.naming.is_portable() && (label == "tool" || label == "prompt") {
+                    // The mapping: the portable name, then the dotted name it stands for; a
+                    // name the rule cannot turn back (shortened, or holding the separator)
+                    // is said to be so: only this table routes it.
+                    let suffix = if label == "tool" {
+                        u.filter.renamed(&entry.upstream_name)
+                    } else {
+                        &entry.upstream_name
+                    };
+                    let dotted = format!("{}.{suffix}", u.name);
+                    let note = if config.naming.decode(local).as_deref() != Some(&dotted) {
+                        "  (not decodable: routed by the table)"
+                    } else {
+                        ""
+                    };
+                    out.push_str(&format!(
+                        "  {label:<8} {local}  = {dotted}{}{note}\n",
+                        if suffix == entry.upstream_name {
+                            String::new()
+                        } else {
+                            format!(" (upstream: {})", entry.upstream_name)
+                        }
+                    ));
+                } else if *local == format!("{}.{}", u.name, entry.upstream_name)
                     || matches!(label, "resource" | "template" | "skill")
                 {
                     out.push_str(&format!("  {label:<8} {local}\n"));

@@ -39,7 +39,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::bridge::{AbortOnDrop, Live};
+use super::observe::{Served, UpstreamStats};
 use super::config::{GatewayConfig, Upstream};
+use crate::portable::Naming;
 use super::serve::Registries;
 use super::{START_WAIT, supervise, target_of};
 
@@ -57,6 +59,8 @@ pub struct Snapshot {
     pub generation: u64,
     /// The checked file.
     pub config: Arc<GatewayConfig>,
+    /// Each running upstream's figures, in the file's order.
+    pub upstreams: Vec<(String, Arc<UpstreamStats>)>,
 }
 
 /// The configuration generation in force, shared with what reports it (`/health`).
@@ -64,11 +68,12 @@ pub struct Snapshot {
 pub struct LiveConfig(Arc<RwLock<Arc<Snapshot>>>);
 
 impl LiveConfig {
-    /// Generation 1: `config`.
-    pub fn new(config: Arc<GatewayConfig>) -> Self {
+    /// Generation 1: `config`, whose running upstreams' figures are `upstreams`.
+    pub fn new(config: Arc<GatewayConfig>, upstreams: Vec<(String, Arc<UpstreamStats>)>) -> Self {
         Self(Arc::new(RwLock::new(Arc::new(Snapshot {
             generation: 1,
             config,
+            upstreams,
         }))))
     }
 
@@ -92,11 +97,30 @@ impl LiveConfig {
         fields
     }
 
-    /// Puts `config` in force as the next generation; returns it.
-    fn replace(&self, config: Arc<GatewayConfig>) -> u64 {
+    /// What `/metrics` and `/status` show of it: its generation and its upstreams' figures,
+    /// from one snapshot.
+    pub fn served(&self) -> Served {
+        let snapshot = self.snapshot();
+        Served {
+            generation: snapshot.generation,
+            upstreams: snapshot.upstreams.clone(),
+        }
+    }
+
+    /// Puts `config` in force as the next generation, with its running upstreams' figures;
+    /// returns the generation.
+    fn replace(
+        &self,
+        config: Arc<GatewayConfig>,
+        upstreams: Vec<(String, Arc<UpstreamStats>)>,
+    ) -> u64 {
         let mut live = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let generation = live.generation + 1;
-        *live = Arc::new(Snapshot { generation, config });
+        *live = Arc::new(Snapshot {
+            generation,
+            config,
+            upstreams,
+        });
         generation
     }
 }
@@ -113,6 +137,7 @@ pub struct Running {
 /// receiver hears when its first connection attempt ended.
 pub fn start(
     u: &Upstream,
+    naming: &Naming,
     r: &Registries,
     logs: Option<&mpsc::Sender<Value>>,
 ) -> (Running, oneshot::Receiver<()>) {
@@ -126,6 +151,7 @@ pub fn start(
         filter: u.filter.clone(),
         timeout: u.timeout,
         health_every: u.health_check,
+        naming: naming.clone(),
     };
     let (first_tx, first_rx) = oneshot::channel();
     let (stop, stopped) = oneshot::channel();
@@ -288,10 +314,12 @@ impl Reloader {
             .iter()
             .map(|u| (u.name.as_str(), u))
             .collect();
-        // Gone or changed: retired first, so that a changed one's names are free again.
+        // Gone or changed: retired first, so that a changed one's names are free again. A
+        // changed `name_style` or separator renames every upstream's tools and prompts.
+        let renamed = old.config.naming != new.naming;
         let leaving: Vec<String> = running
             .keys()
-            .filter(|name| wanted.get(name.as_str()) != before.get(name.as_str()))
+            .filter(|name| renamed || wanted.get(name.as_str()) != before.get(name.as_str()))
             .cloned()
             .collect();
         for name in &leaving {
@@ -302,7 +330,7 @@ impl Reloader {
         let mut first_attempts = Vec::new();
         for u in &new.upstreams {
             if !running.contains_key(&u.name) {
-                let (r, first) = start(u, &self.registries, Some(&self.logs));
+                let (r, first) = start(u, &new.naming, &self.registries, Some(&self.logs));
                 running.insert(u.name.clone(), r);
                 first_attempts.push(first);
             }
@@ -318,7 +346,12 @@ impl Reloader {
             }
         };
         let _ = driver::within(&TOKIO, START_WAIT, all_tried).await;
-        let generation = self.config.replace(new);
+        let upstreams = new
+            .upstreams
+            .iter()
+            .filter_map(|u| running.get(&u.name).map(|r| (u.name.clone(), r.live.stats.clone())))
+            .collect();
+        let generation = self.config.replace(new, upstreams);
         tracing::info!(
             generation,
             retired = leaving.len(),

@@ -294,6 +294,35 @@ async fn forward(
     params: Value,
     context: ToolContext,
 ) -> Result<Value, McpErrorDetail> {
+    let timer = upstream.stats.call(method);
+    let answer = forward_timed(upstream, method, params, context).await;
+    let error = match &answer {
+        Err(detail) => Some(super::observe::error_kind(&detail.error_type)),
+        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => Some("tool_error"),
+        Ok(_) => None,
+    };
+    timer.done(error);
+    answer
+}
+
+/// [`forward`]'s work, which it counts.
+async fn forward_timed(
+    upstream: &Live,
+    method: &'static str,
+    mut params: Value,
+    context: ToolContext,
+) -> Result<Value, McpErrorDetail> {
+    // The gateway's span is the parent of the upstream's ([`super::trace`]).
+    if let (Some(tp), Some(p)) = (
+        super::trace::upstream_traceparent(context.meta()),
+        params.as_object_mut(),
+    ) && let Some(meta) = p
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+    {
+        meta.insert("traceparent".into(), Value::String(tp));
+    }
     let Some(client) = upstream.client() else {
         return Err(unavailable(&upstream.name));
     };

@@ -52,6 +52,8 @@ pub struct Supervised {
     pub health_every: Duration,
     /// Which era to speak to it.
     pub era: codomyrmex_mcp::client::EraPreference,
+    /// How its tools and prompts are named (`name_style`).
+    pub naming: crate::portable::Naming,
 }
 
 /// Connects the upstream, keeps it mounted while it answers, and mounts it again when it
@@ -108,6 +110,9 @@ async fn keep_mounted(
                 continue;
             }
             tracing::warn!(upstream = %live.name, "the upstream stopped answering; its tools leave the list");
+            live.stats.failed(
+                "the upstream stopped answering (a failed health check, or its connection closed)",
+            );
             unmount(catalogue, r);
             *mounted = None;
             drop(live.set_client(None));
@@ -163,11 +168,14 @@ pub async fn mount_listing(
     listing: &Listing,
     r: &Registries,
 ) -> Catalogue {
-    let catalogue = Catalogue::build(&[Mount {
-        namespace: &live.name,
-        filter: &s.filter,
-        listing,
-    }]);
+    let catalogue = Catalogue::build_named(
+        &[Mount {
+            namespace: &live.name,
+            filter: &s.filter,
+            listing,
+        }],
+        &s.naming,
+    );
     for p in &catalogue.problems {
         tracing::warn!(upstream = %p.upstream, problem = %p.message, "left out");
     }
@@ -191,6 +199,7 @@ pub async fn mount_listing(
         }
     }
     tracing::info!(upstream = %live.name, tools = catalogue.tools.len(), "mounted");
+    live.stats.mounted(catalogue.tools.len());
     catalogue
 }
 
@@ -342,6 +351,7 @@ async fn reconnect(
             }
             Err(e) => {
                 tracing::warn!(upstream = %live.name, error = %codomyrmex_mcp::util::inert_text(&e), retry_in_secs = backoff.as_secs(), "upstream unreachable");
+                live.stats.failed(&e);
                 if let Some(tx) = first_attempt.take() {
                     let _ = tx.send(());
                 }

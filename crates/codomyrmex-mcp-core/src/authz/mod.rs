@@ -34,6 +34,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::observe::{Observed, family_header, label_value};
+
 use glob::Glob;
 
 /// The most rules a policy may hold (a [`Grant`] is a 64-bit set).
@@ -365,17 +367,11 @@ impl Authorization {
             .collect()
     }
 
-    /// The denials in the OpenMetrics text format `/metrics` serves:
-    /// `mcp_authz_denials_total{principal=..}`.
+    /// The denials in the text format `/metrics` serves:
+    /// `mcp_authz_denials_total{principal=..}` (what [`Observed::metrics`] writes).
     pub fn metrics_text(&self) -> String {
-        let mut out = String::from(
-            "# HELP mcp_authz_denials Requests refused by the authorization policy, by the \
-             principal name of the first rule that matched the caller (\"\" when none did).\n\
-             # TYPE mcp_authz_denials counter\n",
-        );
-        for (name, n) in self.denials() {
-            let _ = writeln!(out, "mcp_authz_denials_total{{principal=\"{name}\"}} {n}");
-        }
+        let mut out = String::new();
+        self.metrics(&mut out);
         out
     }
 
@@ -436,4 +432,25 @@ fn value_matches(v: &Value, g: &Glob) -> bool {
 
 fn globs(list: &[String]) -> Result<Vec<Glob>, String> {
     list.iter().map(|p| Glob::new(p)).collect()
+}
+
+/// The policy's denials per principal on `/metrics`, through the one hook
+/// ([`crate::observe`]).
+impl Observed for Authorization {
+    fn metrics(&self, out: &mut String) {
+        family_header(
+            out,
+            "mcp_authz_denials",
+            "counter",
+            "Requests refused by the authorization policy, by the principal name of the first \
+             rule that matched the caller (\"\" when none did).",
+        );
+        for (name, n) in self.denials() {
+            let _ = writeln!(
+                out,
+                "mcp_authz_denials_total{{principal=\"{}\"}} {n}",
+                label_value(name)
+            );
+        }
+    }
 }

@@ -183,4 +183,16 @@ impl Engine {
             self.shared.listeners.announce(event);
         }
     }
+
+    /// Every part whose counts `/metrics` and `/status` show ([`crate::observe`]): the
+    /// authorization policy in force (its denials), then the configuration's
+    /// [`observers`](crate::config::McpServerConfig::observers).
+    pub fn observed(&self) -> Vec<Arc<dyn crate::observe::Observed>> {
+        let mut parts: Vec<Arc<dyn crate::observe::Observed>> = Vec::new();
+        if let Some(a) = self.authorization() {
+            parts.push(a);
+        }
+        parts.extend(self.shared.config.observers.snapshot());
+        parts
+    }
 }

@@ -711,6 +711,60 @@ impl McpToolRegistry {
         Ok(())
     }
 
+    /// Moves tool `from` to the name `to`, its handler, settings and schemas unchanged (a
+    /// server that spells its names another way, as the CLI's portable names do). Returns
+    /// whether a tool was named `from`. Refused, with nothing changed, when `to` is not a
+    /// valid name or another tool has it.
+    pub fn rename(&self, from: &str, to: impl Into<String>) -> Result<bool, McpRegistrationError> {
+        let to = to.into();
+        validate_tool_name(&to)?;
+        let Some(old) = self.lookup(from) else {
+            return Ok(false);
+        };
+        if from == to {
+            return Ok(true);
+        }
+        let mut definition = old.definition.clone();
+        definition.name.clone_from(&to);
+        let wire =
+            serde_json::to_value(&definition).map_err(|e| McpRegistrationError::InvalidSchema {
+                name: to.clone(),
+                which: "input",
+                reason: e.to_string(),
+            })?;
+        let input_validator = compile_schema(&to, "input", &definition.input_schema, true)?;
+        let output_validator = definition
+            .output_schema
+            .as_ref()
+            .map(|s| compile_schema(&to, "output", s, false))
+            .transpose()?;
+        let tool = Arc::new(RegisteredTool {
+            header_params: old.header_params.clone(),
+            definition,
+            wire,
+            settings: old.settings.clone(),
+            input_validator,
+            output_validator,
+            handler: old.handler.clone(),
+            deprecation_warned: std::sync::atomic::AtomicBool::new(false),
+        });
+        {
+            let mut tools = self.write();
+            if tools.contains_key(&to) {
+                return Err(McpRegistrationError::Conflict {
+                    name: to,
+                    difference: format!("another tool has this name; {from:?} keeps its own"),
+                });
+            }
+            if tools.remove(from).is_none() {
+                return Ok(false);
+            }
+            tools.insert(to, tool);
+        }
+        self.generation.bump();
+        Ok(true)
+    }
+
     /// Removes a tool. Returns whether it was registered.
     pub fn unregister(&self, name: &str) -> bool {
         let removed = self.write().remove(name).is_some();

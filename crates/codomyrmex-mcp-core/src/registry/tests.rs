@@ -293,3 +293,37 @@ fn execute_catches_a_panic_in_the_driver() {
         assert_eq!(e.error_message, "Tool boom failed with an internal error");
     });
 }
+
+/// `rename` moves a tool (handler and schema) to a new name, and refuses a taken or invalid
+/// one without changing anything.
+#[test]
+fn rename_moves_a_tool_and_refuses_taken_names() {
+    run(async {
+        let r = McpToolRegistry::new();
+        r.register("math.add", schema(), add).unwrap();
+        r.register("other", schema(), add).unwrap();
+        let rx = r.subscribe();
+        assert!(r.rename("math.add", "math__add").unwrap());
+        assert!(rx.has_changed());
+        assert_eq!(r.list_tools(), vec!["math__add", "other"]);
+        assert_eq!(r.get("math__add").unwrap().name, "math__add");
+        let rt = &crate::engine::TestRuntime;
+        let res = r
+            .execute_on(rt, &call("math__add", json!({"a": 2, "b": 3})))
+            .await;
+        assert!(res.error().is_none(), "{res:?}");
+        // The schema moved too: invalid arguments are still refused.
+        let res = r.execute_on(rt, &call("math__add", json!({"a": 2}))).await;
+        assert!(res.error().is_some());
+        assert!(matches!(
+            r.rename("math__add", "other"),
+            Err(McpRegistrationError::Conflict { .. })
+        ));
+        assert!(matches!(
+            r.rename("math__add", "bad name"),
+            Err(McpRegistrationError::InvalidName { .. })
+        ));
+        assert!(!r.rename("missing", "fine").unwrap());
+        assert_eq!(r.list_tools(), vec!["math__add", "other"]);
+    });
+}

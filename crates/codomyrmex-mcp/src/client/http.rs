@@ -213,6 +213,16 @@ fn headers_for(
     h.extend(credentials);
     h.extend(target.headers.iter().cloned());
     let params = message.get("params");
+    // W3C Trace Context: a request's `_meta.traceparent` (the MCP convention) also goes in
+    // the header HTTP servers and proxies read, when it is a plausible value.
+    if let Some(tp) = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("traceparent"))
+        .and_then(Value::as_str)
+        .filter(|t| t.len() <= 128 && t.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        h.push(("traceparent".into(), tp.to_owned()));
+    }
     let modern_version = params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_PROTOCOL_VERSION))

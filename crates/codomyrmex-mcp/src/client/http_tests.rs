@@ -113,6 +113,20 @@ fn modern_headers_mirror_the_body() {
     );
     assert!(h.contains(&("Mcp-Session-Id".into(), "s1".into())));
     assert!(h.contains(&("MCP-Protocol-Version".into(), "2025-11-25".into())));
+    assert!(!h.iter().any(|(k, _)| k == "traceparent"));
+}
+
+/// Issue #31 item 5: a request's `_meta.traceparent` is mirrored in the `traceparent` header
+/// (what the gateway's HTTP upstreams read); a value with controls or spaces is not.
+#[test]
+fn a_requests_traceparent_is_mirrored_in_the_header() {
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let m = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "_meta": {"traceparent": tp}}});
+    let h = headers_for(&m, &HttpTarget::default(), Vec::new(), None, None);
+    assert!(h.contains(&("traceparent".into(), tp.into())), "{h:?}");
+    let m = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "_meta": {"traceparent": "00-a b\r\nx: y"}}});
+    let h = headers_for(&m, &HttpTarget::default(), Vec::new(), None, None);
+    assert!(!h.iter().any(|(k, _)| k == "traceparent"), "{h:?}");
 }
 
 /// Issue #27 item 4: for every method the wire knows, the headers the client sends for a

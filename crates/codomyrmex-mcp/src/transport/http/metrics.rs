@@ -12,6 +12,12 @@
 //! | `mcp_store_round_trips_total` | counter | round trips to a remote store (Redis), as the store counts them; 0 in memory |
 //! | `mcp_authz_denials_total` | counter | `principal` (the name of the first `[[policy]]` rule that matched the caller, `""` when none did): requests the authorization policy refused; only with a policy |
 //!
+//! After these, the families of every part the server's configuration names as observed
+//! ([`observe`](crate::observe): the authorization policy's denials above, an application's
+//! own, such as the gateway's per-upstream families), each as the part writes it. `/status`
+//! (JSON: name, version, tools, sessions, calls in flight, and each part's fields) follows
+//! the same access rule.
+//!
 //! Label values are bounded: a method a client makes up counts as `other`. It follows the
 //! authentication rule of `/health` ([`HealthAccess`](super::HealthAccess)), and does not
 //! exist when `/health` is off. Not an OpenTelemetry exporter.
@@ -183,7 +189,7 @@ impl HttpMetrics {
         in_flight: usize,
         sessions: usize,
         store_round_trips: Option<u64>,
-        extra: &str,
+        observed: &[Arc<dyn crate::observe::Observed>],
     ) -> Response<Body> {
         if let Some(trips) = store_round_trips {
             // A counter only goes up: add what the store counted since the last scrape.
@@ -203,12 +209,15 @@ impl HttpMetrics {
         let mut text = String::new();
         let mut resp = match prometheus_client::encoding::text::encode(&mut text, &self.registry) {
             Ok(()) => {
-                // Families counted elsewhere (the core's authorization denials) go before
-                // the closing `# EOF`.
-                if !extra.is_empty() {
-                    let at = text.rfind("# EOF").unwrap_or(text.len());
-                    text.insert_str(at, extra);
+                // Families the server's other parts count (the one hook, `observe`: the
+                // authorization policy's denials, the gateway's upstreams) go before the
+                // closing `# EOF`.
+                let mut parts = String::new();
+                for part in observed {
+                    part.metrics(&mut parts);
                 }
+                let at = text.rfind("# EOF").unwrap_or(text.len());
+                text.insert_str(at, &parts);
                 Response::new(Body::from(text))
             }
             Err(_) => {

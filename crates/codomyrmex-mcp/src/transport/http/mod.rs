@@ -472,7 +472,8 @@ fn router_with_drain(
     if config.health != HealthAccess::Off {
         router = router
             .route("/health", get(health))
-            .route("/metrics", get(metrics_text));
+            .route("/metrics", get(metrics_text))
+            .route("/status", get(status));
     }
     router.with_state(state)
 }
@@ -543,17 +544,33 @@ fn subscribe_bus(state: &AppState) {
 async fn metrics_text(
     axum::extract::State(state): axum::extract::State<AppState>,
 ) -> Response<Body> {
-    let authz = state
-        .engine
-        .authorization()
-        .map(|a| a.metrics_text())
-        .unwrap_or_default();
     state.metrics.render(
         state.drain.in_flight(),
         state.sessions.len(),
         state.sessions.store_round_trips(),
-        &authz,
+        &state.engine.observed(),
     )
+}
+
+/// `GET /status`: the server's state as JSON, with the fields of every observed part
+/// ([`crate::observe`]; the gateway's upstreams, for one). Behind `/metrics`'s access rule.
+async fn status(axum::extract::State(state): axum::extract::State<AppState>) -> Response<Body> {
+    let cfg = state.engine.config();
+    let mut doc = serde_json::Map::new();
+    doc.insert("name".into(), json!(cfg.name));
+    doc.insert("version".into(), json!(cfg.version));
+    doc.insert("tools".into(), json!(state.engine.registry().len()));
+    doc.insert("sessions".into(), json!(state.sessions.len()));
+    doc.insert("callsInFlight".into(), json!(state.drain.in_flight()));
+    for part in state.engine.observed() {
+        part.status(&mut doc);
+    }
+    let mut resp = Response::new(Body::from(serde_json::Value::Object(doc).to_string()));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 async fn health(axum::extract::State(state): axum::extract::State<AppState>) -> Response<Body> {
