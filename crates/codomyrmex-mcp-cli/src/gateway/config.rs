@@ -83,6 +83,14 @@ struct UpstreamFile {
     rate_limit: Option<RateLimitFile>,
     health_check_secs: Option<u64>,
     era: Option<String>,
+    /// An OpenAPI document (a file or an `http(s)` URL): a REST API mounted as tools.
+    openapi: Option<String>,
+    /// The REST API's base URL (`openapi` upstreams).
+    base_url: Option<String>,
+    /// The REST API's credentials (`openapi` upstreams).
+    auth: Option<super::openapi::AuthFile>,
+    /// The largest REST answer relayed (`openapi` upstreams).
+    max_response_bytes: Option<usize>,
 }
 
 /// An upstream's `rate_limit = { per_second = .., burst = .. }` as written.
@@ -160,6 +168,8 @@ pub enum UpstreamTransport {
         /// A bearer token sent to it (and only to it).
         token: Option<Secret>,
     },
+    /// A REST API described by an OpenAPI document ([`super::openapi`]).
+    OpenApi(std::sync::Arc<super::openapi::OpenApiUpstream>),
 }
 
 /// Why a configuration was refused.
@@ -274,18 +284,53 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
         ));
     }
     let name = u.name;
-    let transport = match (u.command, u.url) {
-        (Some(_), Some(_)) => {
+    if u.openapi.is_none() {
+        for (key, set) in [
+            ("base_url", u.base_url.is_some()),
+            ("auth", u.auth.is_some()),
+            ("max_response_bytes", u.max_response_bytes.is_some()),
+        ] {
+            if set {
+                return Err(format!("{name:?}: `{key}` is for `openapi` upstreams"));
+            }
+        }
+    }
+    let transport = match (u.openapi, u.command, u.url) {
+        (Some(spec), None, None) => {
+            for (key, set) in [
+                ("token", u.token.is_some()),
+                ("args", u.args.is_some()),
+                ("env", u.env.is_some()),
+                ("cwd", u.cwd.is_some()),
+                ("era", u.era.is_some()),
+            ] {
+                if set {
+                    return Err(format!(
+                        "{name:?}: `{key}` is not for `openapi` upstreams (credentials go in `auth`)"
+                    ));
+                }
+            }
+            let api =
+                super::openapi::check(&name, spec, u.base_url, u.auth, u.max_response_bytes, base)?;
+            UpstreamTransport::OpenApi(std::sync::Arc::new(api))
+        }
+        (Some(_), _, _) => {
+            return Err(format!(
+                "{name:?} has `openapi` and `command` or `url`: an upstream is one of the three"
+            ));
+        }
+        (None, Some(_), Some(_)) => {
             return Err(format!(
                 "{name:?} has both `command` and `url`: an upstream is either a child process or a URL"
             ));
         }
-        (None, None) => {
+        (None, None, None) => {
             return Err(format!(
-                "{name:?} has neither `command` (a stdio child) nor `url` (Streamable HTTP)"
+                "{name:?} has neither `command` (a stdio child) nor `url` (Streamable HTTP) nor \
+                 `openapi` (a REST API)"
             ));
         }
-        (Some(command), None) => {
+        (None, Some(command), None) => {
             if u.token.is_some() {
                 return Err(format!(
                     "{name:?}: `token` is for `url` upstreams; a child gets its secrets through `env`"
@@ -305,7 +350,7 @@ fn check_upstream(u: UpstreamFile, base: Option<&Path>) -> Result<Upstream, Stri
                 cwd,
             }
         }
-        (None, Some(url)) => {
+        (None, None, Some(url)) => {
             for (key, set) in [
                 ("args", u.args.is_some()),
                 ("env", u.env.is_some()),
@@ -585,6 +630,36 @@ url = "http://127.0.0.1:9000/mcp"
             None,
         )
         .unwrap();
+    }
+
+    #[test]
+    fn an_openapi_upstreams_keys_are_checked() {
+        let c = GatewayConfig::parse(
+            "[[upstream]]\nname = \"pets\"\nopenapi = \"specs/pets.yaml\"\n\
+             base_url = \"https://api.example/v1\"\nauth = { type = \"bearer\", token = \"s3cret\" }\n",
+            Some(Path::new("/etc/gw")),
+        )
+        .unwrap();
+        let UpstreamTransport::OpenApi(api) = &c.upstreams[0].transport else {
+            panic!("{:?}", c.upstreams[0].transport)
+        };
+        assert_eq!(api.spec.to_string(), "/etc/gw/specs/pets.yaml");
+        assert!(!format!("{c:?}").contains("s3cret"));
+        let openapi =
+            |extra: &str| format!("[[upstream]]\nname = \"p\"\nopenapi = \"p.yaml\"\n{extra}\n");
+        let e = invalid(&openapi(
+            "base_url = \"http://api.example\"\nauth = { type = \"header\", name = \"X-Key\", value = \"v\" }",
+        ));
+        assert!(e.contains("in clear"), "{e}");
+        assert!(invalid(&openapi("token = \"t\"")).contains("`token` is not for `openapi`"));
+        assert!(invalid(&openapi("command = \"x\"")).contains("`openapi` and `command`"));
+        assert!(invalid(&openapi("auth = { type = \"magic\" }")).starts_with("syntax"));
+        let e = invalid(&openapi(
+            "auth = { type = \"oauth_client_credentials\", token_url = \"http://auth.example/t\", client_id = \"c\", client_secret = \"s\" }",
+        ));
+        assert!(e.contains("token_url"), "{e}");
+        let e = invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nbase_url = \"https://h\"\n");
+        assert!(e.contains("`base_url` is for `openapi`"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! tool and prompt forwards to its upstream; `--http ADDR` serves Streamable HTTP instead,
 //! with `serve`'s policies; each upstream is watched by a supervisor ([`supervise`]:
 //! health checks, restarts with backoff); calls carry the upstreams' requests for input
-//! across the era bridge ([`bridge`]). On SIGHUP or a change of the file, the configuration
+//! across the era bridge ([`bridge`]). An `openapi` upstream is a REST API whose operations
+//! are mounted as tools ([`openapi`]). On SIGHUP or a change of the file, the configuration
 //! is applied anew without dropping a client ([`reload`]).
 
 mod apps;
@@ -16,6 +17,7 @@ mod bridge;
 pub mod catalog;
 pub mod config;
 mod observe;
+pub mod openapi;
 pub mod reload;
 mod serve;
 mod skills;
@@ -88,13 +90,20 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
     }
     let connected = connect_upstreams(&config.upstreams, &[]).await;
     let mut down = Vec::new();
+    let mut problems_before = Vec::new();
     let mut listings = Vec::with_capacity(connected.len());
     for (r, u) in connected.into_iter().zip(&config.upstreams) {
         match r {
-            Ok((client, listing)) => {
+            Ok((client, listing, left_out)) => {
                 // Ends the session (DELETE) or the child.
-                client.close(Duration::from_secs(2)).await;
+                if let Some(client) = client {
+                    client.close(Duration::from_secs(2)).await;
+                }
                 listings.push(listing);
+                problems_before.extend(left_out.into_iter().map(|message| catalog::Problem {
+                    upstream: u.name.clone(),
+                    message,
+                }));
             }
             Err(e) => {
                 down.push(json!({"upstream": u.name, "error": e}));
@@ -112,7 +121,9 @@ pub async fn run(args: GatewayArgs) -> ExitCode {
             listing,
         })
         .collect();
-    let catalogue = Catalogue::build_named(&mounts, &config.naming);
+    let mut catalogue = Catalogue::build_named(&mounts, &config.naming);
+    problems_before.append(&mut catalogue.problems);
+    catalogue.problems = problems_before;
     // What clients would see: the definitions, under their local names.
     let names = |m: &std::collections::BTreeMap<String, catalog::Entry>| {
         m.values().map(|e| e.definition.clone()).collect::<Vec<_>>()
@@ -314,11 +325,11 @@ async fn upstream_list_ttl(client: &McpClient) -> Option<Duration> {
 }
 
 /// Connects to every upstream at once and lists what each offers, each within its own
-/// timeout.
+/// timeout (an OpenAPI upstream: its document read, with the operations left out).
 async fn connect_upstreams(
     upstreams: &[Upstream],
     handlers: &[ClientHandlers],
-) -> Vec<Result<(McpClient, Listing), String>> {
+) -> Vec<Result<(Option<McpClient>, Listing, Vec<String>), String>> {
     let handles: Vec<_> = upstreams
         .iter()
         .zip(
@@ -332,7 +343,17 @@ async fn connect_upstreams(
             let timeout = u.timeout;
             let era = u.era;
             let handlers = handlers.clone();
-            tokio::spawn(async move { connect_upstream(transport, timeout, era, handlers).await })
+            let name = u.name.clone();
+            let filter = u.filter.clone();
+            tokio::spawn(async move {
+                if let Target::OpenApi(api) = transport {
+                    let loaded = openapi::load(&name, &api, &filter).await?;
+                    tracing::info!(upstream = %name, tools = loaded.listing.tools.len(), load_ms = loaded.took.as_millis() as u64, "OpenAPI document read");
+                    return Ok((None, loaded.listing, loaded.problems));
+                }
+                let (client, listing) = connect_upstream(transport, timeout, era, handlers).await?;
+                Ok((Some(client), listing, Vec::new()))
+            })
         })
         .collect();
     let mut out = Vec::with_capacity(handles.len());
@@ -363,6 +384,7 @@ fn target_of(u: &Upstream) -> Target {
             url: url.clone(),
             token: token.as_ref().map(|t| t.expose().to_owned()),
         },
+        UpstreamTransport::OpenApi(api) => Target::OpenApi(api.clone()),
     }
 }
 
@@ -379,6 +401,8 @@ pub(super) enum Target {
         url: String,
         token: Option<String>,
     },
+    /// A REST API: no MCP connection; its supervisor is [`openapi::supervise`].
+    OpenApi(Arc<openapi::OpenApiUpstream>),
 }
 
 pub(super) async fn connect_upstream(
@@ -410,6 +434,7 @@ pub(super) async fn connect_upstream(
             McpClient::connect_http(t, options)
                 .map_err(|e| format!("url {:?}: {e}", codomyrmex_mcp::util::redact_url(&url)))?
         }
+        Target::OpenApi(_) => return Err("an OpenAPI upstream has no MCP connection".into()),
     };
     let listed = driver::within(&TOKIO, timeout, list_all(&client, era))
         .await
@@ -484,6 +509,7 @@ fn render(config: &GatewayConfig, catalogue: &Catalogue, down: &[Value]) -> Stri
             UpstreamTransport::Http { url, .. } => {
                 format!("http: {}", codomyrmex_mcp::util::redact_url(url))
             }
+            UpstreamTransport::OpenApi(api) => format!("openapi: {}", api.spec),
         };
         out.push_str(&format!(
             "{} ({how}; timeout {} s, at most {} calls in flight)\n",

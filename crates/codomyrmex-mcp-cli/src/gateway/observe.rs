@@ -170,6 +170,11 @@ impl UpstreamStats {
         self.state.store(State::Up as u8, Ordering::Relaxed);
     }
 
+    /// A REST upstream's document was read: it is up (speaking no MCP era; never restarted).
+    pub fn ready(&self) {
+        self.state.store(State::Up as u8, Ordering::Relaxed);
+    }
+
     /// The upstream's connection ended; nothing of it is mounted any more.
     pub fn disconnected(&self) {
         self.state.store(State::Down as u8, Ordering::Relaxed);

@@ -228,7 +228,32 @@ fn mount_tool(
     upstream: Arc<Live>,
     tools: &McpToolRegistry,
 ) -> Result<(), String> {
-    let d = &entry.definition;
+    let definition = tool_definition(local, &entry.definition)?;
+    let upstream_of = upstream.clone();
+    let name = entry.upstream_name.clone();
+    let handler = move |arguments: Map<String, Value>, context: ToolContext| {
+        let upstream = upstream.clone();
+        let name = name.clone();
+        async move { forward_call(&upstream, &name, arguments, context).await }
+    };
+    tools
+        .register_tool(ToolRegistration::new(definition, handler).with_settings(tool_settings(&upstream_of)))
+        .map_err(|e| e.to_string())
+}
+
+/// A mounted tool's settings: the upstream's own timeout bounds the call; the gateway's only
+/// bounds a call whose upstream ignores it (per tool: a reload may add an upstream with a
+/// longer one).
+pub(super) fn tool_settings(upstream: &Live) -> ToolSettings {
+    ToolSettings {
+        timeout: Some(upstream.timeout() + TOOL_TIMEOUT_MARGIN),
+        ..ToolSettings::default()
+    }
+}
+
+/// A listed tool's definition (`d`) under its local name: its input schema, title,
+/// description and annotations (an MCP upstream's, or an OpenAPI operation's).
+pub(super) fn tool_definition(local: &str, d: &Value) -> Result<ToolDefinition, String> {
     let text = |k: &str| d.get(k).and_then(Value::as_str).map(str::to_owned);
     let input_schema = match d.get("inputSchema") {
         Some(s @ Value::Object(_)) => s.clone(),
@@ -253,21 +278,7 @@ fn mount_tool(
             definition = definition.with_meta(key.clone(), value.clone());
         }
     }
-    // The upstream's own timeout bounds the call; the gateway's only bounds a call whose
-    // upstream ignores it (per tool: a reload may add an upstream with a longer one).
-    let settings = ToolSettings {
-        timeout: Some(upstream.timeout() + TOOL_TIMEOUT_MARGIN),
-        ..ToolSettings::default()
-    };
-    let name = entry.upstream_name.clone();
-    let handler = move |arguments: Map<String, Value>, context: ToolContext| {
-        let upstream = upstream.clone();
-        let name = name.clone();
-        async move { forward_call(&upstream, &name, arguments, context).await }
-    };
-    tools
-        .register_tool(ToolRegistration::new(definition, handler).with_settings(settings))
-        .map_err(|e| e.to_string())
+    Ok(definition)
 }
 
 /// Calls `name` on `upstream` within its limits, carrying its requests for input across the

@@ -69,6 +69,19 @@ pub async fn supervise(
     first_attempt: tokio::sync::oneshot::Sender<()>,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) {
+    if let Target::OpenApi(api) = &s.target {
+        // A REST API: its document mounted once, no connection to watch.
+        let mut mounted: Option<Catalogue> = None;
+        tokio::select! {
+            () = super::openapi::keep_mounted(api.clone(), &s, &live, &r, first_attempt, &mut mounted) => {}
+            _ = stop => {}
+        }
+        if let Some(catalogue) = mounted.take() {
+            unmount(&catalogue, &r);
+            tracing::info!(upstream = %live.name, "retired; its tools leave the list");
+        }
+        return;
+    }
     let mut mounted: Option<(Catalogue, Listing, Subscriptions)> = None;
     tokio::select! {
         () = keep_mounted(&s, &live, &r, first_attempt, &mut mounted) => {}

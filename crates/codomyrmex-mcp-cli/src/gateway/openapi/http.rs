@@ -1,0 +1,301 @@
+//! The HTTP client of an OpenAPI upstream: HTTP/1.1 over the library's hyper and rustls
+//! (no second HTTP stack), keeping idle connections to reuse (a REST call pays no
+//! handshake), bodies read up to a bound; and the OAuth client-credentials token it sends,
+//! fetched and renewed before it expires.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use codomyrmex_mcp::client::http::{Endpoint, parse_url};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+/// The most idle connections kept per origin.
+const MAX_IDLE: usize = 32;
+
+/// An answer: status, `Content-Type`, and the body up to the caller's bound.
+#[derive(Debug)]
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The body (at most the bound given).
+    pub body: Vec<u8>,
+    /// The body was longer than the bound and was cut there.
+    pub truncated: bool,
+}
+
+/// An HTTP/1.1 connection's sending half.
+type Connection = SendRequest<Full<Bytes>>;
+/// An origin: TLS or not, and its authority.
+type Origin = (bool, String);
+
+/// A pooled HTTP/1.1 client.
+pub struct Client {
+    tls: Arc<rustls::ClientConfig>,
+    idle: Mutex<HashMap<Origin, Vec<Connection>>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client trusting the Mozilla roots.
+    pub fn new() -> Result<Self, String> {
+        Ok(Self {
+            tls: codomyrmex_mcp::client::tls::client_config(None)?,
+            idle: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Sends one request to `url` and reads at most `limit` bytes of the answer's body
+    /// (`truncated` says when there was more; the rest is not read and the connection is
+    /// not kept).
+    pub async fn send(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        limit: usize,
+    ) -> Result<Answer, String> {
+        let e = parse_url(url)?;
+        let method = hyper::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+        let key = (e.https, e.authority.clone());
+        let mut sender = match self.take_idle(&key) {
+            Some(s) => s,
+            None => self.connect(&e).await?,
+        };
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(e.path.as_str())
+            .header(hyper::header::HOST, e.authority.as_str())
+            .header(
+                hyper::header::USER_AGENT,
+                concat!("codomyrmex-mcp/", env!("CARGO_PKG_VERSION")),
+            );
+        for (name, value) in headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|err| format!("cannot build the request: {err}"))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|err| format!("HTTP request to {} failed: {err}", e.authority))?;
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut stream = response.into_body();
+        let mut body = Vec::new();
+        let mut truncated = false;
+        while let Some(frame) = stream.frame().await {
+            let frame = frame.map_err(|err| format!("reading the answer failed: {err}"))?;
+            if let Ok(data) = frame.into_data() {
+                if body.len() + data.len() > limit {
+                    body.extend_from_slice(&data[..limit - body.len()]);
+                    truncated = true;
+                    break;
+                }
+                body.extend_from_slice(&data);
+            }
+        }
+        if !truncated {
+            self.put_idle(key, sender);
+        }
+        Ok(Answer {
+            status,
+            content_type,
+            body,
+            truncated,
+        })
+    }
+
+    fn take_idle(&self, key: &(bool, String)) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let list = idle.get_mut(key)?;
+        while let Some(s) = list.pop() {
+            if s.is_ready() {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, key: (bool, String), sender: SendRequest<Full<Bytes>>) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let list = idle.entry(key).or_default();
+        if list.len() < MAX_IDLE {
+            list.push(sender);
+        }
+    }
+
+    async fn connect(&self, e: &Endpoint) -> Result<SendRequest<Full<Bytes>>, String> {
+        let tcp = tokio::net::TcpStream::connect((e.host.as_str(), e.port))
+            .await
+            .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
+        let _ = tcp.set_nodelay(true);
+        if e.https {
+            let name = rustls::pki_types::ServerName::try_from(e.host.clone())
+                .map_err(|err| format!("{:?} is not a name TLS can check: {err}", e.host))?;
+            let tls = tokio_rustls::TlsConnector::from(self.tls.clone())
+                .connect(name, tcp)
+                .await
+                .map_err(|err| format!("TLS handshake with {} failed: {err}", e.host))?;
+            handshake(e, tls).await
+        } else {
+            handshake(e, tcp).await
+        }
+    }
+}
+
+async fn handshake<IO>(e: &Endpoint, io: IO) -> Result<SendRequest<Full<Bytes>>, String>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|err| format!("HTTP handshake with {} failed: {err}", e.authority))?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+/// The largest token endpoint answer read.
+const MAX_TOKEN_ANSWER: usize = 64 * 1024;
+/// A token is renewed this long before it expires.
+const RENEW_BEFORE: Duration = Duration::from_secs(30);
+
+/// An OAuth client-credentials grant (RFC 6749 section 4.4) at a token endpoint the
+/// configuration names, the client authenticating with HTTP Basic; the token kept until
+/// shortly before `expires_in` ends.
+///
+/// The library's OAuth client (`client::oauth`) is not used: it starts from an MCP
+/// server's `WWW-Authenticate` challenge and discovers the authorization server through
+/// protected resource metadata, which a REST API does not publish; here the token
+/// endpoint is configured, and one form POST is all the grant is. Its form encoding is
+/// the library's.
+#[derive(Debug)]
+pub struct ClientCredentials {
+    /// The token endpoint.
+    pub token_url: String,
+    /// The client's id.
+    pub client_id: String,
+    /// The client's secret.
+    pub client_secret: crate::config::Secret,
+    /// The scope asked for, if any.
+    pub scope: Option<String>,
+    token: tokio::sync::Mutex<Option<(String, Instant)>>,
+}
+
+/// Two grants are the same when configured the same (the token each holds aside).
+impl PartialEq for ClientCredentials {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.token_url, &self.client_id, &self.client_secret, &self.scope)
+            == (
+                &other.token_url,
+                &other.client_id,
+                &other.client_secret,
+                &other.scope,
+            )
+    }
+}
+
+impl ClientCredentials {
+    /// A grant not yet run.
+    pub fn new(
+        token_url: String,
+        client_id: String,
+        client_secret: crate::config::Secret,
+        scope: Option<String>,
+    ) -> Self {
+        Self {
+            token_url,
+            client_id,
+            client_secret,
+            scope,
+            token: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// A valid access token: the kept one, or a new one from the token endpoint.
+    pub async fn token(&self, client: &Client) -> Result<String, String> {
+        let mut kept = self.token.lock().await;
+        if let Some((token, until)) = &*kept
+            && Instant::now() < *until
+        {
+            return Ok(token.clone());
+        }
+        use base64::Engine as _;
+        let form = codomyrmex_mcp::client::oauth::form_encode;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+            "{}:{}",
+            form(&self.client_id),
+            form(self.client_secret.expose())
+        ));
+        let mut pairs = vec![("grant_type", "client_credentials")];
+        if let Some(s) = &self.scope {
+            pairs.push(("scope", s.as_str()));
+        }
+        let body = codomyrmex_mcp::client::oauth::form(&pairs);
+        let headers = [
+            ("authorization".to_owned(), format!("Basic {basic}")),
+            (
+                "content-type".to_owned(),
+                "application/x-www-form-urlencoded".to_owned(),
+            ),
+            ("accept".to_owned(), "application/json".to_owned()),
+        ];
+        let answer = client
+            .send(
+                "POST",
+                &self.token_url,
+                &headers,
+                body.into_bytes(),
+                MAX_TOKEN_ANSWER,
+            )
+            .await
+            .map_err(|e| format!("the token endpoint: {e}"))?;
+        if answer.status != 200 {
+            return Err(format!(
+                "the token endpoint answered {} to the client credentials grant",
+                answer.status
+            ));
+        }
+        let doc: Value = serde_json::from_slice(&answer.body)
+            .map_err(|_| "the token endpoint's answer is not JSON".to_owned())?;
+        let token = doc
+            .get("access_token")
+            .and_then(Value::as_str)
+            .ok_or("the token endpoint's answer has no access_token")?
+            .to_owned();
+        let lifetime = doc
+            .get("expires_in")
+            .and_then(Value::as_u64)
+            .map_or(Duration::from_secs(3600), Duration::from_secs);
+        let until = Instant::now() + lifetime.saturating_sub(RENEW_BEFORE);
+        *kept = Some((token.clone(), until));
+        Ok(token)
+    }
+
+    /// Forgets the kept token (the API refused it).
+    pub async fn forget(&self) {
+        *self.token.lock().await = None;
+    }
+}

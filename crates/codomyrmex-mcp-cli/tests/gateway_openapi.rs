@@ -1,0 +1,600 @@
+//! OpenAPI upstreams (issue #31 item 4): a REST server started here on a free loopback port,
+//! described by a YAML document written here, mounted by the real `codomyrmex-mcp gateway`
+//! binary and called with our client over stdio. Covered: path (percent-encoded), query
+//! (exploded arrays) and header parameters, a JSON body, a non-2xx answer (a failure with
+//! the status and a bounded body), an answer over `max_response_bytes`, the upstream's
+//! `timeout_secs`, include/exclude and renames, and the four kinds of credentials (bearer,
+//! header, basic, OAuth client credentials with its token reused). `gateway --check` lists
+//! the tools and names the operation left out for a recursive schema.
+
+// Test helpers fail by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::{ClientHandlers, EraPreference};
+use serde_json::{Value, json};
+
+const GUARD: Duration = Duration::from_secs(60);
+
+/// The document: the server's paths, with `servers` pointing nowhere (the configuration's
+/// `base_url` says where the server is). Keys `200:` unquoted, as YAML writers leave them.
+const SPEC: &str = r##"openapi: 3.0.3
+info: {title: Pets, version: "1"}
+servers:
+  - url: https://pets.invalid/v1
+paths:
+  /pets/{petId}:
+    parameters:
+      - {name: petId, in: path, required: true, schema: {type: string}}
+    get:
+      operationId: showPetById
+      summary: One pet
+      parameters:
+        - {name: X-Trace, in: header, schema: {type: string}}
+      responses:
+        200:
+          description: the pet
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Pet"}
+        default:
+          description: error
+    delete:
+      operationId: deletePet
+      responses:
+        204: {description: gone}
+  /pets:
+    get:
+      operationId: listPets
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, minimum: 1}}
+        - {name: tags, in: query, schema: {type: array, items: {type: string}}}
+      responses:
+        200:
+          description: pets
+          content:
+            application/json:
+              schema: {type: array, items: {$ref: "#/components/schemas/Pet"}}
+    post:
+      operationId: createPet
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [name]
+              properties:
+                name: {type: string}
+      responses:
+        201:
+          description: created
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Pet"}
+  /fail:
+    get:
+      operationId: fail
+      responses:
+        200: {description: never}
+  /big:
+    get:
+      operationId: big
+      responses:
+        200: {description: a lot}
+  /slow:
+    get:
+      operationId: slow
+      responses:
+        200: {description: late}
+  /tree:
+    get:
+      operationId: getTree
+      responses:
+        200:
+          description: recursive
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Node"}
+components:
+  schemas:
+    Pet:
+      type: object
+      required: [id, name]
+      properties:
+        id: {type: string}
+        name: {type: string}
+        tag: {type: string, nullable: true}
+        trace: {type: string, nullable: true}
+    Node:
+      type: object
+      properties:
+        children: {type: array, items: {$ref: "#/components/schemas/Node"}}
+"##;
+
+/// What the server saw.
+#[derive(Default)]
+struct Seen {
+    tokens_issued: AtomicUsize,
+    slow_started: AtomicUsize,
+}
+
+fn json_answer(status: StatusCode, v: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+/// The credentials each of the four upstreams sends; `None` when none matches.
+fn authorized(headers: &HeaderMap) -> bool {
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    // base64("user:pa:ss") = dXNlcjpwYTpzcw==
+    matches!(
+        auth,
+        Some("Bearer s3cret" | "Bearer issued-1" | "Basic dXNlcjpwYTpzcw==")
+    ) || headers.get("x-api-key").and_then(|v| v.to_str().ok()) == Some("k3y")
+}
+
+fn refused() -> Response {
+    json_answer(
+        StatusCode::UNAUTHORIZED,
+        json!({"message": "bad credentials"}),
+    )
+}
+
+async fn show_pet(Path(id): Path<String>, headers: HeaderMap) -> Response {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let trace = headers.get("x-trace").and_then(|v| v.to_str().ok());
+    json_answer(
+        StatusCode::OK,
+        json!({"id": id, "name": "Rex", "tag": null, "trace": trace}),
+    )
+}
+
+async fn list_pets(uri: Uri, headers: HeaderMap) -> Response {
+    if !authorized(&headers) {
+        return refused();
+    }
+    // The raw query, as it arrived, is the pet's name.
+    let query = uri.query().unwrap_or("").to_owned();
+    json_answer(
+        StatusCode::OK,
+        json!([{"id": "1", "name": query}, {"id": "2", "name": "Tom"}]),
+    )
+}
+
+async fn create_pet(headers: HeaderMap, body: Bytes) -> Response {
+    if !authorized(&headers) {
+        return refused();
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    assert_eq!(content_type, Some("application/json"));
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    json_answer(
+        StatusCode::CREATED,
+        json!({"id": "new", "name": body["name"]}),
+    )
+}
+
+async fn token(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) -> Response {
+    // base64("client-1:sec ret") = Y2xpZW50LTE6c2VjJTIwcmV0 (the secret form-encoded first).
+    let basic = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let body = String::from_utf8_lossy(&body);
+    if basic != Some("Basic Y2xpZW50LTE6c2VjJTIwcmV0")
+        || !body.contains("grant_type=client_credentials")
+        || !body.contains("scope=pets%3Aread")
+    {
+        return json_answer(StatusCode::BAD_REQUEST, json!({"error": "invalid_client"}));
+    }
+    let n = seen.tokens_issued.fetch_add(1, Ordering::SeqCst) + 1;
+    json_answer(
+        StatusCode::OK,
+        json!({"access_token": format!("issued-{n}"), "token_type": "Bearer", "expires_in": 3600}),
+    )
+}
+
+/// A REST server on a free loopback port; its base URL.
+async fn rest_server(seen: Arc<Seen>) -> String {
+    let app = Router::new()
+        .route("/v1/pets/{pet_id}", get(show_pet).delete(show_pet))
+        .route("/v1/pets", get(list_pets).post(create_pet))
+        .route(
+            "/v1/fail",
+            get(|| async { (StatusCode::IM_A_TEAPOT, "E".repeat(5_000)).into_response() }),
+        )
+        .route(
+            "/v1/big",
+            get(|| async { json_answer(StatusCode::OK, json!({"blob": "x".repeat(300_000)})) }),
+        )
+        .route(
+            "/v1/slow",
+            get(|State(seen): State<Arc<Seen>>| async move {
+                seen.slow_started.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                "late"
+            }),
+        )
+        .route("/token", post(token))
+        .with_state(seen);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+/// The configuration: `pets` (bearer, renames, an exclusion, tight limits) and three more
+/// upstreams of the same document, one per other kind of credentials, each including only
+/// `showPetById`.
+fn config(dir: &std::path::Path, base: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("pets.yaml"), SPEC).unwrap();
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[upstream]]
+name = "pets"
+openapi = "pets.yaml"
+base_url = "{base}/v1"
+auth = {{ type = "bearer", token = "s3cret" }}
+exclude = ["deletePet"]
+rename = {{ listPets = "list" }}
+max_response_bytes = 100000
+timeout_secs = 1
+
+[[upstream]]
+name = "keyed"
+openapi = "pets.yaml"
+base_url = "{base}/v1"
+auth = {{ type = "header", name = "X-Api-Key", value = "k3y" }}
+include = ["showPetById"]
+
+[[upstream]]
+name = "basic"
+openapi = "pets.yaml"
+base_url = "{base}/v1"
+auth = {{ type = "basic", username = "user", password = "pa:ss" }}
+include = ["showPetById"]
+
+[[upstream]]
+name = "oauth"
+openapi = "pets.yaml"
+base_url = "{base}/v1"
+auth = {{ type = "oauth_client_credentials", token_url = "{base}/token", client_id = "client-1", client_secret = "sec ret", scope = "pets:read" }}
+include = ["showPetById"]
+
+[[upstream]]
+name = "anon"
+openapi = "pets.yaml"
+base_url = "{base}/v1"
+include = ["showPetById"]
+"#
+        ),
+    )
+    .unwrap();
+    config
+}
+
+async fn call(client: &McpClient, tool: &str, args: Value) -> Value {
+    tokio::time::timeout(GUARD, client.call_tool(tool, args))
+        .await
+        .expect("no hang")
+        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+}
+
+fn text(r: &Value) -> &str {
+    r["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_rest_api_is_mounted_and_called_through_the_gateway() {
+    let seen = Arc::new(Seen::default());
+    let base = rest_server(seen.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &base);
+    let client = support::gateway_stdio(&config, EraPreference::Auto, ClientHandlers::new()).await;
+
+    // The listing: namespaced, filtered, renamed; the recursive operation left out.
+    let tools = client.list_all("tools/list", "tools").await.unwrap();
+    let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "anon.showPetById",
+            "basic.showPetById",
+            "keyed.showPetById",
+            "oauth.showPetById",
+            "pets.big",
+            "pets.createPet",
+            "pets.fail",
+            "pets.list",
+            "pets.showPetById",
+            "pets.slow",
+        ]
+    );
+    let show = tools
+        .iter()
+        .find(|t| t["name"] == "pets.showPetById")
+        .unwrap();
+    assert_eq!(show["inputSchema"]["required"], json!(["petId"]));
+    assert_eq!(
+        show["inputSchema"]["properties"]["X-Trace"]["type"],
+        "string"
+    );
+    assert_eq!(
+        show["outputSchema"]["properties"]["tag"]["type"],
+        json!(["string", "null"])
+    );
+    assert_eq!(show["annotations"]["readOnlyHint"], true);
+    let create = tools
+        .iter()
+        .find(|t| t["name"] == "pets.createPet")
+        .unwrap();
+    assert_eq!(create["inputSchema"]["required"], json!(["body"]));
+
+    // Path parameter percent-encoded (one segment at the server), a header parameter.
+    let r = call(
+        &client,
+        "pets.showPetById",
+        json!({"petId": "a b/c?d", "X-Trace": "t-1"}),
+    )
+    .await;
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(
+        r["structuredContent"],
+        json!({"id": "a b/c?d", "name": "Rex", "tag": null, "trace": "t-1"})
+    );
+    // Query parameters, an array exploded; an array answer wrapped as `result`.
+    let r = call(
+        &client,
+        "pets.list",
+        json!({"limit": 2, "tags": ["x&y", "z"]}),
+    )
+    .await;
+    assert_eq!(
+        r["structuredContent"]["result"][0]["name"], "limit=2&tags=x%26y&tags=z",
+        "{r}"
+    );
+    // A JSON body.
+    let r = call(&client, "pets.createPet", json!({"body": {"name": "Kit"}})).await;
+    assert_eq!(
+        r["structuredContent"],
+        json!({"id": "new", "name": "Kit"}),
+        "{r}"
+    );
+    // The input schema is enforced before any request.
+    let r = call(&client, "pets.list", json!({"limit": 0})).await;
+    assert_eq!(r["isError"], true, "{r}");
+
+    // A non-2xx answer: a failure with the status and at most 1,000 characters of the body.
+    let r = call(&client, "pets.fail", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    let t = text(&r);
+    assert!(
+        t.contains("UPSTREAM_HTTP_STATUS") && t.contains("HTTP 418"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&"E".repeat(1_000)) && !t.contains(&"E".repeat(1_001)),
+        "{t}"
+    );
+    // An answer over max_response_bytes.
+    let r = call(&client, "pets.big", json!({})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text(&r).contains("UPSTREAM_RESPONSE_TOO_LARGE") && text(&r).contains("100000"),
+        "{r}"
+    );
+    // The upstream's timeout_secs bounds the call.
+    let started = std::time::Instant::now();
+    let r = call(&client, "pets.slow", json!({})).await;
+    assert!(text(&r).contains("UPSTREAM_TIMEOUT"), "{r}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(seen.slow_started.load(Ordering::SeqCst), 1);
+
+    // Each kind of credentials; the OAuth token is fetched once and reused.
+    for upstream in ["keyed", "basic", "oauth", "oauth"] {
+        let r = call(
+            &client,
+            &format!("{upstream}.showPetById"),
+            json!({"petId": "7"}),
+        )
+        .await;
+        assert_eq!(r["structuredContent"]["id"], "7", "{upstream}: {r}");
+    }
+    assert_eq!(seen.tokens_issued.load(Ordering::SeqCst), 1);
+    // Without credentials the API's 401 is the call's failure.
+    let r = call(&client, "anon.showPetById", json!({"petId": "7"})).await;
+    assert!(
+        text(&r).contains("HTTP 401") && text(&r).contains("bad credentials"),
+        "{r}"
+    );
+    client.close(Duration::from_secs(5)).await;
+}
+
+#[tokio::test]
+async fn check_lists_the_tools_and_names_what_was_left_out() {
+    let base = rest_server(Arc::new(Seen::default())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &base);
+    let ran = support::output_async({
+        let mut c = support::command(&["gateway", "--check", "--config"]);
+        c.arg(&config);
+        c
+    })
+    .await;
+    let out = &ran.stdout;
+    assert!(out.contains("pets (openapi: "), "{out}");
+    assert!(
+        out.contains("  tool     pets.list  (upstream: listPets)"),
+        "{out}"
+    );
+    assert!(!out.contains("deletePet"), "{out}");
+    assert!(
+        out.contains("left out: pets: GET /tree (getTree): its schema refers to itself (#/components/schemas/Node -> #/components/schemas/Node)"),
+        "{out}"
+    );
+    // An operation the upstream's filter leaves out anyway is no problem of that upstream.
+    assert!(!out.contains("left out: keyed"), "{out}");
+    // Something was left out: --check says so in its status.
+    assert_eq!(ran.code, Some(1), "{out}");
+}
+
+/// Issue #31 item 6's OpenAPI figure, run by hand (`--ignored`, with `OPENAPI_PERF_BIN` the
+/// gateway binary to measure, e.g. the release build): calls/s of one OpenAPI tool at 1 in
+/// flight through the gateway (our client over stdio, the gateway's pooled HTTP/1.1 client
+/// to the REST server) against the same GET sent directly with hyper's HTTP/1.1 client on
+/// one kept connection (the stack the gateway's client is built on). Prints both and the
+/// ratio; asserts nothing about speed (the machine may be loaded).
+#[tokio::test]
+#[ignore = "a measurement, run by hand"]
+async fn openapi_calls_per_second_at_one_in_flight() {
+    use http_body_util::{BodyExt, Empty};
+    const N: usize = 2_000;
+    let base = rest_server(Arc::new(Seen::default())).await;
+    // Direct: one connection, N GETs in turn.
+    let addr = base.trim_start_matches("http://").to_owned();
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let get = |sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>| {
+        let request = hyper::Request::get("/v1/pets/7")
+            .header("host", addr.as_str())
+            .header("authorization", "Bearer s3cret")
+            .header("accept", "application/json")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        sender.send_request(request)
+    };
+    for _ in 0..100 {
+        let r = get(&mut sender).await.unwrap();
+        r.into_body().collect().await.unwrap();
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..N {
+        let r = get(&mut sender).await.unwrap();
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        assert!(!body.is_empty());
+    }
+    let direct = N as f64 / started.elapsed().as_secs_f64();
+    // Through the gateway.
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &base);
+    let bin = std::env::var("OPENAPI_PERF_BIN").unwrap_or_else(|_| support::BIN.to_owned());
+    let mut c = codomyrmex_mcp::client::StdioCommand::new(bin.clone());
+    c.args = vec![
+        "gateway".into(),
+        "--config".into(),
+        config.to_str().unwrap().into(),
+        // The gateway's own per-session rate limit would throttle the loop.
+        "--no-rate-limit".into(),
+    ];
+    let client = McpClient::spawn(&c, codomyrmex_mcp::client::ClientOptions::default()).unwrap();
+    client
+        .negotiate(EraPreference::Auto, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let args = json!({"petId": "7"});
+    for _ in 0..100 {
+        call(&client, "pets.showPetById", args.clone()).await;
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..N {
+        let r = call(&client, "pets.showPetById", args.clone()).await;
+        assert_eq!(r["structuredContent"]["id"], "7", "{r}");
+    }
+    let gateway = N as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "{N} calls at 1 in flight: direct {direct:.0}/s, through the gateway ({bin}) {gateway:.0}/s, ratio {:.2}",
+        gateway / direct
+    );
+    client.close(Duration::from_secs(5)).await;
+}
+
+/// The tool names the gateway lists, sorted.
+async fn listed(client: &McpClient) -> Vec<String> {
+    let tools = tokio::time::timeout(GUARD, client.list_all("tools/list", "tools"))
+        .await
+        .expect("no hang")
+        .unwrap();
+    let mut names: Vec<String> = tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// A reload retires an OpenAPI upstream as any other: a removed one's tools leave the list,
+/// an added one's join it and answer, an unchanged one keeps serving.
+#[tokio::test]
+async fn a_reload_unmounts_and_mounts_openapi_upstreams() {
+    let seen = Arc::new(Seen::default());
+    let base = rest_server(seen).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pets.yaml"), SPEC).unwrap();
+    let upstream = |name: &str| {
+        format!(
+            "[[upstream]]\nname = \"{name}\"\nopenapi = \"pets.yaml\"\nbase_url = \"{base}/v1\"\n\
+             auth = {{ type = \"bearer\", token = \"s3cret\" }}\ninclude = [\"showPetById\"]\n\n"
+        )
+    };
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(&path, format!("{}{}", upstream("keep"), upstream("gone"))).unwrap();
+    // 2025-11-25: its lists carry no `ttlMs` for the client to cache them by.
+    let client = support::gateway_stdio(&path, EraPreference::Legacy, ClientHandlers::new()).await;
+    assert_eq!(
+        listed(&client).await,
+        ["gone.showPetById", "keep.showPetById"]
+    );
+    let next = dir.path().join("next.toml");
+    std::fs::write(&next, format!("{}{}", upstream("keep"), upstream("added"))).unwrap();
+    std::fs::rename(&next, &path).unwrap();
+    let deadline = std::time::Instant::now() + GUARD;
+    loop {
+        let names = listed(&client).await;
+        if names == ["added.showPetById", "keep.showPetById"] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{names:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for tool in ["added.showPetById", "keep.showPetById"] {
+        let r = call(&client, tool, json!({"petId": "7"})).await;
+        assert_ne!(r["isError"], true, "{tool}: {r}");
+    }
+}
