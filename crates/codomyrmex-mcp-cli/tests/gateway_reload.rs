@@ -453,6 +453,9 @@ async fn a_reload_of_the_name_style_renames_every_upstream() {
         assert!(std::time::Instant::now() < deadline, "{names:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(first_text(&call(&client, "a__quick").await.unwrap()), "quick");
+    assert_eq!(
+        first_text(&call(&client, "a__quick").await.unwrap()),
+        "quick"
+    );
     drop(gw);
 }

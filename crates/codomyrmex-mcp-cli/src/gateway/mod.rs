@@ -270,7 +270,11 @@ async fn serve_catalogue(
     let upstreams = config
         .upstreams
         .iter()
-        .filter_map(|u| running.get(&u.name).map(|r| (u.name.clone(), r.live().stats.clone())))
+        .filter_map(|u| {
+            running
+                .get(&u.name)
+                .map(|r| (u.name.clone(), r.live().stats.clone()))
+        })
         .collect();
     let live_config = reload::LiveConfig::new(Arc::new(config), upstreams);
     // Each upstream's figures on `/metrics` and `/status`, with the configuration's

@@ -39,11 +39,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::bridge::{AbortOnDrop, Live};
-use super::observe::{Served, UpstreamStats};
 use super::config::{GatewayConfig, Upstream};
-use crate::portable::Naming;
+use super::observe::{Served, UpstreamStats};
 use super::serve::Registries;
 use super::{START_WAIT, supervise, target_of};
+use crate::portable::Naming;
 
 /// How often the configuration file is read for a change.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
@@ -349,7 +349,11 @@ impl Reloader {
         let upstreams = new
             .upstreams
             .iter()
-            .filter_map(|u| running.get(&u.name).map(|r| (u.name.clone(), r.live.stats.clone())))
+            .filter_map(|u| {
+                running
+                    .get(&u.name)
+                    .map(|r| (u.name.clone(), r.live.stats.clone()))
+            })
             .collect();
         let generation = self.config.replace(new, upstreams);
         tracing::info!(

@@ -237,7 +237,9 @@ fn mount_tool(
         async move { forward_call(&upstream, &name, arguments, context).await }
     };
     tools
-        .register_tool(ToolRegistration::new(definition, handler).with_settings(tool_settings(&upstream_of)))
+        .register_tool(
+            ToolRegistration::new(definition, handler).with_settings(tool_settings(&upstream_of)),
+        )
         .map_err(|e| e.to_string())
 }
 

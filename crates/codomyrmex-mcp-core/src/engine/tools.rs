@@ -47,9 +47,11 @@ impl Engine {
             crate::registry::resolve::Resolution::Ambiguous(candidates) => {
                 let candidates: Vec<String> = candidates
                     .into_iter()
-                    .filter(|c| self.shared
+                    .filter(|c| {
+                        self.shared
                             .access
-                            .permits(session, crate::authz::Kind::Tool, c))
+                            .permits(session, crate::authz::Kind::Tool, c)
+                    })
                     .collect();
                 match candidates.as_slice() {
                     [] => name,
@@ -69,16 +71,11 @@ impl Engine {
             }
             crate::registry::resolve::Resolution::Unknown => name,
         };
-        let Some(tool) = self
-            .shared
-            .registry
-            .lookup(&name)
-            .filter(|_| {
-                self.shared
-                    .access
-                    .permits(session, crate::authz::Kind::Tool, &name)
-            })
-        else {
+        let Some(tool) = self.shared.registry.lookup(&name).filter(|_| {
+            self.shared
+                .access
+                .permits(session, crate::authz::Kind::Tool, &name)
+        }) else {
             let shown: String = name.chars().take(128).collect();
             return error(
                 &id,

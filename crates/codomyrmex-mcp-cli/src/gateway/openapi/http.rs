@@ -207,13 +207,17 @@ pub struct ClientCredentials {
 /// Two grants are the same when configured the same (the token each holds aside).
 impl PartialEq for ClientCredentials {
     fn eq(&self, other: &Self) -> bool {
-        (&self.token_url, &self.client_id, &self.client_secret, &self.scope)
-            == (
-                &other.token_url,
-                &other.client_id,
-                &other.client_secret,
-                &other.scope,
-            )
+        (
+            &self.token_url,
+            &self.client_id,
+            &self.client_secret,
+            &self.scope,
+        ) == (
+            &other.token_url,
+            &other.client_id,
+            &other.client_secret,
+            &other.scope,
+        )
     }
 }
 
