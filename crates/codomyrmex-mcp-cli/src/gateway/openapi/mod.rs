@@ -484,10 +484,10 @@ async fn call_within_policy(
 ) -> ToolOutput {
     let timer = live.stats.call("tools/call");
     let out = call_counted(live, api, op, arguments, context).await;
-    let error = match out.result.error() {
-        Some(detail) => Some(super::observe::error_kind(&detail.error_type)),
-        None => None,
-    };
+    let error = out
+        .result
+        .error()
+        .map(|detail| super::observe::error_kind(&detail.error_type));
     timer.done(error);
     out
 }
