@@ -73,7 +73,7 @@ pub async fn supervise(
         // A REST API: its document mounted once, no connection to watch.
         let mut mounted: Option<Catalogue> = None;
         tokio::select! {
-            () = super::openapi::keep_mounted(api.clone(), &s, &live, &r, first_attempt, &mut mounted) => {}
+            () = super::openapi::keep_mounted(api.clone(), (&s.filter, &s.naming), &live, &r, first_attempt, &mut mounted) => {}
             _ = stop => {}
         }
         if let Some(catalogue) = mounted.take() {

@@ -43,8 +43,8 @@ use self::spec::Operation;
 use super::bridge::{Bridged, Live};
 use super::catalog::{Catalogue, Filter, Listing, Mount};
 use super::serve::Registries;
-use super::supervise::Supervised;
 use crate::config::Secret;
+use crate::portable::Naming;
 
 /// The largest OpenAPI document read (GitHub's REST API, JSON, is about 12 MB).
 pub const MAX_SPEC_BYTES: usize = 64 * 1024 * 1024;
@@ -390,7 +390,7 @@ pub async fn load(namespace: &str, u: &OpenApiUpstream, filter: &Filter) -> Resu
 /// no connection to watch: once mounted, it stays until the supervisor is stopped.
 pub async fn keep_mounted(
     u: Arc<OpenApiUpstream>,
-    s: &Supervised,
+    (filter, naming): (&Filter, &Naming),
     live: &Arc<Live>,
     r: &Registries,
     first_attempt: tokio::sync::oneshot::Sender<()>,
@@ -399,7 +399,7 @@ pub async fn keep_mounted(
     let mut first_attempt = Some(first_attempt);
     let mut backoff = Duration::from_secs(1);
     let loaded = loop {
-        match load(&live.name, &u, &s.filter).await {
+        match load(&live.name, &u, filter).await {
             Ok(l) => break l,
             Err(e) => {
                 tracing::warn!(upstream = %live.name, error = %codomyrmex_mcp::util::inert_text(&e), retry_in_secs = backoff.as_secs(), "OpenAPI document unreadable");
@@ -415,7 +415,7 @@ pub async fn keep_mounted(
     for p in &loaded.problems {
         tracing::warn!(upstream = %live.name, problem = %codomyrmex_mcp::util::inert_text(p), "left out");
     }
-    let catalogue = mount(&loaded, s, live, r);
+    let catalogue = mount(&loaded, (filter, naming), live, r);
     tracing::info!(
         upstream = %live.name,
         tools = catalogue.tools.len(),
@@ -432,14 +432,19 @@ pub async fn keep_mounted(
 }
 
 /// Mounts the loaded API's tools under the upstream's namespace and filter.
-fn mount(loaded: &Loaded, s: &Supervised, live: &Arc<Live>, r: &Registries) -> Catalogue {
+fn mount(
+    loaded: &Loaded,
+    (filter, naming): (&Filter, &Naming),
+    live: &Arc<Live>,
+    r: &Registries,
+) -> Catalogue {
     let catalogue = Catalogue::build_named(
         &[Mount {
             namespace: &live.name,
-            filter: &s.filter,
+            filter,
             listing: &loaded.listing,
         }],
-        &s.naming,
+        naming,
     );
     for p in &catalogue.problems {
         tracing::warn!(upstream = %p.upstream, problem = %p.message, "left out");
