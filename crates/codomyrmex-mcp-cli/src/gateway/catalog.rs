@@ -178,7 +178,7 @@ pub struct Catalogue {
     pub problems: Vec<Problem>,
 }
 
-/// One upstream's part in [`Catalogue::build`].
+/// One upstream's part in [`Catalogue::build_named`].
 #[derive(Debug, Clone, Copy)]
 pub struct Mount<'a> {
     /// The namespace.
@@ -225,9 +225,9 @@ impl Catalogue {
         Self::build_named(mounts, &Naming::default())
     }
 
-    /// [`build`](Self::build), with tool and prompt names spelled by `naming`
-    /// ([`crate::portable`]): names that become the same are not merged, the later one is
-    /// left out and reported.
+    /// Merges the upstreams' listings, in order, with tool and prompt names spelled by
+    /// `naming` ([`crate::portable`]): on a clash of local names (or names that become the
+    /// same) the earlier upstream keeps the name and the later entry is left out and reported.
     pub fn build_named(mounts: &[Mount<'_>], naming: &Naming) -> Self {
         let mut catalogue = Self::default();
         for (index, mount) in mounts.iter().enumerate() {

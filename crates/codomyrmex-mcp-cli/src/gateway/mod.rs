@@ -405,7 +405,7 @@ pub(super) enum Target {
         url: String,
         token: Option<String>,
     },
-    /// A REST API: no MCP connection; its supervisor is [`openapi::supervise`].
+    /// A REST API: no MCP connection; its supervisor mounts it with [`openapi::keep_mounted`].
     OpenApi(Arc<openapi::OpenApiUpstream>),
 }
 
