@@ -104,3 +104,5 @@ mod layering_tests;
 mod public_paths_tests;
 #[cfg(test)]
 mod test_runtime;
+#[cfg(test)]
+mod walk_tests;

@@ -1,0 +1,152 @@
+//! ARCHITECTURE.md's walk of one `tools/call` cites source lines (`stdio.rs:238`): each
+//! citation is listed here with the file it means and a text its first line holds, so that
+//! a change that moves the code fails until the walk is brought up to date, and a citation
+//! added to the walk without a line here fails too.
+
+use std::path::Path;
+
+const CS: &str = "codomyrmex-mcp/src/transport/stdio.rs";
+const HANDLER: &str = "codomyrmex-mcp/src/transport/http/handler.rs";
+const DRIVER: &str = "codomyrmex-mcp-core/src/driver.rs";
+
+/// (citation as the walk writes it, file under `crates/`, text on the cited first line).
+const CITED: &[(&str, &str, &str)] = &[
+    (
+        "codomyrmex-mcp/src/transport/stdio.rs:147",
+        CS,
+        "tokio::spawn(serve_connection(",
+    ),
+    ("stdio.rs:185", CS, "tokio::spawn(write_loop("),
+    ("stdio.rs:238", CS, "read_line("),
+    (
+        "stdio.rs:459",
+        CS,
+        "fn open() -> Option<(pipe::Receiver, pipe::Sender)>",
+    ),
+    ("stdio.rs:381-382", CS, "mpsc::channel("),
+    ("stdio.rs:355", CS, "tokio::io::stdout()"),
+    ("stdio.rs:267", CS, "engine.handle_decoded("),
+    (
+        "engine/tools.rs:17",
+        "codomyrmex-mcp-core/src/engine/tools.rs",
+        "fn call_tool(",
+    ),
+    (
+        "engine/tools.rs:147",
+        "codomyrmex-mcp-core/src/engine/tools.rs",
+        "Handled::Invoke(",
+    ),
+    ("stdio.rs:281", CS, "crate::runtime::drive("),
+    (
+        "codomyrmex-mcp/src/runtime/driver.rs:61",
+        "codomyrmex-mcp/src/runtime/driver.rs",
+        "pub fn drive(",
+    ),
+    (
+        "codomyrmex-mcp-core/src/engine/drive.rs:19",
+        "codomyrmex-mcp-core/src/engine/drive.rs",
+        "Handled::Invoke(invocation) => Box::pin(driver::run(",
+    ),
+    ("stdio.rs:285", CS, "tasks.spawn("),
+    (
+        "codomyrmex-mcp-core/src/driver.rs:109",
+        DRIVER,
+        "pub async fn run(",
+    ),
+    ("driver.rs:137-138", DRIVER, "Detach::Never =>"),
+    ("driver.rs:306", DRIVER, "permit(&admission, &cancel)"),
+    ("driver.rs:309", DRIVER, "catch_unwind(work)"),
+    ("driver.rs:177-179", DRIVER, "fn complete("),
+    (
+        "engine/jobs.rs:107",
+        "codomyrmex-mcp-core/src/engine/jobs.rs",
+        "pub fn complete(",
+    ),
+    ("stdio.rs:287", CS, "tx.send(m)"),
+    ("stdio.rs:481", CS, "rx.recv()"),
+    ("stdio.rs:483", CS, "write_to("),
+    ("stdio.rs:495", CS, "writer.write_all("),
+    (
+        "codomyrmex-mcp/src/transport/http/mod.rs:855",
+        "codomyrmex-mcp/src/transport/http/mod.rs",
+        "tokio::spawn(",
+    ),
+    ("transport/http/handler.rs:218", HANDLER, "read_body("),
+    ("handler.rs:187", HANDLER, "async fn post("),
+    ("handler.rs:236", HANDLER, ".classify("),
+    ("handler.rs:301", HANDLER, "validate_with("),
+    ("handler.rs:317", HANDLER, ".respond_as("),
+    ("handler.rs:353", HANDLER, ".handle_classified("),
+    ("handler.rs:359", HANDLER, "crate::runtime::drive("),
+    ("handler.rs:360", HANDLER, "answer("),
+    ("handler.rs:40", HANDLER, "fn json_response("),
+    ("handler.rs:325", HANDLER, "mpsc::channel("),
+    ("handler.rs:340-341", HANDLER, "crate::runtime::drive("),
+    ("handler.rs:514", HANDLER, "tokio::spawn("),
+];
+
+/// The text of the walk: from its heading to the next `## `.
+fn walk(architecture: &str) -> &str {
+    let start = architecture
+        .find("## The walk of one `tools/call`")
+        .expect("ARCHITECTURE.md has the walk");
+    let rest = &architecture[start + 3..];
+    let end = rest.find("\n## ").map_or(rest.len(), |e| e + 3);
+    &architecture[start..start + end]
+}
+
+/// Every backticked `NAME.rs:LINE` or `NAME.rs:LINE-LINE` in `text`.
+fn citations(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| {
+            t.split_once(".rs:").is_some_and(|(_, n)| {
+                !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '-')
+            })
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_cited_line_of_the_walk_holds_what_it_names() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crates/");
+    let architecture =
+        std::fs::read_to_string(crates.join("../ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let walk = walk(&architecture);
+    let mut problems = Vec::new();
+    for cited in citations(walk) {
+        if !CITED.iter().any(|(c, _, _)| *c == cited) {
+            problems.push(format!(
+                "{cited}: cited by the walk, not listed in walk_tests.rs"
+            ));
+        }
+    }
+    for (cited, file, text) in CITED {
+        if !citations(walk).iter().any(|c| c == cited) {
+            problems.push(format!("{cited}: listed here, no longer cited by the walk"));
+            continue;
+        }
+        let line: usize = cited
+            .rsplit_once(':')
+            .and_then(|(_, n)| n.split('-').next())
+            .and_then(|n| n.parse().ok())
+            .expect("a line number");
+        let source = std::fs::read_to_string(crates.join(file)).expect("the cited file");
+        let held = source.lines().nth(line - 1).unwrap_or_default();
+        if !held.contains(text) {
+            problems.push(format!(
+                "{cited} ({file}): line {line} is {:?}, not a line with {text:?}",
+                held.trim()
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the walk in ARCHITECTURE.md is out of date:\n{}",
+        problems.join("\n")
+    );
+}
