@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use crate::portable::{Naming, is_portable};
+use codomyrmex_mcp::authz::glob::Glob;
 use codomyrmex_mcp::util::inert_text;
 use serde_json::{Map, Value};
 
@@ -40,39 +41,11 @@ pub fn valid_local_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-/// A name pattern of an include or exclude list: exact, or with `*` matching any run of
-/// characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Pattern(String);
-
-impl Pattern {
-    fn matches(&self, name: &str) -> bool {
-        let mut parts = self.0.split('*');
-        let Some(first) = parts.next() else {
-            return false;
-        };
-        let Some(mut rest) = name.strip_prefix(first) else {
-            return false;
-        };
-        let parts: Vec<&str> = parts.collect();
-        let Some((last, middle)) = parts.split_last() else {
-            return rest.is_empty();
-        };
-        for part in middle {
-            match rest.find(part) {
-                Some(i) => rest = &rest[i + part.len()..],
-                None => return false,
-            }
-        }
-        rest.len() >= last.len() && rest.ends_with(last)
-    }
-}
-
 /// Which of an upstream's tools and prompts are mounted, and the tools renamed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
-    include: Vec<Pattern>,
-    exclude: Vec<Pattern>,
+    include: Vec<Glob>,
+    exclude: Vec<Glob>,
     rename: BTreeMap<String, String>,
 }
 
@@ -87,13 +60,7 @@ impl Filter {
     ) -> Result<Self, String> {
         let patterns = |list: &[String], key: &str| {
             list.iter()
-                .map(|p| {
-                    if p.is_empty() {
-                        Err(format!("an empty pattern in `{key}`"))
-                    } else {
-                        Ok(Pattern(p.clone()))
-                    }
-                })
+                .map(|p| Glob::new(p).map_err(|e| format!("`{key}`: {e}")))
                 .collect::<Result<Vec<_>, _>>()
         };
         Ok(Self {
@@ -490,20 +457,20 @@ mod tests {
     }
 
     #[test]
-    fn patterns_match_exactly_or_with_stars() {
-        let p = |s: &str| Pattern(s.into());
-        assert!(p("log").matches("log"));
-        assert!(!p("log").matches("logs"));
-        assert!(p("git_*").matches("git_log"));
-        assert!(p("git_*").matches("git_"));
-        assert!(!p("git_*").matches("gi"));
-        assert!(p("*_file").matches("read_file"));
-        assert!(!p("*_file").matches("read_files"));
-        assert!(p("a*b*c").matches("a-b-c"));
-        assert!(p("a*b*c").matches("abc"));
-        assert!(!p("a*b*c").matches("acb"));
-        assert!(!p("ab*ba").matches("aba"));
-        assert!(p("*").matches(""));
+    fn include_and_exclude_take_the_policies_globs() {
+        // The authorization rules' matcher (`*` any run, `?` one character, whole names).
+        let f = filter(&["git_*", "read_?", "*_file"], &["git_push"], &[]);
+        for admitted in ["git_log", "git_", "read_x", "write_file"] {
+            assert!(f.admits(admitted), "{admitted}");
+        }
+        for refused in ["gi", "git_push", "read_xy", "read_", "write_files", "log"] {
+            assert!(!f.admits(refused), "{refused}");
+        }
+        assert!(filter(&["*"], &[], &[]).admits(""));
+        let bad =
+            |p: &str| Filter::new(&[p.to_owned()], &[], BTreeMap::new()).expect_err("refused");
+        assert!(bad("").contains("`include`"), "{}", bad(""));
+        assert!(bad("a\u{7}").contains("control"), "{}", bad("a\u{7}"));
     }
 
     #[test]

@@ -1,17 +1,18 @@
-//! Name patterns of authorization rules: `*` stands for any run of characters (none
-//! included, `/` and `.` included), `?` for exactly one; every other character stands for
-//! itself. A pattern matches a whole name, never a part of one.
+//! Name patterns: `*` stands for any run of characters (none included, `/` and `.`
+//! included), `?` for exactly one; every other character stands for itself. A pattern
+//! matches a whole name, never a part of one. The one matcher of names in the workspace:
+//! authorization rules use it, and so do the gateway's `include`/`exclude` lists.
 
 /// The longest pattern accepted, in bytes.
-pub(super) const MAX_PATTERN: usize = 1024;
+pub const MAX_PATTERN: usize = 1024;
 
 /// The longest name a pattern is tried against, in bytes; a longer name matches no pattern
 /// (a client-sent URI could otherwise make each match cost its length times the pattern's).
-pub(super) const MAX_NAME: usize = 16 * 1024;
+pub const MAX_NAME: usize = 16 * 1024;
 
 /// A checked pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Glob {
+pub struct Glob {
     chars: Vec<char>,
     /// The same, as bytes (used when the pattern and the name are both ASCII).
     bytes: Vec<u8>,
@@ -21,7 +22,7 @@ pub(super) struct Glob {
 
 impl Glob {
     /// Checks `pattern`: not empty, at most [`MAX_PATTERN`] bytes, no control characters.
-    pub(super) fn new(pattern: &str) -> Result<Self, String> {
+    pub fn new(pattern: &str) -> Result<Self, String> {
         if pattern.is_empty() {
             return Err("a pattern is empty (use \"*\" for every name)".into());
         }
@@ -44,7 +45,7 @@ impl Glob {
 
     /// Whether the whole of `name` matches: linear in practice (greedy, backtracking only to
     /// the last `*`), and never more than the pattern's length times the name's.
-    pub(super) fn matches(&self, name: &str) -> bool {
+    pub fn matches(&self, name: &str) -> bool {
         if let Some(l) = &self.literal {
             return l == name;
         }

@@ -23,7 +23,7 @@
 //! a scope held) with no interpreter in the binary; what it does not express is negation
 //! (allow-lists only) and arithmetic on claims.
 
-mod glob;
+pub mod glob;
 #[cfg(test)]
 mod tests;
 
