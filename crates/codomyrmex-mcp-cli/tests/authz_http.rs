@@ -9,7 +9,6 @@
 
 mod support;
 
-use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -314,16 +313,7 @@ async fn check_team(url: &str, n: &Names, era: EraPreference) {
 
 /// `GET /metrics` with `jwt`.
 fn metrics(addr: &str, jwt: &str) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(GUARD)).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {jwt}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
+    support::http_get(addr, "/metrics", Some(jwt))
 }
 
 fn denials(text: &str, principal: &str) -> u64 {

@@ -16,7 +16,6 @@
 
 mod support;
 
-use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
 use codomyrmex_mcp::McpClient;
@@ -125,26 +124,10 @@ fn web(dir: &std::path::Path) -> Web {
     Web(child, port)
 }
 
-/// `GET path` at `addr`, with `token` if given: the whole answer.
-fn get(addr: &str, path: &str, token: Option<&str>) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(HANG_GUARD)).unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
 fn status(addr: &str) -> Value {
-    let answer = get(addr, "/status", Some(TOKEN));
+    let answer = support::http_get(addr, "/status", Some(TOKEN));
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let body = answer.split_once("\r\n\r\n").unwrap().1;
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    support::body_json(&answer)
 }
 
 fn upstream<'a>(doc: &'a Value, name: &str) -> &'a Value {
@@ -260,9 +243,9 @@ command = "{missing}"
     assert_eq!(failed["isError"], Value::Bool(true), "{failed}");
 
     // `/metrics`: per upstream, behind the token.
-    let refused = get(&addr, "/metrics", None);
+    let refused = support::http_get(&addr, "/metrics", None);
     assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
-    let text = get(&addr, "/metrics", Some(TOKEN));
+    let text = support::http_get(&addr, "/metrics", Some(TOKEN));
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     let echo_calls = "mcp_gateway_upstream_calls_total{upstream=\"echo\",method=\"tools/call\"} ";
     assert_eq!(sample(&text, echo_calls), 2.0, "{text}");
@@ -305,7 +288,7 @@ command = "{missing}"
     assert_eq!(text.matches("# EOF").count(), 1, "{text}");
 
     // `/status`: behind the same token.
-    let refused = get(&addr, "/status", None);
+    let refused = support::http_get(&addr, "/status", None);
     assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
     let doc = status(&addr);
     assert_eq!(doc["config_generation"], 1);
@@ -345,7 +328,7 @@ command = "{missing}"
         assert!(std::time::Instant::now() < deadline, "no restart: {doc}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let text = get(&addr, "/metrics", Some(TOKEN));
+    let text = support::http_get(&addr, "/metrics", Some(TOKEN));
     assert_eq!(
         sample(
             &text,

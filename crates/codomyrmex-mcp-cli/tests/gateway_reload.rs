@@ -13,7 +13,6 @@
 
 mod support;
 
-use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,12 +109,12 @@ fn write(path: &Path, text: &str) {
 
 /// `GET /health` of the server at `addr`, as JSON.
 fn health(addr: &str) -> Value {
-    get_json(addr, "/health")
+    support::body_json(&support::http_get(addr, "/health", None))
 }
 
 /// The upstreams `/status` lists and the generation it says, which follow a reload.
 fn status_upstreams(addr: &str) -> (Vec<String>, Value) {
-    let doc = get_json(addr, "/status");
+    let doc = support::body_json(&support::http_get(addr, "/status", None));
     let names = doc["upstreams"]
         .as_array()
         .unwrap_or_else(|| panic!("{doc}"))
@@ -125,49 +124,10 @@ fn status_upstreams(addr: &str) -> (Vec<String>, Value) {
     (names, doc["config_generation"].clone())
 }
 
-/// `GET path` of the server at `addr`, as JSON.
-fn get_json(addr: &str, path: &str) -> Value {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {out}"))
-}
-
 /// Waits for the gateway's stderr line saying `generation` is live; returns it.
 fn await_generation(gw: &support::Server, generation: u64) -> String {
     let needle = format!("configuration generation {generation} is live");
     tokio::task::block_in_place(|| support::await_line(&gw.stderr, &needle))
-}
-
-/// The child processes of `pid` whose command line contains `needle`.
-fn children_of(pid: u32, needle: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{child}/status")) else {
-            continue;
-        };
-        let ppid = status
-            .lines()
-            .find_map(|l| l.strip_prefix("PPid:"))
-            .and_then(|p| p.trim().parse::<u32>().ok());
-        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
-        if ppid == Some(pid) && String::from_utf8_lossy(&cmdline).contains(needle) {
-            out.push(child);
-        }
-    }
-    out
 }
 
 /// A client of the gateway at `url`, its handshake done in `era`; a 2026-07-28 one keeps a
@@ -284,7 +244,7 @@ async fn a_reload_adds_removes_and_changes_upstreams_and_policies_without_droppi
     let names = tool_names(&legacy).await;
     assert!(names.contains(&"a.hold".to_owned()), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("files.")), "{names:?}");
-    let child = children_of(pid, "serve");
+    let child = support::children_of(pid, "serve");
     assert_eq!(child.len(), 1, "one stdio upstream child: {child:?}");
 
     // Slow calls in flight: one to `a` (which changes), one to `keep` (which stays).
@@ -338,7 +298,7 @@ async fn a_reload_adds_removes_and_changes_upstreams_and_policies_without_droppi
     );
     // The removed stdio child ends (no call held it).
     let deadline = std::time::Instant::now() + GUARD;
-    while !children_of(pid, "serve").is_empty() {
+    while !support::children_of(pid, "serve").is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "the removed upstream's child still runs"

@@ -204,28 +204,6 @@ async fn the_gateway_serves_streamable_http_with_serves_policies() {
     drop(server);
 }
 
-/// The child processes of `pid` whose command line contains `needle`.
-fn children_of(pid: u32, needle: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{child}/status")) else {
-            continue;
-        };
-        let ppid = status
-            .lines()
-            .find_map(|l| l.strip_prefix("PPid:"))
-            .and_then(|p| p.trim().parse::<u32>().ok());
-        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
-        if ppid == Some(pid) && String::from_utf8_lossy(&cmdline).contains(needle) {
-            out.push(child);
-        }
-    }
-    out
-}
-
 /// A stdio upstream that dies leaves the list (clients hear `list_changed`) and is started
 /// again by its supervisor; its tools come back and calls work again.
 #[cfg(target_os = "linux")]
@@ -270,7 +248,7 @@ async fn a_killed_child_is_restarted_and_its_tools_come_back() {
             .any(|t| t["name"] == "files.cat" || t["name"] == "files.file_system.read")
     };
     assert!(has_cat(&client.list_tools().await.unwrap()));
-    let first = children_of(pid, "serve");
+    let first = support::children_of(pid, "serve");
     assert_eq!(first.len(), 1, "one upstream child: {first:?}");
     std::process::Command::new("kill")
         .args(["-9", &first[0].to_string()])
@@ -292,7 +270,7 @@ async fn a_killed_child_is_restarted_and_its_tools_come_back() {
     let deadline = std::time::Instant::now() + GUARD;
     loop {
         let tools = client.list_tools().await.unwrap();
-        let again = children_of(pid, "serve");
+        let again = support::children_of(pid, "serve");
         if has_cat(&tools) && again.len() == 1 && again != first {
             break;
         }

@@ -3,7 +3,8 @@
 //! read while it runs, killed if it hangs), its stderr line by line, a `serve --http
 //! 127.0.0.1:0` server whose URL is read from its announcement (the OS picks the port, so
 //! tests side by side never race for one; `gateway --http` likewise), the gateway as a stdio
-//! child of an `McpClient`, and stdio servers from Python scripts.
+//! child of an `McpClient`, stdio servers from Python scripts, a plain `GET` of a server's
+//! `/health`, `/status` or `/metrics`, and a process's children.
 //!
 //! Not a client: the tests speak MCP through the binary or `McpClient`. Each test file takes
 //! it with `mod support;`; a file uses only some of it.
@@ -327,3 +328,47 @@ def answer(method, p, m):
     return NOT_FOUND
 serve(answer)
 "#;
+
+/// `GET path` at `addr` over a connection of its own (`Connection: close`), with a bearer
+/// `token` if given: the whole answer, head and body, read within [`HANG_GUARD`].
+pub fn http_get(addr: &str, path: &str, token: Option<&str>) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The JSON body of a whole HTTP answer ([`http_get`]'s).
+pub fn body_json(answer: &str) -> Value {
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+/// The child processes of `pid` whose command line contains `needle` (Linux's `/proc`).
+pub fn children_of(pid: u32, needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{child}/status")) else {
+            continue;
+        };
+        let ppid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+        if ppid == Some(pid) && String::from_utf8_lossy(&cmdline).contains(needle) {
+            out.push(child);
+        }
+    }
+    out
+}
