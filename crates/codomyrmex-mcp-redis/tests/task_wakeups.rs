@@ -14,11 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::config::McpServerConfig;
+use codomyrmex_mcp::McpServerConfig;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::registry::{
-    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
-};
+use codomyrmex_mcp::{McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings};
 use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync_woken};
 use codomyrmex_mcp::store::MemorySessionStore;
 use codomyrmex_mcp::task_store::{TaskEra, TaskRecord, TaskStore as _};

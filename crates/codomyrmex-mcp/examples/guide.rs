@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::registry::{IntoToolHandler, ToolOutput};
-use codomyrmex_mcp::resources::Completer;
+use codomyrmex_mcp::PromptRequest;
+use codomyrmex_mcp::{IntoToolHandler, ToolOutput};
+use codomyrmex_mcp::Completer;
 use codomyrmex_mcp::{
     ContentBlock, InputRequest, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
     McpServerConfig, McpToolRegistry, PromptArgument, PromptDefinition, PromptMessage,

@@ -8,10 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::confine::{ConfineError, ConfinedRoot};
-use crate::resources::{
-    McpResourceRegistry, ResourceError, ResourceRegistrationError, ResourceRequest,
-    ResourceTemplateDefinition,
-};
+use crate::{McpResourceRegistry, ResourceError, ResourceRegistrationError, ResourceRequest, ResourceTemplateDefinition};
 use crate::wire::ResourceContents;
 
 /// Serves a directory's files through a resource registry.

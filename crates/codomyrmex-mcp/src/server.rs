@@ -4,16 +4,16 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::config::McpServerConfig;
+use crate::McpServerConfig;
 use crate::engine::Engine;
-use crate::registry::McpToolRegistry;
+use crate::McpToolRegistry;
 use crate::transport::stdio::{self, StdioError};
 
 /// An MCP server: a tool registry (and, optionally, resources, prompts, skills and UI
 /// resources) with a configuration, served over stdio, a byte stream or Streamable HTTP.
 /// Cheap to clone: clones share the engine.
 ///
-/// Served in memory to a [`McpClient`](crate::McpClient), as a test would:
+/// Served in memory to a [`McpClient`](crate::client::McpClient), as a test would:
 ///
 /// ```
 /// use std::sync::Arc;

@@ -6,11 +6,8 @@
 use std::sync::Arc;
 
 use codomyrmex_mcp::wire::ResourceContents;
-use codomyrmex_mcp::{
-    ContentBlock, Era, FnRegistrationError, McpClient, McpErrorDetail, McpPromptRegistry,
-    McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry, PromptMessage, PromptResult,
-    ToolContext, mcp_prompt, mcp_resource,
-};
+use codomyrmex_mcp::{ContentBlock, Era, FnRegistrationError, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry, PromptMessage, PromptResult, ToolContext, mcp_prompt, mcp_resource};
+use codomyrmex_mcp::client::McpClient;
 use serde_json::{Value, json};
 
 /// Asks for a code review.

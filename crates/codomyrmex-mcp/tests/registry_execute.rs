@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::{ToolRegistration, ToolSettings};
+use codomyrmex_mcp::{ToolRegistration, ToolSettings};
 use codomyrmex_mcp::{McpToolCall, McpToolRegistry, ToolDefinition, ToolOutput};
 use serde_json::{Map, json};
 

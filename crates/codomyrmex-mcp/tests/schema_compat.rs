@@ -143,10 +143,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codomyrmex_mcp::schema::{
-    ErrorDetails, JsonObject, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
-    McpToolResultParts, SchemaError, status_indicates_failure,
-};
+use codomyrmex_mcp::{ErrorDetails, JsonObject, McpErrorDetail, McpMessage, McpToolCall, McpToolResult, McpToolResultParts, SchemaError, status_indicates_failure};
 mod json_strategy;
 use json_strategy::json_value;
 use proptest::prelude::*;

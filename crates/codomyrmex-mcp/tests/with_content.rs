@@ -5,10 +5,8 @@
 
 use std::sync::Arc;
 
-use codomyrmex_mcp::{
-    Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, WithContent,
-    mcp_tool,
-};
+use codomyrmex_mcp::{Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, WithContent, mcp_tool};
+use codomyrmex_mcp::client::McpClient;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value, json};

@@ -47,10 +47,8 @@ use codomyrmex_mcp::engine::{Engine, META_LOG_LEVEL};
 use codomyrmex_mcp::policy::{UpstreamLimits, UpstreamPolicy, UpstreamRefusal, UpstreamTurn};
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
-use codomyrmex_mcp::{
-    ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
-    ToolContext,
-};
+use codomyrmex_mcp::client::{ClientError, McpClient};
+use codomyrmex_mcp::{ClientRequestError, Era, InputRequest, LoggingLevel, McpErrorDetail, ToolContext};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 

@@ -36,9 +36,8 @@ use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, Stdio
 use codomyrmex_mcp::driver;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::transport::http::HealthDetails;
-use codomyrmex_mcp::{
-    McpClient, McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
-};
+use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::{McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry};
 use serde_json::{Value, json};
 
 use self::catalog::{Catalogue, Listing, Mount};

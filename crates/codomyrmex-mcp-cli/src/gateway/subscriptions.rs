@@ -27,7 +27,8 @@ use codomyrmex_mcp::client::CallOptions;
 use codomyrmex_mcp::policy::UpstreamPolicy;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::util::inert_text;
-use codomyrmex_mcp::{Era, McpClient};
+use codomyrmex_mcp::Era;
+use codomyrmex_mcp::client::McpClient;
 use serde_json::json;
 use tokio::sync::watch;
 

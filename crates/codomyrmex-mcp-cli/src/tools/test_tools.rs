@@ -14,12 +14,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::{
-    McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
-    ToolRegistration, ToolSettings,
-};
-use codomyrmex_mcp::resources::McpResourceRegistry;
-use codomyrmex_mcp::schema::JsonObject;
+use codomyrmex_mcp::{McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings};
+use codomyrmex_mcp::McpResourceRegistry;
+use codomyrmex_mcp::JsonObject;
 use codomyrmex_mcp::{ContentBlock, McpErrorDetail};
 use serde_json::json;
 

@@ -61,9 +61,10 @@ pub use handlers::{ClientHandlers, InputHandler, NotificationHandler};
 pub use limits::ClientLimits;
 use proto::{ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable};
 pub use stdio::StdioCommand;
-pub use tasks::{TASKS_EXTENSION, TaskCall};
+pub use tasks::TaskCall;
 
-use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
+use crate::{Era, ProtocolVersion};
+use crate::wire::{ErrorObject, RequestId};
 
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -867,7 +868,7 @@ impl McpClient {
         &self,
         name: &str,
         arguments: Value,
-    ) -> Result<Typed<crate::wire::types::CallToolResult>, ClientError> {
+    ) -> Result<Typed<crate::wire::CallToolResult>, ClientError> {
         self.request_typed("tools/call", json!({"name": name, "arguments": arguments}))
             .await
     }

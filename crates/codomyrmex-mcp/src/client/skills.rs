@@ -22,7 +22,7 @@ use codomyrmex_mcp_core::skills::frontmatter;
 use serde_json::{Map, Value, json};
 
 use super::{ClientError, McpClient};
-pub use crate::wire::skills::{
+use crate::wire::skills::{
     DirectoryEntry, GetSkillResult, SKILLS_EXTENSION, Skill, SkillResource, SkillResources,
 };
 use crate::wire::skills::{

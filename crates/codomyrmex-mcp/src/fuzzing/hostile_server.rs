@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::client::{ClientHandlers, ClientOptions};
-use crate::{ClientError, Era, McpClient};
+use crate::client::{ClientError, McpClient};
+use crate::Era;
 
 /// What separates the server's turns in the fuzzer's bytes (never valid in JSON text).
 pub const TURN: u8 = 0;

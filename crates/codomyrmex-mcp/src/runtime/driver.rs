@@ -92,10 +92,10 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::context::{MessageSink, NullSink};
+    use crate::{MessageSink, NullSink};
     use crate::engine::{Engine, TaskConfig};
-    use crate::registry::{TaskSupport, ToolDefinition, ToolRegistration, ToolSettings};
-    use crate::resources::{Completer, ResourceTemplateDefinition};
+    use crate::{TaskSupport, ToolDefinition, ToolRegistration, ToolSettings};
+    use crate::{Completer, ResourceTemplateDefinition};
     use crate::wire::{IncomingMessage, RequestId};
     use crate::{McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolOutput};
 
@@ -119,7 +119,7 @@ mod tests {
     async fn the_drivers_timer_expires_a_task_at_its_ttl() {
         let tools = McpToolRegistry::new();
         let hang =
-            |_: crate::schema::JsonObject| async { std::future::pending::<ToolOutput>().await };
+            |_: crate::JsonObject| async { std::future::pending::<ToolOutput>().await };
         tools
             .register_tool(
                 ToolRegistration::new(ToolDefinition::new("hang", json!({"type": "object"})), hang)
@@ -173,7 +173,7 @@ mod tests {
         resources
             .add_template(
                 ResourceTemplateDefinition::new("mem://{x}", "t"),
-                |_: crate::resources::ResourceRequest| async { Ok(Vec::new()) },
+                |_: crate::ResourceRequest| async { Ok(Vec::new()) },
                 BTreeMap::from([("x".to_owned(), completer)]),
             )
             .unwrap();
@@ -260,7 +260,7 @@ mod tests {
             .register_tool(
                 ToolRegistration::new(
                     ToolDefinition::new("t", json!({"type": "object"})),
-                    |_: crate::schema::JsonObject| async { ToolOutput::content(Vec::new()) },
+                    |_: crate::JsonObject| async { ToolOutput::content(Vec::new()) },
                 )
                 .with_settings(ToolSettings {
                     task_support: TaskSupport::Optional,

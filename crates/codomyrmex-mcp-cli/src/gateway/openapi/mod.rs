@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
+use codomyrmex_mcp::{ToolOutput, ToolRegistration};
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::{McpErrorDetail, ToolContext};
 use serde::Deserialize;

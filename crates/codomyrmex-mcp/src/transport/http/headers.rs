@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use crate::registry::{HeaderParam, McpToolRegistry};
+use crate::{HeaderParam, McpToolRegistry};
 use crate::wire::{ErrorCode, ErrorObject};
 
 /// `MCP-Protocol-Version`, in the parsed form a lookup needs (a `&str` name is parsed anew on
