@@ -23,7 +23,7 @@ use super::*;
 use crate::engine::jobs::Continuation;
 use crate::engine::session::InFlight;
 use crate::engine::{Engine, Handled, RequestScope};
-use crate::invocation::{Failure, Wait};
+use crate::invocation::{Failure, JobHost, Wait};
 use crate::sync::Changes;
 use crate::task_store::{
     Renewal, TaskEra, TaskOutcome, TaskRecord, TaskStatus, TaskStore, TaskStoreError,
@@ -213,9 +213,9 @@ pub(super) fn not_found() -> ErrorObject {
 
 /// `work`, a read of the shared store, as a [`Wait`] the driver bounds by `deadline`: a
 /// store that hangs or panics costs only this request, which is answered "unavailable". Its
-/// outcome comes back to [`Engine::complete`] with `job`.
+/// outcome comes back to `host` ([`Engine::complete`]) with `job`.
 pub(super) fn store_wait<T: Send + 'static>(
-    engine: &Engine,
+    host: Arc<dyn JobHost>,
     job: StoreRead,
     deadline: Duration,
     work: impl std::future::Future<Output = T> + Send + 'static,
@@ -224,7 +224,7 @@ pub(super) fn store_wait<T: Send + 'static>(
         work,
         deadline,
         Continuation::Store(Box::new(job)).into_job(),
-        engine.host(),
+        host,
     ))
 }
 
