@@ -270,7 +270,7 @@ fn scrub(text: &str) -> (String, Vec<String>) {
         if c == '\'' {
             // A char literal ('x', '\n', '\u{..}'), not a lifetime ('a).
             if next == Some('\\') {
-                let mut k = i + 2;
+                let mut k = i + 3;
                 while k < chars.len() && chars[k] != '\'' {
                     k += 1;
                 }
@@ -374,7 +374,7 @@ fn strip_attributes(head: &str) -> (Vec<String>, String) {
         rest.push(chars[i]);
         i += 1;
     }
-    let attributes = attributes
+    let attributes: Vec<String> = attributes
         .into_iter()
         .map(|a| a.split_whitespace().collect::<Vec<_>>().join(""))
         .collect();
