@@ -14,9 +14,9 @@
 use std::path::Path;
 
 use codomyrmex_mcp::ResourceDefinition;
+use codomyrmex_mcp::ResourceLister;
 use codomyrmex_mcp::confine::ConfinedRoot;
 use codomyrmex_mcp::platform::BoxFuture;
-use codomyrmex_mcp::ResourceLister;
 
 use crate::tools::file_system::{WalkOptions, walker};
 

@@ -14,14 +14,19 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
-use codomyrmex_mcp::{ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition};
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::wire::ResourceContents;
-use codomyrmex_mcp::{ContentBlock, InputRequest, LoggingLevel, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput};
-use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::{
+    ContentBlock, InputRequest, LoggingLevel, McpErrorDetail, McpPromptRegistry,
+    McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput,
+};
+use codomyrmex_mcp::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
+use codomyrmex_mcp::{
+    ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
+};
 use serde_json::{Map, Value, json};
 
 const GUARD: Duration = Duration::from_secs(60);

@@ -224,7 +224,9 @@ fn scrub(text: &str) -> (String, Vec<String>) {
             continue;
         }
         // A raw string: r"..", r#".."#, br#".."#.
-        let prev_ident = i > 0 && ident(chars[i - 1]) && !(chars[i - 1] == 'b' && (i < 2 || !ident(chars[i - 2])));
+        let prev_ident = i > 0
+            && ident(chars[i - 1])
+            && !(chars[i - 1] == 'b' && (i < 2 || !ident(chars[i - 2])));
         if c == 'r' && !prev_ident && matches!(next, Some('"') | Some('#')) {
             let mut j = i + 1;
             let mut hashes = 0;
@@ -378,7 +380,10 @@ fn strip_attributes(head: &str) -> (Vec<String>, String) {
         .into_iter()
         .map(|a| a.split_whitespace().collect::<Vec<_>>().join(""))
         .collect();
-    (attributes, rest.split_whitespace().collect::<Vec<_>>().join(" "))
+    (
+        attributes,
+        rest.split_whitespace().collect::<Vec<_>>().join(" "),
+    )
 }
 
 fn is_use(rest: &str) -> bool {
@@ -544,7 +549,11 @@ impl Tree {
             entries: Vec::new(),
         });
         // Where `mod x;` finds x: beside lib.rs/mod.rs, or in the directory named for this file.
-        let stem = file.file_stem().unwrap_or_default().to_string_lossy().to_string();
+        let stem = file
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         let base = if stem == "lib" || stem == "mod" || path.is_empty() {
             file.parent().map(Path::to_path_buf).unwrap_or_default()
         } else {
@@ -566,7 +575,12 @@ impl Tree {
                     None => rest[4..].to_owned(),
                 };
                 for (name, segments) in use_leaves(&tree) {
-                    let entry = Entry { name, target: Target::Use(segments), public, hidden };
+                    let entry = Entry {
+                        name,
+                        target: Target::Use(segments),
+                        public,
+                        hidden,
+                    };
                     self.modules[id].entries.push(entry);
                 }
                 continue;
@@ -601,7 +615,12 @@ impl Tree {
                         self.module(krate, child_path, &found, &text)
                     }
                 };
-                let entry = Entry { name, target: Target::Module(child), public, hidden };
+                let entry = Entry {
+                    name,
+                    target: Target::Module(child),
+                    public,
+                    hidden,
+                };
                 self.modules[id].entries.push(entry);
                 continue;
             }
@@ -623,19 +642,30 @@ impl Tree {
                 }
                 word = rest_words.next().unwrap_or_default();
             }
-            if matches!(word, "struct" | "enum" | "trait" | "fn" | "const" | "static" | "type" | "union") {
+            if matches!(
+                word,
+                "struct" | "enum" | "trait" | "fn" | "const" | "static" | "type" | "union"
+            ) {
                 let mut name = rest_words.next().unwrap_or_default();
                 if word == "static" && name == "mut" {
                     name = rest_words.next().unwrap_or_default();
                 }
-                let name: String = name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                let name: String = name
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
                 if name.is_empty() {
                     continue;
                 }
                 let mut full = vec![krate.to_owned()];
                 full.extend(path.iter().cloned());
                 full.push(name.clone());
-                let entry = Entry { name, target: Target::Item(full.join("::")), public, hidden };
+                let entry = Entry {
+                    name,
+                    target: Target::Item(full.join("::")),
+                    public,
+                    hidden,
+                };
                 self.modules[id].entries.push(entry);
             }
         }
@@ -649,7 +679,10 @@ impl Tree {
         }
         let module = &self.modules[from];
         let (mut current, rest) = match segments[0].as_str() {
-            "crate" => (vec![Resolved::Module(self.roots[&module.krate])], &segments[1..]),
+            "crate" => (
+                vec![Resolved::Module(self.roots[&module.krate])],
+                &segments[1..],
+            ),
             "self" => (vec![Resolved::Module(from)], &segments[1..]),
             "super" => {
                 let ups = segments.iter().take_while(|s| *s == "super").count();
@@ -779,7 +812,9 @@ impl Tree {
                     out.entry(item).or_default().insert(path);
                 }
                 Resolved::External(external) => {
-                    out.entry(format!("(external) {external}")).or_default().insert(path);
+                    out.entry(format!("(external) {external}"))
+                        .or_default()
+                        .insert(path);
                 }
             }
         }
@@ -792,7 +827,12 @@ fn several_paths(tree: &Tree, krate: &str) -> Vec<String> {
     tree.public_paths(krate)
         .into_iter()
         .filter(|(_, paths)| paths.len() > 1)
-        .map(|(item, paths)| format!("{item}: {}", paths.into_iter().collect::<Vec<_>>().join(", ")))
+        .map(|(item, paths)| {
+            format!(
+                "{item}: {}",
+                paths.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        })
         .collect()
 }
 
@@ -813,7 +853,10 @@ fn every_item_of_every_library_crate_has_one_public_path() {
     let mut found = Vec::new();
     for krate in tree.roots.keys() {
         let paths = tree.public_paths(krate);
-        assert!(!paths.is_empty(), "{krate}: no public item found: the reader is broken");
+        assert!(
+            !paths.is_empty(),
+            "{krate}: no public item found: the reader is broken"
+        );
         found.extend(several_paths(&tree, krate));
     }
     assert!(
@@ -838,23 +881,41 @@ fn the_path_walk_sees_every_kind_of_second_path() {
          pub use outer as again;\npub use inner::*;\npub struct Shadowed;\n#[doc(hidden)]\n\
          pub use inner::Hidden;\nconst S: &str = \"pub use x::Y; }\";\n",
     );
-    write("outer/mod.rs", "pub struct Twice;\nimpl Twice { pub fn method() {} }\n");
-    write("inner.rs", "pub struct Once;\npub struct Shadowed;\npub struct Hidden;\n");
+    write(
+        "outer/mod.rs",
+        "pub struct Twice;\nimpl Twice { pub fn method() {} }\n",
+    );
+    write(
+        "inner.rs",
+        "pub struct Once;\npub struct Shadowed;\npub struct Hidden;\n",
+    );
     let tree = Tree::load(&dir);
     let _ = std::fs::remove_dir_all(&dir);
     let paths = tree.public_paths("demo_lib");
     let of = |item: &str| -> Vec<String> {
-        paths.get(item).map(|p| p.iter().cloned().collect()).unwrap_or_default()
+        paths
+            .get(item)
+            .map(|p| p.iter().cloned().collect())
+            .unwrap_or_default()
     };
     assert_eq!(
         of("demo_lib::outer::Twice"),
-        ["demo_lib::Twice", "demo_lib::again::Twice", "demo_lib::outer::Twice"]
+        [
+            "demo_lib::Twice",
+            "demo_lib::again::Twice",
+            "demo_lib::outer::Twice"
+        ]
     );
     assert_eq!(of("demo_lib::inner::Once"), ["demo_lib::Once"]);
     assert_eq!(of("demo_lib::Shadowed"), ["demo_lib::Shadowed"]);
     assert!(of("demo_lib::inner::Shadowed").is_empty(), "{paths:#?}");
     assert!(of("demo_lib::inner::Hidden").is_empty(), "{paths:#?}");
-    assert!(!paths.keys().any(|k| k.contains("method") || k.contains("Here") || k.contains("::Y")), "{paths:#?}");
+    assert!(
+        !paths
+            .keys()
+            .any(|k| k.contains("method") || k.contains("Here") || k.contains("::Y")),
+        "{paths:#?}"
+    );
     assert_eq!(
         several_paths(&tree, "demo_lib"),
         ["demo_lib::outer::Twice: demo_lib::Twice, demo_lib::again::Twice, demo_lib::outer::Twice"]

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use codomyrmex_mcp::{ResourceError, ResourceRequest};
 use codomyrmex_mcp::skills::{self as mcp_skills, McpSkillRegistry};
 use codomyrmex_mcp::transport::http::{
     AuthConfig, HttpConfig, HttpServer, Jwks, JwtConfig, StaticToken,
@@ -22,6 +21,7 @@ use codomyrmex_mcp::{
     McpServerConfig, PromptArgument, PromptDefinition, PromptMessage, PromptResult, RateLimit,
     ResourceDefinition,
 };
+use codomyrmex_mcp::{ResourceError, ResourceRequest};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;

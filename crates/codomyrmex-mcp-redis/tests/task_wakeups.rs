@@ -16,12 +16,14 @@ use std::time::{Duration, Instant};
 
 use codomyrmex_mcp::McpServerConfig;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::{McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings};
 use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync_woken};
 use codomyrmex_mcp::store::MemorySessionStore;
 use codomyrmex_mcp::task_store::{TaskEra, TaskRecord, TaskStore as _};
 use codomyrmex_mcp::transport::http::HttpServer;
 use codomyrmex_mcp::{ContentBlock, ToolContext};
+use codomyrmex_mcp::{
+    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
 use codomyrmex_mcp_redis::RedisTaskStore;
 use futures_util::StreamExt as _;
 use http_support::{call_json, config, initialize_body, legacy_session_at};

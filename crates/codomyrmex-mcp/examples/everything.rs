@@ -17,8 +17,6 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use codomyrmex_mcp::PromptRequest;
-use codomyrmex_mcp::{IntoToolHandler, ToolHandler, ToolOutput};
-use codomyrmex_mcp::{Completer, ResourceRequest};
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
     ClientRequestError, ContentBlock, InputRequest, LoggingLevel, McpErrorDetail,
@@ -27,6 +25,8 @@ use codomyrmex_mcp::{
     ResourceTemplateDefinition, TaskSupport, ToolContext, ToolDefinition, ToolRegistration,
     ToolSettings,
 };
+use codomyrmex_mcp::{Completer, ResourceRequest};
+use codomyrmex_mcp::{IntoToolHandler, ToolHandler, ToolOutput};
 use serde_json::{Map, Value, json};
 
 /// A 1x1 PNG (one teal pixel).

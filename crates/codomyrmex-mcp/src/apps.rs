@@ -38,9 +38,9 @@ use std::sync::Arc;
 
 pub use codomyrmex_mcp_core::apps::*;
 
-use crate::ToolRegistration;
 use crate::McpResourceRegistry;
 use crate::McpServer;
+use crate::ToolRegistration;
 
 impl McpServer {
     /// This server, also serving the app `resource` (a `ui://` resource with its `_meta.ui`).

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::McpServerConfig;
-use crate::engine::Engine;
 use crate::McpToolRegistry;
+use crate::engine::Engine;
 use crate::transport::stdio::{self, StdioError};
 
 /// An MCP server: a tool registry (and, optionally, resources, prompts, skills and UI

@@ -7,8 +7,8 @@
 #[allow(dead_code)]
 mod apps_server;
 
-use codomyrmex_mcp::apps::{APP_MIME_TYPE, UI_EXTENSION};
 use codomyrmex_mcp::Era;
+use codomyrmex_mcp::apps::{APP_MIME_TYPE, UI_EXTENSION};
 use codomyrmex_mcp::client::McpClient;
 use serde_json::{Value, json};
 

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
 use codomyrmex_mcp::client::{ClientError, McpClient};
-use codomyrmex_mcp::{ContentBlock, Era, InputRequest, McpServer, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput};
+use codomyrmex_mcp::{
+    ContentBlock, Era, InputRequest, McpServer, McpServerConfig, McpToolRegistry, ToolContext,
+    ToolOutput,
+};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;

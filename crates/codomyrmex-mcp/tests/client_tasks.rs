@@ -7,10 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::client::TaskCall;
 use codomyrmex_mcp::IntoToolHandler;
-use codomyrmex_mcp::{ContentBlock, Era, McpServer, McpServerConfig, McpToolRegistry, TaskSupport, ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings};
 use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::client::TaskCall;
+use codomyrmex_mcp::{
+    ContentBlock, Era, McpServer, McpServerConfig, McpToolRegistry, TaskSupport, ToolContext,
+    ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
 use serde_json::{Map, Value, json};
 
 const HANG: Duration = Duration::from_secs(20);

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use codomyrmex_mcp::McpServerConfig;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::{McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings};
 use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync};
 use codomyrmex_mcp::store::MemorySessionStore;
 use codomyrmex_mcp::task_store::{
@@ -20,6 +19,9 @@ use codomyrmex_mcp::task_store::{
 };
 use codomyrmex_mcp::transport::http::HttpServer;
 use codomyrmex_mcp::{ContentBlock, JsonObject};
+use codomyrmex_mcp::{
+    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
 use http_support::{call_json, config, initialize_body, legacy, legacy_session_at, send};
 use serde_json::{Value, json};
 

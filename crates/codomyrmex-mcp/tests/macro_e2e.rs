@@ -6,8 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use codomyrmex_mcp::{Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, ToolContext, mcp_tool, mcp_tools};
 use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::{
+    Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, ToolContext, mcp_tool,
+    mcp_tools,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -4,7 +4,9 @@
 //! equal value with every declared field written, and nothing panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codomyrmex_mcp::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult, SchemaError};
+use codomyrmex_mcp::{
+    ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult, SchemaError,
+};
 use proptest::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -3,8 +3,11 @@
 //! (The seed's schema types are covered in `schema_compat.rs` and `proptest_schema.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use codomyrmex_mcp::wire::{
+    CallToolResult, ErrorObject, Implementation, IncomingMessage, OutgoingMessage, RequestId,
+    ResourceContents, ToolAnnotations,
+};
 use codomyrmex_mcp::wire::{Decoded, decode, decode_value};
-use codomyrmex_mcp::wire::{CallToolResult, ErrorObject, Implementation, IncomingMessage, OutgoingMessage, RequestId, ResourceContents, ToolAnnotations};
 use codomyrmex_mcp::{ContentBlock, LoggingLevel, ProtocolVersion};
 mod json_strategy;
 use json_strategy::json_value;

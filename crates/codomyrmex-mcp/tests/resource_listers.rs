@@ -6,9 +6,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use codomyrmex_mcp::platform::BoxFuture;
-use codomyrmex_mcp::{Era, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry, ResourceDefinition, ResourceLister};
 use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::platform::BoxFuture;
+use codomyrmex_mcp::{
+    Era, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry, ResourceDefinition,
+    ResourceLister,
+};
 use serde_json::{Value, json};
 
 /// Lists `n` URIs `mem://item/NNN`, counting how often it is asked.

@@ -143,7 +143,10 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codomyrmex_mcp::{ErrorDetails, JsonObject, McpErrorDetail, McpMessage, McpToolCall, McpToolResult, McpToolResultParts, SchemaError, status_indicates_failure};
+use codomyrmex_mcp::{
+    ErrorDetails, JsonObject, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
+    McpToolResultParts, SchemaError, status_indicates_failure,
+};
 mod json_strategy;
 use json_strategy::json_value;
 use proptest::prelude::*;

@@ -5,8 +5,10 @@
 
 use std::sync::Arc;
 
-use codomyrmex_mcp::{Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, WithContent, mcp_tool};
 use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::{
+    Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, WithContent, mcp_tool,
+};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value, json};

@@ -19,9 +19,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::ResourceEvent;
 use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::driver;
-use codomyrmex_mcp::ResourceEvent;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::sync::{Receiver, Recv};
 use serde_json::Value;

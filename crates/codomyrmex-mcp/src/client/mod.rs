@@ -63,8 +63,8 @@ use proto::{ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTab
 pub use stdio::StdioCommand;
 pub use tasks::TaskCall;
 
-use crate::{Era, ProtocolVersion};
 use crate::wire::{ErrorObject, RequestId};
+use crate::{Era, ProtocolVersion};
 
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

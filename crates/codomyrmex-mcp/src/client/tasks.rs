@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 
 use super::proto::{self, InputRequest};
 use super::{ClientError, McpClient};
-use crate::engine::META_CLIENT_CAPABILITIES;
 use crate::Era;
+use crate::engine::META_CLIENT_CAPABILITIES;
 use crate::wire::ErrorObject;
 
 use crate::engine::TASKS_EXTENSION;

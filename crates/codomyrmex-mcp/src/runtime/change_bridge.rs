@@ -72,12 +72,12 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use codomyrmex_mcp_core::change_bus::MemoryChangeBus;
-    use codomyrmex_mcp_core::engine::ServerEvent;
-    use codomyrmex_mcp_core::McpServerConfig;
-    use codomyrmex_mcp_core::engine::Engine;
-    use codomyrmex_mcp_core::{McpToolRegistry, ToolDefinition, ToolRegistration};
     use codomyrmex_mcp_core::McpResourceRegistry;
+    use codomyrmex_mcp_core::McpServerConfig;
+    use codomyrmex_mcp_core::change_bus::MemoryChangeBus;
+    use codomyrmex_mcp_core::engine::Engine;
+    use codomyrmex_mcp_core::engine::ServerEvent;
+    use codomyrmex_mcp_core::{McpToolRegistry, ToolDefinition, ToolRegistration};
     use serde_json::json;
 
     fn engine() -> (Engine, Arc<McpToolRegistry>, Arc<McpResourceRegistry>) {

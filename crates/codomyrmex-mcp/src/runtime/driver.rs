@@ -92,12 +92,12 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::{MessageSink, NullSink};
     use crate::engine::{Engine, TaskConfig};
-    use crate::{TaskSupport, ToolDefinition, ToolRegistration, ToolSettings};
-    use crate::{Completer, ResourceTemplateDefinition};
     use crate::wire::{IncomingMessage, RequestId};
+    use crate::{Completer, ResourceTemplateDefinition};
     use crate::{McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolOutput};
+    use crate::{MessageSink, NullSink};
+    use crate::{TaskSupport, ToolDefinition, ToolRegistration, ToolSettings};
 
     fn request(id: i64, method: &str, params: Value) -> IncomingMessage {
         IncomingMessage::Request {
@@ -118,8 +118,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_drivers_timer_expires_a_task_at_its_ttl() {
         let tools = McpToolRegistry::new();
-        let hang =
-            |_: crate::JsonObject| async { std::future::pending::<ToolOutput>().await };
+        let hang = |_: crate::JsonObject| async { std::future::pending::<ToolOutput>().await };
         tools
             .register_tool(
                 ToolRegistration::new(ToolDefinition::new("hang", json!({"type": "object"})), hang)

@@ -11,8 +11,8 @@ use std::time::Duration;
 use super::shared::*;
 use crate::context::MessageSink;
 use crate::engine::jobs::output;
-use crate::engine::session::Session;
 use crate::engine::results::Results;
+use crate::engine::session::Session;
 use crate::engine::{Handled, RequestScope, error};
 use crate::invocation::JobHost;
 use crate::platform::Timestamp;
@@ -162,35 +162,34 @@ impl Tasks {
         outcome: crate::invocation::Outcome,
         results: &Results,
     ) -> Option<OutgoingMessage> {
-        let (id, failure) =
-            match job {
-                StoreRead::Modern { id, scope } => match output(outcome) {
-                    Ok(result) => return Some(results.respond(id, result, &scope)),
+        let (id, failure) = match job {
+            StoreRead::Modern { id, scope } => match output(outcome) {
+                Ok(result) => return Some(results.respond(id, result, &scope)),
+                Err(failure) => (id, failure),
+            },
+            StoreRead::Legacy { id, guard } => {
+                drop(guard);
+                match output(outcome) {
+                    Ok(answer) => return answer,
                     Err(failure) => (id, failure),
-                },
-                StoreRead::Legacy { id, guard } => {
-                    drop(guard);
-                    match output(outcome) {
-                        Ok(answer) => return answer,
-                        Err(failure) => (id, failure),
-                    }
                 }
-                StoreRead::List {
-                    id,
-                    session,
-                    key,
-                    principal,
-                    after,
-                    size,
-                } => match output(outcome) {
-                    Ok(stored) => {
-                        return Some(self.list_page(
-                            now, id, session, &key, &principal, after, size, stored,
-                        ));
-                    }
-                    Err(failure) => (id, failure),
-                },
-            };
+            }
+            StoreRead::List {
+                id,
+                session,
+                key,
+                principal,
+                after,
+                size,
+            } => match output(outcome) {
+                Ok(stored) => {
+                    return Some(
+                        self.list_page(now, id, session, &key, &principal, after, size, stored),
+                    );
+                }
+                Err(failure) => (id, failure),
+            },
+        };
         store_failed(id, failure?)
     }
 }

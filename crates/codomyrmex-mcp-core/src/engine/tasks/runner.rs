@@ -15,9 +15,9 @@ use crate::context::{
 use crate::engine::jobs::{Continuation, Round};
 use crate::engine::mrtr::RoundTrip;
 use crate::engine::policy::{Failure, HandlerKind, Ticket};
+use crate::engine::results::Results;
 use crate::engine::session::InFlight;
 use crate::engine::session::Session;
-use crate::engine::results::Results;
 use crate::engine::{Handled, Prepared, RequestScope, error};
 use crate::invocation::{Detach, Invocation, JobHost};
 use crate::outbound::ClientCalls;

@@ -22,7 +22,7 @@ use super::store::TaskStore as LiveTasks;
 use super::*;
 use crate::engine::jobs::Continuation;
 use crate::engine::session::InFlight;
-use crate::engine::{Engine, Handled, RequestScope};
+use crate::engine::{Handled, RequestScope};
 use crate::invocation::{Failure, JobHost, Wait};
 use crate::sync::Changes;
 use crate::task_store::{
@@ -213,7 +213,7 @@ pub(super) fn not_found() -> ErrorObject {
 
 /// `work`, a read of the shared store, as a [`Wait`] the driver bounds by `deadline`: a
 /// store that hangs or panics costs only this request, which is answered "unavailable". Its
-/// outcome comes back to `host` ([`Engine::complete`]) with `job`.
+/// outcome comes back to `host` ([`Engine::complete`](crate::engine::Engine::complete)) with `job`.
 pub(super) fn store_wait<T: Send + 'static>(
     host: Arc<dyn JobHost>,
     job: StoreRead,
@@ -333,7 +333,7 @@ impl LiveTasks {
 }
 
 /// The driver's handle on an engine's tasks in a shared [`TaskStore`] (from
-/// [`Engine::task_sync`]): which records to write, which leases to renew, and where to
+/// [`Engine::task_sync`](crate::engine::Engine::task_sync)): which records to write, which leases to renew, and where to
 /// deliver what other instances asked of this one's tasks. It does no I/O itself.
 #[derive(Clone)]
 pub struct TaskSync {

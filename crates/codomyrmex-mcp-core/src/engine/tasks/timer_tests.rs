@@ -102,7 +102,12 @@ fn a_task_expires_when_handle_timeout_is_called_past_its_ttl() {
     assert_eq!(e.poll_timeout(), Some(origin + SESSION_CHECK));
     e.handle_timeout(origin + SESSION_CHECK);
     assert_eq!(e.poll_timeout(), Some(origin + SESSION_CHECK * 2));
-    let entry = e.shared.tasks.store().get(&id).expect("still there before its TTL");
+    let entry = e
+        .shared
+        .tasks
+        .store()
+        .get(&id)
+        .expect("still there before its TTL");
     e.handle_timeout(origin + TTL - Duration::from_millis(1));
     assert!(
         e.shared.tasks.store().get(&id).is_some(),
@@ -127,7 +132,10 @@ fn a_task_whose_session_is_gone_stops_at_the_next_orphan_check() {
     let entry = e.shared.tasks.store().get(&id).unwrap();
     drop(work);
     e.handle_timeout(origin + SESSION_CHECK);
-    assert!(e.shared.tasks.store().get(&id).is_some(), "its session is alive");
+    assert!(
+        e.shared.tasks.store().get(&id).is_some(),
+        "its session is alive"
+    );
     drop(session);
     e.handle_timeout(origin + SESSION_CHECK * 2);
     assert!(
