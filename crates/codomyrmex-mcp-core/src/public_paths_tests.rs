@@ -570,9 +570,10 @@ impl Tree {
             let mut words = rest.split(' ');
             let first = words.next().unwrap_or_default();
             if first == "use" {
+                let tree = rest.get(3..).unwrap_or_default();
                 let tree = match &body {
-                    Some(b) => format!("{} {{{b}}}", &rest[4..]),
-                    None => rest[4..].to_owned(),
+                    Some(b) => format!("{tree} {{{b}}}"),
+                    None => tree.to_owned(),
                 };
                 for (name, segments) in use_leaves(&tree) {
                     let entry = Entry {
