@@ -1,6 +1,6 @@
 //! # codomyrmex-mcp-core
 //!
-//! The protocol core of codomyrmex-mcp: the Codomyrmex data model ([`schema`]), the MCP wire
+//! The protocol core of codomyrmex-mcp: the Codomyrmex data model ([`McpToolCall`], [`McpToolResult`], ...), the MCP wire
 //! format ([`wire`]), the tool, resource and prompt registries, and the dual-era protocol
 //! [`engine`] — with no I/O of its own.
 //!

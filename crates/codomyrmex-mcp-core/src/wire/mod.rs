@@ -1,7 +1,7 @@
 //! The MCP wire format: JSON-RPC 2.0 envelopes and the MCP types of both protocol eras.
 //!
 //! This module is data only. It decodes bytes into [`IncomingMessage`]s and encodes
-//! [`OutgoingMessage`]s, and it names the protocol revisions ([`ProtocolVersion`](crate::ProtocolVersion), [`Era`](crate::Era)). It does not decide
+//! [`OutgoingMessage`]s, and it names the protocol revisions ([`ProtocolVersion`], [`Era`]). It does not decide
 //! what a message means; that is the engine's job.
 //!
 //! Types here follow the specification's `schema.ts` for revisions `2026-07-28` (modern) and
