@@ -274,7 +274,8 @@ pub enum InputLoopError<E> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use codomyrmex_mcp::{Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
+/// use codomyrmex_mcp::client::McpClient;
+/// use codomyrmex_mcp::{Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
 /// use serde_json::{Map, Value, json};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
