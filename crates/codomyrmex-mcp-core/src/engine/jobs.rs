@@ -150,31 +150,29 @@ impl Engine {
                 self.finish_completion(id, &scope, output(outcome))
             }
             Continuation::Task(task) => {
-                match self
+                let TaskEnd {
+                    id,
+                    tool,
+                    name,
+                    scope,
+                    round,
+                    output,
+                } = self
                     .shared
                     .tasks
-                    .finish(*task, output(outcome), &self.shared.results)
-                {
-                    TaskEnd::Silent => None,
-                    TaskEnd::AsCall {
-                        id,
-                        tool,
-                        name,
-                        scope,
-                        round,
-                        output,
-                    } => Some(
-                        match self.round_outcome(now, "tools/call", &name, round.as_ref()) {
-                            Some(input_required) => {
-                                self.shared.results.respond(id, input_required, &scope)
-                            }
-                            None => self
-                                .shared
-                                .results
-                                .tool_response(id, &tool, &name, output, &scope),
-                        },
-                    ),
-                }
+                    .finish(*task, output(outcome), &self.shared.results)?;
+                // Ended before it became a task: answered as the call it still was.
+                Some(
+                    match self.round_outcome(now, "tools/call", &name, round.as_ref()) {
+                        Some(input_required) => {
+                            self.shared.results.respond(id, input_required, &scope)
+                        }
+                        None => self
+                            .shared
+                            .results
+                            .tool_response(id, &tool, &name, output, &scope),
+                    },
+                )
             }
             Continuation::Store(read) => {
                 self.shared

@@ -225,21 +225,16 @@ pub(in crate::engine) struct TaskJob {
     detached: bool,
 }
 
-/// How a task's work ended, as far as its request is concerned.
-pub(in crate::engine) enum TaskEnd {
-    /// Nothing to send: the outcome went into the task (its answer went out before), or the
-    /// call was cancelled before it became one.
-    Silent,
-    /// It ended before it first waited, so it is answered as the call it still was: `output`,
-    /// unless its round asks the client for input first (the engine's, which owns rounds).
-    AsCall {
-        id: RequestId,
-        tool: Arc<RegisteredTool>,
-        name: String,
-        scope: RequestScope,
-        round: Option<Round>,
-        output: ToolOutput,
-    },
+/// A call that may have become a task and ended before it first waited: it is answered as
+/// the call it still was, with `output`, unless its round asks the client for input first
+/// (the engine's, which owns rounds).
+pub(in crate::engine) struct TaskEnd {
+    pub(in crate::engine) id: RequestId,
+    pub(in crate::engine) tool: Arc<RegisteredTool>,
+    pub(in crate::engine) name: String,
+    pub(in crate::engine) scope: RequestScope,
+    pub(in crate::engine) round: Option<Round>,
+    pub(in crate::engine) output: ToolOutput,
 }
 
 impl Tasks {
@@ -456,14 +451,15 @@ impl Tasks {
         Some(results.respond(job.id.clone(), Ok(Value::Object(task)), &job.scope))
     }
 
-    /// How a task's work ended: recorded in the task once its answer went out, else
-    /// answered as the call it still was ([`TaskEnd::AsCall`]).
+    /// How a task's work ended: recorded in the task once its answer went out (`None`: nothing
+    /// to send, as for a call cancelled before it became a task), else answered as the call
+    /// it still was ([`TaskEnd`]).
     pub(in crate::engine) fn finish(
         &self,
         job: TaskJob,
         outcome: Result<Option<ToolOutput>, Option<Failure>>,
         results: &Results,
-    ) -> TaskEnd {
+    ) -> Option<TaskEnd> {
         let TaskJob {
             id,
             tool,
@@ -487,27 +483,25 @@ impl Tasks {
         };
         if detached {
             self.record_outcome(&entry, output, &tool, &name, &scope, results);
-            return TaskEnd::Silent;
+            return None;
         }
         drop(plan);
         // Finished (or cancelled) before it first waited: answered as a call.
-        let Some(output) = output else {
-            return TaskEnd::Silent;
-        };
+        let output = output?;
         let output = output.unwrap_or_else(|| {
             ToolOutput::failure(McpErrorDetail::new(
                 "InternalError",
                 format!("Tool {name} failed with an internal error"),
             ))
         });
-        TaskEnd::AsCall {
+        Some(TaskEnd {
             id,
             tool,
             name,
             scope,
             round,
             output,
-        }
+        })
     }
 
     /// Records how a task's work ended: its result (a tool failure included), an internal
