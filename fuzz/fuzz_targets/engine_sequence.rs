@@ -12,11 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arbitrary::Unstructured;
-use codomyrmex_mcp::context::MessageSink;
+use codomyrmex_mcp::MessageSink;
 use codomyrmex_mcp::engine::Handled;
-use codomyrmex_mcp::wire::jsonrpc::{
-    DecodeError, Decoded, IncomingMessage, OutgoingMessage, decode,
-};
+use codomyrmex_mcp::wire::{DecodeError, Decoded, IncomingMessage, OutgoingMessage, decode};
 use fuzz_support::{RecordingSink, SECRET, engine, message, quiet_expected_panics};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

@@ -2,9 +2,7 @@
 //! survive a round trip exactly.
 #![no_main]
 
-use codomyrmex_mcp::wire::jsonrpc::{
-    Decoded, IncomingMessage, OutgoingMessage, decode, decode_value,
-};
+use codomyrmex_mcp::wire::{Decoded, IncomingMessage, OutgoingMessage, decode, decode_value};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 

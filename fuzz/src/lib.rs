@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use arbitrary::{Result, Unstructured};
-use codomyrmex_mcp::context::MessageSink;
+use codomyrmex_mcp::MessageSink;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::resources::ResourceRequest;
+use codomyrmex_mcp::PromptRequest;
+use codomyrmex_mcp::ResourceRequest;
 use codomyrmex_mcp::wire::{OutgoingMessage, ResourceContents};
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServerConfig,

@@ -10,13 +10,13 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::context::{MessageSink, NullSink};
+use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::engine::{Engine, Session};
-use codomyrmex_mcp::registry::ToolOutput;
 use codomyrmex_mcp::runtime::Drive as _;
+use codomyrmex_mcp::wire::Decoded;
 use codomyrmex_mcp::wire::decode;
-use codomyrmex_mcp::wire::jsonrpc::Decoded;
 use codomyrmex_mcp::{ContentBlock, McpServer, McpServerConfig, McpToolRegistry};
+use codomyrmex_mcp::{MessageSink, NullSink};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
 use tokio::runtime::Runtime;

@@ -10,9 +10,9 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, TaskCall};
 use codomyrmex_mcp::util::inert_text;
-use codomyrmex_mcp::{ClientError, McpClient};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{ClientAction, ClientArgs, EraArg};

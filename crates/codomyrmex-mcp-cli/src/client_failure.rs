@@ -2,7 +2,7 @@
 //! message. Shared by `client_cmd` (every subcommand) and `client_skills`, so neither imports
 //! the other's items.
 
-use codomyrmex_mcp::ClientError;
+use codomyrmex_mcp::client::ClientError;
 
 /// The exit statuses scripts can rely on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

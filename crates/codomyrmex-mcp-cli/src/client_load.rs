@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use codomyrmex_mcp::client::CallOptions;
-use codomyrmex_mcp::{ClientError, McpClient};
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use serde_json::{Value, json};

@@ -16,10 +16,9 @@
 
 use std::fmt::Write as _;
 
-use codomyrmex_mcp::client::skills::{
-    DirectoryEntry, Skill, SkillError, SkillListing, SkillResources, SkillSession,
-};
-use codomyrmex_mcp::{ClientError, McpClient};
+use codomyrmex_mcp::client::skills::{SkillError, SkillListing, SkillSession};
+use codomyrmex_mcp::client::{ClientError, McpClient};
+use codomyrmex_mcp::wire::skills::{DirectoryEntry, Skill, SkillResources};
 use serde_json::{Value, json};
 
 use crate::client_failure::{Failure, Status};

@@ -14,9 +14,9 @@
 use std::path::Path;
 
 use codomyrmex_mcp::ResourceDefinition;
+use codomyrmex_mcp::ResourceLister;
 use codomyrmex_mcp::confine::ConfinedRoot;
-use codomyrmex_mcp::registry::BoxFuture;
-use codomyrmex_mcp::resources::ResourceLister;
+use codomyrmex_mcp::platform::BoxFuture;
 
 use crate::tools::file_system::{WalkOptions, walker};
 

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codomyrmex_mcp::ServeDirectory as _;
-use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use codomyrmex_mcp::transport::http::{
     AuthConfig, HttpConfig, HttpError, HttpServer, Jwks, JwtConfig, ProxyNet, StaticToken,
 };
@@ -13,6 +12,7 @@ use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
     McpServerConfig, McpToolRegistry, ToolDefinition,
 };
+use codomyrmex_mcp::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
 use serde_json::Value;
 
 use crate::config::{Effective, HttpSettings, Profile, StoreUrl};
@@ -129,7 +129,7 @@ pub fn server_with_key(
             "goal",
             "What you want to find out or change",
         )),
-        move |request: codomyrmex_mcp::prompts::PromptRequest| {
+        move |request: codomyrmex_mcp::PromptRequest| {
             let guide = guide.clone();
             async move {
                 let goal = request

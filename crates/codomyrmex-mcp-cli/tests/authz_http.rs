@@ -12,7 +12,7 @@ mod support;
 use std::time::Duration;
 
 use base64::Engine as _;
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{ClientOptions, EraPreference, TaskCall};
 use serde_json::{Value, json};
@@ -149,7 +149,10 @@ fn names_of(list: &[Value], key: &str) -> Vec<String> {
 }
 
 /// An error that is the same as for a name that does not exist: no word of a policy.
-fn refused<T: std::fmt::Debug>(r: Result<T, codomyrmex_mcp::ClientError>, what: &str) -> String {
+fn refused<T: std::fmt::Debug>(
+    r: Result<T, codomyrmex_mcp::client::ClientError>,
+    what: &str,
+) -> String {
     let e = match r {
         Ok(v) => panic!("{what}: allowed: {v:?}"),
         Err(e) => e.to_string(),

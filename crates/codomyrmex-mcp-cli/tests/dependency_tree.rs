@@ -145,6 +145,19 @@ fn the_core_has_no_runtime_no_http_and_no_os_randomness() {
             "{spec} is in the core's tree through {found:?}, not only through ahash"
         );
     }
+    // `libc` only under that `getrandom` and `referencing`'s `parking_lot` (both
+    // `jsonschema`'s): ARCHITECTURE.md and the core's crate docs say so.
+    for version in locked.get("libc").into_iter().flatten() {
+        let spec = format!("libc@{version}");
+        let found = core_dependents("normal", &spec);
+        assert!(
+            found
+                .iter()
+                .all(|d| d == "getrandom" || d == "parking_lot_core"),
+            "{spec} is in the core's tree through {found:?}, not only through getrandom and \
+             parking_lot_core"
+        );
+    }
 }
 
 /// Issue #14: the core's own tests drive it the way a host does, on a virtual clock with a

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{ClientHandlers, EraPreference};
 use serde_json::{Value, json};
 

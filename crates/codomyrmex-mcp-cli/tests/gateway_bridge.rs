@@ -14,17 +14,18 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::prompts::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
-use codomyrmex_mcp::resources::{
-    ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
-};
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
-    ContentBlock, InputRequest, LoggingLevel, McpClient, McpErrorDetail, McpPromptRegistry,
+    ContentBlock, InputRequest, LoggingLevel, McpErrorDetail, McpPromptRegistry,
     McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput,
+};
+use codomyrmex_mcp::{PromptDefinition, PromptMessage, PromptRequest, PromptResult};
+use codomyrmex_mcp::{
+    ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
 };
 use serde_json::{Map, Value, json};
 
@@ -973,9 +974,9 @@ async fn an_upstreams_cancelled_request_is_cancelled_at_a_2025_client() {
 
 /// The next `Subscribed`/`Unsubscribed` event of the upstream's registry (updates skipped).
 async fn next_subscription_event(
-    events: &mut codomyrmex_mcp::sync::Receiver<codomyrmex_mcp::resources::ResourceEvent>,
-) -> codomyrmex_mcp::resources::ResourceEvent {
-    use codomyrmex_mcp::resources::ResourceEvent;
+    events: &mut codomyrmex_mcp::sync::Receiver<codomyrmex_mcp::ResourceEvent>,
+) -> codomyrmex_mcp::ResourceEvent {
+    use codomyrmex_mcp::ResourceEvent;
     use codomyrmex_mcp::sync::Recv;
     loop {
         match tokio::time::timeout(GUARD, events.recv())
@@ -994,7 +995,7 @@ async fn next_subscription_event(
 /// (2025-11-25: `resources/unsubscribe`; 2026-07-28: a listen stream without it).
 #[tokio::test]
 async fn the_last_unsubscribe_at_the_gateway_reaches_the_upstream() {
-    use codomyrmex_mcp::resources::ResourceEvent;
+    use codomyrmex_mcp::ResourceEvent;
     let (url, _, resources) = upstream().await;
     let mut events = resources.subscribe_updates();
     let dir = tempfile::tempdir().unwrap();

@@ -15,12 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{ClientHandlers, EraPreference};
 use codomyrmex_mcp::engine::Engine;
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
-use codomyrmex_mcp::{
-    ContentBlock, McpClient, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput,
-};
+use codomyrmex_mcp::{ContentBlock, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, mpsc};
 

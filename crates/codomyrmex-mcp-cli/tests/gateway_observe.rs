@@ -18,7 +18,7 @@ mod support;
 
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{ClientOptions, EraPreference};
 use serde_json::{Value, json};

@@ -22,7 +22,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{ClientHandlers, EraPreference};
 use serde_json::{Value, json};
 

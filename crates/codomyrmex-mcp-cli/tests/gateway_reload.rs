@@ -17,13 +17,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{CallOptions, ClientOptions, EraPreference};
 use codomyrmex_mcp::engine::Engine;
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
-use codomyrmex_mcp::{
-    ContentBlock, McpClient, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput,
-};
+use codomyrmex_mcp::{ContentBlock, McpServerConfig, McpToolRegistry, ToolContext, ToolOutput};
 use serde_json::{Map, Value, json};
 use support::BIN;
 use tokio::sync::{Semaphore, mpsc};

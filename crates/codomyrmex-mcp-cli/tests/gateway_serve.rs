@@ -9,7 +9,7 @@ mod support;
 
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference};
 use serde_json::{Value, json};
 

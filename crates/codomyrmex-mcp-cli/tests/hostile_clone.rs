@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{ClientOptions, EraPreference, StdioCommand};
-use codomyrmex_mcp::resources::{McpResourceRegistry, ResourceError};
-use codomyrmex_mcp::{McpClient, ServeDirectory as _, ToolContext};
+use codomyrmex_mcp::{McpResourceRegistry, ResourceError};
+use codomyrmex_mcp::{ServeDirectory as _, ToolContext};
 use serde_json::{Value, json};
 
 use support::BIN;

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use codomyrmex_mcp::{Era, McpClient};
+use codomyrmex_mcp::Era;
+use codomyrmex_mcp::client::McpClient;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

@@ -8,7 +8,7 @@
 
 mod support;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, StdioCommand};
 use serde_json::{Value, json};
 use support::{BIN, HANG_GUARD, Ran, command, output};

@@ -28,11 +28,8 @@ use serde_json::Value;
 
 use crate::registry::{McpRegistrationError, McpToolRegistry, ToolDefinition, ToolRegistration};
 use crate::resources::{McpResourceRegistry, ResourceDefinition, ResourceRegistrationError};
-pub use crate::wire::apps::{
-    APP_MIME_TYPE, LEGACY_RESOURCE_URI_KEY, UI_EXTENSION, UI_META_KEY, UI_SCHEME_PREFIX,
-    UiClientCapability, UiMetaError, UiResourceCsp, UiResourceMeta, UiResourcePermissions,
-    UiToolMeta, UiVisibility, client_supports_apps,
-};
+// The wire's Apps types and rules, whose one public path is here.
+pub use crate::wire::apps::*;
 
 /// Why an app could not be set up.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -25,7 +25,7 @@ use std::pin::Pin;
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 
-pub use crate::engine::ServerEvent;
+use crate::engine::ServerEvent;
 use crate::sync::{Broadcast, Recv};
 
 /// What a bus method returns: a boxed future, `Send`, borrowing the bus.

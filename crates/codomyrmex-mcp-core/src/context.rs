@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::wire::{Era, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
 
-pub use crate::outbound::{MessageSink, NullSink, Outbound};
+pub(crate) use crate::outbound::{MessageSink, NullSink, Outbound};
 
 /// The authenticated caller, when the transport authenticated one (HTTP only).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! # codomyrmex-mcp-core
 //!
-//! The protocol core of codomyrmex-mcp: the Codomyrmex data model ([`schema`]), the MCP wire
+//! The protocol core of codomyrmex-mcp: the Codomyrmex data model ([`McpToolCall`], [`McpToolResult`], ...), the MCP wire
 //! format ([`wire`]), the tool, resource and prompt registries, and the dual-era protocol
 //! [`engine`] — with no I/O of its own.
 //!
@@ -22,8 +22,7 @@
 //!   their JSON Schema), [`McpResourceRegistry`] (resources and URI templates),
 //!   [`McpPromptRegistry`], [`skills::McpSkillRegistry`]; each has an example.
 //! - The data model of the seed: [`McpToolCall`], [`McpToolResult`], [`McpErrorDetail`],
-//!   [`McpMessage`] in [`schema`]; the wire types (JSON-RPC, content blocks, eras and
-//!   versions) in [`wire`].
+//!   [`McpMessage`]; the wire types (JSON-RPC, results, resource contents) in [`wire`].
 //! - The engine: [`engine::Engine`], built with [`McpServerConfig`] and the registries, turns
 //!   one decoded message into what to answer ([`engine::Handled`]); [`driver`] carries out
 //!   the work it hands back (permits, deadlines, cancellation), generic over a small
@@ -31,19 +30,24 @@
 //! - Extension points for several instances: [`store`] (sessions, replay logs, the message
 //!   bus), [`task_store`], [`change_bus`].
 //!
+//! Every item has one public path. The root holds what a server is written with: the seed's
+//! data model, the registries and what their handlers take and return ([`ToolContext`],
+//! [`ToolOutput`], [`ContentBlock`], ...); the modules that define those are private. Every
+//! other module owns its items, and no item is re-exported elsewhere.
+//!
 //! ## What it is not
 //! - Not a transport or a server: `codomyrmex-mcp` builds the stdio and Streamable HTTP
 //!   transports and `McpServer` on it, provides the tokio/OS [`platform::Platform`], and
-//!   re-exports every module here under the same path. Use that crate unless you write your
-//!   own driver.
+//!   re-exports this crate's whole public tree at the same paths. Use that crate unless you
+//!   write your own driver.
 #![warn(missing_docs)]
 
 pub mod apps;
 pub mod authz;
 pub mod change_bus;
 pub mod client;
-pub mod config;
-pub mod context;
+mod config;
+mod context;
 pub mod driver;
 pub mod engine;
 pub mod fuzzing;
@@ -53,11 +57,11 @@ mod outbound;
 pub mod platform;
 pub mod policy;
 mod portable_schema;
-pub mod prompts;
-pub mod registry;
-pub mod resources;
+mod prompts;
+mod registry;
+mod resources;
 mod round;
-pub mod schema;
+mod schema;
 pub mod skills;
 pub mod store;
 pub mod sync;
@@ -69,22 +73,36 @@ pub mod util;
 mod validation;
 pub mod wire;
 
+// The root: the seed's data model, the registries and what a handler is written with
+// (ARCHITECTURE.md, "One public path per item"). Each is public here only: the modules that
+// define them are private, and no public module re-exports them.
 pub use config::{CacheScope, McpServerConfig, RateLimit};
 pub use context::{ClientRequestError, InputRequest, Principal, ToolContext};
+pub use outbound::{MessageSink, NullSink, Outbound};
 pub use prompts::{
-    McpPromptRegistry, PromptArgument, PromptDefinition, PromptMessage, PromptResult,
+    McpPromptRegistry, PromptArgument, PromptDefinition, PromptHandler, PromptMessage,
+    PromptRequest, PromptResult,
 };
+pub use registry::resolve::{Resolution, ToolResolver};
 pub use registry::{
-    McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
-    ToolRegistration, ToolSettings,
+    AsyncArgs, AsyncArgsContext, Direct, HeaderParam, IntoToolHandler, IntoToolOutput,
+    MAX_TOOL_NAME_LEN, McpRegistrationError, McpToolRegistry, SyncArgs, SyncArgsContext,
+    TaskSupport, ToolDefinition, ToolHandler, ToolOutput, ToolRegistration, ToolSettings,
+    validate_tool_name,
 };
 pub use resources::{
-    McpResourceRegistry, ResourceDefinition, ResourceLister, ResourceTemplateDefinition,
+    Completer, McpResourceRegistry, ResourceDefinition, ResourceError, ResourceEvent,
+    ResourceLister, ResourceReader, ResourceRegistrationError, ResourceRequest,
+    ResourceTemplateDefinition,
 };
-pub use schema::{ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult};
+pub use schema::{
+    ErrorDetails, JsonObject, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
+    McpToolResultParts, SchemaError, status_indicates_failure,
+};
 pub use tool_content::WithContent;
 pub use validation::CompiledSchema;
-pub use wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
+pub use wire::types::{ContentBlock, LoggingLevel};
+pub use wire::version::{Era, ProtocolVersion};
 
 /// What the `mcp_tool`/`mcp_tools`/`mcp_prompt`/`mcp_resource` macros' generated code names
 /// (`codomyrmex_mcp::__private::…`): public because that code is compiled in the user's crate,

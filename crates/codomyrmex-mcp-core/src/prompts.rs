@@ -173,7 +173,7 @@ pub(crate) struct RegisteredPrompt {
 /// both from a function.
 ///
 /// ```
-/// use codomyrmex_mcp_core::prompts::PromptRequest;
+/// use codomyrmex_mcp_core::PromptRequest;
 /// use codomyrmex_mcp_core::{
 ///     ContentBlock, McpErrorDetail, McpPromptRegistry, PromptArgument, PromptDefinition,
 ///     PromptMessage, PromptResult,

@@ -262,7 +262,7 @@ impl Drop for Subscriber {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use codomyrmex_mcp_core::resources::{ResourceError, ResourceRequest};
+/// use codomyrmex_mcp_core::{ResourceError, ResourceRequest};
 /// use codomyrmex_mcp_core::wire::ResourceContents;
 /// use codomyrmex_mcp_core::{
 ///     McpResourceRegistry, ResourceDefinition, ResourceTemplateDefinition, ToolContext,

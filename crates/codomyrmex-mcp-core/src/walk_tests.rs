@@ -32,7 +32,7 @@ const CITED: &[(&str, &str, &str)] = &[
         "fn call_tool(",
     ),
     (
-        "engine/tools.rs:147",
+        "engine/tools.rs:156",
         "codomyrmex-mcp-core/src/engine/tools.rs",
         "Handled::Invoke(",
     ),

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{CallOptions, ClientOptions, EraPreference, StdioCommand};
-use codomyrmex_mcp::{ClientError, McpClient};
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{Value, json};

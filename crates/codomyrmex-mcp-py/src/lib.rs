@@ -11,7 +11,7 @@
 //! - [`Server`](server::Server): a [`codomyrmex_mcp::McpServer`] over that registry (plus
 //!   resources and prompts) served over stdio or Streamable HTTP, both protocol eras, with the
 //!   Rust server's security defaults and limits.
-//! - [`Client`](client::Client): the library's [`codomyrmex_mcp::McpClient`] over a stdio
+//! - [`Client`](client::Client): the library's [`codomyrmex_mcp::client::McpClient`] over a stdio
 //!   child or Streamable HTTP (with OAuth), both eras, blocking with the GIL released or
 //!   reporting to an asyncio callback; compatibility mode's `MCPClient` is built on it.
 //!

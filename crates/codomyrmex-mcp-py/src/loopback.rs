@@ -30,9 +30,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, ProgressHandler};
-use codomyrmex_mcp::registry::BoxFuture;
+use codomyrmex_mcp::client::{ClientError, McpClient};
+use codomyrmex_mcp::platform::BoxFuture;
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
-use codomyrmex_mcp::{ClientError, Era, McpClient, McpServer};
+use codomyrmex_mcp::{Era, McpServer};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::{BoxFuture, ToolHandler};
-use codomyrmex_mcp::schema::JsonObject;
+use codomyrmex_mcp::JsonObject;
+use codomyrmex_mcp::ToolHandler;
+use codomyrmex_mcp::platform::BoxFuture;
 use codomyrmex_mcp::{
     ClientRequestError, ContentBlock, InputRequest, LoggingLevel, McpErrorDetail, McpToolCall,
     McpToolRegistry, McpToolResult, ToolContext, ToolDefinition, ToolOutput, ToolRegistration,

@@ -11,17 +11,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
-use codomyrmex_mcp::resources::{ResourceError, ResourceRequest};
 use codomyrmex_mcp::skills::{self as mcp_skills, McpSkillRegistry};
 use codomyrmex_mcp::transport::http::{
     AuthConfig, HttpConfig, HttpServer, Jwks, JwtConfig, StaticToken,
 };
-use codomyrmex_mcp::wire::types::ResourceContents;
+use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
     McpServerConfig, PromptArgument, PromptDefinition, PromptMessage, PromptResult, RateLimit,
     ResourceDefinition,
 };
+use codomyrmex_mcp::{ResourceError, ResourceRequest};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -214,7 +214,7 @@ fn http_config(bind: SocketAddr, options_json: &str) -> PyResult<HttpConfig> {
 /// returned (empty for `None`), or a description of what it raised.
 fn python_callback(
     callback: Py<PyAny>,
-) -> impl Fn(Value) -> codomyrmex_mcp::registry::BoxFuture<'static, Result<String, String>>
+) -> impl Fn(Value) -> codomyrmex_mcp::platform::BoxFuture<'static, Result<String, String>>
 + Send
 + Sync
 + 'static {
@@ -425,7 +425,7 @@ impl Server {
             );
         }
         let render = Arc::new(render);
-        let handler = move |request: codomyrmex_mcp::prompts::PromptRequest| {
+        let handler = move |request: codomyrmex_mcp::PromptRequest| {
             let render = render.clone();
             async move {
                 let arguments: BTreeMap<String, String> = request.arguments;
@@ -482,7 +482,7 @@ impl Server {
                     serde_json::from_str::<Value>(&text)
                         .map_err(|e| format!("on_client_request did not return JSON: {e}"))
                 })
-                    as codomyrmex_mcp::registry::BoxFuture<'static, Result<Value, String>>
+                    as codomyrmex_mcp::platform::BoxFuture<'static, Result<Value, String>>
             }) as ClientHandler
         });
         let on_notification = on_notification.map(|callback| {
@@ -494,7 +494,7 @@ impl Server {
                     if let Err(e) = done.await {
                         eprintln!("codomyrmex_mcp: on_notification failed: {e}");
                     }
-                }) as codomyrmex_mcp::registry::BoxFuture<'static, ()>
+                }) as codomyrmex_mcp::platform::BoxFuture<'static, ()>
             }) as NotificationHandler
         });
         let stop = stop.map(|s| s.token.clone()).unwrap_or_default();

@@ -10,8 +10,9 @@
 use std::sync::Arc;
 
 use codomyrmex_mcp::change_bus::{
-    ChangeBus, ChangeBusError, ChangeBusFuture, ChangeFeed, ChangeMessage, ServerEvent,
+    ChangeBus, ChangeBusError, ChangeBusFuture, ChangeFeed, ChangeMessage,
 };
+use codomyrmex_mcp::engine::ServerEvent;
 use futures_util::StreamExt as _;
 use tokio::sync::broadcast;
 

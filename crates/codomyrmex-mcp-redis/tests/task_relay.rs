@@ -12,14 +12,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::config::McpServerConfig;
+use codomyrmex_mcp::McpServerConfig;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::registry::{
-    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
-};
 use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync};
 use codomyrmex_mcp::transport::http::HttpServer;
 use codomyrmex_mcp::{ContentBlock, ToolContext};
+use codomyrmex_mcp::{
+    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
 use codomyrmex_mcp_redis::{
     EventBounds, RedisBus, RedisEventStore, RedisSessionStore, RedisTaskStore,
 };

@@ -14,16 +14,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::config::McpServerConfig;
+use codomyrmex_mcp::McpServerConfig;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::registry::{
-    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
-};
 use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync_woken};
 use codomyrmex_mcp::store::MemorySessionStore;
 use codomyrmex_mcp::task_store::{TaskEra, TaskRecord, TaskStore as _};
 use codomyrmex_mcp::transport::http::HttpServer;
 use codomyrmex_mcp::{ContentBlock, ToolContext};
+use codomyrmex_mcp::{
+    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
 use codomyrmex_mcp_redis::RedisTaskStore;
 use futures_util::StreamExt as _;
 use http_support::{call_json, config, initialize_body, legacy_session_at};

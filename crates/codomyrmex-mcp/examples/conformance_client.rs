@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::oauth::{EnterpriseIdp, Es256Key, JwtBearer, OAuthConfig};
 use codomyrmex_mcp::client::skills::SkillError;

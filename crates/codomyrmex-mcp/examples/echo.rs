@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::{ContentBlock, McpServer, McpServerConfig, McpToolRegistry};
 use serde_json::{Map, Value, json};
 

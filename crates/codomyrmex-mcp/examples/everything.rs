@@ -16,9 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::registry::{IntoToolHandler, ToolHandler, ToolOutput};
-use codomyrmex_mcp::resources::{Completer, ResourceRequest};
+use codomyrmex_mcp::PromptRequest;
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
     ClientRequestError, ContentBlock, InputRequest, LoggingLevel, McpErrorDetail,
@@ -27,6 +25,8 @@ use codomyrmex_mcp::{
     ResourceTemplateDefinition, TaskSupport, ToolContext, ToolDefinition, ToolRegistration,
     ToolSettings,
 };
+use codomyrmex_mcp::{Completer, ResourceRequest};
+use codomyrmex_mcp::{IntoToolHandler, ToolHandler, ToolOutput};
 use serde_json::{Map, Value, json};
 
 /// A 1x1 PNG (one teal pixel).
@@ -955,7 +955,7 @@ fn register_tools(
 }
 
 fn register_resources(resources: &McpResourceRegistry) -> Result<(), String> {
-    let e = |e: codomyrmex_mcp::resources::ResourceRegistrationError| e.to_string();
+    let e = |e: codomyrmex_mcp::ResourceRegistrationError| e.to_string();
     resources
         .add_text(
             ResourceDefinition::new("test://static-text", "static-text")

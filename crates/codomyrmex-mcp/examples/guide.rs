@@ -11,15 +11,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::registry::{IntoToolHandler, ToolOutput};
-use codomyrmex_mcp::resources::Completer;
+use codomyrmex_mcp::Completer;
+use codomyrmex_mcp::PromptRequest;
 use codomyrmex_mcp::{
     ContentBlock, InputRequest, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServer,
     McpServerConfig, McpToolRegistry, PromptArgument, PromptDefinition, PromptMessage,
     PromptResult, TaskSupport, ToolContext, ToolDefinition, ToolRegistration, ToolSettings,
     mcp_prompt, mcp_resource, mcp_tool,
 };
+use codomyrmex_mcp::{IntoToolHandler, ToolOutput};
 use serde_json::{Map, Value, json};
 
 // ANCHOR: tool

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, StdioCommand};
 use serde_json::{Value, json};
 

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::{
     ContentBlock, LoggingLevel, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry,
     RateLimit, ToolContext,
@@ -205,7 +205,7 @@ fn register_all(
         Ok(json!({"blocked_ms": ms, "released": released}))
     };
     registry.register_tool(
-        codomyrmex_mcp::registry::ToolRegistration::new(
+        codomyrmex_mcp::ToolRegistration::new(
             codomyrmex_mcp::ToolDefinition::new(
                 "block",
                 object(
@@ -218,7 +218,7 @@ fn register_all(
             ),
             block,
         )
-        .with_settings(codomyrmex_mcp::registry::ToolSettings {
+        .with_settings(codomyrmex_mcp::ToolSettings {
             blocking: true,
             ..Default::default()
         }),

@@ -38,9 +38,9 @@ use std::sync::Arc;
 
 pub use codomyrmex_mcp_core::apps::*;
 
-use crate::registry::ToolRegistration;
-use crate::resources::McpResourceRegistry;
-use crate::server::McpServer;
+use crate::McpResourceRegistry;
+use crate::McpServer;
+use crate::ToolRegistration;
 
 impl McpServer {
     /// This server, also serving the app `resource` (a `ui://` resource with its `_meta.ui`).
@@ -91,7 +91,7 @@ mod tests {
     use serde_json::{Map, Value, json};
 
     use super::*;
-    use crate::registry::ToolDefinition;
+    use crate::ToolDefinition;
     use crate::{McpErrorDetail, McpServerConfig, McpToolRegistry};
 
     fn server() -> McpServer {

@@ -13,8 +13,8 @@
 //! 2. **A server**: [`McpServer::new`] with a [`McpServerConfig`], then
 //!    [`McpServer::serve_stdio`] or [`McpServer::serve_http`] (its options:
 //!    [`transport::http::HttpConfig`]; authentication: [`transport::http::AuthConfig`]).
-//! 3. **A client**: [`McpClient`], over stdio, Streamable HTTP or in memory, which is also
-//!    how tests drive a server ([`McpClient::in_memory`]).
+//! 3. **A client**: [`client::McpClient`], over stdio, Streamable HTTP or in memory, which is
+//!    also how tests drive a server ([`client::McpClient::in_memory`]).
 //! 4. **Several instances**: the store traits in [`store`] and [`task_store`]; the Redis
 //!    implementations are the `codomyrmex-mcp-redis` crate.
 //!
@@ -27,18 +27,23 @@
 //! `everything.rs`, `apps_server.rs`, `input_roundtrips.rs`.
 //!
 //! ## What it is
-//! - [`schema`]: the seed's types ([`McpErrorDetail`], [`McpToolCall`], [`McpToolResult`],
-//!   [`McpMessage`]), whose JSON is interchangeable with the Python (Pydantic) models and
-//!   whose invariants hold for every value that exists.
-//! - [`registry`]: [`McpToolRegistry`], tools by invocation name with JSON Schema validation.
-//! - [`engine`]: the protocol logic, with no I/O. It turns decoded messages into responses.
-//!   It lives in the `codomyrmex-mcp-core` crate (no tokio, no HTTP, no clock), re-exported
-//!   here with the registries, the data model and the wire format under the same paths.
-//! - [`runtime`]: the tokio/OS [`platform::Platform`] the engine runs on (spawning, timers,
+//! Every item has one public path (the crate's rustdoc shows each once):
+//! - **The root**: what a server is written with. The seed's types ([`McpErrorDetail`],
+//!   [`McpToolCall`], [`McpToolResult`], [`McpMessage`]), whose JSON is interchangeable with
+//!   the Python (Pydantic) models and whose invariants hold for every value that exists; the
+//!   registries ([`McpToolRegistry`], tools by invocation name with JSON Schema validation,
+//!   [`McpResourceRegistry`], [`McpPromptRegistry`]) with what a handler takes and returns
+//!   ([`ToolContext`], [`ToolOutput`], [`PromptRequest`], [`ResourceRequest`], ...);
+//!   [`McpServer`] and [`McpServerConfig`], the pieces put together; the macros.
+//! - **The modules**: the machinery under it, each item in the module that owns it.
+//!   [`engine`]: the protocol logic, with no I/O, which turns decoded messages into
+//!   responses; [`wire`]: the JSON-RPC and MCP wire format. Both live in the
+//!   `codomyrmex-mcp-core` crate (no tokio, no HTTP, no clock), whose whole public tree is
+//!   re-exported here at the same paths.
+//!   [`runtime`]: the tokio/OS [`platform::Platform`] the engine runs on (spawning, timers,
 //!   the blocking pool, the clock, `getrandom`), registered as the default.
-//! - [`transport`]: thin adapters around the engine: stdio and Streamable HTTP.
-//! - [`McpServer`] and [`McpServerConfig`]: the pieces put together.
-//! - [`McpClient`]: a small client for tests and tools.
+//!   [`transport`]: thin adapters around the engine: stdio and Streamable HTTP.
+//!   [`client`]: [`client::McpClient`], a small client for tests and tools, with its options.
 //!
 //! ## What it is not
 //! - Not an LLM client or an agent framework: it serves tools to one.
@@ -202,45 +207,23 @@ pub mod confine;
 pub mod fuzzing;
 pub mod runtime;
 #[cfg(unix)]
-pub mod serve_directory;
-pub mod server;
+mod serve_directory;
+mod server;
 #[cfg(unix)]
 pub mod skills;
 pub mod transport;
 
-// The protocol core, under the paths this crate has always had.
-pub use codomyrmex_mcp_core::util;
-pub use codomyrmex_mcp_core::{
-    authz, change_bus, config, context, driver, engine, invocation, observe, platform, policy,
-    prompts, registry, resources, schema, store, sync, task_store, uri_template, wire,
-};
+// The protocol core: its whole public tree, each item at the path it has there (its root:
+// the seed's data model, the registries and what a handler is written with; its modules:
+// the engine, the wire format, the stores, ...). This crate's own modules of the same name
+// (`apps`, `client`, `fuzzing`, `skills`) take the core's place and re-export its items
+// (ARCHITECTURE.md, "One public path per item").
+pub use codomyrmex_mcp_core::*;
 
-pub use client::{ClientError, McpClient};
-pub use codomyrmex_mcp_core::config::{CacheScope, McpServerConfig, RateLimit};
-pub use codomyrmex_mcp_core::context::{ClientRequestError, InputRequest, Principal, ToolContext};
-pub use codomyrmex_mcp_core::prompts::{
-    McpPromptRegistry, PromptArgument, PromptDefinition, PromptMessage, PromptResult,
-};
-pub use codomyrmex_mcp_core::registry::{
-    McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
-    ToolRegistration, ToolSettings,
-};
-pub use codomyrmex_mcp_core::resources::{
-    McpResourceRegistry, ResourceDefinition, ResourceLister, ResourceTemplateDefinition,
-};
-pub use codomyrmex_mcp_core::schema::{
-    ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
-};
-pub use codomyrmex_mcp_core::wire::{ContentBlock, Era, LoggingLevel, ProtocolVersion};
-pub use codomyrmex_mcp_core::{CompiledSchema, FnRegistrationError, McpTools, WithContent};
 #[cfg(unix)]
 pub use serve_directory::ServeDirectory;
 pub use server::McpServer;
 
-/// What the macros' generated code names (`codomyrmex_mcp::__private::…`): public because
-/// that code is compiled in the user's crate, hidden because it is no API of its own.
-#[doc(hidden)]
-pub use codomyrmex_mcp_core::__private;
 pub use codomyrmex_mcp_macros::{mcp_prompt, mcp_resource, mcp_tool, mcp_tools};
 
 /// The crate's version.

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::confine::{ConfineError, ConfinedRoot};
-use crate::resources::{
+use crate::wire::ResourceContents;
+use crate::{
     McpResourceRegistry, ResourceError, ResourceRegistrationError, ResourceRequest,
     ResourceTemplateDefinition,
 };
-use crate::wire::ResourceContents;
 
 /// Serves a directory's files through a resource registry.
 pub trait ServeDirectory {

@@ -4,20 +4,21 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::config::McpServerConfig;
+use crate::McpServerConfig;
+use crate::McpToolRegistry;
 use crate::engine::Engine;
-use crate::registry::McpToolRegistry;
 use crate::transport::stdio::{self, StdioError};
 
 /// An MCP server: a tool registry (and, optionally, resources, prompts, skills and UI
 /// resources) with a configuration, served over stdio, a byte stream or Streamable HTTP.
 /// Cheap to clone: clones share the engine.
 ///
-/// Served in memory to a [`McpClient`](crate::McpClient), as a test would:
+/// Served in memory to a [`McpClient`](crate::client::McpClient), as a test would:
 ///
 /// ```
 /// use std::sync::Arc;
-/// use codomyrmex_mcp::{Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
+/// use codomyrmex_mcp::client::McpClient;
+/// use codomyrmex_mcp::{Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
 /// use serde_json::{Map, Value, json};
 ///
 /// # #[tokio::main(flavor = "current_thread")]

@@ -7,8 +7,9 @@
 #[allow(dead_code)]
 mod apps_server;
 
+use codomyrmex_mcp::Era;
 use codomyrmex_mcp::apps::{APP_MIME_TYPE, UI_EXTENSION};
-use codomyrmex_mcp::{Era, McpClient};
+use codomyrmex_mcp::client::McpClient;
 use serde_json::{Value, json};
 
 fn find<'a>(list: &'a Value, key: &str, field: &str, want: &str) -> &'a Value {

@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use codomyrmex_mcp::{
-    ClientError, ContentBlock, Era, InputRequest, McpClient, McpServer, McpServerConfig,
-    McpToolRegistry, ToolContext, ToolOutput,
+    ContentBlock, Era, InputRequest, McpServer, McpServerConfig, McpToolRegistry, ToolContext,
+    ToolOutput,
 };
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -451,7 +452,7 @@ async fn results_come_typed_with_the_raw_json() {
     assert_eq!(r.raw["content"][0]["text"], "done");
     // A result that is not the type is a protocol error, not a panic.
     let e = c
-        .request_typed::<codomyrmex_mcp::wire::types::CallToolResult>("tools/list", json!({}))
+        .request_typed::<codomyrmex_mcp::wire::CallToolResult>("tools/list", json!({}))
         .await
         .unwrap_err();
     assert!(

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use codomyrmex_mcp::Era;
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use codomyrmex_mcp::client::{ClientHandlers, ClientLimits, ClientOptions};
-use codomyrmex_mcp::{ClientError, Era, McpClient};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;

@@ -8,9 +8,10 @@ mod http_support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use codomyrmex_mcp::Era;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, ClientOptions, EraPreference};
-use codomyrmex_mcp::{ClientError, Era, McpClient};
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use http_support::{HANG, config, eventually, start};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -10,7 +10,7 @@ mod tls_fake;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::oauth::OAuthConfig;
 use codomyrmex_mcp::client::oauth_loopback::LoopbackRedirect;

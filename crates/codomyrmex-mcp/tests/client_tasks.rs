@@ -7,11 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::IntoToolHandler;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::TaskCall;
-use codomyrmex_mcp::registry::IntoToolHandler;
 use codomyrmex_mcp::{
-    ContentBlock, Era, McpClient, McpServer, McpServerConfig, McpToolRegistry, TaskSupport,
-    ToolContext, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+    ContentBlock, Era, McpServer, McpServerConfig, McpToolRegistry, TaskSupport, ToolContext,
+    ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
 };
 use serde_json::{Map, Value, json};
 
@@ -112,7 +113,7 @@ async fn tasks_are_listed_in_2025_11_25_and_the_modern_era_says_it_has_no_list()
 
     let c = client(Era::Modern).await;
     let e = c.list_tasks().await.unwrap_err();
-    let codomyrmex_mcp::ClientError::Era(hint) = &e else {
+    let codomyrmex_mcp::client::ClientError::Era(hint) = &e else {
         panic!("not an era error: {e:?}");
     };
     assert!(hint.contains("tasks/list"), "{hint}");

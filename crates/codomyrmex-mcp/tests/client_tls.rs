@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use codomyrmex_mcp::client::http::HttpTarget;
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use codomyrmex_mcp::client::{ClientOptions, EraPreference};
-use codomyrmex_mcp::{ClientError, McpClient};
 use tls_fake::{fixture, tls_server};
 
 const HANG: Duration = Duration::from_secs(30);

@@ -9,10 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use codomyrmex_mcp::context::{MessageSink, NullSink};
+use codomyrmex_mcp::PromptRequest;
+use codomyrmex_mcp::ResourceRequest;
 use codomyrmex_mcp::engine::{Engine, Handled, Session};
-use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::resources::ResourceRequest;
 use codomyrmex_mcp::runtime::Drive as _;
 use codomyrmex_mcp::wire::{IncomingMessage, OutgoingMessage, RequestId, ResourceContents};
 use codomyrmex_mcp::{
@@ -20,6 +19,7 @@ use codomyrmex_mcp::{
     McpServerConfig, McpToolRegistry, PromptDefinition, PromptMessage, PromptResult,
     ResourceDefinition, ResourceTemplateDefinition, ToolContext,
 };
+use codomyrmex_mcp::{MessageSink, NullSink};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

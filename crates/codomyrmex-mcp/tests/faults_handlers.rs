@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use codomyrmex_mcp::PromptRequest;
 use codomyrmex_mcp::engine::{Engine, TASKS_EXTENSION};
-use codomyrmex_mcp::prompts::PromptRequest;
-use codomyrmex_mcp::resources::{Completer, ResourceError, ResourceLister, ResourceRequest};
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::wire::ResourceContents;
+use codomyrmex_mcp::{Completer, ResourceError, ResourceLister, ResourceRequest};
 use codomyrmex_mcp::{
     ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpServerConfig,
     McpToolRegistry, PromptDefinition, PromptMessage, PromptResult, ResourceDefinition,

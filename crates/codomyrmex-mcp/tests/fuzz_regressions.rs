@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use codomyrmex_mcp::uri_template::UriTemplate;
-use codomyrmex_mcp::wire::jsonrpc::{Decoded, decode};
+use codomyrmex_mcp::wire::{Decoded, decode};
 
 fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -90,7 +90,7 @@ fn client_stream_a_cursor_cycle_ends_the_list() {
     let out = hostile(&turns(&["", INITIALIZED, "", &a, &b, &a2]));
     assert!(out.initialize.is_ok(), "{out:?}");
     match &out.lists[0] {
-        Err(codomyrmex_mcp::ClientError::Protocol(why)) => {
+        Err(codomyrmex_mcp::client::ClientError::Protocol(why)) => {
             assert!(why.contains("tools/list") && why.contains("cycle"), "{why}");
         }
         other => panic!("{other:?}"),

@@ -7,7 +7,7 @@ mod http_support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::transport::http::{HealthAccess, HttpConfig};
 use codomyrmex_mcp::{ContentBlock, McpErrorDetail};
 use http_support::*;

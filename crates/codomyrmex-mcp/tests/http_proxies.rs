@@ -6,7 +6,7 @@
 
 mod http_support;
 
-use codomyrmex_mcp::config::RateLimit;
+use codomyrmex_mcp::RateLimit;
 use codomyrmex_mcp::transport::http::{AuthConfig, HttpConfig, ProxyNet, StaticToken};
 use http_support::*;
 use serde_json::json;

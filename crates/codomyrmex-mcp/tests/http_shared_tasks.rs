@@ -10,18 +10,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::config::McpServerConfig;
+use codomyrmex_mcp::McpServerConfig;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::registry::{
-    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
-};
 use codomyrmex_mcp::runtime::{TaskSyncHandle, spawn_task_sync};
 use codomyrmex_mcp::store::MemorySessionStore;
 use codomyrmex_mcp::task_store::{
     MemoryTaskStore, Renewal, TaskRecord, TaskStore, TaskStoreFuture,
 };
 use codomyrmex_mcp::transport::http::HttpServer;
-use codomyrmex_mcp::{ContentBlock, schema::JsonObject};
+use codomyrmex_mcp::{ContentBlock, JsonObject};
+use codomyrmex_mcp::{
+    McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput, ToolRegistration, ToolSettings,
+};
 use http_support::{call_json, config, initialize_body, legacy, legacy_session_at, send};
 use serde_json::{Value, json};
 

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::{
-    Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, ToolContext,
-    mcp_tool, mcp_tools,
+    Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, ToolContext, mcp_tool,
+    mcp_tools,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

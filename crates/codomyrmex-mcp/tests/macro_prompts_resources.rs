@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
-    ContentBlock, Era, FnRegistrationError, McpClient, McpErrorDetail, McpPromptRegistry,
-    McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry, PromptMessage, PromptResult,
-    ToolContext, mcp_prompt, mcp_resource,
+    ContentBlock, Era, FnRegistrationError, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
+    McpServer, McpServerConfig, McpToolRegistry, PromptMessage, PromptResult, ToolContext,
+    mcp_prompt, mcp_resource,
 };
 use serde_json::{Value, json};
 

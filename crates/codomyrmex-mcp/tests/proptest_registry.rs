@@ -69,8 +69,7 @@ fn listed_through_engine(registry: &Arc<McpToolRegistry>, page_size: usize) -> V
         registry.clone(),
     );
     let session = engine.new_session();
-    let sink: Arc<dyn codomyrmex_mcp::context::MessageSink> =
-        Arc::new(codomyrmex_mcp::context::NullSink);
+    let sink: Arc<dyn codomyrmex_mcp::MessageSink> = Arc::new(codomyrmex_mcp::NullSink);
     let mut names = Vec::new();
     let mut cursor: Option<Value> = None;
     for round in 0..100 {

@@ -4,7 +4,7 @@
 //! equal value with every declared field written, and nothing panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codomyrmex_mcp::schema::{
+use codomyrmex_mcp::{
     ErrorDetails, McpErrorDetail, McpMessage, McpToolCall, McpToolResult, SchemaError,
 };
 use proptest::prelude::*;

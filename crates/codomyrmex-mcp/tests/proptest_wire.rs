@@ -3,11 +3,12 @@
 //! (The seed's schema types are covered in `schema_compat.rs` and `proptest_schema.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codomyrmex_mcp::wire::jsonrpc::{Decoded, decode, decode_value};
 use codomyrmex_mcp::wire::{
-    CallToolResult, ContentBlock, ErrorObject, Implementation, IncomingMessage, LoggingLevel,
-    OutgoingMessage, ProtocolVersion, RequestId, ResourceContents, ToolAnnotations,
+    CallToolResult, ErrorObject, Implementation, IncomingMessage, OutgoingMessage, RequestId,
+    ResourceContents, ToolAnnotations,
 };
+use codomyrmex_mcp::wire::{Decoded, decode, decode_value};
+use codomyrmex_mcp::{ContentBlock, LoggingLevel, ProtocolVersion};
 mod json_strategy;
 use json_strategy::json_value;
 use proptest::prelude::*;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::{ToolRegistration, ToolSettings};
 use codomyrmex_mcp::{McpToolCall, McpToolRegistry, ToolDefinition, ToolOutput};
+use codomyrmex_mcp::{ToolRegistration, ToolSettings};
 use serde_json::{Map, json};
 
 fn registry(name: &str, settings: ToolSettings, handler: fn() -> ToolOutput) -> McpToolRegistry {

@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use codomyrmex_mcp::registry::BoxFuture;
+use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::platform::BoxFuture;
 use codomyrmex_mcp::{
-    Era, McpClient, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
-    ResourceDefinition, ResourceLister,
+    Era, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry, ResourceDefinition,
+    ResourceLister,
 };
 use serde_json::{Value, json};
 

@@ -143,7 +143,7 @@
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use codomyrmex_mcp::schema::{
+use codomyrmex_mcp::{
     ErrorDetails, JsonObject, McpErrorDetail, McpMessage, McpToolCall, McpToolResult,
     McpToolResultParts, SchemaError, status_indicates_failure,
 };

@@ -17,7 +17,8 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use codomyrmex_mcp::{ClientError, Era, McpClient};
+use codomyrmex_mcp::Era;
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};

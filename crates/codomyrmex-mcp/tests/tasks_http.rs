@@ -8,7 +8,7 @@ mod http_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::{
     ContentBlock, InputRequest, McpErrorDetail, McpToolRegistry, TaskSupport, ToolContext,
     ToolDefinition, ToolRegistration, ToolSettings,

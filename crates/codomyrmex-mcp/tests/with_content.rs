@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::{
-    Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, WithContent,
-    mcp_tool,
+    Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry, WithContent, mcp_tool,
 };
 use schemars::JsonSchema;
 use serde::Serialize;

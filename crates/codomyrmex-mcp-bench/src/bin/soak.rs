@@ -33,8 +33,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use codomyrmex_mcp::ResourceRequest;
 use codomyrmex_mcp::engine::Engine;
-use codomyrmex_mcp::resources::ResourceRequest;
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{

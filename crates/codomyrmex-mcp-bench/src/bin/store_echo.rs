@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::transport::http::{HttpConfig, HttpServer};
 use codomyrmex_mcp::{ContentBlock, McpServer, McpServerConfig, McpToolRegistry};
 use codomyrmex_mcp_redis::{

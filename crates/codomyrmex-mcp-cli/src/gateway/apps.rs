@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{PoisonError, RwLock};
 
 use codomyrmex_mcp::apps::{LEGACY_RESOURCE_URI_KEY, UI_META_KEY};
-use codomyrmex_mcp::registry::resolve::{Resolution, ToolResolver};
+use codomyrmex_mcp::{Resolution, ToolResolver};
 use serde_json::{Map, Value};
 
 use super::uri::local_uri;

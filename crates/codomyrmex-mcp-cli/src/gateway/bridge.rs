@@ -43,13 +43,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use codomyrmex_mcp::client::{CallOptions, ClientHandlers, InputLoopError, proto};
+use codomyrmex_mcp::client::{ClientError, McpClient};
 use codomyrmex_mcp::engine::{Engine, META_LOG_LEVEL};
 use codomyrmex_mcp::policy::{UpstreamLimits, UpstreamPolicy, UpstreamRefusal, UpstreamTurn};
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::wire::{ErrorCode, ErrorObject};
 use codomyrmex_mcp::{
-    ClientError, ClientRequestError, Era, InputRequest, LoggingLevel, McpClient, McpErrorDetail,
-    ToolContext,
+    ClientRequestError, Era, InputRequest, LoggingLevel, McpErrorDetail, ToolContext,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};

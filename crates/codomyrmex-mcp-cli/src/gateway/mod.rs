@@ -31,13 +31,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::client::http::HttpTarget;
 use codomyrmex_mcp::client::{ClientHandlers, ClientOptions, EraPreference, StdioCommand};
 use codomyrmex_mcp::driver;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::transport::http::HealthDetails;
 use codomyrmex_mcp::{
-    McpClient, McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
+    McpPromptRegistry, McpResourceRegistry, McpServer, McpServerConfig, McpToolRegistry,
 };
 use serde_json::{Value, json};
 

@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
 use codomyrmex_mcp::authz::Authorization;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::driver;
 use codomyrmex_mcp::engine::Engine;
 use codomyrmex_mcp::runtime::TOKIO;

@@ -18,17 +18,18 @@
 
 use std::sync::Arc;
 
-use codomyrmex_mcp::prompts::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
-use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration, ToolSettings};
-use codomyrmex_mcp::resources::{
-    ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
-};
+use codomyrmex_mcp::client::ClientError;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::wire::ResourceContents;
 use codomyrmex_mcp::{
-    ClientError, ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry,
-    McpToolRegistry, McpToolResult, ToolContext, ToolDefinition,
+    ContentBlock, McpErrorDetail, McpPromptRegistry, McpResourceRegistry, McpToolRegistry,
+    McpToolResult, ToolContext, ToolDefinition,
 };
+use codomyrmex_mcp::{PromptArgument, PromptDefinition, PromptMessage, PromptResult};
+use codomyrmex_mcp::{
+    ResourceDefinition, ResourceError, ResourceRequest, ResourceTemplateDefinition,
+};
+use codomyrmex_mcp::{ToolOutput, ToolRegistration, ToolSettings};
 use serde_json::{Map, Value};
 
 use super::apps::BareNames;
@@ -468,20 +469,17 @@ fn mount_prompt(
         );
     }
     let name = entry.upstream_name.clone();
-    prompts.add(
-        definition,
-        move |request: codomyrmex_mcp::prompts::PromptRequest| {
-            let upstream = upstream.clone();
-            let name = name.clone();
-            async move { forward_prompt(&upstream, &name, request).await }
-        },
-    )
+    prompts.add(definition, move |request: codomyrmex_mcp::PromptRequest| {
+        let upstream = upstream.clone();
+        let name = name.clone();
+        async move { forward_prompt(&upstream, &name, request).await }
+    })
 }
 
 async fn forward_prompt(
     upstream: &Live,
     name: &str,
-    request: codomyrmex_mcp::prompts::PromptRequest,
+    request: codomyrmex_mcp::PromptRequest,
 ) -> Result<PromptResult, McpErrorDetail> {
     let arguments: Map<String, Value> = request
         .arguments

@@ -17,10 +17,11 @@
 //! an upstream past [`MAX_MIRRORED_BYTES`]. A skill is read again when its upstream's lists
 //! change or it reconnects.
 
-use codomyrmex_mcp::McpClient;
-use codomyrmex_mcp::client::skills::{Skill, SkillResources, check_entry};
+use codomyrmex_mcp::client::McpClient;
+use codomyrmex_mcp::client::skills::check_entry;
 use codomyrmex_mcp::skills::{McpSkillRegistry, SkillDefinition};
 use codomyrmex_mcp::wire::skills::SKILL_MD;
+use codomyrmex_mcp::wire::skills::{Skill, SkillResources};
 use serde_json::Value;
 
 use super::uri::{local_uri, split_local_uri};

@@ -23,11 +23,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use codomyrmex_mcp::Era;
 use codomyrmex_mcp::client::CallOptions;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::policy::UpstreamPolicy;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::util::inert_text;
-use codomyrmex_mcp::{Era, McpClient};
 use serde_json::json;
 use tokio::sync::watch;
 

@@ -19,9 +19,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::McpClient;
+use codomyrmex_mcp::ResourceEvent;
+use codomyrmex_mcp::client::McpClient;
 use codomyrmex_mcp::driver;
-use codomyrmex_mcp::resources::ResourceEvent;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::sync::{Receiver, Recv};
 use serde_json::Value;
@@ -322,7 +322,7 @@ async fn relist(live: &Live, subscribe: bool) -> Option<Listing> {
         async move {
             match client.list_all(method, key).await {
                 Ok(items) => Some(items),
-                Err(codomyrmex_mcp::ClientError::Server(_)) => Some(Vec::new()),
+                Err(codomyrmex_mcp::client::ClientError::Server(_)) => Some(Vec::new()),
                 Err(_) => None,
             }
         }

@@ -14,13 +14,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use codomyrmex_mcp::registry::{
+use codomyrmex_mcp::JsonObject;
+use codomyrmex_mcp::McpResourceRegistry;
+use codomyrmex_mcp::{ContentBlock, McpErrorDetail};
+use codomyrmex_mcp::{
     McpRegistrationError, McpToolRegistry, TaskSupport, ToolDefinition, ToolOutput,
     ToolRegistration, ToolSettings,
 };
-use codomyrmex_mcp::resources::McpResourceRegistry;
-use codomyrmex_mcp::schema::JsonObject;
-use codomyrmex_mcp::{ContentBlock, McpErrorDetail};
 use serde_json::json;
 
 /// The variable that turns the test tools on (`1`).

@@ -266,7 +266,7 @@ pub async fn gateway_stdio(
     config: &Path,
     era: codomyrmex_mcp::client::EraPreference,
     handlers: codomyrmex_mcp::client::ClientHandlers,
-) -> codomyrmex_mcp::McpClient {
+) -> codomyrmex_mcp::client::McpClient {
     let mut c = codomyrmex_mcp::client::StdioCommand::new(BIN);
     c.args = vec![
         "gateway".into(),
@@ -277,7 +277,7 @@ pub async fn gateway_stdio(
         handlers,
         ..codomyrmex_mcp::client::ClientOptions::default()
     };
-    let client = codomyrmex_mcp::McpClient::spawn(&c, options).unwrap();
+    let client = codomyrmex_mcp::client::McpClient::spawn(&c, options).unwrap();
     tokio::time::timeout(HANG_GUARD, client.negotiate(era, Duration::from_secs(10)))
         .await
         .expect("no hang")

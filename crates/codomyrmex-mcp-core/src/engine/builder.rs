@@ -161,6 +161,8 @@ impl EngineBuilder {
             ))
         });
         let execution_policy = ExecutionPolicy::from_config(&config);
+        let tasks =
+            super::tasks::Tasks::new(tasks, registry.clone(), platform.time.clone(), &config);
         Engine {
             shared: Arc::new(Shared {
                 listeners: super::listen::Listeners::new(

@@ -197,7 +197,7 @@ impl Engine {
         // `initialize` exists only in the legacy era: a request carrying modern `_meta` is
         // scoped like any other and so answered "method not found" (2026-07-28 removed it).
         if method == "initialize" && !meta.names_version() {
-            let capabilities = |v| self.with_task_capabilities(self.capabilities(), v);
+            let capabilities = |v| self.shared.tasks.with_capabilities(self.capabilities(), v);
             return self
                 .shared
                 .sessions
@@ -270,7 +270,15 @@ impl Engine {
                 return self.handle_skills(session, id, m, &params, &scope);
             }
             (_, m) if m.starts_with("tasks/") => {
-                return self.handle_tasks(session, id, m, &params, &scope, sink);
+                return self.shared.tasks.handle(
+                    session,
+                    id,
+                    m,
+                    &params,
+                    &scope,
+                    sink,
+                    self.host(),
+                );
             }
             _ => Err(ErrorObject::method_not_found(method)),
         };
@@ -280,7 +288,10 @@ impl Engine {
     fn discover(&self, now: Timestamp) -> Value {
         let mut obj = Map::new();
         obj.insert("supportedVersions".into(), json!(supported_versions()));
-        let caps = self.with_task_capabilities(self.capabilities(), ProtocolVersion::LATEST_MODERN);
+        let caps = self
+            .shared
+            .tasks
+            .with_capabilities(self.capabilities(), ProtocolVersion::LATEST_MODERN);
         obj.insert("capabilities".into(), caps);
         if let Some(i) = &self.shared.config.instructions {
             obj.insert("instructions".into(), json!(i));

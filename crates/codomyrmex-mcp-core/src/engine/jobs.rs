@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::mrtr::RoundTrip;
 use super::policy::Failure;
 use super::session::InFlight;
-use super::tasks::{StoreRead, TaskJob};
+use super::tasks::{StoreRead, TaskEnd, TaskJob};
 use super::{Engine, RequestScope, Shared};
 use crate::invocation::{Job, JobHost, Outcome};
 use crate::platform::Timestamp;
@@ -149,8 +149,36 @@ impl Engine {
                 let _guard = guard;
                 self.finish_completion(id, &scope, output(outcome))
             }
-            Continuation::Task(task) => self.finish_task(now, *task, output(outcome)),
-            Continuation::Store(read) => self.finish_store_read(now, *read, outcome),
+            Continuation::Task(task) => {
+                let TaskEnd {
+                    id,
+                    tool,
+                    name,
+                    scope,
+                    round,
+                    output,
+                } = self
+                    .shared
+                    .tasks
+                    .finish(*task, output(outcome), &self.shared.results)?;
+                // Ended before it became a task: answered as the call it still was.
+                Some(
+                    match self.round_outcome(now, "tools/call", &name, round.as_ref()) {
+                        Some(input_required) => {
+                            self.shared.results.respond(id, input_required, &scope)
+                        }
+                        None => self
+                            .shared
+                            .results
+                            .tool_response(id, &tool, &name, output, &scope),
+                    },
+                )
+            }
+            Continuation::Store(read) => {
+                self.shared
+                    .tasks
+                    .finish_store_read(now, *read, outcome, &self.shared.results)
+            }
         }
     }
 
@@ -159,9 +187,9 @@ impl Engine {
     /// waited, so it goes on in the background; the early answer (a 2026-07-28
     /// `CreateTaskResult`), if any. The driver then runs the rest and hands the outcome to
     /// [`complete`](Self::complete) with the same `job`.
-    pub fn detach(&self, now: Timestamp, job: &mut Job) -> Option<OutgoingMessage> {
+    pub fn detach(&self, _now: Timestamp, job: &mut Job) -> Option<OutgoingMessage> {
         match job.data_mut::<Continuation>() {
-            Some(Continuation::Task(task)) => self.detach_task(now, task),
+            Some(Continuation::Task(task)) => self.shared.tasks.detach(task, &self.shared.results),
             _ => None,
         }
     }

@@ -110,7 +110,10 @@ impl Engine {
         let (name, (items, next)) = match kind {
             ListKind::Tools => {
                 let (tools, next) = self.shared.registry.page(after, size);
-                ("tools", (self.with_task_support(tools, scope), next))
+                (
+                    "tools",
+                    (self.shared.tasks.with_support(tools, scope), next),
+                )
             }
             ListKind::Resources => (
                 "resources",

@@ -163,7 +163,8 @@ struct Shared {
     policy: ExecutionPolicy,
     /// Created once per engine: every `requestState` it hands out stays verifiable.
     sealer: Arc<Sealer>,
-    tasks: Arc<tasks::TaskStore>,
+    /// Tasks: the live table and its records, and the `tasks/*` family.
+    tasks: tasks::Tasks,
     /// Change feeds, announcements and `subscriptions/listen` streams.
     listeners: listen::Listeners,
     /// `*/list` pages, reused until their registry changes.
@@ -221,11 +222,11 @@ impl Engine {
             resources: s.resources.clone(),
             prompts: s.prompts.clone(),
             skills: s.skills.clone(),
-            tasks: s.tasks.config().clone(),
+            tasks: s.tasks.store().config().clone(),
             sealer: Some(s.sealer.clone()),
             time: Some(s.platform.time.clone()),
             entropy: Some(s.platform.entropy.clone()),
-            shared_tasks: s.tasks.shared.clone(),
+            shared_tasks: s.tasks.store().shared.clone(),
         }
     }
 
@@ -235,7 +236,7 @@ impl Engine {
     pub fn with_resources(&self, resources: Arc<McpResourceRegistry>) -> Self {
         self.rebuild()
             .resources(resources)
-            .build_sharing_tasks(self.shared.tasks.clone())
+            .build_sharing_tasks(self.shared.tasks.store().clone())
     }
 
     /// This engine, also serving `prompts` (and advertising the `prompts` capability).
@@ -244,7 +245,7 @@ impl Engine {
     pub fn with_prompts(&self, prompts: Arc<McpPromptRegistry>) -> Self {
         self.rebuild()
             .prompts(prompts)
-            .build_sharing_tasks(self.shared.tasks.clone())
+            .build_sharing_tasks(self.shared.tasks.store().clone())
     }
 
     /// This engine, also serving `skills` (the Skills extension; see
@@ -252,7 +253,7 @@ impl Engine {
     pub fn with_skills(&self, skills: Arc<crate::skills::McpSkillRegistry>) -> Self {
         self.rebuild()
             .skills(skills)
-            .build_sharing_tasks(self.shared.tasks.clone())
+            .build_sharing_tasks(self.shared.tasks.store().clone())
     }
 
     /// This engine with task limits `config`. Call it while setting up, before serving.
@@ -274,7 +275,27 @@ impl Engine {
 
     /// The task limits.
     pub fn task_config(&self) -> &TaskConfig {
-        self.shared.tasks.config()
+        self.shared.tasks.store().config()
+    }
+
+    /// The driver's handle on this engine's tasks in a shared
+    /// [`TaskStore`](crate::task_store::TaskStore); `None` when the engine keeps its tasks to
+    /// itself (no store configured).
+    pub fn task_sync(&self) -> Option<TaskSync> {
+        self.shared.tasks.sync()
+    }
+
+    /// Sends what 2025-11-25 task `task_id` of `session` sends the client (its
+    /// server-to-client requests and notifications) to `sink` from now on: the stream of a
+    /// `tasks/result` another instance serves for it. `false` when this engine does not run
+    /// that task for that session.
+    pub fn relay_task(
+        &self,
+        session: &Arc<Session>,
+        task_id: &str,
+        sink: Arc<dyn MessageSink>,
+    ) -> bool {
+        self.shared.tasks.relay(session, task_id, sink)
     }
 
     /// The skills being served, if any.
@@ -322,13 +343,13 @@ impl Engine {
     /// The earliest instant [`handle_timeout`](Self::handle_timeout) has work (a task's TTL,
     /// the orphan check of 2025-11-25 tasks), if any. Re-read after every `handle`.
     pub fn poll_timeout(&self) -> Option<std::time::Instant> {
-        crate::invocation::TimerHost::poll_timeout(self.shared.tasks.as_ref())
+        crate::invocation::TimerHost::poll_timeout(self.shared.tasks.store().as_ref())
     }
 
     /// Fires what is due at `now`: expires tasks past their TTL, and stops the running
     /// 2025-11-25 tasks whose session is gone. Nothing due: nothing happens.
     pub fn handle_timeout(&self, now: std::time::Instant) {
-        crate::invocation::TimerHost::handle_timeout(self.shared.tasks.as_ref(), now);
+        crate::invocation::TimerHost::handle_timeout(self.shared.tasks.store().as_ref(), now);
     }
 
     /// The server's capabilities, reflecting what is registered.

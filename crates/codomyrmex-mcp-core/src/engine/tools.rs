@@ -82,7 +82,7 @@ impl Engine {
                 ErrorObject::invalid_params(format!("Unknown tool: {shown}")),
             );
         };
-        let task = match self.task_plan(&tool, &name, &scope, &mut params) {
+        let task = match self.shared.tasks.plan(&tool, &name, &scope, &mut params) {
             Ok(t) => t,
             Err(e) => return error(&id, e),
         };
@@ -112,8 +112,17 @@ impl Engine {
             }
         };
         if let Some(plan) = task {
-            return self.call_tool_as_task(
-                session, id, tool, name, arguments, prepared, scope, plan, ticket,
+            return self.shared.tasks.call(
+                session,
+                id,
+                tool,
+                name,
+                arguments,
+                prepared,
+                scope,
+                plan,
+                ticket,
+                self.host(),
             );
         }
         let Prepared {

@@ -29,8 +29,8 @@ use crate::wire::{ContentBlock, ToolAnnotations};
 pub use header_params::HeaderParam;
 use header_params::header_params;
 
-/// A boxed, sendable future.
-pub use crate::platform::BoxFuture;
+// Its one public path is `platform::BoxFuture`.
+pub(crate) use crate::platform::BoxFuture;
 
 /// The longest tool name MCP allows.
 pub const MAX_TOOL_NAME_LEN: usize = 128;

@@ -33,7 +33,7 @@ use crate::wire::skills::{
     SkillResource, SkillResources,
 };
 
-pub use frontmatter::FrontmatterError;
+use frontmatter::FrontmatterError;
 
 /// Why a skill was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

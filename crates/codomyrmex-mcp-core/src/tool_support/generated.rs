@@ -24,7 +24,8 @@ pub use std::vec::Vec;
 pub use {inventory, schemars, serde_json};
 
 pub use crate::context::ToolContext;
-pub use crate::registry::{BoxFuture, ToolOutput, ToolRegistration};
+pub use crate::platform::BoxFuture;
+pub use crate::registry::{ToolOutput, ToolRegistration};
 pub use crate::schema::JsonObject;
 pub use std::sync::Arc;
 

@@ -134,7 +134,7 @@ fn a_requests_traceparent_is_mirrored_in_the_header() {
 /// and every `Mcp-Name` the client sends is one the server reads (altering it is refused).
 #[test]
 fn the_clients_headers_are_what_the_server_checks_for_every_method() {
-    use crate::registry::McpToolRegistry;
+    use crate::McpToolRegistry;
     use crate::transport::http::headers::validate;
     let registry = McpToolRegistry::new();
     let mut wrong = Vec::new();

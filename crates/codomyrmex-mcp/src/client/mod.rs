@@ -61,9 +61,10 @@ pub use handlers::{ClientHandlers, InputHandler, NotificationHandler};
 pub use limits::ClientLimits;
 use proto::{ClientIdentity, DiscoverOutcome, InputRequest, ListCache, RequestTable};
 pub use stdio::StdioCommand;
-pub use tasks::{TASKS_EXTENSION, TaskCall};
+pub use tasks::TaskCall;
 
-use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
+use crate::wire::{ErrorObject, RequestId};
+use crate::{Era, ProtocolVersion};
 
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -273,7 +274,8 @@ pub enum InputLoopError<E> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use codomyrmex_mcp::{Era, McpClient, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
+/// use codomyrmex_mcp::client::McpClient;
+/// use codomyrmex_mcp::{Era, McpErrorDetail, McpServer, McpServerConfig, McpToolRegistry};
 /// use serde_json::{Map, Value, json};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -867,7 +869,7 @@ impl McpClient {
         &self,
         name: &str,
         arguments: Value,
-    ) -> Result<Typed<crate::wire::types::CallToolResult>, ClientError> {
+    ) -> Result<Typed<crate::wire::CallToolResult>, ClientError> {
         self.request_typed("tools/call", json!({"name": name, "arguments": arguments}))
             .await
     }

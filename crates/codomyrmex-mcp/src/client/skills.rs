@@ -22,9 +22,7 @@ use codomyrmex_mcp_core::skills::frontmatter;
 use serde_json::{Map, Value, json};
 
 use super::{ClientError, McpClient};
-pub use crate::wire::skills::{
-    DirectoryEntry, GetSkillResult, SKILLS_EXTENSION, Skill, SkillResource, SkillResources,
-};
+use crate::wire::skills::{DirectoryEntry, GetSkillResult, Skill, SkillResource, SkillResources};
 use crate::wire::skills::{
     MAX_SKILL_RESOURCES, MAX_SKILL_TOTAL_BYTES, METHOD_DIRECTORY_READ, METHOD_SKILLS_GET,
     METHOD_SKILLS_LIST, SKILL_MD, digest_of, is_digest,

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::*;
-use crate::wire::Era;
+use crate::Era;
 
 const SKILL: &str = "skill://pdf-processing/SKILL.md";
 const FORMS: &str = "skill://pdf-processing/references/FORMS.md";

@@ -17,11 +17,11 @@ use serde_json::{Map, Value, json};
 
 use super::proto::{self, InputRequest};
 use super::{ClientError, McpClient};
+use crate::Era;
 use crate::engine::META_CLIENT_CAPABILITIES;
-use crate::wire::{Era, ErrorObject};
+use crate::wire::ErrorObject;
 
-/// The 2026-07-28 tasks extension's identifier (the engine's, defined once).
-pub use crate::engine::TASKS_EXTENSION;
+use crate::engine::TASKS_EXTENSION;
 
 /// Why [`McpClient::list_tasks`] fails in 2026-07-28, and what to do instead.
 const NO_MODERN_LIST: &str = "the server speaks 2026-07-28, whose tasks extension has \

@@ -8,8 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+use crate::Era;
+use crate::client::{ClientError, McpClient};
 use crate::client::{ClientHandlers, ClientOptions};
-use crate::{ClientError, Era, McpClient};
 
 /// What separates the server's turns in the fuzzer's bytes (never valid in JSON text).
 pub const TURN: u8 = 0;

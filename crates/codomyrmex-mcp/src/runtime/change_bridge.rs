@@ -72,11 +72,12 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use codomyrmex_mcp_core::change_bus::{MemoryChangeBus, ServerEvent};
-    use codomyrmex_mcp_core::config::McpServerConfig;
+    use codomyrmex_mcp_core::McpResourceRegistry;
+    use codomyrmex_mcp_core::McpServerConfig;
+    use codomyrmex_mcp_core::change_bus::MemoryChangeBus;
     use codomyrmex_mcp_core::engine::Engine;
-    use codomyrmex_mcp_core::registry::{McpToolRegistry, ToolDefinition, ToolRegistration};
-    use codomyrmex_mcp_core::resources::McpResourceRegistry;
+    use codomyrmex_mcp_core::engine::ServerEvent;
+    use codomyrmex_mcp_core::{McpToolRegistry, ToolDefinition, ToolRegistration};
     use serde_json::json;
 
     fn engine() -> (Engine, Arc<McpToolRegistry>, Arc<McpResourceRegistry>) {
@@ -114,8 +115,8 @@ mod tests {
             own.unwrap(),
             Some(ServerEvent::ResourceUpdated("mem://doc".into()))
         );
-        let handler = |_: codomyrmex_mcp_core::schema::JsonObject| async {
-            codomyrmex_mcp_core::registry::ToolOutput::content(vec![])
+        let handler = |_: codomyrmex_mcp_core::JsonObject| async {
+            codomyrmex_mcp_core::ToolOutput::content(vec![])
         };
         a_tools
             .register_tool(ToolRegistration::new(

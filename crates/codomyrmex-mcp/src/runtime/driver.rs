@@ -92,12 +92,12 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::context::{MessageSink, NullSink};
     use crate::engine::{Engine, TaskConfig};
-    use crate::registry::{TaskSupport, ToolDefinition, ToolRegistration, ToolSettings};
-    use crate::resources::{Completer, ResourceTemplateDefinition};
     use crate::wire::{IncomingMessage, RequestId};
+    use crate::{Completer, ResourceTemplateDefinition};
     use crate::{McpResourceRegistry, McpServerConfig, McpToolRegistry, ToolOutput};
+    use crate::{MessageSink, NullSink};
+    use crate::{TaskSupport, ToolDefinition, ToolRegistration, ToolSettings};
 
     fn request(id: i64, method: &str, params: Value) -> IncomingMessage {
         IncomingMessage::Request {
@@ -118,8 +118,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_drivers_timer_expires_a_task_at_its_ttl() {
         let tools = McpToolRegistry::new();
-        let hang =
-            |_: crate::schema::JsonObject| async { std::future::pending::<ToolOutput>().await };
+        let hang = |_: crate::JsonObject| async { std::future::pending::<ToolOutput>().await };
         tools
             .register_tool(
                 ToolRegistration::new(ToolDefinition::new("hang", json!({"type": "object"})), hang)
@@ -173,7 +172,7 @@ mod tests {
         resources
             .add_template(
                 ResourceTemplateDefinition::new("mem://{x}", "t"),
-                |_: crate::resources::ResourceRequest| async { Ok(Vec::new()) },
+                |_: crate::ResourceRequest| async { Ok(Vec::new()) },
                 BTreeMap::from([("x".to_owned(), completer)]),
             )
             .unwrap();
@@ -260,7 +259,7 @@ mod tests {
             .register_tool(
                 ToolRegistration::new(
                     ToolDefinition::new("t", json!({"type": "object"})),
-                    |_: crate::schema::JsonObject| async { ToolOutput::content(Vec::new()) },
+                    |_: crate::JsonObject| async { ToolOutput::content(Vec::new()) },
                 )
                 .with_settings(ToolSettings {
                     task_support: TaskSupport::Optional,

@@ -64,9 +64,9 @@ mod pipe_size {
     pub(super) fn raise_std_pipes(_want: usize) {}
 }
 
-use crate::context::MessageSink;
+use crate::MessageSink;
 use crate::engine::{Engine, Handled};
-use crate::wire::jsonrpc::decode;
+use crate::wire::decode;
 use crate::wire::{ErrorCode, ErrorObject, OutgoingMessage};
 
 /// How many outgoing messages may queue before senders wait (responses) or drop
@@ -640,7 +640,7 @@ fn echo_registry() -> Arc<crate::McpToolRegistry> {
                     Some(Value::String(t)) => t,
                     _ => String::new(),
                 };
-                crate::registry::ToolOutput::content(vec![crate::ContentBlock::text(text)])
+                crate::ToolOutput::content(vec![crate::ContentBlock::text(text)])
             },
         )
         .unwrap();

@@ -6,7 +6,7 @@
 //! than the upstream's byte cap as a failure. The call's admission, deadline and
 //! concurrency are the upstream's `UpstreamPolicy`'s (`super::mount`), not this module's.
 
-use codomyrmex_mcp::registry::ToolOutput;
+use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::{ContentBlock, McpErrorDetail, McpToolResult};
 use serde_json::{Map, Value, json};
 

@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codomyrmex_mcp::registry::{ToolOutput, ToolRegistration};
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::{McpErrorDetail, ToolContext};
+use codomyrmex_mcp::{ToolOutput, ToolRegistration};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

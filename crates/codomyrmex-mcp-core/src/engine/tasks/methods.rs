@@ -1,4 +1,4 @@
-//! The `tasks/*` methods of both eras, each reading its task's record through the
+//! [`Tasks`]' `tasks/*` methods of both eras, each reading its task's record through the
 //! [`TaskStore`](crate::task_store::TaskStore) (`shared.rs`), and the tasks capability.
 
 use std::sync::Arc;
@@ -11,27 +11,28 @@ use std::time::Duration;
 use super::shared::*;
 use crate::context::MessageSink;
 use crate::engine::jobs::output;
+use crate::engine::results::Results;
 use crate::engine::session::Session;
-use crate::engine::{Engine, Handled, RequestScope, error};
+use crate::engine::{Handled, RequestScope, error};
+use crate::invocation::JobHost;
 use crate::platform::Timestamp;
 use crate::registry::TaskSupport;
 use crate::task_store::{TaskRecord, TaskStoreError};
 use crate::wire::{Era, ErrorObject, ProtocolVersion, RequestId};
 
-impl Engine {
+impl Tasks {
     /// Sends what 2025-11-25 task `task_id` of `session` sends the client (its
     /// server-to-client requests and notifications) to `sink` from now on: the stream of a
     /// `tasks/result` another instance serves for it. `false` when this engine does not run
     /// that task for that session.
-    pub fn relay_task(
+    pub(in crate::engine) fn relay(
         &self,
         session: &Arc<Session>,
         task_id: &str,
         sink: Arc<dyn MessageSink>,
     ) -> bool {
         let Some(entry) = self
-            .shared
-            .tasks
+            .store
             .get(task_id)
             .filter(|t| t.owner.admits(Era::Legacy, session))
         else {
@@ -44,7 +45,9 @@ impl Engine {
     /// `tasks/*` requests of both eras. Each reads its task's record through the
     /// [`TaskStore`](crate::task_store::TaskStore) trait, from the default in-memory store or
     /// a shared one alike.
-    pub(in crate::engine) fn handle_tasks(
+    /// `host` is where a store read's outcome goes back.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::engine) fn handle(
         &self,
         session: &Arc<Session>,
         id: RequestId,
@@ -52,26 +55,27 @@ impl Engine {
         params: &Map<String, Value>,
         scope: &RequestScope,
         sink: &Arc<dyn MessageSink>,
+        host: Arc<dyn JobHost>,
     ) -> Handled {
         // A server with no task-supporting tool (and no task left) offers no tasks methods.
-        let served = self.shared.registry.supports_tasks() || self.shared.tasks.len() > 0;
+        let served = self.registry.supports_tasks() || self.store.len() > 0;
         match scope.era {
             _ if !served => error(&id, ErrorObject::method_not_found(method)),
-            Era::Modern => self.modern_tasks(session, id, method, params, scope),
+            Era::Modern => self.modern(session, id, method, params, scope, host),
             Era::Legacy if scope.version != ProtocolVersion::V2025_11_25 => {
                 error(&id, ErrorObject::method_not_found(method))
             }
             Era::Legacy if matches!(method, "tasks/get" | "tasks/cancel" | "tasks/result") => {
-                self.legacy_tasks(session, id, method, params, scope, sink)
+                self.legacy(session, id, method, params, scope, sink, host)
             }
-            Era::Legacy if method == "tasks/list" => self.legacy_list(session, id, params),
+            Era::Legacy if method == "tasks/list" => self.legacy_list(session, id, params, host),
             Era::Legacy => error(&id, ErrorObject::method_not_found(method)),
         }
     }
 
     /// The tasks capability of `version`, added to `capabilities` when a tool supports tasks:
     /// `extensions["io.modelcontextprotocol/tasks"]` on 2026-07-28, `tasks` on 2025-11-25.
-    pub(in crate::engine) fn with_task_capabilities(
+    pub(in crate::engine) fn with_capabilities(
         &self,
         capabilities: Value,
         version: ProtocolVersion,
@@ -79,7 +83,7 @@ impl Engine {
         let Value::Object(mut caps) = capabilities else {
             return capabilities;
         };
-        if !self.shared.registry.supports_tasks() {
+        if !self.registry.supports_tasks() {
             return Value::Object(caps);
         }
         match version {
@@ -103,7 +107,7 @@ impl Engine {
     }
 
     /// Adds `execution.taskSupport` to a 2025-11-25 `tools/list` page.
-    pub(in crate::engine) fn with_task_support(
+    pub(in crate::engine) fn with_support(
         &self,
         tools: Vec<Value>,
         scope: &RequestScope,
@@ -117,7 +121,7 @@ impl Engine {
                 let support = t
                     .get("name")
                     .and_then(Value::as_str)
-                    .and_then(|n| self.shared.registry.lookup(n))
+                    .and_then(|n| self.registry.lookup(n))
                     .map(|tool| tool.settings.task_support)
                     .unwrap_or_default();
                 if support != TaskSupport::Forbidden
@@ -149,57 +153,57 @@ pub(super) fn input_responses(
     Ok(responses)
 }
 
-impl Engine {
+impl Tasks {
     /// The answer to a `tasks/*` request whose store read ended at `now` with `outcome`.
     pub(in crate::engine) fn finish_store_read(
         &self,
         now: Timestamp,
         job: StoreRead,
         outcome: crate::invocation::Outcome,
+        results: &Results,
     ) -> Option<OutgoingMessage> {
-        let (id, failure) =
-            match job {
-                StoreRead::Modern { id, scope } => match output(outcome) {
-                    Ok(result) => return Some(self.shared.results.respond(id, result, &scope)),
+        let (id, failure) = match job {
+            StoreRead::Modern { id, scope } => match output(outcome) {
+                Ok(result) => return Some(results.respond(id, result, &scope)),
+                Err(failure) => (id, failure),
+            },
+            StoreRead::Legacy { id, guard } => {
+                drop(guard);
+                match output(outcome) {
+                    Ok(answer) => return answer,
                     Err(failure) => (id, failure),
-                },
-                StoreRead::Legacy { id, guard } => {
-                    drop(guard);
-                    match output(outcome) {
-                        Ok(answer) => return answer,
-                        Err(failure) => (id, failure),
-                    }
                 }
-                StoreRead::List {
-                    id,
-                    session,
-                    key,
-                    principal,
-                    after,
-                    size,
-                } => match output(outcome) {
-                    Ok(stored) => {
-                        return Some(self.task_list_page(
-                            now, id, session, &key, &principal, after, size, stored,
-                        ));
-                    }
-                    Err(failure) => (id, failure),
-                },
-            };
+            }
+            StoreRead::List {
+                id,
+                session,
+                key,
+                principal,
+                after,
+                size,
+            } => match output(outcome) {
+                Ok(stored) => {
+                    return Some(
+                        self.list_page(now, id, session, &key, &principal, after, size, stored),
+                    );
+                }
+                Err(failure) => (id, failure),
+            },
+        };
         store_failed(id, failure?)
     }
 }
 
-impl Engine {
+impl Tasks {
     fn wall_ms(&self) -> u64 {
-        wall_ms(self.shared.platform.time.wall())
+        wall_ms(self.time.wall())
     }
 
-    /// The driver's handle on this engine's tasks in a shared
+    /// The driver's handle on these tasks in a shared
     /// [`TaskStore`](crate::task_store::TaskStore); `None` when the engine keeps its tasks to
     /// itself (no store configured).
-    pub fn task_sync(&self) -> Option<TaskSync> {
-        self.shared.tasks.sync()
+    pub(in crate::engine) fn sync(&self) -> Option<TaskSync> {
+        self.store.sync()
     }
 
     /// 2026-07-28 `tasks/get`, `tasks/update` and `tasks/cancel`, for clients that declare the
@@ -207,13 +211,14 @@ impl Engine {
     /// runs or, with a shared store, another one does. One path for both: the record is read
     /// through the [`TaskStore`] in a [`Wait`]; what acts on the work (delivering answers,
     /// stopping it) goes to the live task when this instance runs it, else through the store.
-    pub(super) fn modern_tasks(
+    fn modern(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         method: &str,
         params: &Map<String, Value>,
         scope: &RequestScope,
+        host: Arc<dyn JobHost>,
     ) -> Handled {
         if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel") {
             return error(&id, ErrorObject::method_not_found(method));
@@ -233,7 +238,7 @@ impl Engine {
         if let Some(r) = params.get("inputResponses") {
             update.insert("inputResponses".into(), r.clone());
         }
-        let tasks = self.shared.tasks.clone();
+        let tasks = self.store.clone();
         let store = tasks.records();
         let live = tasks
             .get_at(&task_id, scope.now.mono)
@@ -246,7 +251,7 @@ impl Engine {
             id,
             scope: scope.clone(),
         };
-        store_wait(self, job, deadline, async move {
+        store_wait(host, job, deadline, async move {
             let result: Result<Value, ErrorObject> = async {
                 if let Some(entry) = &live {
                     tasks.write_ahead(&store, entry).await?;
@@ -298,11 +303,12 @@ impl Engine {
 
     /// 2025-11-25 `tasks/get`, `tasks/cancel` and the blocking `tasks/result` of a task this
     /// instance runs or, with a shared store, another one does. One path for both, as for
-    /// [`modern_tasks`](Self::modern_tasks): the record is read through the [`TaskStore`] in a
+    /// [`modern`](Self::modern): the record is read through the [`TaskStore`] in a
     /// [`Wait`]. `tasks/result` waits for the record to end; while it waits, a task this
     /// instance runs relays its server-to-client requests to this request's stream (those of
     /// a task another instance runs stay with the owner's stream).
-    pub(super) fn legacy_tasks(
+    #[allow(clippy::too_many_arguments)]
+    fn legacy(
         &self,
         session: &Arc<Session>,
         id: RequestId,
@@ -310,12 +316,13 @@ impl Engine {
         params: &Map<String, Value>,
         scope: &RequestScope,
         sink: &Arc<dyn MessageSink>,
+        host: Arc<dyn JobHost>,
     ) -> Handled {
         let Some(task_id) = params.get("taskId").and_then(Value::as_str) else {
             return error(&id, ErrorObject::invalid_params("taskId must be a string"));
         };
         let task_id = task_id.to_owned();
-        let tasks = self.shared.tasks.clone();
+        let tasks = self.store.clone();
         let store = tasks.records();
         let live = tasks
             .get_at(&task_id, scope.now.mono)
@@ -331,12 +338,12 @@ impl Engine {
         };
         let principal = session.principal().map(|p| p.subject);
         // The injected clock, read for each store read after a wait.
-        let time = self.shared.platform.time.clone();
+        let time = self.time.clone();
         let wall = move || wall_ms(time.wall());
         // `tasks/result` waits for the task to end, which it does within the longest TTL;
         // each read within the lease.
         let deadline = if method == "tasks/result" {
-            self.shared.tasks.config.ttl + self.store_deadline()
+            self.store.config.ttl + self.store_deadline()
         } else {
             self.store_deadline()
         };
@@ -346,7 +353,7 @@ impl Engine {
             id: id.clone(),
             guard,
         };
-        store_wait(self, job, deadline, async move {
+        store_wait(host, job, deadline, async move {
             let _relay = live.as_ref().zip(relay).map(|(t, s)| t.relay.attach(s));
             let result = async {
                 let (store, task_id, principal, live) = (&store, &task_id, &principal, &live);
@@ -435,15 +442,16 @@ impl Engine {
     /// may serve too), with this instance's own tasks as it holds them now, by creation time
     /// then order of creation on their owner. The cursor is the last task's `createdAt`
     /// milliseconds, `seq` and id.
-    pub(super) fn legacy_list(
+    fn legacy_list(
         &self,
         session: &Arc<Session>,
         id: RequestId,
         params: &Map<String, Value>,
+        host: Arc<dyn JobHost>,
     ) -> Handled {
         // `None` only without entropy, when no task was created either.
-        let key = self.shared.tasks.session_key(session).unwrap_or_default();
-        let store = self.shared.tasks.records();
+        let key = self.store.session_key(session).unwrap_or_default();
+        let store = self.store.records();
         let after = match params.get("cursor") {
             None | Some(Value::Null) => None,
             Some(Value::String(c)) => {
@@ -459,7 +467,7 @@ impl Engine {
             }
             Some(_) => return error(&id, ErrorObject::invalid_params("Invalid cursor")),
         };
-        let size = self.shared.config.page_size.max(1);
+        let size = self.page_size.max(1);
         let now = self.wall_ms();
         let job = StoreRead::List {
             id,
@@ -469,7 +477,7 @@ impl Engine {
             after,
             size,
         };
-        store_wait(self, job, self.store_deadline(), async move {
+        store_wait(host, job, self.store_deadline(), async move {
             store.list(&key, now).await
         })
     }
@@ -477,7 +485,7 @@ impl Engine {
     /// A `tasks/list` page, once the store answered with `stored` (at `now`): the session's
     /// records, with this instance's own tasks as it holds them then.
     #[allow(clippy::too_many_arguments)]
-    fn task_list_page(
+    fn list_page(
         &self,
         now: Timestamp,
         id: RequestId,
@@ -497,7 +505,7 @@ impl Engine {
                 };
             }
         };
-        let tasks = &self.shared.tasks;
+        let tasks = &self.store;
         let poll = tasks.config.poll_interval;
         let mut records: Vec<TaskRecord> = stored
             .into_iter()
@@ -548,8 +556,7 @@ impl Engine {
     /// How long one read of the shared store may take: its lease (a record read later than
     /// that may already be stale).
     fn store_deadline(&self) -> Duration {
-        self.shared
-            .tasks
+        self.store
             .shared
             .as_ref()
             .map_or(Duration::from_secs(10), |s| s.lease)

@@ -55,12 +55,54 @@ mod tests;
 #[cfg(test)]
 mod timer_tests;
 
-pub(in crate::engine) use runner::TaskJob;
+pub(in crate::engine) use runner::{TaskEnd, TaskJob};
 pub(crate) use shared::SharedTasks;
 pub(in crate::engine) use shared::StoreRead;
 pub use shared::TaskSync;
 pub(crate) use store::TaskStore;
 use store::*;
+
+/// The engine's side of tasks, the `tasks/*` family: its live table and records
+/// ([`TaskStore`], shared by an engine's rebuilds) and what the family reads besides (the
+/// registry, whose tools say whether they run as tasks; the clock; the per-tool timeouts and
+/// the page size of the configuration). Made once per engine. Its methods are the family:
+/// the `tasks/*` methods and the tasks capability (`methods.rs`), and a `tools/call` that is
+/// or may become a task, from its plan to its recorded outcome (`runner.rs`). What else of the
+/// engine a method needs comes in as an argument: the results' shaping ([`Results`]), and
+/// where a handed-out wait's or invocation's outcome goes back ([`JobHost`]).
+///
+/// [`Results`]: super::results::Results
+/// [`JobHost`]: crate::invocation::JobHost
+pub(in crate::engine) struct Tasks {
+    store: Arc<TaskStore>,
+    registry: Arc<crate::registry::McpToolRegistry>,
+    time: Arc<dyn TimeSource>,
+    tool_timeouts: HashMap<String, Duration>,
+    page_size: usize,
+}
+
+impl Tasks {
+    /// The family over `store`, for an engine serving `registry` under `config` on `time`.
+    pub(in crate::engine) fn new(
+        store: Arc<TaskStore>,
+        registry: Arc<crate::registry::McpToolRegistry>,
+        time: Arc<dyn TimeSource>,
+        config: &crate::config::McpServerConfig,
+    ) -> Self {
+        Self {
+            store,
+            registry,
+            time,
+            tool_timeouts: config.tool_timeouts.clone(),
+            page_size: config.page_size,
+        }
+    }
+
+    /// The live table and its records, which an engine rebuilt from this one shares.
+    pub(in crate::engine) fn store(&self) -> &Arc<TaskStore> {
+        &self.store
+    }
+}
 
 /// The extension identifier (2026-07-28).
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

@@ -15,12 +15,12 @@ use crate::context::{
 use crate::engine::jobs::{Continuation, Round};
 use crate::engine::mrtr::RoundTrip;
 use crate::engine::policy::{Failure, HandlerKind, Ticket};
+use crate::engine::results::Results;
 use crate::engine::session::InFlight;
 use crate::engine::session::Session;
-use crate::engine::{Engine, Handled, Prepared, RequestScope, error};
-use crate::invocation::{Detach, Invocation};
+use crate::engine::{Handled, Prepared, RequestScope, error};
+use crate::invocation::{Detach, Invocation, JobHost};
 use crate::outbound::ClientCalls;
-use crate::platform::Timestamp;
 use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
 use crate::sync::CancellationToken;
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
@@ -203,7 +203,8 @@ pub(in crate::engine) struct TaskPlan {
     pub(super) ttl: Duration,
 }
 
-/// A task's work as the engine takes it back ([`Engine::complete`], [`Engine::detach`]):
+/// A task's work as the engine takes it back ([`Engine::complete`](crate::engine::Engine::complete),
+/// [`Engine::detach`](crate::engine::Engine::detach)):
 /// data only, owned by the invocation until its outcome comes back.
 pub(in crate::engine) struct TaskJob {
     id: RequestId,
@@ -224,12 +225,24 @@ pub(in crate::engine) struct TaskJob {
     detached: bool,
 }
 
-impl Engine {
+/// A call that may have become a task and ended before it first waited: it is answered as
+/// the call it still was, with `output`, unless its round asks the client for input first
+/// (the engine's, which owns rounds).
+pub(in crate::engine) struct TaskEnd {
+    pub(in crate::engine) id: RequestId,
+    pub(in crate::engine) tool: Arc<RegisteredTool>,
+    pub(in crate::engine) name: String,
+    pub(in crate::engine) scope: RequestScope,
+    pub(in crate::engine) round: Option<Round>,
+    pub(in crate::engine) output: ToolOutput,
+}
+
+impl Tasks {
     /// Decides whether a `tools/call` may become a task, or the error it deserves (`-32021`
     /// for a required-task tool without the extension on 2026-07-28; `-32601` on 2025-11-25
     /// for a forbidden-task tool called as a task, or a required-task tool called without).
     /// Removes the 2025-11-25 `task` parameter, which 2026-07-28 ignores.
-    pub(in crate::engine) fn task_plan(
+    pub(in crate::engine) fn plan(
         &self,
         tool: &RegisteredTool,
         name: &str,
@@ -238,7 +251,7 @@ impl Engine {
     ) -> Result<Option<TaskPlan>, ErrorObject> {
         let requested = params.remove("task").filter(|t| !t.is_null());
         let support = tool.settings.task_support;
-        let store = &self.shared.tasks;
+        let store = &self.store;
         // Only the refusals name the tool.
         let shown = || name.chars().take(128).collect::<String>();
         match scope.era {
@@ -302,9 +315,10 @@ impl Engine {
         }
     }
 
-    /// Runs a `tools/call` that may become a task (see the module docs).
+    /// Runs a `tools/call` that may become a task (see the module docs); its outcome goes
+    /// back to `host`.
     #[allow(clippy::too_many_arguments)]
-    pub(in crate::engine) fn call_tool_as_task(
+    pub(in crate::engine) fn call(
         &self,
         session: &Arc<Session>,
         id: RequestId,
@@ -315,8 +329,9 @@ impl Engine {
         scope: RequestScope,
         plan: TaskPlan,
         ticket: Ticket,
+        host: Arc<dyn JobHost>,
     ) -> Handled {
-        let Some(task_id) = self.shared.tasks.random_id() else {
+        let Some(task_id) = self.store.random_id() else {
             return error(&id, ErrorObject::internal("Could not create a task"));
         };
         let legacy = scope.era == Era::Legacy;
@@ -325,11 +340,11 @@ impl Engine {
                 task_id,
                 plan.reservation.seq,
                 plan.ttl,
-                Owner::of(scope.era, session).keyed(self.shared.tasks.session_key(session)),
+                Owner::of(scope.era, session).keyed(self.store.session_key(session)),
                 scope.now,
-                self.shared.platform.time.clone(),
+                self.time.clone(),
             )
-            .tracked(self.shared.tasks.tracking()),
+            .tracked(self.store.tracking()),
         );
         let Prepared {
             guard,
@@ -342,7 +357,7 @@ impl Engine {
             round: round.as_ref().map(|r| r.trip.clone()),
             requester: legacy.then(|| Arc::downgrade(session.client_calls())),
             parks: AtomicBool::new(false),
-            max_pending: self.shared.tasks.config.max_pending_inputs,
+            max_pending: self.store.config.max_pending_inputs,
         });
         let sink = legacy.then(|| entry.relay.clone() as Arc<dyn MessageSink>);
         let context = context.rebind(entry.cancel.clone(), sink, InputMode::Task(link.clone()));
@@ -351,7 +366,7 @@ impl Engine {
         let timeout = tool
             .settings
             .timeout
-            .or_else(|| self.shared.config.tool_timeouts.get(&name).copied());
+            .or_else(|| self.tool_timeouts.get(&name).copied());
         let run_cancel = entry.cancel.child_token();
         let outbound = context.outbound();
         let work = {
@@ -359,10 +374,10 @@ impl Engine {
             async move { Some(tool.run(arguments, context).await) }
         };
         let blocking = tool.settings.blocking;
-        let timers = self.shared.tasks.timers();
+        let timers = self.store.timers();
         // Built now, awaited only if the answer goes out as a task: a lazy write of the
         // task's record to the shared store (no engine in it).
-        let publish = self.task_sync().map(|sync| {
+        let publish = self.sync().map(|sync| {
             let id = entry.id.clone();
             Box::pin(async move { sync.publish(&id).await }) as BoxFuture<'static, ()>
         });
@@ -381,11 +396,10 @@ impl Engine {
         };
         let reply = legacy.then(|| {
             if let Some(plan) = job.plan.take() {
-                plan.reservation
-                    .commit(job.entry.clone(), &self.shared.tasks);
+                plan.reservation.commit(job.entry.clone(), &self.store);
             }
             job.guard = None;
-            let task = job.entry.json(&self.shared.tasks.config, false);
+            let task = job.entry.json(&self.store.config, false);
             OutgoingMessage::Response {
                 id: job.id.clone(),
                 result: json!({"task": task}),
@@ -399,7 +413,7 @@ impl Engine {
             ticket,
             work,
             Continuation::Task(Box::new(job)).into_job(),
-            self.host(),
+            host,
         )
         .blocking(blocking)
         .publishing(publish)
@@ -411,13 +425,13 @@ impl Engine {
         Handled::Invoke(invocation.detached(detach, timers))
     }
 
-    /// A call that may become a task, whose work waited at its first poll (at `now`): it
-    /// becomes a task, and its `CreateTaskResult` is the answer; `None` when the request was
-    /// cancelled first (it never becomes a task).
-    pub(in crate::engine) fn detach_task(
+    /// A call that may become a task, whose work waited at its first poll: it becomes a
+    /// task, and its `CreateTaskResult` is the answer; `None` when the request was cancelled
+    /// first (it never becomes a task).
+    pub(in crate::engine) fn detach(
         &self,
-        _now: Timestamp,
         job: &mut TaskJob,
+        results: &Results,
     ) -> Option<OutgoingMessage> {
         // Read before the guard goes, which cancels the request's token.
         let cancelled = job.request_cancel.is_cancelled();
@@ -429,27 +443,23 @@ impl Engine {
         }
         job.link.start();
         if let Some(plan) = job.plan.take() {
-            plan.reservation
-                .commit(job.entry.clone(), &self.shared.tasks);
+            plan.reservation.commit(job.entry.clone(), &self.store);
         }
         job.detached = true;
-        let mut task = job.entry.json(&self.shared.tasks.config, false);
+        let mut task = job.entry.json(&self.store.config, false);
         task.insert("resultType".into(), json!("task"));
-        Some(
-            self.shared
-                .results
-                .respond(job.id.clone(), Ok(Value::Object(task)), &job.scope),
-        )
+        Some(results.respond(job.id.clone(), Ok(Value::Object(task)), &job.scope))
     }
 
-    /// How a task's work ended (at `now`): recorded in the task once its answer went out,
-    /// else answered as the call it still was.
-    pub(in crate::engine) fn finish_task(
+    /// How a task's work ended: recorded in the task once its answer went out (`None`: nothing
+    /// to send, as for a call cancelled before it became a task), else answered as the call
+    /// it still was ([`TaskEnd`]).
+    pub(in crate::engine) fn finish(
         &self,
-        now: Timestamp,
         job: TaskJob,
         outcome: Result<Option<ToolOutput>, Option<Failure>>,
-    ) -> Option<OutgoingMessage> {
+        results: &Results,
+    ) -> Option<TaskEnd> {
         let TaskJob {
             id,
             tool,
@@ -472,54 +482,52 @@ impl Engine {
             Err(None) => None,
         };
         if detached {
-            self.record_task_outcome(&entry, output, &tool, &name, &scope);
+            self.record_outcome(&entry, output, &tool, &name, &scope, results);
             return None;
         }
         drop(plan);
         // Finished (or cancelled) before it first waited: answered as a call.
-        let output = output?.unwrap_or_else(|| {
+        let output = output?;
+        let output = output.unwrap_or_else(|| {
             ToolOutput::failure(McpErrorDetail::new(
                 "InternalError",
                 format!("Tool {name} failed with an internal error"),
             ))
         });
-        Some(
-            match self.round_outcome(now, "tools/call", &name, round.as_ref()) {
-                Some(input_required) => self.shared.results.respond(id, input_required, &scope),
-                None => self
-                    .shared
-                    .results
-                    .tool_response(id, &tool, &name, output, &scope),
-            },
-        )
+        Some(TaskEnd {
+            id,
+            tool,
+            name,
+            scope,
+            round,
+            output,
+        })
     }
 
     /// Records how a task's work ended: its result (a tool failure included), an internal
     /// error (`None`: it panicked), or, when it was stopped (`outcome` `None`), a
     /// cancellation, unless the task already ended (expired or cancelled by request).
-    fn record_task_outcome(
+    fn record_outcome(
         &self,
         entry: &Arc<TaskEntry>,
         outcome: Option<Option<ToolOutput>>,
         tool: &RegisteredTool,
         name: &str,
         scope: &RequestScope,
+        results: &Results,
     ) {
         match outcome {
             Some(Some(output)) => {
                 // Encoded once for the cap and the size kept; the record holds the value.
-                let (result, encoded) = self
-                    .shared
-                    .results
-                    .capped_tool_result(tool, name, output, scope);
+                let (result, encoded) = results.capped_tool_result(tool, name, output, scope);
                 let bytes = encoded.len();
                 drop(encoded);
                 let result = result.into_value();
                 let is_error = result.get("isError") == Some(&Value::Bool(true));
                 let message = is_error.then(|| failure_message(&result));
-                let value = self.shared.results.finish_result(result, scope);
+                let value = results.finish_result(result, scope);
                 if entry.finish(Outcome::Result { value, is_error }, message) {
-                    self.shared.tasks.retain(entry, bytes);
+                    self.store.retain(entry, bytes);
                 }
             }
             Some(None) => {

@@ -22,8 +22,8 @@ use super::store::TaskStore as LiveTasks;
 use super::*;
 use crate::engine::jobs::Continuation;
 use crate::engine::session::InFlight;
-use crate::engine::{Engine, Handled, RequestScope};
-use crate::invocation::{Failure, Wait};
+use crate::engine::{Handled, RequestScope};
+use crate::invocation::{Failure, JobHost, Wait};
 use crate::sync::Changes;
 use crate::task_store::{
     Renewal, TaskEra, TaskOutcome, TaskRecord, TaskStatus, TaskStore, TaskStoreError,
@@ -213,9 +213,9 @@ pub(super) fn not_found() -> ErrorObject {
 
 /// `work`, a read of the shared store, as a [`Wait`] the driver bounds by `deadline`: a
 /// store that hangs or panics costs only this request, which is answered "unavailable". Its
-/// outcome comes back to [`Engine::complete`] with `job`.
+/// outcome comes back to `host` ([`Engine::complete`](crate::engine::Engine::complete)) with `job`.
 pub(super) fn store_wait<T: Send + 'static>(
-    engine: &Engine,
+    host: Arc<dyn JobHost>,
     job: StoreRead,
     deadline: Duration,
     work: impl std::future::Future<Output = T> + Send + 'static,
@@ -224,7 +224,7 @@ pub(super) fn store_wait<T: Send + 'static>(
         work,
         deadline,
         Continuation::Store(Box::new(job)).into_job(),
-        engine.host(),
+        host,
     ))
 }
 
@@ -333,7 +333,7 @@ impl LiveTasks {
 }
 
 /// The driver's handle on an engine's tasks in a shared [`TaskStore`] (from
-/// [`Engine::task_sync`]): which records to write, which leases to renew, and where to
+/// [`Engine::task_sync`](crate::engine::Engine::task_sync)): which records to write, which leases to renew, and where to
 /// deliver what other instances asked of this one's tasks. It does no I/O itself.
 #[derive(Clone)]
 pub struct TaskSync {

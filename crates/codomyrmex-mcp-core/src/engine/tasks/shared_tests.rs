@@ -156,7 +156,7 @@ fn a_modern_task_is_polled_and_cancelled_from_another_instance() {
         let cancelled = modern(&c.b, "tasks/get", json!({"taskId": id})).await;
         assert_eq!(cancelled["status"], "cancelled");
         // The owner hears of it at its next renewal and stops the work.
-        let entry = c.a.shared.tasks.get(id.as_str().unwrap()).unwrap();
+        let entry = c.a.shared.tasks.store().get(id.as_str().unwrap()).unwrap();
         sync(&c.a).await;
         assert!(entry.cancel.is_cancelled(), "the work is told to stop");
         let from_owner = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
@@ -192,7 +192,7 @@ fn the_tasks_of_an_instance_that_stopped_fail_within_the_lease() {
                 .contains(OWNER_STOPPED)
         );
         // An owner that was only stalled does not bring it back: it stops the work.
-        let entry = c.a.shared.tasks.get(id.as_str().unwrap()).unwrap();
+        let entry = c.a.shared.tasks.store().get(id.as_str().unwrap()).unwrap();
         sync(&c.a).await;
         assert!(entry.cancel.is_cancelled());
         let from_owner = modern(&c.a, "tasks/get", json!({"taskId": id})).await;
@@ -437,7 +437,7 @@ fn a_read_on_the_owner_writes_its_record_ahead_of_the_task_sync() {
         assert_eq!(created["resultType"], "task", "{created}");
         let id = created["taskId"].clone();
         let task = id.as_str().unwrap();
-        let entry = c.a.shared.tasks.get(task).unwrap();
+        let entry = c.a.shared.tasks.store().get(task).unwrap();
         for _ in 0..10_000 {
             if entry.status() == Status::InputRequired {
                 break;

@@ -894,7 +894,7 @@ fn a_full_store_runs_calls_synchronously() {
             .await
             .expect("answered after 5 ms");
         assert_eq!(second["resultType"], "complete", "{second}");
-        assert_eq!(c.engine.shared.tasks.len(), 1);
+        assert_eq!(c.engine.shared.tasks.store().len(), 1);
     });
 }
 
@@ -915,7 +915,7 @@ fn tasks_end_and_disappear_when_their_ttl_elapses() {
             .await
             .unwrap_err();
         assert_eq!(e.code, -32602);
-        assert_eq!(c.engine.shared.tasks.len(), 0);
+        assert_eq!(c.engine.shared.tasks.store().len(), 0);
     });
 }
 
@@ -930,7 +930,7 @@ fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
             max_tasks: 1,
             ..TaskConfig::default()
         }));
-        let records = c.engine.shared.tasks.records();
+        let records = c.engine.shared.tasks.store().records();
         let wall = || shared::wall_ms(time().wall());
         let created = c.call("slow", json!({"ms": 50})).await;
         let id = created["taskId"].as_str().unwrap().to_owned();
@@ -943,7 +943,7 @@ fn the_default_engine_keeps_task_records_in_its_in_memory_store() {
         assert!(matches!(record.outcome, Some(TaskOutcome::Result { .. })));
         // One copy of the result: the store's record holds it, the live entry only its kind, and
         // the entry's record reads the same outcome through the store.
-        let entry = c.engine.shared.tasks.get(&id).expect("still live");
+        let entry = c.engine.shared.tasks.store().get(&id).expect("still live");
         assert!(
             matches!(
                 lock(&entry.state).outcome,
@@ -1424,10 +1424,10 @@ fn an_experimental_task_ends_with_its_session() {
             .await
             .unwrap();
         let id = created["task"]["taskId"].as_str().unwrap().to_owned();
-        let entry = e.shared.tasks.get(&id).unwrap();
+        let entry = e.shared.tasks.store().get(&id).unwrap();
         drop(c);
         let deadline = crate::test_runtime::now() + Duration::from_secs(10);
-        while e.shared.tasks.get(&id).is_some() {
+        while e.shared.tasks.store().get(&id).is_some() {
             assert!(
                 crate::test_runtime::now() < deadline,
                 "the task outlived its session"

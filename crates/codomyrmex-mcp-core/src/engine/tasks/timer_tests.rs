@@ -102,14 +102,19 @@ fn a_task_expires_when_handle_timeout_is_called_past_its_ttl() {
     assert_eq!(e.poll_timeout(), Some(origin + SESSION_CHECK));
     e.handle_timeout(origin + SESSION_CHECK);
     assert_eq!(e.poll_timeout(), Some(origin + SESSION_CHECK * 2));
-    let entry = e.shared.tasks.get(&id).expect("still there before its TTL");
+    let entry = e
+        .shared
+        .tasks
+        .store()
+        .get(&id)
+        .expect("still there before its TTL");
     e.handle_timeout(origin + TTL - Duration::from_millis(1));
     assert!(
-        e.shared.tasks.get(&id).is_some(),
+        e.shared.tasks.store().get(&id).is_some(),
         "a spurious call is a no-op"
     );
     e.handle_timeout(origin + TTL);
-    assert!(e.shared.tasks.get(&id).is_none(), "gone at its TTL");
+    assert!(e.shared.tasks.store().get(&id).is_none(), "gone at its TTL");
     assert_eq!(entry.status(), Status::Failed);
     assert!(entry.cancel.is_cancelled(), "its work is told to stop");
     assert_eq!(
@@ -124,14 +129,17 @@ fn a_task_whose_session_is_gone_stops_at_the_next_orphan_check() {
     let origin = crate::platform::test_origin();
     let e = engine(origin);
     let (session, id, work) = legacy_task(&e);
-    let entry = e.shared.tasks.get(&id).unwrap();
+    let entry = e.shared.tasks.store().get(&id).unwrap();
     drop(work);
     e.handle_timeout(origin + SESSION_CHECK);
-    assert!(e.shared.tasks.get(&id).is_some(), "its session is alive");
+    assert!(
+        e.shared.tasks.store().get(&id).is_some(),
+        "its session is alive"
+    );
     drop(session);
     e.handle_timeout(origin + SESSION_CHECK * 2);
     assert!(
-        e.shared.tasks.get(&id).is_none(),
+        e.shared.tasks.store().get(&id).is_none(),
         "forgotten with its session"
     );
     assert!(entry.cancel.is_cancelled());

@@ -40,8 +40,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tower::{Layer, Service};
 
-use crate::config::RateLimit;
-use crate::context::Principal;
+use crate::Principal;
+use crate::RateLimit;
 use crate::wire::{ErrorCode, ErrorObject};
 
 use super::limits::{Buckets, client_key, too_many_requests};

@@ -37,7 +37,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc;
 
-use crate::context::MessageSink;
+use crate::MessageSink;
 use crate::store::{EventStore, MessageBus, ReplayScope, StoreError};
 use crate::wire::{ErrorObject, OutgoingMessage, RequestId};
 

@@ -13,14 +13,14 @@ use futures_util::StreamExt as _;
 use futures_util::stream::BoxStream;
 use serde_json::json;
 
-use crate::context::{MessageSink, NullSink};
 use crate::engine::{Engine, cancelled_request, relayed_task};
 use crate::store::{
     BusHandler, BusMessage, EventId, Replay, ReplayScope, Routed, StoreError, StoredEvent,
     StreamWriter,
 };
-use crate::wire::jsonrpc::{Decoded, decode};
+use crate::wire::{Decoded, decode};
 use crate::wire::{ErrorObject, IncomingMessage, OutgoingMessage, RequestId};
+use crate::{MessageSink, NullSink};
 
 use super::cluster::{NOTIFIER_GONE_AFTER, ReaderGuard, Shared, WRITER_GONE, claim_key, now_ms};
 use super::sessions::{HttpSession, SessionTable};

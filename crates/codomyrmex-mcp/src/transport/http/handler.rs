@@ -12,7 +12,6 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCo
 use serde_json::Map;
 use tokio::sync::mpsc;
 
-use crate::context::{MessageSink, NullSink, Principal};
 use crate::engine::{
     Accepts, Classification, Delivery, Handled, JSON_MEDIA_TYPE, Refusal, RequestMeta, Respond,
     Route, STREAM_MEDIA_TYPE, Status, changes_session_record, check_post, check_stream,
@@ -20,8 +19,9 @@ use crate::engine::{
 };
 use crate::runtime::Drive as _;
 use crate::store::{EventId, EventStore, ReplayScope, StoreError};
-use crate::wire::jsonrpc::{Decoded, decode};
+use crate::wire::{Decoded, decode};
 use crate::wire::{ErrorCode, ErrorObject, IncomingMessage, OutgoingMessage};
+use crate::{MessageSink, NullSink, Principal};
 
 use super::conn_timer::ConnTimer;
 use super::limits::{SERVER_BUSY, with_retry_after};

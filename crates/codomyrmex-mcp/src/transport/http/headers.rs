@@ -8,8 +8,8 @@ use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use crate::registry::{HeaderParam, McpToolRegistry};
 use crate::wire::{ErrorCode, ErrorObject};
+use crate::{HeaderParam, McpToolRegistry};
 
 /// `MCP-Protocol-Version`, in the parsed form a lookup needs (a `&str` name is parsed anew on
 /// every lookup).

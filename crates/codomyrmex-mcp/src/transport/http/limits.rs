@@ -24,7 +24,7 @@ use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service};
 
-use crate::config::RateLimit;
+use crate::RateLimit;
 use crate::wire::{ErrorCode, ErrorObject};
 
 use super::forwarded::ClientAddr;

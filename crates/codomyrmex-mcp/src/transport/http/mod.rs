@@ -78,7 +78,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower::{Service, ServiceBuilder};
 
-use crate::config::RateLimit;
+use crate::RateLimit;
 use crate::engine::{Engine, supported_versions};
 use crate::wire::{ErrorObject, OutgoingMessage, RequestId};
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::context::MessageSink;
+use crate::MessageSink;
 use crate::store::{
     EventId, EventStore, Replay, ReplayScope, StoreError, StoreFuture, StoredEvent,
 };

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::context::Principal;
+use crate::Principal;
 use crate::engine::Session;
 use crate::store::{SessionRecord, SessionStore, StoreError, StoredPrincipal};
 
@@ -61,7 +61,7 @@ pub(crate) struct HttpSession {
     /// Stream 0: the standalone GET stream, for messages not tied to a request.
     pub(crate) standalone: Arc<StreamLog>,
     /// [`standalone`](Self::standalone) as the sink of the session's JSON-answered requests.
-    pub(crate) standalone_sink: Arc<dyn crate::context::MessageSink>,
+    pub(crate) standalone_sink: Arc<dyn crate::MessageSink>,
     events: Arc<MemoryEventStore>,
     limits: ReplayLimits,
     /// Open SSE responses reading from an external event store.
@@ -86,7 +86,7 @@ impl HttpSession {
     ) -> Self {
         let owner = session.principal().map(|p| p.subject);
         let standalone = events.open_session(&id, owner.as_deref());
-        let standalone_sink: Arc<dyn crate::context::MessageSink> = match shared {
+        let standalone_sink: Arc<dyn crate::MessageSink> = match shared {
             Some(shared) => {
                 if let Some(bus) = &shared.bus {
                     session.set_request_id_prefix(bus.instance());
@@ -557,7 +557,7 @@ impl SessionTable {
         if !record_belongs_to(&record, principal) {
             return Ok(None);
         }
-        let Some(version) = crate::wire::ProtocolVersion::parse(&record.protocol_version) else {
+        let Some(version) = crate::ProtocolVersion::parse(&record.protocol_version) else {
             return Ok(None);
         };
         if self.records.touch(id, now).await?.is_none() {

@@ -10,8 +10,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 
-use crate::context::MessageSink;
-use crate::registry::BoxFuture;
+use crate::MessageSink;
+use crate::platform::BoxFuture;
 use crate::wire::OutgoingMessage;
 
 use super::replay::Cursor;
