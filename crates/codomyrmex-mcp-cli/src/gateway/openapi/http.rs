@@ -1,17 +1,13 @@
 //! The HTTP client of an OpenAPI upstream: HTTP/1.1 over the library's hyper and rustls
 //! (no second HTTP stack), keeping idle connections to reuse (a REST call pays no
 //! handshake), bodies read up to a bound; and the OAuth client-credentials token it sends,
-//! fetched and renewed before it expires. While its one call waits for an answer, a
-//! connection polls its socket for a bounded while before the thread may sleep (the
-//! library's answer spin, [`codomyrmex_mcp::client::answer_spin`]): a quick local API's
-//! answer then finds the gateway awake instead of a halted vCPU to wake.
+//! fetched and renewed before it expires.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use codomyrmex_mcp::client::answer_spin::{AnswerSpin, DEFAULT_ANSWER_SPIN, SpinningTcp};
 use codomyrmex_mcp::client::http::{Endpoint, parse_url};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -43,8 +39,6 @@ type Origin = (bool, String);
 pub struct Client {
     tls: Arc<rustls::ClientConfig>,
     idle: Mutex<HashMap<Origin, Vec<Connection>>>,
-    /// The connections' answer spin (none off Linux).
-    spin: Option<Arc<AnswerSpin>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -59,7 +53,6 @@ impl Client {
         Ok(Self {
             tls: codomyrmex_mcp::client::tls::client_config(None)?,
             idle: Mutex::new(HashMap::new()),
-            spin: AnswerSpin::new(DEFAULT_ANSWER_SPIN),
         })
     }
 
@@ -157,7 +150,6 @@ impl Client {
             .await
             .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
         let _ = tcp.set_nodelay(true);
-        let tcp = SpinningTcp::new(tcp, self.spin.clone());
         if e.https {
             let name = rustls::pki_types::ServerName::try_from(e.host.clone())
                 .map_err(|err| format!("{:?} is not a name TLS can check: {err}", e.host))?;
