@@ -592,13 +592,17 @@ async fn openapi_calls_per_second_at_one_in_flight() {
             }
             rates[subject].push(n as f64 / started.elapsed().as_secs_f64());
             if let (Some(pid), Some(before)) = (pid, ticks) {
-                cpu[subject].push(cpu_ticks(*pid).saturating_sub(before) as f64 * 10_000.0 / n as f64);
+                cpu[subject]
+                    .push(cpu_ticks(*pid).saturating_sub(before) as f64 * 10_000.0 / n as f64);
             }
         }
         let line: Vec<String> = (0..subjects)
             .map(|s| format!("{:.0}/s", rates[s][round]))
             .collect();
-        println!("round {round}: direct, then each gateway: {}", line.join(", "));
+        println!(
+            "round {round}: direct, then each gateway: {}",
+            line.join(", ")
+        );
     }
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
@@ -608,7 +612,11 @@ async fn openapi_calls_per_second_at_one_in_flight() {
     let direct = median(&rates[0]);
     println!(
         "{n} calls at 1 in flight, medians of {rounds} interleaved rounds, REST server {}: direct {direct:.0}/s",
-        if shared { "on the test's thread" } else { "on its own thread" },
+        if shared {
+            "on the test's thread"
+        } else {
+            "on its own thread"
+        },
     );
     for (i, (bin, _, _)) in gateways.iter().enumerate() {
         let g = median(&rates[i + 1]);

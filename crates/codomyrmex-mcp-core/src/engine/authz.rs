@@ -125,9 +125,8 @@ impl Access {
         fn text<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
             v.get(field).and_then(Value::as_str)
         }
-        let allows = |kind: Kind, name: Option<&str>| {
-            name.is_some_and(|n| policy.allows(grant, kind, n))
-        };
+        let allows =
+            |kind: Kind, name: Option<&str>| name.is_some_and(|n| policy.allows(grant, kind, n));
         items.retain(|item| match key {
             "tools" => allows(Kind::Tool, text(item, "name")),
             "prompts" => allows(Kind::Prompt, text(item, "name")),
