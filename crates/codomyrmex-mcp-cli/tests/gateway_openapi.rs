@@ -470,19 +470,51 @@ async fn check_lists_the_tools_and_names_what_was_left_out() {
     assert_eq!(ran.code, Some(1), "{out}");
 }
 
-/// Issue #31 item 6's OpenAPI figure, run by hand (`--ignored`, with `OPENAPI_PERF_BIN` the
-/// gateway binary to measure, e.g. the release build): calls/s of one OpenAPI tool at 1 in
-/// flight through the gateway (our client over stdio, the gateway's pooled HTTP/1.1 client
-/// to the REST server) against the same GET sent directly with hyper's HTTP/1.1 client on
-/// one kept connection (the stack the gateway's client is built on). Prints both and the
-/// ratio; asserts nothing about speed (the machine may be loaded).
+/// Issue #31 item 6's OpenAPI figure, run by hand (`--ignored --nocapture`): calls/s of one
+/// OpenAPI tool at 1 in flight through the gateway (our client over stdio, the gateway's
+/// pooled HTTP/1.1 client to the REST server) against the same GET sent directly with
+/// hyper's HTTP/1.1 client on one kept connection (the stack the gateway's client is built
+/// on). `OPENAPI_PERF_BIN` names the gateway binary to measure (e.g. the release build), or
+/// several separated by `:` (builds compared in the same run). The subjects are interleaved:
+/// `OPENAPI_PERF_ROUNDS` rounds (5) of `OPENAPI_PERF_CALLS` calls (2,000) each, the order
+/// rotating each round; medians are printed, with each gateway process's CPU µs per call
+/// (utime+stime from `/proc`, 10 ms ticks). The REST server runs on a thread and runtime of
+/// its own (a server is not its client's thread), or with `OPENAPI_PERF_SERVER=shared` on the
+/// test's one thread, beside the clients. Asserts nothing about speed (the machine may be
+/// loaded).
 #[tokio::test]
 #[ignore = "a measurement, run by hand"]
 async fn openapi_calls_per_second_at_one_in_flight() {
     use http_body_util::{BodyExt, Empty};
-    const N: usize = 2_000;
-    let base = rest_server(Arc::new(Seen::default())).await;
-    // Direct: one connection, N GETs in turn.
+    let number = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(default)
+    };
+    let (n, rounds) = (
+        number("OPENAPI_PERF_CALLS", 2_000),
+        number("OPENAPI_PERF_ROUNDS", 5),
+    );
+    let shared = std::env::var("OPENAPI_PERF_SERVER").as_deref() == Ok("shared");
+    let base = if shared {
+        rest_server(Arc::new(Seen::default())).await
+    } else {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                tx.send(rest_server(Arc::new(Seen::default())).await)
+                    .unwrap();
+                std::future::pending::<()>().await;
+            });
+        });
+        rx.recv().unwrap()
+    };
+    // Direct: one connection, GETs in turn.
     let addr = base.trim_start_matches("http://").to_owned();
     let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
@@ -500,49 +532,142 @@ async fn openapi_calls_per_second_at_one_in_flight() {
             .unwrap();
         sender.send_request(request)
     };
-    for _ in 0..100 {
-        let r = get(&mut sender).await.unwrap();
-        r.into_body().collect().await.unwrap();
-    }
-    let started = std::time::Instant::now();
-    for _ in 0..N {
-        let r = get(&mut sender).await.unwrap();
-        let body = r.into_body().collect().await.unwrap().to_bytes();
-        assert!(!body.is_empty());
-    }
-    let direct = N as f64 / started.elapsed().as_secs_f64();
-    // Through the gateway.
+    // Through the gateway: one process per binary.
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), &base);
-    let bin = std::env::var("OPENAPI_PERF_BIN").unwrap_or_else(|_| support::BIN.to_owned());
-    let mut c = codomyrmex_mcp::client::StdioCommand::new(bin.clone());
-    c.args = vec![
-        "gateway".into(),
-        "--config".into(),
-        config.to_str().unwrap().into(),
-        // The gateway's own per-session rate limit would throttle the loop.
-        "--no-rate-limit".into(),
-    ];
-    let client = McpClient::spawn(&c, codomyrmex_mcp::client::ClientOptions::default()).unwrap();
-    client
-        .negotiate(EraPreference::Auto, Duration::from_secs(10))
-        .await
-        .unwrap();
+    let bins = std::env::var("OPENAPI_PERF_BIN").unwrap_or_else(|_| support::BIN.to_owned());
+    let mut gateways = Vec::new();
+    for bin in bins.split(':').filter(|b| !b.is_empty()) {
+        let mut c = codomyrmex_mcp::client::StdioCommand::new(bin);
+        c.args = vec![
+            "gateway".into(),
+            "--config".into(),
+            config.to_str().unwrap().into(),
+            // The gateway's own per-session rate limit would throttle the loop.
+            "--no-rate-limit".into(),
+        ];
+        let before = children_of(std::process::id());
+        let client =
+            McpClient::spawn(&c, codomyrmex_mcp::client::ClientOptions::default()).unwrap();
+        client
+            .negotiate(EraPreference::Auto, Duration::from_secs(10))
+            .await
+            .unwrap();
+        let pid = children_of(std::process::id())
+            .into_iter()
+            .find(|p| !before.contains(p));
+        gateways.push((bin.to_owned(), client, pid));
+    }
     let args = json!({"petId": "7"});
-    for _ in 0..100 {
-        call(&client, "pets.showPetById", args.clone()).await;
+    for _ in 0..200 {
+        let r = get(&mut sender).await.unwrap();
+        r.into_body().collect().await.unwrap();
+        for (_, client, _) in &gateways {
+            call(client, "pets.showPetById", args.clone()).await;
+        }
     }
-    let started = std::time::Instant::now();
-    for _ in 0..N {
-        let r = call(&client, "pets.showPetById", args.clone()).await;
-        assert_eq!(r["structuredContent"]["id"], "7", "{r}");
+    // Subject 0 is direct, subject i the gateway gateways[i - 1].
+    let subjects = gateways.len() + 1;
+    let mut rates = vec![Vec::new(); subjects];
+    let mut cpu = vec![Vec::new(); subjects];
+    for round in 0..rounds {
+        for k in 0..subjects {
+            let subject = (round + k) % subjects;
+            if subject == 0 {
+                let started = std::time::Instant::now();
+                for _ in 0..n {
+                    let r = get(&mut sender).await.unwrap();
+                    let body = r.into_body().collect().await.unwrap().to_bytes();
+                    assert!(!body.is_empty());
+                }
+                rates[0].push(n as f64 / started.elapsed().as_secs_f64());
+                continue;
+            }
+            let (_, client, pid) = &gateways[subject - 1];
+            let ticks = pid.map(cpu_ticks);
+            let started = std::time::Instant::now();
+            for _ in 0..n {
+                let r = call(client, "pets.showPetById", args.clone()).await;
+                assert_eq!(r["structuredContent"]["id"], "7", "{r}");
+            }
+            rates[subject].push(n as f64 / started.elapsed().as_secs_f64());
+            if let (Some(pid), Some(before)) = (pid, ticks) {
+                cpu[subject]
+                    .push(cpu_ticks(*pid).saturating_sub(before) as f64 * 10_000.0 / n as f64);
+            }
+        }
+        let line: Vec<String> = (0..subjects)
+            .map(|s| format!("{:.0}/s", rates[s][round]))
+            .collect();
+        println!(
+            "round {round}: direct, then each gateway: {}",
+            line.join(", ")
+        );
     }
-    let gateway = N as f64 / started.elapsed().as_secs_f64();
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let direct = median(&rates[0]);
     println!(
-        "{N} calls at 1 in flight: direct {direct:.0}/s, through the gateway ({bin}) {gateway:.0}/s, ratio {:.2}",
-        gateway / direct
+        "{n} calls at 1 in flight, medians of {rounds} interleaved rounds, REST server {}: direct {direct:.0}/s",
+        if shared {
+            "on the test's thread"
+        } else {
+            "on its own thread"
+        },
     );
-    client.close(Duration::from_secs(5)).await;
+    for (i, (bin, _, _)) in gateways.iter().enumerate() {
+        let g = median(&rates[i + 1]);
+        println!(
+            "  through the gateway {bin}: {g:.0}/s ({:.1} gateway CPU µs/call), ratio {:.2}",
+            median(&cpu[i + 1]),
+            g / direct
+        );
+    }
+    for (_, client, _) in gateways {
+        client.close(Duration::from_secs(5)).await;
+    }
+}
+
+/// The child processes of `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// utime+stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    fields
+        .get(11..13)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum()
 }
 
 /// The tool names the gateway lists, sorted.

@@ -46,10 +46,14 @@ impl Access {
 
     /// One snapshot of the policy in force: a question is answered from one snapshot.
     fn live(&self) -> Arc<LivePolicy> {
+        self.read().clone()
+    }
+
+    /// The policy in force, held (not copied) for one question.
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Arc<LivePolicy>> {
         self.live
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
     }
 
     /// The policy in force.
@@ -82,7 +86,7 @@ impl Access {
     /// Whether the caller may use `name` of `kind`; a refusal is counted. The grant and the
     /// answer come from one snapshot of the policy.
     pub(super) fn permits(&self, session: &Session, kind: Kind, name: &str) -> bool {
-        let live = self.live();
+        let live = self.read();
         let Some(policy) = &live.policy else {
             return true;
         };
@@ -93,7 +97,7 @@ impl Access {
     /// Whether the caller may read `uri` (a resource, an App's `ui://` resource, or a file of
     /// a skill, decided by the skill's name); a refusal is counted.
     pub(super) fn permits_uri(&self, session: &Session, uri: &str) -> bool {
-        let live = self.live();
+        let live = self.read();
         let Some(policy) = &live.policy else {
             return true;
         };
@@ -118,32 +122,33 @@ impl Access {
         let (Some(policy), Some(grant)) = (self.policy(), grant) else {
             return items;
         };
-        let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).map(str::to_owned);
-        items.retain(|item| {
-            let (kind, name) = match key {
-                "tools" => (Kind::Tool, text(item, "name")),
-                "prompts" => (Kind::Prompt, text(item, "name")),
-                "skills" => (
-                    Kind::Skill,
-                    item.get("frontmatter").and_then(|f| text(f, "name")),
-                ),
-                "resourceTemplates" => {
-                    let uri = text(item, "uriTemplate");
-                    (uri.as_deref().map_or(Kind::Resource, Kind::of_uri), uri)
+        fn text<'a>(v: &'a Value, field: &str) -> Option<&'a str> {
+            v.get(field).and_then(Value::as_str)
+        }
+        let allows =
+            |kind: Kind, name: Option<&str>| name.is_some_and(|n| policy.allows(grant, kind, n));
+        items.retain(|item| match key {
+            "tools" => allows(Kind::Tool, text(item, "name")),
+            "prompts" => allows(Kind::Prompt, text(item, "name")),
+            "skills" => allows(
+                Kind::Skill,
+                item.get("frontmatter").and_then(|f| text(f, "name")),
+            ),
+            "resourceTemplates" => {
+                let uri = text(item, "uriTemplate");
+                allows(uri.map_or(Kind::Resource, Kind::of_uri), uri)
+            }
+            _ => {
+                let uri = text(item, "uri");
+                match uri.map(Kind::of_uri) {
+                    Some(Kind::Skill) => allows(
+                        Kind::Skill,
+                        uri.and_then(|u| self.skill_name_of(u)).as_deref(),
+                    ),
+                    Some(kind) => allows(kind, uri),
+                    None => false,
                 }
-                _ => {
-                    let uri = text(item, "uri");
-                    match uri.as_deref().map(Kind::of_uri) {
-                        Some(Kind::Skill) => (
-                            Kind::Skill,
-                            uri.as_deref().and_then(|u| self.skill_name_of(u)),
-                        ),
-                        Some(kind) => (kind, uri),
-                        None => (Kind::Resource, None),
-                    }
-                }
-            };
-            name.is_some_and(|n| policy.allows(grant, kind, &n))
+            }
         });
         items
     }
