@@ -546,14 +546,14 @@ async fn openapi_calls_per_second_at_one_in_flight() {
             // The gateway's own per-session rate limit would throttle the loop.
             "--no-rate-limit".into(),
         ];
-        let before = children_of(std::process::id());
+        let before = support::children_of(std::process::id(), "");
         let client =
             McpClient::spawn(&c, codomyrmex_mcp::client::ClientOptions::default()).unwrap();
         client
             .negotiate(EraPreference::Auto, Duration::from_secs(10))
             .await
             .unwrap();
-        let pid = children_of(std::process::id())
+        let pid = support::children_of(std::process::id(), "")
             .into_iter()
             .find(|p| !before.contains(p));
         gateways.push((bin.to_owned(), client, pid));
@@ -629,30 +629,6 @@ async fn openapi_calls_per_second_at_one_in_flight() {
     for (_, client, _) in gateways {
         client.close(Duration::from_secs(5)).await;
     }
-}
-
-/// The child processes of `parent`.
-fn children_of(parent: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 /// utime+stime of `pid`, in clock ticks.
