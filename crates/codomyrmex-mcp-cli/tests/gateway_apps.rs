@@ -44,10 +44,33 @@ fn upstream(name: &str, extra: &str) -> String {
     )
 }
 
-async fn gateway(dir: &Path, config: &str, era: EraPreference) -> McpClient {
+/// The gateway of `config` as a stdio child, once every upstream of `names` has mounted its
+/// app: the gateway serves after at most 5 s, and a slow upstream (a loaded machine) joins
+/// later, which a call by bare name must not race. Raw `resources/list` requests, so that no
+/// client cache hides the late one.
+async fn gateway(dir: &Path, config: &str, era: EraPreference, names: &[&str]) -> McpClient {
     let path = dir.join("gateway.toml");
     std::fs::write(&path, config).unwrap();
-    support::gateway_stdio(&path, era, ClientHandlers::new()).await
+    let client = support::gateway_stdio(&path, era, ClientHandlers::new()).await;
+    let deadline = std::time::Instant::now() + GUARD;
+    loop {
+        let listed = tokio::time::timeout(GUARD, client.request("resources/list", json!({})))
+            .await
+            .unwrap()
+            .unwrap();
+        let uris = listed["resources"].to_string();
+        if names
+            .iter()
+            .all(|n| uris.contains(&format!("\"ui://{n}/dashboard/view\"")))
+        {
+            return client;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all mounted: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn call(client: &McpClient, name: &str, arguments: Value) -> Result<Value, String> {
@@ -66,7 +89,7 @@ async fn renamed_and_resolved(era: EraPreference) {
         upstream("app", ""),
         upstream("twin", "include = [\"dashboard.show\"]")
     );
-    let client = gateway(dir.path(), &config, era).await;
+    let client = gateway(dir.path(), &config, era, &["app", "twin"]).await;
 
     let tools = tokio::time::timeout(GUARD, client.list_tools())
         .await
@@ -164,7 +187,7 @@ async fn no_bypass(era: EraPreference) {
         upstream("app", ""),
         upstream("cut", "exclude = [\"dashboard.refresh\"]")
     );
-    let client = gateway(dir.path(), &config, era).await;
+    let client = gateway(dir.path(), &config, era, &["app", "cut"]).await;
     // Only `app` mounts `dashboard.refresh`, and the policy refuses `app.dashboard.refresh`:
     // the bare name is refused as the gateway's name is, as an unknown tool.
     for name in ["dashboard.refresh", "app.dashboard.refresh"] {
