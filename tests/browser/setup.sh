@@ -26,14 +26,12 @@ esbuild="$browser_cache/node_modules/.bin/esbuild"
 chromium="$(command -v chromium || echo /usr/bin/chromium)"
 chromedriver="$(command -v chromedriver || echo /usr/bin/chromedriver)"
 
-browser_installed_version() { # PACKAGE
-    local pj="$browser_cache/node_modules/$1/package.json"
-    [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
-}
+# shellcheck source=tests/interop/npm_version.sh
+source "$root/tests/interop/npm_version.sh"
 
-if [ "$(browser_installed_version @modelcontextprotocol/ext-apps || true)" != "$EXT_APPS_VERSION" ] \
-    || [ "$(browser_installed_version @modelcontextprotocol/client || true)" != "$MCP_CLIENT_VERSION" ] \
-    || [ "$(browser_installed_version esbuild || true)" != "$ESBUILD_VERSION" ] \
+if [ "$(npm_installed_version "$browser_cache" @modelcontextprotocol/ext-apps || true)" != "$EXT_APPS_VERSION" ] \
+    || [ "$(npm_installed_version "$browser_cache" @modelcontextprotocol/client || true)" != "$MCP_CLIENT_VERSION" ] \
+    || [ "$(npm_installed_version "$browser_cache" esbuild || true)" != "$ESBUILD_VERSION" ] \
     || [ ! -x "$esbuild" ]; then
     if ! command -v npm >/dev/null 2>&1; then
         echo "apps-browser: npm is needed to install ext-apps, the client and esbuild" >&2

