@@ -8,7 +8,8 @@
         [--rounds 5] [--calls 20000] [--max-secs 3] [--load] [--cases stdio:1,stdio:64,http:1,http:64]
         [--reference rmcp] [--json out.json]
 
-A subject is NAME=STDIO_BINARY[,HTTP_BINARY]. The stdio command is `STDIO_BINARY --stdio`
+A subject is NAME=STDIO_BINARY[,HTTP_BINARY]; `-` for either leaves the subject out of that
+transport's cases (rmcp's stdio server has no stateless mode to compare). The stdio command is `STDIO_BINARY --stdio`
 (rmcp_echo takes the same flag). Over HTTP the command is `HTTP_BINARY --http 127.0.0.1:PORT`,
 or, for a binary named `rmcp_http_echo`, `rmcp_http_echo --bind 127.0.0.1:PORT` (rmcp's
 default session mode; add `--stateless` after the name, as in `rmcp_http_echo --stateless`,
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import socket
 import statistics
@@ -59,11 +61,18 @@ def run(mcpload: str, transport: str, inflight: int, binary: str, calls: int, ma
     if transport == "http":
         args += ["--url", f"http://127.0.0.1:{port}/mcp"]
     args += ["--"] + command(binary, transport, port)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(args, capture_output=True, text=True, timeout=180)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "{}"
     result = json.loads(line)
     if done.returncode != 0 or "fail" in result or result.get("errors"):
         raise SystemExit(f"{label} {transport}:{inflight} failed: {line} {done.stderr[-500:]}")
+    # mcpload's own CPU per measured call, an upper bound: everything mcpload and the server it
+    # waited for used over the whole run (start-up and warm-up included), less the server's
+    # CPU over the measured calls that mcpload reports.
+    children_ms = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1e3
+    result["client_us_per_call"] = (children_ms - float(result["cpu_ms"])) * 1e3 / max(int(result["calls"]), 1)
     return result
 
 
@@ -75,7 +84,8 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--max-secs", type=float, default=3.0)
     p.add_argument("--cases", default="stdio:1,stdio:64,http:1,http:64")
-    p.add_argument("--reference", default=None, help="the subject the ratios are to (default: the last)")
+    p.add_argument("--reference", action="append", default=None,
+                   help="a subject the ratios are to (repeatable; default: the last subject)")
     p.add_argument("--load", action="store_true", help="two `yes` processes compete for the CPUs")
     p.add_argument("--json", default=None)
     a = p.parse_args()
@@ -85,7 +95,7 @@ def main() -> None:
         name, _, bins = s.partition("=")
         stdio_bin, _, http_bin = bins.partition(",")
         subjects.append((name, stdio_bin, http_bin or stdio_bin))
-    reference = a.reference or subjects[-1][0]
+    references = a.reference or [subjects[-1][0]]
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in a.cases.split(",")]
 
     burners = []
@@ -98,6 +108,8 @@ def main() -> None:
                 order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]
                 for name, stdio_bin, http_bin in order:
                     binary = stdio_bin if transport == "stdio" else http_bin
+                    if binary == "-":
+                        continue
                     out = run(a.mcpload, transport, inflight, binary, a.calls, a.max_secs, name)
                     results.setdefault((transport, inflight, name), []).append(out)
                     print(f"round {r + 1} {transport}:{inflight} {name}: {out['cps']:.0f} calls/s, "
@@ -113,15 +125,19 @@ def main() -> None:
     print(f"competing load: {'two `yes` processes' if a.load else 'none'}; rounds: {a.rounds}; "
           f"calls per run: {a.calls} (at most {a.max_secs} s); medians")
     for transport, inflight in cases:
-        ref = med("cps", results[(transport, inflight, reference)])
+        present = [n for n, _, _ in subjects if (transport, inflight, n) in results]
+        refs = [r for r in references if r in present]
+        ref_cps = {r: med("cps", results[(transport, inflight, r)]) for r in refs}
         print(f"\n{transport}, 16 B, {inflight} {'in flight' if transport == 'stdio' else 'connection(s)'}\n")
-        print(f"| subject | calls/s | server CPU µs/call | p99 µs | × {reference} |")
-        print("|---|---:|---:|---:|---:|")
-        for name, _, _ in subjects:
+        print("| subject | calls/s | server CPU µs/call | mcpload CPU µs/call (≤) | p99 µs |"
+              + "".join(f" × {r} |" for r in refs))
+        print("|---|---:|---:|---:|---:|" + "---:|" * len(refs))
+        for name in present:
             runs = results[(transport, inflight, name)]
             cps = med("cps", runs)
-            print(f"| {name} | {cps:.0f} | {med('cpu_us_per_call', runs):.1f} | {med('p99_us', runs):.0f} | "
-                  f"{cps / ref:.2f} |")
+            print(f"| {name} | {cps:.0f} | {med('cpu_us_per_call', runs):.1f} | "
+                  f"{med('client_us_per_call', runs):.1f} | {med('p99_us', runs):.0f} |"
+                  + "".join(f" {cps / ref_cps[r]:.2f} |" for r in refs))
     if a.json:
         Path(a.json).write_text(json.dumps({f"{t}:{i}:{n}": v for (t, i, n), v in results.items()}, indent=1))
 

@@ -27,13 +27,33 @@
 //!   worker thread that the other calls need (at 64 stdio calls in flight it cost about 14% of
 //!   the calls/s, `docs/perf-notes.md`);
 //! - while another thread spins under the same `Spin`: at most one thread spins, so another
-//!   worker is always free to take the I/O driver.
+//!   worker is always free to take the I/O driver;
+//! - for [`BUSY_BACKOFF`] after a spin that lost the CPU: when the thread that spun got less
+//!   than three quarters of the spin's wall time as CPU time (its own clock,
+//!   `CLOCK_THREAD_CPUTIME_ID`), other processes were running on its core, and on a machine
+//!   that busy a spin is worse than parking: it spends the thread's share of the CPU before the
+//!   next request comes, so the scheduler then makes that request wait behind the other
+//!   processes, where a parked thread would be woken at once. Measured with two other busy
+//!   processes on the 2 cores, the spin raised the p99 of one HTTP connection above rmcp's
+//!   (docs/performance.md, "Under CPU contention"). After the back-off one spin probes again.
 //!
 //! [`McpServerConfig::stdio_spin`]: crate::McpServerConfig::stdio_spin
 //! [`McpServerConfig::http_spin`]: crate::McpServerConfig::http_spin
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long spins stay off after one lost the CPU to other processes.
+pub(crate) const BUSY_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The shortest spin whose CPU share is judged: a shorter one says too little.
+const JUDGED_FROM: Duration = Duration::from_micros(20);
+
+/// Whether a spin of `wall` that got `cpu` of CPU time lost its core to other processes: less
+/// than three quarters of its wall time ran.
+fn lost_the_cpu(wall: Duration, cpu: Duration) -> bool {
+    wall >= JUDGED_FROM && cpu.as_nanos() * 4 < wall.as_nanos() * 3
+}
 
 /// What a spin polls: a descriptor (on Linux; elsewhere [`Spin::new`] builds no spin).
 #[cfg(target_os = "linux")]
@@ -58,6 +78,14 @@ pub(crate) struct Spin {
     peak: AtomicUsize,
     /// A thread is spinning.
     spinning: AtomicBool,
+    /// When this `Spin` was made: the origin of `busy_until`.
+    born: Instant,
+    /// Nanoseconds after `born` until which no spin starts (0: none), set when a spin lost the
+    /// CPU (see the module's documentation).
+    busy_until: AtomicU64,
+    /// Whether spins judge their CPU share. Always in a build; the tests of the other rules
+    /// turn it off, since a loaded test machine would make any spin lose the CPU.
+    judge: bool,
     /// How the spins ended, and how many polls they made: for the tests.
     #[cfg(test)]
     pub(crate) seen: Seen,
@@ -76,6 +104,8 @@ pub(crate) enum Spun {
     Overlapped,
     /// Not spun: another thread is spinning.
     Elsewhere,
+    /// Not spun: a recent spin lost the CPU to other processes (for [`BUSY_BACKOFF`]).
+    Busy,
 }
 
 /// What the spins of one [`Spin`] did, counted for the tests.
@@ -85,7 +115,7 @@ pub(crate) struct Seen {
     /// `poll(2)` calls.
     pub(crate) polls: AtomicUsize,
     /// Calls of [`Spin::wait`], by outcome, in the order of [`Spun`]'s variants.
-    pub(crate) outcomes: [AtomicUsize; 5],
+    pub(crate) outcomes: [AtomicUsize; 6],
 }
 
 #[cfg(test)]
@@ -114,9 +144,35 @@ impl Spin {
             calls: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             spinning: AtomicBool::new(false),
+            born: Instant::now(),
+            busy_until: AtomicU64::new(0),
+            judge: !cfg!(test),
             #[cfg(test)]
             seen: Seen::default(),
         })
+    }
+
+    /// The same spin, judging its CPU share as a build does (the tests of that rule).
+    #[cfg(test)]
+    pub(crate) fn judging(mut self) -> Self {
+        self.judge = true;
+        self
+    }
+
+    /// Takes in a spin that ended at `now` after `wall`, having run for `cpu`: when it lost
+    /// the CPU, no spin starts for [`BUSY_BACKOFF`].
+    fn judge(&self, now: Instant, wall: Duration, cpu: Duration) {
+        if lost_the_cpu(wall, cpu) {
+            let until = now.saturating_duration_since(self.born) + BUSY_BACKOFF;
+            let nanos = u64::try_from(until.as_nanos()).unwrap_or(u64::MAX);
+            self.busy_until.store(nanos, Ordering::Release);
+        }
+    }
+
+    /// Whether spins are off at `now` because a recent one lost the CPU.
+    fn is_busy(&self, now: Instant) -> bool {
+        let until = self.busy_until.load(Ordering::Acquire);
+        until != 0 && now.saturating_duration_since(self.born).as_nanos() < u128::from(until)
     }
 
     /// The bound.
@@ -166,6 +222,9 @@ impl Spin {
         if self.peak.load(Ordering::Relaxed) != 0 && self.peak.swap(0, Ordering::AcqRel) > 1 {
             return Spun::Overlapped;
         }
+        if self.judge && self.is_busy(Instant::now()) {
+            return Spun::Busy;
+        }
         if self
             .spinning
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
@@ -173,7 +232,18 @@ impl Spin {
         {
             return Spun::Elsewhere;
         }
-        let outcome = self.poll_until(input);
+        let outcome = if self.judge {
+            let cpu = thread_cpu_time();
+            let start = Instant::now();
+            let outcome = self.poll_until(input);
+            let now = Instant::now();
+            if let (Some(before), Some(after)) = (cpu, thread_cpu_time()) {
+                self.judge(now, now - start, after.saturating_sub(before));
+            }
+            outcome
+        } else {
+            self.poll_until(input)
+        };
         self.spinning.store(false, Ordering::Release);
         outcome
     }
@@ -181,7 +251,6 @@ impl Spin {
     #[cfg(target_os = "linux")]
     fn poll_until(&self, input: &impl Pollable) -> Spun {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        use std::time::Instant;
 
         let zero = Timespec {
             tv_sec: 0,
@@ -213,6 +282,23 @@ impl Spin {
     fn poll_until(&self, _: &impl Pollable) -> Spun {
         Spun::Expired
     }
+}
+
+/// The CPU time the calling thread has run (`CLOCK_THREAD_CPUTIME_ID`), or `None` where it
+/// cannot be read.
+#[cfg(target_os = "linux")]
+fn thread_cpu_time() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Some(Duration::new(
+        u64::try_from(t.tv_sec).ok()?,
+        u32::try_from(t.tv_nsec).ok()?,
+    ))
+}
+
+/// Never reached: no spin is built off Linux.
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// A spin in whole microseconds from an environment variable (`name`, for the warning):

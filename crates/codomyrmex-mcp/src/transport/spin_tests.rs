@@ -97,3 +97,55 @@ fn the_environment_override_takes_whole_microseconds_only() {
     assert_eq!(f(Some("-1")), None);
     assert_eq!(f(Some("")), None);
 }
+
+#[test]
+fn a_spin_that_got_less_than_three_quarters_of_its_time_lost_the_cpu() {
+    let us = Duration::from_micros;
+    assert!(!lost_the_cpu(us(100), us(100)), "ran throughout");
+    assert!(!lost_the_cpu(us(100), us(76)));
+    assert!(lost_the_cpu(us(100), us(74)));
+    assert!(
+        lost_the_cpu(us(2_000), us(100)),
+        "descheduled for most of it"
+    );
+    assert!(
+        !lost_the_cpu(us(10), Duration::ZERO),
+        "too short a spin to judge"
+    );
+}
+
+#[test]
+fn after_a_spin_lost_the_cpu_no_spin_starts_until_the_backoff_has_passed() {
+    let (_tx, rx) = UnixStream::pair().unwrap();
+    let spin = Spin::new(Duration::from_millis(1)).unwrap().judging();
+    let t0 = std::time::Instant::now();
+    let us = Duration::from_micros;
+    spin.judge(t0, us(100), us(100));
+    assert!(
+        !spin.is_busy(t0),
+        "a spin that ran throughout leaves spins on"
+    );
+    spin.judge(t0, us(100), us(10));
+    assert!(spin.is_busy(t0));
+    assert!(spin.is_busy(t0 + BUSY_BACKOFF - us(1)));
+    assert!(
+        !spin.is_busy(t0 + BUSY_BACKOFF),
+        "one spin probes again after it"
+    );
+    // Judged at a time far ahead, so that the wait below falls inside the back-off however
+    // slowly this test runs.
+    spin.judge(t0 + Duration::from_secs(3600), us(100), us(10));
+    assert_eq!(spin.wait(&rx), Spun::Busy);
+    assert_eq!(spin.seen.polls(), 0, "a busy machine gets no poll");
+    assert!(!spin.is_spinning());
+}
+
+#[test]
+fn the_tests_of_the_other_rules_do_not_judge_but_a_build_does() {
+    let spin = Spin::new(Duration::from_millis(1)).unwrap();
+    assert!(
+        !spin.judge,
+        "off in tests, so a loaded test machine cannot turn spins off"
+    );
+    assert!(spin.judging().judge);
+}

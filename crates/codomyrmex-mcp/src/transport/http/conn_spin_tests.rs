@@ -53,6 +53,7 @@ impl Served {
             Spun::Skipped,
             Spun::Overlapped,
             Spun::Elsewhere,
+            Spun::Busy,
         ]
         .into_iter()
         .map(|o| self.spin().seen.count(o))
