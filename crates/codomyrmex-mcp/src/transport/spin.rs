@@ -28,14 +28,15 @@
 //!   the calls/s, `docs/perf-notes.md`);
 //! - while another thread spins under the same `Spin`: at most one thread spins, so another
 //!   worker is always free to take the I/O driver;
-//! - for [`BUSY_BACKOFF`] after a spin that lost the CPU: when the thread that spun got less
-//!   than three quarters of the spin's wall time as CPU time (its own clock,
-//!   `CLOCK_THREAD_CPUTIME_ID`), other processes were running on its core, and on a machine
-//!   that busy a spin is worse than parking: it spends the thread's share of the CPU before the
-//!   next request comes, so the scheduler then makes that request wait behind the other
-//!   processes, where a parked thread would be woken at once. Measured with two other busy
-//!   processes on the 2 cores, the spin raised the p99 of one HTTP connection above rmcp's
-//!   (docs/performance.md, "Under CPU contention"). After the back-off one spin probes again.
+//! - on a busy machine: when more tasks are runnable than there are CPUs (the kernel's count of
+//!   runnable tasks, `/proc/loadavg`'s fourth field, sampled at most every [`SAMPLE_EVERY`]).
+//!   Other processes then want the cores, and a spin is worse than parking: it spends the
+//!   thread's share of the CPU before the next request comes, so the scheduler makes that
+//!   request wait behind the other processes, where a parked thread would be woken at once.
+//!   Measured with two other busy processes on the 2 cores, the spins raised the p99 of one
+//!   connection above rmcp's (docs/performance.md, "Under CPU contention"). A spin that only
+//!   watched its own CPU share missed it: a 100 µs spin is rarely preempted, the cost comes at
+//!   the next wake-up.
 //!
 //! [`McpServerConfig::stdio_spin`]: crate::McpServerConfig::stdio_spin
 //! [`McpServerConfig::http_spin`]: crate::McpServerConfig::http_spin
@@ -43,16 +44,23 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long spins stay off after one lost the CPU to other processes.
-pub(crate) const BUSY_BACKOFF: Duration = Duration::from_secs(1);
+/// How often the machine's runnable tasks are counted (when a spin is about to start).
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
-/// The shortest spin whose CPU share is judged: a shorter one says too little.
-const JUDGED_FROM: Duration = Duration::from_micros(20);
+/// The runnable tasks in `/proc/loadavg`'s text (its fourth field, `RUNNING/TOTAL`).
+fn runnable_in_loadavg(text: &str) -> Option<u32> {
+    text.split_whitespace()
+        .nth(3)?
+        .split_once('/')?
+        .0
+        .parse()
+        .ok()
+}
 
-/// Whether a spin of `wall` that got `cpu` of CPU time lost its core to other processes: less
-/// than three quarters of its wall time ran.
-fn lost_the_cpu(wall: Duration, cpu: Duration) -> bool {
-    wall >= JUDGED_FROM && cpu.as_nanos() * 4 < wall.as_nanos() * 3
+/// Whether a machine of `cpus` CPUs is busy with `runnable` tasks, the one counting them
+/// among them: the others would fill every CPU.
+fn is_busy_with(runnable: u32, cpus: u32) -> bool {
+    runnable > cpus
 }
 
 /// What a spin polls: a descriptor (on Linux; elsewhere [`Spin::new`] builds no spin).
@@ -78,13 +86,16 @@ pub(crate) struct Spin {
     peak: AtomicUsize,
     /// A thread is spinning.
     spinning: AtomicBool,
-    /// When this `Spin` was made: the origin of `busy_until`.
+    /// The CPUs this process may run on.
+    cpus: u32,
+    /// When this `Spin` was made: the origin of `next_sample`.
     born: Instant,
-    /// Nanoseconds after `born` until which no spin starts (0: none), set when a spin lost the
-    /// CPU (see the module's documentation).
-    busy_until: AtomicU64,
-    /// Whether spins judge their CPU share. Always in a build; the tests of the other rules
-    /// turn it off, since a loaded test machine would make any spin lose the CPU.
+    /// Nanoseconds after `born` from which the next spin counts the runnable tasks again.
+    next_sample: AtomicU64,
+    /// What the last count said: the machine is busy, no spin starts.
+    busy: AtomicBool,
+    /// Whether spins look at the machine's load. Always in a build; the tests of the other
+    /// rules turn it off, since a loaded test machine would turn their spins off.
     judge: bool,
     /// How the spins ended, and how many polls they made: for the tests.
     #[cfg(test)]
@@ -104,7 +115,7 @@ pub(crate) enum Spun {
     Overlapped,
     /// Not spun: another thread is spinning.
     Elsewhere,
-    /// Not spun: a recent spin lost the CPU to other processes (for [`BUSY_BACKOFF`]).
+    /// Not spun: the machine is busy (more runnable tasks than CPUs, at the last count).
     Busy,
 }
 
@@ -144,35 +155,46 @@ impl Spin {
             calls: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             spinning: AtomicBool::new(false),
+            cpus: std::thread::available_parallelism()
+                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
             born: Instant::now(),
-            busy_until: AtomicU64::new(0),
+            next_sample: AtomicU64::new(0),
+            busy: AtomicBool::new(false),
             judge: !cfg!(test),
             #[cfg(test)]
             seen: Seen::default(),
         })
     }
 
-    /// The same spin, judging its CPU share as a build does (the tests of that rule).
+    /// The same spin, looking at the machine's load as a build does (the tests of that rule).
     #[cfg(test)]
     pub(crate) fn judging(mut self) -> Self {
         self.judge = true;
         self
     }
 
-    /// Takes in a spin that ended at `now` after `wall`, having run for `cpu`: when it lost
-    /// the CPU, no spin starts for [`BUSY_BACKOFF`].
-    fn judge(&self, now: Instant, wall: Duration, cpu: Duration) {
-        if lost_the_cpu(wall, cpu) {
-            let until = now.saturating_duration_since(self.born) + BUSY_BACKOFF;
-            let nanos = u64::try_from(until.as_nanos()).unwrap_or(u64::MAX);
-            self.busy_until.store(nanos, Ordering::Release);
+    /// Whether the machine is busy at `now`: the last count's answer, counted again with
+    /// `count` (the runnable tasks, `None` when unknown: not busy) once [`SAMPLE_EVERY`] has
+    /// passed since the last count.
+    fn is_busy(&self, now: Instant, count: impl FnOnce() -> Option<u32>) -> bool {
+        let at =
+            u64::try_from(now.saturating_duration_since(self.born).as_nanos()).unwrap_or(u64::MAX);
+        let next = self.next_sample.load(Ordering::Acquire);
+        if at < next {
+            return self.busy.load(Ordering::Acquire);
         }
-    }
-
-    /// Whether spins are off at `now` because a recent one lost the CPU.
-    fn is_busy(&self, now: Instant) -> bool {
-        let until = self.busy_until.load(Ordering::Acquire);
-        until != 0 && now.saturating_duration_since(self.born).as_nanos() < u128::from(until)
+        let after = at.saturating_add(u64::try_from(SAMPLE_EVERY.as_nanos()).unwrap_or(u64::MAX));
+        // One counter per period: another thread that got here first has counted.
+        if self
+            .next_sample
+            .compare_exchange(next, after, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return self.busy.load(Ordering::Acquire);
+        }
+        let busy = count().is_some_and(|runnable| is_busy_with(runnable, self.cpus));
+        self.busy.store(busy, Ordering::Release);
+        busy
     }
 
     /// The bound.
@@ -222,7 +244,7 @@ impl Spin {
         if self.peak.load(Ordering::Relaxed) != 0 && self.peak.swap(0, Ordering::AcqRel) > 1 {
             return Spun::Overlapped;
         }
-        if self.judge && self.is_busy(Instant::now()) {
+        if self.judge && self.is_busy(Instant::now(), runnable_tasks) {
             return Spun::Busy;
         }
         if self
@@ -232,18 +254,7 @@ impl Spin {
         {
             return Spun::Elsewhere;
         }
-        let outcome = if self.judge {
-            let cpu = thread_cpu_time();
-            let start = Instant::now();
-            let outcome = self.poll_until(input);
-            let now = Instant::now();
-            if let (Some(before), Some(after)) = (cpu, thread_cpu_time()) {
-                self.judge(now, now - start, after.saturating_sub(before));
-            }
-            outcome
-        } else {
-            self.poll_until(input)
-        };
+        let outcome = self.poll_until(input);
         self.spinning.store(false, Ordering::Release);
         outcome
     }
@@ -284,21 +295,9 @@ impl Spin {
     }
 }
 
-/// The CPU time the calling thread has run (`CLOCK_THREAD_CPUTIME_ID`), or `None` where it
-/// cannot be read.
-#[cfg(target_os = "linux")]
-fn thread_cpu_time() -> Option<Duration> {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Some(Duration::new(
-        u64::try_from(t.tv_sec).ok()?,
-        u32::try_from(t.tv_nsec).ok()?,
-    ))
-}
-
-/// Never reached: no spin is built off Linux.
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
+/// The machine's runnable tasks now (`/proc/loadavg`), or `None` where it cannot be read.
+fn runnable_tasks() -> Option<u32> {
+    runnable_in_loadavg(&std::fs::read_to_string("/proc/loadavg").ok()?)
 }
 
 /// A spin in whole microseconds from an environment variable (`name`, for the warning):

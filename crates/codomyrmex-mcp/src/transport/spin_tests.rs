@@ -99,49 +99,67 @@ fn the_environment_override_takes_whole_microseconds_only() {
 }
 
 #[test]
-fn a_spin_that_got_less_than_three_quarters_of_its_time_lost_the_cpu() {
-    let us = Duration::from_micros;
-    assert!(!lost_the_cpu(us(100), us(100)), "ran throughout");
-    assert!(!lost_the_cpu(us(100), us(76)));
-    assert!(lost_the_cpu(us(100), us(74)));
-    assert!(
-        lost_the_cpu(us(2_000), us(100)),
-        "descheduled for most of it"
-    );
-    assert!(
-        !lost_the_cpu(us(10), Duration::ZERO),
-        "too short a spin to judge"
-    );
+fn the_runnable_tasks_are_read_from_loadavg() {
+    assert_eq!(runnable_in_loadavg("1.47 2.46 3.15 3/512 41230\n"), Some(3));
+    assert_eq!(runnable_in_loadavg("0.00 0.00 0.00 1/90 7"), Some(1));
+    assert_eq!(runnable_in_loadavg("0.00 0.00 0.00"), None);
+    assert_eq!(runnable_in_loadavg("a b c x/y z"), None);
+    assert_eq!(runnable_in_loadavg(""), None);
+    // The counter is one of the runnable: busy when the others would fill every CPU.
+    assert!(!is_busy_with(2, 2));
+    assert!(is_busy_with(3, 2));
+    assert!(!is_busy_with(1, 1) && is_busy_with(2, 1));
 }
 
 #[test]
-fn after_a_spin_lost_the_cpu_no_spin_starts_until_the_backoff_has_passed() {
+fn on_a_busy_machine_no_spin_starts_and_the_count_is_taken_at_most_every_period() {
     let (_tx, rx) = UnixStream::pair().unwrap();
     let spin = Spin::new(Duration::from_millis(1)).unwrap().judging();
+    let cpus = spin.cpus;
     let t0 = std::time::Instant::now();
-    let us = Duration::from_micros;
-    spin.judge(t0, us(100), us(100));
+    let counts = std::cell::Cell::new(0);
+    let count = |runnable: u32| {
+        counts.set(counts.get() + 1);
+        move || Some(runnable)
+    };
+    assert!(spin.is_busy(t0, count(cpus + 1)), "more runnable than CPUs");
     assert!(
-        !spin.is_busy(t0),
-        "a spin that ran throughout leaves spins on"
+        spin.is_busy(t0 + SAMPLE_EVERY / 2, count(1)),
+        "not counted again yet"
     );
-    spin.judge(t0, us(100), us(10));
-    assert!(spin.is_busy(t0));
-    assert!(spin.is_busy(t0 + BUSY_BACKOFF - us(1)));
+    assert_eq!(counts.get(), 2, "both closures were made");
     assert!(
-        !spin.is_busy(t0 + BUSY_BACKOFF),
-        "one spin probes again after it"
+        !spin.is_busy(t0 + SAMPLE_EVERY, count(cpus)),
+        "counted again: not busy"
     );
-    // Judged at a time far ahead, so that the wait below falls inside the back-off however
-    // slowly this test runs.
-    spin.judge(t0 + Duration::from_secs(3600), us(100), us(10));
+    assert!(
+        !spin.is_busy(t0 + SAMPLE_EVERY * 3, || None),
+        "unknown: not busy"
+    );
+    // Counted as busy at a time far ahead, so that the wait below falls inside the period
+    // however slowly this test runs.
+    assert!(spin.is_busy(t0 + Duration::from_secs(3600), count(cpus + 1)));
     assert_eq!(spin.wait(&rx), Spun::Busy);
     assert_eq!(spin.seen.polls(), 0, "a busy machine gets no poll");
     assert!(!spin.is_spinning());
 }
 
 #[test]
-fn the_tests_of_the_other_rules_do_not_judge_but_a_build_does() {
+fn a_count_is_taken_once_per_period() {
+    let spin = Spin::new(Duration::from_millis(1)).unwrap().judging();
+    let t0 = std::time::Instant::now() + Duration::from_secs(3600);
+    let taken = std::cell::Cell::new(0);
+    for i in 0..10 {
+        spin.is_busy(t0 + SAMPLE_EVERY / 20 * i, || {
+            taken.set(taken.get() + 1);
+            Some(0)
+        });
+    }
+    assert_eq!(taken.get(), 1, "ten questions inside one period, one count");
+}
+
+#[test]
+fn the_tests_of_the_other_rules_do_not_look_at_the_load_but_a_build_does() {
     let spin = Spin::new(Duration::from_millis(1)).unwrap();
     assert!(
         !spin.judge,
