@@ -323,11 +323,16 @@ impl ToolContext {
             meta: inner.meta.clone(),
             progress_token: inner.progress_token.clone(),
             cancel,
+            // A task's context lets go of the request's stream (whose end the transport may
+            // await): what the task emits goes to its relay.
+            sink: match &relay {
+                Some(_) => NullSink::shared(),
+                None => inner.sink.clone(),
+            },
             outbound: match relay {
                 Some(relay) if inner.outbound.is_open() => relay,
                 _ => inner.outbound.clone(),
             },
-            sink: inner.sink.clone(),
             log_level: inner.log_level,
             era: inner.era,
             protocol_version: inner.protocol_version,

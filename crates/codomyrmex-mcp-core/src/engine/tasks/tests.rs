@@ -1583,6 +1583,42 @@ fn a_task_that_asks_past_the_relays_bound_loses_no_request() {
     });
 }
 
+/// A 2025-11-25 task answered at once lets go of its request's stream (the HTTP transport
+/// ends a JSON answer when its stream's last holder lets go): what it emits goes to its
+/// relay, which holds no stream until a `tasks/result` attaches.
+#[test]
+fn an_experimental_task_lets_go_of_its_requests_stream() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = legacy(&e, json!({"elicitation": {}})).await;
+        let stream: Arc<dyn MessageSink> = Arc::new(Capture::default());
+        let message = IncomingMessage::Request {
+            id: RequestId::from(77),
+            method: "tools/call".into(),
+            params: json!({"name": "ask", "task": {}}).as_object().cloned(),
+        };
+        let reply = e.handle(&c.session, message, &stream).into_message().await;
+        let id = reply
+            .as_ref()
+            .and_then(OutgoingMessage::result_value)
+            .map(|r| r["task"]["taskId"].clone())
+            .expect("the task");
+        for _ in 0..500 {
+            let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+            if t["status"] == "input_required" {
+                break;
+            }
+            advance(Duration::from_millis(10)).await;
+        }
+        idle().await;
+        assert_eq!(
+            Arc::strong_count(&stream),
+            1,
+            "the waiting task still holds its request's stream"
+        );
+    });
+}
+
 #[test]
 fn an_experimental_task_ends_with_its_session() {
     run(async {
