@@ -308,12 +308,12 @@ impl ToolContext {
         self.inner.outbound.clone()
     }
 
-    /// The same context with the cancellation, input and (if given) sink of a task; given a
-    /// sink, its notifications are queued for that sink (when it emits any).
+    /// The same context with the cancellation, input and (if given) queue of a task; given a
+    /// queue (a 2025-11-25 task's relay), what it emits is queued there (when it emits any).
     pub(crate) fn rebind(
         &self,
         cancel: CancellationToken,
-        sink: Option<Arc<dyn MessageSink>>,
+        relay: Option<Outbound>,
         input: InputMode,
     ) -> Self {
         let inner = &self.inner;
@@ -323,11 +323,16 @@ impl ToolContext {
             meta: inner.meta.clone(),
             progress_token: inner.progress_token.clone(),
             cancel,
-            outbound: match &sink {
-                Some(sink) if inner.outbound.is_open() => Outbound::to(sink.clone()),
+            // A task's context lets go of the request's stream (whose end the transport may
+            // await): what the task emits goes to its relay.
+            sink: match &relay {
+                Some(_) => NullSink::shared(),
+                None => inner.sink.clone(),
+            },
+            outbound: match relay {
+                Some(relay) if inner.outbound.is_open() => relay,
                 _ => inner.outbound.clone(),
             },
-            sink: sink.unwrap_or_else(|| inner.sink.clone()),
             log_level: inner.log_level,
             era: inner.era,
             protocol_version: inner.protocol_version,

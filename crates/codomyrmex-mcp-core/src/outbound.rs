@@ -24,6 +24,12 @@
 //! updates, log messages of no request): `Listeners::handle_event` queues them, and the
 //! transport takes them with `Session::poll_transmit` for the session's stream.
 //!
+//! A 2025-11-25 task's messages go to a relay ([`Outbound::relayed`]): the same queue, under
+//! the same bound and rules, whose stream comes and goes. It holds what the task emits until
+//! a `tasks/result` stream attaches ([`Outbound::attach`], or [`Outbound::redirect`] for a
+//! stream another instance serves), and is drained to that stream, by the task's driver and
+//! at the attach; a message the stream refuses waits, first, for the next drain.
+//!
 //! A server-to-client request is a value end to end (issue #27 item 1): [`ClientCalls::ask`]
 //! enters it in the session's table and queues it; the handler awaits the [`ClientCall`] it
 //! got, which holds the answer's slot and the queue, not the session or the engine; the
@@ -95,13 +101,21 @@ pub struct Outbound(Option<Arc<Queue>>);
 struct Queue {
     items: Mutex<Items>,
     waker: AtomicWaker,
-    stream: Arc<dyn MessageSink>,
+    /// Where the queue is drained: a request's stream; `None` for a relay
+    /// ([`relayed`](Outbound::relayed)), drained to the stream attached at the time
+    /// ([`Items::attached`]).
+    stream: Option<Arc<dyn MessageSink>>,
 }
 
 #[derive(Default)]
 struct Items {
     queued: VecDeque<(OutgoingMessage, usize)>,
     bytes: usize,
+    /// A relay's stream, while one is attached; without one, its messages wait.
+    attached: Option<Arc<dyn MessageSink>>,
+    /// A relay's drain is under way. A relay is drained by its work's driver and by the
+    /// stream that attaches; one at a time, so that the messages leave in order.
+    draining: bool,
 }
 
 impl std::fmt::Debug for Outbound {
@@ -158,11 +172,48 @@ fn progress_token(message: &OutgoingMessage) -> Option<&Value> {
 impl Outbound {
     /// A queue drained to `stream`.
     pub(crate) fn to(stream: Arc<dyn MessageSink>) -> Self {
+        Self::with(Some(stream))
+    }
+
+    fn with(stream: Option<Arc<dyn MessageSink>>) -> Self {
         Self(Some(Arc::new(Queue {
             items: Mutex::new(Items::default()),
             waker: AtomicWaker::new(),
             stream,
         })))
+    }
+
+    /// A relay: a queue whose stream comes and goes, a 2025-11-25 task's (its messages wait
+    /// for a `tasks/result` stream to [`attach`](Self::attach)). The same queue, under the
+    /// same bound and rules, as a request's: a request it cannot hold is refused, never
+    /// dropped once queued. Drained, while a stream is attached, to that stream; a message
+    /// the stream refuses stays first in the queue for the next drain.
+    pub(crate) fn relayed() -> Self {
+        Self::with(None)
+    }
+
+    /// Drains a relay to `stream` from now on (until another attaches), starting with what
+    /// it holds: for a `tasks/result` read on another instance. A queue with a stream of its
+    /// own ignores it.
+    pub(crate) fn redirect(&self, stream: Arc<dyn MessageSink>) {
+        let Some(queue) = &self.0 else {
+            return;
+        };
+        if queue.stream.is_some() {
+            return;
+        }
+        lock(&queue.items).attached = Some(stream);
+        self.drain();
+    }
+
+    /// [`redirect`](Self::redirect) until the returned guard drops: for the `tasks/result`
+    /// that reads the relay's task on this instance.
+    pub(crate) fn attach(&self, stream: Arc<dyn MessageSink>) -> Attached {
+        self.redirect(stream.clone());
+        Attached {
+            queue: self.clone(),
+            stream,
+        }
     }
 
     /// A queue its owner polls ([`poll_outbound`](Self::poll_outbound)) rather than one a
@@ -267,14 +318,83 @@ impl Outbound {
         let Some(queue) = &self.0 else {
             return;
         };
+        let Some(stream) = &queue.stream else {
+            return queue.relay();
+        };
         while let Some(message) = self.poll_outbound() {
-            queue.stream.send(message);
+            stream.send(message);
         }
     }
 
     /// How many messages are queued now.
     pub fn queued(&self) -> usize {
         self.0.as_ref().map_or(0, |q| lock(&q.items).queued.len())
+    }
+}
+
+impl Queue {
+    /// Drains a relay to its attached stream, in order, one drain at a time; a message the
+    /// stream refuses goes back first in the queue, where it waits for the next drain (a
+    /// request that left the handler is never lost on the way).
+    fn relay(&self) {
+        {
+            let mut items = lock(&self.items);
+            if items.draining || items.attached.is_none() {
+                return;
+            }
+            items.draining = true;
+        }
+        loop {
+            let next = {
+                let mut guard = lock(&self.items);
+                let items = &mut *guard;
+                let next = items.attached.as_ref().and_then(|stream| {
+                    let (message, size) = items.queued.pop_front()?;
+                    Some((message, size, stream.clone()))
+                });
+                match next {
+                    Some((message, size, stream)) => {
+                        items.bytes -= size;
+                        (message, size, stream)
+                    }
+                    None => {
+                        items.draining = false;
+                        return;
+                    }
+                }
+            };
+            let (message, size, stream) = next;
+            if !stream.send(message.clone()) {
+                let mut items = lock(&self.items);
+                items.bytes += size;
+                items.queued.push_front((message, size));
+                items.draining = false;
+                return;
+            }
+        }
+    }
+}
+
+/// A stream attached to a relay ([`Outbound::attach`]): detached when dropped, unless
+/// another attached since.
+pub(crate) struct Attached {
+    queue: Outbound,
+    stream: Arc<dyn MessageSink>,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let Some(queue) = &self.queue.0 else {
+            return;
+        };
+        let mut items = lock(&queue.items);
+        if items
+            .attached
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &self.stream))
+        {
+            items.attached = None;
+        }
     }
 }
 

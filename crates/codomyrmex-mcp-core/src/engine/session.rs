@@ -2,8 +2,8 @@
 //! requests to the client.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use serde_json::Value;
 
@@ -11,7 +11,6 @@ use crate::sync::CancellationToken;
 
 use super::policy::Gate;
 use crate::context::Principal;
-pub(crate) use crate::context::no_capabilities;
 use crate::outbound::{ClientCalls, Outbound};
 use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
 
@@ -20,7 +19,13 @@ use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, R
 /// Modern requests use a session only to track cancellation of in-flight requests; they never
 /// read or change its handshake state.
 pub struct Session {
-    state: Mutex<State>,
+    /// What `initialize` settled (version, client capabilities and info): written once, then
+    /// only read, so read without a lock.
+    handshake: OnceLock<Handshake>,
+    /// The client's `logging/setLevel`, if any.
+    log_level: LevelCell,
+    /// Whether the client sent `notifications/initialized`.
+    initialized_notified: AtomicBool,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Our requests to the client awaiting answers: handed (not the session) to the calls
     /// that may ask, resolved by `Engine::handle_response`, closed when the session ends.
@@ -80,23 +85,42 @@ const MAX_SUBSCRIPTIONS: usize = 4096;
 /// The most bytes of subscribed URIs one legacy session may hold.
 const MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
 
-struct State {
-    negotiated: Option<ProtocolVersion>,
+/// The legacy handshake as `initialize` (or a restore) settled it.
+struct Handshake {
+    negotiated: ProtocolVersion,
     client_capabilities: Arc<Value>,
     client_info: Option<Value>,
-    log_level: Option<LoggingLevel>,
-    initialized_notified: bool,
 }
 
-impl Default for State {
-    fn default() -> Self {
-        Self {
-            negotiated: None,
-            client_capabilities: no_capabilities(),
-            client_info: None,
-            log_level: None,
-            initialized_notified: false,
-        }
+/// An optional [`LoggingLevel`] in an atomic: `0` for none, else one more than its place in
+/// severity order.
+#[derive(Default)]
+struct LevelCell(AtomicU8);
+
+/// The levels in severity order: [`LevelCell`]'s code of one is one more than its index.
+const LEVELS: [LoggingLevel; 8] = [
+    LoggingLevel::Debug,
+    LoggingLevel::Info,
+    LoggingLevel::Notice,
+    LoggingLevel::Warning,
+    LoggingLevel::Error,
+    LoggingLevel::Critical,
+    LoggingLevel::Alert,
+    LoggingLevel::Emergency,
+];
+
+impl LevelCell {
+    fn get(&self) -> Option<LoggingLevel> {
+        let code = self.0.load(Ordering::Acquire);
+        LEVELS.get(usize::from(code).checked_sub(1)?).copied()
+    }
+
+    fn set(&self, level: Option<LoggingLevel>) {
+        let code = level
+            .and_then(|l| LEVELS.iter().position(|x| *x == l))
+            .and_then(|i| u8::try_from(i + 1).ok())
+            .unwrap_or(0);
+        self.0.store(code, Ordering::Release);
     }
 }
 
@@ -159,7 +183,9 @@ impl Session {
     /// asks its client and has no stream of its own, so it allocates no table and no queue.
     fn build(gate: Arc<Gate>, one_shot: bool) -> Self {
         Self {
-            state: Mutex::new(State::default()),
+            handshake: OnceLock::new(),
+            log_level: LevelCell::default(),
+            initialized_notified: AtomicBool::new(false),
             in_flight: Mutex::new(HashMap::new()),
             calls: OwnedCalls(if one_shot {
                 ClientCalls::shared_closed()
@@ -176,7 +202,7 @@ impl Session {
             subscriptions: Mutex::new(HashMap::new()),
             one_shot,
             key: std::sync::OnceLock::new(),
-            serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -239,17 +265,17 @@ impl Session {
 
     /// The legacy protocol version negotiated by `initialize`, if any.
     pub fn negotiated(&self) -> Option<ProtocolVersion> {
-        lock(&self.state).negotiated
+        self.handshake.get().map(|h| h.negotiated)
     }
 
     /// Whether the client sent `notifications/initialized`.
     pub fn initialized_notified(&self) -> bool {
-        lock(&self.state).initialized_notified
+        self.initialized_notified.load(Ordering::Acquire)
     }
 
     /// The client's `clientInfo` from `initialize`.
     pub fn client_info(&self) -> Option<Value> {
-        lock(&self.state).client_info.clone()
+        self.handshake.get().and_then(|h| h.client_info.clone())
     }
 
     /// The number of requests running now (neither ended nor cancelled).
@@ -279,28 +305,30 @@ impl Session {
     /// The negotiated version with the client's capabilities and log level, read together
     /// (`None` before `initialize`). The HTTP transport writes them into the session's record.
     pub fn negotiated_scope(&self) -> Option<(ProtocolVersion, Arc<Value>, Option<LoggingLevel>)> {
-        let s = lock(&self.state);
-        s.negotiated
-            .map(|v| (v, s.client_capabilities.clone(), s.log_level))
+        let h = self.handshake.get()?;
+        Some((
+            h.negotiated,
+            h.client_capabilities.clone(),
+            self.log_level.get(),
+        ))
     }
 
     /// Whether the client declared any of `names` among its capabilities (`initialize`'s
     /// `capabilities`; `false` before it).
     pub fn has_any_client_capability(&self, names: &[&str]) -> bool {
-        let state = lock(&self.state);
-        names
-            .iter()
-            .any(|n| state.client_capabilities.get(n).is_some())
+        self.handshake
+            .get()
+            .is_some_and(|h| names.iter().any(|n| h.client_capabilities.get(n).is_some()))
     }
 
     /// The minimum level of log messages that belong to no request, as the client set it
     /// with `logging/setLevel` (2025-11-25 and earlier); `None` until it does.
     pub fn log_level(&self) -> Option<LoggingLevel> {
-        lock(&self.state).log_level
+        self.log_level.get()
     }
 
     pub(crate) fn set_log_level(&self, level: LoggingLevel) {
-        lock(&self.state).log_level = Some(level);
+        self.log_level.set(Some(level));
     }
 
     /// Records the handshake. `false` if the session was already initialised.
@@ -310,14 +338,13 @@ impl Session {
         capabilities: Value,
         client_info: Option<Value>,
     ) -> bool {
-        let mut s = lock(&self.state);
-        if s.negotiated.is_some() {
-            return false;
-        }
-        s.negotiated = Some(version);
-        s.client_capabilities = Arc::new(capabilities);
-        s.client_info = client_info;
-        true
+        self.handshake
+            .set(Handshake {
+                negotiated: version,
+                client_capabilities: Arc::new(capabilities),
+                client_info,
+            })
+            .is_ok()
     }
 
     /// Rebuilds the handshake of a legacy session that another server instance opened, from
@@ -331,20 +358,18 @@ impl Session {
         client_info: Option<Value>,
         log_level: Option<LoggingLevel>,
     ) -> bool {
-        let mut s = lock(&self.state);
-        if s.negotiated.is_some() {
+        if !self.initialize(version, capabilities, client_info) {
             return false;
         }
-        s.negotiated = Some(version);
-        s.client_capabilities = Arc::new(capabilities);
-        s.client_info = client_info;
-        s.log_level = log_level;
-        s.initialized_notified = true;
+        // A restored session is not shared yet: nothing reads it between the handshake and
+        // these.
+        self.log_level.set(log_level);
+        self.mark_initialized();
         true
     }
 
     pub(crate) fn mark_initialized(&self) {
-        lock(&self.state).initialized_notified = true;
+        self.initialized_notified.store(true, Ordering::Release);
     }
 
     /// Registers an in-flight request; refused if the id is already in flight or the session
@@ -456,6 +481,51 @@ mod tests {
     use crate::registry::McpToolRegistry;
     use crate::schema::JsonObject;
     use crate::test_runtime::{advance, idle, run, spawn};
+
+    /// The handshake is settled once, without a lock: a second `initialize` or a restore of
+    /// an initialised session changes nothing; the log level (kept in an atomic) reads back
+    /// as set, every level and none.
+    #[test]
+    fn the_handshake_is_settled_once_and_the_log_level_reads_back() {
+        let s = Session::new(1);
+        assert_eq!(s.negotiated_scope(), None);
+        assert!(!s.has_any_client_capability(&["roots"]));
+        assert!(s.initialize(
+            ProtocolVersion::V2025_11_25,
+            serde_json::json!({"roots": {}}),
+            Some(serde_json::json!({"name": "a"})),
+        ));
+        assert!(!s.initialize(ProtocolVersion::V2025_06_18, serde_json::json!({}), None));
+        assert!(!s.restore(
+            ProtocolVersion::V2025_06_18,
+            serde_json::json!({}),
+            None,
+            Some(LoggingLevel::Error),
+        ));
+        assert_eq!(s.negotiated(), Some(ProtocolVersion::V2025_11_25));
+        assert!(s.has_any_client_capability(&["roots"]));
+        assert_eq!(s.client_info(), Some(serde_json::json!({"name": "a"})));
+        assert!(!s.initialized_notified());
+        assert_eq!(s.log_level(), None);
+        for level in LEVELS {
+            s.set_log_level(level);
+            assert_eq!(s.log_level(), Some(level));
+            assert_eq!(s.negotiated_scope().map(|n| n.2), Some(Some(level)));
+        }
+        let restored = Session::new(1);
+        assert!(restored.restore(
+            ProtocolVersion::V2025_06_18,
+            serde_json::json!({}),
+            None,
+            Some(LoggingLevel::Notice),
+        ));
+        assert!(restored.initialized_notified());
+        assert_eq!(restored.log_level(), Some(LoggingLevel::Notice));
+        let cell = LevelCell::default();
+        cell.set(Some(LoggingLevel::Emergency));
+        cell.set(None);
+        assert_eq!(cell.get(), None);
+    }
 
     /// One stream, as a transport writes it: what the engine sends on its own and the answers.
     #[derive(Default)]

@@ -31,15 +31,27 @@ impl Tasks {
         task_id: &str,
         sink: Arc<dyn MessageSink>,
     ) -> bool {
-        let Some(entry) = self
-            .store
-            .get(task_id)
-            .filter(|t| t.owner.admits(Era::Legacy, session))
-        else {
+        let Some(entry) = self.live(task_id, Era::Legacy, session, None) else {
             return false;
         };
         entry.relay.redirect(sink);
         true
+    }
+
+    /// The task `task_id` this instance runs, if `session` may see it in `era` and it has not
+    /// expired by `now` (by the store's clock when `None`).
+    fn live(
+        &self,
+        task_id: &str,
+        era: Era,
+        session: &Session,
+        now: Option<std::time::Instant>,
+    ) -> Option<Arc<TaskEntry>> {
+        match now {
+            Some(now) => self.store.get_at(task_id, now),
+            None => self.store.get(task_id),
+        }
+        .filter(|t| t.owner.admits(era, session))
     }
 
     /// `tasks/*` requests of both eras. Each reads its task's record through the
@@ -238,11 +250,9 @@ impl Tasks {
         if let Some(r) = params.get("inputResponses") {
             update.insert("inputResponses".into(), r.clone());
         }
+        let live = self.live(&task_id, Era::Modern, session, Some(scope.now.mono));
         let tasks = self.store.clone();
         let store = tasks.records();
-        let live = tasks
-            .get_at(&task_id, scope.now.mono)
-            .filter(|t| t.owner.admits(Era::Modern, session));
         let principal = session.principal().map(|p| p.subject);
         let method = method.to_owned();
         let deadline = self.store_deadline();
@@ -322,11 +332,9 @@ impl Tasks {
             return error(&id, ErrorObject::invalid_params("taskId must be a string"));
         };
         let task_id = task_id.to_owned();
+        let live = self.live(&task_id, Era::Legacy, session, Some(scope.now.mono));
         let tasks = self.store.clone();
         let store = tasks.records();
-        let live = tasks
-            .get_at(&task_id, scope.now.mono)
-            .filter(|t| t.owner.admits(Era::Legacy, session));
         let key = tasks.session_key(session);
         let (guard, relay) = if method == "tasks/result" {
             match session.begin_request(id.clone()) {

@@ -27,7 +27,7 @@
 //! if still running) when its TTL from creation elapses. Task ids are 128 random bits. Tasks
 //! are bound to the authenticated principal, and 2025-11-25 tasks also to their session.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -40,7 +40,8 @@ use crate::platform::TimeSource;
 use crate::sync::{CancellationToken, Generation};
 
 use super::session::Session;
-use crate::context::{ClientRequestError, MessageSink};
+use crate::context::ClientRequestError;
+use crate::outbound::Outbound;
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage};
 
 mod dirty;
@@ -111,8 +112,6 @@ pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// The most answers a task remembers (for tools that ask the same key again).
 const MAX_ANSWERS: usize = 1024;
-/// The most messages a 2025-11-25 task holds for a client that is not reading `tasks/result`.
-const MAX_RELAYED: usize = 64;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -275,7 +274,10 @@ pub(crate) struct TaskEntry {
     cancel: CancellationToken,
     state: Mutex<TaskState>,
     changed: Generation,
-    relay: Arc<Relay>,
+    /// 2025-11-25: what the task sends its client (its server-to-client requests and
+    /// notifications), queued until a `tasks/result` stream attaches: a relayed
+    /// [`Outbound`], under the queue's one bound and rules.
+    relay: Outbound,
     next_waiter: AtomicU64,
     /// The encoded size of the kept result, counted against `max_retained_bytes`.
     size: AtomicUsize,
@@ -362,7 +364,7 @@ impl TaskEntry {
                 ..TaskState::default()
             }),
             changed: Generation::new(),
-            relay: Arc::new(Relay::default()),
+            relay: Outbound::relayed(),
             next_waiter: AtomicU64::new(0),
             size: AtomicUsize::new(0),
             dirty: None,
@@ -539,86 +541,6 @@ impl Drop for Outstanding {
             st.outstanding = st.outstanding.saturating_sub(1);
         }
         self.0.touch();
-    }
-}
-
-/// Where a 2025-11-25 task's messages go: the stream of the `tasks/result` call reading it, or
-/// a small buffer until one attaches.
-#[derive(Default)]
-struct Relay {
-    attached: Mutex<Option<Arc<dyn MessageSink>>>,
-    buffer: Mutex<VecDeque<OutgoingMessage>>,
-}
-
-impl MessageSink for Relay {
-    fn send(&self, message: OutgoingMessage) -> bool {
-        let attached = lock(&self.attached).clone();
-        if let Some(sink) = attached
-            && sink.send(message.clone())
-        {
-            return true;
-        }
-        let mut buffer = lock(&self.buffer);
-        if buffer.len() >= MAX_RELAYED {
-            // Advisory notifications give way; requests are never dropped for them.
-            let Some(i) = buffer
-                .iter()
-                .position(|m| matches!(m, OutgoingMessage::Notification { .. }))
-            else {
-                return false;
-            };
-            buffer.remove(i);
-        }
-        buffer.push_back(message);
-        true
-    }
-}
-
-impl Relay {
-    /// Sends to `sink` from now on, starting with what was buffered.
-    fn attach(self: &Arc<Self>, sink: Arc<dyn MessageSink>) -> RelayGuard {
-        *lock(&self.attached) = Some(sink.clone());
-        let buffered: Vec<OutgoingMessage> = lock(&self.buffer).drain(..).collect();
-        for m in buffered {
-            if !sink.send(m) {
-                break;
-            }
-        }
-        RelayGuard {
-            relay: self.clone(),
-            sink,
-        }
-    }
-}
-
-impl Relay {
-    /// Sends to `sink` from now on (until another attaches), starting with what was
-    /// buffered: for a `tasks/result` read on another instance.
-    fn redirect(&self, sink: Arc<dyn MessageSink>) {
-        *lock(&self.attached) = Some(sink.clone());
-        let buffered: Vec<OutgoingMessage> = lock(&self.buffer).drain(..).collect();
-        for m in buffered {
-            if !sink.send(m) {
-                break;
-            }
-        }
-    }
-}
-
-struct RelayGuard {
-    relay: Arc<Relay>,
-    sink: Arc<dyn MessageSink>,
-}
-
-impl Drop for RelayGuard {
-    fn drop(&mut self) {
-        let mut attached = lock(&self.relay.attached);
-        if attached
-            .as_ref()
-            .is_some_and(|s| Arc::ptr_eq(s, &self.sink))
-        {
-            *attached = None;
-        }
     }
 }
 

@@ -9,9 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::McpErrorDetail;
-use crate::context::{
-    ClientRequestError, InputMode, InputRequest, MessageSink, Outbound, TaskInput,
-};
+use crate::context::{ClientRequestError, InputMode, InputRequest, Outbound, TaskInput};
 use crate::engine::jobs::{Continuation, Round};
 use crate::engine::mrtr::RoundTrip;
 use crate::engine::policy::{Failure, HandlerKind, Ticket};
@@ -359,8 +357,8 @@ impl Tasks {
             parks: AtomicBool::new(false),
             max_pending: self.store.config.max_pending_inputs,
         });
-        let sink = legacy.then(|| entry.relay.clone() as Arc<dyn MessageSink>);
-        let context = context.rebind(entry.cancel.clone(), sink, InputMode::Task(link.clone()));
+        let relay = legacy.then(|| entry.relay.clone());
+        let context = context.rebind(entry.cancel.clone(), relay, InputMode::Task(link.clone()));
         // The tool's own timeout, if it has one; the task's TTL bounds the rest (the store's
         // timers). A child token: a timeout stops this run without marking the task cancelled.
         let timeout = tool

@@ -4,7 +4,7 @@ use super::*;
 use crate::McpErrorDetail;
 use crate::config::McpServerConfig;
 use crate::context::InputRequest;
-use crate::context::ToolContext;
+use crate::context::{MessageSink, ToolContext};
 use crate::engine::{Engine, Handled};
 use crate::registry::{McpToolRegistry, ToolDefinition, ToolRegistration, ToolSettings};
 use crate::registry::{TaskSupport, ToolOutput};
@@ -287,31 +287,98 @@ fn finished_results_are_kept_within_a_byte_budget() {
     assert_eq!(lock(&store.inner).retained, 0);
 }
 
+/// A 2025-11-25 task's relay is the core's one queue type (`Outbound`), under its one bound
+/// and its rules, while no `tasks/result` stream is attached: progress of one token
+/// coalesces to its latest, a list change is held once, another notification is dropped at
+/// the bound, and a request at the bound is refused (its asker's `input` fails with
+/// `Unavailable`) rather than held and then lost. What it holds goes to the stream that
+/// attaches, in order; detached, it holds again.
 #[test]
-fn a_full_relay_drops_notifications_before_requests() {
-    let relay = Relay::default();
-    let note = || OutgoingMessage::Notification {
+fn a_relay_holds_under_the_queues_bound_and_rules() {
+    use crate::outbound::{ClientCalls, MAX_QUEUED};
+    let relay = Outbound::relayed();
+    let calls = ClientCalls::new();
+    let progress = |n: u64| OutgoingMessage::Notification {
         method: "notifications/progress",
+        params: json!({"progressToken": "t", "progress": n}),
+    };
+    let log = |n: u64| OutgoingMessage::Notification {
+        method: "notifications/message",
+        params: json!({"level": "info", "data": n}),
+    };
+    let changed = || OutgoingMessage::Notification {
+        method: "notifications/tools/list_changed",
         params: json!({}),
     };
-    let req = |n: i64| OutgoingMessage::Request {
-        id: RequestId::from(n),
-        method: "elicitation/create",
-        params: json!({}),
-    };
-    for _ in 0..MAX_RELAYED {
-        assert!(relay.send(note()));
+    assert!(relay.push(progress(1)));
+    assert!(relay.push(changed()));
+    assert!(relay.push(changed()), "a list change already held");
+    assert_eq!(relay.queued(), 2);
+    relay.drain();
+    assert_eq!(relay.queued(), 2, "no stream attached: nothing leaves");
+    let mut asked = Vec::new();
+    while relay.queued() < MAX_QUEUED {
+        asked.push(
+            calls
+                .ask("elicitation/create", json!({}), &relay)
+                .expect("room"),
+        );
     }
-    assert!(relay.send(req(1)), "a request displaces a notification");
-    for n in 2..=MAX_RELAYED {
-        assert!(relay.send(req(i64::try_from(n).unwrap())));
-    }
-    assert!(!relay.send(req(0)), "a buffer of requests is full");
+    assert!(
+        calls.ask("elicitation/create", json!({}), &relay).is_none(),
+        "a request at the bound is refused"
+    );
+    assert!(!relay.push(log(1)), "a log message is dropped at the bound");
+    assert!(relay.push(progress(2)), "progress coalesces at the bound");
+    assert_eq!(relay.queued(), MAX_QUEUED);
+
     let capture = Arc::new(Capture::default());
-    let guard = Arc::new(relay).attach(capture.clone());
-    assert_eq!(lock(&capture.0).len(), MAX_RELAYED);
-    assert!(guard.relay.send(note()), "an attached relay forwards");
-    drop(guard);
+    let attached = relay.attach(capture.clone());
+    let sent = lock(&capture.0).clone();
+    assert_eq!(sent.len(), MAX_QUEUED);
+    assert_eq!(relay.queued(), 0);
+    let OutgoingMessage::Notification { params, .. } = &sent[0] else {
+        panic!("progress first: {:?}", sent[0])
+    };
+    assert_eq!(params["progress"], 2, "the latest progress, in its place");
+    let requests = sent
+        .iter()
+        .filter(|m| matches!(m, OutgoingMessage::Request { .. }))
+        .count();
+    assert_eq!(requests, asked.len(), "every request held went out");
+    assert!(relay.push(log(2)));
+    relay.drain();
+    assert_eq!(
+        lock(&capture.0).len(),
+        MAX_QUEUED + 1,
+        "attached, it forwards"
+    );
+    drop(attached);
+    assert!(relay.push(log(3)));
+    relay.drain();
+    assert_eq!(relay.queued(), 1, "detached, it holds again");
+}
+
+/// A message the attached stream refuses (closed, or full) is not dropped: it waits, first,
+/// for the next stream.
+#[test]
+fn a_relayed_message_the_stream_refuses_waits_for_the_next() {
+    let relay = Outbound::relayed();
+    let calls = crate::outbound::ClientCalls::new();
+    let call = calls
+        .ask("elicitation/create", json!({}), &relay)
+        .expect("room");
+    let refusing = relay.attach(crate::context::NullSink::shared());
+    relay.drain();
+    assert_eq!(relay.queued(), 1, "refused, and kept");
+    drop(refusing);
+    let capture = Arc::new(Capture::default());
+    let _attached = relay.attach(capture.clone());
+    let sent = lock(&capture.0).clone();
+    assert!(
+        matches!(&sent[..], [OutgoingMessage::Request { id, .. }] if id == call.id()),
+        "{sent:?}"
+    );
 }
 
 #[test]
@@ -1408,6 +1475,147 @@ fn experimental_task_input_is_a_related_task_request() {
         };
         assert_eq!(result["content"][0]["text"], "confirmed by Grace");
         assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], id);
+    });
+}
+
+/// Issue #27 item 1: a 2025-11-25 task that asks its client more than its relay holds,
+/// with no `tasks/result` reading it, loses no request: each is either held for the stream
+/// that attaches or refused at once (its `input` fails with `Unavailable`). Before the relay
+/// was an `Outbound`, it held 64 and dropped the next request after the handler's queue had
+/// taken it, so that request's `input` waited for an answer the client never heard of.
+#[test]
+fn a_task_that_asks_past_the_relays_bound_loses_no_request() {
+    use crate::outbound::MAX_QUEUED;
+    use std::sync::atomic::AtomicUsize;
+    let asked = MAX_QUEUED + 3;
+    let refused = Arc::new(AtomicUsize::new(0));
+    let r = McpToolRegistry::new();
+    let counted = refused.clone();
+    add(
+        &r,
+        "ask_many",
+        TaskSupport::Optional,
+        move |_: Map<String, Value>, cx: ToolContext| {
+            let counted = counted.clone();
+            async move {
+                let asks = (0..asked).map(|i| {
+                    let (cx, counted) = (&cx, &counted);
+                    async move {
+                        let answer = cx.input(&format!("k{i}"), form()).await;
+                        if matches!(answer, Err(ClientRequestError::Unavailable)) {
+                            counted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        answer
+                    }
+                });
+                let answers = futures_util::future::join_all(asks).await;
+                let ok = answers.iter().filter(|a| a.is_ok()).count();
+                text(format!("{ok} answered"))
+            }
+        },
+    );
+    run(async move {
+        let cfg = McpServerConfig::default().with_rate_limit(None);
+        let e = Engine::new(cfg, Arc::new(r)).with_task_config(TaskConfig::default());
+        let c = legacy(&e, json!({"elicitation": {}})).await;
+        let created = c
+            .request("tools/call", json!({"name": "ask_many", "task": {}}))
+            .await
+            .unwrap();
+        let id = created["task"]["taskId"].clone();
+        for _ in 0..500 {
+            let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+            if t["status"] == "input_required" {
+                break;
+            }
+            advance(Duration::from_millis(10)).await;
+        }
+        idle().await;
+        let capture = Arc::new(Capture::default());
+        let sink: Arc<dyn MessageSink> = capture.clone();
+        let message = IncomingMessage::Request {
+            id: RequestId::from(900),
+            method: "tasks/result".into(),
+            params: json!({"taskId": id}).as_object().cloned(),
+        };
+        let result = spawn(e.handle(&c.session, message, &sink).into_message());
+        idle().await;
+        let requests: Vec<RequestId> = lock(&capture.0)
+            .iter()
+            .filter_map(|m| match m {
+                OutgoingMessage::Request { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        let refused = refused.load(Ordering::SeqCst);
+        assert_eq!(
+            requests.len() + refused,
+            asked,
+            "{} relayed and {refused} refused of {asked} asked: the rest were lost",
+            requests.len()
+        );
+        assert_eq!(
+            requests.len(),
+            MAX_QUEUED,
+            "the relay holds up to its bound"
+        );
+        for rid in requests {
+            e.handle(
+                &c.session,
+                IncomingMessage::Response {
+                    id: rid,
+                    result: json!({"action": "accept", "content": {"name": "Ada"}}),
+                },
+                &sink,
+            );
+        }
+        let Some(result) = result
+            .await
+            .as_ref()
+            .and_then(OutgoingMessage::result_value)
+        else {
+            panic!("a result expected")
+        };
+        assert_eq!(
+            result["content"][0]["text"],
+            format!("{MAX_QUEUED} answered")
+        );
+    });
+}
+
+/// A 2025-11-25 task answered at once lets go of its request's stream (the HTTP transport
+/// ends a JSON answer when its stream's last holder lets go): what it emits goes to its
+/// relay, which holds no stream until a `tasks/result` attaches.
+#[test]
+fn an_experimental_task_lets_go_of_its_requests_stream() {
+    run(async {
+        let e = engine(TaskConfig::default());
+        let c = legacy(&e, json!({"elicitation": {}})).await;
+        let stream: Arc<dyn MessageSink> = Arc::new(Capture::default());
+        let message = IncomingMessage::Request {
+            id: RequestId::from(77),
+            method: "tools/call".into(),
+            params: json!({"name": "ask", "task": {}}).as_object().cloned(),
+        };
+        let reply = e.handle(&c.session, message, &stream).into_message().await;
+        let id = reply
+            .as_ref()
+            .and_then(OutgoingMessage::result_value)
+            .map(|r| r["task"]["taskId"].clone())
+            .expect("the task");
+        for _ in 0..500 {
+            let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+            if t["status"] == "input_required" {
+                break;
+            }
+            advance(Duration::from_millis(10)).await;
+        }
+        idle().await;
+        assert_eq!(
+            Arc::strong_count(&stream),
+            1,
+            "the waiting task still holds its request's stream"
+        );
     });
 }
 
