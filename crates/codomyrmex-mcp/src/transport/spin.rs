@@ -28,8 +28,9 @@
 //!   the calls/s, `docs/perf-notes.md`);
 //! - while another thread spins under the same `Spin`: at most one thread spins, so another
 //!   worker is always free to take the I/O driver;
-//! - on a busy machine: when more tasks are runnable than there are CPUs (the kernel's count of
-//!   runnable tasks, `/proc/loadavg`'s fourth field, sampled at most every [`SAMPLE_EVERY`]).
+//! - on a busy machine: when, besides the spinning thread and the one peer it waits for, as
+//!   many tasks are runnable as there are CPUs (the kernel's count of runnable tasks,
+//!   `/proc/loadavg`'s fourth field, sampled at most every [`SAMPLE_EVERY`]).
 //!   Other processes then want the cores, and a spin is worse than parking: it spends the
 //!   thread's share of the CPU before the next request comes, so the scheduler makes that
 //!   request wait behind the other processes, where a parked thread would be woken at once.
@@ -58,9 +59,10 @@ fn runnable_in_loadavg(text: &str) -> Option<u32> {
 }
 
 /// Whether a machine of `cpus` CPUs is busy with `runnable` tasks, the one counting them
-/// among them: the others would fill every CPU.
+/// among them: the others, less the one peer a spin waits for (it is often running then,
+/// reading the answer), would fill every CPU.
 fn is_busy_with(runnable: u32, cpus: u32) -> bool {
-    runnable > cpus
+    runnable > cpus.saturating_add(1)
 }
 
 /// What a spin polls: a descriptor (on Linux; elsewhere [`Spin::new`] builds no spin).

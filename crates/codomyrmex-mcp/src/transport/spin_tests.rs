@@ -105,10 +105,18 @@ fn the_runnable_tasks_are_read_from_loadavg() {
     assert_eq!(runnable_in_loadavg("0.00 0.00 0.00"), None);
     assert_eq!(runnable_in_loadavg("a b c x/y z"), None);
     assert_eq!(runnable_in_loadavg(""), None);
-    // The counter is one of the runnable: busy when the others would fill every CPU.
+    // The counter and its peer are among the runnable: busy when the others would fill
+    // every CPU.
     assert!(!is_busy_with(2, 2));
-    assert!(is_busy_with(3, 2));
-    assert!(!is_busy_with(1, 1) && is_busy_with(2, 1));
+    assert!(
+        !is_busy_with(3, 2),
+        "the spinner, its peer and one more on 2 CPUs"
+    );
+    assert!(
+        is_busy_with(4, 2),
+        "two others besides the spinner and its peer"
+    );
+    assert!(!is_busy_with(2, 1) && is_busy_with(3, 1));
 }
 
 #[test]
@@ -122,14 +130,14 @@ fn on_a_busy_machine_no_spin_starts_and_the_count_is_taken_at_most_every_period(
         counts.set(counts.get() + 1);
         move || Some(runnable)
     };
-    assert!(spin.is_busy(t0, count(cpus + 1)), "more runnable than CPUs");
+    assert!(spin.is_busy(t0, count(cpus + 2)), "as many others as CPUs");
     assert!(
         spin.is_busy(t0 + SAMPLE_EVERY / 2, count(1)),
         "not counted again yet"
     );
     assert_eq!(counts.get(), 2, "both closures were made");
     assert!(
-        !spin.is_busy(t0 + SAMPLE_EVERY, count(cpus)),
+        !spin.is_busy(t0 + SAMPLE_EVERY, count(cpus + 1)),
         "counted again: not busy"
     );
     assert!(
@@ -138,7 +146,7 @@ fn on_a_busy_machine_no_spin_starts_and_the_count_is_taken_at_most_every_period(
     );
     // Counted as busy at a time far ahead, so that the wait below falls inside the period
     // however slowly this test runs.
-    assert!(spin.is_busy(t0 + Duration::from_secs(3600), count(cpus + 1)));
+    assert!(spin.is_busy(t0 + Duration::from_secs(3600), count(cpus + 2)));
     assert_eq!(spin.wait(&rx), Spun::Busy);
     assert_eq!(spin.seen.polls(), 0, "a busy machine gets no poll");
     assert!(!spin.is_spinning());
