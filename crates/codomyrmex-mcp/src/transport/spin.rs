@@ -28,9 +28,9 @@
 //!   the calls/s, `docs/perf-notes.md`);
 //! - while another thread spins under the same `Spin`: at most one thread spins, so another
 //!   worker is always free to take the I/O driver;
-//! - on a busy machine: when, besides the spinning thread and the one peer it waits for, as
-//!   many tasks are runnable as there are CPUs (the kernel's count of runnable tasks,
-//!   `/proc/loadavg`'s fourth field, sampled at most every [`SAMPLE_EVERY`]).
+//! - on a busy machine: when more tasks are runnable than there are CPUs (the kernel's count of
+//!   runnable tasks, `/proc/loadavg`'s fourth field, sampled at most every [`SAMPLE_EVERY`]) in
+//!   [`BUSY_COUNTS`] counts more than in the quiet ones since.
 //!   Other processes then want the cores, and a spin is worse than parking: it spends the
 //!   thread's share of the CPU before the next request comes, so the scheduler makes that
 //!   request wait behind the other processes, where a parked thread would be woken at once.
@@ -59,11 +59,15 @@ fn runnable_in_loadavg(text: &str) -> Option<u32> {
 }
 
 /// Whether a machine of `cpus` CPUs is busy with `runnable` tasks, the one counting them
-/// among them: the others, less the one peer a spin waits for (it is often running then,
-/// reading the answer), would fill every CPU.
+/// among them: the others would fill every CPU.
 fn is_busy_with(runnable: u32, cpus: u32) -> bool {
-    runnable > cpus.saturating_add(1)
+    runnable > cpus
 }
+
+/// How many busy counts in a row (less the quiet ones since) make the machine busy: one count
+/// catches a moment (the peer a spin waits for may be running then, reading the answer), a
+/// competing load shows in every count.
+const BUSY_COUNTS: u8 = 2;
 
 /// What a spin polls: a descriptor (on Linux; elsewhere [`Spin::new`] builds no spin).
 #[cfg(target_os = "linux")]
@@ -94,7 +98,9 @@ pub(crate) struct Spin {
     born: Instant,
     /// Nanoseconds after `born` from which the next spin counts the runnable tasks again.
     next_sample: AtomicU64,
-    /// What the last count said: the machine is busy, no spin starts.
+    /// Busy counts less quiet ones, from 0 to [`BUSY_COUNTS`] + 1.
+    score: std::sync::atomic::AtomicU8,
+    /// What the counts say: the machine is busy, no spin starts.
     busy: AtomicBool,
     /// Whether spins look at the machine's load. Always in a build; the tests of the other
     /// rules turn it off, since a loaded test machine would turn their spins off.
@@ -161,6 +167,7 @@ impl Spin {
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
             born: Instant::now(),
             next_sample: AtomicU64::new(0),
+            score: std::sync::atomic::AtomicU8::new(0),
             busy: AtomicBool::new(false),
             judge: !cfg!(test),
             #[cfg(test)]
@@ -175,8 +182,8 @@ impl Spin {
         self
     }
 
-    /// Whether the machine is busy at `now`: the last count's answer, counted again with
-    /// `count` (the runnable tasks, `None` when unknown: not busy) once [`SAMPLE_EVERY`] has
+    /// Whether the machine is busy at `now`: what the counts said, counted again with `count`
+    /// (the runnable tasks, `None` when unknown: a quiet count) once [`SAMPLE_EVERY`] has
     /// passed since the last count.
     fn is_busy(&self, now: Instant, count: impl FnOnce() -> Option<u32>) -> bool {
         let at =
@@ -194,7 +201,15 @@ impl Spin {
         {
             return self.busy.load(Ordering::Acquire);
         }
-        let busy = count().is_some_and(|runnable| is_busy_with(runnable, self.cpus));
+        let busy_now = count().is_some_and(|runnable| is_busy_with(runnable, self.cpus));
+        let score = self.score.load(Ordering::Acquire);
+        let score = if busy_now {
+            score.saturating_add(1).min(BUSY_COUNTS + 1)
+        } else {
+            score.saturating_sub(1)
+        };
+        self.score.store(score, Ordering::Release);
+        let busy = score >= BUSY_COUNTS;
         self.busy.store(busy, Ordering::Release);
         busy
     }

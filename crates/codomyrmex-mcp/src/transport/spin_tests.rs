@@ -105,48 +105,41 @@ fn the_runnable_tasks_are_read_from_loadavg() {
     assert_eq!(runnable_in_loadavg("0.00 0.00 0.00"), None);
     assert_eq!(runnable_in_loadavg("a b c x/y z"), None);
     assert_eq!(runnable_in_loadavg(""), None);
-    // The counter and its peer are among the runnable: busy when the others would fill
-    // every CPU.
+    // The counter is one of the runnable: a busy count when the others would fill every CPU.
     assert!(!is_busy_with(2, 2));
-    assert!(
-        !is_busy_with(3, 2),
-        "the spinner, its peer and one more on 2 CPUs"
-    );
-    assert!(
-        is_busy_with(4, 2),
-        "two others besides the spinner and its peer"
-    );
-    assert!(!is_busy_with(2, 1) && is_busy_with(3, 1));
+    assert!(is_busy_with(3, 2));
+    assert!(!is_busy_with(1, 1) && is_busy_with(2, 1));
 }
 
 #[test]
 fn on_a_busy_machine_no_spin_starts_and_the_count_is_taken_at_most_every_period() {
     let (_tx, rx) = UnixStream::pair().unwrap();
     let spin = Spin::new(Duration::from_millis(1)).unwrap().judging();
-    let cpus = spin.cpus;
+    let busy = spin.cpus + 1;
+    let quiet = spin.cpus;
     let t0 = std::time::Instant::now();
-    let counts = std::cell::Cell::new(0);
-    let count = |runnable: u32| {
-        counts.set(counts.get() + 1);
-        move || Some(runnable)
-    };
-    assert!(spin.is_busy(t0, count(cpus + 2)), "as many others as CPUs");
+    let at = |n: u32| t0 + SAMPLE_EVERY * n;
     assert!(
-        spin.is_busy(t0 + SAMPLE_EVERY / 2, count(1)),
+        !spin.is_busy(at(0), || Some(busy)),
+        "one busy count is a moment"
+    );
+    assert!(
+        !spin.is_busy(at(0) + SAMPLE_EVERY / 2, || Some(busy)),
         "not counted again yet"
     );
-    assert_eq!(counts.get(), 2, "both closures were made");
+    assert!(spin.is_busy(at(1), || Some(busy)), "two in a row: busy");
+    assert!(spin.is_busy(at(2), || Some(busy)));
     assert!(
-        !spin.is_busy(t0 + SAMPLE_EVERY, count(cpus + 1)),
-        "counted again: not busy"
+        spin.is_busy(at(3), || Some(quiet)),
+        "one quiet count is a moment too"
     );
-    assert!(
-        !spin.is_busy(t0 + SAMPLE_EVERY * 3, || None),
-        "unknown: not busy"
-    );
-    // Counted as busy at a time far ahead, so that the wait below falls inside the period
-    // however slowly this test runs.
-    assert!(spin.is_busy(t0 + Duration::from_secs(3600), count(cpus + 2)));
+    assert!(!spin.is_busy(at(4), || Some(quiet)), "two: quiet again");
+    assert!(!spin.is_busy(at(5), || None), "unknown counts as quiet");
+    // Busy at times far ahead, so that the wait below falls inside the period however slowly
+    // this test runs.
+    let later = t0 + Duration::from_secs(3600);
+    spin.is_busy(later, || Some(busy));
+    assert!(spin.is_busy(later + SAMPLE_EVERY, || Some(busy)));
     assert_eq!(spin.wait(&rx), Spun::Busy);
     assert_eq!(spin.seen.polls(), 0, "a busy machine gets no poll");
     assert!(!spin.is_spinning());
