@@ -662,7 +662,10 @@ url = "http://127.0.0.1:9000/mcp"
         let e = invalid(&openapi(
             "base_url = \"https://api.example\"\nauth = { type = \"bearer\", token = \"a\\r\\nX-Evil: 1\" }",
         ));
-        assert!(e.contains("auth: the credential is not a valid header value"), "{e}");
+        assert!(
+            e.contains("auth: the credential is not a valid header value"),
+            "{e}"
+        );
         let e = invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nbase_url = \"https://h\"\n");
         assert!(e.contains("`base_url` is for `openapi`"), "{e}");
     }

@@ -50,10 +50,11 @@ type TlsConnection =
     Connection<TokioIo<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>, Body>;
 
 /// hyper's connection future: reads and writes the socket, driven by the call using it.
+/// Boxed (one allocation per connection): a call's future holds a `Driver`, and moves it.
 enum Driver {
     /// Plain TCP.
-    Plain(PlainConnection),
-    /// TLS (boxed: rustls's state is large, and a call's future holds a `Driver`).
+    Plain(Box<PlainConnection>),
+    /// TLS.
     Tls(Box<TlsConnection>),
 }
 
@@ -61,7 +62,7 @@ impl Driver {
     /// Polls the connection: `Ready` once it has ended (closed, or failed).
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), hyper::Error>> {
         match self {
-            Self::Plain(c) => Pin::new(c).poll(cx),
+            Self::Plain(c) => Pin::new(&mut **c).poll(cx),
             Self::Tls(c) => Pin::new(&mut **c).poll(cx),
         }
     }
@@ -239,7 +240,7 @@ impl Client {
             let (sender, connection) = handshake(e, tcp).await?;
             Ok(Conn {
                 sender,
-                driver: Driver::Plain(connection),
+                driver: Driver::Plain(Box::new(connection)),
             })
         }
     }
