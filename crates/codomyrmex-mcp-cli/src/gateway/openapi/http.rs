@@ -11,6 +11,7 @@
 
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -64,6 +65,50 @@ impl Driver {
         match self {
             Self::Plain(c) => Pin::new(&mut **c).poll(cx),
             Self::Tls(c) => Pin::new(&mut **c).poll(cx),
+        }
+    }
+}
+
+/// The waker a call's exchange and driver are polled with: while the call polls them, a
+/// wake only marks that another turn is needed; otherwise (the socket became ready, woken
+/// by the runtime's I/O driver) it wakes the call's task.
+#[derive(Default)]
+struct Relay {
+    task: Mutex<Option<std::task::Waker>>,
+    polling: AtomicBool,
+    woken: AtomicBool,
+}
+
+impl Relay {
+    /// The call's poll begins: wakes are noted, not passed on.
+    fn enter(&self, task: &std::task::Waker) {
+        let mut kept = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+        if !kept.as_ref().is_some_and(|k| k.will_wake(task)) {
+            *kept = Some(task.clone());
+        }
+        drop(kept);
+        self.woken.store(false, Ordering::SeqCst);
+        self.polling.store(true, Ordering::SeqCst);
+    }
+
+    /// The call's poll ends; whether a wake came while it polled (then it must poll again).
+    fn leave(&self) -> bool {
+        self.polling.store(false, Ordering::SeqCst);
+        self.woken.swap(false, Ordering::SeqCst)
+    }
+}
+
+impl std::task::Wake for Relay {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        if !self.polling.load(Ordering::SeqCst)
+            && let Some(task) = &*self.task.lock().unwrap_or_else(PoisonError::into_inner)
+        {
+            task.wake_by_ref();
         }
     }
 }
@@ -161,19 +206,33 @@ impl Client {
         let answer = {
             let Conn { sender, driver } = &mut conn;
             let mut exchange = pin!(exchange(sender, request, limit, &e.authority));
+            // The exchange and the driver wake each other (a request queued, an answer
+            // read): while this loop polls them, such a wake only asks for another turn of
+            // the loop, instead of waking this task (whose runtime would count it as a
+            // yield and wake a sleeping worker to steal it).
+            let relay = Arc::new(Relay::default());
+            let waker = std::task::Waker::from(relay.clone());
             std::future::poll_fn(|cx| {
+                relay.enter(cx.waker());
+                let mut inner = Context::from_waker(&waker);
                 loop {
-                    if let Poll::Ready(out) = exchange.as_mut().poll(cx) {
+                    if let Poll::Ready(out) = exchange.as_mut().poll(&mut inner) {
+                        relay.leave();
                         return Poll::Ready(out);
                     }
                     if let Some(end) = &ended {
+                        relay.leave();
                         // The connection ended and the exchange cannot go on.
                         return Poll::Ready(Err(match end {
                             Ok(()) => format!("{} closed the connection", e.authority),
                             Err(err) => format!("HTTP request to {} failed: {err}", e.authority),
                         }));
                     }
-                    match driver.poll(cx) {
+                    match driver.poll(&mut inner) {
+                        Poll::Pending if relay.leave() => {
+                            // Woken while polling: another turn.
+                            relay.enter(cx.waker());
+                        }
                         Poll::Pending => return Poll::Pending,
                         // The exchange is polled once more: what the connection read last
                         // is in.
