@@ -470,6 +470,74 @@ async fn check_lists_the_tools_and_names_what_was_left_out() {
     assert_eq!(ran.code, Some(1), "{out}");
 }
 
+/// A REST server that answers each connection's first `GET` (a pet, JSON, keep-alive as
+/// HTTP/1.1 implies) and closes the connection 20 ms later, while the client holds it idle,
+/// as a server whose keep-alive timeout passed does. Counts the connections it accepted.
+async fn closing_server(accepted: Arc<AtomicUsize>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            accepted.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tcp.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let body = r#"{"id":"7","name":"Rex"}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tcp.write_all(answer.as_bytes()).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// The gateway keeps REST connections for the next call and drives them only while a call
+/// uses them: a kept connection the server closed while it was idle is found closed when
+/// taken again and replaced, so every call gets through, each on a new connection.
+#[tokio::test]
+async fn a_kept_connection_the_server_closed_is_not_used_again() {
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let base = closing_server(accepted.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pets.yaml"), SPEC).unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nname = \"pets\"\nopenapi = \"pets.yaml\"\nbase_url = \"{base}/v1\"\n\
+             include = [\"showPetById\"]\n"
+        ),
+    )
+    .unwrap();
+    let client = support::gateway_stdio(&config, EraPreference::Auto, ClientHandlers::new()).await;
+    for i in 0..4 {
+        let r = call(&client, "pets.showPetById", json!({"petId": "7"})).await;
+        assert_ne!(r["isError"], true, "call {i}: {r}");
+        assert_eq!(r["structuredContent"]["id"], "7", "call {i}: {r}");
+        // The server closes the connection while the gateway keeps it.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        4,
+        "one connection per call"
+    );
+    client.close(Duration::from_secs(5)).await;
+}
+
 /// Issue #31 item 6's OpenAPI figure, run by hand (`--ignored --nocapture`): calls/s of one
 /// OpenAPI tool at 1 in flight through the gateway (our client over stdio, the gateway's
 /// pooled HTTP/1.1 client to the REST server) against the same GET sent directly with

@@ -685,7 +685,7 @@ async fn parked_call(
             // The call outlives this round: it runs under the upstream's deadline on its own.
             let policy = up.policy.clone();
             let task = tokio::spawn(async move {
-                let call = client.request_with(method, params, &options);
+                let call = std::pin::pin!(client.request_with(method, params, &options));
                 policy
                     .within(&TOKIO, call)
                     .await

@@ -658,6 +658,14 @@ url = "http://127.0.0.1:9000/mcp"
             "auth = { type = \"oauth_client_credentials\", token_url = \"http://auth.example/t\", client_id = \"c\", client_secret = \"s\" }",
         ));
         assert!(e.contains("token_url"), "{e}");
+        // A credential that cannot be a header value (it would split the request's head).
+        let e = invalid(&openapi(
+            "base_url = \"https://api.example\"\nauth = { type = \"bearer\", token = \"a\\r\\nX-Evil: 1\" }",
+        ));
+        assert!(
+            e.contains("auth: the credential is not a valid header value"),
+            "{e}"
+        );
         let e = invalid("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nbase_url = \"https://h\"\n");
         assert!(e.contains("`base_url` is for `openapi`"), "{e}");
     }

@@ -350,7 +350,8 @@ async fn forward_timed(
             ),
         )
     };
-    let call = bridge::call(upstream, client, method, params, context);
+    // Lent pinned: see `UpstreamPolicy::within`.
+    let call = std::pin::pin!(bridge::call(upstream, client, method, params, context));
     match upstream.policy.within(&TOKIO, call).await {
         Err(_) | Ok(Bridged::Final(Err(ClientError::Timeout(_)))) => Err(timed_out()),
         // The engine answers input-required; this is not sent.

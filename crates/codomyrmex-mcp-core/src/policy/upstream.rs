@@ -129,13 +129,15 @@ impl UpstreamPolicy {
     }
 
     /// `work`'s output, or [`Failure::TimedOut`] once the upstream's `timeout` has passed on
-    /// `rt`'s clock (dropping `work`): the driver's [`driver::within`].
-    pub async fn within<T>(
+    /// `rt`'s clock (dropping `work`): the driver's [`driver::within`] itself (no layer of its
+    /// own, which would hold one more copy of `work`). A large `work` is best lent pinned
+    /// (`within(rt, pin!(work))`): each layer that takes a future by value holds a copy.
+    pub fn within<T>(
         &self,
         rt: &'static dyn Runtime,
         work: impl Future<Output = T>,
-    ) -> Result<T, Failure> {
-        driver::within(rt, self.limits.timeout, work).await
+    ) -> impl Future<Output = Result<T, Failure>> {
+        driver::within(rt, self.limits.timeout, work)
     }
 }
 

@@ -13,6 +13,8 @@ use std::marker::PhantomData;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
+
 use crate::sync::{Changes, Generation};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -345,8 +347,9 @@ where
         arguments: JsonObject,
         _: ToolContext,
     ) -> BoxFuture<'static, ToolOutput> {
-        let fut = (self.f)(arguments);
-        Box::pin(async move { fut.await.into_tool_output() })
+        // `map`, not `async move { fut.await... }`: an async block would hold `fut` twice
+        // (its capture and the value it awaits), and the box would be that large.
+        Box::pin((self.f)(arguments).map(IntoToolOutput::into_tool_output))
     }
 }
 
@@ -375,8 +378,8 @@ where
         arguments: JsonObject,
         cx: ToolContext,
     ) -> BoxFuture<'static, ToolOutput> {
-        let fut = (self.f)(arguments, cx);
-        Box::pin(async move { fut.await.into_tool_output() })
+        // `map`: see `AsyncArgs`.
+        Box::pin((self.f)(arguments, cx).map(IntoToolOutput::into_tool_output))
     }
 }
 

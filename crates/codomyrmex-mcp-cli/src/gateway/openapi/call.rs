@@ -6,8 +6,11 @@
 //! than the upstream's byte cap as a failure. The call's admission, deadline and
 //! concurrency are the upstream's `UpstreamPolicy`'s (`super::mount`), not this module's.
 
+use bytes::Bytes;
 use codomyrmex_mcp::ToolOutput;
 use codomyrmex_mcp::{ContentBlock, McpErrorDetail, McpToolResult};
+use http_body_util::Full;
+use hyper::header::{self, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use super::Api;
@@ -44,23 +47,25 @@ fn text_of(value: &Value) -> String {
     }
 }
 
-/// The URL and headers of a call, and its body.
-#[derive(Debug, PartialEq)]
+/// A call's request line, its own headers and its body (the API's fixed headers are added
+/// when it is sent).
+#[derive(Debug)]
 pub struct Request {
     /// The method.
-    pub method: String,
-    /// The full URL.
-    pub url: String,
-    /// Headers (not the credentials, added when sent).
-    pub headers: Vec<(String, String)>,
+    pub method: hyper::Method,
+    /// The path and query: the base URL's path, then the operation's.
+    pub target: String,
+    /// The header parameters, and `Content-Type` with a body.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The JSON body, empty when none.
-    pub body: Vec<u8>,
+    pub body: Bytes,
 }
 
 /// Builds the request of `op` for `arguments` (already checked against the input schema by
-/// the engine); an argument the operation does not take is refused.
+/// the engine), after `base_path` (the base URL's path and query); an argument the operation
+/// does not take is refused.
 pub fn build(
-    base_url: &str,
+    base_path: &str,
     op: &Operation,
     arguments: &Map<String, Value>,
 ) -> Result<Request, String> {
@@ -70,14 +75,16 @@ pub fn build(
             return Err(format!("{} takes no argument {name:?}", op.tool));
         }
     }
-    let mut path = String::with_capacity(op.path.len() + 16);
+    let base_path = base_path.trim_end_matches('/');
+    let mut target = String::with_capacity(base_path.len() + op.path.len() + 16);
+    target.push_str(base_path);
     let mut rest = op.path.as_str();
     while let Some(open) = rest.find('{') {
         let close = rest[open..]
             .find('}')
             .map(|c| open + c)
             .ok_or_else(|| format!("the path {:?} has an unclosed '{{'", op.path))?;
-        path.push_str(&rest[..open]);
+        target.push_str(&rest[..open]);
         let name = &rest[open + 1..close];
         let value = arguments
             .get(name)
@@ -87,12 +94,12 @@ pub fn build(
         if text.is_empty() {
             return Err(format!("the path parameter {name:?} is empty"));
         }
-        path.push_str(&encode(&text));
+        target.push_str(&encode(&text));
         rest = &rest[close + 1..];
     }
-    path.push_str(rest);
+    target.push_str(rest);
     let mut query: Vec<String> = Vec::new();
-    let mut headers = vec![("accept".to_owned(), "application/json".to_owned())];
+    let mut headers = Vec::new();
     for p in &op.params {
         let Some(value) = arguments.get(&p.name).filter(|v| !v.is_null()) else {
             continue;
@@ -117,25 +124,33 @@ pub fn build(
                 if text.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
                     return Err(format!("the header {:?} holds a line break", p.name));
                 }
-                headers.push((p.name.clone(), text));
+                let name = HeaderName::from_bytes(p.name.as_bytes())
+                    .map_err(|_| format!("{:?} is not a header name", p.name))?;
+                let value = HeaderValue::from_str(&text)
+                    .map_err(|_| format!("the header {:?} is not a valid header value", p.name))?;
+                headers.push((name, value));
             }
         }
     }
-    let mut body = Vec::new();
+    let mut body = Bytes::new();
     if let Some(key) = &op.body
         && let Some(value) = arguments.get(key)
     {
-        body = serde_json::to_vec(value).map_err(|e| e.to_string())?;
-        headers.push(("content-type".to_owned(), "application/json".to_owned()));
+        body = serde_json::to_vec(value).map_err(|e| e.to_string())?.into();
+        headers.push((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ));
     }
-    let mut url = format!("{}{path}", base_url.trim_end_matches('/'));
     if !query.is_empty() {
-        url.push(if url.contains('?') { '&' } else { '?' });
-        url.push_str(&query.join("&"));
+        target.push(if target.contains('?') { '&' } else { '?' });
+        target.push_str(&query.join("&"));
     }
+    let method = hyper::Method::from_bytes(op.method.as_bytes())
+        .map_err(|_| format!("{:?} is not an HTTP method", op.method))?;
     Ok(Request {
-        method: op.method.clone(),
-        url,
+        method,
+        target,
         headers,
         body,
     })
@@ -144,32 +159,36 @@ pub fn build(
 /// Sends the call of `op` and turns the answer into the tool's output.
 pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> ToolOutput {
     let upstream = &api.namespace;
-    let request = match build(&api.base_url, op, arguments) {
+    let request = match build(&api.base.path, op, arguments) {
         Ok(r) => r,
         Err(e) => return failure("INVALID_ARGUMENTS", e),
     };
-    let what = format!("{} {}", op.method, op.path);
+    let what = || format!("{} {}", op.method, op.path);
+    let uri = match hyper::Uri::try_from(request.target.as_str()) {
+        Ok(uri) => uri,
+        Err(e) => return failure("INVALID_ARGUMENTS", format!("{}: {e}", what())),
+    };
     let mut retried = false;
     let answer = loop {
-        let mut headers = request.headers.clone();
-        match api.credentials(&mut headers).await {
-            Ok(()) => {}
+        let mut headers = match api.headers().await {
+            Ok(h) => h,
             Err(e) => {
                 return failure(
                     "UPSTREAM_AUTH",
-                    format!("upstream {upstream}: no credentials for {what}: {e}"),
+                    format!("upstream {upstream}: no credentials for {}: {e}", what()),
                 );
             }
+        };
+        for (name, value) in &request.headers {
+            headers.append(name.clone(), value.clone());
         }
+        let mut sent = hyper::Request::new(Full::new(request.body.clone()));
+        *sent.method_mut() = request.method.clone();
+        *sent.uri_mut() = uri.clone();
+        *sent.headers_mut() = headers;
         let sent = api
             .client
-            .send(
-                &request.method,
-                &request.url,
-                &headers,
-                request.body.clone(),
-                api.max_response_bytes,
-            )
+            .send_request(&api.base, sent, api.max_response_bytes)
             .await;
         match sent {
             // A refused OAuth token is fetched anew once.
@@ -179,7 +198,7 @@ pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> T
                 tracing::debug!(upstream = %upstream, error = %e, "REST call failed");
                 return failure(
                     "UPSTREAM_UNAVAILABLE",
-                    format!("upstream {upstream} is not reachable ({what})"),
+                    format!("upstream {upstream} is not reachable ({})", what()),
                 );
             }
         }
@@ -188,13 +207,14 @@ pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> T
         return failure(
             "UPSTREAM_RESPONSE_TOO_LARGE",
             format!(
-                "upstream {upstream}: the answer to {what} is larger than {} bytes",
+                "upstream {upstream}: the answer to {} is larger than {} bytes",
+                what(),
                 api.max_response_bytes
             ),
         );
     }
-    let text = String::from_utf8_lossy(&answer.body);
     if !(200..300).contains(&answer.status) {
+        let text = String::from_utf8_lossy(&answer.body);
         let mut shown: String = text.chars().take(MAX_ERROR_BODY).collect();
         if shown.len() < text.len() {
             shown.push('…');
@@ -203,15 +223,12 @@ pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> T
         return failure(
             "UPSTREAM_HTTP_STATUS",
             format!(
-                "upstream {upstream}: {what} answered HTTP {}: {shown}",
+                "upstream {upstream}: {} answered HTTP {}: {shown}",
+                what(),
                 answer.status
             ),
         );
     }
-    let is_json = answer.content_type.as_deref().is_some_and(|t| {
-        let t = t.split(';').next().unwrap_or("").trim();
-        t == "application/json" || t.ends_with("+json")
-    });
     if op.structured {
         let parsed = if answer.body.is_empty() {
             None
@@ -222,7 +239,8 @@ pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> T
             return failure(
                 "UPSTREAM_MALFORMED",
                 format!(
-                    "upstream {upstream}: the answer to {what} is not the JSON its operation declares"
+                    "upstream {upstream}: the answer to {} is not the JSON its operation declares",
+                    what()
                 ),
             );
         };
@@ -233,9 +251,14 @@ pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> T
         };
         return ToolOutput::from_result(McpToolResult::success_value(data));
     }
+    let is_json = answer.content_type.as_deref().is_some_and(|t| {
+        let t = t.split(';').next().unwrap_or("").trim();
+        t == "application/json" || t.ends_with("+json")
+    });
     if is_json && let Ok(value) = serde_json::from_slice::<Value>(&answer.body) {
         return ToolOutput::content(vec![ContentBlock::text(value.to_string())]);
     }
+    let text = String::from_utf8_lossy(&answer.body);
     ToolOutput::content(vec![ContentBlock::text(text.into_owned())])
 }
 
@@ -287,19 +310,23 @@ mod tests {
     fn path_values_are_percent_encoded_and_queries_exploded() {
         let args = json!({"owner": "a b/../c", "repo": "r?x#", "labels": ["x&y", "z"], "sort": 3,
                           "X-Trace": "t1"});
-        let r = build("http://h:1/api/", &op(), args.as_object().unwrap()).unwrap();
+        let r = build("/api/", &op(), args.as_object().unwrap()).unwrap();
         assert_eq!(
-            r.url,
-            "http://h:1/api/repos/a%20b%2F..%2Fc/r%3Fx%23/issues?labels=x%26y&labels=z&sort=3"
+            r.target,
+            "/api/repos/a%20b%2F..%2Fc/r%3Fx%23/issues?labels=x%26y&labels=z&sort=3"
         );
-        assert!(r.headers.contains(&("X-Trace".into(), "t1".into())));
+        assert_eq!(r.method, hyper::Method::GET);
+        assert!(r.headers.contains(&(
+            HeaderName::from_static("x-trace"),
+            HeaderValue::from_static("t1")
+        )));
         assert!(r.body.is_empty());
     }
 
     #[test]
     fn unknown_arguments_and_header_injection_are_refused() {
         let e = build(
-            "http://h",
+            "/",
             &op(),
             json!({"owner": "a", "repo": "b", "nope": 1})
                 .as_object()
@@ -307,18 +334,14 @@ mod tests {
         );
         assert!(e.unwrap_err().contains("\"nope\""));
         let e = build(
-            "http://h",
+            "/",
             &op(),
             json!({"owner": "a", "repo": "b", "X-Trace": "a\r\nX: y"})
                 .as_object()
                 .unwrap(),
         );
         assert!(e.unwrap_err().contains("line break"));
-        let e = build(
-            "http://h",
-            &op(),
-            json!({"owner": "a"}).as_object().unwrap(),
-        );
+        let e = build("/", &op(), json!({"owner": "a"}).as_object().unwrap());
         assert!(e.unwrap_err().contains("\"repo\""));
     }
 }

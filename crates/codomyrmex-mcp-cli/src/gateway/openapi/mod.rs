@@ -32,9 +32,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use codomyrmex_mcp::client::http::Endpoint;
 use codomyrmex_mcp::runtime::TOKIO;
 use codomyrmex_mcp::{McpErrorDetail, ToolContext};
 use codomyrmex_mcp::{ToolOutput, ToolRegistration};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -215,6 +217,9 @@ pub fn check(
             )))
         }
     };
+    if let Some(a) = &auth {
+        credential_header(a).map_err(|e| format!("{name:?}: auth: {e}"))?;
+    }
     let max_response_bytes = max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
     if max_response_bytes == 0 {
         return Err(format!("{name:?}: max_response_bytes must be at least 1"));
@@ -227,14 +232,18 @@ pub fn check(
     })
 }
 
-/// A loaded API: where its calls go and how.
+/// A loaded API: where its calls go and how, built once when it is mounted.
 pub struct Api {
     /// The upstream's namespace, for messages.
     pub namespace: String,
-    /// The base URL the paths are appended to.
-    pub base_url: String,
+    /// The base URL the paths are appended to, parsed: the origin the calls go to, and its
+    /// path before each operation's.
+    pub base: Endpoint,
     /// The calls' credentials.
     auth: Option<Arc<Auth>>,
+    /// The headers every call sends: `Host`, `User-Agent`, `Accept`, and the credentials
+    /// unless they are an OAuth grant (whose token is added to each call).
+    headers: HeaderMap,
     /// The HTTP client (its connections kept for reuse).
     pub client: Client,
     /// The largest answer relayed.
@@ -243,23 +252,63 @@ pub struct Api {
     pub operations: HashMap<String, Operation>,
 }
 
+/// The header fixed credentials are sent in (none for an OAuth grant, whose token changes):
+/// checked with the configuration, built once when the API is mounted.
+fn credential_header(auth: &Auth) -> Result<Option<(HeaderName, HeaderValue)>, String> {
+    let secret = |text: &str| {
+        let mut v = HeaderValue::from_str(text)
+            .map_err(|_| "the credential is not a valid header value".to_owned())?;
+        v.set_sensitive(true);
+        Ok::<_, String>(v)
+    };
+    Ok(Some(match auth {
+        Auth::ClientCredentials(_) => return Ok(None),
+        Auth::Bearer(t) => (
+            header::AUTHORIZATION,
+            secret(&format!("Bearer {}", t.expose()))?,
+        ),
+        Auth::Header(name, v) => (
+            HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("auth header name {name:?} is not a header name"))?,
+            secret(v.expose())?,
+        ),
+        Auth::Basic(v) => (header::AUTHORIZATION, secret(v.expose())?),
+    }))
+}
+
+/// The headers every call to `base` sends (see [`Api`]).
+fn fixed_headers(base: &Endpoint, auth: Option<&Auth>) -> Result<HeaderMap, String> {
+    let value = |text: &str, what: &str| {
+        HeaderValue::from_str(text).map_err(|_| format!("{what} is not a valid header value"))
+    };
+    let mut headers = HeaderMap::with_capacity(4);
+    headers.insert(header::HOST, value(&base.authority, "the base URL's host")?);
+    headers.insert(
+        header::USER_AGENT,
+        HeaderValue::from_static(http::USER_AGENT),
+    );
+    headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    if let Some((name, value)) = auth.map(credential_header).transpose()?.flatten() {
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
 impl Api {
-    /// Adds the credentials' header to `headers`.
-    async fn credentials(&self, headers: &mut Vec<(String, String)>) -> Result<(), String> {
-        let Some(auth) = &self.auth else {
-            return Ok(());
-        };
-        let (name, value) = match &**auth {
-            Auth::Bearer(t) => ("authorization".to_owned(), format!("Bearer {}", t.expose())),
-            Auth::Header(n, v) => (n.clone(), v.expose().to_owned()),
-            Auth::Basic(v) => ("authorization".to_owned(), v.expose().to_owned()),
-            Auth::ClientCredentials(grant) => (
-                "authorization".to_owned(),
-                format!("Bearer {}", grant.token(&self.client).await?),
-            ),
-        };
-        headers.push((name, value));
-        Ok(())
+    /// The headers of a call: the fixed ones, and an OAuth grant's token (fetched when it
+    /// has none valid).
+    async fn headers(&self) -> Result<HeaderMap, String> {
+        let mut headers = self.headers.clone();
+        if let Some(Auth::ClientCredentials(grant)) = self.auth.as_deref() {
+            // Boxed: the grant may fetch a token, a whole exchange of its own, which would
+            // otherwise make every call's future larger.
+            let token = Box::pin(grant.token(&self.client)).await?;
+            let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| "the token endpoint's token is not a valid header value".to_owned())?;
+            v.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, v);
+        }
+        Ok(headers)
     }
 
     /// Forgets an OAuth token the API refused; `false` when there is none to forget.
@@ -360,9 +409,12 @@ pub async fn load(namespace: &str, u: &OpenApiUpstream, filter: &Filter) -> Resu
             );
         }
     };
+    let base = codomyrmex_mcp::client::http::parse_url(&base_url)?;
+    let headers = fixed_headers(&base, u.auth.as_deref())?;
     let api = Api {
         namespace: namespace.to_owned(),
-        base_url,
+        base,
+        headers,
         auth: u.auth.clone(),
         client,
         max_response_bytes: u.max_response_bytes,
@@ -515,11 +567,10 @@ async fn call_counted(
             ));
         }
     };
-    match live
-        .policy
-        .within(&TOKIO, call::run(api, op, &arguments))
-        .await
-    {
+    // Pinned here and lent: the call's future is large (its request, the answer, the
+    // connection it drives), and the deadline's layers would each hold a copy.
+    let work = std::pin::pin!(call::run(api, op, &arguments));
+    match live.policy.within(&TOKIO, work).await {
         Ok(out) => out,
         Err(_) => ToolOutput::failure(McpErrorDetail::new(
             "UPSTREAM_TIMEOUT",
