@@ -1221,6 +1221,42 @@ async fn legacy(engine: &Engine, capabilities: Value) -> Client {
     c
 }
 
+/// Polls a 2025-11-25 task until it waits for input (at most 500 polls, 10 ms apart).
+async fn until_input_required(c: &Client, id: &Value) {
+    for _ in 0..500 {
+        let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
+        if t["status"] == "input_required" {
+            break;
+        }
+        advance(Duration::from_millis(10)).await;
+    }
+}
+
+/// A `tasks/result` request for the task `id`.
+fn tasks_result(id: &Value) -> IncomingMessage {
+    IncomingMessage::Request {
+        id: RequestId::from(900),
+        method: "tasks/result".into(),
+        params: json!({"taskId": id}).as_object().cloned(),
+    }
+}
+
+/// The client's answer to the elicitation `rid`: accepted, with `name`.
+fn accepted(rid: RequestId, name: &str) -> IncomingMessage {
+    IncomingMessage::Response {
+        id: rid,
+        result: json!({"action": "accept", "content": {"name": name}}),
+    }
+}
+
+/// The result a reply carries.
+fn result_value_of(reply: Option<OutgoingMessage>) -> Value {
+    let Some(result) = reply.as_ref().and_then(OutgoingMessage::result_value) else {
+        panic!("a result expected")
+    };
+    result
+}
+
 async fn legacy_terminal(c: &Client, id: &Value) -> Value {
     for _ in 0..500 {
         let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
@@ -1423,20 +1459,10 @@ fn experimental_task_input_is_a_related_task_request() {
             .unwrap();
         let id = created["task"]["taskId"].clone();
         // The request waits for a tasks/result reader.
-        for _ in 0..500 {
-            let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
-            if t["status"] == "input_required" {
-                break;
-            }
-            advance(Duration::from_millis(10)).await;
-        }
+        until_input_required(&c, &id).await;
         let capture = Arc::new(Capture::default());
         let sink: Arc<dyn MessageSink> = capture.clone();
-        let message = IncomingMessage::Request {
-            id: RequestId::from(900),
-            method: "tasks/result".into(),
-            params: json!({"taskId": id}).as_object().cloned(),
-        };
+        let message = tasks_result(&id);
         let handled = e.handle(&c.session, message, &sink);
         assert!(
             matches!(handled, Handled::Wait(_)),
@@ -1458,21 +1484,8 @@ fn experimental_task_input_is_a_related_task_request() {
         };
         assert_eq!(method, "elicitation/create");
         assert_eq!(params["_meta"][META_RELATED_TASK]["taskId"], id);
-        e.handle(
-            &c.session,
-            IncomingMessage::Response {
-                id: rid,
-                result: json!({"action": "accept", "content": {"name": "Grace"}}),
-            },
-            &sink,
-        );
-        let Some(result) = result
-            .await
-            .as_ref()
-            .and_then(OutgoingMessage::result_value)
-        else {
-            panic!("a result expected")
-        };
+        e.handle(&c.session, accepted(rid, "Grace"), &sink);
+        let result = result_value_of(result.await);
         assert_eq!(result["content"][0]["text"], "confirmed by Grace");
         assert_eq!(result["_meta"][META_RELATED_TASK]["taskId"], id);
     });
@@ -1523,21 +1536,11 @@ fn a_task_that_asks_past_the_relays_bound_loses_no_request() {
             .await
             .unwrap();
         let id = created["task"]["taskId"].clone();
-        for _ in 0..500 {
-            let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
-            if t["status"] == "input_required" {
-                break;
-            }
-            advance(Duration::from_millis(10)).await;
-        }
+        until_input_required(&c, &id).await;
         idle().await;
         let capture = Arc::new(Capture::default());
         let sink: Arc<dyn MessageSink> = capture.clone();
-        let message = IncomingMessage::Request {
-            id: RequestId::from(900),
-            method: "tasks/result".into(),
-            params: json!({"taskId": id}).as_object().cloned(),
-        };
+        let message = tasks_result(&id);
         let result = spawn(e.handle(&c.session, message, &sink).into_message());
         idle().await;
         let requests: Vec<RequestId> = lock(&capture.0)
@@ -1560,22 +1563,9 @@ fn a_task_that_asks_past_the_relays_bound_loses_no_request() {
             "the relay holds up to its bound"
         );
         for rid in requests {
-            e.handle(
-                &c.session,
-                IncomingMessage::Response {
-                    id: rid,
-                    result: json!({"action": "accept", "content": {"name": "Ada"}}),
-                },
-                &sink,
-            );
+            e.handle(&c.session, accepted(rid, "Ada"), &sink);
         }
-        let Some(result) = result
-            .await
-            .as_ref()
-            .and_then(OutgoingMessage::result_value)
-        else {
-            panic!("a result expected")
-        };
+        let result = result_value_of(result.await);
         assert_eq!(
             result["content"][0]["text"],
             format!("{MAX_QUEUED} answered")
@@ -1603,13 +1593,7 @@ fn an_experimental_task_lets_go_of_its_requests_stream() {
             .and_then(OutgoingMessage::result_value)
             .map(|r| r["task"]["taskId"].clone())
             .expect("the task");
-        for _ in 0..500 {
-            let t = c.request("tasks/get", json!({"taskId": id})).await.unwrap();
-            if t["status"] == "input_required" {
-                break;
-            }
-            advance(Duration::from_millis(10)).await;
-        }
+        until_input_required(&c, &id).await;
         idle().await;
         assert_eq!(
             Arc::strong_count(&stream),
