@@ -42,7 +42,7 @@
 //! [`McpServerConfig::stdio_spin`]: crate::McpServerConfig::stdio_spin
 //! [`McpServerConfig::http_spin`]: crate::McpServerConfig::http_spin
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often the machine's runnable tasks are counted (when a spin is about to start).
@@ -98,10 +98,9 @@ pub(crate) struct Spin {
     born: Instant,
     /// Nanoseconds after `born` from which the next spin counts the runnable tasks again.
     next_sample: AtomicU64,
-    /// Busy counts less quiet ones, from 0 to [`BUSY_COUNTS`] + 1.
-    score: std::sync::atomic::AtomicU8,
-    /// What the counts say: the machine is busy, no spin starts.
-    busy: AtomicBool,
+    /// Busy counts less quiet ones, from 0 to [`BUSY_COUNTS`] + 1: the machine is busy, and no
+    /// spin starts, from [`BUSY_COUNTS`].
+    score: AtomicU8,
     /// Whether spins look at the machine's load. Always in a build; the tests of the other
     /// rules turn it off, since a loaded test machine would turn their spins off.
     judge: bool,
@@ -123,7 +122,7 @@ pub(crate) enum Spun {
     Overlapped,
     /// Not spun: another thread is spinning.
     Elsewhere,
-    /// Not spun: the machine is busy (more runnable tasks than CPUs, at the last count).
+    /// Not spun: the machine is busy (more runnable tasks than CPUs, by the last counts).
     Busy,
 }
 
@@ -167,8 +166,7 @@ impl Spin {
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
             born: Instant::now(),
             next_sample: AtomicU64::new(0),
-            score: std::sync::atomic::AtomicU8::new(0),
-            busy: AtomicBool::new(false),
+            score: AtomicU8::new(0),
             judge: !cfg!(test),
             #[cfg(test)]
             seen: Seen::default(),
@@ -190,7 +188,7 @@ impl Spin {
             u64::try_from(now.saturating_duration_since(self.born).as_nanos()).unwrap_or(u64::MAX);
         let next = self.next_sample.load(Ordering::Acquire);
         if at < next {
-            return self.busy.load(Ordering::Acquire);
+            return self.score.load(Ordering::Acquire) >= BUSY_COUNTS;
         }
         let after = at.saturating_add(u64::try_from(SAMPLE_EVERY.as_nanos()).unwrap_or(u64::MAX));
         // One counter per period: another thread that got here first has counted.
@@ -199,7 +197,7 @@ impl Spin {
             .compare_exchange(next, after, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            return self.busy.load(Ordering::Acquire);
+            return self.score.load(Ordering::Acquire) >= BUSY_COUNTS;
         }
         let busy_now = count().is_some_and(|runnable| is_busy_with(runnable, self.cpus));
         let score = self.score.load(Ordering::Acquire);
@@ -209,9 +207,7 @@ impl Spin {
             score.saturating_sub(1)
         };
         self.score.store(score, Ordering::Release);
-        let busy = score >= BUSY_COUNTS;
-        self.busy.store(busy, Ordering::Release);
-        busy
+        score >= BUSY_COUNTS
     }
 
     /// The bound.
