@@ -210,14 +210,15 @@ impl Session {
 
     /// Subscribes to a resource's updates (legacy `resources/subscribe`), counted at
     /// `registry` while the session holds it (until it unsubscribes or ends). `false` when
-    /// the session holds too many subscriptions, or too many bytes of them (or is a one-shot
-    /// session, which ends with its one request).
+    /// the session holds too many subscriptions, or too many bytes of them. A one-shot
+    /// session, which ends with its one request before any update could reach it, holds
+    /// none and says it does.
     pub(crate) fn subscribe(
         &self,
         uri: &str,
         registry: Option<&Arc<crate::resources::McpResourceRegistry>>,
     ) -> bool {
-        !self.one_shot && self.state.lock().subscribe(uri, registry)
+        self.one_shot || self.state.lock().subscribe(uri, registry)
     }
 
     /// Ends a subscription.
