@@ -22,7 +22,7 @@ use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, R
 /// Modern requests use a session only to track cancellation of in-flight requests; they never
 /// read or change its handshake state.
 ///
-/// What changes after the handshake is one [`SessionState`] behind one lock (issue #27
+/// What changes after the handshake is one `SessionState` behind one lock (issue #27
 /// item 1): each input or event takes it once, for one short `&mut` call, never across an
 /// `.await` or a call into user code. The handshake and the session's name are written once
 /// and then read without a lock; the log level and the `notifications/initialized` flag are
