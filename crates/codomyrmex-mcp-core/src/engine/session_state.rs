@@ -457,6 +457,31 @@ mod tests {
         assert_eq!(s.in_flight(), 0, "nothing more is entered");
     }
 
+    /// One id may name a client's request in flight and one of our requests to the client at
+    /// once (each side numbers its own): a cancel reaches only the request in flight, an
+    /// answer only our request.
+    #[test]
+    fn an_id_in_both_tables_names_two_requests() {
+        let mut s = SessionState::new();
+        let (cancelled, _waits) = s.enter_client_call().expect("room");
+        let theirs = CancellationToken::new();
+        assert_eq!(s.begin_request(cancelled.clone(), &theirs), Ok(()));
+        assert!(s.cancel(&cancelled));
+        assert!(theirs.is_cancelled());
+        assert!(
+            s.awaits_client_response(&cancelled),
+            "our request still waits"
+        );
+        let (answered, rx) = s.enter_client_call().expect("room");
+        let running = CancellationToken::new();
+        assert_eq!(s.begin_request(answered.clone(), &running), Ok(()));
+        let slot = s.take_client_call(&answered).expect("waiting");
+        assert!(slot.send(Ok(json!({}))).is_ok());
+        assert_eq!(answer_now(rx), Some(Ok(Ok(json!({})))));
+        assert!(s.is_in_flight(&answered), "the client's request still runs");
+        assert!(!running.is_cancelled());
+    }
+
     /// The state one-shot sessions share enters, asks and queues nothing.
     #[test]
     fn a_closed_state_holds_nothing() {
