@@ -148,7 +148,7 @@ impl InputRequest {
 /// (`Unavailable`) when it cannot go: the session ended, its table of waiting requests is
 /// full, or the queue is at its bound.
 pub(crate) async fn ask_client(
-    calls: &crate::outbound::ClientCalls,
+    calls: &dyn crate::outbound::AskClient,
     method: &'static str,
     params: Value,
     outbound: &Outbound,
@@ -236,9 +236,9 @@ pub(crate) enum InputMode {
     /// Nobody to ask.
     #[default]
     Unavailable,
-    /// Legacy era: server-to-client JSON-RPC requests, entered in the session's table
-    /// (held here instead of the session).
-    Requests(Arc<crate::outbound::ClientCalls>),
+    /// Legacy era: server-to-client JSON-RPC requests, entered in the session's table of
+    /// requests awaiting answers, through its state's lock (held here instead of the session).
+    Requests(Arc<dyn crate::outbound::AskClient>),
     /// Modern era: multi round-trip requests.
     RoundTrip(Arc<RoundTrip>),
     /// A call that is (or may become) a task: input parks the task until the client answers.
@@ -497,7 +497,8 @@ impl ToolContext {
                     return Err(ClientRequestError::MissingCapability(capability));
                 }
                 let (outbound, cancel) = (&self.inner.outbound, &self.inner.cancel);
-                ask_client(calls, request.method(), request.params(), outbound, cancel).await
+                let method = request.method();
+                ask_client(&**calls, method, request.params(), outbound, cancel).await
             }
             InputMode::Task(link) => {
                 let outbound = &self.inner.outbound;

@@ -1,8 +1,8 @@
 //! [`Outbound`]: what a running handler emits towards its client (progress and log
 //! notifications, and server-to-client requests), queued as [`OutgoingMessage`] values for
 //! the driver to drain, and the [`MessageSink`] a transport gives for a request's stream,
-//! which the drain writes to; and [`ClientCalls`], a session's table of server-to-client
-//! requests awaiting their answers.
+//! which the drain writes to; [`Queued`], the queue's rules as a plain value; and
+//! [`ClientCall`], a server-to-client request awaiting its answer, as its asker holds it.
 //!
 //! A handler's context never writes to the transport: [`ToolContext::progress`],
 //! [`ToolContext::log`] and [`ToolContext::input`] put a value in the request's queue, and
@@ -21,8 +21,10 @@
 //! enter this queue: the driver returns them.
 //!
 //! A session has a queue of its own for what belongs to no request (list changes, resource
-//! updates, log messages of no request): `Listeners::handle_event` queues them, and the
-//! transport takes them with `Session::poll_transmit` for the session's stream.
+//! updates, log messages of no request): a [`Queued`] in the session's state, under the same
+//! bound and rules, behind the session's one lock (`engine/session_state.rs`).
+//! `Listeners::handle_event` queues them, and the transport takes them with
+//! `Session::poll_transmit` for the session's stream.
 //!
 //! A 2025-11-25 task's messages go to a relay ([`Outbound::relayed`]): the same queue, under
 //! the same bound and rules, whose stream comes and goes. It holds what the task emits until
@@ -30,20 +32,20 @@
 //! stream another instance serves), and is drained to that stream, by the task's driver and
 //! at the attach; a message the stream refuses waits, first, for the next drain.
 //!
-//! A server-to-client request is a value end to end (issue #27 item 1): [`ClientCalls::ask`]
-//! enters it in the session's table and queues it; the handler awaits the [`ClientCall`] it
-//! got, which holds the answer's slot and the queue, not the session or the engine; the
-//! client's answer comes back through `Engine::handle_response(now, ..)`, which resolves the
-//! call ([`ClientCalls::resolve`]). A call given up before its request left is withdrawn from
-//! the queue; after, a `notifications/cancelled` for it is queued.
+//! A server-to-client request is a value end to end (issue #27 item 1): [`AskClient::ask`]
+//! enters it in the session's table (its state's, `engine/session_state.rs`) and queues it
+//! ([`ClientCall::queue`]); the handler awaits the [`ClientCall`] it got, which holds the
+//! answer's slot and the queue, not the session or the engine; the client's answer comes
+//! back through `Engine::handle_response(now, ..)`, which takes the slot out of the table and
+//! resolves the call. A call given up before its request left is withdrawn from the queue;
+//! after, a `notifications/cancelled` for it is queued.
 //!
 //! [`ToolContext::progress`]: crate::context::ToolContext::progress
 //! [`ToolContext::log`]: crate::context::ToolContext::log
 //! [`ToolContext::input`]: crate::context::ToolContext::input
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Context;
 
 use futures_channel::oneshot;
@@ -109,13 +111,108 @@ struct Queue {
 
 #[derive(Default)]
 struct Items {
-    queued: VecDeque<(OutgoingMessage, usize)>,
-    bytes: usize,
+    queue: Queued,
     /// A relay's stream, while one is attached; without one, its messages wait.
     attached: Option<Arc<dyn MessageSink>>,
     /// A relay's drain is under way. A relay is drained by its work's driver and by the
     /// stream that attaches; one at a time, so that the messages leave in order.
     draining: bool,
+}
+
+/// A message with the bytes it counts for in a queue, weighed before the queue's lock is
+/// taken (weighing serializes its parameters).
+pub(crate) struct Weighed(OutgoingMessage, usize);
+
+impl Weighed {
+    /// `message`, weighed.
+    pub(crate) fn new(message: OutgoingMessage) -> Self {
+        let size = weight(&message);
+        Self(message, size)
+    }
+}
+
+/// A bounded queue of outgoing messages as a plain value: the bound and the per-kind rules
+/// ([`push`](Self::push)) with `&mut self` methods and no lock. An [`Outbound`] holds one
+/// behind its lock (a request's handler and its driver share it); a session's state holds
+/// its own (`engine/session_state.rs`), under the session's one lock.
+#[derive(Default)]
+pub(crate) struct Queued {
+    queued: VecDeque<(OutgoingMessage, usize)>,
+    bytes: usize,
+}
+
+impl Queued {
+    /// Queues `message` (a notification or a server-to-client request). A list change
+    /// (`notifications/*/list_changed`) or a resource update already queued unsent takes no
+    /// second place: the client reads the list, or the resource, once. At the bound a
+    /// progress notification replaces the last one queued for its token; otherwise `false`,
+    /// and the message is dropped (a request is refused).
+    pub(crate) fn push(&mut self, message: Weighed) -> bool {
+        let Weighed(message, size) = message;
+        if coalesces(&message) && self.queued.iter().any(|(m, _)| m == &message) {
+            return true;
+        }
+        let full =
+            self.queued.len() >= MAX_QUEUED || self.bytes.saturating_add(size) > MAX_QUEUED_BYTES;
+        if full && !is_list_change(&message) {
+            let Some(token) = progress_token(&message) else {
+                return false;
+            };
+            let Some(slot) = self
+                .queued
+                .iter()
+                .rposition(|(m, _)| progress_token(m) == Some(token))
+            else {
+                return false;
+            };
+            let old = self.queued[slot].1;
+            if self.bytes - old + size > MAX_QUEUED_BYTES {
+                return false;
+            }
+            self.bytes = self.bytes - old + size;
+            self.queued[slot] = (message, size);
+        } else {
+            self.bytes += size;
+            self.queued.push_back((message, size));
+        }
+        true
+    }
+
+    /// The next queued message, if any, in the order it was pushed, with its weight.
+    fn pop_weighed(&mut self) -> Option<(OutgoingMessage, usize)> {
+        let (message, size) = self.queued.pop_front()?;
+        self.bytes -= size;
+        Some((message, size))
+    }
+
+    /// The next queued message, if any, in the order it was pushed.
+    pub(crate) fn pop(&mut self) -> Option<OutgoingMessage> {
+        self.pop_weighed().map(|(message, _)| message)
+    }
+
+    /// Puts a message taken with [`pop_weighed`](Self::pop_weighed) back first.
+    fn unpop(&mut self, message: OutgoingMessage, size: usize) {
+        self.bytes += size;
+        self.queued.push_front((message, size));
+    }
+
+    /// Takes server-to-client request `id` back out, if it is still queued.
+    fn withdraw(&mut self, id: &RequestId) -> bool {
+        let Some(at) = self.queued.iter().position(
+            |(m, _)| matches!(m, OutgoingMessage::Request { id: queued, .. } if queued == id),
+        ) else {
+            return false;
+        };
+        if let Some((_, size)) = self.queued.remove(at) {
+            self.bytes -= size;
+        }
+        true
+    }
+
+    /// How many messages are queued.
+    pub(crate) fn len(&self) -> usize {
+        self.queued.len()
+    }
 }
 
 impl std::fmt::Debug for Outbound {
@@ -216,12 +313,6 @@ impl Outbound {
         }
     }
 
-    /// A queue its owner polls ([`poll_outbound`](Self::poll_outbound)) rather than one a
-    /// driver drains to a stream: a session's own queue.
-    pub(crate) fn polled() -> Self {
-        Self::to(NullSink::shared())
-    }
-
     /// The queue of a request that emits nothing (no progress token, no log level, or no
     /// server): takes nothing, allocates nothing.
     pub(crate) fn closed() -> Self {
@@ -242,36 +333,9 @@ impl Outbound {
         let Some(queue) = &self.0 else {
             return false;
         };
-        let size = weight(&message);
-        {
-            let mut items = lock(&queue.items);
-            if coalesces(&message) && items.queued.iter().any(|(m, _)| m == &message) {
-                return true;
-            }
-            let full = items.queued.len() >= MAX_QUEUED
-                || items.bytes.saturating_add(size) > MAX_QUEUED_BYTES;
-            if full && !is_list_change(&message) {
-                let token = progress_token(&message).cloned();
-                let Some(token) = token else {
-                    return false;
-                };
-                let Some(slot) = items
-                    .queued
-                    .iter()
-                    .rposition(|(m, _)| progress_token(m) == Some(&token))
-                else {
-                    return false;
-                };
-                let old = items.queued[slot].1;
-                if items.bytes - old + size > MAX_QUEUED_BYTES {
-                    return false;
-                }
-                items.bytes = items.bytes - old + size;
-                items.queued[slot] = (message, size);
-            } else {
-                items.bytes += size;
-                items.queued.push_back((message, size));
-            }
+        let message = Weighed::new(message);
+        if !lock(&queue.items).queue.push(message) {
+            return false;
         }
         queue.waker.wake();
         true
@@ -282,26 +346,14 @@ impl Outbound {
         let Some(queue) = &self.0 else {
             return false;
         };
-        let mut items = lock(&queue.items);
-        let Some(at) = items.queued.iter().position(
-            |(m, _)| matches!(m, OutgoingMessage::Request { id: queued, .. } if queued == id),
-        ) else {
-            return false;
-        };
-        if let Some((_, size)) = items.queued.remove(at) {
-            items.bytes -= size;
-        }
-        true
+        lock(&queue.items).queue.withdraw(id)
     }
 
     /// The next queued message, if any, in the order it was pushed: the one poll a driver
     /// drains the queue through.
     pub fn poll_outbound(&self) -> Option<OutgoingMessage> {
         let queue = self.0.as_ref()?;
-        let mut items = lock(&queue.items);
-        let (message, size) = items.queued.pop_front()?;
-        items.bytes -= size;
-        Some(message)
+        lock(&queue.items).queue.pop()
     }
 
     /// Registers the task to wake when something is queued (the driver, while it polls the
@@ -328,7 +380,7 @@ impl Outbound {
 
     /// How many messages are queued now.
     pub fn queued(&self) -> usize {
-        self.0.as_ref().map_or(0, |q| lock(&q.items).queued.len())
+        self.0.as_ref().map_or(0, |q| lock(&q.items).queue.len())
     }
 }
 
@@ -349,14 +401,11 @@ impl Queue {
                 let mut guard = lock(&self.items);
                 let items = &mut *guard;
                 let next = items.attached.as_ref().and_then(|stream| {
-                    let (message, size) = items.queued.pop_front()?;
+                    let (message, size) = items.queue.pop_weighed()?;
                     Some((message, size, stream.clone()))
                 });
                 match next {
-                    Some((message, size, stream)) => {
-                        items.bytes -= size;
-                        (message, size, stream)
-                    }
+                    Some(next) => next,
                     None => {
                         items.draining = false;
                         return;
@@ -366,8 +415,7 @@ impl Queue {
             let (message, size, stream) = next;
             if !stream.send(message.clone()) {
                 let mut items = lock(&self.items);
-                items.bytes += size;
-                items.queued.push_front((message, size));
+                items.queue.unpop(message, size);
                 items.draining = false;
                 return;
             }
@@ -398,117 +446,16 @@ impl Drop for Attached {
     }
 }
 
-/// The most server-to-client requests awaiting an answer at once, per session.
-pub(crate) const MAX_PENDING_CLIENT_REQUESTS: usize = 1024;
-
-/// Where a server-to-client request's answer arrives.
-type Slot = oneshot::Sender<Result<Value, ErrorObject>>;
-
-/// One session's server-to-client requests awaiting their answers, and the ids they get
-/// (`srv-{n}`, or `srv-{prefix}-{n}`). The session owns it; a handler that may ask its client
-/// holds it (not the session), and asks through [`ask`](Self::ask).
-#[derive(Default)]
-pub(crate) struct ClientCalls {
-    /// `None` once the session ended: nothing more is asked, and nothing waits.
-    pending: Mutex<Option<HashMap<RequestId, Slot>>>,
-    next_id: AtomicU64,
-    prefix: OnceLock<String>,
-}
-
-impl ClientCalls {
-    /// An empty table.
-    pub(crate) fn new() -> Self {
-        Self {
-            pending: Mutex::new(Some(HashMap::new())),
-            next_id: AtomicU64::new(1),
-            prefix: OnceLock::new(),
-        }
-    }
-
-    /// Makes the ids `srv-{prefix}-{n}`. Set once; `false` when a prefix was set already.
-    pub(crate) fn set_prefix(&self, prefix: &str) -> bool {
-        self.prefix.set(format!("{prefix}-")).is_ok()
-    }
-
-    /// Enters request `method` in the table and queues it on `outbound`, as a value: the
-    /// driver writes it to the request's stream. `None` (and nothing waits) when it cannot
-    /// go: the session ended, the table is full, or the queue refused it (closed, or at its
-    /// bound).
-    pub(crate) fn ask(
-        &self,
-        method: &'static str,
-        params: Value,
-        outbound: &Outbound,
-    ) -> Option<ClientCall> {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let prefix = self.prefix.get().map_or("", String::as_str);
-        let id = RequestId::String(format!("srv-{prefix}{n}"));
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut pending = lock(&self.pending);
-            let table = pending.as_mut()?;
-            if table.len() >= MAX_PENDING_CLIENT_REQUESTS {
-                // Those whose askers stopped waiting leave first.
-                table.retain(|_, tx| !tx.is_canceled());
-            }
-            if table.len() >= MAX_PENDING_CLIENT_REQUESTS {
-                return None;
-            }
-            table.insert(id.clone(), tx);
-        }
-        let request = OutgoingMessage::Request {
-            id: id.clone(),
-            method,
-            params,
-        };
-        if !outbound.push(request) {
-            if let Some(table) = lock(&self.pending).as_mut() {
-                table.remove(&id);
-            }
-            return None;
-        }
-        Some(ClientCall {
-            id,
-            answer: rx,
-            outbound: outbound.clone(),
-            answered: false,
-        })
-    }
-
-    /// One shared table that is closed: a one-shot session's, which never asks.
-    pub(crate) fn shared_closed() -> Arc<Self> {
-        static CLOSED: std::sync::LazyLock<Arc<ClientCalls>> =
-            std::sync::LazyLock::new(Arc::default);
-        CLOSED.clone()
-    }
-
-    /// Hands the client's answer to request `id` to the call that asked, if one still waits.
-    /// `false` if no call waits for it: unknown, already answered, or given up.
-    pub(crate) fn resolve(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> bool {
-        let waiting = lock(&self.pending).as_mut().and_then(|t| t.remove(id));
-        match waiting {
-            Some(tx) => tx.send(outcome).is_ok(),
-            None => {
-                tracing::debug!(%id, "a response matched no pending request");
-                false
-            }
-        }
-    }
-
-    /// Whether request `id` awaits its answer (asked, not answered, its asker still waiting).
-    pub(crate) fn awaits(&self, id: &RequestId) -> bool {
-        lock(&self.pending)
-            .as_ref()
-            .and_then(|t| t.get(id))
-            .is_some_and(|tx| !tx.is_canceled())
-    }
-
-    /// The session ended: every waiting call ends with [`Answered::Gone`], and nothing more
-    /// is asked.
-    pub(crate) fn close(&self) {
-        let table = lock(&self.pending).take();
-        drop(table);
-    }
+/// Where a handler's server-to-client requests are entered and queued: a session's state,
+/// behind its one lock (`engine/session.rs`'s `StateLock`, over
+/// `engine/session_state.rs`). A handler's context and a 2025-11-25 task hold it, not the
+/// session: it names no session and no engine.
+pub(crate) trait AskClient: Send + Sync + 'static {
+    /// Enters request `method` in the session's table of requests awaiting answers and
+    /// queues it on `outbound`, as a value: the driver writes it to the request's stream.
+    /// `None` (and nothing waits) when it cannot go: the session ended, its table is full, or
+    /// the queue refused it (closed, or at its bound).
+    fn ask(&self, method: &'static str, params: Value, outbound: &Outbound) -> Option<ClientCall>;
 }
 
 /// How a [`ClientCall`] ended.
@@ -543,6 +490,32 @@ impl std::fmt::Debug for ClientCall {
 }
 
 impl ClientCall {
+    /// Queues request `method` with `id` on `outbound`, its answer to arrive through
+    /// `answer`: the call its asker awaits. `Err` (with the id, to take out of the table
+    /// again) when the queue refuses it.
+    pub(crate) fn queue(
+        id: RequestId,
+        method: &'static str,
+        params: Value,
+        answer: oneshot::Receiver<Result<Value, ErrorObject>>,
+        outbound: &Outbound,
+    ) -> Result<Self, RequestId> {
+        let request = OutgoingMessage::Request {
+            id: id.clone(),
+            method,
+            params,
+        };
+        if !outbound.push(request) {
+            return Err(id);
+        }
+        Ok(Self {
+            id,
+            answer,
+            outbound: outbound.clone(),
+            answered: false,
+        })
+    }
+
     /// The request's id.
     #[cfg(test)]
     pub(crate) fn id(&self) -> &RequestId {
@@ -654,29 +627,36 @@ mod tests {
         move |m| matches!(m, OutgoingMessage::Request { id: i, method: "roots/list", .. } if i == id)
     }
 
-    /// A request asked is a value in the queue, entered in the table; an answer resolves it
-    /// once; a call given up before its request left takes the request back out (the client
-    /// never sees it, so no cancel is queued), and no longer awaits an answer.
+    /// A request queued as a call's (`ClientCall::queue`), with where its answer arrives.
+    fn asked(n: u64, out: &Outbound) -> (Result<ClientCall, RequestId>, Slot) {
+        let (tx, rx) = oneshot::channel();
+        let id = RequestId::String(format!("srv-{n}"));
+        (ClientCall::queue(id, "roots/list", json!({}), rx, out), tx)
+    }
+
+    /// Where a call's answer arrives.
+    type Slot = oneshot::Sender<Result<Value, ErrorObject>>;
+
+    /// A request asked is a value in the queue; a call given up before its request left
+    /// takes the request back out (the client never sees it, so no cancel is queued), and
+    /// its slot hears that nobody waits for the answer.
     #[test]
     fn a_call_given_up_before_its_request_left_is_withdrawn() {
-        let calls = ClientCalls::new();
         let out = Outbound::to(NullSink::shared());
-        let call = calls.ask("roots/list", json!({}), &out).expect("asked");
-        let id = call.id().clone();
-        assert!(calls.awaits(&id));
+        let (call, slot) = asked(1, &out);
+        let call = call.expect("queued");
         assert_eq!(out.queued(), 1);
         drop(call);
         assert_eq!(out.queued(), 0, "withdrawn, and no cancel queued");
-        assert!(!calls.awaits(&id));
-        assert!(!calls.resolve(&id, Ok(Value::Null)), "nothing waits");
+        assert!(slot.is_canceled(), "nothing waits");
     }
 
     /// Given up after its request left, a call queues `notifications/cancelled` for it.
     #[test]
     fn a_call_given_up_after_its_request_left_is_cancelled_at_the_client() {
-        let calls = ClientCalls::new();
         let out = Outbound::to(NullSink::shared());
-        let call = calls.ask("roots/list", json!({}), &out).expect("asked");
+        let (call, _slot) = asked(1, &out);
+        let call = call.expect("queued");
         let id = call.id().clone();
         assert!(out.poll_outbound().as_ref().is_some_and(roots_request(&id)));
         drop(call);
@@ -686,32 +666,30 @@ mod tests {
         assert_eq!(wire["params"]["requestId"], json!(id));
     }
 
-    /// A closed queue, a full table or an ended session refuse a request, leaving nothing
-    /// waiting; the session's end answers a waiting call with `Gone`.
+    /// A closed queue, or one at its bound, refuses a request: the id comes back, to be
+    /// taken out of the table, and nothing is queued. An answer reaches the call; a slot
+    /// dropped unanswered (the session ended) answers `Gone`.
     #[test]
-    fn a_request_that_cannot_go_is_refused_and_the_sessions_end_answers_the_waiting() {
-        let calls = ClientCalls::new();
-        assert!(
-            calls
-                .ask("roots/list", json!({}), &Outbound::closed())
-                .is_none()
-        );
+    fn a_request_that_cannot_go_is_refused_and_a_dropped_slot_answers_gone() {
+        let (refused, _) = asked(1, &Outbound::closed());
+        assert_eq!(refused.err(), Some(RequestId::String("srv-1".into())));
         let out = Outbound::to(NullSink::shared());
-        let mut held = Vec::new();
-        for _ in 0..MAX_PENDING_CLIENT_REQUESTS {
-            let call = calls.ask("roots/list", json!({}), &out).expect("room");
-            out.poll_outbound();
-            held.push(call);
+        for n in 0..MAX_QUEUED as u64 {
+            assert!(out.push(log(n)));
         }
-        assert!(calls.ask("roots/list", json!({}), &out).is_none(), "full");
-        let waiting = held.pop().expect("one");
-        calls.close();
+        let (refused, _) = asked(2, &out);
+        assert!(refused.is_err(), "at the bound");
+        assert_eq!(out.queued(), MAX_QUEUED);
+        let out = Outbound::to(NullSink::shared());
         let cancel = crate::sync::CancellationToken::new();
-        assert_eq!(
-            futures_executor::block_on(waiting.answer(&cancel)),
-            Answered::Gone
-        );
-        assert!(calls.ask("roots/list", json!({}), &out).is_none(), "ended");
+        let (call, slot) = asked(3, &out);
+        assert!(slot.send(Ok(json!(7))).is_ok());
+        let answered = futures_executor::block_on(call.expect("queued").answer(&cancel));
+        assert_eq!(answered, Answered::Result(json!(7)));
+        let (call, slot) = asked(4, &out);
+        drop(slot);
+        let answered = futures_executor::block_on(call.expect("queued").answer(&cancel));
+        assert_eq!(answered, Answered::Gone);
     }
 
     /// A closed queue takes nothing.

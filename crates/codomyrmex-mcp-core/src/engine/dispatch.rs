@@ -375,7 +375,7 @@ impl Engine {
         let progress_token = scope.progress_token.clone();
         let input = match &round {
             Some(r) => InputMode::RoundTrip(r.clone()),
-            None => InputMode::Requests(session.client_calls().clone()),
+            None => InputMode::Requests(session.asker()),
         };
         let cancel = guard.token();
         // A legacy request whose client declared a capability it can be asked through

@@ -106,6 +106,22 @@ impl Listeners {
         event: &ServerEvent,
     ) -> Option<OutgoingMessage> {
         session.negotiated()?;
+        if let ServerEvent::ResourceUpdated(uri) = event
+            && !session.is_subscribed(uri)
+        {
+            return None;
+        }
+        self.legacy_notification_of(session, event)
+    }
+
+    /// The notification a legacy session should receive for `event`, whether or not it
+    /// subscribed to the resource an update is of.
+    fn legacy_notification_of(
+        &self,
+        session: &Session,
+        event: &ServerEvent,
+    ) -> Option<OutgoingMessage> {
+        session.negotiated()?;
         let (method, params) = match event {
             ServerEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
             ServerEvent::PromptsListChanged => ("notifications/prompts/list_changed", json!({})),
@@ -113,9 +129,6 @@ impl Listeners {
                 ("notifications/resources/list_changed", json!({}))
             }
             ServerEvent::ResourceUpdated(uri) => {
-                if !session.is_subscribed(uri) {
-                    return None;
-                }
                 ("notifications/resources/updated", json!({"uri": uri}))
             }
             ServerEvent::Log { level, params } => match session.log_level() {
@@ -148,10 +161,16 @@ impl Listeners {
         session: &Session,
         event: &ServerEvent,
     ) -> bool {
-        match self.legacy_notification(session, event) {
-            Some(message) => session.transmit().push(message),
-            None => false,
-        }
+        let Some(message) = self.legacy_notification_of(session, event) else {
+            return false;
+        };
+        // A resource update is queued only if the session subscribed to its resource: the
+        // check and the queueing take the session's one lock once.
+        let update_of = match event {
+            ServerEvent::ResourceUpdated(uri) => Some(uri.as_str()),
+            _ => None,
+        };
+        session.transmit(message, update_of)
     }
 
     /// `subscriptions/listen`: acknowledges the filter, then relays matching changes until

@@ -41,6 +41,7 @@ mod prompts;
 mod resources;
 mod results;
 mod session;
+mod session_state;
 mod sessions;
 mod skills;
 pub(crate) mod tasks;

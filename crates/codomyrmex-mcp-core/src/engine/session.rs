@@ -1,7 +1,8 @@
-//! Per-connection state: the legacy handshake, in-flight requests and our own pending
-//! requests to the client.
+//! Per-connection state: the legacy handshake, settled once and read without a lock, and
+//! the session's mutable protocol state ([`SessionState`]: in-flight requests,
+//! subscriptions, our own pending requests to the client, the session's own queue) behind
+//! its one lock ([`StateLock`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -10,14 +11,23 @@ use serde_json::Value;
 use crate::sync::CancellationToken;
 
 use super::policy::Gate;
+pub(crate) use super::session_state::NotBegun;
+use super::session_state::SessionState;
 use crate::context::Principal;
-use crate::outbound::{ClientCalls, Outbound};
+use crate::outbound::{AskClient, ClientCall, Outbound, Weighed};
 use crate::wire::{ErrorObject, LoggingLevel, OutgoingMessage, ProtocolVersion, RequestId};
 
 /// The state of one connection (stdio) or one legacy session (HTTP).
 ///
 /// Modern requests use a session only to track cancellation of in-flight requests; they never
 /// read or change its handshake state.
+///
+/// What changes after the handshake is one `SessionState` behind one lock (issue #27
+/// item 1): each input or event takes it once, for one short `&mut` call, never across an
+/// `.await` or a call into user code. The handshake and the session's name are written once
+/// and then read without a lock; the log level and the `notifications/initialized` flag are
+/// atomics, single words tied to nothing else in the state, read by every legacy request's
+/// scope with no lock.
 pub struct Session {
     /// What `initialize` settled (version, client capabilities and info): written once, then
     /// only read, so read without a lock.
@@ -26,21 +36,15 @@ pub struct Session {
     log_level: LevelCell,
     /// Whether the client sent `notifications/initialized`.
     initialized_notified: AtomicBool,
-    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
-    /// Our requests to the client awaiting answers: handed (not the session) to the calls
-    /// that may ask, resolved by `Engine::handle_response`, closed when the session ends.
-    calls: OwnedCalls,
-    /// The session's own queue (issue #27 item 1): what it hears that belongs to no request
-    /// (list changes, subscribed resource updates, log messages of no request), queued as
-    /// values by `Listeners::handle_event` and taken by the transport with
-    /// [`poll_transmit`](Session::poll_transmit) for the session's own stream.
-    transmit: Outbound,
+    /// The session's mutable protocol state, behind its one lock: shared (not the session)
+    /// with the calls that may ask the client, closed when the session ends.
+    state: Arc<StateLock>,
     gate: Arc<Gate>,
     principal: Option<Principal>,
-    /// The URIs subscribed to, each counted by the resource registry while it is held.
-    subscriptions: Mutex<HashMap<String, Option<crate::resources::Subscriber>>>,
     /// A session for one stateless request: nothing can address its request by id, so the
-    /// request is not entered in the in-flight table.
+    /// request is not entered in the in-flight table, and its state is the closed one all
+    /// one-shot sessions share, which the session's methods do not lock (only a call that
+    /// asks the client would, and is refused).
     one_shot: bool,
     /// The id clients address this session by (HTTP's `Mcp-Session-Id`), when it has one:
     /// 2025-11-25 task records name it, so another instance knows whose tasks they are.
@@ -52,38 +56,46 @@ pub struct Session {
 /// The serial of the next session.
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
-/// The most requests one session may have in flight (running or waiting for a permit).
-const MAX_IN_FLIGHT: usize = 1024;
-
-/// Why a request could not begin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NotBegun {
-    /// A request with this id is already in flight.
-    Duplicate,
-    /// The session has [`MAX_IN_FLIGHT`] requests in flight.
-    Full,
+/// A session's one lock around its [`SessionState`] (quinn's `ConnectionRef`): the session
+/// holds it, and so, as an [`AskClient`], do the calls that may ask the client (a handler's
+/// context, a 2025-11-25 task's link, weakly). It holds the state and nothing else: no
+/// session, no engine, no handshake.
+pub(crate) struct StateLock {
+    state: Mutex<SessionState>,
 }
 
-impl NotBegun {
-    /// The error the client gets.
-    pub(crate) fn error(self) -> ErrorObject {
-        match self {
-            Self::Duplicate => ErrorObject::new(
-                crate::wire::ErrorCode::INVALID_REQUEST,
-                "Invalid request: a request with this id is already in progress",
-            ),
-            Self::Full => ErrorObject::new(
-                crate::wire::ErrorCode::INVALID_REQUEST,
-                format!("Too many requests in progress on this session (at most {MAX_IN_FLIGHT})"),
-            ),
-        }
+impl StateLock {
+    fn new(state: SessionState) -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(state),
+        })
+    }
+
+    /// The state, for one short `&mut` call.
+    fn lock(&self) -> MutexGuard<'_, SessionState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The closed state all one-shot sessions share: it enters, asks and queues nothing.
+    fn shared_closed() -> Arc<Self> {
+        static CLOSED: std::sync::LazyLock<Arc<StateLock>> =
+            std::sync::LazyLock::new(|| StateLock::new(SessionState::closed()));
+        CLOSED.clone()
     }
 }
 
-/// The most resource subscriptions one legacy session may hold.
-const MAX_SUBSCRIPTIONS: usize = 4096;
-/// The most bytes of subscribed URIs one legacy session may hold.
-const MAX_SUBSCRIPTION_BYTES: usize = 1024 * 1024;
+impl AskClient for StateLock {
+    fn ask(&self, method: &'static str, params: Value, outbound: &Outbound) -> Option<ClientCall> {
+        let (id, answer) = self.lock().enter_client_call()?;
+        match ClientCall::queue(id, method, params, answer, outbound) {
+            Ok(call) => Some(call),
+            Err(id) => {
+                self.lock().forget_client_call(&id);
+                None
+            }
+        }
+    }
+}
 
 /// The legacy handshake as `initialize` (or a restore) settled it.
 struct Handshake {
@@ -133,15 +145,11 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A request's place in its session's in-flight table, as the request's job holds it: the
 /// request's cancellation token, and no session (issue #27 item 1: a running job holds ids
 /// and data). Dropped, however the request ends, it cancels the token, which ends the table
 /// entry: the session never counts or cancels an ended entry, lets a new request take its
-/// id, and sweeps ended entries out when it needs the room ([`Session::begin_request`]).
+/// id, and sweeps ended entries out when it needs the room ([`SessionState::begin_request`]).
 pub(crate) struct InFlight {
     token: CancellationToken,
 }
@@ -180,26 +188,20 @@ impl Session {
     }
 
     /// A session admitting through `gate`; a one-shot session (one stateless request) never
-    /// asks its client and has no stream of its own, so it allocates no table and no queue.
+    /// asks its client and has no stream of its own, so it allocates no state: it shares the
+    /// closed one.
     fn build(gate: Arc<Gate>, one_shot: bool) -> Self {
         Self {
             handshake: OnceLock::new(),
             log_level: LevelCell::default(),
             initialized_notified: AtomicBool::new(false),
-            in_flight: Mutex::new(HashMap::new()),
-            calls: OwnedCalls(if one_shot {
-                ClientCalls::shared_closed()
+            state: if one_shot {
+                StateLock::shared_closed()
             } else {
-                Arc::new(ClientCalls::new())
-            }),
-            transmit: if one_shot {
-                Outbound::closed()
-            } else {
-                Outbound::polled()
+                StateLock::new(SessionState::new())
             },
             gate,
             principal: None,
-            subscriptions: Mutex::new(HashMap::new()),
             one_shot,
             key: std::sync::OnceLock::new(),
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
@@ -208,34 +210,30 @@ impl Session {
 
     /// Subscribes to a resource's updates (legacy `resources/subscribe`), counted at
     /// `registry` while the session holds it (until it unsubscribes or ends). `false` when
-    /// the session holds too many subscriptions, or too many bytes of them.
+    /// the session holds too many subscriptions, or too many bytes of them. A one-shot
+    /// session, which ends with its one request before any update could reach it, holds
+    /// none and says it does.
     pub(crate) fn subscribe(
         &self,
         uri: &str,
         registry: Option<&Arc<crate::resources::McpResourceRegistry>>,
     ) -> bool {
-        let mut subs = lock(&self.subscriptions);
-        if subs.contains_key(uri) {
-            return true;
-        }
-        let bytes: usize = subs.keys().map(String::len).sum();
-        if subs.len() >= MAX_SUBSCRIPTIONS || bytes + uri.len() > MAX_SUBSCRIPTION_BYTES {
-            return false;
-        }
-        subs.insert(uri.to_owned(), registry.map(|r| r.note_subscribed(uri)));
-        true
+        self.one_shot || self.state.lock().subscribe(uri, registry)
     }
 
     /// Ends a subscription.
     pub(crate) fn unsubscribe(&self, uri: &str) {
-        let gone = lock(&self.subscriptions).remove(uri);
+        if self.one_shot {
+            return;
+        }
+        let gone = self.state.lock().unsubscribe(uri);
         // Its registry hears of it outside the lock.
         drop(gone);
     }
 
     /// Whether the session subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        lock(&self.subscriptions).contains_key(uri)
+        !self.one_shot && self.state.lock().is_subscribed(uri)
     }
 
     /// Names the session by the id clients address it with (HTTP's `Mcp-Session-Id`); set
@@ -280,10 +278,10 @@ impl Session {
 
     /// The number of requests running now (neither ended nor cancelled).
     pub fn in_flight(&self) -> usize {
-        lock(&self.in_flight)
-            .values()
-            .filter(|t| !t.is_cancelled())
-            .count()
+        if self.one_shot {
+            return 0;
+        }
+        self.state.lock().in_flight()
     }
 
     /// Who the session's client authenticated as (see [`with_principal`](Self::with_principal)),
@@ -377,75 +375,77 @@ impl Session {
     /// cancels the token) do not count: they are swept out when the table needs the room.
     pub(crate) fn begin_request(&self, id: RequestId) -> Result<InFlight, NotBegun> {
         let token = CancellationToken::new();
-        if self.one_shot {
-            return Ok(InFlight { token });
+        if !self.one_shot {
+            self.state.lock().begin_request(id, &token)?;
         }
-        let mut map = lock(&self.in_flight);
-        if map.get(&id).is_some_and(|t| !t.is_cancelled()) {
-            return Err(NotBegun::Duplicate);
-        }
-        if map.len() >= MAX_IN_FLIGHT {
-            map.retain(|_, t| !t.is_cancelled());
-        }
-        if map.len() >= MAX_IN_FLIGHT && !map.contains_key(&id) {
-            return Err(NotBegun::Full);
-        }
-        map.insert(id, token.clone());
         Ok(InFlight { token })
     }
 
     /// Cancels an in-flight request. Returns whether it was found (and had not ended).
     pub fn cancel(&self, id: &RequestId) -> bool {
-        match lock(&self.in_flight).get(id) {
-            Some(t) if !t.is_cancelled() => {
-                t.cancel();
-                true
-            }
-            _ => false,
-        }
+        !self.one_shot && self.state.lock().cancel(id)
     }
 
     /// Whether a request with this id is in flight here (neither ended nor cancelled).
     pub fn is_in_flight(&self, id: &RequestId) -> bool {
-        lock(&self.in_flight)
-            .get(id)
-            .is_some_and(|t| !t.is_cancelled())
+        !self.one_shot && self.state.lock().is_in_flight(id)
     }
 
     /// Whether a server-to-client request with this id awaits its answer here (sent, not
     /// answered, and its asker still waiting).
     pub fn awaits_client_response(&self, id: &RequestId) -> bool {
-        self.calls.0.awaits(id)
+        !self.one_shot && self.state.lock().awaits_client_response(id)
     }
 
     /// The next message for the session's own stream (stdio's output, HTTP's GET stream):
     /// quinn's `poll_transmit`. What `Listeners::handle_event` queued, in order, list changes
     /// coalesced; `None` when nothing is queued.
     pub fn poll_transmit(&self) -> Option<OutgoingMessage> {
-        self.transmit.poll_outbound()
+        if self.one_shot {
+            return None;
+        }
+        self.state.lock().poll_transmit()
     }
 
-    /// The session's own queue.
-    pub(crate) fn transmit(&self) -> &Outbound {
-        &self.transmit
+    /// Queues `message` on the session's own queue, for [`poll_transmit`](Self::poll_transmit);
+    /// a resource update of `uri` only if the session subscribed to it: one lock for the check
+    /// and the queueing. `false` if it is not queued.
+    pub(crate) fn transmit(&self, message: OutgoingMessage, update_of: Option<&str>) -> bool {
+        if self.one_shot {
+            return false;
+        }
+        let message = Weighed::new(message);
+        let mut state = self.state.lock();
+        match update_of {
+            Some(uri) => state.queue_update(uri, message),
+            None => state.queue(message),
+        }
     }
 
-    /// The table a call that may ask the client holds (not the session).
-    pub(crate) fn client_calls(&self) -> &Arc<ClientCalls> {
-        &self.calls.0
+    /// Where a call that may ask the client enters its requests: the session's state, not
+    /// the session.
+    pub(crate) fn asker(&self) -> Arc<dyn AskClient> {
+        self.state.clone()
+    }
+
+    /// [`asker`](Self::asker), held weakly (by a 2025-11-25 task, which must not keep the
+    /// session's state alive).
+    pub(crate) fn weak_asker(&self) -> std::sync::Weak<dyn AskClient> {
+        let state: Arc<dyn AskClient> = self.state.clone();
+        Arc::downgrade(&state)
     }
 
     /// Makes the ids of this session's server-to-client requests `srv-{prefix}-{n}` rather
     /// than `srv-{n}`, so that instances serving one session never reuse an id. Set once;
     /// `false` when a prefix was set already.
     pub fn set_request_id_prefix(&self, prefix: &str) -> bool {
-        self.calls.0.set_prefix(prefix)
+        !self.one_shot && self.state.lock().set_client_call_prefix(prefix)
     }
 
     /// Cancels everything in flight (the connection is closing).
     pub fn cancel_all(&self) {
-        for t in lock(&self.in_flight).values() {
-            t.cancel();
+        if !self.one_shot {
+            self.state.lock().cancel_all();
         }
     }
 
@@ -457,23 +457,39 @@ impl Session {
         id: &RequestId,
         outcome: Result<Value, ErrorObject>,
     ) -> bool {
-        self.calls.0.resolve(id, outcome)
+        let waiting = if self.one_shot {
+            None
+        } else {
+            self.state.lock().take_client_call(id)
+        };
+        // The answer is sent once the lock is released.
+        match waiting {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => {
+                tracing::debug!(%id, "a response matched no pending request");
+                false
+            }
+        }
     }
 }
 
-/// A session's [`ClientCalls`], as the session owns it: when the session ends, the calls
-/// still waiting for their client's answer end ([`ClientCalls::close`]): no answer can reach
-/// them now.
-struct OwnedCalls(Arc<ClientCalls>);
-
-impl Drop for OwnedCalls {
+impl Drop for Session {
+    /// The session ended: the calls still waiting for their client's answer end (no answer
+    /// can reach them now), its subscriptions end, and nothing more is asked or queued,
+    /// through the state the calls hold.
     fn drop(&mut self) {
-        self.0.close();
+        if self.one_shot {
+            return;
+        }
+        let closed = self.state.lock().close();
+        // What the state let go of is dropped once the lock is released.
+        drop(closed);
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::session_state::{MAX_IN_FLIGHT, MAX_SUBSCRIPTIONS};
     use super::*;
     use crate::config::McpServerConfig;
     use crate::context::MessageSink;
@@ -481,6 +497,11 @@ mod tests {
     use crate::registry::McpToolRegistry;
     use crate::schema::JsonObject;
     use crate::test_runtime::{advance, idle, run, spawn};
+    use std::sync::{Mutex, MutexGuard, PoisonError};
+
+    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
     /// The handshake is settled once, without a lock: a second `initialize` or a restore of
     /// an initialised session changes nothing; the log level (kept in an atomic) reads back
@@ -613,6 +634,63 @@ mod tests {
                 "{written:?}"
             );
         });
+    }
+
+    /// Closing a session as the transports do (`cancel_all`, then the last `Arc` goes)
+    /// cancels every request in flight and ends every call waiting for its client, through
+    /// the one state: the calls of requests, and a 2025-11-25 task's (which holds the state
+    /// weakly) alike; the state a call still holds then asks nothing more, and the resource
+    /// registry hears the session's subscriptions end.
+    #[test]
+    fn closing_a_session_cancels_its_requests_and_ends_its_calls() {
+        use crate::outbound::Answered;
+        use crate::resources::{McpResourceRegistry, ResourceEvent};
+        use crate::sync::Recv;
+        let registry = Arc::new(McpResourceRegistry::new());
+        let mut events = registry.subscribe_updates();
+        let session = Arc::new(Session::new(1));
+        let guards: Vec<InFlight> = (0..3)
+            .map(|n| session.begin_request(RequestId::from(n)).expect("room"))
+            .collect();
+        let out = Outbound::to(crate::context::NullSink::shared());
+        let asker = session.asker();
+        let task = session.weak_asker();
+        let mut calls: Vec<ClientCall> = (0..2)
+            .map(|_| asker.ask("roots/list", serde_json::json!({}), &out))
+            .collect::<Option<_>>()
+            .expect("asked");
+        let task = task.upgrade().expect("the state lives");
+        calls.push(
+            task.ask("sampling/createMessage", serde_json::json!({}), &out)
+                .expect("asked"),
+        );
+        assert!(session.subscribe("x://1", Some(&registry)));
+        assert_eq!(
+            futures_executor::block_on(events.recv()),
+            Recv::Value(ResourceEvent::Subscribed("x://1".into()))
+        );
+        session.cancel_all();
+        assert!(guards.iter().all(|g| g.token().is_cancelled()));
+        assert_eq!(session.in_flight(), 0);
+        drop(session);
+        let never = CancellationToken::new();
+        for call in calls {
+            let answered = futures_util::FutureExt::now_or_never(call.answer(&never));
+            assert_eq!(answered, Some(Answered::Gone));
+        }
+        assert_eq!(
+            futures_executor::block_on(events.recv()),
+            Recv::Value(ResourceEvent::Unsubscribed("x://1".into()))
+        );
+        assert!(
+            asker
+                .ask("roots/list", serde_json::json!({}), &out)
+                .is_none()
+        );
+        assert!(
+            task.ask("roots/list", serde_json::json!({}), &out)
+                .is_none()
+        );
     }
 
     #[test]

@@ -202,3 +202,64 @@ fn a_listen_stream_coalesces_a_burst_of_updates() {
         listening.abort();
     });
 }
+
+/// A resource update is queued only while the session subscribes to its resource: the check
+/// and the queueing are one call on the session's state (`resources/subscribe` and
+/// `resources/unsubscribe` change what it holds), and an update of another resource, or
+/// after the unsubscribe, is not queued.
+#[test]
+fn a_resource_update_is_queued_only_while_its_resource_is_subscribed() {
+    run(async {
+        let resources = Arc::new(crate::McpResourceRegistry::new());
+        let engine = engine().with_resources(resources);
+        let session = initialised(&engine).await;
+        let sink: Arc<dyn MessageSink> = NullSink::shared();
+        let send = |msg: Value| {
+            let decoded = crate::wire::jsonrpc::decode(msg.to_string().as_bytes());
+            engine
+                .handle_decoded(&session, decoded, &sink)
+                .into_message()
+        };
+        let updated = |uri: &str| ServerEvent::ResourceUpdated(uri.to_owned());
+        let now = engine.now();
+        assert!(
+            !engine
+                .listeners()
+                .handle_event(now, &session, &updated("x://1"))
+        );
+        let answer = send(
+            json!({"jsonrpc":"2.0","id":2,"method":"resources/subscribe",
+            "params":{"uri":"x://1"}}),
+        )
+        .await;
+        assert!(
+            matches!(answer, Some(crate::wire::OutgoingMessage::Response { .. })),
+            "{answer:?}"
+        );
+        assert!(
+            engine
+                .listeners()
+                .handle_event(now, &session, &updated("x://1"))
+        );
+        assert!(
+            !engine
+                .listeners()
+                .handle_event(now, &session, &updated("x://2"))
+        );
+        assert_eq!(
+            taken(&session),
+            vec![("notifications/resources/updated".to_owned(), Value::Null)]
+        );
+        send(
+            json!({"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe",
+            "params":{"uri":"x://1"}}),
+        )
+        .await;
+        assert!(
+            !engine
+                .listeners()
+                .handle_event(now, &session, &updated("x://1"))
+        );
+        assert!(taken(&session).is_empty());
+    });
+}

@@ -18,7 +18,7 @@ use crate::engine::session::InFlight;
 use crate::engine::session::Session;
 use crate::engine::{Handled, Prepared, RequestScope, error};
 use crate::invocation::{Detach, Invocation, JobHost};
-use crate::outbound::ClientCalls;
+use crate::outbound::AskClient;
 use crate::registry::{BoxFuture, RegisteredTool, TaskSupport, ToolOutput};
 use crate::sync::CancellationToken;
 use crate::wire::{Era, ErrorCode, ErrorObject, OutgoingMessage, ProtocolVersion, RequestId};
@@ -28,9 +28,10 @@ pub(crate) struct TaskLink {
     pub(super) entry: Arc<TaskEntry>,
     /// 2026-07-28, before the call became a task: its multi round-trip round.
     pub(super) round: Option<Arc<RoundTrip>>,
-    /// 2025-11-25: where server-to-client requests are entered: the session's table, held
-    /// weakly (the task outlives neither its session's table nor holds the session).
-    pub(super) requester: Option<std::sync::Weak<ClientCalls>>,
+    /// 2025-11-25: where server-to-client requests are entered: the session's state (its
+    /// table of requests awaiting answers), held weakly (the task neither keeps the state
+    /// alive nor holds the session).
+    pub(super) requester: Option<std::sync::Weak<dyn AskClient>>,
     /// 2026-07-28: whether input parks the task (it is, or is about to be, a task).
     pub(super) parks: AtomicBool,
     pub(super) max_pending: usize,
@@ -91,7 +92,7 @@ impl TaskLink {
             };
             let _outstanding = self.entry.outstanding();
             let method = request.method();
-            return crate::context::ask_client(&calls, method, params, outbound, cancel).await;
+            return crate::context::ask_client(&*calls, method, params, outbound, cancel).await;
         }
         if !self.parks() {
             // Not a task (yet): an ordinary multi round-trip round.
@@ -353,7 +354,7 @@ impl Tasks {
         let link = Arc::new(TaskLink {
             entry: entry.clone(),
             round: round.as_ref().map(|r| r.trip.clone()),
-            requester: legacy.then(|| Arc::downgrade(session.client_calls())),
+            requester: legacy.then(|| session.weak_asker()),
             parks: AtomicBool::new(false),
             max_pending: self.store.config.max_pending_inputs,
         });

@@ -295,9 +295,10 @@ fn finished_results_are_kept_within_a_byte_budget() {
 /// attaches, in order; detached, it holds again.
 #[test]
 fn a_relay_holds_under_the_queues_bound_and_rules() {
-    use crate::outbound::{ClientCalls, MAX_QUEUED};
+    use crate::outbound::MAX_QUEUED;
     let relay = Outbound::relayed();
-    let calls = ClientCalls::new();
+    let session = Session::new(1);
+    let calls = session.asker();
     let progress = |n: u64| OutgoingMessage::Notification {
         method: "notifications/progress",
         params: json!({"progressToken": "t", "progress": n}),
@@ -364,7 +365,8 @@ fn a_relay_holds_under_the_queues_bound_and_rules() {
 #[test]
 fn a_relayed_message_the_stream_refuses_waits_for_the_next() {
     let relay = Outbound::relayed();
-    let calls = crate::outbound::ClientCalls::new();
+    let session = Session::new(1);
+    let calls = session.asker();
     let call = calls
         .ask("elicitation/create", json!({}), &relay)
         .expect("room");
