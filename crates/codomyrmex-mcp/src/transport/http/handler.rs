@@ -185,8 +185,13 @@ async fn read_body(
 
 /// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
 pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    serve_post(&app, req).await
+}
+
+/// [`post`] on `app`: what [`Endpoint`](super::endpoint::Endpoint) calls without the router.
+pub(crate) async fn serve_post(app: &AppState, req: Request<Body>) -> Response<Body> {
     let mut method = "none";
-    let mut resp = post_message(&app, req, &mut method).await;
+    let mut resp = post_message(app, req, &mut method).await;
     resp.extensions_mut().insert(Served(method));
     resp
 }
