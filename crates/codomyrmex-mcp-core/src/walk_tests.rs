@@ -67,7 +67,7 @@ const CITED: &[(&str, &str, &str)] = &[
     ("stdio.rs:483", CS, "write_to("),
     ("stdio.rs:495", CS, "writer.write_all("),
     (
-        "codomyrmex-mcp/src/transport/http/mod.rs:874",
+        "codomyrmex-mcp/src/transport/http/mod.rs:873",
         "codomyrmex-mcp/src/transport/http/mod.rs",
         "tokio::spawn(",
     ),

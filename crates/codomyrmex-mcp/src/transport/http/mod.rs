@@ -73,7 +73,6 @@ use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -867,7 +866,7 @@ impl HttpServer {
             let conn = builder
                 .clone()
                 .timer(timer)
-                .serve_connection(io, TowerToHyperService::new(svc));
+                .serve_connection(io, conn::InPlace::new(svc));
             // Its wake-ups of itself (the body's hand-over) are polled again on this thread
             // rather than sent through tokio's queue to the other worker (see `own_wakes`).
             let conn = own_wakes::OwnWakes::new(graceful.watch(conn));
