@@ -236,6 +236,32 @@ impl Records {
         Some((record, used))
     }
 
+    /// Marks record `id` used at `now` and at place `used` in the order of use, in place:
+    /// its id strings move between the indexes, nothing is allocated or hashed twice (this
+    /// runs on every request of a session). Its new expiry; `None` when it is not held, or
+    /// expired at `now` (then it is removed).
+    fn touch(&mut self, id: &str, now: u64, used: u64) -> Option<u64> {
+        let (record, place) = self.map.get_mut(id)?;
+        if record.is_expired(now) {
+            self.take(id);
+            shrink_if_sparse(&mut self.map);
+            return None;
+        }
+        let by_use = self.by_use.remove(&(record.last_seen, *place));
+        let by_expiry = self.by_expiry.remove(&(record.expires_at, *place));
+        record.touch(now);
+        record.version += 1;
+        *place = used;
+        let (last_seen, expires_at) = (record.last_seen, record.expires_at);
+        self.by_use
+            .insert((last_seen, used), by_use.unwrap_or_else(|| id.to_owned()));
+        self.by_expiry.insert(
+            (expires_at, used),
+            by_expiry.unwrap_or_else(|| id.to_owned()),
+        );
+        Some(expires_at)
+    }
+
     /// Removes the records expired at `now` that `keep` does not protect; their ids.
     fn remove_expired(&mut self, now: u64, keep: Keep<'_>) -> Vec<String> {
         let ids: Vec<String> = self
@@ -315,21 +341,7 @@ impl SessionStore for MemorySessionStore {
     fn touch<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<u64>> {
         let mut records = self.lock();
         let tick = records.tick();
-        let out = match records.take(id) {
-            None => None,
-            Some((r, _)) if r.is_expired(now) => {
-                shrink_if_sparse(&mut records.map);
-                None
-            }
-            Some((mut r, _)) => {
-                r.touch(now);
-                r.version += 1;
-                let expires_at = r.expires_at;
-                records.put(r, tick);
-                Some(expires_at)
-            }
-        };
-        ready(Ok(out))
+        ready(Ok(records.touch(id, now, tick)))
     }
 
     fn save<'a>(

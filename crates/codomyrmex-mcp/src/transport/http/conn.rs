@@ -214,6 +214,54 @@ where
     }
 }
 
+/// A connection's service as hyper calls it: the connection's one copy of the stack, called
+/// in place.
+///
+/// hyper calls its service through `&self`, and tower's services take `&mut self`, so hyper's
+/// adapter (`TowerToHyperService`) clones the whole stack for every request: a reference
+/// count up and down per layer, on counts every connection shares (the metrics, the policy,
+/// the in-flight limit, the endpoint), so those cache lines move between the workers on
+/// every call. A connection's requests are handled one after another, so its copy is
+/// borrowed for each call instead. A stack that is not ready at once (none of this server's
+/// layers waits, but a layer may) gets a clone driven to readiness, as the adapter does.
+pub(crate) struct InPlace<S> {
+    service: std::cell::RefCell<S>,
+    /// What a clone is made from when `service` cannot be used at once.
+    spare: S,
+}
+
+impl<S: Clone> InPlace<S> {
+    pub(crate) fn new(service: S) -> Self {
+        Self {
+            service: std::cell::RefCell::new(service.clone()),
+            spare: service,
+        }
+    }
+}
+
+impl<S, R> hyper::service::Service<R> for InPlace<S>
+where
+    S: Service<R> + Clone,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = futures_util::future::Either<S::Future, tower::util::Oneshot<S, R>>;
+
+    fn call(&self, req: R) -> Self::Future {
+        use futures_util::future::Either;
+        // Never borrowed past this call, which does not call itself: the borrow succeeds.
+        let Ok(mut service) = self.service.try_borrow_mut() else {
+            return Either::Right(tower::util::Oneshot::new(self.spare.clone(), req));
+        };
+        match service.poll_ready(&mut Context::from_waker(std::task::Waker::noop())) {
+            Poll::Ready(Ok(())) => Either::Left(service.call(req)),
+            // Not ready (or failing): a clone waits for readiness with the task's waker, and
+            // reports the failure, as hyper's adapter would.
+            _ => Either::Right(tower::util::Oneshot::new(service.clone(), req)),
+        }
+    }
+}
+
 pin_project_lite::pin_project! {
     /// A request's response future, counted as busy until it is ready.
     pub(crate) struct TrackedFuture<F> {

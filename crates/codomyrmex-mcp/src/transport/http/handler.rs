@@ -185,8 +185,13 @@ async fn read_body(
 
 /// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
 pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
+    serve_post(&app, req).await
+}
+
+/// [`post`] on `app`: what [`Endpoint`](super::endpoint::Endpoint) calls without the router.
+pub(crate) async fn serve_post(app: &AppState, req: Request<Body>) -> Response<Body> {
     let mut method = "none";
-    let mut resp = post_message(&app, req, &mut method).await;
+    let mut resp = post_message(app, req, &mut method).await;
     resp.extensions_mut().insert(Served(method));
     resp
 }
@@ -259,8 +264,10 @@ async fn route_message(
         (Route::Modern, Decoded::Single(Ok(message)), _) => {
             modern(app, headers, delivery, message, meta, principal).await
         }
+        // Boxed, as every branch off a session's calls: the future of every POST is as
+        // large as its largest branch, and it is moved and allocated on every call.
         (Route::Initialize, Decoded::Single(Ok(message)), _) => {
-            initialize(app, message, meta, principal).await
+            Box::pin(initialize(app, message, meta, principal)).await
         }
         (Route::Legacy, decoded, Some(sid)) => {
             legacy(
@@ -457,7 +464,7 @@ async fn legacy(
     let IncomingMessage::Request { id, .. } = &message else {
         // An answer or cancellation for a call on another instance goes there.
         if let Some(shared) = app.sessions.shared() {
-            match super::cluster_routing::route(shared, &session, &message).await {
+            match Box::pin(super::cluster_routing::route(shared, &session, &message)).await {
                 Ok(true) => return accepted(),
                 Ok(false) => {}
                 Err(StoreError::OwnerGone) => {
@@ -482,10 +489,10 @@ async fn legacy(
         .respond_as(&message, &meta, delivery, Some(&session.session));
     if let Some(shared) = app.sessions.shared() {
         if respond == Ok(Respond::Stream) {
-            return shared_stream(app, shared, &session, message, meta, id).await;
+            return Box::pin(shared_stream(app, shared, &session, message, meta, id)).await;
         }
         // Answered as JSON: what it relays goes out on the standalone stream (stream 0).
-        shared.ask_task_relay(&session, &message, 0).await;
+        Box::pin(shared.ask_task_relay(&session, &message, 0)).await;
     }
     if respond == Ok(Respond::Stream) {
         // A resumable stream: the work runs on its own, so a dropped connection loses
@@ -531,7 +538,7 @@ async fn legacy(
     let handled = app
         .engine
         .handle_classified(&session.session, message, meta, standalone);
-    if sets_level && let Err(e) = app.sessions.persist(&session).await {
+    if sets_level && let Err(e) = Box::pin(app.sessions.persist(&session)).await {
         // Set here all the same; only other instances would miss it.
         tracing::warn!(error = %e, "could not store a session's log level");
         app.metrics.store_error();

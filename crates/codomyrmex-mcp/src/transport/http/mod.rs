@@ -48,6 +48,7 @@ mod conn_spin;
 mod conn_timer;
 mod cors;
 mod drain;
+mod endpoint;
 mod forwarded;
 mod guard;
 mod handler;
@@ -72,7 +73,6 @@ use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::routing::{get, post};
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -424,6 +424,17 @@ fn router_with_drain(
     drain: Arc<Drain>,
     metrics: Arc<metrics::HttpMetrics>,
 ) -> Router {
+    router_of(app_state(engine, config, shutdown, drain, metrics), config)
+}
+
+/// The endpoint's state, with its housekeeping and message bus subscription started.
+fn app_state(
+    engine: Engine,
+    config: &HttpConfig,
+    shutdown: CancellationToken,
+    drain: Arc<Drain>,
+    metrics: Arc<metrics::HttpMetrics>,
+) -> AppState {
     let restorer = engine.clone();
     let shared = config.event_store.clone().map(|events| {
         Arc::new(cluster::Shared::new(
@@ -462,6 +473,11 @@ fn router_with_drain(
     };
     spawn_housekeeping(&state);
     subscribe_bus(&state);
+    state
+}
+
+/// The endpoint's routes and `/health`'s on `state`.
+fn router_of(state: AppState, config: &HttpConfig) -> Router {
     let mut router = Router::new().route(
         &config.path,
         post(handler::post)
@@ -734,7 +750,8 @@ impl HttpServer {
         self.validate()?;
         let c = &self.config;
         let metrics = metrics::HttpMetrics::new();
-        let mut app = router_with_drain(self.engine.clone(), c, shutdown, drain, metrics.clone());
+        let state = app_state(self.engine.clone(), c, shutdown, drain, metrics.clone());
+        let mut app = router_of(state.clone(), c);
         let auth = match &c.auth {
             None => None,
             Some(auth) => {
@@ -769,7 +786,8 @@ impl HttpServer {
             .option_layer(auth)
             .option_layer(c.rate_limit.map(ClientRateLimitLayer::new))
             .layer(InFlightLimitLayer::new(c.max_concurrent_requests))
-            .service(app))
+            // The endpoint's POSTs skip the router (see `endpoint`).
+            .service(endpoint::Endpoint::new(state, c.path.clone(), app)))
     }
 
     /// Binds the configured address.
@@ -848,7 +866,7 @@ impl HttpServer {
             let conn = builder
                 .clone()
                 .timer(timer)
-                .serve_connection(io, TowerToHyperService::new(svc));
+                .serve_connection(io, conn::InPlace::new(svc));
             // Its wake-ups of itself (the body's hand-over) are polled again on this thread
             // rather than sent through tokio's queue to the other worker (see `own_wakes`).
             let conn = own_wakes::OwnWakes::new(graceful.watch(conn));

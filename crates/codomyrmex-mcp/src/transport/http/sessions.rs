@@ -465,7 +465,8 @@ impl SessionTable {
             return Ok(None);
         }
         let Some(s) = self.lock().get(id).cloned() else {
-            return self.restore(id, principal).await;
+            // Boxed: rare, and the future of every call would otherwise be as large.
+            return Box::pin(self.restore(id, principal)).await;
         };
         if !s.belongs_to(principal) {
             return Ok(None);

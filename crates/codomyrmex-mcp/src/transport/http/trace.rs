@@ -10,12 +10,15 @@
 //! the caller's context as the span's parent (the binary's `otel` feature does).
 //! `tracestate` and `baggage` are not read.
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use std::sync::OnceLock;
 
 use tracing::{Instrument, Span};
 
 use crate::engine::Handled;
+
+/// The `traceparent` header's name, parsed once (a `&str` name is parsed at every lookup).
+static TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 /// A parsed `traceparent`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +81,7 @@ pub(crate) fn trace_parent(
 pub(crate) fn trace_parent_from(headers: &HeaderMap, meta: Option<&str>) -> Option<TraceParent> {
     let meta = meta.and_then(TraceParent::parse);
     meta.or_else(|| {
-        let mut values = headers.get_all("traceparent").iter();
+        let mut values = headers.get_all(&TRACEPARENT).iter();
         let first = values.next()?;
         // Several headers: ambiguous, ignored.
         if values.next().is_some() {
