@@ -9,6 +9,8 @@
 //! [`ClientHandlers`] the client was built with, which also decide the capabilities it
 //! declares.
 
+#[cfg(feature = "http")]
+pub mod answer_spin;
 mod dispatch;
 #[cfg(feature = "http")]
 mod dpop;

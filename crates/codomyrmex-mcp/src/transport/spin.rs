@@ -11,7 +11,10 @@
 //! One [`Spin`] holds the rules; each transport says when it is idle and which descriptor to
 //! poll: the stdio writer its input pipe (`stdio_spin.rs`, [`McpServerConfig::stdio_spin`]),
 //! an HTTP connection its socket once its response is written (`http/conn_spin.rs`,
-//! [`McpServerConfig::http_spin`]; one `Spin` per server, shared by its connections).
+//! [`McpServerConfig::http_spin`]; one `Spin` per server, shared by its connections). A
+//! client's connection, the other way round, polls its socket while its one call waits for
+//! the answer (`client/answer_spin.rs`: the same rules with that call aside,
+//! [`Spin::wait_for_answer`]).
 //!
 //! What it is not: a reader. It never consumes input, so what is read, and in what order, is
 //! the same with any spin; it only delays the moment the thread may sleep. It is bounded (it
@@ -243,17 +246,29 @@ impl Spin {
 
     /// Polls `input` until it is readable, the spin has passed, or work is in flight.
     pub(crate) fn wait(&self, input: &impl Pollable) -> Spun {
-        let outcome = self.spin_on(input);
+        self.wait_beside(input, 0)
+    }
+
+    /// [`Self::wait`] for a client whose one call in flight waits for its answer on `input`:
+    /// the same rules, that call aside (it is counted, and it is what the spin waits for).
+    pub(crate) fn wait_for_answer(&self, input: &impl Pollable) -> Spun {
+        self.wait_beside(input, 1)
+    }
+
+    /// Polls `input` unless more than `own` works are in flight.
+    fn wait_beside(&self, input: &impl Pollable, own: usize) -> Spun {
+        let outcome = self.spin_on(input, own);
         #[cfg(test)]
         self.seen.outcomes[outcome as usize].fetch_add(1, Ordering::SeqCst);
         outcome
     }
 
-    fn spin_on(&self, input: &impl Pollable) -> Spun {
-        if self.in_flight.load(Ordering::Acquire) > 0 {
+    fn spin_on(&self, input: &impl Pollable, own: usize) -> Spun {
+        if self.in_flight.load(Ordering::Acquire) > own {
             return Spun::Skipped;
         }
-        // Idle now: the busy spell that ended decides, and the next one starts counting.
+        // Idle now (but for the waiter's own call): the busy spell that ended decides, and the
+        // next one starts counting.
         if self.peak.load(Ordering::Relaxed) != 0 && self.peak.swap(0, Ordering::AcqRel) > 1 {
             return Spun::Overlapped;
         }
@@ -267,13 +282,13 @@ impl Spin {
         {
             return Spun::Elsewhere;
         }
-        let outcome = self.poll_until(input);
+        let outcome = self.poll_until(input, own);
         self.spinning.store(false, Ordering::Release);
         outcome
     }
 
     #[cfg(target_os = "linux")]
-    fn poll_until(&self, input: &impl Pollable) -> Spun {
+    fn poll_until(&self, input: &impl Pollable, own: usize) -> Spun {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
         let zero = Timespec {
@@ -291,7 +306,7 @@ impl Spin {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return Spun::Ready,
             }
-            if self.in_flight.load(Ordering::Acquire) > 0 {
+            if self.in_flight.load(Ordering::Acquire) > own {
                 return Spun::Skipped;
             }
             if Instant::now() >= until {
@@ -303,7 +318,7 @@ impl Spin {
 
     /// Never reached: no spin is built off Linux.
     #[cfg(not(target_os = "linux"))]
-    fn poll_until(&self, _: &impl Pollable) -> Spun {
+    fn poll_until(&self, _: &impl Pollable, _: usize) -> Spun {
         Spun::Expired
     }
 }

@@ -1,7 +1,10 @@
 //! The HTTP client of an OpenAPI upstream: HTTP/1.1 over the library's hyper and rustls
 //! (no second HTTP stack), keeping idle connections to reuse (a REST call pays no
 //! handshake), bodies read up to a bound; and the OAuth client-credentials token it sends,
-//! fetched and renewed before it expires.
+//! fetched and renewed before it expires. While its one call waits for an answer, a
+//! connection polls its socket for a bounded while before the thread may sleep (the
+//! library's answer spin, [`codomyrmex_mcp::client::answer_spin`]): a quick local API's
+//! answer then finds the gateway awake instead of a halted vCPU to wake.
 //!
 //! A connection has no task of its own: the call that holds it drives hyper's connection
 //! future beside its own request ([`Client::send_request`]), so the socket's readiness wakes
@@ -17,6 +20,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use codomyrmex_mcp::client::answer_spin::{AnswerSpin, DEFAULT_ANSWER_SPIN, SpinningTcp};
 use codomyrmex_mcp::client::http::{Endpoint, parse_url};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{Connection, SendRequest};
@@ -45,10 +49,9 @@ pub struct Answer {
 /// A request's body.
 type Body = Full<Bytes>;
 /// A plain connection's reading and writing.
-type PlainConnection = Connection<TokioIo<tokio::net::TcpStream>, Body>;
+type PlainConnection = Connection<TokioIo<SpinningTcp>, Body>;
 /// A TLS connection's reading and writing.
-type TlsConnection =
-    Connection<TokioIo<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>, Body>;
+type TlsConnection = Connection<TokioIo<tokio_rustls::client::TlsStream<SpinningTcp>>, Body>;
 
 /// hyper's connection future: reads and writes the socket, driven by the call using it.
 /// Boxed (one allocation per connection): a call's future holds a `Driver`, and moves it.
@@ -143,6 +146,8 @@ struct Idle {
 pub struct Client {
     tls: Arc<rustls::ClientConfig>,
     idle: Mutex<Vec<Idle>>,
+    /// The connections' answer spin (none off Linux).
+    spin: Option<Arc<AnswerSpin>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -157,6 +162,7 @@ impl Client {
         Ok(Self {
             tls: codomyrmex_mcp::client::tls::client_config(None)?,
             idle: Mutex::new(Vec::new()),
+            spin: AnswerSpin::new(DEFAULT_ANSWER_SPIN),
         })
     }
 
@@ -283,6 +289,7 @@ impl Client {
             .await
             .map_err(|err| format!("cannot connect to {}: {err}", e.authority))?;
         let _ = tcp.set_nodelay(true);
+        let tcp = SpinningTcp::new(tcp, self.spin.clone());
         if e.https {
             let name = rustls::pki_types::ServerName::try_from(e.host.clone())
                 .map_err(|err| format!("{:?} is not a name TLS can check: {err}", e.host))?;
