@@ -105,7 +105,6 @@ impl Listeners {
         session: &Session,
         event: &ServerEvent,
     ) -> Option<OutgoingMessage> {
-        session.negotiated()?;
         if let ServerEvent::ResourceUpdated(uri) = event
             && !session.is_subscribed(uri)
         {
@@ -161,14 +160,21 @@ impl Listeners {
         session: &Session,
         event: &ServerEvent,
     ) -> bool {
+        // A resource update is for the sessions that subscribed to its resource: most
+        // sessions did not, and they are told apart before a notification is built and
+        // weighed for them. The queueing checks again under the same lock, so that an
+        // unsubscribe between the two is honoured.
+        let update_of = match event {
+            ServerEvent::ResourceUpdated(uri) => {
+                if !session.is_subscribed(uri) {
+                    return false;
+                }
+                Some(uri.as_str())
+            }
+            _ => None,
+        };
         let Some(message) = self.legacy_notification_of(session, event) else {
             return false;
-        };
-        // A resource update is queued only if the session subscribed to its resource: the
-        // check and the queueing take the session's one lock once.
-        let update_of = match event {
-            ServerEvent::ResourceUpdated(uri) => Some(uri.as_str()),
-            _ => None,
         };
         session.transmit(message, update_of)
     }
