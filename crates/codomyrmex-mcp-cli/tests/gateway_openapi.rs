@@ -542,7 +542,9 @@ async fn a_kept_connection_the_server_closed_is_not_used_again() {
 /// OpenAPI tool at 1 in flight through the gateway (our client over stdio, the gateway's
 /// pooled HTTP/1.1 client to the REST server) against the same GET sent directly with
 /// hyper's HTTP/1.1 client on one kept connection (the stack the gateway's client is built
-/// on). `OPENAPI_PERF_BIN` names the gateway binary to measure (e.g. the release build), or
+/// on), and the same GET on a second connection on the gateway's answer spin
+/// (`client::answer_spin`), so that what the spin gives a client is also given to the
+/// direct one. `OPENAPI_PERF_BIN` names the gateway binary to measure (e.g. the release build), or
 /// several separated by `:` (builds compared in the same run). The subjects are interleaved:
 /// `OPENAPI_PERF_ROUNDS` rounds (5) of `OPENAPI_PERF_CALLS` calls (2,000) each, the order
 /// rotating each round; medians are printed, with each gateway process's CPU µs per call
@@ -582,15 +584,27 @@ async fn openapi_calls_per_second_at_one_in_flight() {
         });
         rx.recv().unwrap()
     };
-    // Direct: one connection, GETs in turn.
+    // Direct: one connection, GETs in turn; and the same on the gateway's answer spin (its
+    // client's socket polled while the one GET waits), so that what the spin gives the
+    // gateway is also measured for a direct client.
     let addr = base.trim_start_matches("http://").to_owned();
     let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .unwrap();
+    let (sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+        .await
+        .unwrap();
     tokio::spawn(conn);
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let spin = codomyrmex_mcp::client::answer_spin::AnswerSpin::new(
+        codomyrmex_mcp::client::answer_spin::DEFAULT_ANSWER_SPIN,
+    );
+    let tcp = codomyrmex_mcp::client::answer_spin::SpinningTcp::new(tcp, spin);
+    let (spinning, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut senders = [sender, spinning];
     let get = |sender: &mut hyper::client::conn::http1::SendRequest<Empty<Bytes>>| {
         let request = hyper::Request::get("/v1/pets/7")
             .header("host", addr.as_str())
@@ -628,30 +642,35 @@ async fn openapi_calls_per_second_at_one_in_flight() {
     }
     let args = json!({"petId": "7"});
     for _ in 0..200 {
-        let r = get(&mut sender).await.unwrap();
-        r.into_body().collect().await.unwrap();
+        for sender in &mut senders {
+            let r = get(sender).await.unwrap();
+            r.into_body().collect().await.unwrap();
+        }
         for (_, client, _) in &gateways {
             call(client, "pets.showPetById", args.clone()).await;
         }
     }
-    // Subject 0 is direct, subject i the gateway gateways[i - 1].
-    let subjects = gateways.len() + 1;
+    // Subjects 0 and 1 are direct (plain, on the answer spin), subject i the gateway
+    // gateways[i - 2].
+    const DIRECT: usize = 2;
+    let subjects = gateways.len() + DIRECT;
     let mut rates = vec![Vec::new(); subjects];
     let mut cpu = vec![Vec::new(); subjects];
     for round in 0..rounds {
         for k in 0..subjects {
             let subject = (round + k) % subjects;
-            if subject == 0 {
+            if subject < DIRECT {
+                let sender = &mut senders[subject];
                 let started = std::time::Instant::now();
                 for _ in 0..n {
-                    let r = get(&mut sender).await.unwrap();
+                    let r = get(sender).await.unwrap();
                     let body = r.into_body().collect().await.unwrap().to_bytes();
                     assert!(!body.is_empty());
                 }
-                rates[0].push(n as f64 / started.elapsed().as_secs_f64());
+                rates[subject].push(n as f64 / started.elapsed().as_secs_f64());
                 continue;
             }
-            let (_, client, pid) = &gateways[subject - 1];
+            let (_, client, pid) = &gateways[subject - DIRECT];
             let ticks = pid.map(cpu_ticks);
             let started = std::time::Instant::now();
             for _ in 0..n {
@@ -668,7 +687,7 @@ async fn openapi_calls_per_second_at_one_in_flight() {
             .map(|s| format!("{:.0}/s", rates[s][round]))
             .collect();
         println!(
-            "round {round}: direct, then each gateway: {}",
+            "round {round}: direct, direct on the answer spin, then each gateway: {}",
             line.join(", ")
         );
     }
@@ -677,9 +696,9 @@ async fn openapi_calls_per_second_at_one_in_flight() {
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
     };
-    let direct = median(&rates[0]);
+    let (direct, direct_spin) = (median(&rates[0]), median(&rates[1]));
     println!(
-        "{n} calls at 1 in flight, medians of {rounds} interleaved rounds, REST server {}: direct {direct:.0}/s",
+        "{n} calls at 1 in flight, medians of {rounds} interleaved rounds, REST server {}: direct {direct:.0}/s, direct on the answer spin {direct_spin:.0}/s",
         if shared {
             "on the test's thread"
         } else {
@@ -687,11 +706,12 @@ async fn openapi_calls_per_second_at_one_in_flight() {
         },
     );
     for (i, (bin, _, _)) in gateways.iter().enumerate() {
-        let g = median(&rates[i + 1]);
+        let g = median(&rates[i + DIRECT]);
         println!(
-            "  through the gateway {bin}: {g:.0}/s ({:.1} gateway CPU µs/call), ratio {:.2}",
-            median(&cpu[i + 1]),
-            g / direct
+            "  through the gateway {bin}: {g:.0}/s ({:.1} gateway CPU µs/call), ratio {:.2} (against direct on the answer spin {:.2})",
+            median(&cpu[i + DIRECT]),
+            g / direct,
+            g / direct_spin
         );
     }
     for (_, client, _) in gateways {
