@@ -79,7 +79,11 @@ impl ConnSpin {
     }
 
     /// A request's handler starts: a call in flight for the whole server, and the latest.
+    /// A spin the previous response armed is over: its next request came before hyper's
+    /// read would have blocked, and the reads hyper makes while this call runs (to notice a
+    /// client that went away) are no wait for a request.
     pub(crate) fn call_started(&self) {
+        self.armed.store(false, Ordering::Relaxed);
         self.server.spin.enter(true);
         let streak = &self.server.streak;
         let now = streak.load(Ordering::Relaxed);

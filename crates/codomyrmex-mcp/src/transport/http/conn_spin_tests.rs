@@ -344,6 +344,41 @@ async fn pipelined_requests_and_a_close_during_the_spin_are_served_as_without_it
     s.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_already_read_is_no_wait_for_the_next() {
+    let mut s = serve(HttpConfig::default()).await;
+    let (mut a, mut b) = (s.connect().await, s.connect().await);
+    // One call short of the streak, one at a time.
+    echo_calls(&s, &mut a, 1..STREAK).await;
+    // The streak's last call and a call that waits for another connection, in one write:
+    // after the first answer hyper finds the second request in its buffer, not a read that
+    // would block, so the answer's spin never comes; while the second call waits, hyper
+    // reads the socket to notice a client that went away, and that read is no wait for a
+    // request either.
+    let mut both = call(s.addr, STREAK, "echo", json!({"text": "last"}));
+    both.extend(call(s.addr, STREAK + 1, "meet", json!({})));
+    a.write_all(&both).await.unwrap();
+    let mut pa = Vec::new();
+    let (status, body) = response(&mut a, &mut pa).await;
+    assert!(body.contains("\"echo\":\"last\""), "{status} {body}");
+    // The waiting call is in flight: give hyper's reads time to happen (the scenario, not a
+    // wait for a condition), then count.
+    tokio::time::sleep(BOUND * 5).await;
+    assert_eq!(s.waits(), 0, "{:?}", s.spin().seen);
+    // The meeting ends both calls.
+    b.write_all(&call(s.addr, 1, "meet", json!({})))
+        .await
+        .unwrap();
+    let mut pb = Vec::new();
+    for (stream, pending) in [(&mut a, &mut pa), (&mut b, &mut pb)] {
+        let (status, body) = response(stream, pending).await;
+        assert!(body.contains("\"met\":true"), "{status} {body}");
+    }
+    drop((a, b));
+    s.stop().await;
+    assert_eq!(s.spin().seen.count(Spun::Skipped), 0, "{:?}", s.spin().seen);
+}
+
 #[test]
 fn the_configured_spin_and_its_environment_override() {
     let of = |configured: Duration, env: Option<&str>| {
