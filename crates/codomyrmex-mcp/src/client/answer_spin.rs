@@ -1,4 +1,4 @@
-//! A client's side of the input spin ([`Spin`], the transports'): once a request is written
+//! A client's side of the input spin (the transports' `Spin`): once a request is written
 //! and flushed and the read of its answer would block, the connection's socket is polled for
 //! up to the spin before the read returns `Pending` and the worker may park.
 //!
@@ -8,7 +8,7 @@
 //! server takes to answer. Spinning, the answer is readable when the worker parks, so
 //! `epoll_wait` returns at once.
 //!
-//! The rules are the server's ([`Spin`]), the waiting call aside: no spin while another call
+//! The rules are the server's (`transport::spin`), the waiting call aside: no spin while another call
 //! of the same [`AnswerSpin`] is in flight, none after calls overlapped, one spinner at a time,
 //! bounded, and it reads nothing (the read that follows is the one that would have come).
 //! One more, for a slow server (a REST API across a network): after a spin the answer did
