@@ -127,9 +127,7 @@ impl Listeners {
             ServerEvent::ResourcesListChanged => {
                 ("notifications/resources/list_changed", json!({}))
             }
-            ServerEvent::ResourceUpdated(uri) => {
-                ("notifications/resources/updated", json!({"uri": uri}))
-            }
+            ServerEvent::ResourceUpdated(uri) => return Some(updated_notification(uri)),
             ServerEvent::Log { level, params } => match session.log_level() {
                 Some(min) if *level >= min => ("notifications/message", params.clone()),
                 _ => return None,
@@ -160,23 +158,19 @@ impl Listeners {
         session: &Session,
         event: &ServerEvent,
     ) -> bool {
-        // A resource update is for the sessions that subscribed to its resource: most
-        // sessions did not, and they are told apart before a notification is built and
-        // weighed for them. The queueing checks again under the same lock, so that an
-        // unsubscribe between the two is honoured.
-        let update_of = match event {
-            ServerEvent::ResourceUpdated(uri) => {
-                if !session.is_subscribed(uri) {
-                    return false;
-                }
-                Some(uri.as_str())
+        // A resource update is for the sessions that subscribed to its resource: most did
+        // not, and for them no notification is built or weighed. The session checks under
+        // its lock and builds it only for a subscriber.
+        if let ServerEvent::ResourceUpdated(uri) = event {
+            if session.negotiated().is_none() {
+                return false;
             }
-            _ => None,
-        };
+            return session.transmit_update(uri, || updated_notification(uri));
+        }
         let Some(message) = self.legacy_notification_of(session, event) else {
             return false;
         };
-        session.transmit(message, update_of)
+        session.transmit(message)
     }
 
     /// `subscriptions/listen`: acknowledges the filter, then relays matching changes until
@@ -303,5 +297,13 @@ impl Listeners {
                 out.drain();
             }
         }))
+    }
+}
+
+/// `notifications/resources/updated` for `uri`.
+fn updated_notification(uri: &str) -> OutgoingMessage {
+    OutgoingMessage::Notification {
+        method: "notifications/resources/updated",
+        params: json!({"uri": uri}),
     }
 }

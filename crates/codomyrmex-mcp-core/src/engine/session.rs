@@ -407,19 +407,28 @@ impl Session {
         self.state.lock().poll_transmit()
     }
 
-    /// Queues `message` on the session's own queue, for [`poll_transmit`](Self::poll_transmit);
-    /// a resource update of `uri` only if the session subscribed to it: one lock for the check
-    /// and the queueing. `false` if it is not queued.
-    pub(crate) fn transmit(&self, message: OutgoingMessage, update_of: Option<&str>) -> bool {
+    /// Queues `message` on the session's own queue, for [`poll_transmit`](Self::poll_transmit).
+    /// `false` if it is not queued.
+    pub(crate) fn transmit(&self, message: OutgoingMessage) -> bool {
         if self.one_shot {
             return false;
         }
         let message = Weighed::new(message);
-        let mut state = self.state.lock();
-        match update_of {
-            Some(uri) => state.queue_update(uri, message),
-            None => state.queue(message),
+        self.state.lock().queue(message)
+    }
+
+    /// Queues the update of resource `uri` that `message` makes, only if the session
+    /// subscribed to `uri`: the check, and for a subscriber the building, weighing and
+    /// queueing, under one lock. `false` if it is not queued.
+    pub(crate) fn transmit_update(
+        &self,
+        uri: &str,
+        message: impl FnOnce() -> OutgoingMessage,
+    ) -> bool {
+        if self.one_shot {
+            return false;
         }
+        self.state.lock().queue_update(uri, message)
     }
 
     /// Where a call that may ask the client enters its requests: the session's state, not

@@ -272,9 +272,14 @@ impl SessionState {
         self.open && self.transmit.push(message)
     }
 
-    /// Queues `message`, an update of resource `uri`, if the session subscribed to `uri`.
-    pub(super) fn queue_update(&mut self, uri: &str, message: Weighed) -> bool {
-        self.is_subscribed(uri) && self.queue(message)
+    /// Queues the update of resource `uri` that `message` makes, if the session subscribed
+    /// to `uri`; a session that did not never has it built or weighed.
+    pub(super) fn queue_update(
+        &mut self,
+        uri: &str,
+        message: impl FnOnce() -> OutgoingMessage,
+    ) -> bool {
+        self.is_subscribed(uri) && self.queue(Weighed::new(message()))
     }
 
     /// The next message for the session's own stream, in the order queued.
@@ -303,11 +308,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn update(uri: &str) -> Weighed {
-        Weighed::new(OutgoingMessage::Notification {
+    fn update(uri: &str) -> impl FnOnce() -> OutgoingMessage + '_ {
+        move || OutgoingMessage::Notification {
             method: "notifications/resources/updated",
             params: json!({"uri": uri}),
-        })
+        }
     }
 
     fn answer_now(rx: Answer) -> Option<Result<Result<Value, ErrorObject>, oneshot::Canceled>> {
@@ -371,7 +376,12 @@ mod tests {
         assert!(s.subscribe("x://a", None), "again: held once");
         assert!(s.queue_update("x://a", update("x://a")));
         assert!(s.queue_update("x://a", update("x://a")), "coalesced");
-        assert!(!s.queue_update("x://b", update("x://b")), "not subscribed");
+        let mut built = false;
+        let not_subscribed = s.queue_update("x://b", || {
+            built = true;
+            update("x://b")()
+        });
+        assert!(!not_subscribed && !built, "not subscribed: not even built");
         assert!(s.poll_transmit().is_some());
         assert!(s.poll_transmit().is_none(), "one update queued");
         assert!(s.unsubscribe("x://a").is_none(), "no registry counted it");
@@ -438,7 +448,7 @@ mod tests {
         let asked: Vec<(RequestId, Answer)> =
             (0..3).map(|_| s.enter_client_call().unwrap()).collect();
         assert!(s.subscribe("x://a", None));
-        assert!(s.queue(update("x://a")));
+        assert!(s.queue(Weighed::new(update("x://a")())));
         s.cancel_all();
         let closed = s.close();
         assert!(tokens.iter().all(CancellationToken::is_cancelled));
@@ -451,7 +461,7 @@ mod tests {
         assert!(s.poll_transmit().is_none(), "the queue was let go");
         assert!(s.enter_client_call().is_none(), "nothing more is asked");
         assert!(!s.subscribe("x://b", None));
-        assert!(!s.queue(update("x://a")));
+        assert!(!s.queue(Weighed::new(update("x://a")())));
         let late = CancellationToken::new();
         assert_eq!(s.begin_request(RequestId::from(9), &late), Ok(()));
         assert_eq!(s.in_flight(), 0, "nothing more is entered");
@@ -492,7 +502,7 @@ mod tests {
         );
         assert!(!s.is_in_flight(&RequestId::from(1)));
         assert!(s.enter_client_call().is_none());
-        assert!(!s.queue(update("x://a")));
+        assert!(!s.queue(Weighed::new(update("x://a")())));
         assert!(!s.subscribe("x://a", None));
     }
 }
