@@ -105,21 +105,6 @@ impl Listeners {
         session: &Session,
         event: &ServerEvent,
     ) -> Option<OutgoingMessage> {
-        if let ServerEvent::ResourceUpdated(uri) = event
-            && !session.is_subscribed(uri)
-        {
-            return None;
-        }
-        self.legacy_notification_of(session, event)
-    }
-
-    /// The notification a legacy session should receive for `event`, whether or not it
-    /// subscribed to the resource an update is of.
-    fn legacy_notification_of(
-        &self,
-        session: &Session,
-        event: &ServerEvent,
-    ) -> Option<OutgoingMessage> {
         session.negotiated()?;
         let (method, params) = match event {
             ServerEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
@@ -127,7 +112,11 @@ impl Listeners {
             ServerEvent::ResourcesListChanged => {
                 ("notifications/resources/list_changed", json!({}))
             }
-            ServerEvent::ResourceUpdated(uri) => return Some(updated_notification(uri)),
+            ServerEvent::ResourceUpdated(uri) => {
+                return session
+                    .is_subscribed(uri)
+                    .then(|| updated_notification(uri));
+            }
             ServerEvent::Log { level, params } => match session.log_level() {
                 Some(min) if *level >= min => ("notifications/message", params.clone()),
                 _ => return None,
@@ -167,7 +156,7 @@ impl Listeners {
             }
             return session.transmit_update(uri, || updated_notification(uri));
         }
-        let Some(message) = self.legacy_notification_of(session, event) else {
+        let Some(message) = self.legacy_notification(session, event) else {
             return false;
         };
         session.transmit(message)
