@@ -72,6 +72,17 @@ fn is_busy_with(runnable: u32, cpus: u32) -> bool {
 /// competing load shows in every count.
 const BUSY_COUNTS: u8 = 2;
 
+/// One call in [`Spin`]'s `calls`: one more in flight, one more started.
+const ONE_CALL: u64 = 1 << 32 | 1;
+
+/// The calls in flight, in [`Spin`]'s `calls`.
+const IN_FLIGHT: u64 = u32::MAX as u64;
+
+/// The calls started, in a value of [`Spin`]'s `calls`.
+fn started(calls: u64) -> u32 {
+    (calls >> 32) as u32
+}
+
 /// What a spin polls: a descriptor (on Linux; elsewhere [`Spin::new`] builds no spin).
 #[cfg(target_os = "linux")]
 pub(crate) trait Pollable: std::os::fd::AsFd {}
@@ -87,10 +98,12 @@ impl<T> Pollable for T {}
 #[derive(Debug)]
 pub(crate) struct Spin {
     spin: Duration,
-    /// Work in flight: calls, and input buffered but not yet handled.
-    in_flight: AtomicUsize,
-    /// Calls in flight.
-    calls: AtomicUsize,
+    /// Work in flight other than calls: input buffered but not yet handled.
+    buffered: AtomicUsize,
+    /// Calls: how many are in flight (the low 32 bits), and how many have started so far
+    /// (the high 32 bits, wrapping): one atomic, so that a call's start and end each change
+    /// one counter that every worker shares (a call is the hot path at many connections).
+    calls: AtomicU64,
     /// The most calls in flight at once since the transport last went idle.
     peak: AtomicUsize,
     /// A thread is spinning.
@@ -161,8 +174,8 @@ impl Spin {
         let spin = spin.min(crate::McpServerConfig::MAX_INPUT_SPIN);
         (cfg!(target_os = "linux") && !spin.is_zero()).then(|| Self {
             spin,
-            in_flight: AtomicUsize::new(0),
-            calls: AtomicUsize::new(0),
+            buffered: AtomicUsize::new(0),
+            calls: AtomicU64::new(0),
             peak: AtomicUsize::new(0),
             spinning: AtomicBool::new(false),
             cpus: std::thread::available_parallelism()
@@ -225,23 +238,42 @@ impl Spin {
         self.spinning.load(Ordering::SeqCst)
     }
 
-    /// Counts work in flight (a call when `call`), until the matching [`Self::leave`].
-    pub(crate) fn enter(&self, call: bool) {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        if call {
-            let calls = self.calls.fetch_add(1, Ordering::AcqRel) + 1;
-            if calls > self.peak.load(Ordering::Relaxed) {
-                self.peak.fetch_max(calls, Ordering::AcqRel);
-            }
+    /// Counts work in flight (a call when `call`), until the matching [`Self::leave`]. For a
+    /// call, its number among the calls started under this `Spin` (wrapping): a call started
+    /// just before another has the number before it.
+    pub(crate) fn enter(&self, call: bool) -> u32 {
+        if !call {
+            self.buffered.fetch_add(1, Ordering::AcqRel);
+            return 0;
         }
+        let before = self.calls.fetch_add(ONE_CALL, Ordering::AcqRel);
+        let calls = usize::try_from((before & IN_FLIGHT) + 1).unwrap_or(usize::MAX);
+        if calls > self.peak.load(Ordering::Relaxed) {
+            self.peak.fetch_max(calls, Ordering::AcqRel);
+        }
+        started(before)
     }
 
     /// Ends what [`Self::enter`] with the same `call` counted.
     pub(crate) fn leave(&self, call: bool) {
         if call {
             self.calls.fetch_sub(1, Ordering::AcqRel);
+        } else {
+            self.buffered.fetch_sub(1, Ordering::AcqRel);
         }
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// How many calls have started under this `Spin` (wrapping): the number the next call's
+    /// [`Self::enter`] returns.
+    pub(crate) fn calls_started(&self) -> u32 {
+        started(self.calls.load(Ordering::Acquire))
+    }
+
+    /// Work in flight: calls and buffered input.
+    fn in_flight(&self) -> usize {
+        let calls =
+            usize::try_from(self.calls.load(Ordering::Acquire) & IN_FLIGHT).unwrap_or(usize::MAX);
+        calls.saturating_add(self.buffered.load(Ordering::Acquire))
     }
 
     /// Polls `input` until it is readable, the spin has passed, or work is in flight.
@@ -264,7 +296,7 @@ impl Spin {
     }
 
     fn spin_on(&self, input: &impl Pollable, own: usize) -> Spun {
-        if self.in_flight.load(Ordering::Acquire) > own {
+        if self.in_flight() > own {
             return Spun::Skipped;
         }
         // Idle now (but for the waiter's own call): the busy spell that ended decides, and the
@@ -306,7 +338,7 @@ impl Spin {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return Spun::Ready,
             }
-            if self.in_flight.load(Ordering::Acquire) > own {
+            if self.in_flight() > own {
                 return Spun::Skipped;
             }
             if Instant::now() >= until {

@@ -49,6 +49,30 @@ fn no_spin_while_work_is_in_flight_or_after_calls_overlapped() {
 }
 
 #[test]
+fn calls_are_numbered_in_the_order_they_start_and_buffered_input_is_no_call() {
+    let (_tx, rx) = UnixStream::pair().unwrap();
+    let spin = Spin::new(Duration::from_millis(1)).unwrap();
+    assert_eq!(spin.calls_started(), 0);
+    assert_eq!((spin.enter(true), spin.enter(true)), (0, 1));
+    assert_eq!(spin.enter(false), 0, "buffered input takes no number");
+    assert_eq!(spin.calls_started(), 2);
+    assert_eq!(spin.in_flight(), 3);
+    spin.leave(true);
+    spin.leave(false);
+    assert_eq!(spin.in_flight(), 1, "one call left");
+    assert_eq!(spin.wait(&rx), Spun::Skipped);
+    spin.leave(true);
+    assert_eq!((spin.in_flight(), spin.calls_started()), (0, 2));
+    // The numbers wrap; the calls in flight are not touched by it.
+    spin.calls
+        .store(u64::from(u32::MAX) << 32, Ordering::SeqCst);
+    assert_eq!(spin.enter(true), u32::MAX);
+    assert_eq!((spin.calls_started(), spin.in_flight()), (0, 1));
+    spin.leave(true);
+    assert_eq!(spin.in_flight(), 0);
+}
+
+#[test]
 fn one_thread_spins_at_a_time() {
     let (_tx, rx) = UnixStream::pair().unwrap();
     let spin = Spin::new(Duration::from_millis(1)).unwrap();

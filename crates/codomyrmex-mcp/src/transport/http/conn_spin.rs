@@ -24,22 +24,17 @@
 //! same readiness), and an idle connection polls once, for at most the bound, then parks.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::transport::spin::{Pollable, Spin};
 
 /// How many of the server's last calls must have come over a connection for it to spin.
 pub(crate) const STREAK: u64 = 8;
 
-/// A server's spin, and which connection its recent calls came over.
+/// A server's spin, shared by its connections.
 #[derive(Debug)]
 pub(crate) struct ServerSpin {
     pub(crate) spin: Spin,
-    /// The connection of the latest call (high 32 bits) and how many calls in a row came
-    /// over it (low 32 bits, up to [`STREAK`]).
-    streak: AtomicU64,
-    /// The next connection's number.
-    next_id: AtomicU32,
     /// Answers not followed by a spin because other connections had recent calls: for the
     /// tests.
     #[cfg(test)]
@@ -50,8 +45,6 @@ impl ServerSpin {
     pub(crate) fn new(spin: Spin) -> Self {
         Self {
             spin,
-            streak: AtomicU64::new(0),
-            next_id: AtomicU32::new(1),
             #[cfg(test)]
             shared: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -62,18 +55,20 @@ impl ServerSpin {
 #[derive(Debug)]
 pub(crate) struct ConnSpin {
     server: Arc<ServerSpin>,
-    /// This connection's number (wrapping: two connections that share one only spin less).
-    id: u64,
+    /// This connection's latest call: its number among the server's calls (high 32 bits,
+    /// from [`Spin::enter`]) and how many of this connection's calls in a row were the
+    /// server's next one each time (low 32 bits, up to [`STREAK`]). Only this connection
+    /// writes it, so the server's calls share no counter but the [`Spin`]'s.
+    streak: AtomicU64,
     /// The last response's body had a known size: a spin may follow once it is written.
     armed: AtomicBool,
 }
 
 impl ConnSpin {
     pub(crate) fn new(server: Arc<ServerSpin>) -> Self {
-        let id = u64::from(server.next_id.fetch_add(1, Ordering::Relaxed));
         Self {
             server,
-            id,
+            streak: AtomicU64::new(0),
             armed: AtomicBool::new(false),
         }
     }
@@ -84,18 +79,16 @@ impl ConnSpin {
     /// client that went away) are no wait for a request.
     pub(crate) fn call_started(&self) {
         self.armed.store(false, Ordering::Relaxed);
-        self.server.spin.enter(true);
-        let streak = &self.server.streak;
-        let now = streak.load(Ordering::Relaxed);
-        let next = if now >> 32 == self.id {
-            now + u64::from(now & 0xffff_ffff < STREAK)
+        let number = self.server.spin.enter(true);
+        let (last, run) = split(self.streak.load(Ordering::Relaxed));
+        // This connection's previous call was the server's last one: the streak goes on.
+        let run = if run > 0 && last.wrapping_add(1) == number {
+            (run + 1).min(STREAK)
         } else {
-            self.id << 32 | 1
+            1
         };
-        // Racing another connection's call is harmless: either may be the latest.
-        if next != now {
-            streak.store(next, Ordering::Relaxed);
-        }
+        self.streak
+            .store(u64::from(number) << 32 | run, Ordering::Relaxed);
     }
 
     /// The handler [`call_started`](Self::call_started) counted is done.
@@ -103,9 +96,11 @@ impl ConnSpin {
         self.server.spin.leave(true);
     }
 
-    /// The server's last [`STREAK`] calls all came over this connection.
+    /// The server's last [`STREAK`] calls all came over this connection: its own last
+    /// [`STREAK`] calls followed each other, and no call has started since.
     fn alone(&self) -> bool {
-        self.server.streak.load(Ordering::Relaxed) == (self.id << 32 | STREAK)
+        let (last, run) = split(self.streak.load(Ordering::Relaxed));
+        run >= STREAK && last.wrapping_add(1) == self.server.spin.calls_started()
     }
 
     /// The handler's response is ready; `whole`: its body's size is known.
@@ -127,6 +122,11 @@ impl ConnSpin {
         }
         let _ = self.server.spin.wait(socket);
     }
+}
+
+/// A streak's call number and run.
+fn split(streak: u64) -> (u32, u64) {
+    ((streak >> 32) as u32, streak & 0xffff_ffff)
 }
 
 #[cfg(all(test, target_os = "linux"))]

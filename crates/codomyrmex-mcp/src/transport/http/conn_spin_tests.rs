@@ -396,3 +396,51 @@ fn the_configured_spin_and_its_environment_override() {
     assert_eq!(of(default, Some("1.5")), Some(default), "ignored");
     assert_eq!(of(default, Some("999999999")), Some(BOUND), "capped");
 }
+
+/// The streak rule on its own, without a server: a connection spins after its answer only
+/// when its last [`STREAK`] calls were the server's last calls, none of another connection
+/// in between or since.
+#[test]
+fn a_connection_spins_only_while_its_calls_are_the_servers_latest() {
+    use crate::transport::http::conn_spin::ConnSpin;
+    let (_tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
+    let server = Arc::new(ServerSpin::new(
+        Spin::new(Duration::from_millis(1)).unwrap(),
+    ));
+    let (a, b) = (ConnSpin::new(server.clone()), ConnSpin::new(server.clone()));
+    let answer = |c: &ConnSpin| {
+        c.call_started();
+        c.call_ended();
+        c.response_ready(true);
+    };
+    let shared = || server.shared.load(std::sync::atomic::Ordering::SeqCst);
+    for _ in 1..STREAK {
+        answer(&a);
+        a.read_pending(&rx, true);
+    }
+    assert_eq!(
+        (shared(), server.spin.seen.polls()),
+        (STREAK as usize - 1, 0)
+    );
+    answer(&a);
+    a.read_pending(&rx, true);
+    assert_eq!(
+        server.spin.seen.count(Spun::Expired),
+        1,
+        "the streak's call spins"
+    );
+    // Another connection's call since this one's last: no spin.
+    answer(&a);
+    answer(&b);
+    a.read_pending(&rx, true);
+    assert_eq!(shared(), STREAK as usize, "b called after a's last call");
+    // In between: the streak starts again.
+    answer(&a);
+    a.read_pending(&rx, true);
+    assert_eq!(shared(), STREAK as usize + 1);
+    for _ in 1..STREAK {
+        answer(&a);
+    }
+    a.read_pending(&rx, true);
+    assert_eq!(server.spin.seen.count(Spun::Expired), 2);
+}
