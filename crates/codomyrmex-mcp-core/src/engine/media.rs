@@ -31,12 +31,20 @@ impl Accepts {
     /// ignored as a whole.
     pub fn of<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
         let mut out = Self::default();
-        let values = values
-            .into_iter()
-            .filter(|v| v.iter().all(|b| *b == b'\t' || (b' '..=b'~').contains(b)));
         for v in values {
+            // Every byte is looked at (no early exit), which lets the check run on whole
+            // words: every request carries this header.
+            let text = v.iter().fold(true, |ok, b| {
+                ok & (*b == b'\t' || (b' '..=b'~').contains(b))
+            });
+            if !text {
+                continue;
+            }
             for range in v.split(|b| *b == b',') {
-                let media = range.split(|b| *b == b';').next().unwrap_or_default();
+                let media = range
+                    .iter()
+                    .position(|b| *b == b';')
+                    .map_or(range, |end| &range[..end]);
                 match media.trim_ascii() {
                     b"*/*" => {
                         return Self {

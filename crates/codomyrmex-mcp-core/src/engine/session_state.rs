@@ -12,6 +12,7 @@
 //! (the request's cancellation), which the driver keeps.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use futures_channel::oneshot;
@@ -133,17 +134,23 @@ impl SessionState {
             return Ok(());
         }
         let map = &mut self.in_flight;
-        if map.get(&id).is_some_and(|t| !t.is_cancelled()) {
-            return Err(NotBegun::Duplicate);
-        }
         if map.len() >= MAX_IN_FLIGHT {
             map.retain(|_, t| !t.is_cancelled());
         }
-        if map.len() >= MAX_IN_FLIGHT && !map.contains_key(&id) {
-            return Err(NotBegun::Full);
+        let full = map.len() >= MAX_IN_FLIGHT;
+        // One lookup: this runs on every request of a session.
+        match map.entry(id) {
+            Entry::Occupied(e) if !e.get().is_cancelled() => Err(NotBegun::Duplicate),
+            Entry::Occupied(mut e) => {
+                e.insert(token.clone());
+                Ok(())
+            }
+            Entry::Vacant(_) if full => Err(NotBegun::Full),
+            Entry::Vacant(e) => {
+                e.insert(token.clone());
+                Ok(())
+            }
         }
-        map.insert(id, token.clone());
-        Ok(())
     }
 
     /// Cancels request `id` (`notifications/cancelled`). Returns whether it was in flight.
