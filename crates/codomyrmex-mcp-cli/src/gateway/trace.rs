@@ -23,13 +23,28 @@ pub fn upstream_traceparent(meta: &Map<String, Value>) -> Option<String> {
         .get("traceparent")
         .and_then(Value::as_str)
         .and_then(parse);
-    let span = random_hex(8)?;
-    let (trace, flags) = match incoming {
-        Some((trace, flags)) => (trace.to_owned(), flags.to_owned()),
-        None => (random_hex(16)?, "01".to_owned()),
+    // The span id (8 bytes) and a new trace's id (16): one draw, since every forwarded call
+    // makes one.
+    let ids = random_ids()?;
+    let (span, new_trace) = ids.split_at(8);
+    let mut out = String::with_capacity(55);
+    out.push_str("00-");
+    let flags = match incoming {
+        Some((trace, flags)) => {
+            out.push_str(trace);
+            flags
+        }
+        None => {
+            push_hex(&mut out, new_trace);
+            "01"
+        }
     };
-    tracing::debug!(trace_id = %trace, span_id = %span, "forwarded with a traceparent");
-    Some(format!("00-{trace}-{span}-{flags}"))
+    out.push('-');
+    push_hex(&mut out, span);
+    out.push('-');
+    out.push_str(flags);
+    tracing::debug!(trace_id = %&out[3..35], span_id = %&out[36..52], "forwarded with a traceparent");
+    Some(out)
 }
 
 /// The trace id and flags of a valid `traceparent` (version `00`, or a later one's first four
@@ -54,17 +69,28 @@ fn parse(value: &str) -> Option<(&str, &str)> {
     ok.then_some((trace, flags))
 }
 
-/// `bytes` secure random bytes as lowercase hex, not all zero; `None` without randomness.
-fn random_hex(bytes: usize) -> Option<String> {
+/// 24 secure random bytes whose first 8 (a span id) and last 16 (a trace id) are each not
+/// all zero, as W3C Trace Context requires; `None` without randomness.
+fn random_ids() -> Option<[u8; 24]> {
     let entropy = codomyrmex_mcp::platform::Platform::default_platform().entropy;
+    let nonzero = |b: &[u8]| b.iter().any(|b| *b != 0);
     for _ in 0..4 {
-        let mut buf = vec![0u8; bytes];
-        entropy.fill(&mut buf).ok()?;
-        if buf.iter().any(|b| *b != 0) {
-            return Some(buf.iter().map(|b| format!("{b:02x}")).collect());
+        let mut ids = [0u8; 24];
+        entropy.fill(&mut ids).ok()?;
+        if nonzero(&ids[..8]) && nonzero(&ids[8..]) {
+            return Some(ids);
         }
     }
     None
+}
+
+/// `bytes` as lowercase hex, appended to `out`.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
 }
 
 #[cfg(test)]
@@ -88,5 +114,22 @@ mod tests {
         meta.insert("traceparent".into(), "00-xyz".into());
         let tp = upstream_traceparent(&meta).unwrap();
         assert!(parse(&tp).is_some() && !tp.contains("0af76519"), "{tp}");
+    }
+
+    #[test]
+    fn every_call_gets_its_own_span_and_a_new_trace_its_own_id() {
+        let tps: Vec<String> = (0..64)
+            .map(|_| upstream_traceparent(&Map::new()).unwrap())
+            .collect();
+        for tp in &tps {
+            assert_eq!(tp.len(), 55, "{tp}");
+            assert_eq!(parse(tp).map(|(_, flags)| flags), Some("01"), "{tp}");
+        }
+        let spans: std::collections::HashSet<&str> = tps.iter().map(|t| &t[36..52]).collect();
+        let traces: std::collections::HashSet<&str> = tps.iter().map(|t| &t[3..35]).collect();
+        assert_eq!((spans.len(), traces.len()), (64, 64));
+        let mut hex = String::new();
+        push_hex(&mut hex, &[0x00, 0x0f, 0xa5, 0xff]);
+        assert_eq!(hex, "000fa5ff");
     }
 }
