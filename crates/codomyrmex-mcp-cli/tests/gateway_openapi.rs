@@ -129,6 +129,8 @@ components:
 struct Seen {
     tokens_issued: AtomicUsize,
     slow_started: AtomicUsize,
+    /// The `traceparent` header of each `showPetById` call, in order.
+    traceparents: std::sync::Mutex<Vec<Option<String>>>,
 }
 
 fn json_answer(status: StatusCode, v: Value) -> Response {
@@ -159,10 +161,19 @@ fn refused() -> Response {
     )
 }
 
-async fn show_pet(Path(id): Path<String>, headers: HeaderMap) -> Response {
+async fn show_pet(
+    State(seen): State<Arc<Seen>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if !authorized(&headers) {
         return refused();
     }
+    let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
+    seen.traceparents
+        .lock()
+        .unwrap()
+        .push(traceparent.map(str::to_owned));
     let trace = headers.get("x-trace").and_then(|v| v.to_str().ok());
     json_answer(
         StatusCode::OK,
@@ -369,6 +380,44 @@ async fn a_rest_api_is_mounted_and_called_through_the_gateway() {
     assert_eq!(
         r["structuredContent"],
         json!({"id": "a b/c?d", "name": "Rex", "tag": null, "trace": "t-1"})
+    );
+    // The API's call carries the gateway's span as its parent (W3C Trace Context): a new
+    // trace here, and the caller's trace when its request carried one in `_meta`.
+    let caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let traced = tokio::time::timeout(
+        GUARD,
+        client.request(
+            "tools/call",
+            json!({"name": "pets.showPetById", "arguments": {"petId": "7"},
+                   "_meta": {"traceparent": caller}}),
+        ),
+    )
+    .await
+    .expect("no hang")
+    .unwrap();
+    assert_ne!(traced["isError"], true, "{traced}");
+    let sent = seen.traceparents.lock().unwrap().clone();
+    let parts = |t: &Option<String>| -> Vec<String> {
+        let t = t
+            .as_deref()
+            .unwrap_or_else(|| panic!("no traceparent: {sent:?}"));
+        t.split('-').map(str::to_owned).collect()
+    };
+    let (fresh, continued) = (parts(&sent[sent.len() - 2]), parts(&sent[sent.len() - 1]));
+    assert_eq!(
+        (
+            fresh.len(),
+            fresh[0].as_str(),
+            fresh[1].len(),
+            fresh[2].len()
+        ),
+        (4, "00", 32, 16)
+    );
+    assert_ne!(fresh[1], "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(continued[1], "0af7651916cd43dd8448eb211c80319c", "{sent:?}");
+    assert_ne!(
+        continued[2], "b7ad6b7169203331",
+        "the gateway's span is the parent"
     );
     // Query parameters, an array exploded; an array answer wrapped as `result`.
     let r = call(

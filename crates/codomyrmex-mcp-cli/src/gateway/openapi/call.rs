@@ -20,6 +20,9 @@ use super::spec::{Location, Operation};
 pub const MAX_ERROR_BODY: usize = 1_000;
 
 /// A failure of the call, with its code.
+/// The W3C Trace Context header.
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+
 fn failure(code: &str, message: String) -> ToolOutput {
     ToolOutput::failure(McpErrorDetail::new(code, message))
 }
@@ -157,7 +160,14 @@ pub fn build(
 }
 
 /// Sends the call of `op` and turns the answer into the tool's output.
-pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> ToolOutput {
+/// The call of `op` with `arguments`, carrying `traceparent` (the W3C trace context of the
+/// gateway's span, [`super::super::trace`]) as a header when there is one.
+pub async fn run(
+    api: &Api,
+    op: &Operation,
+    arguments: &Map<String, Value>,
+    traceparent: Option<&str>,
+) -> ToolOutput {
     let upstream = &api.namespace;
     let request = match build(&api.base.path, op, arguments) {
         Ok(r) => r,
@@ -181,6 +191,9 @@ pub async fn run(api: &Api, op: &Operation, arguments: &Map<String, Value>) -> T
         };
         for (name, value) in &request.headers {
             headers.append(name.clone(), value.clone());
+        }
+        if let Some(value) = traceparent.and_then(|t| HeaderValue::from_str(t).ok()) {
+            headers.insert(TRACEPARENT, value);
         }
         let mut sent = hyper::Request::new(Full::new(request.body.clone()));
         *sent.method_mut() = request.method.clone();

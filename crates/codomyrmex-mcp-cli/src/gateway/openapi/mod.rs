@@ -569,7 +569,9 @@ async fn call_counted(
     };
     // Pinned here and lent: the call's future is large (its request, the answer, the
     // connection it drives), and the deadline's layers would each hold a copy.
-    let work = std::pin::pin!(call::run(api, op, &arguments));
+    // The gateway's span is the parent of the API's, as for any upstream ([`super::trace`]).
+    let traceparent = super::trace::upstream_traceparent(context.meta());
+    let work = std::pin::pin!(call::run(api, op, &arguments, traceparent.as_deref()));
     match live.policy.within(&TOKIO, work).await {
         Ok(out) => out,
         Err(_) => ToolOutput::failure(McpErrorDetail::new(
