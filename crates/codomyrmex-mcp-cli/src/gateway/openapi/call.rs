@@ -19,10 +19,10 @@ use super::spec::{Location, Operation};
 /// The most characters of a non-2xx answer's body put in the failure.
 pub const MAX_ERROR_BODY: usize = 1_000;
 
-/// A failure of the call, with its code.
 /// The W3C Trace Context header.
 const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
+/// A failure of the call, with its code.
 fn failure(code: &str, message: String) -> ToolOutput {
     ToolOutput::failure(McpErrorDetail::new(code, message))
 }
@@ -159,9 +159,9 @@ pub fn build(
     })
 }
 
-/// Sends the call of `op` and turns the answer into the tool's output.
-/// The call of `op` with `arguments`, carrying `traceparent` (the W3C trace context of the
-/// gateway's span, [`super::super::trace`]) as a header when there is one.
+/// Sends the call of `op` with `arguments` and turns the answer into the tool's output;
+/// `traceparent` (the W3C trace context of the gateway's span, [`super::super::trace`]) goes
+/// as a header when there is one.
 pub async fn run(
     api: &Api,
     op: &Operation,
@@ -178,6 +178,7 @@ pub async fn run(
         Ok(uri) => uri,
         Err(e) => return failure("INVALID_ARGUMENTS", format!("{}: {e}", what())),
     };
+    let traceparent = traceparent.and_then(|t| HeaderValue::from_str(t).ok());
     let mut retried = false;
     let answer = loop {
         let mut headers = match api.headers().await {
@@ -192,8 +193,8 @@ pub async fn run(
         for (name, value) in &request.headers {
             headers.append(name.clone(), value.clone());
         }
-        if let Some(value) = traceparent.and_then(|t| HeaderValue::from_str(t).ok()) {
-            headers.insert(TRACEPARENT, value);
+        if let Some(value) = &traceparent {
+            headers.insert(TRACEPARENT, value.clone());
         }
         let mut sent = hyper::Request::new(Full::new(request.body.clone()));
         *sent.method_mut() = request.method.clone();
