@@ -27,17 +27,17 @@ pub struct Accepts {
 
 impl Accepts {
     /// What the `Accept` values allow: each a comma-separated list of media ranges, their
-    /// parameters ignored; `*/*` allows both. A value that is not visible ASCII text is
-    /// ignored as a whole.
+    /// parameters ignored, the types compared in any case; `*/*` allows both. A value that
+    /// is not visible ASCII text is ignored as a whole.
     pub fn of<'a>(values: impl IntoIterator<Item = &'a [u8]>) -> Self {
         let mut out = Self::default();
         for v in values {
             // Every byte is looked at (no early exit), which lets the check run on whole
             // words: every request carries this header.
-            let text = v.iter().fold(true, |ok, b| {
-                ok & (*b == b'\t' || (b' '..=b'~').contains(b))
+            let bad = v.iter().fold(false, |bad, &b| {
+                bad | ((b < b' ') & (b != b'\t')) | (b > b'~')
             });
-            if !text {
+            if bad {
                 continue;
             }
             for range in v.split(|b| *b == b',') {
@@ -45,20 +45,26 @@ impl Accepts {
                     .iter()
                     .position(|b| *b == b';')
                     .map_or(range, |end| &range[..end]);
-                match media.trim_ascii() {
-                    b"*/*" => {
-                        return Self {
-                            json: true,
-                            stream: true,
-                        };
-                    }
-                    m if m == JSON_MEDIA_TYPE.as_bytes() => out.json = true,
-                    m if m == STREAM_MEDIA_TYPE.as_bytes() => out.stream = true,
-                    _ => {}
-                }
+                out.allow(media.trim_ascii());
             }
         }
         out
+    }
+
+    /// Adds what one media range's type allows.
+    fn allow(&mut self, media: &[u8]) {
+        // In any case (RFC 9110, section 8.3.1); the usual lower case costs one comparison.
+        let is = |t: &str| {
+            media.len() == t.len()
+                && (media == t.as_bytes() || media.eq_ignore_ascii_case(t.as_bytes()))
+        };
+        if media == b"*/*" {
+            (self.json, self.stream) = (true, true);
+        } else if is(JSON_MEDIA_TYPE) {
+            self.json = true;
+        } else if is(STREAM_MEDIA_TYPE) {
+            self.stream = true;
+        }
     }
 }
 
@@ -66,15 +72,15 @@ impl Accepts {
 /// [`JSON_MEDIA_TYPE`] (parameters ignored, any case), else `UnsupportedMediaType`; and the
 /// client must accept one of the forms an answer takes, else `NotAcceptable`.
 pub fn check_post(content_type: Option<&[u8]>, accepts: Accepts) -> Result<(), Refusal> {
-    let json = content_type
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case(JSON_MEDIA_TYPE)
-        });
+    // A value that is not UTF-8 is refused; the type itself is compared as ASCII bytes.
+    let json = content_type.is_some_and(|v| {
+        std::str::from_utf8(v).is_ok() && {
+            let media = v.iter().position(|b| *b == b';').map_or(v, |end| &v[..end]);
+            media
+                .trim_ascii()
+                .eq_ignore_ascii_case(JSON_MEDIA_TYPE.as_bytes())
+        }
+    });
     if !json {
         return Err(Refusal::new(
             Status::UnsupportedMediaType,
@@ -123,10 +129,40 @@ mod tests {
         );
         let json = Accepts::of([b"application/json".as_slice()]);
         assert!(json.json && !json.stream);
-        // A value that is not text is ignored as a whole.
+        // Media types compare in any case (RFC 9110, section 8.3.1); spaces and tabs around
+        // a range do not count, nor an empty one.
+        assert_eq!(
+            Accepts::of([b" Application/JSON ;q=1,,\tTEXT/Event-Stream\t".as_slice()]),
+            both
+        );
+        assert_eq!(Accepts::of([b"".as_slice()]), Accepts::default());
+        // Two values: what each allows adds up.
+        assert_eq!(
+            Accepts::of([
+                b"text/event-stream".as_slice(),
+                b"application/json".as_slice()
+            ]),
+            both
+        );
+        // A type's parameter that names the other type allows nothing.
+        assert_eq!(
+            Accepts::of([b"text/html;x=application/json".as_slice()]),
+            Accepts::default()
+        );
+        // A value that is not text is ignored as a whole, ranges before the bad byte too.
         assert_eq!(
             Accepts::of([b"text/event-stream\xff".as_slice()]),
             Accepts::default()
+        );
+        assert_eq!(
+            Accepts::of([
+                b"application/json, text/\x01event-stream".as_slice(),
+                b"text/event-stream".as_slice()
+            ]),
+            Accepts {
+                json: false,
+                stream: true
+            }
         );
     }
 
@@ -137,6 +173,18 @@ mod tests {
             check_post(Some(b"Application/JSON; charset=utf-8"), both),
             Ok(())
         );
+        assert_eq!(check_post(Some(b"\tapplication/json"), both), Ok(()));
+        // A body not text, or another type, is refused.
+        for wrong in [
+            b"application/json\xff".as_slice(),
+            b"application/json; charset=\xff",
+            b"application/jsonx",
+            b"x;application/json",
+            b"",
+        ] {
+            let e = check_post(Some(wrong), both).unwrap_err();
+            assert_eq!(e.status, Status::UnsupportedMediaType, "{wrong:?}");
+        }
         let e = check_post(Some(b"text/plain"), both).unwrap_err();
         assert_eq!(e.status, Status::UnsupportedMediaType);
         assert_eq!(
