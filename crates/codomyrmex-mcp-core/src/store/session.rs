@@ -203,8 +203,10 @@ pub struct MemorySessionStore {
 /// Records with the order in which they were last used.
 #[derive(Debug, Default)]
 struct Records {
-    /// Each record with its place in the order of use (a tick).
-    map: HashMap<String, (SessionRecord, u64)>,
+    /// Each record with its place in the order of use (a tick). Hashed with foldhash, not
+    /// SipHash: its keys are ids the server minted at random, and a client's id is only
+    /// looked up (this runs on every request of a session).
+    map: HashMap<String, (SessionRecord, u64), foldhash::fast::RandomState>,
     /// The ids by `(last_seen, tick)`: least recently used first.
     by_use: BTreeMap<(u64, u64), String>,
     /// The ids by `(expires_at, tick)`: soonest expired first.
@@ -297,7 +299,7 @@ impl MemorySessionStore {
 
 /// A map never shrinks by itself: after a burst of sessions it would keep their room. Shrinks
 /// it once it is less than a quarter full, keeping room to double.
-fn shrink_if_sparse<V>(map: &mut HashMap<String, V>) {
+fn shrink_if_sparse<V, S: std::hash::BuildHasher>(map: &mut HashMap<String, V, S>) {
     if map.capacity() > 64 && map.len() < map.capacity() / 4 {
         map.shrink_to(map.len() * 2);
     }
