@@ -42,13 +42,13 @@ impl Endpoint {
 
 type Posted = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
 
-pin_project_lite::pin_project! {
-    /// A POST's answer, or the router's.
-    #[project = EndpointFutureProj]
-    pub(crate) enum EndpointFuture<R> {
-        Posted { future: Posted },
-        Routed { #[pin] future: R },
-    }
+/// A POST's answer, or the router's. Both are boxed, so that this future is two words:
+/// every layer above the endpoint wraps it by value, and each wrapping copies it (the
+/// router's future inline made every call of a session copy its few hundred bytes at
+/// each layer).
+pub(crate) enum EndpointFuture<R> {
+    Posted(Posted),
+    Routed(Pin<Box<R>>),
 }
 
 impl<R> Future for EndpointFuture<R>
@@ -58,9 +58,10 @@ where
     type Output = Result<Response<Body>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            EndpointFutureProj::Posted { future } => future.as_mut().poll(cx).map(Ok),
-            EndpointFutureProj::Routed { future } => future.poll(cx),
+        // Both variants are boxes: the enum itself is `Unpin`.
+        match self.get_mut() {
+            Self::Posted(future) => future.as_mut().poll(cx).map(Ok),
+            Self::Routed(future) => future.as_mut().poll(cx),
         }
     }
 }
@@ -82,13 +83,11 @@ where
         if req.method() == Method::POST && req.uri().path() == self.0.path {
             let shared = self.0.clone();
             let req = req.map(Body::new);
-            return EndpointFuture::Posted {
-                future: Box::pin(async move { super::handler::serve_post(&shared.app, req).await }),
-            };
+            return EndpointFuture::Posted(Box::pin(async move {
+                super::handler::serve_post(&shared.app, req).await
+            }));
         }
         let mut router = self.0.router.clone();
-        EndpointFuture::Routed {
-            future: router.call(req),
-        }
+        EndpointFuture::Routed(Box::pin(router.call(req)))
     }
 }
