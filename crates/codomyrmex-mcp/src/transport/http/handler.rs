@@ -25,7 +25,7 @@ use crate::{MessageSink, NullSink, Principal};
 
 use super::conn_timer::ConnTimer;
 use super::limits::{SERVER_BUSY, with_retry_after};
-use super::metrics::{Served, method_label};
+use super::metrics::{Label, Served};
 use super::refusals::{Reason, refused as marked};
 use super::replay::LogSink;
 use super::sessions::HttpSession;
@@ -190,28 +190,26 @@ pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Res
 
 /// [`post`] on `app`: what [`Endpoint`](super::endpoint::Endpoint) calls without the router.
 pub(crate) async fn serve_post(app: &AppState, req: Request<Body>) -> Response<Body> {
-    let mut method = "none";
+    let mut method = Label::NONE;
     let mut resp = post_message(app, req, &mut method).await;
     resp.extensions_mut().insert(Served(method));
     resp
 }
 
 /// The label of what a POST carried, for the metrics.
-fn message_label(decoded: &Decoded) -> &'static str {
+fn message_label(decoded: &Decoded) -> Label {
     match decoded {
         Decoded::Single(Ok(IncomingMessage::Request { method, .. }))
-        | Decoded::Single(Ok(IncomingMessage::Notification { method, .. })) => method_label(method),
-        Decoded::Single(Ok(_)) => "response",
-        Decoded::Single(Err(_)) => "invalid",
-        _ => "batch",
+        | Decoded::Single(Ok(IncomingMessage::Notification { method, .. })) => {
+            Label::of_method(method)
+        }
+        Decoded::Single(Ok(_)) => Label::RESPONSE,
+        Decoded::Single(Err(_)) => Label::INVALID,
+        _ => Label::BATCH,
     }
 }
 
-async fn post_message(
-    app: &AppState,
-    req: Request<Body>,
-    label: &mut &'static str,
-) -> Response<Body> {
+async fn post_message(app: &AppState, req: Request<Body>, label: &mut Label) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let headers = parts.headers;
     let principal = parts.extensions.get::<Principal>().cloned();
@@ -240,7 +238,7 @@ async fn post_message(
     );
     let class = app.engine.classify(&decoded, delivery);
     let span = trace::request_span(
-        label,
+        label.name(),
         trace::trace_parent_from(&headers, class.meta.traceparent.as_deref()).as_ref(),
     );
     route_message(app, &headers, delivery, sid, principal, decoded, class)
@@ -553,7 +551,7 @@ async fn legacy(
 /// Modern clients have no GET: `405`.
 pub(crate) async fn get(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
     let mut resp = get_stream(&app, req).await;
-    resp.extensions_mut().insert(Served("GET"));
+    resp.extensions_mut().insert(Served(Label::GET));
     resp
 }
 
@@ -749,7 +747,7 @@ fn gone() -> Response<Body> {
 /// DELETE: ends a legacy session.
 pub(crate) async fn delete(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
     let mut resp = end_session(&app, req).await;
-    resp.extensions_mut().insert(Served("DELETE"));
+    resp.extensions_mut().insert(Served(Label::DELETE));
     resp
 }
 

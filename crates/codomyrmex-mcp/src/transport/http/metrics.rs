@@ -41,19 +41,69 @@ use tower::{Layer, Service};
 
 use super::refusals::{RefusalLog, Refused};
 
-/// The method label of a JSON-RPC method name: the methods of the core's table
-/// ([`METHODS`](crate::wire::METHODS)) are counted under their own name; any other is `other`.
-pub(crate) fn method_label(method: &str) -> &'static str {
-    crate::wire::METHODS
-        .iter()
-        .find(|m| **m == method)
-        .copied()
-        .unwrap_or("other")
+/// The `method` label values that are not a JSON-RPC method of the core's table, in the
+/// order of [`Label`]'s constants after the table.
+const EXTRA: [&str; 7] = [
+    "other", "none", "response", "invalid", "batch", "GET", "DELETE",
+];
+
+/// How many `method` label values there are.
+const LABELS: usize = crate::wire::METHODS.len() + EXTRA.len();
+const _: () = assert!(LABELS <= 256, "a label is one byte");
+
+/// A request's `method` label: the methods of the core's table
+/// ([`METHODS`](crate::wire::METHODS)) under their own name, then [`EXTRA`]'s. An index, so
+/// that counting a request finds its counter without hashing the label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Label(u8);
+
+impl Label {
+    /// A method not in the core's table.
+    pub(crate) const OTHER: Self = Self::extra(0);
+    /// No endpoint handled the request (a policy layer refused it first).
+    pub(crate) const NONE: Self = Self::extra(1);
+    /// A POST carrying an answer.
+    pub(crate) const RESPONSE: Self = Self::extra(2);
+    /// A POST carrying no valid message.
+    pub(crate) const INVALID: Self = Self::extra(3);
+    /// A POST carrying a batch.
+    pub(crate) const BATCH: Self = Self::extra(4);
+    /// A session's GET stream.
+    pub(crate) const GET: Self = Self::extra(5);
+    /// A session's end.
+    pub(crate) const DELETE: Self = Self::extra(6);
+
+    #[allow(clippy::cast_possible_truncation)] // LABELS <= 256, checked above
+    const fn extra(i: usize) -> Self {
+        Self((crate::wire::METHODS.len() + i) as u8)
+    }
+
+    /// The label of a JSON-RPC method name: its own if the core's table has it, else
+    /// [`OTHER`](Self::OTHER).
+    #[allow(clippy::cast_possible_truncation)] // LABELS <= 256, checked above
+    pub(crate) fn of_method(method: &str) -> Self {
+        crate::wire::METHODS
+            .iter()
+            .position(|m| *m == method)
+            .map_or(Self::OTHER, |i| Self(i as u8))
+    }
+
+    /// The label's value.
+    pub(crate) fn name(self) -> &'static str {
+        let i = usize::from(self.0);
+        match crate::wire::METHODS.get(i) {
+            Some(m) => m,
+            None => EXTRA
+                .get(i - crate::wire::METHODS.len())
+                .copied()
+                .unwrap_or("other"),
+        }
+    }
 }
 
 /// What the endpoint handled, as a response extension the [`MetricsLayer`] reads.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Served(pub(crate) &'static str);
+pub(crate) struct Served(pub(crate) Label);
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RefusalLabels {
@@ -66,14 +116,25 @@ struct RequestLabels {
     outcome: &'static str,
 }
 
-fn outcome(status: StatusCode) -> &'static str {
+/// The `outcome` label values, indexed by [`outcome`].
+const OUTCOMES: [&str; 6] = [
+    "ok",
+    "client_error",
+    "unauthorized",
+    "rate_limited",
+    "unavailable",
+    "server_error",
+];
+
+/// The index in [`OUTCOMES`] of a response's status.
+fn outcome(status: StatusCode) -> usize {
     match status.as_u16() {
-        401 | 403 => "unauthorized",
-        429 => "rate_limited",
-        503 => "unavailable",
-        s if s < 400 => "ok",
-        s if s < 500 => "client_error",
-        _ => "server_error",
+        401 | 403 => 2,
+        429 => 3,
+        503 => 4,
+        s if s < 400 => 0,
+        s if s < 500 => 1,
+        _ => 5,
     }
 }
 
@@ -81,6 +142,10 @@ fn outcome(status: StatusCode) -> &'static str {
 pub(crate) struct HttpMetrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
+    /// The family's counters by `(method, outcome)` index ([`Label`], [`outcome`]), each
+    /// taken from the family the first time its pair is counted: a counter is shared, so an
+    /// increment here is one the family shows.
+    counters: Box<[std::sync::OnceLock<Counter>]>,
     latency: Histogram,
     in_flight: Gauge<i64, std::sync::atomic::AtomicI64>,
     sessions: Gauge<i64, std::sync::atomic::AtomicI64>,
@@ -149,6 +214,9 @@ impl HttpMetrics {
             refusals,
             refusal_log: RefusalLog::new(),
             requests,
+            counters: (0..LABELS * OUTCOMES.len())
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
             latency,
             in_flight,
             sessions,
@@ -158,13 +226,21 @@ impl HttpMetrics {
         })
     }
 
-    fn record(&self, method: &'static str, status: StatusCode, started: Instant) {
-        self.requests
-            .get_or_create(&RequestLabels {
-                method,
-                outcome: outcome(status),
-            })
-            .inc();
+    fn record(&self, method: Label, status: StatusCode, started: Instant) {
+        let outcome = outcome(status);
+        let labels = || RequestLabels {
+            method: method.name(),
+            outcome: OUTCOMES[outcome],
+        };
+        match self
+            .counters
+            .get(usize::from(method.0) * OUTCOMES.len() + outcome)
+        {
+            Some(slot) => slot
+                .get_or_init(|| self.requests.get_or_create(&labels()).clone())
+                .inc(),
+            None => self.requests.get_or_create(&labels()).inc(),
+        };
         self.latency.observe(started.elapsed().as_secs_f64());
     }
 
@@ -314,7 +390,10 @@ where
                 metrics.refused(refused);
             }
             if *this.counted {
-                let method = resp.extensions().get::<Served>().map_or("none", |h| h.0);
+                let method = resp
+                    .extensions()
+                    .get::<Served>()
+                    .map_or(Label::NONE, |h| h.0);
                 metrics.record(method, resp.status(), *this.started);
             }
         }
@@ -328,10 +407,68 @@ mod tests {
 
     #[test]
     fn labels_are_bounded() {
-        assert_eq!(method_label("tools/call"), "tools/call");
-        assert_eq!(method_label("x".repeat(1000).as_str()), "other");
-        assert_eq!(outcome(StatusCode::TOO_MANY_REQUESTS), "rate_limited");
-        assert_eq!(outcome(StatusCode::ACCEPTED), "ok");
-        assert_eq!(outcome(StatusCode::NOT_FOUND), "client_error");
+        assert_eq!(Label::of_method("tools/call").name(), "tools/call");
+        assert_eq!(Label::of_method("x".repeat(1000).as_str()), Label::OTHER);
+        assert_eq!(Label::OTHER.name(), "other");
+        assert_eq!(
+            OUTCOMES[outcome(StatusCode::TOO_MANY_REQUESTS)],
+            "rate_limited"
+        );
+        assert_eq!(OUTCOMES[outcome(StatusCode::ACCEPTED)], "ok");
+        assert_eq!(OUTCOMES[outcome(StatusCode::NOT_FOUND)], "client_error");
+        assert_eq!(OUTCOMES[outcome(StatusCode::FORBIDDEN)], "unauthorized");
+        assert_eq!(
+            OUTCOMES[outcome(StatusCode::SERVICE_UNAVAILABLE)],
+            "unavailable"
+        );
+        assert_eq!(OUTCOMES[outcome(StatusCode::BAD_GATEWAY)], "server_error");
+    }
+
+    #[test]
+    fn every_label_names_itself_once() {
+        let mut names: Vec<&str> = (0..LABELS)
+            .map(|i| Label(u8::try_from(i).unwrap()).name())
+            .collect();
+        for m in crate::wire::METHODS {
+            assert_eq!(Label::of_method(m).name(), *m);
+        }
+        let (get, delete) = (Label::GET.name(), Label::DELETE.name());
+        assert_eq!((get, delete, Label::NONE.name()), ("GET", "DELETE", "none"));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), LABELS, "no two labels share a value");
+    }
+
+    /// The registry's text exposition.
+    fn exposition(m: &HttpMetrics) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &m.registry).unwrap();
+        text
+    }
+
+    #[test]
+    fn counted_requests_show_in_the_family_by_method_and_outcome() {
+        let m = HttpMetrics::new();
+        let now = Instant::now();
+        for _ in 0..3 {
+            m.record(Label::of_method("tools/call"), StatusCode::OK, now);
+        }
+        m.record(Label::of_method("tools/call"), StatusCode::NOT_FOUND, now);
+        m.record(Label::GET, StatusCode::OK, now);
+        m.record(Label(u8::MAX), StatusCode::OK, now);
+        let text = exposition(&m);
+        for line in [
+            r#"mcp_http_requests_total{method="tools/call",outcome="ok"} 3"#,
+            r#"mcp_http_requests_total{method="tools/call",outcome="client_error"} 1"#,
+            r#"mcp_http_requests_total{method="GET",outcome="ok"} 1"#,
+            // A label out of the table (none is made) still counts, as `other`.
+            r#"mcp_http_requests_total{method="other",outcome="ok"} 1"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(
+            text.contains("mcp_http_request_duration_seconds_count 6"),
+            "{text}"
+        );
     }
 }
