@@ -26,6 +26,13 @@ use crate::wire::{ErrorCode, ErrorObject, OutgoingMessage, RequestId};
 /// The most requests one session may have in flight (running or waiting for a permit).
 pub(super) const MAX_IN_FLIGHT: usize = 1024;
 
+/// The size at which a session's in-flight table is first swept of ended entries. Each sweep
+/// sets the next at twice what it left (at least this, at most [`MAX_IN_FLIGHT`]), so the
+/// table stays about as large as what is really in flight, and a sweep costs a constant per
+/// request: a session of many sequential calls keeps a table of this size, not of
+/// [`MAX_IN_FLIGHT`] entries grown (and rehashed) on the way.
+const SWEEP_AT: usize = 64;
+
 /// The most resource subscriptions one legacy session may hold.
 pub(super) const MAX_SUBSCRIPTIONS: usize = 4096;
 
@@ -75,6 +82,9 @@ pub(crate) struct SessionState {
     /// its token (`InFlight`), which it cancels however the request ends; an entry whose
     /// token is cancelled has ended, and is swept out when the table needs the room.
     in_flight: HashMap<RequestId, CancellationToken>,
+    /// The in-flight table's size at which its ended entries are next swept out
+    /// ([`SWEEP_AT`]).
+    sweep_at: usize,
     /// The URIs subscribed to, each counted by the resource registry while it is held.
     subscriptions: HashMap<String, Option<Subscriber>>,
     /// Our requests to the client awaiting answers, by id: the slots their answers go to.
@@ -104,6 +114,7 @@ impl SessionState {
         Self {
             open: true,
             in_flight: HashMap::new(),
+            sweep_at: SWEEP_AT,
             subscriptions: HashMap::new(),
             client_calls: HashMap::new(),
             next_client_call: 1,
@@ -134,8 +145,10 @@ impl SessionState {
             return Ok(());
         }
         let map = &mut self.in_flight;
-        if map.len() >= MAX_IN_FLIGHT {
+        // `sweep_at` is at most MAX_IN_FLIGHT: a full table is always swept first.
+        if map.len() >= self.sweep_at {
             map.retain(|_, t| !t.is_cancelled());
+            self.sweep_at = (2 * map.len()).clamp(SWEEP_AT, MAX_IN_FLIGHT);
         }
         let full = map.len() >= MAX_IN_FLIGHT;
         // One lookup: this runs on every request of a session.
@@ -372,6 +385,53 @@ mod tests {
         tokens[7].cancel();
         assert_eq!(s.begin_request(RequestId::from(-1), &late), Ok(()));
         assert_eq!(s.in_flight(), MAX_IN_FLIGHT);
+    }
+
+    /// Ended entries go long before the table is full: sequential calls keep it at
+    /// [`SWEEP_AT`] entries, and with requests really in flight it stays within twice their
+    /// number, those requests kept.
+    #[test]
+    fn ended_entries_are_swept_long_before_the_table_is_full() {
+        let mut s = SessionState::new();
+        let end_one = |s: &mut SessionState, n: i64| {
+            let t = CancellationToken::new();
+            assert_eq!(s.begin_request(RequestId::from(n), &t), Ok(()));
+            t.cancel();
+        };
+        for n in 0..10_000 {
+            end_one(&mut s, n);
+            assert!(s.in_flight.len() <= SWEEP_AT, "{n}: {}", s.in_flight.len());
+        }
+        assert!(
+            s.in_flight.capacity() < 4 * SWEEP_AT,
+            "{}",
+            s.in_flight.capacity()
+        );
+        let live: Vec<CancellationToken> = (0..100)
+            .map(|n| {
+                let t = CancellationToken::new();
+                assert_eq!(s.begin_request(RequestId::from(-1 - n), &t), Ok(()));
+                t
+            })
+            .collect();
+        for n in 10_000..20_000 {
+            end_one(&mut s, n);
+            assert!(
+                s.in_flight.len() <= 2 * live.len(),
+                "{n}: {}",
+                s.in_flight.len()
+            );
+        }
+        assert_eq!(s.in_flight(), live.len());
+        assert!(s.is_in_flight(&RequestId::from(-1)));
+        // Once they end, the next sweeps bring the table back down.
+        for t in &live {
+            t.cancel();
+        }
+        for n in 20_000..21_000 {
+            end_one(&mut s, n);
+        }
+        assert!(s.in_flight.len() <= SWEEP_AT, "{}", s.in_flight.len());
     }
 
     /// A subscription is held once; the session's queue takes a resource update only for a
