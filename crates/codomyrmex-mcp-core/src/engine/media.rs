@@ -40,12 +40,22 @@ impl Accepts {
             if bad {
                 continue;
             }
-            for range in v.split(|b| *b == b',') {
-                let media = range
-                    .iter()
-                    .position(|b| *b == b';')
-                    .map_or(range, |end| &range[..end]);
-                out.allow(media.trim_ascii());
+            // Each range's type runs to the next comma or semicolon; after a semicolon its
+            // parameters run to the next comma.
+            let mut rest = v;
+            loop {
+                let Some(end) = memchr::memchr2(b',', b';', rest) else {
+                    out.allow(rest.trim_ascii());
+                    break;
+                };
+                out.allow(rest[..end].trim_ascii());
+                let comma = if rest[end] == b',' {
+                    Some(end)
+                } else {
+                    memchr::memchr(b',', &rest[end..]).map(|c| end + c)
+                };
+                let Some(comma) = comma else { break };
+                rest = &rest[comma + 1..];
             }
         }
         out
@@ -149,6 +159,10 @@ mod tests {
             Accepts::of([b"text/html;x=application/json".as_slice()]),
             Accepts::default()
         );
+        assert_eq!(
+            Accepts::of([b"text/html;application/json;text/event-stream".as_slice()]),
+            Accepts::default()
+        );
         // A value that is not text is ignored as a whole, ranges before the bad byte too.
         assert_eq!(
             Accepts::of([b"text/event-stream\xff".as_slice()]),
@@ -164,6 +178,54 @@ mod tests {
                 stream: true
             }
         );
+    }
+
+    /// The rule written plainly: every comma ends a range, a range's first semicolon its
+    /// type; a value with a byte that is not visible ASCII or a tab counts for nothing.
+    fn plainly(values: &[Vec<u8>]) -> Accepts {
+        let mut out = Accepts::default();
+        for v in values {
+            if v.iter().any(|b| *b != b'\t' && !(b' '..=b'~').contains(b)) {
+                continue;
+            }
+            for range in v.split(|b| *b == b',') {
+                let media = range.split(|b| *b == b';').next().unwrap_or(range);
+                let media = String::from_utf8_lossy(media.trim_ascii()).to_ascii_lowercase();
+                out.json |= media == "*/*" || media == JSON_MEDIA_TYPE;
+                out.stream |= media == "*/*" || media == STREAM_MEDIA_TYPE;
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn accept_values_are_read_as_the_plain_rule_reads_them(
+            values in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::prop_oneof![
+                        proptest::sample::select(vec![
+                            b',', b';', b' ', b'\t', b'*', b'/', b'=', b'\x7f', b'\x01', b'\xc3'
+                        ]),
+                        proptest::sample::select(b"application/json text/event-stream APPLICATION/JSON".to_vec()),
+                    ],
+                    0..48,
+                ),
+                0..3,
+            ),
+            whole in proptest::sample::select(vec![
+                "", "application/json, text/event-stream", "*/*", "Text/Event-Stream;q=1",
+                "text/html;application/json", "a;b;text/event-stream, c",
+            ]),
+        ) {
+            // Random bytes rarely spell a type: a whole one is put in front of the first value.
+            let mut values = values;
+            if let Some(first) = values.first_mut() {
+                first.splice(0..0, whole.bytes().chain([b',']));
+            }
+            let read = Accepts::of(values.iter().map(Vec::as_slice));
+            proptest::prop_assert_eq!(read, plainly(&values));
+        }
     }
 
     #[test]
