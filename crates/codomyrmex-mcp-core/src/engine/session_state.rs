@@ -80,7 +80,7 @@ pub(crate) struct SessionState {
     open: bool,
     /// The requests in flight, by id, with their cancellation tokens. A request's job holds
     /// its token (`InFlight`), which it cancels however the request ends; an entry whose
-    /// token is cancelled has ended, and is swept out when the table needs the room.
+    /// token is cancelled has ended, and is swept out as the table grows ([`SWEEP_AT`]).
     in_flight: HashMap<RequestId, CancellationToken>,
     /// The in-flight table's size at which its ended entries are next swept out
     /// ([`SWEEP_AT`]).
@@ -134,8 +134,8 @@ impl SessionState {
 
     /// Enters request `id` in flight with its `token`; refused if the id is in flight already
     /// or the session has [`MAX_IN_FLIGHT`] requests in flight. Entries of requests that
-    /// ended (their tokens cancelled) do not count: they are swept out when the table needs
-    /// the room. A closed state enters nothing.
+    /// ended (their tokens cancelled) do not count: they are swept out from [`SWEEP_AT`]
+    /// entries on, and always before a full table refuses. A closed state enters nothing.
     pub(super) fn begin_request(
         &mut self,
         id: RequestId,
