@@ -195,23 +195,64 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
 /// of use, by expiry), so that making room in a full table reads only the oldest records
 /// rather than scanning them all. Records used in the same millisecond are ordered by when
 /// they were used.
+///
+/// A touch (every request of a session) moves nothing in the indexes: a record's place in
+/// them may lag behind its last use, never run ahead of it, and a scan that meets a lagging
+/// place moves it to the record's own before it decides anything (see [`Records`]).
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
     records: Mutex<Records>,
 }
 
+/// A stored record with its place in the order of use (a tick) and the keys it is filed
+/// under in the two indexes.
+#[derive(Debug)]
+struct Held {
+    record: SessionRecord,
+    /// The tick of its last use.
+    used: u64,
+    /// Its key in [`Records::by_use`]: at most `(record.last_seen, used)`.
+    use_key: (u64, u64),
+    /// Its key in [`Records::by_expiry`]: at most `(record.expires_at, used)`.
+    expiry_key: (u64, u64),
+}
+
+impl Held {
+    fn use_now(&self) -> (u64, u64) {
+        (self.record.last_seen, self.used)
+    }
+
+    fn expiry_now(&self) -> (u64, u64) {
+        (self.record.expires_at, self.used)
+    }
+}
+
 /// Records with the order in which they were last used.
+///
+/// Each record is filed once in each index, under a key that is at most its own (its last
+/// use, its expiry): a touch only raises the record's own keys, and the indexes catch up
+/// when a scan reads them. A scan walks an index in key order; a record met under a key
+/// lower than its own is filed again under its own, further on, where the walk meets it
+/// again in its true order. So every decision reads true keys, and a touch costs one hash
+/// lookup instead of four tree operations.
 #[derive(Debug, Default)]
 struct Records {
-    /// Each record with its place in the order of use (a tick). Hashed with foldhash, not
-    /// SipHash: its keys are ids the server minted at random, and a client's id is only
-    /// looked up (this runs on every request of a session).
-    map: HashMap<String, (SessionRecord, u64), foldhash::fast::RandomState>,
-    /// The ids by `(last_seen, tick)`: least recently used first.
+    /// Each record by id. Hashed with foldhash, not SipHash: its keys are ids the server
+    /// minted at random, and a client's id is only looked up (this runs on every request of
+    /// a session).
+    map: HashMap<String, Held, foldhash::fast::RandomState>,
+    /// The ids by `(last_seen, tick)`: least recently used first (keys may lag, see above).
     by_use: BTreeMap<(u64, u64), String>,
-    /// The ids by `(expires_at, tick)`: soonest expired first.
+    /// The ids by `(expires_at, tick)`: soonest expired first (keys may lag, see above).
     by_expiry: BTreeMap<(u64, u64), String>,
     tick: u64,
+}
+
+/// Which of the two indexes.
+#[derive(Clone, Copy)]
+enum Index {
+    Use,
+    Expiry,
 }
 
 impl Records {
@@ -223,56 +264,107 @@ impl Records {
     /// Stores `record` at place `used` in the order of use, replacing any of the same id.
     fn put(&mut self, record: SessionRecord, used: u64) {
         self.take(&record.id);
-        self.by_use
-            .insert((record.last_seen, used), record.id.clone());
+        let held = Held {
+            use_key: (record.last_seen, used),
+            expiry_key: (record.expires_at, used),
+            record,
+            used,
+        };
+        self.by_use.insert(held.use_key, held.record.id.clone());
         self.by_expiry
-            .insert((record.expires_at, used), record.id.clone());
-        self.map.insert(record.id.clone(), (record, used));
+            .insert(held.expiry_key, held.record.id.clone());
+        self.map.insert(held.record.id.clone(), held);
     }
 
     /// Removes record `id` (and its places in the indexes).
-    fn take(&mut self, id: &str) -> Option<(SessionRecord, u64)> {
-        let (record, used) = self.map.remove(id)?;
-        self.by_use.remove(&(record.last_seen, used));
-        self.by_expiry.remove(&(record.expires_at, used));
-        Some((record, used))
+    fn take(&mut self, id: &str) -> Option<SessionRecord> {
+        let held = self.map.remove(id)?;
+        self.by_use.remove(&held.use_key);
+        self.by_expiry.remove(&held.expiry_key);
+        Some(held.record)
     }
 
-    /// Marks record `id` used at `now` and at place `used` in the order of use, in place:
-    /// its id strings move between the indexes, nothing is allocated or hashed twice (this
-    /// runs on every request of a session). Its new expiry; `None` when it is not held, or
-    /// expired at `now` (then it is removed).
+    /// Marks record `id` used at `now` and at place `used` in the order of use. Its keys
+    /// only rise, so the indexes are left to catch up (unless a record saved with an expiry
+    /// beyond its idle timeout now expires sooner: then it is filed again at once). Its new
+    /// expiry; `None` when it is not held, or expired at `now` (then it is removed).
     fn touch(&mut self, id: &str, now: u64, used: u64) -> Option<u64> {
-        let (record, place) = self.map.get_mut(id)?;
-        if record.is_expired(now) {
+        let held = self.map.get_mut(id)?;
+        if held.record.is_expired(now) {
             self.take(id);
             shrink_if_sparse(&mut self.map);
             return None;
         }
-        let by_use = self.by_use.remove(&(record.last_seen, *place));
-        let by_expiry = self.by_expiry.remove(&(record.expires_at, *place));
-        record.touch(now);
-        record.version += 1;
-        *place = used;
-        let (last_seen, expires_at) = (record.last_seen, record.expires_at);
-        self.by_use
-            .insert((last_seen, used), by_use.unwrap_or_else(|| id.to_owned()));
-        self.by_expiry.insert(
-            (expires_at, used),
-            by_expiry.unwrap_or_else(|| id.to_owned()),
-        );
+        held.record.touch(now);
+        held.record.version += 1;
+        held.used = used;
+        let expires_at = held.record.expires_at;
+        if held.expiry_now() < held.expiry_key {
+            let (old, new) = (held.expiry_key, held.expiry_now());
+            held.expiry_key = new;
+            if let Some(id) = self.by_expiry.remove(&old) {
+                self.by_expiry.insert(new, id);
+            }
+        }
         Some(expires_at)
+    }
+
+    /// The first id of `index`, in true key order, for which `pick` holds among the records
+    /// filed at or below `upto`; lagging keys met on the way are filed again under their
+    /// own. `pick` sees each record once, under its own key.
+    fn first(
+        &mut self,
+        index: Index,
+        upto: (u64, u64),
+        mut pick: impl FnMut(&str) -> bool,
+    ) -> Option<String> {
+        let mut from = (0, 0);
+        loop {
+            let tree = match index {
+                Index::Use => &mut self.by_use,
+                Index::Expiry => &mut self.by_expiry,
+            };
+            let (key, id) = tree.range(from..=upto).next()?;
+            let key = *key;
+            let Some(held) = self.map.get_mut(id.as_str()) else {
+                // Not reached: the map and the indexes change together.
+                tree.remove(&key);
+                continue;
+            };
+            let own = match index {
+                Index::Use => held.use_now(),
+                Index::Expiry => held.expiry_now(),
+            };
+            if key < own {
+                if let Some(id) = tree.remove(&key) {
+                    tree.insert(own, id);
+                }
+                match index {
+                    Index::Use => held.use_key = own,
+                    Index::Expiry => held.expiry_key = own,
+                }
+                from = key;
+                continue;
+            }
+            if pick(id) {
+                return Some(id.clone());
+            }
+            match key.1.checked_add(1) {
+                Some(next) => from = (key.0, next),
+                None => from = (key.0.checked_add(1)?, 0),
+            }
+        }
     }
 
     /// Removes the records expired at `now` that `keep` does not protect; their ids.
     fn remove_expired(&mut self, now: u64, keep: Keep<'_>) -> Vec<String> {
-        let ids: Vec<String> = self
-            .by_expiry
-            .range(..=(now, u64::MAX))
-            .map(|(_, id)| id)
-            .filter(|id| !keep(id))
-            .cloned()
-            .collect();
+        let mut ids = Vec::new();
+        self.first(Index::Expiry, (now, u64::MAX), |id| {
+            if !keep(id) {
+                ids.push(id.to_owned());
+            }
+            false
+        });
         for id in &ids {
             self.take(id);
         }
@@ -281,8 +373,8 @@ impl Records {
     }
 
     /// The least recently used record that `keep` does not protect.
-    fn least_recently_used_idle(&self, keep: Keep<'_>) -> Option<String> {
-        self.by_use.values().find(|id| !keep(id)).cloned()
+    fn least_recently_used_idle(&mut self, keep: Keep<'_>) -> Option<String> {
+        self.first(Index::Use, (u64::MAX, u64::MAX), |id| !keep(id))
     }
 }
 
@@ -336,7 +428,7 @@ impl SessionStore for MemorySessionStore {
 
     fn load<'a>(&'a self, id: &'a str, now: u64) -> StoreFuture<'a, Option<SessionRecord>> {
         let records = self.lock();
-        let found = records.map.get(id).map(|(r, _)| r);
+        let found = records.map.get(id).map(|held| &held.record);
         ready(Ok(found.filter(|r| !r.is_expired(now)).cloned()))
     }
 
@@ -352,7 +444,12 @@ impl SessionStore for MemorySessionStore {
         expected_version: u64,
     ) -> StoreFuture<'a, SessionRecord> {
         let mut records = self.lock();
-        let Some((stored, used)) = records.map.get(&record.id) else {
+        let Some(Held {
+            record: stored,
+            used,
+            ..
+        }) = records.map.get(&record.id)
+        else {
             return ready(Err(StoreError::Conflict {
                 expected: expected_version,
                 found: 0,
@@ -385,3 +482,7 @@ impl SessionStore for MemorySessionStore {
         ready(Ok(self.lock().map.len()))
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
