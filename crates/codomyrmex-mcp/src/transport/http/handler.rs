@@ -3,18 +3,21 @@
 // Handlers return ready-made HTTP responses as their error type; they are cold paths.
 #![allow(clippy::result_large_err)]
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, header};
+use axum::http::{
+    Extensions, HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, header,
+};
 use serde_json::Map;
 use tokio::sync::mpsc;
 
 use crate::engine::{
-    Accepts, Classification, Delivery, Handled, JSON_MEDIA_TYPE, Refusal, RequestMeta, Respond,
-    Route, STREAM_MEDIA_TYPE, Status, changes_session_record, check_post, check_stream,
+    Accepts, Delivery, Handled, JSON_MEDIA_TYPE, Refusal, RequestMeta, Respond, Route,
+    STREAM_MEDIA_TYPE, Status, changes_session_record, check_post, check_stream,
     legacy_version_header, status_for,
 };
 use crate::runtime::Drive as _;
@@ -185,13 +188,35 @@ async fn read_body(
 
 /// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
 pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
-    serve_post(&app, req).await
+    let (parts, body) = req.into_parts();
+    serve_post(&app, &parts.headers, &parts.extensions, body).await
 }
 
-/// [`post`] on `app`: what [`Endpoint`](super::endpoint::Endpoint) calls without the router.
-pub(crate) async fn serve_post(app: &AppState, req: Request<Body>) -> Response<Body> {
+/// [`post`] on a request's parts, owned: what [`Endpoint`](super::endpoint::Endpoint) boxes
+/// without the router. Only the head's headers and extensions are kept: the future of every
+/// call of a session is allocated and its first state copied, so it carries no more than it
+/// needs (its size is held below glibc's per-thread cache limit by a test).
+// Not an `async fn`, which would keep each argument twice in the future.
+#[allow(clippy::manual_async_fn)]
+pub(crate) fn serve_owned(
+    app: Arc<AppState>,
+    headers: HeaderMap,
+    extensions: Extensions,
+    body: Body,
+) -> impl Future<Output = Response<Body>> + Send + 'static {
+    // An async block, not an `async fn`: that would keep each argument twice.
+    async move { serve_post(&app, &headers, &extensions, body).await }
+}
+
+/// A POST, with the label of what it carried for the metrics.
+async fn serve_post(
+    app: &AppState,
+    headers: &HeaderMap,
+    extensions: &Extensions,
+    body: Body,
+) -> Response<Body> {
     let mut method = Label::NONE;
-    let mut resp = post_message(app, req, &mut method).await;
+    let mut resp = post_message(app, headers, extensions, body, &mut method).await;
     resp.extensions_mut().insert(Served(method));
     resp
 }
@@ -209,27 +234,51 @@ fn message_label(decoded: &Decoded) -> Label {
     }
 }
 
-async fn post_message(app: &AppState, req: Request<Body>, label: &mut Label) -> Response<Body> {
-    let (parts, body) = req.into_parts();
-    let headers = parts.headers;
-    let principal = parts.extensions.get::<Principal>().cloned();
-    let accepts = accepts(&headers);
+async fn post_message(
+    app: &AppState,
+    headers: &HeaderMap,
+    extensions: &Extensions,
+    body: Body,
+    label: &mut Label,
+) -> Response<Body> {
+    let accepts = accepts(headers);
     let content_type = headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes);
     if let Err(r) = check_post(content_type, accepts) {
         return refusal(r);
     }
-    let body = match read_body(app, body, parts.extensions.get::<ConnTimer>()).await {
-        Ok(b) => b,
-        Err(resp) => return resp,
+    // Decided in a plain function, the body in a scope of its own: what they read (the
+    // body, the decoded message, the classification) is not kept in this future while the
+    // answer is awaited.
+    let answer = {
+        let body = match read_body(app, body, extensions.get::<ConnTimer>()).await {
+            Ok(b) => b,
+            Err(resp) => return resp,
+        };
+        let sid = match session_id(headers) {
+            Ok(s) => s,
+            Err(resp) => return resp,
+        };
+        let principal = extensions.get::<Principal>();
+        route_message(app, headers, accepts, sid, principal, &body, label)
     };
-    let sid = match session_id(&headers) {
-        Ok(s) => s,
-        Err(resp) => return resp,
-    };
-    let decoded = decode(&body);
+    answer.await
+}
+
+/// The route of a decoded POST, and the future that answers it. The core decides the route
+/// and parses `_meta` once; this transport only maps the outcome onto HTTP (#14).
+fn route_message<'a>(
+    app: &'a AppState,
+    headers: &'a HeaderMap,
+    accepts: Accepts,
+    sid: Option<&'a str>,
+    principal: Option<&'a Principal>,
+    body: &[u8],
+    label: &mut Label,
+) -> tracing::instrument::Instrumented<impl Future<Output = Response<Body>> + Send + use<'a>> {
+    use futures_util::future::Either::{Left, Right};
+    use std::future::ready;
+    let decoded = decode(body);
     *label = message_label(&decoded);
-    // The core decides the route and parses `_meta` once; this transport only maps the
-    // outcome onto HTTP (#14).
     let delivery = Delivery::new(
         accepts.json,
         accepts.stream,
@@ -239,64 +288,65 @@ async fn post_message(app: &AppState, req: Request<Body>, label: &mut Label) -> 
     let class = app.engine.classify(&decoded, delivery);
     let span = trace::request_span(
         label.name(),
-        trace::trace_parent_from(&headers, class.meta.traceparent.as_deref()).as_ref(),
+        trace::trace_parent_from(headers, class.meta.traceparent.as_deref()).as_ref(),
     );
-    route_message(app, &headers, delivery, sid, principal, decoded, class)
-        .instrument(span)
-        .await
-}
-
-async fn route_message(
-    app: &AppState,
-    headers: &HeaderMap,
-    delivery: Delivery,
-    sid: Option<&str>,
-    principal: Option<Principal>,
-    decoded: Decoded,
-    class: Classification,
-) -> Response<Body> {
     let meta = class.meta;
-    match (class.route, decoded, sid) {
-        (Route::Refuse { status, message }, ..) => refused(status, &message),
-        (Route::Accept, ..) => accepted(),
-        (Route::Modern, Decoded::Single(Ok(message)), _) => {
-            modern(app, headers, delivery, message, meta, principal).await
-        }
+    let answer = match (class.route, decoded, sid) {
+        (Route::Refuse { status, message }, ..) => Left(ready(refused(status, &message))),
+        (Route::Accept, ..) => Left(ready(accepted())),
+        (Route::Legacy, decoded, Some(sid)) => Right(Left(legacy(
+            app, headers, delivery, sid, principal, decoded, meta,
+        ))),
+        (Route::Modern, Decoded::Single(Ok(message)), _) => Right(Right(Left(finish(modern(
+            app,
+            headers,
+            delivery,
+            message,
+            meta,
+            principal.cloned(),
+        ))))),
         // Boxed, as every branch off a session's calls: the future of every POST is as
         // large as its largest branch, and it is moved and allocated on every call.
-        (Route::Initialize, Decoded::Single(Ok(message)), _) => {
-            Box::pin(initialize(app, message, meta, principal)).await
-        }
-        (Route::Legacy, decoded, Some(sid)) => {
-            legacy(
-                app,
-                headers,
-                delivery,
-                sid,
-                principal.as_ref(),
-                decoded,
-                meta,
-            )
-            .await
-        }
-        _ => bad(
+        (Route::Initialize, Decoded::Single(Ok(message)), _) => Right(Right(Right(Box::pin(
+            initialize(app, message, meta, principal.cloned()),
+        )))),
+        _ => Left(ready(bad(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::INTERNAL_ERROR,
             "Internal error",
-        ),
-    }
+        ))),
+    };
+    answer.instrument(span)
 }
 
-async fn modern(
+/// A 2026-07-28 message, up to what must be awaited.
+fn modern<'a>(
     app: &AppState,
     headers: &HeaderMap,
     delivery: Delivery,
     message: IncomingMessage,
     meta: RequestMeta,
     principal: Option<Principal>,
-) -> Response<Body> {
+) -> Next<'a> {
+    Next::Respond(
+        match modern_answer(app, headers, delivery, message, meta, principal) {
+            Ok(resp) => resp,
+            Err(work) => return Next::Answer(Era::Modern, work),
+        },
+    )
+}
+
+/// [`modern`]'s response, or the work whose answer is the response (`Err`).
+fn modern_answer(
+    app: &AppState,
+    headers: &HeaderMap,
+    delivery: Delivery,
+    message: IncomingMessage,
+    meta: RequestMeta,
+    principal: Option<Principal>,
+) -> Result<Response<Body>, crate::platform::BoxFuture<'static, Option<OutgoingMessage>>> {
     let IncomingMessage::Request { id, method, params } = &message else {
-        return accepted();
+        return Ok(accepted());
     };
     let id = id.clone();
     let empty = Map::new();
@@ -311,18 +361,18 @@ async fn modern(
             app.engine.registry(),
         )
     {
-        return json_response(
+        return Ok(json_response(
             StatusCode::BAD_REQUEST,
             &OutgoingMessage::Error {
                 id: Some(id),
                 error: e,
             },
-        );
+        ));
     }
     let respond = match app.engine.respond_as(&message, &meta, delivery, None) {
         Ok(r) => r,
-        Err(Route::Refuse { status, message }) => return refused(status, &message),
-        Err(_) => return accepted(),
+        Err(Route::Refuse { status, message }) => return Ok(refused(status, &message)),
+        Err(_) => return Ok(accepted()),
     };
     let listen = respond == Respond::Listen;
     let session = app.engine.new_stateless_session().with_principal(principal);
@@ -338,7 +388,7 @@ async fn modern(
         } else {
             app.drain.watch(id, handled)
         };
-        return match handled {
+        return Ok(match handled {
             Handled::Nothing => accepted(),
             Handled::Reply(m) => answer(&Route::Modern, &m),
             work => {
@@ -352,19 +402,16 @@ async fn modern(
                 };
                 sse_response(body)
             }
-        };
+        });
     }
     let sink = NullSink::shared();
     let handled = app.engine.handle_classified(&session, message, meta, &sink);
     match app.drain.watch(id, handled) {
-        Handled::Nothing => accepted(),
-        Handled::Reply(m) => answer(&Route::Modern, &m),
-        // Awaited here: if the client disconnects, hyper drops this future, which cancels the
-        // tool.
-        work => match crate::runtime::drive(work).await {
-            Some(m) => answer(&Route::Modern, &m),
-            None => accepted(),
-        },
+        Handled::Nothing => Ok(accepted()),
+        Handled::Reply(m) => Ok(answer(&Route::Modern, &m)),
+        // Awaited by the POST's future: if the client disconnects, hyper drops it, which
+        // cancels the tool.
+        work => Err(crate::runtime::drive(work)),
     }
 }
 
@@ -422,129 +469,235 @@ async fn initialize(
     }
 }
 
-async fn legacy(
-    app: &AppState,
-    headers: &HeaderMap,
+/// A message of a 2025-11-25 session. A plain function returning its future, as the ones
+/// below: an `async fn` keeps each argument twice in its future.
+// Not an `async fn`, which would keep each argument twice in the future.
+#[allow(clippy::manual_async_fn)]
+fn legacy<'a>(
+    app: &'a AppState,
+    headers: &'a HeaderMap,
     delivery: Delivery,
-    sid: &str,
-    principal: Option<&Principal>,
+    sid: &'a str,
+    principal: Option<&'a Principal>,
     decoded: Decoded,
     meta: RequestMeta,
-) -> Response<Body> {
-    let session = match app.sessions.get(sid, principal).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return session_not_found(),
-        Err(e) => return store_unavailable(app, &e),
-    };
+) -> impl Future<Output = Response<Body>> + Send + use<'a> {
+    async move {
+        let session = match app.sessions.get(sid, principal).await {
+            Ok(Some(s)) => s,
+            Ok(None) => return session_not_found(),
+            Err(e) => return store_unavailable(app, &e),
+        };
+        finish(in_session(app, headers, delivery, session, decoded, meta)).await
+    }
+}
+
+/// What a message comes to before anything is awaited.
+enum Next<'a> {
+    /// The response, at once.
+    Respond(Response<Body>),
+    /// The engine's answer in that era, sent as JSON when it is ready.
+    Answer(
+        Era,
+        crate::platform::BoxFuture<'static, Option<OutgoingMessage>>,
+    ),
+    /// A path that waits on the session store or the other instances first: boxed, since
+    /// it is rare and the future of every call would otherwise be as large.
+    Later(std::pin::Pin<Box<dyn Future<Output = Response<Body>> + Send + 'a>>),
+}
+
+/// The era an answer's status is given in ([`status_for`]).
+#[derive(Clone, Copy)]
+enum Era {
+    Modern,
+    Legacy,
+}
+
+/// The response `next` comes to.
+// Not an `async fn`, which would keep each argument twice in the future.
+#[allow(clippy::manual_async_fn)]
+fn finish(next: Next<'_>) -> impl Future<Output = Response<Body>> + Send + use<'_> {
+    async move {
+        match next {
+            Next::Respond(resp) => resp,
+            Next::Answer(era, work) => {
+                let route = match era {
+                    Era::Modern => &Route::Modern,
+                    Era::Legacy => &Route::Legacy,
+                };
+                match work.await {
+                    Some(m) => answer(route, &m),
+                    None => accepted(),
+                }
+            }
+            Next::Later(future) => future.await,
+        }
+    }
+}
+
+/// A message of the live `session`, up to what must be awaited (in a plain function, so
+/// that the message and what it is read into are not kept in the call's future).
+fn in_session<'a>(
+    app: &'a AppState,
+    headers: &HeaderMap,
+    delivery: Delivery,
+    session: Arc<HttpSession>,
+    decoded: Decoded,
+    meta: RequestMeta,
+) -> Next<'a> {
     // The core judges the header (2025-11-25, "Protocol Version Header").
     let version = headers
         .get(&super::headers::PROTOCOL_VERSION)
         .map(HeaderValue::as_bytes);
     if let Err(r) = legacy_version_header(version) {
-        return refusal(r);
+        return Next::Respond(refusal(r));
     }
     let standalone = &session.standalone_sink;
     let message = match decoded {
         Decoded::Single(Ok(m)) => m,
+        // Batches (2025-03-26 and earlier) and invalid messages: answered as JSON.
         other => {
-            // Batches (2025-03-26 and earlier) and invalid messages: answered as JSON.
-            return match app
-                .engine
-                .handle_decoded(&session.session, other, standalone)
-                .into_message()
-                .await
-            {
-                Some(m) => answer(&Route::Legacy, &m),
-                None => accepted(),
-            };
+            return Next::Answer(
+                Era::Legacy,
+                app.engine
+                    .handle_decoded(&session.session, other, standalone)
+                    .into_message(),
+            );
         }
     };
     let IncomingMessage::Request { id, .. } = &message else {
         // An answer or cancellation for a call on another instance goes there.
         if let Some(shared) = app.sessions.shared() {
-            match Box::pin(super::cluster_routing::route(shared, &session, &message)).await {
-                Ok(true) => return accepted(),
-                Ok(false) => {}
-                Err(StoreError::OwnerGone) => {
-                    return bad(
-                        StatusCode::GONE,
-                        ErrorCode::INVALID_REQUEST,
-                        "The instance that asked for this answer is gone, and its call with it; \
-                         retry the call",
-                    );
-                }
-                Err(e) => return store_unavailable(app, &e),
-            }
+            return Next::Later(Box::pin(routed_elsewhere(
+                app, shared, session, message, meta,
+            )));
         }
         app.engine
             .handle_classified(&session.session, message, meta, standalone);
-        return accepted();
+        return Next::Respond(accepted());
     };
     let id = id.clone();
-    let sets_level = changes_session_record(&message);
     let respond = app
         .engine
         .respond_as(&message, &meta, delivery, Some(&session.session));
     if let Some(shared) = app.sessions.shared() {
         if respond == Ok(Respond::Stream) {
-            return Box::pin(shared_stream(app, shared, &session, message, meta, id)).await;
+            return Next::Later(Box::pin(async move {
+                shared_stream(app, shared, &session, message, meta, id).await
+            }));
         }
         // Answered as JSON: what it relays goes out on the standalone stream (stream 0).
-        Box::pin(shared.ask_task_relay(&session, &message, 0)).await;
+        return Next::Later(Box::pin(async move {
+            shared.ask_task_relay(&session, &message, 0).await;
+            finish(json_answer(app, session, message, meta, id)).await
+        }));
     }
     if respond == Ok(Respond::Stream) {
-        // A resumable stream: the work runs on its own, so a dropped connection loses
-        // nothing; the client can resume with Last-Event-ID.
-        let log = session.open_stream();
-        let sink: Arc<dyn MessageSink> = Arc::new(LogSink(log.clone()));
-        let handled = app
-            .engine
-            .handle_classified(&session.session, message, meta, &sink);
-        let handled = app.drain.watch(id, handled);
-        // Nothing was evicted from a stream this new: a failure would only end the body.
-        let events = log.follow_from_start();
-        let prime = log.prime(Duration::from_millis(1000));
-        match handled {
-            Handled::Nothing => {
-                log.close();
-                return accepted();
-            }
-            Handled::Reply(m) => {
-                log.append(&m);
-                log.close();
-            }
-            work => {
-                let work = crate::runtime::drive(work);
-                let log = log.clone();
-                tokio::spawn(
-                    async move {
-                        if let Some(m) = work.await {
-                            log.append(&m);
-                        }
-                        log.close();
-                    }
-                    .in_current_span(),
-                );
-            }
-        }
-        return sse_response(SseBody::follow(
-            Some(prime),
-            events,
-            Some(app.config.keep_alive),
-        ));
+        return Next::Respond(session_stream(app, &session, message, meta, id));
     }
+    json_answer(app, session, message, meta, id)
+}
+
+/// A session's request answered as JSON: the engine's answer once its work ends (and, for a
+/// request that changed the session's record, once the record is stored).
+fn json_answer<'a>(
+    app: &'a AppState,
+    session: Arc<HttpSession>,
+    message: IncomingMessage,
+    meta: RequestMeta,
+    id: crate::wire::RequestId,
+) -> Next<'a> {
+    let sets_level = changes_session_record(&message);
+    let handled =
+        app.engine
+            .handle_classified(&session.session, message, meta, &session.standalone_sink);
+    let answer = app.drain.watch(id, handled).into_message();
+    if !sets_level {
+        return Next::Answer(Era::Legacy, answer);
+    }
+    Next::Later(Box::pin(async move {
+        if let Err(e) = app.sessions.persist(&session).await {
+            // Set here all the same; only other instances would miss it.
+            tracing::warn!(error = %e, "could not store a session's log level");
+            app.metrics.store_error();
+        }
+        finish(Next::Answer(Era::Legacy, answer)).await
+    }))
+}
+
+/// A message that is no request, in a session other instances share: an answer or a
+/// cancellation for a call on another instance goes there; anything else is handled here.
+async fn routed_elsewhere(
+    app: &AppState,
+    shared: &Arc<super::cluster::Shared>,
+    session: Arc<HttpSession>,
+    message: IncomingMessage,
+    meta: RequestMeta,
+) -> Response<Body> {
+    match super::cluster_routing::route(shared, &session, &message).await {
+        Ok(true) => return accepted(),
+        Ok(false) => {}
+        Err(StoreError::OwnerGone) => {
+            return bad(
+                StatusCode::GONE,
+                ErrorCode::INVALID_REQUEST,
+                "The instance that asked for this answer is gone, and its call with it; \
+                 retry the call",
+            );
+        }
+        Err(e) => return store_unavailable(app, &e),
+    }
+    app.engine
+        .handle_classified(&session.session, message, meta, &session.standalone_sink);
+    accepted()
+}
+
+/// A session's request answered as a resumable stream: the work runs on its own, so a
+/// dropped connection loses nothing; the client can resume with Last-Event-ID.
+fn session_stream(
+    app: &AppState,
+    session: &HttpSession,
+    message: IncomingMessage,
+    meta: RequestMeta,
+    id: crate::wire::RequestId,
+) -> Response<Body> {
+    let log = session.open_stream();
+    let sink: Arc<dyn MessageSink> = Arc::new(LogSink(log.clone()));
     let handled = app
         .engine
-        .handle_classified(&session.session, message, meta, standalone);
-    if sets_level && let Err(e) = Box::pin(app.sessions.persist(&session)).await {
-        // Set here all the same; only other instances would miss it.
-        tracing::warn!(error = %e, "could not store a session's log level");
-        app.metrics.store_error();
+        .handle_classified(&session.session, message, meta, &sink);
+    let handled = app.drain.watch(id, handled);
+    // Nothing was evicted from a stream this new: a failure would only end the body.
+    let events = log.follow_from_start();
+    let prime = log.prime(Duration::from_millis(1000));
+    match handled {
+        Handled::Nothing => {
+            log.close();
+            return accepted();
+        }
+        Handled::Reply(m) => {
+            log.append(&m);
+            log.close();
+        }
+        work => {
+            let work = crate::runtime::drive(work);
+            let log = log.clone();
+            tokio::spawn(
+                async move {
+                    if let Some(m) = work.await {
+                        log.append(&m);
+                    }
+                    log.close();
+                }
+                .in_current_span(),
+            );
+        }
     }
-    match app.drain.watch(id, handled).into_message().await {
-        Some(m) => answer(&Route::Legacy, &m),
-        None => accepted(),
-    }
+    sse_response(SseBody::follow(
+        Some(prime),
+        events,
+        Some(app.config.keep_alive),
+    ))
 }
 
 /// GET: the standalone SSE stream of a legacy session, or a resumption with `Last-Event-ID`.
