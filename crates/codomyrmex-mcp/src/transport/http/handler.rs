@@ -291,6 +291,9 @@ fn route_message<'a>(
         trace::trace_parent_from(headers, class.meta.traceparent.as_deref()).as_ref(),
     );
     let meta = class.meta;
+    // In the request's span: what runs now (a stateless call's handling) runs in it, as what
+    // runs when the answer is polled does.
+    let entered = span.enter();
     let answer = match (class.route, decoded, sid) {
         (Route::Refuse { status, message }, ..) => Left(ready(refused(status, &message))),
         (Route::Accept, ..) => Left(ready(accepted())),
@@ -316,6 +319,7 @@ fn route_message<'a>(
             "Internal error",
         ))),
     };
+    drop(entered);
     answer.instrument(span)
 }
 
