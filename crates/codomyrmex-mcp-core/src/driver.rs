@@ -106,7 +106,14 @@ impl Runtime for NoRuntime {
 /// Carries out one invocation on `rt` and returns what its host makes of the outcome (or, for
 /// detached task work, the early answer). The outcome goes back to the engine through
 /// [`JobHost::complete`] with the engine's `now`, the one way back in.
-pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<OutgoingMessage> {
+///
+/// A plain function returning the future, the invocation taken apart first: an `async fn`
+/// keeps its argument and the parts taken out of it both in its future, which every call
+/// allocates.
+pub fn run(
+    rt: &'static dyn Runtime,
+    invocation: Invocation,
+) -> impl Future<Output = Option<OutgoingMessage>> + Send + 'static {
     let InvocationParts {
         deadline,
         cancel,
@@ -129,44 +136,46 @@ pub async fn run(rt: &'static dyn Runtime, invocation: Invocation) -> Option<Out
         work,
         outbound,
     };
-    if let Some(timers) = timers {
-        keep_timer(rt, timers);
-    }
-    match detach {
-        // The hot path: the policied work awaited in place, no box and no spawn.
-        Detach::Never => {
-            let outcome = policied.run(rt).await;
-            complete(host, job, outcome)
+    async move {
+        if let Some(timers) = timers {
+            keep_timer(rt, timers);
         }
-        Detach::Now(reply) => {
-            rt.spawn(Box::pin(async move {
+        match detach {
+            // The hot path: the policied work awaited in place, no box and no spawn.
+            Detach::Never => {
                 let outcome = policied.run(rt).await;
-                complete(host, job, outcome);
-            }));
-            if let Some(publish) = publish {
-                publish.await;
+                complete(host, job, outcome)
             }
-            Some(reply)
-        }
-        Detach::OnFirstPending => {
-            let mut running = Box::pin(policied.run(rt));
-            let first = std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await;
-            match first {
-                Poll::Ready(outcome) => complete(host, job, outcome),
-                Poll::Pending => {
-                    let mut job = job;
-                    let now = host.now();
-                    let reply = host.clone().detach(now, &mut job);
-                    rt.spawn(Box::pin(async move {
-                        let outcome = running.await;
-                        complete(host, job, outcome);
-                    }));
-                    if reply.is_some()
-                        && let Some(publish) = publish
-                    {
-                        publish.await;
+            Detach::Now(reply) => {
+                rt.spawn(Box::pin(async move {
+                    let outcome = policied.run(rt).await;
+                    complete(host, job, outcome);
+                }));
+                if let Some(publish) = publish {
+                    publish.await;
+                }
+                Some(reply)
+            }
+            Detach::OnFirstPending => {
+                let mut running = Box::pin(policied.run(rt));
+                let first = std::future::poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx))).await;
+                match first {
+                    Poll::Ready(outcome) => complete(host, job, outcome),
+                    Poll::Pending => {
+                        let mut job = job;
+                        let now = host.now();
+                        let reply = host.clone().detach(now, &mut job);
+                        rt.spawn(Box::pin(async move {
+                            let outcome = running.await;
+                            complete(host, job, outcome);
+                        }));
+                        if reply.is_some()
+                            && let Some(publish) = publish
+                        {
+                            publish.await;
+                        }
+                        reply
                     }
-                    reply
                 }
             }
         }
@@ -290,8 +299,9 @@ struct Policied {
 
 impl Policied {
     /// The one execution policy: a permit (waited for cancellably), then the work under its
-    /// deadline, its cancellation token and the unwind guard, checked in that order.
-    async fn run(self, rt: &'static dyn Runtime) -> Outcome {
+    /// deadline, its cancellation token and the unwind guard, checked in that order. (Not an
+    /// `async fn`, which would keep `self` and its fields both in the future.)
+    fn run(self, rt: &'static dyn Runtime) -> impl Future<Output = Outcome> + Send + 'static {
         let Self {
             deadline,
             cancel,
@@ -300,65 +310,92 @@ impl Policied {
             work,
             outbound,
         } = self;
-        if cancel.is_cancelled() {
-            return Outcome::Cancelled;
-        }
-        let Some(_permit) = permit(&admission, &cancel).await else {
-            return Outcome::Cancelled;
-        };
-        let mut guarded: Guarded = Box::pin(catch_unwind(work));
-        if blocking {
-            guarded = rt.spawn_blocking(guarded);
-        }
-        // The deadline runs from here, before the work's first poll.
-        let due = deadline.map(|limit| (limit, rt.now().checked_add(limit)));
-        // The first poll of the work alone, once the token is seen uncancelled: a call that
-        // ends at once, as most do, then never sets up a cancellation listener or a timer.
-        if !cancel.is_cancelled() {
-            let first = std::future::poll_fn(|cx| {
+        async move {
+            if cancel.is_cancelled() {
+                return Outcome::Cancelled;
+            }
+            let Some(_permit) = permit(&admission, &cancel).await else {
+                return Outcome::Cancelled;
+            };
+            // Work that may block its thread goes to the runtime's pool; other work is polled
+            // here, its unwind guard in this future.
+            let mut guarded = if blocking {
+                Guard::Pool(rt.spawn_blocking(Box::pin(catch_unwind(work))))
+            } else {
+                Guard::Here(catch_unwind(work))
+            };
+            // The deadline runs from here, before the work's first poll.
+            let due = deadline.map(|limit| (limit, rt.now().checked_add(limit)));
+            // The first poll of the work alone, once the token is seen uncancelled: a call that
+            // ends at once, as most do, then never sets up a cancellation listener or a timer.
+            if !cancel.is_cancelled() {
+                let first = std::future::poll_fn(|cx| {
+                    outbound.register(cx);
+                    Poll::Ready(guarded.as_mut().poll(cx))
+                })
+                .await;
+                outbound.drain();
+                if let Poll::Ready(r) = first {
+                    return done(r);
+                }
+            }
+            let mut cancelled = pin!(cancel.cancelled());
+            let mut timer = due.map(|(limit, at)| {
+                let sleep = match at {
+                    Some(at) => rt.sleep_until(at),
+                    None => Box::pin(std::future::pending()),
+                };
+                (limit, sleep)
+            });
+            let outcome = std::future::poll_fn(|cx| {
+                if cancelled.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Outcome::Cancelled);
+                }
+                // Woken by the work or by its queue (work emitting from another thread).
                 outbound.register(cx);
-                Poll::Ready(guarded.as_mut().poll(cx))
+                let polled = guarded.as_mut().poll(cx);
+                outbound.drain();
+                if let Poll::Ready(r) = polled {
+                    return Poll::Ready(done(r));
+                }
+                if let Some((limit, sleep)) = timer.as_mut()
+                    && sleep.as_mut().poll(cx).is_ready()
+                {
+                    cancel.cancel();
+                    return Poll::Ready(Outcome::Failed(Failure::TimedOut(*limit)));
+                }
+                Poll::Pending
             })
             .await;
+            // Work stopped (cancelled, timed out) emits the last of what it has to say as it is
+            // dropped (a `notifications/cancelled` for a request it asked its client): drained
+            // after the drop, before the outcome goes back.
+            drop(guarded);
             outbound.drain();
-            if let Poll::Ready(r) = first {
-                return done(r);
-            }
+            outcome
         }
-        let mut cancelled = pin!(cancel.cancelled());
-        let mut timer = due.map(|(limit, at)| {
-            let sleep = match at {
-                Some(at) => rt.sleep_until(at),
-                None => Box::pin(std::future::pending()),
-            };
-            (limit, sleep)
-        });
-        let outcome = std::future::poll_fn(|cx| {
-            if cancelled.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Outcome::Cancelled);
+    }
+}
+
+/// Work under the unwind guard: polled here, or on the runtime's blocking pool.
+enum Guard {
+    Here(crate::util::CatchUnwind<Work>),
+    Pool(Guarded),
+}
+
+impl Guard {
+    fn as_mut(
+        &mut self,
+    ) -> std::pin::Pin<&mut (dyn Future<Output = Result<ErasedOutput, ()>> + Send)> {
+        match self {
+            // `Work` is a box, so its guard is `Unpin`.
+            Guard::Here(work) => {
+                let work: std::pin::Pin<&mut crate::util::CatchUnwind<Work>> =
+                    std::pin::Pin::new(work);
+                work
             }
-            // Woken by the work or by its queue (work emitting from another thread).
-            outbound.register(cx);
-            let polled = guarded.as_mut().poll(cx);
-            outbound.drain();
-            if let Poll::Ready(r) = polled {
-                return Poll::Ready(done(r));
-            }
-            if let Some((limit, sleep)) = timer.as_mut()
-                && sleep.as_mut().poll(cx).is_ready()
-            {
-                cancel.cancel();
-                return Poll::Ready(Outcome::Failed(Failure::TimedOut(*limit)));
-            }
-            Poll::Pending
-        })
-        .await;
-        // Work stopped (cancelled, timed out) emits the last of what it has to say as it is
-        // dropped (a `notifications/cancelled` for a request it asked its client): drained
-        // after the drop, before the outcome goes back.
-        drop(guarded);
-        outbound.drain();
-        outcome
+            Guard::Pool(work) => work.as_mut(),
+        }
     }
 }
 

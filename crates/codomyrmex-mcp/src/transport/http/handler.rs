@@ -159,9 +159,13 @@ async fn read_body(
         return Err(too_large());
     }
     let timeout = app.config.request_timeout;
-    let read = axum::body::to_bytes(body, limit);
-    let read = match timer {
-        Some(timer) => {
+    let mut read = std::pin::pin!(axum::body::to_bytes(body, limit));
+    // A body that is here already (a call's usually comes with its head) is read with no
+    // deadline set and no clock read; one still to come is waited for within the timeout.
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
+    let read = match (first, timer) {
+        (std::task::Poll::Ready(r), _) => Some(r),
+        (std::task::Poll::Pending, Some(timer)) => {
             let deadline = timer.after(timeout);
             tokio::select! {
                 biased;
@@ -169,7 +173,7 @@ async fn read_body(
                 () = deadline => None,
             }
         }
-        None => tokio::time::timeout(timeout, read).await.ok(),
+        (std::task::Poll::Pending, None) => tokio::time::timeout(timeout, read).await.ok(),
     };
     match read {
         None => Err(marked(
