@@ -193,7 +193,7 @@ async fn read_body(
 /// POST: one JSON-RPC message (or, in revisions that allow it, a batch).
 pub(crate) async fn post(State(app): State<AppState>, req: Request<Body>) -> Response<Body> {
     let (parts, body) = req.into_parts();
-    serve_post(&app, &parts.headers, &parts.extensions, body).await
+    serve_post(&app, &parts.headers, parts.extensions, body).await
 }
 
 /// [`post`] on a request's parts, owned: what [`Endpoint`](super::endpoint::Endpoint) boxes
@@ -209,18 +209,24 @@ pub(crate) fn serve_owned(
     body: Body,
 ) -> impl Future<Output = Response<Body>> + Send + 'static {
     // An async block, not an `async fn`: that would keep each argument twice.
-    async move { serve_post(&app, &headers, &extensions, body).await }
+    async move { serve_post(&app, &headers, extensions, body).await }
 }
 
 /// A POST, with the label of what it carried for the metrics.
 async fn serve_post(
     app: &AppState,
     headers: &HeaderMap,
-    extensions: &Extensions,
+    extensions: Extensions,
     body: Body,
 ) -> Response<Body> {
     let mut method = Label::NONE;
-    let mut resp = post_message(app, headers, extensions, body, &mut method).await;
+    let mut resp = post_message(app, headers, &extensions, body, &mut method).await;
+    if resp.extensions().is_empty() {
+        // The request's map, emptied, carries the label: no map is allocated for it.
+        let mut reused = extensions;
+        reused.clear();
+        *resp.extensions_mut() = reused;
+    }
     resp.extensions_mut().insert(Served(method));
     resp
 }
