@@ -8,7 +8,8 @@
 //! timer wheel per request (under its lock), and each registration earlier than the
 //! runtime's next wake-up wakes the thread parked on the I/O driver to re-program its
 //! `epoll_wait` timeout: two cross-thread wake-ups per call at one connection. Here a later
-//! deadline costs a clock read and two uncontended locks; the armed sleep fires at the
+//! deadline costs a clock read and two uncontended locks (the armed sleep, already holding
+//! the waiters' waker, is not polled again); the armed sleep fires at the
 //! earliest deadline that was asked for, and a deadline still in the future when it fires
 //! re-arms it at its own. Every deadline still resolves at its instant, not before, not
 //! later (give or take tokio's millisecond timer resolution, as before).
@@ -34,12 +35,23 @@ pub(crate) struct ConnTimer(Arc<Shared>);
 #[derive(Default)]
 struct Shared {
     /// The armed sleep, at or before the earliest pending deadline; made on first use.
-    armed: Mutex<Option<Pin<Box<tokio::time::Sleep>>>>,
+    armed: Mutex<Option<Armed>>,
     /// Woken when the armed sleep fires.
     waiters: Arc<Waiters>,
     /// How often the armed sleep was (re-)armed: for the tests.
     #[cfg(test)]
     arms: std::sync::atomic::AtomicUsize,
+    /// How often the armed sleep was polled: for the tests.
+    #[cfg(test)]
+    polls: std::sync::atomic::AtomicUsize,
+}
+
+/// The armed sleep, and whether it has been polled with [`Waiters`]' waker since it was last
+/// armed: a sleep keeps the waker it was polled with until it fires, so a deadline later
+/// than the armed one neither re-arms it nor polls it again.
+struct Armed {
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    registered: bool,
 }
 
 /// The tasks waiting on a connection's deadlines, woken all at once.
@@ -84,6 +96,12 @@ impl ConnTimer {
     fn arms(&self) -> usize {
         self.0.arms.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// How often the connection's tokio sleep was polled.
+    #[cfg(test)]
+    fn polls(&self) -> usize {
+        self.0.polls.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// One deadline on a [`ConnTimer`].
@@ -116,29 +134,39 @@ impl Future for Deadline {
             .armed
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let sleep = match &mut *armed {
-            Some(sleep) => {
+        let armed = match &mut *armed {
+            Some(armed) => {
                 // Earlier than the armed one, or the armed one fired for an earlier
                 // deadline: re-armed at this one. A later deadline leaves it be.
-                if sleep.deadline() > at || sleep.is_elapsed() {
-                    sleep.as_mut().reset(at);
+                if armed.sleep.deadline() > at || armed.sleep.is_elapsed() {
+                    armed.sleep.as_mut().reset(at);
+                    armed.registered = false;
                     self.shared.count_arm();
                 }
-                sleep
+                armed
             }
             None => {
                 self.shared.count_arm();
-                armed.insert(Box::pin(tokio::time::sleep_until(at)))
+                armed.insert(Armed {
+                    sleep: Box::pin(tokio::time::sleep_until(at)),
+                    registered: false,
+                })
             }
         };
-        let waker = Waker::from(self.shared.waiters.clone());
-        // Fired already (the clock moved since the check above): the next poll sees it.
-        if sleep
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .is_ready()
-        {
-            cx.waker().wake_by_ref();
+        if !armed.registered {
+            self.shared.count_poll();
+            let waker = Waker::from(self.shared.waiters.clone());
+            // Fired already (the clock moved since the check above): the next poll sees it.
+            if armed
+                .sleep
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_ready()
+            {
+                cx.waker().wake_by_ref();
+            } else {
+                armed.registered = true;
+            }
         }
         Poll::Pending
     }
@@ -152,6 +180,15 @@ impl Shared {
 
     #[cfg(not(test))]
     fn count_arm(&self) {}
+
+    #[cfg(test)]
+    fn count_poll(&self) {
+        self.polls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(not(test))]
+    fn count_poll(&self) {}
 }
 
 impl hyper::rt::Sleep for Deadline {}
@@ -198,6 +235,11 @@ mod tests {
             tokio::time::advance(Duration::from_millis(10)).await;
         }
         assert_eq!(timer.arms(), 1, "re-armed for later deadlines");
+        assert_eq!(
+            timer.polls(),
+            1,
+            "the armed sleep polled again for later deadlines"
+        );
         // The last one, left waiting, resolves at its instant: 500 ms after the start.
         let before = tokio::time::Instant::now();
         timer.after(Duration::from_millis(300)).await;
