@@ -125,7 +125,7 @@ fn accepts(headers: &HeaderMap) -> Accepts {
 fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
     match headers.get(&SESSION_HEADER) {
         None => Ok(None),
-        Some(v) => v.to_str().map(|s| Some(s.trim())).map_err(|_| {
+        Some(v) => v.to_str().map(|s| Some(s.trim_ascii())).map_err(|_| {
             bad(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::INVALID_REQUEST,
