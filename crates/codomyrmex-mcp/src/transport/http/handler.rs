@@ -208,7 +208,6 @@ pub(crate) fn serve_owned(
     extensions: Extensions,
     body: Body,
 ) -> impl Future<Output = Response<Body>> + Send + 'static {
-    // An async block, not an `async fn`: that would keep each argument twice.
     async move { serve_post(&app, &headers, extensions, body).await }
 }
 
