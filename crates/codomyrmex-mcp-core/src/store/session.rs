@@ -198,7 +198,7 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
 ///
 /// A touch (every request of a session) moves nothing in the indexes: a record's place in
 /// them may lag behind its last use, never run ahead of it, and a scan that meets a lagging
-/// place moves it to the record's own before it decides anything (see [`Records`]).
+/// place moves it to the record's own before it decides anything.
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
     records: Mutex<Records>,
