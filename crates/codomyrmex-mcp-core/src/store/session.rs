@@ -320,6 +320,10 @@ impl Records {
     ) -> Option<String> {
         let mut from = (0, 0);
         loop {
+            // Past the bound (a walk that ended on it): nothing more (`range` would panic).
+            if from > upto {
+                return None;
+            }
             let tree = match index {
                 Index::Use => &mut self.by_use,
                 Index::Expiry => &mut self.by_expiry,
