@@ -206,3 +206,24 @@ proptest! {
         }
     }
 }
+
+/// A walk that ends on its bound stops there: the last tick there is, kept by `keep`, is
+/// the bound of an expiry walk (`BTreeMap::range` panics on a start past its end).
+#[test]
+fn a_walk_that_ends_on_its_bound_stops() {
+    let store = MemorySessionStore::new();
+    store.lock().tick = u64::MAX - 1;
+    let now = 1_000;
+    let created = block_on(store.create(
+        SessionRecord::new("a", "2025-11-25", now, 0),
+        4,
+        now,
+        &|_| false,
+    ));
+    assert!(created.is_ok());
+    assert_eq!(block_on(store.expire(now, &|_| true)), Ok(Vec::new()));
+    assert_eq!(
+        block_on(store.expire(now, &|_| false)),
+        Ok(vec!["a".to_owned()])
+    );
+}
