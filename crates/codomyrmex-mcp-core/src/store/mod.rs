@@ -110,7 +110,7 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     /// Drives a future that completes without waiting (the in-memory store's): no runtime.
-    fn block_on<F: Future>(f: F) -> F::Output {
+    pub(super) fn block_on<F: Future>(f: F) -> F::Output {
         let mut f = std::pin::pin!(f);
         let mut cx = Context::from_waker(Waker::noop());
         loop {

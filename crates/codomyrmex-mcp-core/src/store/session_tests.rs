@@ -1,22 +1,10 @@
 //! The in-memory store against the plain rule: every record's last use, expiry and order of
 //! use kept in a list, each decision read by scanning it all.
 
-use std::future::Future;
-use std::task::{Context, Poll, Waker};
-
 use proptest::prelude::*;
 
 use super::{MemorySessionStore, SessionRecord, SessionStore, StoreError};
-
-fn block_on<F: Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
-            return out;
-        }
-    }
-}
+use crate::store::tests::block_on;
 
 /// One record as the plain rule keeps it.
 #[derive(Debug, Clone)]

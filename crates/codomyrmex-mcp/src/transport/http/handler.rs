@@ -341,25 +341,8 @@ fn modern<'a>(
     meta: RequestMeta,
     principal: Option<Principal>,
 ) -> Next<'a> {
-    Next::Respond(
-        match modern_answer(app, headers, delivery, message, meta, principal) {
-            Ok(resp) => resp,
-            Err(work) => return Next::Answer(Era::Modern, work),
-        },
-    )
-}
-
-/// [`modern`]'s response, or the work whose answer is the response (`Err`).
-fn modern_answer(
-    app: &AppState,
-    headers: &HeaderMap,
-    delivery: Delivery,
-    message: IncomingMessage,
-    meta: RequestMeta,
-    principal: Option<Principal>,
-) -> Result<Response<Body>, crate::platform::BoxFuture<'static, Option<OutgoingMessage>>> {
     let IncomingMessage::Request { id, method, params } = &message else {
-        return Ok(accepted());
+        return Next::Respond(accepted());
     };
     let id = id.clone();
     let empty = Map::new();
@@ -374,7 +357,7 @@ fn modern_answer(
             app.engine.registry(),
         )
     {
-        return Ok(json_response(
+        return Next::Respond(json_response(
             StatusCode::BAD_REQUEST,
             &OutgoingMessage::Error {
                 id: Some(id),
@@ -384,8 +367,8 @@ fn modern_answer(
     }
     let respond = match app.engine.respond_as(&message, &meta, delivery, None) {
         Ok(r) => r,
-        Err(Route::Refuse { status, message }) => return Ok(refused(status, &message)),
-        Err(_) => return Ok(accepted()),
+        Err(Route::Refuse { status, message }) => return Next::Respond(refused(status, &message)),
+        Err(_) => return Next::Respond(accepted()),
     };
     let listen = respond == Respond::Listen;
     let session = app.engine.new_stateless_session().with_principal(principal);
@@ -401,7 +384,7 @@ fn modern_answer(
         } else {
             app.drain.watch(id, handled)
         };
-        return Ok(match handled {
+        return Next::Respond(match handled {
             Handled::Nothing => accepted(),
             Handled::Reply(m) => answer(&Route::Modern, &m),
             work => {
@@ -420,11 +403,11 @@ fn modern_answer(
     let sink = NullSink::shared();
     let handled = app.engine.handle_classified(&session, message, meta, &sink);
     match app.drain.watch(id, handled) {
-        Handled::Nothing => Ok(accepted()),
-        Handled::Reply(m) => Ok(answer(&Route::Modern, &m)),
+        Handled::Nothing => Next::Respond(accepted()),
+        Handled::Reply(m) => Next::Respond(answer(&Route::Modern, &m)),
         // Awaited by the POST's future: if the client disconnects, hyper drops it, which
         // cancels the tool.
-        work => Err(crate::runtime::drive(work)),
+        work => Next::Answer(&Route::Modern, crate::runtime::drive(work)),
     }
 }
 
@@ -482,8 +465,7 @@ async fn initialize(
     }
 }
 
-/// A message of a 2025-11-25 session. A plain function returning its future, as the ones
-/// below: an `async fn` keeps each argument twice in its future.
+/// A message of a 2025-11-25 session.
 // Not an `async fn`, which would keep each argument twice in the future.
 #[allow(clippy::manual_async_fn)]
 fn legacy<'a>(
@@ -509,21 +491,14 @@ fn legacy<'a>(
 enum Next<'a> {
     /// The response, at once.
     Respond(Response<Body>),
-    /// The engine's answer in that era, sent as JSON when it is ready.
+    /// The engine's answer, sent as JSON with the status its route gives it when it is ready.
     Answer(
-        Era,
+        &'static Route,
         crate::platform::BoxFuture<'static, Option<OutgoingMessage>>,
     ),
     /// A path that waits on the session store or the other instances first: boxed, since
     /// it is rare and the future of every call would otherwise be as large.
     Later(std::pin::Pin<Box<dyn Future<Output = Response<Body>> + Send + 'a>>),
-}
-
-/// The era an answer's status is given in ([`status_for`]).
-#[derive(Clone, Copy)]
-enum Era {
-    Modern,
-    Legacy,
 }
 
 /// The response `next` comes to.
@@ -533,16 +508,10 @@ fn finish(next: Next<'_>) -> impl Future<Output = Response<Body>> + Send + use<'
     async move {
         match next {
             Next::Respond(resp) => resp,
-            Next::Answer(era, work) => {
-                let route = match era {
-                    Era::Modern => &Route::Modern,
-                    Era::Legacy => &Route::Legacy,
-                };
-                match work.await {
-                    Some(m) => answer(route, &m),
-                    None => accepted(),
-                }
-            }
+            Next::Answer(route, work) => match work.await {
+                Some(m) => answer(route, &m),
+                None => accepted(),
+            },
             Next::Later(future) => future.await,
         }
     }
@@ -571,7 +540,7 @@ fn in_session<'a>(
         // Batches (2025-03-26 and earlier) and invalid messages: answered as JSON.
         other => {
             return Next::Answer(
-                Era::Legacy,
+                &Route::Legacy,
                 app.engine
                     .handle_decoded(&session.session, other, standalone)
                     .into_message(),
@@ -626,7 +595,7 @@ fn json_answer<'a>(
             .handle_classified(&session.session, message, meta, &session.standalone_sink);
     let answer = app.drain.watch(id, handled).into_message();
     if !sets_level {
-        return Next::Answer(Era::Legacy, answer);
+        return Next::Answer(&Route::Legacy, answer);
     }
     Next::Later(Box::pin(async move {
         if let Err(e) = app.sessions.persist(&session).await {
@@ -634,7 +603,7 @@ fn json_answer<'a>(
             tracing::warn!(error = %e, "could not store a session's log level");
             app.metrics.store_error();
         }
-        finish(Next::Answer(Era::Legacy, answer)).await
+        finish(Next::Answer(&Route::Legacy, answer)).await
     }))
 }
 
