@@ -245,19 +245,21 @@ where
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = futures_util::future::Either<S::Future, tower::util::Oneshot<S, R>>;
+    // The rare path boxed: hyper keeps this future in the connection's state and moves each
+    // call's into it, so it is no larger than the stack's own future.
+    type Future = futures_util::future::Either<S::Future, Pin<Box<tower::util::Oneshot<S, R>>>>;
 
     fn call(&self, req: R) -> Self::Future {
         use futures_util::future::Either;
         // Never borrowed past this call, which does not call itself: the borrow succeeds.
         let Ok(mut service) = self.service.try_borrow_mut() else {
-            return Either::Right(tower::util::Oneshot::new(self.spare.clone(), req));
+            return Either::Right(Box::pin(tower::util::Oneshot::new(self.spare.clone(), req)));
         };
         match service.poll_ready(&mut Context::from_waker(std::task::Waker::noop())) {
             Poll::Ready(Ok(())) => Either::Left(service.call(req)),
             // Not ready (or failing): a clone waits for readiness with the task's waker, and
             // reports the failure, as hyper's adapter would.
-            _ => Either::Right(tower::util::Oneshot::new(service.clone(), req)),
+            _ => Either::Right(Box::pin(tower::util::Oneshot::new(service.clone(), req))),
         }
     }
 }

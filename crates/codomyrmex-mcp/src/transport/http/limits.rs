@@ -49,8 +49,10 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = KindProj]
     enum Kind<F> {
-        // The layer refused the request; `None` once returned.
-        Refused { response: Option<Response<Body>> },
+        // The layer refused the request; `None` once returned. Boxed: every layer's future
+        // wraps the next one's, and a refusal held inline would make each of them as large
+        // as a response head, copied on every call that is not refused.
+        Refused { response: Option<Box<Response<Body>>> },
         // The layer passed the request on; its slot, if it holds one, is released when the
         // response is ready.
         Passed { #[pin] future: F, slot: Option<OwnedSemaphorePermit> },
@@ -61,7 +63,7 @@ impl<F> PolicyFuture<F> {
     pub(crate) fn refused(response: Response<Body>) -> Self {
         Self {
             kind: Kind::Refused {
-                response: Some(response),
+                response: Some(Box::new(response)),
             },
         }
     }
@@ -92,14 +94,17 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().kind.project() {
             KindProj::Refused { response } => {
-                Poll::Ready(Ok(response.take().unwrap_or_else(|| {
-                    // Polled again after it finished: a caller's bug, answered, not panicked on.
-                    rpc_error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        None,
-                        ErrorObject::new(ErrorCode::INTERNAL_ERROR, "Internal error"),
-                    )
-                })))
+                Poll::Ready(Ok(response.take().map_or_else(
+                    || {
+                        // Polled again after it finished: a caller's bug, answered, not panicked on.
+                        rpc_error(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            None,
+                            ErrorObject::new(ErrorCode::INTERNAL_ERROR, "Internal error"),
+                        )
+                    },
+                    |r| *r,
+                )))
             }
             KindProj::Passed { future, slot } => {
                 let out = std::task::ready!(future.poll(cx));

@@ -61,6 +61,8 @@ mod replay;
 mod sessions;
 mod sse;
 mod sse_frame;
+#[cfg(test)]
+mod stack_tests;
 mod trace;
 
 use std::convert::Infallible;
@@ -771,7 +773,13 @@ impl HttpServer {
         let cors = if c.cors_origins.is_empty() {
             None
         } else {
-            Some(cors_layer(&c.cors_origins)?)
+            // Its future boxed: CORS's keeps the request's origin and a header map, and
+            // every layer above holds the future of the one below, configured or not.
+            Some(
+                ServiceBuilder::new()
+                    .map_future(Box::pin)
+                    .layer(cors_layer(&c.cors_origins)?),
+            )
         };
         Ok(ServiceBuilder::new()
             // Outermost: it counts the other layers' refusals too.
