@@ -36,7 +36,14 @@ impl Node {
         if self.cancelled.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.event.notify(usize::MAX);
+        // `notify` allocates the event's state when no one ever listened, and most tokens
+        // (one per request) are cancelled unheard. A listener registers, fences, then reads
+        // the flag (`cancelled`); this side sets the flag, fences, then counts listeners: one
+        // of the two sees the other, so no listener is missed.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.event.total_listeners() > 0 {
+            self.event.notify(usize::MAX);
+        }
         let children = std::mem::take(&mut *lock(&self.children));
         for child in children.iter().filter_map(Weak::upgrade) {
             child.cancel();
@@ -75,6 +82,9 @@ impl CancellationToken {
                 return;
             }
             let listener = self.node.event.listen();
+            // Paired with the fence in `Node::cancel`, which notifies only when it sees a
+            // listener: either it sees this one, or this check sees the flag.
+            std::sync::atomic::fence(Ordering::SeqCst);
             if self.is_cancelled() {
                 return;
             }
@@ -345,6 +355,39 @@ mod tests {
         assert!(child.is_cancelled());
         block_on(child.cancelled());
         assert!(parent.child_token().is_cancelled(), "born cancelled");
+    }
+
+    /// A cancellation races a waiter that is registering: the canceller notifies only when
+    /// it sees a listener, so every interleaving must still wake the waiter.
+    #[test]
+    fn a_waiter_registering_as_its_token_is_cancelled_always_wakes() {
+        for round in 0..2_000u32 {
+            let token = CancellationToken::new();
+            let child = token.child_token();
+            let (started, start) = std::sync::mpsc::channel();
+            let (done, woke) = std::sync::mpsc::channel();
+            let waiter = {
+                let token = token.clone();
+                std::thread::spawn(move || {
+                    let _ = started.send(());
+                    block_on(token.cancelled());
+                    block_on(child.cancelled());
+                    let _ = done.send(());
+                })
+            };
+            let _ = start.recv();
+            // From at once to well after the waiter is asleep: both orders, and the race.
+            let until = std::time::Instant::now()
+                + std::time::Duration::from_micros(u64::from(round % 64) * 2);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            token.cancel();
+            // A missed wake-up leaves the waiter asleep for good: a minute is a hang.
+            let woke = woke.recv_timeout(std::time::Duration::from_secs(60));
+            assert!(woke.is_ok(), "a waiter missed its cancellation");
+            let _ = waiter.join();
+        }
     }
 
     #[test]
