@@ -137,9 +137,21 @@ fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
 
 /// The body, within `max_body_bytes` and `request_timeout`. The deadline is on the
 /// connection's timer when the server loop gave one ([`ConnTimer`]), else a tokio sleep.
+/// A request's body as the handler reads it: hyper's own, as the endpoint passes it on (no
+/// box per request), or axum's, through the router.
+pub(crate) trait RequestBody:
+    http_body::Body<Data = axum::body::Bytes, Error: Into<axum::BoxError>> + Send + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: http_body::Body<Data = axum::body::Bytes, Error: Into<axum::BoxError>> + Send + 'static
+{
+}
+
 async fn read_body(
     app: &AppState,
-    body: Body,
+    body: impl RequestBody,
     timer: Option<&ConnTimer>,
 ) -> Result<axum::body::Bytes, Response<Body>> {
     let limit = app.config.max_body_bytes;
@@ -159,7 +171,13 @@ async fn read_body(
         return Err(too_large());
     }
     let timeout = app.config.request_timeout;
-    let mut read = std::pin::pin!(axum::body::to_bytes(body, limit));
+    let mut read = std::pin::pin!(async move {
+        use http_body_util::BodyExt as _;
+        http_body_util::Limited::new(body, limit)
+            .collect()
+            .await
+            .map(http_body_util::Collected::to_bytes)
+    });
     // A body that is here already (a call's usually comes with its head) is read with no
     // deadline set and no clock read; one still to come is waited for within the timeout.
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
@@ -206,7 +224,7 @@ pub(crate) fn serve_owned(
     app: Arc<AppState>,
     headers: HeaderMap,
     extensions: Extensions,
-    body: Body,
+    body: impl RequestBody,
 ) -> impl Future<Output = Response<Body>> + Send + 'static {
     async move { serve_post(&app, &headers, extensions, body).await }
 }
@@ -216,7 +234,7 @@ async fn serve_post(
     app: &AppState,
     headers: &HeaderMap,
     extensions: Extensions,
-    body: Body,
+    body: impl RequestBody,
 ) -> Response<Body> {
     let mut method = Label::NONE;
     let mut resp = post_message(app, headers, &extensions, body, &mut method).await;
@@ -247,7 +265,7 @@ async fn post_message(
     app: &AppState,
     headers: &HeaderMap,
     extensions: &Extensions,
-    body: Body,
+    body: impl RequestBody,
     label: &mut Label,
 ) -> Response<Body> {
     let accepts = accepts(headers);
