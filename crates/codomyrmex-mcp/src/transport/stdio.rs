@@ -282,12 +282,7 @@ where
                         let tx = tx.clone();
                         // Counted until its answer is queued (or it is cancelled).
                         let in_flight = spin.as_ref().map(|s| s.call());
-                        tasks.spawn(async move {
-                            if let Some(m) = fut.await {
-                                let _ = tx.send(m).await;
-                            }
-                            drop(in_flight);
-                        });
+                        tasks.spawn(call_task(fut, tx, in_flight));
                     }
                 }
             }
@@ -315,6 +310,43 @@ where
         writer_task.abort();
     }
     outcome
+}
+
+/// A call's task: its answer, once ready, queued for the writer; the call counted in flight
+/// until then.
+// Not an `async fn`, which would keep each argument twice in the task.
+#[allow(clippy::manual_async_fn)]
+fn call_task(
+    answer: crate::platform::BoxFuture<'static, Option<OutgoingMessage>>,
+    tx: mpsc::Sender<OutgoingMessage>,
+    in_flight: Option<spin::InFlight>,
+) -> impl Future<Output = ()> + Send + 'static {
+    async move {
+        // In statements of their own: the answer is not kept while the rare wait is awaited.
+        let wait = match answer.await {
+            Some(m) => queue_answer(&tx, m),
+            None => None,
+        };
+        if let Some(wait) = wait {
+            let _ = wait.await;
+        }
+        drop(in_flight);
+    }
+}
+
+/// Queues a call's answer for the writer, or, when the channel is full, the boxed wait for
+/// room. Almost always there is room at once: the channel's send future (328 bytes) is made
+/// only for the rare wait, so that a call's task, which tokio copies from stage to stage,
+/// stays small (its size is held by a test).
+fn queue_answer(
+    tx: &mpsc::Sender<OutgoingMessage>,
+    m: OutgoingMessage,
+) -> Option<Pin<Box<impl Future<Output = Result<(), mpsc::error::SendError<OutgoingMessage>>> + '_>>>
+{
+    match tx.try_send(m) {
+        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => None,
+        Err(mpsc::error::TrySendError::Full(m)) => Some(Box::pin(tx.send(m))),
+    }
 }
 
 /// Resolves when the writer has gone away (every receiver dropped).
@@ -590,6 +622,23 @@ fn trim(bytes: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(start, |i| i + 1);
     &bytes[start..end]
+}
+
+#[cfg(test)]
+mod call_task_tests {
+    /// The size of what `f` returns, without calling it.
+    fn output_size<A, B, C, F>(_: impl FnOnce(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// tokio copies a task's future into its cell when it is spawned and moves it from
+    /// stage to stage (running, finished, read): at 64 calls in flight over stdio every call
+    /// is such a task. It was 464 bytes while it awaited the channel's send in place.
+    #[test]
+    fn a_calls_task_is_small() {
+        let size = output_size(super::call_task);
+        assert!(size <= 64, "a call's task is {size} bytes");
+    }
 }
 
 #[cfg(test)]
