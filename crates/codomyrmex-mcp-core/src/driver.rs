@@ -217,7 +217,7 @@ pub(crate) async fn policied<T: Send + 'static>(
     admission: Admission,
     work: impl Future<Output = T> + Send + 'static,
 ) -> Result<T, Option<Failure>> {
-    let work: Work = Box::pin(async move { Box::new(work.await) as ErasedOutput });
+    let work = crate::invocation::erase(work);
     let outcome = Policied {
         deadline,
         cancel,

@@ -67,6 +67,14 @@ pub type ErasedOutput = Box<dyn Any + Send>;
 /// The handler's own future, with no policy applied.
 pub type Work = std::pin::Pin<Box<dyn Future<Output = ErasedOutput> + Send + 'static>>;
 
+/// `work` as the driver runs it: its output boxed ([`ErasedOutput`]). A combinator rather
+/// than an `async` block, which would keep `work` twice (as captured and as awaited), and
+/// every call's work is allocated and copied whole.
+pub(crate) fn erase<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> Work {
+    use futures_util::FutureExt as _;
+    Box::pin(work.map(|output| Box::new(output) as ErasedOutput))
+}
+
 /// How a driver's run of an invocation ended.
 #[derive(Debug)]
 pub enum Outcome {
@@ -302,7 +310,7 @@ impl Wait {
         host: Arc<dyn JobHost>,
     ) -> Self {
         Self {
-            work: Box::pin(async move { Box::new(work.await) as ErasedOutput }),
+            work: erase(work),
             deadline,
             job,
             host,
@@ -385,7 +393,7 @@ impl Invocation {
         T: Send + 'static,
         F: Future<Output = T> + Send + 'static,
     {
-        let work: Work = Box::pin(async move { Box::new(work.await) as ErasedOutput });
+        let work = erase(work);
         Self {
             kind,
             name: name.into(),
@@ -481,5 +489,23 @@ impl std::fmt::Debug for Invocation {
             .field("blocking", &self.blocking)
             .field("detach", &self.detach)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every call's work is boxed by `erase` and copied whole into its allocation: it keeps
+    /// the work once. An `async` block awaiting it kept it twice, as captured and as awaited.
+    #[test]
+    fn erased_work_keeps_the_work_once() {
+        let payload = [7u8; 256];
+        let work = async move { payload.iter().map(|&b| u32::from(b)).sum::<u32>() };
+        let alone = std::mem::size_of_val(&work);
+        let erased = super::erase(work);
+        let size = std::mem::size_of_val(&*erased);
+        assert!(
+            size < alone + 64,
+            "{alone} bytes of work take {size} erased"
+        );
     }
 }
