@@ -328,6 +328,7 @@ fn call_task(
             None => None,
         };
         if let Some(wait) = wait {
+            // Closed while waiting: the answer has no one to go to.
             let _ = wait.await;
         }
         drop(in_flight);
@@ -338,6 +339,8 @@ fn call_task(
 /// room. Almost always there is room at once: the channel's send future (328 bytes) is made
 /// only for the rare wait, so that a call's task, which tokio copies from stage to stage,
 /// stays small (its size is held by a test).
+// The wait's own type, boxed thin: a `dyn` box would make the call's task a word larger.
+#[allow(clippy::type_complexity)]
 fn queue_answer(
     tx: &mpsc::Sender<OutgoingMessage>,
     m: OutgoingMessage,
