@@ -135,8 +135,6 @@ fn session_id(headers: &HeaderMap) -> Result<Option<&str>, Response<Body>> {
     }
 }
 
-/// The body, within `max_body_bytes` and `request_timeout`. The deadline is on the
-/// connection's timer when the server loop gave one ([`ConnTimer`]), else a tokio sleep.
 /// A request's body as the handler reads it: hyper's own, as the endpoint passes it on (no
 /// box per request), or axum's, through the router.
 pub(crate) trait RequestBody:
@@ -149,6 +147,8 @@ impl<B> RequestBody for B where
 {
 }
 
+/// The body, within `max_body_bytes` and `request_timeout`. The deadline is on the
+/// connection's timer when the server loop gave one ([`ConnTimer`]), else a tokio sleep.
 async fn read_body(
     app: &AppState,
     body: impl RequestBody,
