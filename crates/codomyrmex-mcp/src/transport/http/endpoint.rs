@@ -70,11 +70,7 @@ where
     }
 }
 
-impl<B> Service<Request<B>> for Endpoint
-where
-    B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
+impl<B: super::handler::RequestBody> Service<Request<B>> for Endpoint {
     type Response = Response<Body>;
     type Error = Infallible;
     type Future = EndpointFuture<<Router as Service<Request<B>>>::Future>;

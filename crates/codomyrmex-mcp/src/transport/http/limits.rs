@@ -39,7 +39,8 @@ pin_project_lite::pin_project! {
     /// The response future of the policy layers ([`HeaderLimit`], [`ClientRateLimit`],
     /// [`InFlightLimit`], [`OriginService`](super::OriginService),
     /// [`AuthService`](super::AuthService)): a refusal that is ready at once, or the inner
-    /// service's response. Nothing is boxed.
+    /// service's response. The inner future is not boxed; a refusal is, so that it does not
+    /// make every layer's future as large as a response head.
     pub struct PolicyFuture<F> {
         #[pin]
         kind: Kind<F>,
