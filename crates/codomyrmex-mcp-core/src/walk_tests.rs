@@ -1,4 +1,4 @@
-//! ARCHITECTURE.md's walk of one `tools/call` cites source lines (`stdio.rs:238`): each
+//! ARCHITECTURE.md's walk of one `tools/call` cites source lines (`stdio.rs:243`): each
 //! citation is listed here with the file it means and a text its first line holds, so that
 //! a change that moves the code fails until the walk is brought up to date, and a citation
 //! added to the walk without a line here fails too.
@@ -12,20 +12,20 @@ const DRIVER: &str = "codomyrmex-mcp-core/src/driver.rs";
 /// (citation as the walk writes it, file under `crates/`, text on the cited first line).
 const CITED: &[(&str, &str, &str)] = &[
     (
-        "codomyrmex-mcp/src/transport/stdio.rs:147",
+        "codomyrmex-mcp/src/transport/stdio.rs:155",
         CS,
         "tokio::spawn(serve_connection(",
     ),
-    ("stdio.rs:185", CS, "tokio::spawn(write_loop("),
-    ("stdio.rs:238", CS, "read_line("),
+    ("stdio.rs:189", CS, "tokio::spawn(write_loop("),
+    ("stdio.rs:243", CS, "read_line("),
     (
-        "stdio.rs:494",
+        "stdio.rs:531",
         CS,
         "fn open() -> Option<(pipe::Receiver, pipe::Sender)>",
     ),
-    ("stdio.rs:416-417", CS, "mpsc::channel("),
-    ("stdio.rs:390", CS, "tokio::io::stdout()"),
-    ("stdio.rs:267", CS, "engine.handle_decoded("),
+    ("stdio.rs:453-454", CS, "mpsc::channel("),
+    ("stdio.rs:427", CS, "tokio::io::stdout()"),
+    ("stdio.rs:272", CS, "engine.handle_decoded("),
     (
         "engine/tools.rs:17",
         "codomyrmex-mcp-core/src/engine/tools.rs",
@@ -36,7 +36,8 @@ const CITED: &[(&str, &str, &str)] = &[
         "codomyrmex-mcp-core/src/engine/tools.rs",
         "Handled::Invoke(",
     ),
-    ("stdio.rs:281", CS, "crate::runtime::drive("),
+    ("stdio.rs:286", CS, "crate::runtime::drive("),
+    ("stdio.rs:303", CS, "fut.as_mut().poll(&mut cx)"),
     (
         "codomyrmex-mcp/src/runtime/driver.rs:61",
         "codomyrmex-mcp/src/runtime/driver.rs",
@@ -47,7 +48,7 @@ const CITED: &[(&str, &str, &str)] = &[
         "codomyrmex-mcp-core/src/engine/drive.rs",
         "Handled::Invoke(invocation) => Box::pin(driver::run(",
     ),
-    ("stdio.rs:285", CS, "tasks.spawn("),
+    ("stdio.rs:320", CS, "tasks.spawn("),
     (
         "codomyrmex-mcp-core/src/driver.rs:113",
         DRIVER,
@@ -62,10 +63,10 @@ const CITED: &[(&str, &str, &str)] = &[
         "codomyrmex-mcp-core/src/engine/jobs.rs",
         "pub fn complete(",
     ),
-    ("stdio.rs:349", CS, "tx.try_send(m)"),
-    ("stdio.rs:516", CS, "rx.recv()"),
-    ("stdio.rs:518", CS, "write_to("),
-    ("stdio.rs:530", CS, "writer.write_all("),
+    ("stdio.rs:386", CS, "tx.try_send(m)"),
+    ("stdio.rs:553", CS, "rx.recv()"),
+    ("stdio.rs:555", CS, "write_to("),
+    ("stdio.rs:567", CS, "writer.write_all("),
     (
         "codomyrmex-mcp/src/transport/http/mod.rs:881",
         "codomyrmex-mcp/src/transport/http/mod.rs",

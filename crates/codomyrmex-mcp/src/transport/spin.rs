@@ -254,6 +254,16 @@ impl Spin {
         started(before)
     }
 
+    /// Counts the busy spell as one in which calls overlapped, as two calls in flight at once
+    /// would: for a call the client sent before it had the answer to another, where the
+    /// transport handles each at once and so never has two in flight (the stdio read loop,
+    /// `stdio_inline.rs`).
+    pub(crate) fn overlapped(&self) {
+        if self.peak.load(Ordering::Relaxed) < 2 {
+            self.peak.fetch_max(2, Ordering::AcqRel);
+        }
+    }
+
     /// Ends what [`Self::enter`] with the same `call` counted.
     pub(crate) fn leave(&self, call: bool) {
         if call {

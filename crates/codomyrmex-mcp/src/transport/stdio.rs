@@ -3,7 +3,10 @@
 //!
 //! - One message per line; stdout carries only protocol messages.
 //! - A line longer than the configured maximum is discarded and answered with `-32600`.
-//! - Requests run concurrently; responses may come out of order.
+//! - The read loop polls each call once, in place: one that finishes there (a synchronous
+//!   tool) is answered without a task; one that waits runs on a task of its own, concurrently
+//!   with the rest, and so does every call for a while after one held the loop too long
+//!   (`stdio_inline.rs`). Responses may come out of order.
 //! - On EOF, in-flight calls get the configured grace period, then are cancelled. A shutdown
 //!   future ([`serve_until`], [`serve_stdio_until`]; a signal, say) ends the input the same way.
 //! - If the output closes, the loop stops reading and cancels everything.
@@ -21,6 +24,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
 use futures_util::FutureExt as _;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -52,6 +56,10 @@ mod spin {
     /// Never constructed here.
     pub(super) enum InFlight {}
 }
+
+#[path = "stdio_inline.rs"]
+mod inline;
+use inline::InlineGate;
 
 #[cfg(target_os = "linux")]
 #[path = "stdio_pipe_size.rs"]
@@ -138,18 +146,14 @@ async fn serve_with<R, W>(
     reader: R,
     writer: W,
     shutdown: Shutdown,
-    spin: Option<spin::InputSpin>,
+    spin: Option<Arc<spin::InputSpin>>,
 ) -> Result<(), StdioError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let mut task = AbortOnDrop(tokio::spawn(serve_connection(
-        engine,
-        reader,
-        writer,
-        shutdown,
-        spin.map(Arc::new),
+        engine, reader, writer, shutdown, spin,
     )));
     match (&mut task.0).await {
         Ok(outcome) => outcome,
@@ -219,6 +223,7 @@ where
     // Counted as work in flight while input is buffered here, unread by the pipe's poll: the
     // writer must not spin on this thread while the read loop has lines to handle.
     let mut reading: Option<spin::InFlight> = None;
+    let mut inline = InlineGate::default();
     let outcome = loop {
         if writer_gone.is_finished() {
             break Ok(());
@@ -278,11 +283,43 @@ where
                         }
                     }
                     fut => {
-                        let fut = crate::runtime::drive(fut);
-                        let tx = tx.clone();
-                        // Counted until its answer is queued (or it is cancelled).
-                        let in_flight = spin.as_ref().map(|s| s.call());
-                        tasks.spawn(call_task(fut, tx, in_flight));
+                        let mut fut = crate::runtime::drive(fut);
+                        // Counted until its answer is queued (or it is cancelled). A line
+                        // that came with others (buffered behind one, or with bytes behind
+                        // it) is a call sent before an earlier answer: the calls overlap,
+                        // though the first poll here may answer each before the next.
+                        let in_flight = spin.as_ref().map(|s| {
+                            if reading.is_some() || !reader.buffer().is_empty() {
+                                s.overlapped();
+                            }
+                            s.call()
+                        });
+                        // Polled here first (`stdio_inline.rs`): a call that finishes at
+                        // once needs no task. With no waker: a call that waits is polled
+                        // again on its task, with the task's.
+                        let first = match inline.start() {
+                            Some(started) => {
+                                let mut cx = Context::from_waker(Waker::noop());
+                                let first = fut.as_mut().poll(&mut cx);
+                                inline.polled(started);
+                                first
+                            }
+                            None => Poll::Pending,
+                        };
+                        match first {
+                            Poll::Ready(answer) => {
+                                let wait = answer.and_then(|m| queue_answer(&tx, m));
+                                if let Some(wait) = wait
+                                    && wait.await.is_err()
+                                {
+                                    break Ok(());
+                                }
+                                drop(in_flight);
+                            }
+                            Poll::Pending => {
+                                tasks.spawn(call_task(fut, tx.clone(), in_flight));
+                            }
+                        }
                     }
                 }
             }
@@ -383,7 +420,7 @@ pub async fn serve_stdio_until(
     if let Some((reader, writer)) = pipes::open() {
         let configured = engine.config().stdio_spin;
         let spin = spin::from_env(std::env::var(SPIN_ENV).ok().as_deref()).unwrap_or(configured);
-        let spin = spin::InputSpin::new(&reader, spin);
+        let spin = spin::InputSpin::new(&reader, spin).map(Arc::new);
         return serve_with(engine, reader, writer, shutdown, spin).await;
     }
     let stdin = thread_stdin::open();
@@ -702,3 +739,7 @@ fn echo_registry() -> Arc<crate::McpToolRegistry> {
 #[cfg(test)]
 #[path = "stdio_read_tests.rs"]
 mod read_tests;
+
+#[cfg(test)]
+#[path = "stdio_inline_tests.rs"]
+mod inline_tests;

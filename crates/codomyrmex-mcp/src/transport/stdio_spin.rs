@@ -57,6 +57,13 @@ impl InputSpin {
         self.counted(true)
     }
 
+    /// Counts a call the client sent before it had the answer to another (a pipelining
+    /// client): the busy spell is then one in which calls overlapped, though the read loop
+    /// answers such calls one by one.
+    pub(super) fn overlapped(&self) {
+        self.spin.overlapped();
+    }
+
     fn counted(&self, call: bool) -> InFlight {
         self.spin.enter(call);
         InFlight {

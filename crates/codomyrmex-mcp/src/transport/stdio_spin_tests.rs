@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -95,12 +96,18 @@ struct Served {
 }
 
 fn serve(spin: Duration) -> Served {
+    serve_watched(spin).0
+}
+
+/// [`serve`], and the spin, to see what it did.
+fn serve_watched(spin: Duration) -> (Served, Option<Arc<InputSpin>>) {
     let registry = super::super::echo_registry();
     let config = McpServerConfig::default().with_rate_limit(None);
     let engine = Engine::new(config, registry);
     let (to_server, input) = pipe::pipe().unwrap();
     let (output, from_server) = tokio::io::duplex(256 * 1024);
-    let spin = InputSpin::new(&input, spin);
+    let spin = InputSpin::new(&input, spin).map(Arc::new);
+    let watched = spin.clone();
     let done = tokio::spawn(super::super::serve_with(
         engine,
         input,
@@ -108,11 +115,12 @@ fn serve(spin: Duration) -> Served {
         Box::pin(std::future::pending()),
         spin,
     ));
-    Served {
+    let served = Served {
         to_server,
         from_server: BufReader::new(from_server),
         done,
-    }
+    };
+    (served, watched)
 }
 
 fn call(id: u64, text: &str) -> Vec<u8> {
@@ -261,4 +269,35 @@ async fn sixty_four_calls_in_flight_are_all_answered() {
         assert_eq!(seen.len(), 64);
         end(s).await;
     }
+}
+
+/// A pipelining client's calls are answered one by one in the read loop (each finishes at its
+/// first poll), never two in flight; they still overlap, so the writer does not spin after the
+/// burst: a spin would hold a core that the client needs to send the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_spin_after_a_burst_of_calls_answered_in_the_read_loop() {
+    let (mut s, spin) = serve_watched(McpServerConfig::MAX_STDIO_SPIN);
+    let spin = spin.expect("a spin");
+    let mut lines = Vec::new();
+    for id in 0..64 {
+        lines.extend_from_slice(&call(id, &format!("c{id}")));
+    }
+    s.to_server.write_all(&lines).await.unwrap();
+    for _ in 0..64 {
+        answer(&mut s.from_server).await;
+    }
+    // Longer than any spin: one that started has ended by now (the scenario, not a wait for a
+    // condition).
+    tokio::time::sleep(McpServerConfig::MAX_STDIO_SPIN * 3).await;
+    let seen = &spin.spin.seen;
+    assert_eq!(
+        seen.count(Spun::Expired),
+        0,
+        "the writer spun after the burst"
+    );
+    assert!(
+        seen.count(Spun::Overlapped) >= 1,
+        "the burst was not seen to overlap"
+    );
+    end(s).await;
 }
