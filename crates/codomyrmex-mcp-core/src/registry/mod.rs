@@ -173,9 +173,10 @@ pub struct ToolSettings {
     /// worker it runs on, and with it the I/O that worker drives: `ping` and other calls
     /// may wait for it. Over stdio a call's first poll runs in the connection's read loop,
     /// so such a call holds up the lines behind it (the connection then runs its next calls
-    /// on tasks of their own for a while). A blocking call cannot be interrupted: on cancellation or timeout
-    /// the client gets its answer at once, while the handler runs on to its end (it can watch
-    /// [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled) to stop early).
+    /// on tasks of their own for a while). A blocking call cannot be interrupted: on
+    /// cancellation or timeout the client gets its answer at once, while the handler runs on
+    /// to its end (it can watch [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled)
+    /// to stop early).
     pub blocking: bool,
 }
 
