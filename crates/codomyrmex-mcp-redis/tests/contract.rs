@@ -44,6 +44,19 @@ async fn the_redis_bus_keeps_the_contract() {
         .expect("every routed message arrives");
 }
 
+/// The harness's own guard (`redis_support`): a server started on a port that another
+/// test's server holds is not taken for this one's.
+#[test]
+fn a_port_another_server_holds_is_not_taken_for_a_fresh_one() {
+    let first = start_redis();
+    let port = first.port;
+    let second = std::panic::catch_unwind(|| start_redis_on(port));
+    assert!(
+        second.is_err(),
+        "another test's server was taken for a fresh one"
+    );
+}
+
 #[tokio::test]
 async fn a_claim_expires() {
     let redis = start_redis();
@@ -59,12 +72,17 @@ async fn a_claim_expires() {
         Ok(true)
     );
     let deadline = Instant::now() + Duration::from_secs(30);
-    while b
-        .route("s", "k", BusMessage::Client(b"{}".to_vec()), 0)
-        .await
-        != Ok(false)
-    {
-        assert!(Instant::now() < deadline, "the claim never expired");
+    loop {
+        let routed = b
+            .route("s", "k", BusMessage::Client(b"{}".to_vec()), 0)
+            .await;
+        if routed == Ok(false) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the claim never expired: the last route gave {routed:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     b.claim("s", "k", 0, 60_000)

@@ -27,8 +27,33 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A `redis-server` on `port`. Panics when it cannot listen there (the port is taken).
 pub fn start_redis_on(port: u16) -> Redis {
-    let child = Command::new("redis-server")
+    try_start_redis_on(port)
+        .unwrap_or_else(|| panic!("redis-server could not listen on port {port}: it is taken"))
+}
+
+/// A `redis-server` on a free port.
+///
+/// A free port is free only until someone binds it: another test may start its own server
+/// on the same one between [`free_port`] and this server's bind. The server that loses
+/// exits, and a test that then checked only that the port answers would use the other
+/// test's server, and lose it when that test ends. So the server is taken to listen only
+/// when the process answering on the port is this one; when it exited instead, another
+/// port is tried.
+pub fn start_redis() -> Redis {
+    for _ in 0..20 {
+        if let Some(redis) = try_start_redis_on(free_port()) {
+            return redis;
+        }
+    }
+    panic!("redis-server found no free port in 20 tries")
+}
+
+/// A `redis-server` on `port`, once it is the process answering there; `None` when it exited
+/// first (the port was taken).
+fn try_start_redis_on(port: u16) -> Option<Redis> {
+    let mut child = Command::new("redis-server")
         .args([
             "--port",
             &port.to_string(),
@@ -46,15 +71,49 @@ pub fn start_redis_on(port: u16) -> Redis {
             panic!("cannot start redis-server ({e}): apt-get install -y redis-server")
         });
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not listen");
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return None;
+        }
+        if answering_pid(port) == Some(child.id()) {
+            return Some(Redis { child, port });
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("redis-server did not listen on port {port}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Redis { child, port }
 }
 
-pub fn start_redis() -> Redis {
-    start_redis_on(free_port())
+/// The process id of the Redis answering on `port` (`INFO server`'s `process_id`), or
+/// `None` when nothing answers there (yet).
+fn answering_pid(port: u16) -> Option<u32> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        .ok()?;
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while reply.len() < 64 * 1024 {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        reply.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&reply);
+        if let Some(at) = text.find("process_id:") {
+            let rest = &text[at + "process_id:".len()..];
+            // Only a whole line: its digits may not all have arrived yet.
+            if let Some(end) = rest.find("\r\n") {
+                return rest[..end].trim().parse().ok();
+            }
+        }
+    }
+    None
 }
 
 pub async fn connect(redis: &Redis, prefix: &str) -> RedisConnection {
