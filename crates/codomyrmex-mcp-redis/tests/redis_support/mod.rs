@@ -90,30 +90,16 @@ fn try_start_redis_on(port: u16) -> Option<Redis> {
 /// The process id of the Redis answering on `port` (`INFO server`'s `process_id`), or
 /// `None` when nothing answers there (yet).
 fn answering_pid(port: u16) -> Option<u32> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    stream
-        .write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
+    let mut conn = client
+        .get_connection_with_timeout(Duration::from_secs(2))
         .ok()?;
-    let mut reply = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while reply.len() < 64 * 1024 {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        reply.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&reply);
-        if let Some(at) = text.find("process_id:") {
-            let rest = &text[at + "process_id:".len()..];
-            // Only a whole line: its digits may not all have arrived yet.
-            if let Some(end) = rest.find("\r\n") {
-                return rest[..end].trim().parse().ok();
-            }
-        }
-    }
-    None
+    let info: String = redis::cmd("INFO").arg("server").query(&mut conn).ok()?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("process_id:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 pub async fn connect(redis: &Redis, prefix: &str) -> RedisConnection {
