@@ -50,6 +50,7 @@ mod cors;
 mod drain;
 mod endpoint;
 mod forwarded;
+mod graceful;
 mod guard;
 mod handler;
 pub(crate) mod headers;
@@ -836,7 +837,7 @@ impl HttpServer {
         let connections = Arc::new(tokio::sync::Semaphore::new(
             self.config.max_connections.max(1),
         ));
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let graceful = graceful::Graceful::default();
         let mut builder = hyper::server::conn::http1::Builder::new();
         // The header-limit layer answers oversized heads with a JSON-RPC body; the parser's
         // hard cap, twice that, answers a bare 431 and closes the connection.
