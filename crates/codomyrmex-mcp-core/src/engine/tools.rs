@@ -14,6 +14,38 @@ use crate::registry::{RegisteredTool, ToolOutput};
 use crate::wire::{ErrorObject, RequestId};
 
 impl Engine {
+    /// The registered name a call of unregistered `name` goes to: the resolver's one
+    /// candidate the caller may use, or `name` itself (then unknown); an error when several
+    /// remain.
+    fn resolved(&self, session: &Arc<Session>, name: String) -> Result<String, ErrorObject> {
+        Ok(match self.shared.registry.resolve(&name) {
+            crate::registry::resolve::Resolution::Tool(resolved) => resolved,
+            crate::registry::resolve::Resolution::Ambiguous(candidates) => {
+                let candidates: Vec<String> = candidates
+                    .into_iter()
+                    .filter(|c| {
+                        self.shared
+                            .access
+                            .permits(session, crate::authz::Kind::Tool, c)
+                    })
+                    .collect();
+                match candidates.as_slice() {
+                    [] => name,
+                    [one] => one.clone(),
+                    _ => {
+                        let shown: String = name.chars().take(128).collect();
+                        return Err(ErrorObject::invalid_params(format!(
+                            "Ambiguous tool: {shown} is served by {}; call one of them",
+                            candidates.join(", ")
+                        ))
+                        .with_data(serde_json::json!({"candidates": candidates})));
+                    }
+                }
+            }
+            crate::registry::resolve::Resolution::Unknown => name,
+        })
+    }
+
     pub(super) fn call_tool(
         &self,
         session: &Arc<Session>,
@@ -42,36 +74,19 @@ impl Engine {
         // A name no tool is registered under may stand for one (the registry's resolver);
         // from here on the call is a call of that tool, under its registered name, which
         // the authorization policy judges as if it had been called so.
-        let name = match self.shared.registry.resolve(&name) {
-            crate::registry::resolve::Resolution::Tool(resolved) => resolved,
-            crate::registry::resolve::Resolution::Ambiguous(candidates) => {
-                let candidates: Vec<String> = candidates
-                    .into_iter()
-                    .filter(|c| {
-                        self.shared
-                            .access
-                            .permits(session, crate::authz::Kind::Tool, c)
-                    })
-                    .collect();
-                match candidates.as_slice() {
-                    [] => name,
-                    [one] => one.clone(),
-                    _ => {
-                        let shown: String = name.chars().take(128).collect();
-                        return error(
-                            &id,
-                            ErrorObject::invalid_params(format!(
-                                "Ambiguous tool: {shown} is served by {}; call one of them",
-                                candidates.join(", ")
-                            ))
-                            .with_data(serde_json::json!({"candidates": candidates})),
-                        );
-                    }
-                }
+        // A registered name is its own resolution: one lookup, no resolver.
+        let (name, tool) = match self.shared.registry.lookup(&name) {
+            Some(tool) => (name, Some(tool)),
+            None => {
+                let name = match self.resolved(session, name) {
+                    Ok(name) => name,
+                    Err(e) => return error(&id, e),
+                };
+                let tool = self.shared.registry.lookup(&name);
+                (name, tool)
             }
-            crate::registry::resolve::Resolution::Unknown => name,
         };
-        let Some(tool) = self.shared.registry.lookup(&name).filter(|_| {
+        let Some(tool) = tool.filter(|_| {
             self.shared
                 .access
                 .permits(session, crate::authz::Kind::Tool, &name)
