@@ -85,12 +85,19 @@ impl MessageSink for NullSink {
 }
 
 impl NullSink {
-    /// One shared null sink, so that a request without a stream need not allocate one: the
+    /// A shared null sink, so that a request without a stream need not allocate one: the
     /// sink a transport passes with a request whose answer is all it sends.
+    ///
+    /// One per thread: its reference count is written by every request that takes it, and
+    /// one count for the whole process would move between the threads' caches on each.
     pub fn shared() -> Arc<dyn MessageSink> {
-        static SHARED: std::sync::LazyLock<Arc<dyn MessageSink>> =
-            std::sync::LazyLock::new(|| Arc::new(NullSink));
-        SHARED.clone()
+        thread_local! {
+            static SHARED: Arc<dyn MessageSink> = Arc::new(NullSink);
+        }
+        // A thread whose own is gone (it is exiting) gets one of its own.
+        SHARED
+            .try_with(Arc::clone)
+            .unwrap_or_else(|_| Arc::new(NullSink))
     }
 }
 
@@ -558,6 +565,16 @@ impl Drop for ClientCall {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    // A second thread, to see its sink: the core's own code never spawns one.
+    #[allow(clippy::disallowed_methods)]
+    fn each_thread_shares_a_null_sink_of_its_own() {
+        let here = NullSink::shared();
+        assert!(Arc::ptr_eq(&here, &NullSink::shared()));
+        let there = std::thread::spawn(NullSink::shared).join().unwrap();
+        assert!(!Arc::ptr_eq(&here, &there));
+    }
 
     fn progress(token: &str, n: u64) -> OutgoingMessage {
         OutgoingMessage::Notification {
