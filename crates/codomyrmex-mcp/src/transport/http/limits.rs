@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -21,7 +22,6 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service};
 
 use crate::RateLimit;
@@ -56,7 +56,7 @@ pin_project_lite::pin_project! {
         Refused { response: Option<Box<Response<Body>>> },
         // The layer passed the request on; its slot, if it holds one, is released when the
         // response is ready.
-        Passed { #[pin] future: F, slot: Option<OwnedSemaphorePermit> },
+        Passed { #[pin] future: F, slot: Option<Slot> },
     }
 }
 
@@ -73,7 +73,7 @@ impl<F> PolicyFuture<F> {
         Self::holding(future, None)
     }
 
-    fn holding(future: F, slot: Option<OwnedSemaphorePermit>) -> Self {
+    fn holding(future: F, slot: Option<Slot>) -> Self {
         Self {
             kind: Kind::Passed { future, slot },
         }
@@ -390,15 +390,49 @@ pub(crate) fn too_many_requests(after: Duration) -> Response<Body> {
 /// long-lived SSE streams do not hold a slot.
 #[derive(Debug, Clone)]
 pub struct InFlightLimitLayer {
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
 }
 
 impl InFlightLimitLayer {
     /// A limit of `max` requests (at least one).
     pub fn new(max: usize) -> Self {
         Self {
-            slots: Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS))),
+            slots: Arc::new(Slots {
+                max: max.max(1),
+                taken: AtomicUsize::new(0),
+            }),
         }
+    }
+}
+
+/// The places for requests in flight: a count against a maximum, taken at once or refused.
+/// Nothing waits for a place, so there is no list of waiters (tokio's `Semaphore` locks
+/// its own on every release, a lock every worker takes on every request).
+#[derive(Debug)]
+struct Slots {
+    max: usize,
+    taken: AtomicUsize,
+}
+
+impl Slots {
+    /// A place, or `None` when all `max` are taken.
+    fn try_take(self: &Arc<Self>) -> Option<Slot> {
+        self.taken
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |taken| {
+                (taken < self.max).then_some(taken + 1)
+            })
+            .ok()?;
+        Some(Slot(self.clone()))
+    }
+}
+
+/// A request's place in [`Slots`], given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Slot(Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.taken.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -417,7 +451,7 @@ impl<S> Layer<S> for InFlightLimitLayer {
 #[derive(Debug, Clone)]
 pub struct InFlightLimit<S> {
     inner: S,
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
 }
 
 impl<S, B> Service<Request<B>> for InFlightLimit<S>
@@ -435,7 +469,7 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+        let Some(slot) = self.slots.try_take() else {
             tracing::debug!("shed a request: too many in flight");
             let resp = rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -445,13 +479,29 @@ where
             let resp = with_retry_after(resp, Duration::from_secs(1));
             return PolicyFuture::refused(refused(resp, Reason::InFlight, None));
         };
-        PolicyFuture::holding(self.inner.call(req), Some(permit))
+        PolicyFuture::holding(self.inner.call(req), Some(slot))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_flight_slots_are_refused_past_the_limit_and_given_back() {
+        let layer = InFlightLimitLayer::new(2);
+        let (a, b) = (layer.slots.try_take(), layer.slots.try_take());
+        assert!(a.is_some() && b.is_some());
+        assert!(layer.slots.try_take().is_none());
+        drop(a);
+        let c = layer.slots.try_take();
+        assert!(c.is_some());
+        assert!(layer.slots.try_take().is_none());
+        drop((b, c));
+        assert_eq!(layer.slots.taken.load(Ordering::Relaxed), 0);
+        // At least one.
+        assert!(InFlightLimitLayer::new(0).slots.try_take().is_some());
+    }
 
     #[test]
     fn buckets_refill_and_refuse() {
