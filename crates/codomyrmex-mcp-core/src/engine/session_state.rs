@@ -30,8 +30,11 @@ pub(super) const MAX_IN_FLIGHT: usize = 1024;
 /// sets the next at twice what it left (at least this, at most [`MAX_IN_FLIGHT`]), so the
 /// table stays about as large as what is really in flight, and a sweep costs a constant per
 /// request: a session of many sequential calls keeps a table of this size, not of
-/// [`MAX_IN_FLIGHT`] entries grown (and rehashed) on the way.
-const SWEEP_AT: usize = 64;
+/// [`MAX_IN_FLIGHT`] entries grown (and rehashed) on the way. Small: until it is swept, an
+/// ended entry keeps its token allocated, and a server of many sequential sessions would
+/// otherwise hold that many dead tokens per session, spread over memory, in the caches
+/// every request goes through.
+const SWEEP_AT: usize = 8;
 
 /// The most resource subscriptions one legacy session may hold.
 pub(super) const MAX_SUBSCRIPTIONS: usize = 4096;
