@@ -338,8 +338,13 @@ impl SessionTable {
         self.records.round_trips()
     }
 
-    /// Marks `s` used now.
+    /// Marks `s` used now, for the live cap's order of use. Without a cap nothing reads the
+    /// order, and the count every request would write (one for all sessions, moving between
+    /// the workers' caches) is not kept.
     fn used(&self, s: &HttpSession) {
+        if self.live_cap.is_none() {
+            return;
+        }
         let n = self.uses.fetch_add(1, Ordering::Relaxed) + 1;
         s.last_used.store(n, Ordering::Relaxed);
     }
@@ -735,6 +740,22 @@ mod tests {
             Arc::new(crate::McpToolRegistry::new()),
         )
         .new_session()
+    }
+
+    #[tokio::test]
+    async fn the_order_of_use_is_kept_only_under_a_live_cap() {
+        let plain = table(4, Duration::from_secs(60), limits());
+        let (id, _) = plain.insert(session()).await.unwrap();
+        for _ in 0..3 {
+            assert!(plain.get(&id, None).await.unwrap().is_some());
+        }
+        assert_eq!(plain.uses.load(Ordering::Relaxed), 0);
+        let capped = table(4, Duration::from_secs(60), limits()).with_live_cap(Some(2));
+        let (id, _) = capped.insert(session()).await.unwrap();
+        for _ in 0..3 {
+            assert!(capped.get(&id, None).await.unwrap().is_some());
+        }
+        assert_eq!(capped.uses.load(Ordering::Relaxed), 4);
     }
 
     #[tokio::test]
