@@ -7,7 +7,7 @@
 //! [`Engine::set_authorization`] when a configuration is reloaded: a request reads it once per
 //! question, the list caches are keyed by its epoch, and every client hears `list_changed`.
 
-use std::sync::RwLock;
+use arc_swap::ArcSwap;
 
 use serde_json::Value;
 
@@ -26,8 +26,10 @@ struct LivePolicy {
 /// The engine's side of authorization: the policy in force, and the skills whose files it
 /// decides by the skill's name. Made once per engine.
 pub(super) struct Access {
-    /// The policy in force, replaced whole ([`Access::replace`]).
-    live: RwLock<Arc<LivePolicy>>,
+    /// The policy in force, replaced whole ([`Access::replace`]). Read on every call: an
+    /// `ArcSwap` is read without a write to memory the threads share, as a `RwLock`'s read
+    /// lock is not.
+    live: ArcSwap<LivePolicy>,
     /// The skills being served, if any.
     skills: Option<Arc<crate::skills::McpSkillRegistry>>,
 }
@@ -39,21 +41,15 @@ impl Access {
         skills: Option<Arc<crate::skills::McpSkillRegistry>>,
     ) -> Self {
         Self {
-            live: RwLock::new(Arc::new(LivePolicy { policy, epoch: 0 })),
+            live: ArcSwap::from_pointee(LivePolicy { policy, epoch: 0 }),
             skills,
         }
     }
 
-    /// One snapshot of the policy in force: a question is answered from one snapshot.
-    fn live(&self) -> Arc<LivePolicy> {
-        self.read().clone()
-    }
-
-    /// The policy in force, held (not copied) for one question.
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Arc<LivePolicy>> {
-        self.live
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// One snapshot of the policy in force, held (not copied) for one question: a question
+    /// is answered from one snapshot.
+    fn live(&self) -> arc_swap::Guard<Arc<LivePolicy>> {
+        self.live.load()
     }
 
     /// The policy in force.
@@ -63,12 +59,10 @@ impl Access {
 
     /// Puts `policy` in force as one value, with the next epoch.
     pub(super) fn replace(&self, policy: Option<Arc<Authorization>>) {
-        let mut live = self
-            .live
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let epoch = live.epoch.wrapping_add(1);
-        *live = Arc::new(LivePolicy { policy, epoch });
+        self.live.rcu(|live| LivePolicy {
+            policy: policy.clone(),
+            epoch: live.epoch.wrapping_add(1),
+        });
     }
 
     /// How many times the policy was replaced (part of every list page's cache key).
@@ -86,7 +80,7 @@ impl Access {
     /// Whether the caller may use `name` of `kind`; a refusal is counted. The grant and the
     /// answer come from one snapshot of the policy.
     pub(super) fn permits(&self, session: &Session, kind: Kind, name: &str) -> bool {
-        let live = self.read();
+        let live = self.live();
         let Some(policy) = &live.policy else {
             return true;
         };
@@ -97,7 +91,7 @@ impl Access {
     /// Whether the caller may read `uri` (a resource, an App's `ui://` resource, or a file of
     /// a skill, decided by the skill's name); a refusal is counted.
     pub(super) fn permits_uri(&self, session: &Session, uri: &str) -> bool {
-        let live = self.read();
+        let live = self.live();
         let Some(policy) = &live.policy else {
             return true;
         };
