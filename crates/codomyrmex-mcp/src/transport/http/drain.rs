@@ -6,8 +6,10 @@
 //! It does not stop accepting connections or end never-ending streams; the server loop
 //! ([`super::HttpServer::serve`]) does that.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
 
 use tokio_util::sync::CancellationToken;
 
@@ -24,9 +26,9 @@ pub(crate) struct Drain {
 }
 
 /// Counts one call as in flight while it lives.
-struct InFlight(Arc<Drain>);
+struct InFlight<'a>(&'a Drain);
 
-impl Drop for InFlight {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
@@ -44,23 +46,42 @@ impl Drain {
         self.calls_end.cancel();
     }
 
-    /// `handled`, counted as in flight while pending and answered with a shutting-down error
-    /// for `id` if the grace period ends first.
-    pub(crate) fn watch(self: &Arc<Self>, id: RequestId, handled: Handled) -> Handled {
-        let handled = crate::runtime::settle(handled);
-        let Handled::Pending(work) = handled else {
-            return handled;
-        };
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let guard = InFlight(self.clone());
-        Handled::Pending(Box::pin(async move {
-            let _guard = guard;
+    /// What `handled` comes to, or a shutting-down error for `id` if the grace period ends
+    /// first. A call that finishes at its first poll is done before anything is counted: only
+    /// one that waits is counted in flight, in the count every call shares (a write that
+    /// moves the count between the workers' caches). It borrows the drain: nothing is
+    /// cloned for it.
+    pub(crate) fn answer(
+        &self,
+        id: RequestId,
+        handled: Handled,
+    ) -> impl Future<Output = Option<OutgoingMessage>> + Send + '_ {
+        let work = crate::runtime::drive(handled);
+        async move {
+            let mut work = work;
+            if let Poll::Ready(m) = futures_util::poll!(work.as_mut()) {
+                return m;
+            }
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
+            let _counted = InFlight(self);
             tokio::select! {
                 biased;
                 m = work => m,
-                () = _guard.0.calls_end.cancelled() => Some(shutting_down(id)),
+                () = self.calls_end.cancelled() => Some(shutting_down(id)),
             }
-        }))
+        }
+    }
+
+    /// [`answer`](Self::answer) as a `Handled` of its own, for a response that outlives the
+    /// request's borrow of the server (a stream): `handled` itself when it needs no driving.
+    pub(crate) fn watch(self: &Arc<Self>, id: RequestId, handled: Handled) -> Handled {
+        match handled {
+            h @ (Handled::Nothing | Handled::Reply(_)) => h,
+            work => {
+                let drain = self.clone();
+                Handled::Pending(Box::pin(async move { drain.answer(id, work).await }))
+            }
+        }
     }
 }
 
@@ -80,21 +101,57 @@ mod tests {
     use super::*;
     use crate::runtime::Drive as _;
 
-    #[tokio::test]
-    async fn a_call_still_running_when_the_grace_ends_gets_an_error() {
-        let drain = Arc::new(Drain::default());
-        let handled = drain.watch(
-            RequestId::Number(7.into()),
-            Handled::Pending(Box::pin(std::future::pending())),
-        );
-        assert_eq!(drain.in_flight(), 1);
-        drain.end_calls();
-        let m = handled.into_message().await;
+    fn seven() -> RequestId {
+        RequestId::Number(7.into())
+    }
+
+    fn is_shutting_down(m: Option<OutgoingMessage>) {
         let Some(OutgoingMessage::Error { id, error }) = m else {
             panic!("not an error: {m:?}")
         };
-        assert_eq!(id, Some(RequestId::Number(7.into())));
+        assert_eq!(id, Some(seven()));
         assert_eq!(error.code, ErrorCode::SHUTTING_DOWN.0);
+    }
+
+    #[tokio::test]
+    async fn a_call_still_running_when_the_grace_ends_gets_an_error() {
+        let drain = Drain::default();
+        let answer = drain.answer(seven(), Handled::Pending(Box::pin(std::future::pending())));
+        tokio::pin!(answer);
+        assert!(futures_util::poll!(answer.as_mut()).is_pending());
+        assert_eq!(drain.in_flight(), 1);
+        drain.end_calls();
+        is_shutting_down(answer.await);
+        assert_eq!(drain.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_watched_call_still_running_when_the_grace_ends_gets_an_error() {
+        let drain = Arc::new(Drain::default());
+        let handled = drain.watch(seven(), Handled::Pending(Box::pin(std::future::pending())));
+        let mut answer = handled.into_message();
+        assert!(futures_util::poll!(answer.as_mut()).is_pending());
+        assert_eq!(drain.in_flight(), 1);
+        drain.end_calls();
+        is_shutting_down(answer.await);
+        assert_eq!(drain.in_flight(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_finishes_at_its_first_poll_is_never_counted() {
+        let drain = Arc::new(Drain::default());
+        let watching = drain.clone();
+        let work = std::future::poll_fn(move |_| {
+            // Counted calls: none, even while this one runs.
+            assert_eq!(watching.in_flight(), 0);
+            Poll::Ready(None)
+        });
+        assert_eq!(
+            drain
+                .answer(seven(), Handled::Pending(Box::pin(work)))
+                .await,
+            None
+        );
         assert_eq!(drain.in_flight(), 0);
     }
 }

@@ -352,7 +352,7 @@ fn route_message<'a>(
 
 /// A 2026-07-28 message, up to what must be awaited.
 fn modern<'a>(
-    app: &AppState,
+    app: &'a AppState,
     headers: &HeaderMap,
     delivery: Delivery,
     message: IncomingMessage,
@@ -420,12 +420,12 @@ fn modern<'a>(
     }
     let sink = NullSink::shared();
     let handled = app.engine.handle_classified(&session, message, meta, &sink);
-    match app.drain.watch(id, handled) {
+    match handled {
         Handled::Nothing => Next::Respond(accepted()),
         Handled::Reply(m) => Next::Respond(answer(&Route::Modern, &m)),
         // Awaited by the POST's future: if the client disconnects, hyper drops it, which
         // cancels the tool.
-        work => Next::Answer(&Route::Modern, crate::runtime::drive(work)),
+        work => Next::Answer(&Route::Modern, Box::pin(app.drain.answer(id, work))),
     }
 }
 
@@ -512,7 +512,7 @@ enum Next<'a> {
     /// The engine's answer, sent as JSON with the status its route gives it when it is ready.
     Answer(
         &'static Route,
-        crate::platform::BoxFuture<'static, Option<OutgoingMessage>>,
+        crate::platform::BoxFuture<'a, Option<OutgoingMessage>>,
     ),
     /// A path that waits on the session store or the other instances first: boxed, since
     /// it is rare and the future of every call would otherwise be as large.
@@ -611,7 +611,7 @@ fn json_answer<'a>(
     let handled =
         app.engine
             .handle_classified(&session.session, message, meta, &session.standalone_sink);
-    let answer = app.drain.watch(id, handled).into_message();
+    let answer = Box::pin(app.drain.answer(id, handled));
     if !sets_level {
         return Next::Answer(&Route::Legacy, answer);
     }
