@@ -32,7 +32,7 @@ const CITED: &[(&str, &str, &str)] = &[
         "fn call_tool(",
     ),
     (
-        "engine/tools.rs:156",
+        "engine/tools.rs:139",
         "codomyrmex-mcp-core/src/engine/tools.rs",
         "Handled::Invoke(",
     ),
@@ -68,7 +68,7 @@ const CITED: &[(&str, &str, &str)] = &[
     ("stdio.rs:555", CS, "write_to("),
     ("stdio.rs:567", CS, "writer.write_all("),
     (
-        "codomyrmex-mcp/src/transport/http/mod.rs:881",
+        "codomyrmex-mcp/src/transport/http/mod.rs:882",
         "codomyrmex-mcp/src/transport/http/mod.rs",
         "tokio::spawn(",
     ),
@@ -80,7 +80,17 @@ const CITED: &[(&str, &str, &str)] = &[
     ("handler.rs:370", HANDLER, "validate_with("),
     ("handler.rs:386", HANDLER, ".respond_as("),
     ("handler.rs:422", HANDLER, ".handle_classified("),
-    ("handler.rs:428", HANDLER, "crate::runtime::drive("),
+    ("handler.rs:428", HANDLER, "app.drain.answer("),
+    (
+        "codomyrmex-mcp/src/transport/http/drain.rs:59",
+        "codomyrmex-mcp/src/transport/http/drain.rs",
+        "crate::runtime::drive(",
+    ),
+    (
+        "drain.rs:62",
+        "codomyrmex-mcp/src/transport/http/drain.rs",
+        "futures_util::poll!(work.as_mut())",
+    ),
     ("handler.rs:529", HANDLER, "match work.await"),
     ("handler.rs:530", HANDLER, "answer("),
     ("handler.rs:43", HANDLER, "fn json_response("),

@@ -14,38 +14,6 @@ use crate::registry::{RegisteredTool, ToolOutput};
 use crate::wire::{ErrorObject, RequestId};
 
 impl Engine {
-    /// The registered name a call of unregistered `name` goes to: the resolver's one
-    /// candidate the caller may use, or `name` itself (then unknown); an error when several
-    /// remain.
-    fn resolved(&self, session: &Arc<Session>, name: String) -> Result<String, ErrorObject> {
-        Ok(match self.shared.registry.resolve(&name) {
-            crate::registry::resolve::Resolution::Tool(resolved) => resolved,
-            crate::registry::resolve::Resolution::Ambiguous(candidates) => {
-                let candidates: Vec<String> = candidates
-                    .into_iter()
-                    .filter(|c| {
-                        self.shared
-                            .access
-                            .permits(session, crate::authz::Kind::Tool, c)
-                    })
-                    .collect();
-                match candidates.as_slice() {
-                    [] => name,
-                    [one] => one.clone(),
-                    _ => {
-                        let shown: String = name.chars().take(128).collect();
-                        return Err(ErrorObject::invalid_params(format!(
-                            "Ambiguous tool: {shown} is served by {}; call one of them",
-                            candidates.join(", ")
-                        ))
-                        .with_data(serde_json::json!({"candidates": candidates})));
-                    }
-                }
-            }
-            crate::registry::resolve::Resolution::Unknown => name,
-        })
-    }
-
     pub(super) fn call_tool(
         &self,
         session: &Arc<Session>,
@@ -169,6 +137,38 @@ impl Engine {
             self.host(),
         );
         Handled::Invoke(invocation.blocking(blocking).emitting(outbound))
+    }
+
+    /// The registered name a call of unregistered `name` goes to: the resolver's one
+    /// candidate the caller may use, or `name` itself (then unknown); an error when several
+    /// remain.
+    fn resolved(&self, session: &Arc<Session>, name: String) -> Result<String, ErrorObject> {
+        Ok(match self.shared.registry.resolve(&name) {
+            crate::registry::resolve::Resolution::Tool(resolved) => resolved,
+            crate::registry::resolve::Resolution::Ambiguous(candidates) => {
+                let candidates: Vec<String> = candidates
+                    .into_iter()
+                    .filter(|c| {
+                        self.shared
+                            .access
+                            .permits(session, crate::authz::Kind::Tool, c)
+                    })
+                    .collect();
+                match candidates.as_slice() {
+                    [] => name,
+                    [one] => one.clone(),
+                    _ => {
+                        let shown: String = name.chars().take(128).collect();
+                        return Err(ErrorObject::invalid_params(format!(
+                            "Ambiguous tool: {shown} is served by {}; call one of them",
+                            candidates.join(", ")
+                        ))
+                        .with_data(serde_json::json!({"candidates": candidates})));
+                    }
+                }
+            }
+            crate::registry::resolve::Resolution::Unknown => name,
+        })
     }
 
     /// The answer to a `tools/call` whose handler ended at `now` with `outcome`.
