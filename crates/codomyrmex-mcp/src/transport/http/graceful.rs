@@ -255,7 +255,10 @@ mod tests {
         let (late, mut client) = connection();
         let late = tokio::spawn(graceful.watch(late));
         drop(first);
-        assert!(late.await.unwrap().is_ok());
+        let closed = tokio::time::timeout(Duration::from_secs(5), late)
+            .await
+            .expect("the connection watched late was not asked to close");
+        assert!(closed.unwrap().is_ok());
         let mut rest = Vec::new();
         assert_eq!(client.read_to_end(&mut rest).await.unwrap(), 0);
         tokio::time::timeout(Duration::from_secs(5), stopping)
