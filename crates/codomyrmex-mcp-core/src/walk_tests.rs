@@ -87,7 +87,7 @@ const CITED: &[(&str, &str, &str)] = &[
         "crate::runtime::drive(",
     ),
     (
-        "drain.rs:62",
+        "drain.rs:61",
         "codomyrmex-mcp/src/transport/http/drain.rs",
         "futures_util::poll!(work.as_mut())",
     ),
